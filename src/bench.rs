@@ -1,0 +1,44 @@
+//! The benchmark workload (a peer simulator was measured on it): Llama-3-8B BF16 on one H100-SXM, token budget
+//! 8192, at most 256 running sequences, FCFS, chunked prefill, 16-token blocks, Poisson arrivals, prompt 1024 and
+//! output 256 tokens fixed. Timing is the caller's (the core reads no clock).
+
+use crate::scenario::{self, ArrivalSpec, ClassSpec, HardwareSpec, LengthSpec, Spec};
+
+/// The scenario shipped as scenarios/peer-llama3-8b-h100.json, at a given rate and size.
+pub fn peer_spec(rate_rps: f64, requests: u64) -> Spec {
+    let text = include_str!("../scenarios/peer-llama3-8b-h100.json");
+    let mut spec = scenario::parse(text).expect("the shipped benchmark scenario parses");
+    spec.workload.arrival = ArrivalSpec::Poisson { rate_rps };
+    spec.workload.requests = Some(requests);
+    spec
+}
+
+/// Measured saturation throughput (requests/s) of a spec: every request arrives at once (a closed burst),
+/// and throughput is completions over the time the last one took. Capacity is measured, never derived.
+pub fn saturation_rps(spec: &Spec, requests: u64) -> f64 {
+    let mut s = spec.clone();
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1e7 };
+    s.workload.requests = Some(requests);
+    s.workload.duration_s = None;
+    s.engine.horizon_s = None;
+    let sc = scenario::validate(&s).expect("a valid spec stays valid with a burst arrival");
+    crate::simulate(&sc).summary.throughput_rps
+}
+
+/// Textbook capacity estimate for comparison: peak decode throughput at the batch cap ÷ mean output length.
+pub fn textbook_rps(spec: &Spec) -> Option<f64> {
+    let sc = scenario::validate(spec).ok()?;
+    let class: &ClassSpec = spec.workload.classes.first()?;
+    let (LengthSpec::Fixed { tokens: p }, LengthSpec::Fixed { tokens: o }) = (&class.prompt_tokens, &class.output_tokens) else {
+        return None;
+    };
+    let b = sc.engine.max_num_seqs;
+    let ctx = (*p as u64 + *o as u64 / 2) * b as u64;
+    let step = sc.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
+    Some(b as f64 / (step.total_ns as f64 / 1e9) / *o as f64 * sc.replicas as f64)
+}
+
+/// The H100 hardware block, for tests.
+pub fn h100() -> HardwareSpec {
+    HardwareSpec { device: Some("h100-sxm".into()), ..HardwareSpec::default() }
+}

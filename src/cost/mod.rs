@@ -1,0 +1,174 @@
+//! Step-time models: pure functions from one step's work to its duration, returned as a breakdown.
+//! No state, no random numbers.
+//!
+//! Roofline (per replica of `tp` GPUs), with P parameters, T = decode + prefill tokens in the step,
+//! A = attention query–key pairs, K = KV tokens read:
+//! ```text
+//! C  = (2·P·T + 4·layers·heads·head_dim·A) / (tp · peak · mfu)                 compute
+//! Mw = (weight bytes + T · kv_bytes_per_token) / (tp · bw · weight_bw_eff)       weights (+ KV writes)
+//! Mk = K · kv_bytes_per_token / (tp · bw · kv_bw_eff)                           KV reads
+//! M  = Mw + Mk
+//! step = max(C, M) + overlap_penalty · min(C, M) + comm + overhead
+//! comm = 2·layers·(allreduce_latency + T·hidden·2 B·2(tp−1)/tp / link_bw)      (tp > 1)
+//! ```
+//! See docs/model.md for the derivation and the fit to measured A100 step times.
+
+use crate::scenario::{Hardware, Model};
+
+/// What one step does: the inputs of the cost model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepWork {
+    /// Sequences producing one decode token each.
+    pub decode_seqs: u32,
+    /// Σ context (tokens already in KV) over decode sequences.
+    pub decode_context_tokens: u64,
+    /// Sequences running a prefill chunk.
+    pub prefill_seqs: u32,
+    /// Σ prefill chunk tokens.
+    pub prefill_tokens: u32,
+    /// Σ over chunks of chunk × (prior context + (chunk + 1)/2): query–key pairs of causal attention.
+    pub prefill_attention_pairs: u64,
+    /// Σ prior context (already in KV) of prefill chunks: KV that the chunk's attention reads.
+    pub prefill_context_tokens: u64,
+}
+
+impl StepWork {
+    pub fn tokens(&self) -> u64 {
+        self.decode_seqs as u64 + self.prefill_tokens as u64
+    }
+    pub fn seqs(&self) -> u32 {
+        self.decode_seqs + self.prefill_seqs
+    }
+}
+
+/// Where a step's time goes, in nanoseconds. `total_ns` is what the engine advances by.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepCost {
+    pub total_ns: u64,
+    /// Compute time of prefill tokens (dense + attention).
+    pub prefill_compute_ns: f64,
+    /// Compute time of decode tokens (dense + attention).
+    pub decode_compute_ns: f64,
+    /// Reading the weights (and writing new KV).
+    pub weights_ns: f64,
+    /// Reading the KV cache in attention.
+    pub kv_read_ns: f64,
+    /// Tensor-parallel all-reduce.
+    pub comm_ns: f64,
+    /// Fixed per-step overhead.
+    pub overhead_ns: f64,
+    /// Compute time ≥ memory time.
+    pub compute_bound: bool,
+}
+
+/// The step-time model of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CostModel {
+    Roofline(Roofline),
+    Linear(Linear),
+}
+
+impl CostModel {
+    pub fn step(&self, w: &StepWork) -> StepCost {
+        match self {
+            CostModel::Roofline(r) => r.step(w),
+            CostModel::Linear(l) => l.step(w),
+        }
+    }
+}
+
+/// Roofline constants, precomputed per unit so a step costs a few multiplies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Roofline {
+    compute_ns_per_token: f64,
+    compute_ns_per_pair: f64,
+    weights_ns: f64,
+    kv_write_ns_per_token: f64,
+    kv_read_ns_per_token: f64,
+    comm_ns_fixed: f64,
+    comm_ns_per_token: f64,
+    overlap_penalty: f64,
+    overhead_ns: f64,
+}
+
+impl Roofline {
+    pub fn new(m: &Model, h: &Hardware) -> Self {
+        let tp = h.tp as f64;
+        let flops_per_ns = tp * h.peak_flops * h.mfu / 1e9;
+        let wbw = tp * h.hbm_bytes_per_s * h.weight_bw_efficiency / 1e9;
+        let kbw = tp * h.hbm_bytes_per_s * h.kv_bw_efficiency / 1e9;
+        let kvb = m.kv_bytes_per_token();
+        let (comm_fixed, comm_tok) = if h.tp > 1 {
+            let bytes_per_token = m.hidden as f64 * 2.0 * 2.0 * (tp - 1.0) / tp;
+            let link = h.interconnect_bytes_per_s / 1e9;
+            (2.0 * m.layers as f64 * h.allreduce_latency_ns, 2.0 * m.layers as f64 * bytes_per_token / link)
+        } else {
+            (0.0, 0.0)
+        };
+        Roofline {
+            compute_ns_per_token: 2.0 * m.params / flops_per_ns,
+            compute_ns_per_pair: 4.0 * m.layers as f64 * m.heads as f64 * m.head_dim as f64 / flops_per_ns,
+            weights_ns: m.weight_bytes() / wbw,
+            kv_write_ns_per_token: kvb / wbw,
+            kv_read_ns_per_token: kvb / kbw,
+            comm_ns_fixed: comm_fixed,
+            comm_ns_per_token: comm_tok,
+            overlap_penalty: h.overlap_penalty,
+            overhead_ns: h.step_overhead_ns,
+        }
+    }
+
+    pub fn step(&self, w: &StepWork) -> StepCost {
+        let tokens = w.tokens() as f64;
+        let prefill_c =
+            w.prefill_tokens as f64 * self.compute_ns_per_token + w.prefill_attention_pairs as f64 * self.compute_ns_per_pair;
+        let decode_c =
+            w.decode_seqs as f64 * self.compute_ns_per_token + w.decode_context_tokens as f64 * self.compute_ns_per_pair;
+        let c = prefill_c + decode_c;
+        let weights = self.weights_ns + tokens * self.kv_write_ns_per_token;
+        let kv_read = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.kv_read_ns_per_token;
+        let m = weights + kv_read;
+        let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };
+        let core = c.max(m) + self.overlap_penalty * c.min(m);
+        let total = core + comm + self.overhead_ns;
+        StepCost {
+            total_ns: (total.round() as u64).max(1),
+            prefill_compute_ns: prefill_c,
+            decode_compute_ns: decode_c,
+            weights_ns: weights,
+            kv_read_ns: kv_read,
+            comm_ns: comm,
+            overhead_ns: self.overhead_ns,
+            compute_bound: c >= m,
+        }
+    }
+}
+
+/// step = base + per_seq·seqs + per_prefill_token·prefill tokens + per_kv_token·context tokens read.
+/// Reduces the engine to textbook queues (batch 1, one prefill step per request: service = base + c·prompt).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Linear {
+    pub base_ns: f64,
+    pub per_seq_ns: f64,
+    pub per_prefill_token_ns: f64,
+    pub per_kv_token_ns: f64,
+}
+
+impl Linear {
+    pub fn step(&self, w: &StepWork) -> StepCost {
+        let prefill = w.prefill_tokens as f64 * self.per_prefill_token_ns;
+        let seqs = w.seqs() as f64 * self.per_seq_ns;
+        let kv = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.per_kv_token_ns;
+        let total = self.base_ns + seqs + prefill + kv;
+        StepCost {
+            total_ns: (total.round() as u64).max(1),
+            prefill_compute_ns: prefill,
+            decode_compute_ns: seqs,
+            weights_ns: 0.0,
+            kv_read_ns: kv,
+            comm_ns: 0.0,
+            overhead_ns: self.base_ns,
+            compute_bound: prefill >= kv,
+        }
+    }
+}

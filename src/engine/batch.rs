@@ -1,0 +1,189 @@
+//! Batch formation for one replica (iteration-level continuous batching, vLLM v1 / Sarathi style).
+//!
+//! 1. Running requests, in admission order: a decode token each, or the next prefill chunk. A request that
+//!    needs a KV block when none is free preempts a victim (recompute), chosen among the requests not yet
+//!    scheduled in this step, itself included.
+//! 2. If nothing was preempted, admit from the waiting queue in policy order while the batch has a slot, the
+//!    step has token budget, the reservation (prompt + predicted output) fits under the over-subscription
+//!    limit, and the first chunk's blocks are free. A replica with nothing running always admits its head, so
+//!    every run makes progress.
+
+use super::{Running, Simulation};
+use crate::cost::StepWork;
+use crate::kv::blocks_for;
+use crate::metrics::{Limiter, Outcome};
+use crate::scenario::VictimSpec;
+
+impl Simulation<'_> {
+    /// Decide the next step of replica `r`; allocates its KV. Returns the step's work and what stopped admission.
+    pub(super) fn form_batch(&mut self, r: usize) -> (StepWork, Limiter) {
+        let en = &self.sc.engine;
+        let block = en.block_size_tokens;
+        let mut budget = en.max_num_batched_tokens;
+        let mut work = StepWork::default();
+        let mut preempted = false;
+        let mut i = 0;
+        loop {
+            // Hot path: one tight pass over the batch with the step's sums in registers. It stops at the first
+            // request whose blocks cannot be allocated; the slow path below preempts, then the pass resumes.
+            let rep = &mut self.replicas[r];
+            let kv = &mut rep.kv;
+            let running = &mut rep.running;
+            let (mut d_seqs, mut d_ctx, mut p_seqs, mut p_tok, mut p_pairs, mut p_ctx) = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
+            let mut stuck = None;
+            while i < running.len() {
+                let s = &mut running[i];
+                let left = s.prefill_target - s.prefilled;
+                let want = if left > 0 {
+                    if en.chunked_prefill { left.min(en.prefill_chunk_tokens).min(budget) } else if left <= budget { left } else { 0 }
+                } else {
+                    u32::from(budget >= 1)
+                };
+                if want > 0 {
+                    // Multiply rather than divide: most decode tokens fit in the last block.
+                    let tokens_after = s.kv_tokens as u64 + want as u64;
+                    let need = if tokens_after <= s.blocks as u64 * block as u64 { 0 } else { blocks_for(tokens_after, block) - s.blocks as u64 };
+                    if need > 0 && !kv.try_alloc(need) {
+                        stuck = Some(need);
+                        break;
+                    }
+                    s.blocks += need as u32;
+                    s.step_tokens = want;
+                    budget -= want;
+                    if left > 0 {
+                        p_seqs += 1;
+                        p_tok += want;
+                        p_pairs += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
+                        p_ctx += s.prefilled as u64;
+                    } else {
+                        d_seqs += 1;
+                        d_ctx += s.kv_tokens as u64;
+                    }
+                }
+                i += 1;
+            }
+            work.decode_seqs += d_seqs;
+            work.decode_context_tokens += d_ctx;
+            work.prefill_seqs += p_seqs;
+            work.prefill_tokens += p_tok;
+            work.prefill_attention_pairs += p_pairs;
+            work.prefill_context_tokens += p_ctx;
+            let Some(need) = stuck else { break };
+            // Slow path: free memory by preempting victims until request i fits, or it is the victim.
+            loop {
+                let v = pick_victim(&self.replicas[r].running, i, en.victim);
+                self.preempt(r, v);
+                preempted = true;
+                if v == i {
+                    break; // index i now holds the next request
+                }
+                if self.replicas[r].kv.free() >= need {
+                    break; // the pass resumes at i and allocates
+                }
+            }
+        }
+        if preempted {
+            return (work, Limiter::Preemption);
+        }
+        let limiter = self.admit(r, &mut budget, &mut work);
+        (work, limiter)
+    }
+
+    /// Step 2: admit waiting requests while everything allows.
+    fn admit(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) -> Limiter {
+        let en = &self.sc.engine;
+        let block = en.block_size_tokens;
+        loop {
+            let rep = &mut self.replicas[r];
+            if rep.running.len() >= en.max_num_seqs as usize {
+                return Limiter::MaxSeqs;
+            }
+            if *budget == 0 {
+                return Limiter::TokenBudget;
+            }
+            let queue = match &mut self.central {
+                Some(q) => q,
+                None => &mut rep.queue,
+            };
+            let Some(head) = queue.peek() else {
+                return Limiter::QueueEmpty;
+            };
+            let rec = &self.rec.requests[head.id as usize];
+            let prefill_target = rec.prompt_tokens + rec.generated;
+            let reserve_tokens = rec.prompt_tokens as u64 + (rec.pred_reserve_tokens.max(rec.generated)) as u64;
+            let reserve = blocks_for(reserve_tokens, block);
+            let alone = rep.running.is_empty();
+            if !alone && rep.reserved_blocks + reserve > en.kv_reserve_limit_blocks {
+                return Limiter::KvReservation;
+            }
+            let want = if en.chunked_prefill {
+                prefill_target.min(en.prefill_chunk_tokens).min(*budget)
+            } else if prefill_target <= *budget {
+                prefill_target
+            } else {
+                return Limiter::TokenBudget;
+            };
+            let need = blocks_for(want as u64, block);
+            if !rep.kv.try_alloc(need) {
+                return Limiter::KvFree;
+            }
+            queue.pop();
+            self.rec.waiting -= 1;
+            let rec = &mut self.rec.requests[head.id as usize];
+            if rec.first_scheduled_ns == u64::MAX {
+                rec.first_scheduled_ns = self.now;
+            }
+            rep.reserved_blocks += reserve;
+            rep.running.push(Running {
+                id: head.id,
+                prefill_target,
+                prefilled: 0,
+                generated: rec.generated,
+                target: rec.output_tokens,
+                kv_tokens: 0,
+                blocks: need as u32,
+                reserve_blocks: reserve as u32,
+                step_tokens: want,
+                priority: head.priority,
+                last_token_ns: rec.last_token_ns,
+            });
+            *budget -= want;
+            work.prefill_seqs += 1;
+            work.prefill_tokens += want;
+            work.prefill_attention_pairs += (want as u64 * (want as u64 + 1)) / 2;
+        }
+    }
+
+    /// Recompute preemption of running[v]: free its KV; it queues again (after backoff) or fails past the cap.
+    fn preempt(&mut self, r: usize, v: usize) {
+        let rep = &mut self.replicas[r];
+        let s = rep.running.remove(v);
+        rep.kv.release(s.blocks as u64);
+        rep.reserved_blocks -= s.reserve_blocks as u64;
+        let rec = &mut self.rec.requests[s.id as usize];
+        rec.preemptions = rec.preemptions.saturating_add(1);
+        rec.generated = s.generated;
+        rec.last_token_ns = s.last_token_ns;
+        self.rec.preemptions += 1;
+        if rec.preemptions as u32 > self.sc.engine.max_preemptions {
+            rec.outcome = Outcome::Failed;
+            rec.done_ns = self.now;
+            rep.outstanding -= 1;
+            self.loads.outstanding.set(r, rep.outstanding);
+            self.rec.in_system -= 1;
+        } else {
+            self.requeue.push(s.id);
+        }
+    }
+}
+
+/// The victim among running[from..] (those not yet scheduled this step, `from` itself included).
+fn pick_victim(running: &[Running], from: usize, policy: VictimSpec) -> usize {
+    let tail = from..running.len();
+    match policy {
+        VictimSpec::Newest => running.len() - 1,
+        // Ties go to the newest (the later index), like vLLM's recompute order.
+        VictimSpec::LeastProgress => tail.max_by_key(|&j| (std::cmp::Reverse(running[j].prefilled + running[j].generated), j)).unwrap_or(from),
+        VictimSpec::LowestPriority => tail.max_by_key(|&j| (running[j].priority, j)).unwrap_or(from),
+    }
+}

@@ -1,0 +1,431 @@
+//! The discrete-event engine: clock, event queue, `enum Event` with one `match`.
+//!
+//! ```text
+//!  Generator ──Arrival──▶ admission ──▶ router ──▶ waiting queue (per replica, or one central queue)
+//!                                                     │ form_batch (policy order, KV reservation)
+//!                                                     ▼
+//!                            StepEnd ◀── cost model ── batch: decode tokens + prefill chunks
+//!                               │
+//!                               └─▶ tokens emitted, requests complete, KV released, next step formed
+//! ```
+//!
+//! Time is integer nanoseconds; events at equal times pop in insertion order (FIFO), so a run is a pure
+//! function of its scenario. Only this module schedules events; policies return decisions.
+
+mod batch;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use crate::kv::BlockPool;
+use crate::metrics::{Outcome, Recorder, RequestRecord};
+use crate::rng::{self, Rng64, Stream};
+use crate::router::{self, Loads, Router};
+use crate::scenario::{RouterSpec, Scenario};
+use crate::sched::admission::{self, AdmitContext, Admission};
+use crate::sched::queue::{self, QueueItem, WaitingQueue};
+use crate::workload::{Generator, Request};
+
+/// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Event {
+    /// The pending request arrives.
+    Arrival,
+    /// A replica's current step finishes.
+    StepEnd { replica: u32 },
+    /// A preempted request's backoff ends; it may queue again.
+    Retry { request: u32 },
+    /// The run's horizon: stop, report what is still in the system as unfinished.
+    Horizon,
+}
+
+/// Progress of a run, for front ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Requests that reached a final outcome.
+    pub done: u64,
+    /// Best estimate of how many requests the run will create.
+    pub expected: u64,
+    pub now_ns: u64,
+}
+
+impl Progress {
+    pub fn fraction(&self) -> f64 {
+        (self.done as f64 / self.expected.max(1) as f64).min(1.0)
+    }
+}
+
+/// Why a run stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunError {
+    Cancelled,
+}
+
+/// A request holding a batch slot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Running {
+    pub id: u32,
+    /// Tokens to prefill: the prompt, plus tokens generated before a recompute preemption.
+    pub prefill_target: u32,
+    pub prefilled: u32,
+    /// Output tokens emitted so far (kept across preemptions).
+    pub generated: u32,
+    pub target: u32,
+    /// Tokens whose KV is held.
+    pub kv_tokens: u32,
+    pub blocks: u32,
+    pub reserve_blocks: u32,
+    /// Tokens scheduled in the current step (0: not in this step).
+    pub step_tokens: u32,
+    pub priority: u32,
+    pub last_token_ns: u64,
+}
+
+/// One model instance (tp GPUs) with its batch, queue and KV.
+pub(crate) struct Replica {
+    pub running: Vec<Running>,
+    pub queue: Box<dyn WaitingQueue>,
+    pub kv: BlockPool,
+    /// Σ reservations of running requests, blocks.
+    pub reserved_blocks: u64,
+    pub busy: bool,
+    pub step_ns: u64,
+    pub outstanding: u64,
+}
+
+/// A simulation in progress. Owns all state; events get `&mut self` (no shared pointers, nothing static).
+pub struct Simulation<'a> {
+    pub(crate) sc: &'a Scenario,
+    now: u64,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    generator: Generator,
+    pending: Option<Request>,
+    pub(crate) replicas: Vec<Replica>,
+    pub(crate) central: Option<Box<dyn WaitingQueue>>,
+    idle: BTreeSet<u32>,
+    router: Option<Box<dyn Router>>,
+    router_rng: Rng64,
+    loads: Loads,
+    admission: Admission,
+    pub(crate) rec: Recorder,
+    /// Requests preempted during batch formation, to queue once the step is formed.
+    pub(crate) requeue: Vec<u32>,
+}
+
+impl<'a> Simulation<'a> {
+    pub fn new(sc: &'a Scenario) -> Self {
+        let n = sc.replicas as usize;
+        let n_tenants = sc.workload.tenants.len();
+        let central = matches!(sc.router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
+        let replicas = (0..n)
+            .map(|_| Replica {
+                running: Vec::with_capacity(sc.engine.max_num_seqs.min(4096) as usize),
+                queue: queue::build(&sc.scheduler, n_tenants),
+                kv: BlockPool::new(sc.engine.kv_total_blocks),
+                reserved_blocks: 0,
+                busy: false,
+                step_ns: 0,
+                outstanding: 0,
+            })
+            .collect();
+        let mut generator = Generator::new(sc);
+        let pending = generator.next(sc);
+        let mut sim = Simulation {
+            sc,
+            now: 0,
+            events: BinaryHeap::new(),
+            seq: 0,
+            generator,
+            pending,
+            replicas,
+            central,
+            idle: (0..n as u32).collect(),
+            router: router::build(&sc.router),
+            router_rng: rng::stream(sc.seed, Stream::Router, 0),
+            loads: Loads::new(n),
+            admission: admission::build(&sc.admission, &sc.workload.tenants),
+            rec: Recorder::new(sc),
+            requeue: Vec::new(),
+        };
+        if let Some(p) = sim.pending {
+            sim.schedule(p.arrival_ns, Event::Arrival);
+        }
+        if let Some(h) = sc.engine.horizon_ns {
+            sim.schedule(h, Event::Horizon);
+        }
+        sim
+    }
+
+    fn schedule(&mut self, at_ns: u64, ev: Event) {
+        debug_assert!(at_ns >= self.now, "an event in the past");
+        self.events.push(Reverse((at_ns, self.seq, ev)));
+        self.seq += 1;
+    }
+
+    /// Run to the end (all requests final, or the horizon). `progress` is called now and then; returning
+    /// false cancels the run.
+    pub fn run(mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Recorder, RunError> {
+        let mut n_events: u64 = 0;
+        while let Some(Reverse((t, _, ev))) = self.events.pop() {
+            self.now = t;
+            self.rec.advance(t);
+            match ev {
+                Event::Arrival => self.on_arrival(),
+                Event::StepEnd { replica } => self.on_step_end(replica as usize),
+                Event::Retry { request } => self.on_retry(request),
+                Event::Horizon => break,
+            }
+            n_events += 1;
+            if n_events % 8192 == 0 && !progress(self.progress()) {
+                return Err(RunError::Cancelled);
+            }
+        }
+        let _ = progress(self.progress());
+        self.rec.finish(self.now);
+        Ok(self.rec)
+    }
+
+    fn progress(&self) -> Progress {
+        Progress { done: self.rec.n_final(), expected: self.rec.expected_requests(), now_ns: self.now }
+    }
+
+    fn on_arrival(&mut self) {
+        let req = self.pending.take().expect("an Arrival event has a pending request");
+        self.pending = self.generator.next(self.sc);
+        if let Some(p) = self.pending {
+            self.schedule(p.arrival_ns, Event::Arrival);
+        }
+        let class = &self.sc.workload.classes[req.class as usize];
+        let target = match &mut self.router {
+            Some(r) => Some(r.route(&self.loads, &mut self.router_rng)),
+            None => None,
+        };
+        let waiting = match target {
+            Some(r) => self.replicas[r].queue.len(),
+            None => self.central.as_ref().map_or(0, |q| q.len()),
+        };
+        let estimate_ns = self.admission.needs_estimate().then(|| self.estimate_latency_ns(&req, target));
+        let cx = AdmitContext { now_ns: self.now, waiting, estimate_ns, deadline_ns: class.slo.e2e_ns };
+        let verdict = self.admission.admit(&req, &cx);
+        let mut record = RequestRecord::new(&req);
+        record.replica = target.map_or(u16::MAX, |r| r as u16);
+        if let Err(why) = verdict {
+            record.outcome = Outcome::Rejected(why);
+            record.done_ns = self.now;
+            self.rec.push_request(record);
+            return;
+        }
+        self.rec.push_request(record);
+        self.rec.in_system += 1;
+        let item = self.queue_item(req.id);
+        self.enqueue(item, target, false);
+    }
+
+    fn on_retry(&mut self, id: u32) {
+        let item = self.queue_item(id);
+        let replica = self.rec.requests[id as usize].replica;
+        let target = (replica != u16::MAX).then_some(replica as usize);
+        self.enqueue(item, target, true);
+    }
+
+    /// Put a request in its queue and start a step where one can start.
+    fn enqueue(&mut self, item: QueueItem, target: Option<usize>, preempted: bool) {
+        self.rec.waiting += 1;
+        match target {
+            Some(r) => {
+                let rep = &mut self.replicas[r];
+                if preempted { rep.queue.requeue(item) } else { rep.queue.push(item) }
+                if !preempted {
+                    rep.outstanding += 1;
+                    self.loads.outstanding.set(r, rep.outstanding);
+                }
+                self.try_start(r);
+            }
+            None => {
+                let q = self.central.as_mut().expect("no target means the central queue");
+                if preempted { q.requeue(item) } else { q.push(item) }
+                self.kick_idle();
+            }
+        }
+    }
+
+    /// Central queue: the first idle replica takes work. O(log N).
+    fn kick_idle(&mut self) {
+        while let Some(&r) = self.idle.first() {
+            if self.central.as_ref().is_none_or(|q| q.is_empty()) {
+                return;
+            }
+            self.try_start(r as usize);
+            if self.idle.contains(&r) {
+                return; // it could not take the head: nobody idle can
+            }
+        }
+    }
+
+    pub(crate) fn queue_item(&self, id: u32) -> QueueItem {
+        let r = &self.rec.requests[id as usize];
+        let class = &self.sc.workload.classes[r.class as usize];
+        QueueItem {
+            id,
+            arrival_ns: r.arrival_ns,
+            tenant: r.tenant,
+            priority: class.priority,
+            prompt_tokens: r.prompt_tokens,
+            pred_order_tokens: r.pred_order_tokens,
+            deadline_ns: class.slo.e2e_ns.map_or(u64::MAX, |d| r.arrival_ns.saturating_add(d)),
+        }
+    }
+
+    /// Deadline admission's estimate: the queue ahead drains at the prefill rate of full chunks, then this
+    /// request's prefill, then its predicted output at the current decode step time.
+    fn estimate_latency_ns(&self, req: &Request, target: Option<usize>) -> f64 {
+        let sc = self.sc;
+        // With a central queue, the queue ahead is shared by every replica.
+        let (ahead, running, servers) = match target {
+            Some(r) => (self.replicas[r].queue.len(), self.replicas[r].running.len(), 1.0),
+            None => (
+                self.central.as_ref().map_or(0, |q| q.len()),
+                self.replicas.iter().map(|r| r.running.len()).min().unwrap_or(0),
+                self.replicas.len() as f64,
+            ),
+        };
+        let chunk = sc.engine.prefill_chunk_tokens.max(1);
+        let prefill_ns_per_token = sc.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64 / chunk as f64;
+        // This request's prompt stands in for the unknown prompts ahead of it.
+        let queue_ns = ahead as f64 * req.prompt_tokens as f64 * prefill_ns_per_token / servers;
+        let ctx = req.prompt_tokens as u64 + req.pred_order_tokens as u64 / 2;
+        let b = running as u32 + 1;
+        let decode = sc.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx * b as u64, ..Default::default() }).total_ns as f64;
+        queue_ns + req.prompt_tokens as f64 * prefill_ns_per_token + req.pred_order_tokens as f64 * decode
+    }
+
+    /// Form and start a step on replica `r` if it is idle and has work.
+    fn try_start(&mut self, r: usize) {
+        if self.replicas[r].busy {
+            return;
+        }
+        let (work, limiter) = self.form_batch(r);
+        self.flush_requeue(r);
+        if work.seqs() == 0 {
+            if self.central.is_some() {
+                self.idle.insert(r as u32);
+            }
+            return;
+        }
+        let cost = self.sc.cost.step(&work);
+        let rep = &mut self.replicas[r];
+        rep.busy = true;
+        rep.step_ns = cost.total_ns;
+        if self.central.is_some() {
+            self.idle.remove(&(r as u32));
+        }
+        let kv_load = (rep.kv.used() << 32) / rep.kv.total();
+        self.loads.kv.set(r, kv_load);
+        self.rec.on_step(r, &work, &cost, limiter, rep.running.len() as u64, rep.kv.used());
+        self.schedule(self.now + cost.total_ns, Event::StepEnd { replica: r as u32 });
+    }
+
+    /// Requests preempted while forming a batch go back to their queue (or wait out a backoff).
+    fn flush_requeue(&mut self, r: usize) {
+        if self.requeue.is_empty() {
+            return;
+        }
+        let central = self.central.is_some();
+        for id in std::mem::take(&mut self.requeue) {
+            let n = self.rec.requests[id as usize].preemptions as u32;
+            let backoff = self.sc.engine.backoff_ns;
+            if backoff > 0 {
+                let at = self.now.saturating_add(backoff.saturating_mul(1u64 << (n - 1).min(30)));
+                self.schedule(at, Event::Retry { request: id });
+            } else {
+                let item = self.queue_item(id);
+                self.rec.waiting += 1;
+                match &mut self.central {
+                    Some(q) => q.requeue(item),
+                    None => self.replicas[r].queue.requeue(item),
+                }
+            }
+        }
+        if central {
+            self.kick_idle();
+        }
+    }
+
+    fn on_step_end(&mut self, r: usize) {
+        let now = self.now;
+        let rep = &mut self.replicas[r];
+        rep.busy = false;
+        let step_ns = rep.step_ns;
+        let mut bulk_itl: u32 = 0;
+        let mut held_blocks: u64 = 0;
+        let mut finished: u32 = 0;
+        let mut emitted_n: u64 = 0;
+        let (mut released, mut unreserved) = (0u64, 0u64);
+        let requests = &mut self.rec.requests;
+        let itl = &mut self.rec.itl_packed;
+        // In place; the record is touched only for a first token and a completion, so the hot path (a decode
+        // token every step) stays inside the batch.
+        rep.running.retain_mut(|s| {
+            if s.step_tokens > 0 {
+                let emitted = if s.prefilled < s.prefill_target {
+                    s.prefilled += s.step_tokens;
+                    s.kv_tokens += s.step_tokens;
+                    s.prefilled == s.prefill_target
+                } else {
+                    s.kv_tokens += 1;
+                    true
+                };
+                s.step_tokens = 0;
+                if emitted {
+                    emitted_n += 1;
+                    if s.generated == 0 {
+                        requests[s.id as usize].first_token_ns = now;
+                    } else if now - s.last_token_ns == step_ns {
+                        bulk_itl += 1;
+                    } else {
+                        itl.push((now - s.last_token_ns).min((1 << 44) - 1) << crate::metrics::ITL_COUNT_BITS | 1);
+                    }
+                    s.generated += 1;
+                    s.last_token_ns = now;
+                    if s.generated >= s.target {
+                        released += s.blocks as u64;
+                        unreserved += s.reserve_blocks as u64;
+                        let rec = &mut requests[s.id as usize];
+                        rec.generated = s.generated;
+                        rec.done_ns = now;
+                        rec.outcome = Outcome::Completed;
+                        finished += 1;
+                        return false;
+                    }
+                }
+            }
+            held_blocks += s.blocks as u64;
+            true
+        });
+        rep.kv.release(released);
+        rep.reserved_blocks -= unreserved;
+        rep.outstanding -= finished as u64;
+        if finished > 0 {
+            self.loads.outstanding.set(r, rep.outstanding);
+        }
+        let kv_ok = rep.kv.consistent() && held_blocks == rep.kv.used();
+        let (running, kv_used) = (rep.running.len() as u64, rep.kv.used());
+        self.rec.on_step_end(r, step_ns, bulk_itl, emitted_n, finished, running, kv_used, kv_ok);
+        self.try_start(r);
+        if self.central.is_some() {
+            self.kick_idle();
+        }
+    }
+}
+
+/// Run a scenario to completion.
+pub fn run(sc: &Scenario) -> Recorder {
+    Simulation::new(sc).run(&mut |_| true).expect("a run that is never cancelled cannot fail")
+}
+
+/// Run with a progress callback that may cancel.
+pub fn run_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Recorder, RunError> {
+    Simulation::new(sc).run(progress)
+}
+

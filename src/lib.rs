@@ -1,0 +1,54 @@
+//! # InferScale
+//!
+//! A deterministic discrete-event simulator of LLM serving. Open-loop requests arrive, queue, are batched
+//! iteration by iteration on replicas whose step time comes from a cost model, hold paged KV memory, and
+//! leave; the run reports latencies, throughput, goodput, SLO attainment, and the evidence of where the time
+//! went.
+//!
+//! # Layout
+//! ```text
+//! scenario/  JSON spec → validated Scenario (the only place defaults and validation live)
+//! rng        named random streams from one master seed (Pcg64 + libm: bit-identical on native and wasm32)
+//! workload/  arrivals, length distributions, trace parsing; requests drawn at creation (common random numbers)
+//! cost/      step-time models (roofline, linear) returning a breakdown; pure
+//! kv/        paged KV block pool; free + used == total
+//! sched/     waiting-queue orders and admission policies (trait + serde enum, `build` is the registry)
+//! router/    replica choice from load summaries, O(log N)
+//! engine/    the event loop: enum Event, one match; batch formation; preemption
+//! metrics/   read-only observers, time-weighted gauges, the Report and its audits
+//! export/    JSON / CSV / Markdown writers (the only text output)
+//! queueing   closed forms (M/D/1, M/G/1, M/M/c) and the checks that hold the engine to them
+//! bench      the benchmark workload (timing lives in the CLI)
+//! ```
+//!
+//! Architecture invariant: the core does no IO, reads no clock, has no globals, and never panics on user
+//! input; the same scenario and seed produce byte-identical reports on every platform.
+
+#![forbid(unsafe_code)]
+
+pub mod bench;
+pub mod cost;
+pub mod engine;
+pub mod export;
+pub mod kv;
+pub mod metrics;
+pub mod queueing;
+pub mod rng;
+pub mod router;
+pub mod scenario;
+pub mod sched;
+pub mod workload;
+
+pub use engine::{Progress, RunError};
+pub use metrics::Report;
+pub use scenario::{Scenario, ScenarioError, Spec};
+
+/// Run a validated scenario and build its report.
+pub fn simulate(sc: &Scenario) -> Report {
+    Report::build(sc, engine::run(sc))
+}
+
+/// Run with progress reports; the callback returns false to cancel.
+pub fn simulate_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Report, RunError> {
+    engine::run_with_progress(sc, progress).map(|rec| Report::build(sc, rec))
+}

@@ -1,0 +1,249 @@
+//! `inferscale`: the native command line. The only place (besides the browser front end) that reads files,
+//! reads the clock, or prints.
+//!
+//! Exit codes: 0 success, 2 invalid input (the message names the field), 1 internal error.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use inferscale::scenario::{self, ArrivalSpec, Spec};
+use inferscale::{bench, export, queueing, Report, Scenario};
+
+#[derive(Parser)]
+#[command(name = "inferscale", version, about = "Deterministic discrete-event simulator of LLM serving")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate a scenario and print its report.
+    Run {
+        /// Scenario JSON file.
+        scenario: PathBuf,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Check a scenario file without running it.
+    Check {
+        scenario: PathBuf,
+    },
+    /// Hold the engine to queueing closed forms (M/D/1, M/G/1, M/M/c).
+    Validate {
+        #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+        format: TextOrJson,
+        /// Fewer requests (looser in practice; for smoke tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// The benchmark: the peer-simulator workload at 75 % and 160 % of measured saturation, and 1M requests.
+    Bench {
+        /// 10x fewer requests (a smoke run, not the benchmark).
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    /// The full report.
+    Json,
+    /// One row per request.
+    Csv,
+    /// The summary as metric,value rows.
+    SummaryCsv,
+    /// A readable report.
+    Md,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum TextOrJson {
+    Text,
+    Json,
+}
+
+/// An error with its exit code.
+enum Failure {
+    Input(String),
+    Internal(String),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // An internal bug must not print a panic trace at a user: catch it and exit 1.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("inferscale: internal error: {info}");
+    }));
+    let result = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or_else(|_| Err(Failure::Internal("the simulator panicked (a bug: please report it with the scenario)".into())));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(m)) => {
+            eprintln!("inferscale: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Internal(m)) => {
+            eprintln!("inferscale: {m}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Run { scenario, seed, format, out } => {
+            let sc = load(&scenario, seed)?;
+            let report = inferscale::simulate(&sc);
+            let text = render(&report, &sc, format);
+            write_out(out.as_deref(), &text)
+        }
+        Command::Check { scenario } => {
+            let sc = load(&scenario, None)?;
+            println!(
+                "ok: {} — {} replica(s) × tp {}, KV {} tokens per replica, up to {} requests",
+                sc.name, sc.replicas, sc.hardware.tp, sc.engine.kv_capacity_tokens, sc.workload.max_requests
+            );
+            Ok(())
+        }
+        Command::Validate { format, quick } => {
+            let checks = queueing::checks(if quick { 0.1 } else { 1.0 });
+            if format == TextOrJson::Json {
+                println!("{}", serde_json::to_string_pretty(&checks).map_err(|e| Failure::Internal(e.to_string()))?);
+            } else {
+                println!("{:<40} {:>12} {:>12} {:>10} {:>9} {:>5}", "name", "simulated", "analytic", "rel_error", "tolerance", "pass");
+                for c in &checks {
+                    println!("{:<40} {:>12.6} {:>12.6} {:>10.5} {:>9.3} {:>5}", c.name, c.simulated, c.analytic, c.relative_error, c.tolerance, c.pass);
+                }
+            }
+            if checks.iter().all(|c| c.pass) { Ok(()) } else { Err(Failure::Internal("a closed-form check failed".into())) }
+        }
+        Command::Bench { quick } => run_bench(quick),
+    }
+}
+
+fn render(r: &Report, sc: &Scenario, f: Format) -> String {
+    match f {
+        Format::Json => export::json(r),
+        Format::Csv => {
+            let classes: Vec<String> = sc.workload.classes.iter().map(|c| c.name.clone()).collect();
+            let tenants: Vec<String> = sc.workload.tenants.iter().map(|t| t.name.clone()).collect();
+            export::requests_csv(r, &classes, &tenants)
+        }
+        Format::SummaryCsv => export::summary_csv(r),
+        Format::Md => export::markdown(r),
+    }
+}
+
+fn write_out(out: Option<&Path>, text: &str) -> Result<(), Failure> {
+    match out {
+        Some(p) => std::fs::write(p, text).map_err(|e| Failure::Input(format!("cannot write {}: {e}", p.display()))),
+        None => {
+            use std::io::Write;
+            let mut so = std::io::stdout().lock();
+            // A closed pipe (e.g. `| head`) is not an error worth a panic.
+            let _ = so.write_all(text.as_bytes());
+            Ok(())
+        }
+    }
+}
+
+/// Read, parse, resolve the trace file (relative to the scenario), validate.
+fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
+    let mut spec: Spec = scenario::parse(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+    if let Some(s) = seed {
+        spec.seed = s;
+    }
+    if let ArrivalSpec::Trace { path: Some(tp), data, .. } = &mut spec.workload.arrival {
+        if data.is_none() {
+            let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
+            let t = std::fs::read_to_string(&full)
+                .map_err(|e| Failure::Input(format!("{}: workload.arrival.path: cannot read trace {}: {e}", path.display(), full.display())))?;
+            *data = Some(t);
+        }
+    }
+    scenario::validate(&spec).map_err(|e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display())))
+}
+
+/// Peak resident memory of this process, from the kernel (Linux), in bytes.
+fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Reset the peak so the next reading covers only what follows (Linux ≥ 4.0).
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn run_bench(quick: bool) -> Result<(), Failure> {
+    let scale = if quick { 10 } else { 1 };
+    let n = 100_000 / scale;
+    let big = 1_000_000 / scale;
+    let base = bench::peer_spec(1.0, n);
+    let t0 = Instant::now();
+    let sat = bench::saturation_rps(&base, 20_000 / scale);
+    let textbook = bench::textbook_rps(&base).unwrap_or(f64::NAN);
+    println!("workload: Llama-3-8B BF16, 1x H100-SXM, budget 8192, 256 seqs, FCFS, chunked prefill, block 16, Poisson, 1024/256 tokens");
+    println!(
+        "saturation throughput (measured, burst of {} requests): {sat:.2} req/s  [{:.2} s]; textbook (peak decode tokens/s ÷ output length): {textbook:.2} req/s; gap {:+.1} %",
+        20_000 / scale,
+        t0.elapsed().as_secs_f64(),
+        (textbook / sat - 1.0) * 100.0
+    );
+    // Each case runs `reps` times; the median wall time is the figure (the best is shown too).
+    let run = |label: &str, frac: f64, reqs: u64, reps: usize| -> Result<(f64, Report), Failure> {
+        let sc = scenario::validate(&bench::peer_spec(frac * sat, reqs)).map_err(|e| Failure::Internal(e.to_string()))?;
+        let mut walls = Vec::new();
+        let mut report = None;
+        for _ in 0..reps {
+            let t = Instant::now();
+            let r = inferscale::simulate(&sc);
+            walls.push(t.elapsed().as_secs_f64());
+            report = Some(r);
+        }
+        let r = report.expect("reps ≥ 1");
+        walls.sort_by(f64::total_cmp);
+        let wall = walls[walls.len() / 2];
+        println!(
+            "{label:<22} {reqs:>8} req  median {wall:>6.3} s (best {:.3}, n={reps})  {:>9.0} req/wall-s  {:>9.0} steps/wall-s  [{} steps; sim p95 TTFT {:.3} s, {:.2} req/s]",
+            walls[0],
+            reqs as f64 / wall,
+            r.engine.steps as f64 / wall,
+            r.engine.steps,
+            r.summary.ttft_s.p95,
+            r.summary.throughput_rps
+        );
+        Ok((wall, r))
+    };
+    let (t75, _) = run("75 % of saturation", 0.75, n, 5)?;
+    let (t160, _) = run("160 % of saturation", 1.6, n, 5)?;
+    let reset = reset_peak_rss();
+    let (t1m, r1m) = run("75 %, 10x requests", 0.75, big, 1)?;
+    let peak = peak_rss_bytes();
+    drop(r1m);
+    println!();
+    println!("ratio 160 % / 75 %:          {:.2}  (target ≤ 1.5; the peer slows 4x)", t160 / t75);
+    println!("ratio 10x requests / 1x:     {:.2}  (target ≤ 12)", t1m / t75);
+    match peak {
+        Some(p) => println!(
+            "peak memory, {} requests:  {:.1} MB{}  (target ≤ 250 MB)",
+            big,
+            p as f64 / 1e6,
+            if reset { "" } else { " (process peak; reset unsupported)" }
+        ),
+        None => println!("peak memory: unavailable on this platform"),
+    }
+    println!("100k at 75 %:                {t75:.3} s  (target ≤ 0.3 s; the peer takes 3.2 s)");
+    Ok(())
+}

@@ -1,0 +1,319 @@
+//! Metrics: read-only observers of the engine. The engine calls the hooks; nothing here changes what the
+//! simulation does. Definitions follow vLLM's benchmark where vLLM has the metric (docs/metrics.md).
+//!
+//! Every gauge is time-weighted (integer area in value·ns), so time averages are exact and Little's law can
+//! be audited against per-request records.
+
+mod report;
+mod stats;
+
+pub use report::*;
+pub use stats::{percentile, Stats};
+
+use crate::cost::{StepCost, StepWork};
+use crate::scenario::{Arrival, Scenario};
+use crate::sched::admission::Reject;
+use crate::workload::Request;
+
+/// Low bits of a packed ITL entry that hold the count.
+pub const ITL_COUNT_BITS: u32 = 20;
+const ITL_MAX_NS: u64 = (1 << (64 - ITL_COUNT_BITS)) - 1;
+
+/// A request's final state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Still in the system (only during a run).
+    InFlight,
+    Completed,
+    Rejected(Reject),
+    /// Preempted more than `max_preemptions` times.
+    Failed,
+    /// Still in the system when the horizon ended the run.
+    Unfinished,
+}
+
+/// What stopped a step's admission loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limiter {
+    /// Nothing was waiting: the step is as large as the load.
+    QueueEmpty,
+    /// The batch had max_num_seqs sequences.
+    MaxSeqs,
+    /// The step's token budget was spent.
+    TokenBudget,
+    /// Σ KV reservations reached the over-subscription limit.
+    KvReservation,
+    /// Not enough free KV blocks for the next prefill chunk.
+    KvFree,
+    /// A running request was preempted for memory; nothing was admitted.
+    Preemption,
+}
+
+impl Limiter {
+    pub const ALL: [Limiter; 6] =
+        [Limiter::QueueEmpty, Limiter::MaxSeqs, Limiter::TokenBudget, Limiter::KvReservation, Limiter::KvFree, Limiter::Preemption];
+}
+
+/// Everything recorded about one request. Times are `u64::MAX` until they happen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestRecord {
+    pub id: u32,
+    pub arrival_ns: u64,
+    /// First admitted into a batch (end of queueing).
+    pub first_scheduled_ns: u64,
+    pub first_token_ns: u64,
+    pub done_ns: u64,
+    /// Last token emitted before a preemption (restored on readmission).
+    pub last_token_ns: u64,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    pub generated: u32,
+    pub pred_order_tokens: u32,
+    pub pred_reserve_tokens: u32,
+    pub class: u16,
+    pub tenant: u16,
+    /// u16::MAX for the central queue until a replica takes it.
+    pub replica: u16,
+    pub preemptions: u16,
+    pub outcome: Outcome,
+}
+
+impl RequestRecord {
+    pub fn new(r: &Request) -> Self {
+        RequestRecord {
+            id: r.id,
+            arrival_ns: r.arrival_ns,
+            first_scheduled_ns: u64::MAX,
+            first_token_ns: u64::MAX,
+            done_ns: u64::MAX,
+            last_token_ns: 0,
+            prompt_tokens: r.prompt_tokens,
+            output_tokens: r.output_tokens,
+            generated: 0,
+            pred_order_tokens: r.pred_order_tokens,
+            pred_reserve_tokens: r.pred_reserve_tokens,
+            class: r.class,
+            tenant: r.tenant,
+            replica: u16::MAX,
+            preemptions: 0,
+            outcome: Outcome::InFlight,
+        }
+    }
+}
+
+/// Per-replica counters.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaCounters {
+    pub steps: u64,
+    pub busy_ns: u64,
+    pub running: u64,
+    pub kv_used_blocks: u64,
+    pub kv_peak_blocks: u64,
+}
+
+/// Time-weighted series, one point per window.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesRecorder {
+    pub window_ns: u64,
+    max_points: usize,
+    start_ns: u64,
+    area: [u128; 4],
+    completions: u64,
+    tokens: u64,
+    /// Closed windows: (start, waiting, running, kv blocks, in system, completions, tokens).
+    pub points: Vec<(u64, f64, f64, f64, f64, u64, u64)>,
+}
+
+/// The observer: all the engine reports, and the gauges it keeps current.
+pub struct Recorder {
+    pub requests: Vec<RequestRecord>,
+    /// Gauges the engine keeps current (changes take effect at the instant of the event).
+    pub in_system: u64,
+    pub waiting: u64,
+    pub preemptions: u64,
+    /// Inter-token latencies, packed `ns << ITL_COUNT_BITS | count`: one entry per step for the tokens whose ITL
+    /// was exactly that step, one per token otherwise (after a skipped step or a preemption). 8 bytes a step
+    /// keeps a million-request run small; sorting the packed words sorts by latency.
+    pub itl_packed: Vec<u64>,
+    pub replicas: Vec<ReplicaCounters>,
+    pub steps: u64,
+    pub limiter_steps: [u64; 6],
+    pub compute_bound_steps: u64,
+    /// Σ seqs × step duration, for the time-weighted batch size.
+    pub batch_area: u128,
+    pub prefill_tokens: u64,
+    pub decode_tokens: u64,
+    /// Σ of each breakdown part over steps (ns): prefill compute, decode compute, weights, KV read, comm, overhead.
+    pub cost_parts_ns: [f64; 6],
+    pub kv_checks: u64,
+    pub kv_violations: u64,
+    pub kv_peak_blocks_total: u64,
+    running_total: u64,
+    kv_used_total: u64,
+    last_ns: u64,
+    /// Integrals over the run of (waiting, running, kv used blocks, in system), value·ns.
+    pub area: [u128; 4],
+    pub series: SeriesRecorder,
+    pub end_ns: u64,
+    expected: u64,
+}
+
+impl Recorder {
+    pub fn new(sc: &Scenario) -> Self {
+        let w = &sc.workload;
+        let expected = match &w.arrival {
+            Arrival::Trace { rows } => (rows.len() as u64).min(w.max_requests),
+            _ if w.end_ns == u64::MAX => w.max_requests,
+            _ => w.max_requests.min((w.end_ns as f64 / w.mean_gap_ns()) as u64),
+        };
+        Recorder {
+            requests: Vec::with_capacity(expected.min(1 << 24) as usize),
+            in_system: 0,
+            waiting: 0,
+            preemptions: 0,
+            itl_packed: Vec::new(),
+            replicas: vec![ReplicaCounters::default(); sc.replicas as usize],
+            steps: 0,
+            limiter_steps: [0; 6],
+            compute_bound_steps: 0,
+            batch_area: 0,
+            prefill_tokens: 0,
+            decode_tokens: 0,
+            cost_parts_ns: [0.0; 6],
+            kv_checks: 0,
+            kv_violations: 0,
+            kv_peak_blocks_total: 0,
+            running_total: 0,
+            kv_used_total: 0,
+            last_ns: 0,
+            area: [0; 4],
+            series: SeriesRecorder { window_ns: sc.series_window_ns.max(1), max_points: 4 * sc.series_points as usize, ..Default::default() },
+            end_ns: 0,
+            expected,
+        }
+    }
+
+    /// Record `count` inter-token latencies of `ns` each.
+    pub fn push_itl(&mut self, ns: u64, count: u64) {
+        // Counts are ≤ max_num_seqs (≤ 65,536 < 2^20); latencies < 2^44 ns (4.8 hours) are exact, longer saturate.
+        self.itl_packed.push(ns.min(ITL_MAX_NS) << ITL_COUNT_BITS | count);
+    }
+
+    /// Requests created so far that reached a final outcome.
+    pub fn n_final(&self) -> u64 {
+        self.requests.len() as u64 - self.in_system
+    }
+
+    /// Expected requests (0 when unknown: duration-bounded), used for progress.
+    pub fn expected_requests(&self) -> u64 {
+        if self.expected > 0 { self.expected } else { self.requests.len() as u64 + self.in_system }
+    }
+
+    pub fn push_request(&mut self, r: RequestRecord) {
+        debug_assert_eq!(r.id as usize, self.requests.len());
+        self.requests.push(r);
+    }
+
+    fn values(&self) -> [u64; 4] {
+        [self.waiting, self.running_total, self.kv_used_total, self.in_system]
+    }
+
+    /// Integrate every gauge up to `now` with its current value. The engine calls this before each event.
+    pub fn advance(&mut self, now: u64) {
+        let v = self.values();
+        while self.last_ns < now {
+            let s = &mut self.series;
+            let wend = s.start_ns + s.window_ns;
+            let seg_end = now.min(wend);
+            let dt = (seg_end - self.last_ns) as u128;
+            for k in 0..4 {
+                self.area[k] += v[k] as u128 * dt;
+                s.area[k] += v[k] as u128 * dt;
+            }
+            self.last_ns = seg_end;
+            if seg_end == wend {
+                let len = self.series.window_ns;
+                self.close_window(len);
+            }
+        }
+    }
+
+    fn close_window(&mut self, len_ns: u64) {
+        let s = &mut self.series;
+        let mean = |a: u128| if len_ns == 0 { 0.0 } else { a as f64 / len_ns as f64 };
+        s.points.push((s.start_ns, mean(s.area[0]), mean(s.area[1]), mean(s.area[2]), mean(s.area[3]), s.completions, s.tokens));
+        s.start_ns += s.window_ns;
+        s.area = [0; 4];
+        s.completions = 0;
+        s.tokens = 0;
+        if s.points.len() >= s.max_points {
+            // Too many points: merge pairs and double the window.
+            let merged: Vec<_> = s
+                .points
+                .chunks(2)
+                .map(|c| match c {
+                    [a, b] => (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0, (a.3 + b.3) / 2.0, (a.4 + b.4) / 2.0, a.5 + b.5, a.6 + b.6),
+                    [a] => *a,
+                    _ => unreachable!(),
+                })
+                .collect();
+            // max_points is even, so every merged point covers two old windows.
+            s.points = merged;
+            s.window_ns *= 2;
+        }
+    }
+
+    /// A step started on replica `r` (after batch formation and its KV allocation).
+    pub fn on_step(&mut self, r: usize, w: &StepWork, c: &StepCost, limiter: Limiter, running: u64, kv_used: u64) {
+        self.steps += 1;
+        self.limiter_steps[Limiter::ALL.iter().position(|l| *l == limiter).unwrap()] += 1;
+        self.compute_bound_steps += c.compute_bound as u64;
+        self.batch_area += w.seqs() as u128 * c.total_ns as u128;
+        self.prefill_tokens += w.prefill_tokens as u64;
+        self.decode_tokens += w.decode_seqs as u64;
+        for (acc, v) in self.cost_parts_ns.iter_mut().zip([c.prefill_compute_ns, c.decode_compute_ns, c.weights_ns, c.kv_read_ns, c.comm_ns, c.overhead_ns]) {
+            *acc += v;
+        }
+        let rc = &mut self.replicas[r];
+        rc.steps += 1;
+        rc.busy_ns += c.total_ns;
+        self.set_replica(r, running, kv_used);
+    }
+
+    /// A step ended on replica `r`; `finished` requests completed; `running` and `kv_used` are after it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_step_end(&mut self, r: usize, step_ns: u64, bulk_itl: u32, emitted: u64, finished: u32, running: u64, kv_used: u64, kv_ok: bool) {
+        if bulk_itl > 0 {
+            self.push_itl(step_ns, bulk_itl as u64);
+        }
+        self.in_system -= finished as u64;
+        self.series.completions += finished as u64;
+        self.series.tokens += emitted;
+        self.kv_checks += 1;
+        self.kv_violations += (!kv_ok) as u64;
+        self.set_replica(r, running, kv_used);
+    }
+
+    fn set_replica(&mut self, r: usize, running: u64, kv_used: u64) {
+        let rc = &mut self.replicas[r];
+        self.running_total = self.running_total - rc.running + running;
+        self.kv_used_total = self.kv_used_total - rc.kv_used_blocks + kv_used;
+        rc.running = running;
+        rc.kv_used_blocks = kv_used;
+        rc.kv_peak_blocks = rc.kv_peak_blocks.max(kv_used);
+        self.kv_peak_blocks_total = self.kv_peak_blocks_total.max(self.kv_used_total);
+    }
+
+    /// The run ended at `end_ns`: close the last window; whatever is still in flight is unfinished.
+    pub fn finish(&mut self, end_ns: u64) {
+        self.advance(end_ns);
+        self.end_ns = end_ns;
+        let partial = end_ns - self.series.start_ns;
+        if partial > 0 || self.series.points.is_empty() {
+            self.close_window(partial);
+        }
+        for r in self.requests.iter_mut().filter(|r| r.outcome == Outcome::InFlight) {
+            r.outcome = Outcome::Unfinished;
+        }
+    }
+}

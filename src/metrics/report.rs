@@ -1,0 +1,385 @@
+//! The report of one run: summary, per-class and per-tenant blocks, engine figures, audits and time series.
+//! Built once from the recorder after the run; serialised as-is by `export`.
+
+use serde::Serialize;
+
+use super::{Limiter, Outcome, Recorder, RequestRecord, Stats};
+use crate::scenario::{Scenario, Slo};
+
+/// Everything a run reports. Field names carry units.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub inferscale_version: &'static str,
+    pub scenario: String,
+    pub seed: u64,
+    pub gpus: u32,
+    pub summary: Summary,
+    pub classes: Vec<GroupSummary>,
+    pub tenants: Vec<GroupSummary>,
+    pub replicas: Vec<ReplicaSummary>,
+    pub engine: EngineSummary,
+    pub audits: Audits,
+    pub series: Series,
+    /// Per-request rows (CSV export); not part of the JSON report.
+    #[serde(skip)]
+    pub requests: Vec<RequestRecord>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub requests: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub failed: u64,
+    pub unfinished: u64,
+    /// From the first arrival to the end of the run.
+    pub duration_s: f64,
+    pub throughput_rps: f64,
+    pub output_tokens_per_s: f64,
+    pub total_tokens_per_s: f64,
+    /// Completed requests meeting every SLO of their class, per second.
+    pub goodput_rps: f64,
+    /// Requests meeting every SLO of their class ÷ all requests (rejected and unfinished count as misses).
+    pub slo_attainment: f64,
+    pub goodput_per_gpu_rps: f64,
+    pub kv_peak_fraction: f64,
+    /// Time-weighted mean of KV blocks in use ÷ blocks, over the run.
+    pub kv_mean_fraction: f64,
+    /// Time-weighted mean sequences per step, over busy time.
+    pub mean_batch_size: f64,
+    pub preemptions: u64,
+    pub little_relative_error: f64,
+    pub ttft_s: Stats,
+    pub tpot_s: Stats,
+    pub itl_s: Stats,
+    pub e2e_s: Stats,
+    /// Arrival to first admission into a batch.
+    pub queue_delay_s: Stats,
+    /// E2E ÷ output tokens.
+    pub normalized_latency_s_per_token: Stats,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupSummary {
+    pub name: String,
+    pub requests: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub failed: u64,
+    pub unfinished: u64,
+    pub slo_attainment: f64,
+    pub goodput_rps: f64,
+    pub ttft_s: Stats,
+    pub tpot_s: Stats,
+    pub e2e_s: Stats,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplicaSummary {
+    pub replica: u32,
+    pub steps: u64,
+    pub busy_fraction: f64,
+    pub kv_peak_fraction: f64,
+}
+
+/// How the engine spent its time: the evidence behind a diagnosis.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EngineSummary {
+    pub steps: u64,
+    pub kv_capacity_tokens: u64,
+    pub kv_blocks: u64,
+    /// Busy time ÷ (replicas × duration).
+    pub busy_fraction: f64,
+    pub prefill_tokens: u64,
+    pub decode_tokens: u64,
+    pub compute_bound_step_fraction: f64,
+    /// What stopped admission, as fractions of steps.
+    pub limiter: LimiterShares,
+    /// Σ of each cost part over all steps, seconds.
+    pub cost_breakdown_s: CostBreakdown,
+    pub mean_step_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LimiterShares {
+    pub queue_empty: f64,
+    pub max_seqs: f64,
+    pub token_budget: f64,
+    pub kv_reservation: f64,
+    pub kv_free: f64,
+    pub preemption: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CostBreakdown {
+    pub prefill_compute: f64,
+    pub decode_compute: f64,
+    pub weights: f64,
+    pub kv_read: f64,
+    pub comm: f64,
+    pub overhead: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Audits {
+    pub little: LittleAudit,
+    pub conservation: Conservation,
+    pub kv: KvAudit,
+    pub ok: bool,
+}
+
+/// L (time-averaged number in system) against λ·W (admitted arrival rate × mean time in system).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LittleAudit {
+    pub time_avg_in_system: f64,
+    pub arrival_rate_rps: f64,
+    pub mean_time_in_system_s: f64,
+    pub relative_error: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Conservation {
+    pub arrived: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub failed: u64,
+    pub unfinished: u64,
+    pub ok: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KvAudit {
+    /// Steps after which free + used == total and Σ held blocks == used were checked.
+    pub checks: u64,
+    pub violations: u64,
+    pub ok: bool,
+}
+
+/// Windowed time series (means over each window).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Series {
+    pub window_s: f64,
+    pub t_s: Vec<f64>,
+    pub waiting: Vec<f64>,
+    pub running: Vec<f64>,
+    pub kv_used_fraction: Vec<f64>,
+    pub in_system: Vec<f64>,
+    pub throughput_rps: Vec<f64>,
+    pub output_tokens_per_s: Vec<f64>,
+}
+
+/// Tolerance of the Little's-law audit (relative error).
+pub const LITTLE_TOLERANCE: f64 = 0.01;
+
+fn meets(r: &RequestRecord, slo: &Slo) -> bool {
+    if r.outcome != Outcome::Completed {
+        return false;
+    }
+    let ttft = r.first_token_ns - r.arrival_ns;
+    let e2e = r.done_ns - r.arrival_ns;
+    slo.ttft_ns.is_none_or(|t| ttft <= t)
+        && slo.e2e_ns.is_none_or(|t| e2e <= t)
+        && (r.output_tokens <= 1 || slo.tpot_ns.is_none_or(|t| (e2e - ttft) as f64 / (r.output_tokens - 1) as f64 <= t as f64))
+}
+
+/// Latency samples of completed requests, ns.
+struct Samples {
+    ttft: Vec<u64>,
+    tpot: Vec<f64>,
+    e2e: Vec<u64>,
+    queue: Vec<u64>,
+    norm: Vec<f64>,
+}
+
+impl Samples {
+    fn collect<'a>(it: impl Iterator<Item = &'a RequestRecord>) -> Self {
+        let mut s = Samples { ttft: vec![], tpot: vec![], e2e: vec![], queue: vec![], norm: vec![] };
+        let it = it.filter(|r| r.outcome == Outcome::Completed);
+        for r in it {
+            let e2e = r.done_ns - r.arrival_ns;
+            let ttft = r.first_token_ns - r.arrival_ns;
+            s.ttft.push(ttft);
+            s.e2e.push(e2e);
+            s.queue.push(r.first_scheduled_ns - r.arrival_ns);
+            if r.output_tokens > 1 {
+                s.tpot.push((e2e - ttft) as f64 / (r.output_tokens - 1) as f64 / 1e9);
+            }
+            s.norm.push(e2e as f64 / r.output_tokens as f64 / 1e9);
+        }
+        s
+    }
+}
+
+/// Summary of the requests `pick` selects. One pass over the records; samples are freed on return.
+fn group(name: &str, reqs: &[RequestRecord], pick: impl Fn(&RequestRecord) -> bool, sc: &Scenario, duration_s: f64) -> (GroupSummary, Samples) {
+    let (mut n, mut completed, mut rejected, mut failed, mut unfinished, mut met) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    for r in reqs.iter().filter(|r| pick(r)) {
+        n += 1;
+        match r.outcome {
+            Outcome::Completed => completed += 1,
+            Outcome::Rejected(_) => rejected += 1,
+            Outcome::Failed => failed += 1,
+            Outcome::Unfinished | Outcome::InFlight => unfinished += 1,
+        }
+        met += meets(r, &sc.workload.classes[r.class as usize].slo) as u64;
+    }
+    let mut s = Samples::collect(reqs.iter().filter(|r| pick(r)));
+    let g = GroupSummary {
+        name: name.to_string(),
+        requests: n,
+        completed,
+        rejected,
+        failed,
+        unfinished,
+        slo_attainment: if n == 0 { 0.0 } else { met as f64 / n as f64 },
+        goodput_rps: if duration_s > 0.0 { met as f64 / duration_s } else { 0.0 },
+        ttft_s: Stats::from_ns(&mut s.ttft),
+        tpot_s: Stats::from_f64(&mut s.tpot),
+        e2e_s: Stats::from_ns(&mut s.e2e),
+    };
+    (g, s)
+}
+
+impl Report {
+    /// Build the report of a finished run.
+    pub fn build(sc: &Scenario, mut rec: Recorder) -> Report {
+        let reqs = &rec.requests;
+        let end = rec.end_ns;
+        let first = reqs.first().map_or(0, |r| r.arrival_ns);
+        let duration_ns = end.saturating_sub(first);
+        let duration_s = duration_ns as f64 / 1e9;
+        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        let (overall, mut s) = group("all", reqs, |_| true, sc, duration_s);
+        let mut itl = std::mem::take(&mut rec.itl_packed);
+        let itl_stats = Stats::from_packed_ns(&mut itl, super::ITL_COUNT_BITS);
+        drop(itl);
+        let output_tokens: u64 = reqs.iter().filter(|r| r.outcome == Outcome::Completed).map(|r| r.output_tokens as u64).sum();
+        let prompt_tokens: u64 = reqs.iter().filter(|r| r.outcome == Outcome::Completed).map(|r| r.prompt_tokens as u64).sum();
+
+        // Little's law over [0, end]: admitted requests only (a rejected request spends no time inside).
+        let admitted = reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)));
+        let (n_admitted, time_in_system_ns) = admitted.fold((0u64, 0u128), |(n, t), r| (n + 1, t + (r.done_ns.min(end) - r.arrival_ns) as u128));
+        let t = end.max(1) as f64;
+        let l = rec.area[3] as f64 / t;
+        let lambda = n_admitted as f64 / t;
+        let w = if n_admitted == 0 { 0.0 } else { time_in_system_ns as f64 / n_admitted as f64 };
+        let little_err = if lambda * w > 0.0 { (l - lambda * w).abs() / (lambda * w) } else { l };
+
+        let blocks = sc.engine.kv_total_blocks;
+        let n_rep = sc.replicas as u64;
+        let total_busy: u64 = rec.replicas.iter().map(|r| r.busy_ns).sum();
+        let steps = rec.steps.max(1) as f64;
+        let conservation = Conservation {
+            arrived: reqs.len() as u64,
+            completed: overall.completed,
+            rejected: overall.rejected,
+            failed: overall.failed,
+            unfinished: overall.unfinished,
+            ok: overall.completed + overall.rejected + overall.failed + overall.unfinished == reqs.len() as u64,
+        };
+        let kv = KvAudit { checks: rec.kv_checks, violations: rec.kv_violations, ok: rec.kv_violations == 0 };
+        let little = LittleAudit {
+            time_avg_in_system: l,
+            arrival_rate_rps: lambda * 1e9,
+            mean_time_in_system_s: w / 1e9,
+            relative_error: little_err,
+        };
+        let audits = Audits { ok: conservation.ok && kv.ok && little_err <= LITTLE_TOLERANCE, little, conservation, kv };
+        let met = (overall.slo_attainment * reqs.len() as f64).round();
+        let share = |l: Limiter| rec.limiter_steps[Limiter::ALL.iter().position(|x| *x == l).unwrap()] as f64 / steps;
+        let [pc, dc, wt, kr, cm, oh] = rec.cost_parts_ns.map(|x| x / 1e9);
+
+        let series = {
+            let sr = &rec.series;
+            let win_s = sr.window_ns as f64 / 1e9;
+            let cap = (blocks * n_rep) as f64;
+            Series {
+                window_s: win_s,
+                t_s: sr.points.iter().map(|p| p.0 as f64 / 1e9).collect(),
+                waiting: sr.points.iter().map(|p| p.1).collect(),
+                running: sr.points.iter().map(|p| p.2).collect(),
+                kv_used_fraction: sr.points.iter().map(|p| p.3 / cap).collect(),
+                in_system: sr.points.iter().map(|p| p.4).collect(),
+                throughput_rps: sr.points.iter().map(|p| p.5 as f64 / win_s).collect(),
+                output_tokens_per_s: sr.points.iter().map(|p| p.6 as f64 / win_s).collect(),
+            }
+        };
+
+        let classes = (sc.workload.classes.iter().enumerate())
+            .map(|(i, c)| group(&c.name, reqs, |r| r.class as usize == i, sc, duration_s).0)
+            .collect();
+        let tenants = (sc.workload.tenants.iter().enumerate())
+            .map(|(i, t)| group(&t.name, reqs, |r| r.tenant as usize == i, sc, duration_s).0)
+            .collect();
+
+        let summary = Summary {
+            requests: reqs.len() as u64,
+            completed: overall.completed,
+            rejected: overall.rejected,
+            failed: overall.failed,
+            unfinished: overall.unfinished,
+            duration_s,
+            throughput_rps: per_s(overall.completed as f64),
+            output_tokens_per_s: per_s(output_tokens as f64),
+            total_tokens_per_s: per_s((output_tokens + prompt_tokens) as f64),
+            goodput_rps: per_s(met),
+            slo_attainment: overall.slo_attainment,
+            goodput_per_gpu_rps: per_s(met) / sc.gpu_count() as f64,
+            kv_peak_fraction: rec.replicas.iter().map(|r| r.kv_peak_blocks).max().unwrap_or(0) as f64 / blocks as f64,
+            kv_mean_fraction: rec.area[2] as f64 / t / (blocks * n_rep) as f64,
+            mean_batch_size: if total_busy > 0 { rec.batch_area as f64 / total_busy as f64 } else { 0.0 },
+            preemptions: rec.preemptions,
+            little_relative_error: little_err,
+            ttft_s: overall.ttft_s,
+            tpot_s: overall.tpot_s,
+            itl_s: itl_stats,
+            e2e_s: overall.e2e_s,
+            queue_delay_s: Stats::from_ns(&mut s.queue),
+            normalized_latency_s_per_token: Stats::from_f64(&mut s.norm),
+        };
+        let engine = EngineSummary {
+            steps: rec.steps,
+            kv_capacity_tokens: sc.engine.kv_capacity_tokens,
+            kv_blocks: blocks,
+            busy_fraction: if duration_ns > 0 { total_busy as f64 / (n_rep as f64 * end as f64) } else { 0.0 },
+            prefill_tokens: rec.prefill_tokens,
+            decode_tokens: rec.decode_tokens,
+            compute_bound_step_fraction: rec.compute_bound_steps as f64 / steps,
+            limiter: LimiterShares {
+                queue_empty: share(Limiter::QueueEmpty),
+                max_seqs: share(Limiter::MaxSeqs),
+                token_budget: share(Limiter::TokenBudget),
+                kv_reservation: share(Limiter::KvReservation),
+                kv_free: share(Limiter::KvFree),
+                preemption: share(Limiter::Preemption),
+            },
+            cost_breakdown_s: CostBreakdown { prefill_compute: pc, decode_compute: dc, weights: wt, kv_read: kr, comm: cm, overhead: oh },
+            mean_step_ms: total_busy as f64 / steps / 1e6,
+        };
+        let replicas = rec
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ReplicaSummary {
+                replica: i as u32,
+                steps: r.steps,
+                busy_fraction: if end > 0 { r.busy_ns as f64 / end as f64 } else { 0.0 },
+                kv_peak_fraction: r.kv_peak_blocks as f64 / blocks as f64,
+            })
+            .collect();
+        Report {
+            inferscale_version: env!("CARGO_PKG_VERSION"),
+            scenario: sc.name.clone(),
+            seed: sc.seed,
+            gpus: sc.gpu_count(),
+            summary,
+            classes,
+            tenants,
+            replicas,
+            engine,
+            audits,
+            series,
+            requests: rec.requests,
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Exact summary statistics. Percentiles interpolate linearly between order statistics, as numpy's default
+//! (and therefore vLLM's benchmark) does: rank = p/100 · (n − 1).
+
+use serde::Serialize;
+
+/// Mean, percentiles and max of a sample, in the unit the field name gives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Stats {
+    /// From values in ns, reported in seconds. Sorts `v`.
+    pub fn from_ns(v: &mut [u64]) -> Self {
+        v.sort_unstable();
+        Self::from_sorted(v.len(), |i| v[i] as f64 / 1e9)
+    }
+
+    /// From f64 values (already in the output unit). Sorts `v`.
+    pub fn from_f64(v: &mut [f64]) -> Self {
+        v.sort_unstable_by(|a, b| a.total_cmp(b));
+        Self::from_sorted(v.len(), |i| v[i])
+    }
+
+    fn from_sorted(n: usize, at: impl Fn(usize) -> f64) -> Self {
+        if n == 0 {
+            return Stats::default();
+        }
+        let mean = (0..n).map(&at).sum::<f64>() / n as f64;
+        let p = |q: f64| interpolate(n as u64, q, |i| at(i as usize));
+        Stats { count: n as u64, mean, p50: p(50.0), p90: p(90.0), p95: p(95.0), p99: p(99.0), max: at(n - 1) }
+    }
+
+    /// From packed `ns << bits | count` words: a weighted sample, expanded logically. Sorts `v`.
+    pub fn from_packed_ns(v: &mut [u64], bits: u32) -> Self {
+        v.sort_unstable();
+        let mask = (1u64 << bits) - 1;
+        let (val, cnt) = (|x: u64| x >> bits, |x: u64| x & mask);
+        let n: u64 = v.iter().map(|x| cnt(*x)).sum();
+        if n == 0 {
+            return Stats::default();
+        }
+        let sum: f64 = v.iter().map(|x| val(*x) as f64 * cnt(*x) as f64).sum();
+        let cum: Vec<u64> = v.iter().scan(0u64, |acc, x| {
+            *acc += cnt(*x);
+            Some(*acc)
+        }).collect();
+        let at = |i: u64| val(v[cum.partition_point(|c| *c <= i)]) as f64 / 1e9;
+        let p = |q: f64| interpolate(n, q, at);
+        Stats { count: n, mean: sum / n as f64 / 1e9, p50: p(50.0), p90: p(90.0), p95: p(95.0), p99: p(99.0), max: val(v[v.len() - 1]) as f64 / 1e9 }
+    }
+}
+
+fn interpolate(n: u64, q: f64, at: impl Fn(u64) -> f64) -> f64 {
+    let rank = q / 100.0 * (n - 1) as f64;
+    let lo = rank.floor() as u64;
+    let hi = (lo + 1).min(n - 1);
+    let frac = rank - lo as f64;
+    let (a, b) = (at(lo), at(hi));
+    a + (b - a) * frac
+}
+
+/// Percentile of a sorted slice (linear interpolation).
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    interpolate(sorted.len() as u64, q, |i| sorted[i as usize])
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_numpy_linear() {
+        // numpy.percentile([1,2,3,4,10], [50, 90, 99]) = [3.0, 7.6, 9.76]
+        let mut v = vec![10.0, 1.0, 3.0, 2.0, 4.0];
+        let s = Stats::from_f64(&mut v);
+        assert_eq!(s.p50, 3.0);
+        assert!((s.p90 - 7.6).abs() < 1e-12);
+        assert!((s.p99 - 9.76).abs() < 1e-12);
+        assert_eq!(s.max, 10.0);
+        assert_eq!(s.mean, 4.0);
+    }
+
+    #[test]
+    fn weighted_equals_expanded() {
+        let pairs = [(5_000_000_000u64, 3u64), (1_000_000_000, 2), (2_000_000_000, 1)];
+        let mut packed: Vec<u64> = pairs.iter().map(|(v, c)| v << 20 | c).collect();
+        let mut flat: Vec<u64> = pairs.iter().flat_map(|(v, c)| std::iter::repeat_n(*v, *c as usize)).collect();
+        assert_eq!(Stats::from_packed_ns(&mut packed, 20), Stats::from_ns(&mut flat));
+    }
+}

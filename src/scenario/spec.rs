@@ -1,0 +1,578 @@
+//! The user-facing scenario format (JSON). These types are *raw*: they mirror the file, carry defaults, and
+//! reject unknown fields. Nothing reads them except [`super::validate`], which turns a `Spec` into a
+//! [`super::Scenario`] or a list of errors naming each bad field.
+
+use serde::{Deserialize, Serialize};
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Free-text name, copied into reports.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Free-text description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Master seed; every random stream derives from it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub workload: WorkloadSpec,
+    #[serde(default)]
+    pub model: ModelSpec,
+    #[serde(default)]
+    pub hardware: HardwareSpec,
+    #[serde(default)]
+    pub cost: CostSpec,
+    #[serde(default)]
+    pub engine: EngineSpec,
+    #[serde(default)]
+    pub estimator: EstimatorSpec,
+    #[serde(default)]
+    pub scheduler: SchedulerSpec,
+    #[serde(default)]
+    pub admission: AdmissionSpec,
+    #[serde(default)]
+    pub cluster: ClusterSpec,
+    #[serde(default)]
+    pub metrics: MetricsSpec,
+}
+
+fn default_name() -> String {
+    "unnamed".into()
+}
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub arrival: ArrivalSpec,
+    /// Number of requests to create (synthetic arrivals; for a trace, a cap on rows replayed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Stop creating requests after this many seconds of simulated time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Request classes with mix weights, length distributions and SLOs. Default: one class.
+    #[serde(default = "default_classes")]
+    pub classes: Vec<ClassSpec>,
+    /// Tenants with mix weights. Default: one tenant.
+    #[serde(default = "default_tenants")]
+    pub tenants: Vec<TenantSpec>,
+}
+
+fn default_classes() -> Vec<ClassSpec> {
+    vec![ClassSpec::default()]
+}
+fn default_tenants() -> Vec<TenantSpec> {
+    vec![TenantSpec::default()]
+}
+
+/// How requests arrive (open loop: arrivals never wait for the system).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ArrivalSpec {
+    /// Poisson process: exponential gaps.
+    Poisson { rate_rps: f64 },
+    /// Evenly spaced arrivals.
+    Constant { rate_rps: f64 },
+    /// Gamma-distributed gaps with the given coefficient of variation (cv > 1 is burstier than Poisson).
+    Gamma { rate_rps: f64, cv: f64 },
+    /// On/off modulated Poisson: exponential on and off periods, a Poisson rate in each.
+    OnOff { rate_on_rps: f64, #[serde(default)] rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64 },
+    /// Replay of a trace: original arrival times and token lengths.
+    Trace {
+        /// Where the trace file is; front ends read it and put its text in `data`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        /// The trace's text (CSV or JSONL).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+        #[serde(default)]
+        format: TraceFormat,
+        /// Multiply every gap by this (0.5 replays twice as fast).
+        #[serde(default = "one")]
+        time_scale: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The column shapes of the public traces (see docs/scenario.md).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// Detect from the header.
+    #[default]
+    Auto,
+    /// `arrived_at` (s), `num_prefill_tokens`, `num_decode_tokens`.
+    Vidur,
+    /// `TIMESTAMP` (date time), `ContextTokens`, `GeneratedTokens`.
+    Azure,
+    /// `Timestamp` (s), `Request tokens`, `Response tokens` (response 0 = failed request, skipped).
+    Burstgpt,
+    /// JSONL: `timestamp` (ms), `input_length`, `output_length`.
+    Mooncake,
+}
+
+/// A token-length distribution. Every sample is clamped to [1, max].
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LengthSpec {
+    Fixed { tokens: u32 },
+    Uniform { min: u32, max: u32 },
+    /// Lognormal by its mean and coefficient of variation.
+    Lognormal { mean: f64, cv: f64, #[serde(default = "default_len_max")] max: u32 },
+    /// Geometric on {1, 2, …} by its mean (memoryless: the discrete exponential).
+    Geometric { mean: f64, #[serde(default = "default_len_max")] max: u32 },
+    /// Draw uniformly from these values (e.g. lengths taken from a trace).
+    Empirical { values: Vec<u32> },
+}
+
+fn default_len_max() -> u32 {
+    16_384
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClassSpec {
+    #[serde(default = "default_class_name")]
+    pub name: String,
+    /// Relative share of requests (weights are normalised).
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// 0 is the most urgent; used by the priority scheduler and the lowest-priority preemption victim.
+    #[serde(default)]
+    pub priority: u32,
+    #[serde(default = "default_prompt")]
+    pub prompt_tokens: LengthSpec,
+    #[serde(default = "default_output")]
+    pub output_tokens: LengthSpec,
+    #[serde(default)]
+    pub slo: SloSpec,
+}
+
+fn default_class_name() -> String {
+    "default".into()
+}
+fn default_prompt() -> LengthSpec {
+    LengthSpec::Lognormal { mean: 1024.0, cv: 1.0, max: 8192 }
+}
+fn default_output() -> LengthSpec {
+    LengthSpec::Lognormal { mean: 256.0, cv: 1.0, max: 4096 }
+}
+
+impl Default for ClassSpec {
+    fn default() -> Self {
+        ClassSpec {
+            name: default_class_name(),
+            weight: 1.0,
+            priority: 0,
+            prompt_tokens: default_prompt(),
+            output_tokens: default_output(),
+            slo: SloSpec::default(),
+        }
+    }
+}
+
+/// Latency objectives of a class. An absent field is not checked.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SloSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// End-to-end deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSpec {
+    #[serde(default = "default_tenant_name")]
+    pub name: String,
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// Token-bucket admission: refill rate for this tenant (overrides the admission block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_tokens_per_s: Option<f64>,
+    /// Token-bucket admission: bucket size for this tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_tokens: Option<f64>,
+}
+
+fn default_tenant_name() -> String {
+    "default".into()
+}
+
+impl Default for TenantSpec {
+    fn default() -> Self {
+        TenantSpec { name: default_tenant_name(), weight: 1.0, rate_tokens_per_s: None, burst_tokens: None }
+    }
+}
+
+/// The model: a preset, optionally with fields overridden, or every field given.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Parameters, billions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params_b: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u32>,
+    /// Bytes per weight (2 for BF16, 1 for FP8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_param: Option<f64>,
+    /// Bytes per KV-cache element (2 for BF16, 1 for FP8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_bytes_per_elem: Option<f64>,
+}
+
+impl Default for ModelSpec {
+    fn default() -> Self {
+        ModelSpec {
+            preset: Some("llama-3-8b".into()),
+            params_b: None,
+            layers: None,
+            hidden: None,
+            heads: None,
+            kv_heads: None,
+            head_dim: None,
+            bytes_per_param: None,
+            kv_bytes_per_elem: None,
+        }
+    }
+}
+
+/// The device and its efficiency: a preset, optionally with fields overridden.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Tensor-parallel degree: GPUs per replica.
+    #[serde(default = "one_u32")]
+    pub tp: u32,
+    /// Dense BF16 peak per GPU, TFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_tflops: Option<f64>,
+    /// HBM bandwidth per GPU, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_bandwidth_gbps: Option<f64>,
+    /// HBM capacity per GPU, GB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_gb: Option<f64>,
+    /// GPU-to-GPU bandwidth used by tensor-parallel all-reduce, GB/s per GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interconnect_gbps: Option<f64>,
+    /// Model-FLOPs utilisation reached by real kernels (0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
+    /// Fraction of peak bandwidth reached reading weights (0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_bw_efficiency: Option<f64>,
+    /// Fraction of peak bandwidth reached reading the KV cache in attention (0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_bw_efficiency: Option<f64>,
+    /// How much of the smaller of compute and memory time fails to overlap with the larger, [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_penalty: Option<f64>,
+    /// Fixed time added to every step (scheduling, kernel launch), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_overhead_ms: Option<f64>,
+    /// Latency of one all-reduce, µs (tensor parallelism only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce_latency_us: Option<f64>,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+impl Default for HardwareSpec {
+    fn default() -> Self {
+        HardwareSpec {
+            device: Some("a100-80g".into()),
+            tp: 1,
+            peak_tflops: None,
+            hbm_bandwidth_gbps: None,
+            hbm_gb: None,
+            interconnect_gbps: None,
+            mfu: None,
+            weight_bw_efficiency: None,
+            kv_bw_efficiency: None,
+            overlap_penalty: None,
+            step_overhead_ms: None,
+            allreduce_latency_us: None,
+        }
+    }
+}
+
+/// Which step-time model to use.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CostSpec {
+    /// From model and hardware figures (compute vs memory time per step).
+    #[default]
+    Roofline,
+    /// step = base + per_seq × batch + per_prefill_token × prefill tokens + per_kv_token × context tokens.
+    Linear {
+        #[serde(default)]
+        base_ms: f64,
+        #[serde(default)]
+        per_seq_ms: f64,
+        #[serde(default)]
+        per_prefill_token_ms: f64,
+        #[serde(default)]
+        per_kv_token_ms: f64,
+    },
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    /// Most sequences in one batch.
+    #[serde(default = "default_max_seqs")]
+    pub max_num_seqs: u32,
+    /// Token budget per step (decode tokens + prefill chunk tokens).
+    #[serde(default = "default_budget")]
+    pub max_num_batched_tokens: u32,
+    /// Split long prompts across steps and mix them with decodes.
+    #[serde(default = "yes")]
+    pub chunked_prefill: bool,
+    /// Largest prefill chunk of one request in one step; default the token budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_chunk_tokens: Option<u32>,
+    /// Tokens per KV block.
+    #[serde(default = "default_block")]
+    pub block_size_tokens: u32,
+    /// Fraction of device memory the engine may use (weights + KV).
+    #[serde(default = "default_mem_frac")]
+    pub gpu_memory_utilization: f64,
+    /// KV capacity per replica, tokens; overrides the memory-derived figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_capacity_tokens: Option<u64>,
+    /// Admission lets Σ reservations (prompt + predicted output) reach this multiple of KV capacity.
+    #[serde(default = "one")]
+    pub kv_oversubscription: f64,
+    #[serde(default)]
+    pub preemption: PreemptionSpec,
+    /// Stop the run at this simulated time; requests still in the system are reported unfinished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub horizon_s: Option<f64>,
+}
+
+fn default_max_seqs() -> u32 {
+    256
+}
+fn default_budget() -> u32 {
+    8192
+}
+fn yes() -> bool {
+    true
+}
+fn default_block() -> u32 {
+    16
+}
+fn default_mem_frac() -> f64 {
+    0.9
+}
+
+impl Default for EngineSpec {
+    fn default() -> Self {
+        EngineSpec {
+            max_num_seqs: default_max_seqs(),
+            max_num_batched_tokens: default_budget(),
+            chunked_prefill: true,
+            prefill_chunk_tokens: None,
+            block_size_tokens: default_block(),
+            gpu_memory_utilization: default_mem_frac(),
+            kv_capacity_tokens: None,
+            kv_oversubscription: 1.0,
+            preemption: PreemptionSpec::default(),
+            horizon_s: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PreemptionSpec {
+    #[serde(default)]
+    pub victim: VictimSpec,
+    /// A preempted request waits backoff × 2^(n−1) before it may be scheduled again, ms.
+    #[serde(default)]
+    pub backoff_ms: f64,
+    /// A request preempted more than this many times fails.
+    #[serde(default = "default_max_preempt")]
+    pub max_preemptions: u32,
+}
+
+fn default_max_preempt() -> u32 {
+    16
+}
+
+impl Default for PreemptionSpec {
+    fn default() -> Self {
+        PreemptionSpec { victim: VictimSpec::default(), backoff_ms: 0.0, max_preemptions: default_max_preempt() }
+    }
+}
+
+/// Which running request gives up its KV when memory runs out.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum VictimSpec {
+    /// The most recently admitted (vLLM's choice).
+    #[default]
+    Newest,
+    /// The one with the least work done (fewest prefilled + generated tokens).
+    LeastProgress,
+    /// The least urgent class (highest priority number), newest among equals.
+    LowestPriority,
+}
+
+/// Output-length prediction: one channel orders the queue, the other reserves memory.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EstimatorSpec {
+    #[serde(default = "default_order_est")]
+    pub order: PredictorSpec,
+    #[serde(default = "default_reserve_est")]
+    pub reserve: PredictorSpec,
+}
+
+fn default_order_est() -> PredictorSpec {
+    PredictorSpec::Oracle
+}
+fn default_reserve_est() -> PredictorSpec {
+    PredictorSpec::ClassMean
+}
+
+impl Default for EstimatorSpec {
+    fn default() -> Self {
+        EstimatorSpec { order: default_order_est(), reserve: default_reserve_est() }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PredictorSpec {
+    /// The true output length.
+    Oracle,
+    /// True length × exp(σ·z), z standard normal drawn at creation (median-unbiased).
+    Lognormal { sigma: f64 },
+    /// The mean of the request's class output distribution.
+    ClassMean,
+    /// Predict zero: reserve only the prompt (vLLM's on-demand allocation).
+    Zero,
+}
+
+/// Order of the waiting queue.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SchedulerSpec {
+    #[default]
+    Fcfs,
+    /// Shortest predicted output first (order-channel prediction).
+    Sjf,
+    /// Shortest prompt first.
+    Spf,
+    /// Earliest end-to-end deadline first (arrival + class e2e SLO).
+    Edf,
+    /// Class priority, then arrival.
+    Priority,
+    /// Deficit round robin across tenants; a request costs prompt + predicted output tokens.
+    Drr {
+        #[serde(default = "default_quantum")]
+        quantum_tokens: u32,
+    },
+}
+
+fn default_quantum() -> u32 {
+    2048
+}
+
+/// Which arrivals are turned away.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdmissionSpec {
+    #[default]
+    None,
+    /// Reject when the target queue already holds this many waiting requests.
+    QueueCap { max_waiting: u32 },
+    /// Reject when the estimated completion misses the class e2e deadline.
+    Deadline {
+        /// Reject only when the estimate exceeds the deadline by this factor (1 = at once).
+        #[serde(default = "one")]
+        slack: f64,
+    },
+    /// Drop each arrival with this probability (drawn at creation).
+    RandomDrop { probability: f64 },
+    /// Per-tenant token bucket on prompt + predicted output tokens.
+    TokenBucket { rate_tokens_per_s: f64, burst_tokens: f64 },
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    #[serde(default = "one_u32")]
+    pub replicas: u32,
+    #[serde(default)]
+    pub router: RouterSpec,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec { replicas: 1, router: RouterSpec::default() }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RouterSpec {
+    #[default]
+    RoundRobin,
+    Random,
+    /// Fewest waiting + running requests.
+    LeastOutstanding,
+    /// Lowest KV-cache use.
+    LeastKv,
+    /// Two random replicas, the one with fewer outstanding requests.
+    PowerOfTwo,
+    /// One shared queue; the first replica with room takes the next request.
+    CentralQueue,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSpec {
+    /// About how many points the time series should have.
+    #[serde(default = "default_points")]
+    pub series_points: u32,
+}
+
+fn default_points() -> u32 {
+    200
+}
+
+impl Default for MetricsSpec {
+    fn default() -> Self {
+        MetricsSpec { series_points: default_points() }
+    }
+}

@@ -1,0 +1,6 @@
+//! Scheduling policies: waiting-queue order and admission. Policies decide; only the engine schedules events.
+
+pub mod admission;
+pub mod queue;
+
+pub use queue::{QueueItem, WaitingQueue};

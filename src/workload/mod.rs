@@ -1,0 +1,151 @@
+//! Workload: arrivals, lengths, traces. Produces requests in arrival order and never sees cluster state.
+//!
+//! Every random value of a request is drawn when it is created, from its own per-request stream
+//! ([`crate::rng::Stream::Request`]), so two configurations run on one seed see identical requests whatever
+//! their scheduler, router or engine.
+
+mod dist;
+pub mod trace;
+
+pub use dist::LengthDist;
+pub use trace::TraceRow;
+
+use crate::rng::{self, Rng64, Stream};
+use crate::scenario::{Arrival, Predictor, Scenario};
+
+/// A request as created: arrival, lengths, and everything random about it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request {
+    pub id: u32,
+    pub arrival_ns: u64,
+    pub class: u16,
+    pub tenant: u16,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    /// Output length predicted by the order channel (queue ordering).
+    pub pred_order_tokens: u32,
+    /// Output length predicted by the reserve channel (KV reservation, admission).
+    pub pred_reserve_tokens: u32,
+    /// Uniform [0, 1) drawn at creation, used by random-drop admission.
+    pub drop_u: f64,
+}
+
+/// Creates requests one at a time, in arrival order.
+pub struct Generator {
+    seed: u64,
+    arrival_rng: Rng64,
+    next_idx: u64,
+    t_ns: f64,
+    /// On/off state: currently on, and time left in the state.
+    on: bool,
+    left_ns: f64,
+    class_mean_output: Vec<f64>,
+}
+
+impl Generator {
+    pub fn new(sc: &Scenario) -> Self {
+        let mut arrival_rng = rng::stream(sc.seed, Stream::Arrivals, 0);
+        let (on, left_ns) = match &sc.workload.arrival {
+            Arrival::OnOff { mean_on_ns, .. } => (true, arrival_rng.exponential(*mean_on_ns)),
+            _ => (true, 0.0),
+        };
+        let class_mean_output = match &sc.workload.arrival {
+            Arrival::Trace { rows } => {
+                let m = rows.iter().map(|r| r.output_tokens as f64).sum::<f64>() / rows.len() as f64;
+                vec![m; sc.workload.classes.len()]
+            }
+            _ => sc.workload.classes.iter().map(|c| c.output.mean()).collect(),
+        };
+        Generator { seed: sc.seed, arrival_rng, next_idx: 0, t_ns: 0.0, on, left_ns, class_mean_output }
+    }
+
+    /// The next request, or `None` when the workload is exhausted.
+    pub fn next(&mut self, sc: &Scenario) -> Option<Request> {
+        let w = &sc.workload;
+        if self.next_idx >= w.max_requests {
+            return None;
+        }
+        let idx = self.next_idx;
+        let trace_row = match &w.arrival {
+            Arrival::Trace { rows } => Some(*rows.get(idx as usize)?),
+            _ => None,
+        };
+        let arrival_ns = match trace_row {
+            Some(r) => r.arrival_ns,
+            None => {
+                self.t_ns += self.gap_ns(&w.arrival);
+                self.t_ns.round() as u64
+            }
+        };
+        if arrival_ns >= w.end_ns {
+            return None;
+        }
+        self.next_idx += 1;
+
+        let mut r = rng::stream(self.seed, Stream::Request, idx);
+        // Fixed-count draws first, so they never shift with the length distributions' kinds.
+        let class = pick(&w.class_cdf, r.uniform());
+        let tenant = pick(&w.tenant_cdf, r.uniform());
+        let z_order = r.std_normal();
+        let z_reserve = r.std_normal();
+        let drop_u = r.uniform();
+        let c = &w.classes[class];
+        let (prompt_tokens, output_tokens) = match trace_row {
+            Some(t) => (t.prompt_tokens, t.output_tokens),
+            None => (c.prompt.sample(&mut r), c.output.sample(&mut r)),
+        };
+        let mean = self.class_mean_output[class];
+        Some(Request {
+            id: idx as u32,
+            arrival_ns,
+            class: class as u16,
+            tenant: tenant as u16,
+            prompt_tokens,
+            output_tokens,
+            pred_order_tokens: predict(sc.order_predictor, output_tokens, mean, z_order),
+            pred_reserve_tokens: predict(sc.reserve_predictor, output_tokens, mean, z_reserve),
+            drop_u,
+        })
+    }
+
+    fn gap_ns(&mut self, a: &Arrival) -> f64 {
+        let r = &mut self.arrival_rng;
+        match a {
+            Arrival::Poisson { mean_gap_ns } => r.exponential(*mean_gap_ns),
+            Arrival::Constant { gap_ns } => *gap_ns,
+            Arrival::Gamma { shape, scale_ns } => r.gamma(*shape) * scale_ns,
+            Arrival::OnOff { on_rate_per_ns, off_rate_per_ns, mean_on_ns, mean_off_ns } => {
+                // Memoryless in both states: draw a gap at the current rate; if the state ends first, move on.
+                let mut gap = 0.0;
+                loop {
+                    let rate = if self.on { *on_rate_per_ns } else { *off_rate_per_ns };
+                    if rate > 0.0 {
+                        let g = r.exponential(1.0 / rate);
+                        if g < self.left_ns {
+                            self.left_ns -= g;
+                            return gap + g;
+                        }
+                    }
+                    gap += self.left_ns;
+                    self.on = !self.on;
+                    self.left_ns = r.exponential(if self.on { *mean_on_ns } else { *mean_off_ns });
+                }
+            }
+            Arrival::Trace { .. } => unreachable!("trace arrivals come from the rows"),
+        }
+    }
+}
+
+/// Index of the first cumulative weight above `u` (weights of 0 are never picked).
+fn pick(cdf: &[f64], u: f64) -> usize {
+    cdf.iter().position(|c| u < *c).unwrap_or(cdf.len() - 1)
+}
+
+fn predict(p: Predictor, actual: u32, class_mean: f64, z: f64) -> u32 {
+    match p {
+        Predictor::Oracle => actual,
+        Predictor::Lognormal { sigma } => (actual as f64 * libm::exp(sigma * z)).round().clamp(1.0, 1e8) as u32,
+        Predictor::ClassMean => class_mean.round().max(1.0) as u32,
+        Predictor::Zero => 0,
+    }
+}
