@@ -133,6 +133,11 @@ impl Simulation<'_> {
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
             }
+            if self.central.is_some() {
+                // Taken from the central queue: from now on it belongs to this replica (until preempted).
+                rec.replica = r as u16;
+                rep.outstanding += 1;
+            }
             rep.reserved_blocks += reserve;
             rep.running.push(Running {
                 id: head.id,
@@ -165,11 +170,15 @@ impl Simulation<'_> {
         rec.generated = s.generated;
         rec.last_token_ns = s.last_token_ns;
         self.rec.preemptions += 1;
-        if rec.preemptions as u32 > self.sc.engine.max_preemptions {
-            rec.outcome = Outcome::Failed;
-            rec.done_ns = self.now;
+        let failed = rec.preemptions as u32 > self.sc.engine.max_preemptions;
+        // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
+        if failed || self.central.is_some() {
             rep.outstanding -= 1;
             self.loads.outstanding.set(r, rep.outstanding);
+        }
+        if failed {
+            rec.outcome = Outcome::Failed;
+            rec.done_ns = self.now;
             self.rec.in_system -= 1;
         } else {
             self.requeue.push(s.id);

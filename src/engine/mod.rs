@@ -225,7 +225,7 @@ impl<'a> Simulation<'a> {
     fn on_retry(&mut self, id: u32) {
         let item = self.queue_item(id);
         let replica = self.rec.requests[id as usize].replica;
-        let target = (replica != u16::MAX).then_some(replica as usize);
+        let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
         self.enqueue(item, target, true);
     }
 

@@ -107,6 +107,8 @@ pub struct Drr {
     deficit: Vec<u64>,
     /// Backlogged tenants in service order; the front is being served.
     active: VecDeque<u16>,
+    /// The front tenant has received its quantum for the current turn.
+    turn_started: bool,
     quantum: u64,
     len: usize,
 }
@@ -117,6 +119,7 @@ impl Drr {
             queues: vec![VecDeque::new(); n_tenants],
             deficit: vec![0; n_tenants],
             active: VecDeque::new(),
+            turn_started: false,
             quantum,
             len: 0,
         }
@@ -143,20 +146,23 @@ impl WaitingQueue for Drr {
         self.add(item, true);
     }
     fn peek(&mut self) -> Option<QueueItem> {
-        // Rotate until the front tenant can afford its head. Terminates: each rotation adds a quantum.
+        // A tenant gets one quantum when its turn starts and is served while its deficit covers its head;
+        // then the turn passes on, the deficit kept. Terminates: every turn adds a quantum.
         loop {
             let &t = self.active.front()?;
             let head = *self.queues[t as usize].front().expect("active tenants are backlogged");
-            if self.deficit[t as usize] >= Self::cost(&head) {
+            let cost = Self::cost(&head);
+            if !self.turn_started {
+                let d = &mut self.deficit[t as usize];
+                // A lone tenant would take ⌈cost/quantum⌉ turns in a row: add them at once.
+                *d += if self.active.len() == 1 { cost.saturating_sub(*d).div_ceil(self.quantum).max(1) * self.quantum } else { self.quantum };
+                self.turn_started = true;
+            }
+            if self.deficit[t as usize] >= cost {
                 return Some(head);
             }
-            let need = Self::cost(&head) - self.deficit[t as usize];
-            // Skip whole rounds at once when every tenant is far from affording its head.
-            let rounds = if self.active.len() == 1 { need.div_ceil(self.quantum) } else { 1 };
-            self.deficit[t as usize] += rounds * self.quantum;
-            if self.deficit[t as usize] < Self::cost(&head) {
-                self.active.rotate_left(1);
-            }
+            self.active.rotate_left(1);
+            self.turn_started = false;
         }
     }
     fn pop(&mut self) -> Option<QueueItem> {
@@ -168,6 +174,7 @@ impl WaitingQueue for Drr {
         if self.queues[t].is_empty() {
             self.deficit[t] = 0;
             self.active.pop_front();
+            self.turn_started = false;
         }
         Some(head)
     }

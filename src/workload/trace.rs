@@ -30,12 +30,9 @@ pub fn parse(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>, String> {
     if rows.len() > MAX_ROWS {
         return Err(format!("the trace has {} rows; at most {MAX_ROWS} are supported", rows.len()));
     }
-    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    rows.sort_by_key(|r| r.0);
     let t0 = rows[0].0;
-    Ok(rows
-        .into_iter()
-        .map(|(t, p, o)| TraceRow { arrival_ns: ((t - t0) * 1e9).round() as u64, prompt_tokens: p, output_tokens: o })
-        .collect())
+    Ok(rows.into_iter().map(|(t, p, o)| TraceRow { arrival_ns: (t - t0) as u64, prompt_tokens: p, output_tokens: o }).collect())
 }
 
 /// Stretch or compress the gaps.
@@ -85,7 +82,8 @@ fn split_csv(line: &str) -> Vec<&str> {
     out
 }
 
-fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(f64, u32, u32)>, String> {
+/// Rows as (arrival ns on the trace's own clock, prompt, output).
+fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i64, u32, u32)>, String> {
     let (t_col, p_col, o_col) = match format {
         TraceFormat::Vidur => ("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
         TraceFormat::Azure => ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
@@ -109,10 +107,12 @@ fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(f64, u32, u32)>, St
             TraceFormat::Azure => parse_datetime(get(ti, t_col)?).map_err(|m| format!("line {}: `{t_col}`: {m}", n + 1))?,
             _ => {
                 let s = get(ti, t_col)?;
-                s.parse::<f64>()
+                let secs = s
+                    .parse::<f64>()
                     .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| format!("line {}: `{t_col}` must be a time ≥ 0 in seconds (got `{s}`)", n + 1))?
+                    .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
+                    .ok_or_else(|| format!("line {}: `{t_col}` must be a time from 0 to 1e9 seconds (got `{s}`)", n + 1))?;
+                (secs * 1e9).round() as i64
             }
         };
         let p = tokens(get(pi, p_col)?, p_col, n)?;
@@ -137,14 +137,18 @@ fn tokens(s: &str, name: &str, n: usize) -> Result<u32, String> {
     Ok(v as u32)
 }
 
-fn parse_mooncake(text: &str) -> Result<Vec<(f64, u32, u32)>, String> {
+fn parse_mooncake(text: &str) -> Result<Vec<(i64, u32, u32)>, String> {
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("line {}: not a JSON object: {e}", n + 1))?;
         let num = |k: &str| {
             v.get(k).and_then(|x| x.as_f64()).filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| format!("line {}: missing or invalid `{k}`", n + 1))
         };
-        let t = num("timestamp")? / 1000.0;
+        let ms = num("timestamp")?;
+        if ms >= 1e12 {
+            return Err(format!("line {}: `timestamp` must be below 1e12 ms", n + 1));
+        }
+        let t = (ms * 1e6).round() as i64;
         let p = tokens(&num("input_length")?.to_string(), "input_length", n)?;
         let o = tokens(&num("output_length")?.to_string(), "output_length", n)?;
         if p == 0 || o == 0 {
@@ -155,8 +159,9 @@ fn parse_mooncake(text: &str) -> Result<Vec<(f64, u32, u32)>, String> {
     Ok(rows)
 }
 
-/// `2023-11-16 18:15:46.6805900` → seconds since 1970 (UTC assumed; only differences matter).
-fn parse_datetime(s: &str) -> Result<f64, String> {
+/// `2023-11-16 18:15:46.6805900` → nanoseconds since 1970 (UTC assumed; only differences matter). Whole
+/// seconds and the fraction are kept apart so no precision is lost to a float.
+fn parse_datetime(s: &str) -> Result<i64, String> {
     let bad = || format!("expected `YYYY-MM-DD HH:MM:SS[.fraction]` (got `{s}`)");
     let (date, time) = s.split_once([' ', 'T']).ok_or_else(bad)?;
     let d: Vec<&str> = date.split('-').collect();
@@ -167,10 +172,15 @@ fn parse_datetime(s: &str) -> Result<f64, String> {
     let y: i64 = d[0].parse().map_err(|_| bad())?;
     let m: i64 = d[1].parse().map_err(|_| bad())?;
     let day: i64 = d[2].parse().map_err(|_| bad())?;
-    let hh: f64 = t[0].parse().map_err(|_| bad())?;
-    let mm: f64 = t[1].parse().map_err(|_| bad())?;
-    let ss: f64 = t[2].parse().map_err(|_| bad())?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(0.0..24.0).contains(&hh) || !(0.0..60.0).contains(&mm) || !(0.0..61.0).contains(&ss) {
+    let hh: i64 = t[0].parse().map_err(|_| bad())?;
+    let mm: i64 = t[1].parse().map_err(|_| bad())?;
+    let (whole, frac) = t[2].split_once('.').unwrap_or((t[2], ""));
+    let ss: i64 = whole.parse().map_err(|_| bad())?;
+    if frac.len() > 9 || !frac.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let frac_ns: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().map_err(|_| bad())? };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(0..24).contains(&hh) || !(0..60).contains(&mm) || !(0..61).contains(&ss) {
         return Err(bad());
     }
     // Days from civil (Howard Hinnant's algorithm).
@@ -181,7 +191,7 @@ fn parse_datetime(s: &str) -> Result<f64, String> {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
-    Ok(days as f64 * 86_400.0 + hh * 3600.0 + mm * 60.0 + ss)
+    Ok((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1_000_000_000 + frac_ns)
 }
 
 #[cfg(test)]
@@ -192,7 +202,8 @@ mod tests {
     fn azure_dates() {
         let a = parse_datetime("2023-11-16 18:15:46.6805900").unwrap();
         let b = parse_datetime("2023-11-17 18:15:46.6805900").unwrap();
-        assert!((b - a - 86_400.0).abs() < 1e-6);
-        assert_eq!(parse_datetime("1970-01-01 00:00:00").unwrap(), 0.0);
+        assert_eq!(b - a, 86_400_000_000_000);
+        assert_eq!(parse_datetime("1970-01-01 00:00:00").unwrap(), 0);
+        assert_eq!(parse_datetime("1970-01-01 00:00:01.5").unwrap(), 1_500_000_000);
     }
 }

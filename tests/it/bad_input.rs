@@ -1,0 +1,142 @@
+//! A table of broken scenarios and traces: each must give an error naming the field, never a panic.
+
+use inferscale::scenario;
+use serde_json::{json, Value};
+
+fn base() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap()).unwrap()
+}
+
+/// Set a value at a JSON pointer (creating objects on the way).
+fn with(mut v: Value, pointer: &str, x: Value) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    let p = if parent.is_empty() { &mut v } else { v.pointer_mut(parent).unwrap_or_else(|| panic!("no {parent}")) };
+    match p {
+        Value::Object(m) => {
+            m.insert(key.to_string(), x);
+        }
+        Value::Array(a) => a[key.parse::<usize>().unwrap()] = x,
+        _ => panic!("{parent} is not a container"),
+    }
+    v
+}
+
+fn without(mut v: Value, pointer: &str) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    v.pointer_mut(parent).unwrap().as_object_mut().unwrap().remove(key);
+    v
+}
+
+fn trace(data: &str) -> Value {
+    with(base(), "/workload/arrival", json!({"kind": "trace", "data": data}))
+}
+
+#[test]
+fn broken_scenarios_name_the_field() {
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("negative rate", with(base(), "/workload/arrival/rate_rps", json!(-1.0)), "workload.arrival.rate_rps"),
+        ("zero rate", with(base(), "/workload/arrival/rate_rps", json!(0.0)), "workload.arrival.rate_rps"),
+        ("huge rate", with(base(), "/workload/arrival/rate_rps", json!(1e12)), "workload.arrival.rate_rps"),
+        ("rate as text", with(base(), "/workload/arrival/rate_rps", json!("fast")), "workload.arrival"),
+        ("missing rate", without(base(), "/workload/arrival/rate_rps"), "workload.arrival"),
+        ("unknown arrival kind", with(base(), "/workload/arrival/kind", json!("possion")), "workload.arrival"),
+        ("gamma cv zero", with(base(), "/workload/arrival", json!({"kind": "gamma", "rate_rps": 1.0, "cv": 0.0})), "workload.arrival.cv"),
+        ("on/off negative period", with(base(), "/workload/arrival", json!({"kind": "on_off", "rate_on_rps": 1.0, "mean_on_s": -1.0, "mean_off_s": 1.0})), "workload.arrival.mean_on_s"),
+        ("zero requests", with(base(), "/workload/requests", json!(0)), "workload.requests"),
+        ("negative requests", with(base(), "/workload/requests", json!(-5)), "workload.requests"),
+        ("neither count nor duration", without(base(), "/workload/requests"), "workload"),
+        ("negative duration", with(base(), "/workload/duration_s", json!(-3.0)), "workload.duration_s"),
+        ("no classes", with(base(), "/workload/classes", json!([])), "workload.classes"),
+        ("zero weights", with(with(base(), "/workload/classes/0/weight", json!(0.0)), "/workload/classes/1/weight", json!(0.0)), "workload.classes"),
+        ("negative weight", with(base(), "/workload/classes/0/weight", json!(-1.0)), "workload.classes[0].weight"),
+        ("zero fixed prompt", with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "fixed", "tokens": 0})), "workload.classes[0].prompt_tokens.tokens"),
+        ("uniform min > max", with(base(), "/workload/classes/0/output_tokens", json!({"kind": "uniform", "min": 50, "max": 10})), "workload.classes[0].output_tokens.max"),
+        ("lognormal mean < 1", with(base(), "/workload/classes/1/prompt_tokens", json!({"kind": "lognormal", "mean": 0.5, "cv": 1.0})), "workload.classes[1].prompt_tokens.mean"),
+        ("empty empirical", with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "empirical", "values": []})), "workload.classes[0].prompt_tokens.values"),
+        ("negative SLO", with(base(), "/workload/classes/0/slo/ttft_ms", json!(-10)), "workload.classes[0].slo.ttft_ms"),
+        ("prompt larger than KV", with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "fixed", "tokens": 900000})), "workload.classes[0]"),
+        ("explicit KV too small", with(base(), "/engine/kv_capacity_tokens", json!(3000)), "workload.classes"),
+        ("unknown model", with(base(), "/model/preset", json!("llama-4-9000b")), "model.preset"),
+        ("unknown device", with(base(), "/hardware/device", json!("h1000")), "hardware.device"),
+        ("custom model missing fields", with(base(), "/model", json!({"params_b": 7.0})), "model.layers"),
+        ("tp zero", with(base(), "/hardware/tp", json!(0)), "hardware.tp"),
+        ("tp not power of two", with(base(), "/hardware/tp", json!(3)), "hardware.tp"),
+        ("mfu above 1", with(base(), "/hardware/mfu", json!(1.5)), "hardware.mfu"),
+        ("weights do not fit", with(with(base(), "/model/preset", json!("llama-3-70b")), "/hardware/tp", json!(1)), "engine.gpu_memory_utilization"),
+        ("zero batch", with(base(), "/engine/max_num_seqs", json!(0)), "engine.max_num_seqs"),
+        ("zero token budget", with(base(), "/engine/max_num_batched_tokens", json!(0)), "engine.max_num_batched_tokens"),
+        ("chunk above budget", with(base(), "/engine/prefill_chunk_tokens", json!(100000)), "engine.prefill_chunk_tokens"),
+        ("no chunking, prompt over budget", with(base(), "/engine/chunked_prefill", json!(false)), "workload.classes"),
+        ("memory fraction zero", with(base(), "/engine/gpu_memory_utilization", json!(0.0)), "engine.gpu_memory_utilization"),
+        ("over-subscription zero", with(base(), "/engine/kv_oversubscription", json!(0.0)), "engine.kv_oversubscription"),
+        ("unknown victim", with(base(), "/engine/preemption", json!({"victim": "oldest"})), "engine.preemption.victim"),
+        ("negative sigma", with(base(), "/estimator/order", json!({"kind": "lognormal", "sigma": -1})), "estimator.order.sigma"),
+        ("unknown scheduler", with(base(), "/scheduler/kind", json!("fcfz")), "scheduler"),
+        ("drr zero quantum", with(base(), "/scheduler", json!({"kind": "drr", "quantum_tokens": 0})), "scheduler.quantum_tokens"),
+        ("drop probability > 1", with(base(), "/admission", json!({"kind": "random_drop", "probability": 2.0})), "admission.probability"),
+        ("deadline without e2e SLO", with(base(), "/admission", json!({"kind": "deadline"})), "workload.classes[0].slo.e2e_ms"),
+        ("zero replicas", with(base(), "/cluster/replicas", json!(0)), "cluster.replicas"),
+        ("unknown router", with(base(), "/cluster/router/kind", json!("least_load")), "cluster.router"),
+        ("unknown top-level field", with(base(), "/sed", json!(1)), "sed"),
+        ("unknown nested field", with(base(), "/engine/max_num_seq", json!(1)), "engine"),
+        ("trace without data", with(base(), "/workload/arrival", json!({"kind": "trace", "path": "missing.csv"})), "workload.arrival.data"),
+        ("trace unknown header", trace("a,b,c\n1,2,3\n"), "workload.arrival.data"),
+        ("trace bad number", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,12x,3\n"), "workload.arrival.data"),
+        ("trace negative time", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n-1,12,3\n"), "workload.arrival.data"),
+        ("trace missing column value", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,12\n"), "workload.arrival.data"),
+        ("trace zero tokens", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,0,3\n"), "workload.arrival.data"),
+        ("trace header only", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n"), "workload.arrival.data"),
+        ("azure bad timestamp", trace("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,10,10\n"), "workload.arrival.data"),
+        ("mooncake not json", trace("{\"timestamp\": 1, \"input_length\": 5\n"), "workload.arrival.data"),
+        ("trace request over KV", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,9000000,3\n"), "workload.arrival.data"),
+        ("empty file", Value::Null, "(root)"),
+    ];
+    assert!(cases.len() >= 30);
+    for (what, v, field) in cases {
+        let text = if v.is_null() { String::new() } else { v.to_string() };
+        let result = std::panic::catch_unwind(|| scenario::load(&text));
+        let err = match result {
+            Ok(Ok(_)) => panic!("{what}: accepted"),
+            Ok(Err(e)) => e,
+            Err(_) => panic!("{what}: panicked"),
+        };
+        let shown = err.to_string();
+        assert!(err.errors.iter().any(|e| e.path.starts_with(field)), "{what}: expected an error at `{field}`, got:\n{shown}");
+        assert!(!shown.is_empty());
+        println!("{what:<34} → {}", shown.lines().next().unwrap());
+    }
+}
+
+#[test]
+fn errors_say_the_allowed_range_and_suggest_fixes() {
+    let e = scenario::load(&with(base(), "/workload/arrival/rate_rps", json!(-1.0)).to_string()).unwrap_err().to_string();
+    assert!(e.contains("-1") && e.contains("10000000"), "{e}");
+    let e = scenario::load(&with(base(), "/engine/max_num_seq", json!(1)).to_string()).unwrap_err().to_string();
+    assert!(e.contains("did you mean `max_num_seqs`"), "{e}");
+    let e = scenario::load(&with(base(), "/scheduler/kind", json!("fcfz")).to_string()).unwrap_err().to_string();
+    assert!(e.contains("did you mean `fcfs`"), "{e}");
+    let e = scenario::load(&with(base(), "/hardware/device", json!("h100")).to_string()).unwrap_err().to_string();
+    assert!(e.contains("h100-sxm"), "{e}");
+    // Several bad fields are reported together.
+    let v = with(with(base(), "/cluster/replicas", json!(0)), "/engine/max_num_seqs", json!(0));
+    let err = scenario::load(&v.to_string()).unwrap_err();
+    assert!(err.errors.len() >= 2, "{err}");
+}
+
+#[test]
+fn every_trace_shape_parses() {
+    use inferscale::scenario::TraceFormat;
+    use inferscale::workload::trace::parse;
+    let vidur = parse("arrived_at,num_prefill_tokens,num_decode_tokens\n1.5,100,10\n0.5,200,20\n", TraceFormat::Auto).unwrap();
+    assert_eq!(vidur[0].prompt_tokens, 200, "sorted by arrival");
+    assert_eq!(vidur[1].arrival_ns, 1_000_000_000, "relative to the first");
+    let azure = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,4808,10\n2023-11-16 18:15:50.9951690,3180,8\n", TraceFormat::Auto).unwrap();
+    assert_eq!(azure[1].arrival_ns, 4_314_579_000);
+    let burst = parse("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n47,GPT-4,417,276,693,API log\n", TraceFormat::Auto).unwrap();
+    assert_eq!(burst.len(), 2, "a response of 0 tokens is a failed request, skipped");
+    let moon = parse("{\"timestamp\": 0, \"input_length\": 6955, \"output_length\": 52, \"hash_ids\": [0, 1]}\n{\"timestamp\": 27, \"input_length\": 6472, \"output_length\": 26, \"hash_ids\": [0]}\n", TraceFormat::Auto).unwrap();
+    assert_eq!(moon[1].arrival_ns, 27_000_000);
+    // Quoted fields and CRLF line ends.
+    let q = parse("\"arrived_at\",\"num_prefill_tokens\",\"num_decode_tokens\"\r\n\"0.25\",\"64\",\"8\"\r\n", TraceFormat::Vidur).unwrap();
+    assert_eq!((q[0].prompt_tokens, q[0].output_tokens), (64, 8));
+}

@@ -1,0 +1,99 @@
+//! The command-line contract: formats, keys, exit codes.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_inferscale"))
+}
+
+fn scenario(name: &str) -> String {
+    super::root().join("scenarios").join(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn run_json_has_the_contract_keys() {
+    let out = bin().args(["run", &scenario("default.json")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["summary"];
+    for k in ["completed", "rejected", "unfinished", "throughput_rps", "output_tokens_per_s", "goodput_rps", "slo_attainment", "kv_peak_fraction", "preemptions", "little_relative_error"] {
+        assert!(s[k].is_number(), "summary.{k} missing");
+    }
+    for m in ["ttft_s", "tpot_s", "itl_s", "e2e_s"] {
+        for k in ["mean", "p50", "p90", "p95", "p99", "max"] {
+            assert!(s[m][k].is_number(), "summary.{m}.{k} missing");
+        }
+    }
+    assert!(v["classes"].as_array().unwrap().len() == 2);
+    assert!(v["tenants"].is_array());
+    assert!(v["series"]["t_s"].as_array().unwrap().len() > 10);
+    // The CLI's JSON is the library's JSON, byte for byte.
+    let lib = inferscale::export::json(&inferscale::simulate(&super::valid(&super::shipped("default.json"))));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), lib);
+}
+
+#[test]
+fn run_csv_md_seed_and_out() {
+    let out = bin().args(["run", &scenario("default.json"), "--format", "csv"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 2001, "header + one row per request");
+    assert!(text.starts_with("id,class,tenant,replica,outcome,arrival_s"));
+    let md = bin().args(["run", &scenario("default.json"), "--format", "md"]).output().unwrap();
+    let md = String::from_utf8(md.stdout).unwrap();
+    assert!(md.contains("# InferScale report: default") && md.contains("| TTFT |") && md.contains("Little's law"));
+    let a = bin().args(["run", &scenario("default.json"), "--seed", "9", "--format", "summary-csv"]).output().unwrap();
+    let b = bin().args(["run", &scenario("default.json"), "--format", "summary-csv"]).output().unwrap();
+    assert_ne!(a.stdout, b.stdout, "--seed changes the run");
+    let dir = std::env::temp_dir().join(format!("inferscale-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.json");
+    let st = bin().args(["run", &scenario("trace-replay.json"), "--out", path.to_str().unwrap()]).status().unwrap();
+    assert!(st.success());
+    assert!(std::fs::read_to_string(&path).unwrap().contains("\"summary\""));
+}
+
+#[test]
+fn bad_input_exits_2_and_names_the_field() {
+    let dir = std::env::temp_dir().join(format!("inferscale-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.json");
+    let text = std::fs::read_to_string(scenario("default.json")).unwrap().replace("\"rate_rps\": 4.0", "\"rate_rps\": -4.0");
+    std::fs::write(&path, text).unwrap();
+    let out = bin().args(["run", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("workload.arrival.rate_rps"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = bin().args(["run", "/nonexistent/scenario.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::write(&path, "{ not json").unwrap();
+    let out = bin().args(["check", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin().args(["run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "usage errors are input errors");
+    let out = bin().args(["check", &scenario("default.json")]).output().unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn validate_prints_every_check() {
+    let out = bin().args(["validate", "--quick", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let v: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.len(), 9);
+    for c in &v {
+        for k in ["name", "simulated", "analytic", "relative_error", "tolerance", "pass"] {
+            assert!(!c[k].is_null(), "{k}");
+        }
+    }
+}
+
+#[test]
+fn bench_quick_prints_the_figures() {
+    let out = bin().args(["bench", "--quick"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in ["saturation throughput", "75 % of saturation", "160 % of saturation", "req/wall-s", "steps/wall-s", "peak memory"] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+}

@@ -1,0 +1,204 @@
+//! Targeted engine behaviours.
+
+use inferscale::scenario::*;
+use inferscale::simulate;
+
+/// A linear-cost scenario with one request class, for exact timing checks.
+fn linear(prompt: u32, output: u32, requests: u64, rate: f64) -> Spec {
+    let mut s = super::small();
+    s.workload.arrival = ArrivalSpec::Constant { rate_rps: rate };
+    s.workload.requests = Some(requests);
+    s.workload.classes = vec![ClassSpec {
+        prompt_tokens: LengthSpec::Fixed { tokens: prompt },
+        output_tokens: LengthSpec::Fixed { tokens: output },
+        ..ClassSpec::default()
+    }];
+    s.cost = CostSpec::Linear { base_ms: 10.0, per_seq_ms: 0.0, per_prefill_token_ms: 0.01, per_kv_token_ms: 0.0 };
+    s
+}
+
+#[test]
+fn a_lone_request_takes_prefill_then_one_step_per_token() {
+    let mut s = linear(1000, 5, 1, 1.0);
+    s.engine.prefill_chunk_tokens = Some(8192);
+    let r = simulate(&super::valid(&s));
+    // Prefill: 10 ms + 1000 × 0.01 ms = 20 ms and it emits the first token; then 4 decode steps of 10 ms.
+    assert!((r.summary.ttft_s.mean - 0.020).abs() < 1e-9, "{}", r.summary.ttft_s.mean);
+    assert!((r.summary.e2e_s.mean - 0.060).abs() < 1e-9, "{}", r.summary.e2e_s.mean);
+    assert!((r.summary.tpot_s.mean - 0.010).abs() < 1e-9);
+    assert_eq!(r.summary.itl_s.count, 4);
+    assert!((r.summary.itl_s.p99 - 0.010).abs() < 1e-9);
+    assert_eq!(r.engine.steps, 5);
+}
+
+#[test]
+fn chunked_prefill_splits_long_prompts_and_bounds_decode_stalls() {
+    let mut s = linear(4096, 3, 1, 1.0);
+    s.engine.prefill_chunk_tokens = Some(512);
+    let r = simulate(&super::valid(&s));
+    assert_eq!(r.engine.steps, 8 + 2, "4096 / 512 prefill steps, then 2 decode steps");
+    // With long prompts arriving while others decode, a small token budget with chunking caps the longest
+    // inter-token gap; without chunking a whole 6000-token prompt stalls every decode behind it.
+    let mut busy = super::small();
+    busy.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1.0 };
+    busy.workload.classes = vec![ClassSpec { prompt_tokens: LengthSpec::Fixed { tokens: 6000 }, output_tokens: LengthSpec::Fixed { tokens: 200 }, ..ClassSpec::default() }];
+    let mut whole = busy.clone();
+    whole.engine.chunked_prefill = false;
+    busy.engine.max_num_batched_tokens = 1024;
+    busy.engine.prefill_chunk_tokens = Some(512);
+    let chunked = simulate(&super::valid(&busy)).summary.itl_s.max;
+    let unchunked = simulate(&super::valid(&whole)).summary.itl_s.max;
+    assert!(chunked < unchunked / 3.0, "max ITL chunked {chunked} vs whole-prompt {unchunked}");
+}
+
+#[test]
+fn batching_is_bounded_by_max_num_seqs_and_nearly_free() {
+    let mut s = super::shipped("peer-llama3-8b-h100.json");
+    s.workload.requests = Some(3000);
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1e6 };
+    s.engine.max_num_seqs = 64;
+    let r = simulate(&super::valid(&s));
+    assert!(r.summary.mean_batch_size <= 64.0 + 1e-9, "{}", r.summary.mean_batch_size);
+    assert!(r.engine.limiter.max_seqs > 0.5, "a burst is limited by the batch cap: {:?}", r.engine.limiter);
+    // Throughput grows almost linearly with the batch cap: decode is memory bound.
+    s.engine.max_num_seqs = 16;
+    let small = simulate(&super::valid(&s)).summary.output_tokens_per_s;
+    assert!(r.summary.output_tokens_per_s > 1.8 * small, "4x the batch cap, {} vs {small}", r.summary.output_tokens_per_s);
+}
+
+#[test]
+fn kv_pressure_preempts_and_the_retry_cap_fails_requests() {
+    let s = super::shipped("kv-pressure.json");
+    let r = simulate(&super::valid(&s));
+    assert!(r.summary.preemptions > 100, "{}", r.summary.preemptions);
+    assert!(r.summary.kv_peak_fraction > 0.95);
+    let mut strict = s.clone();
+    strict.engine.preemption.max_preemptions = 0;
+    let r = simulate(&super::valid(&strict));
+    assert!(r.summary.failed > 0);
+    assert!(r.audits.conservation.ok);
+    // Reserving the full true output (oracle) never needs to preempt.
+    let mut safe = s.clone();
+    safe.estimator.reserve = PredictorSpec::Oracle;
+    safe.engine.kv_oversubscription = 1.0;
+    let r = simulate(&super::valid(&safe));
+    assert_eq!(r.summary.preemptions, 0);
+    assert!(r.engine.limiter.kv_reservation > 0.0, "admission waited on the reservation instead");
+}
+
+#[test]
+fn admission_policies_turn_work_away() {
+    let mut s = super::small();
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 50.0 };
+    s.admission = AdmissionSpec::QueueCap { max_waiting: 5 };
+    let r = simulate(&super::valid(&s));
+    assert!(r.summary.rejected > 50, "{}", r.summary.rejected);
+    s.admission = AdmissionSpec::RandomDrop { probability: 0.25 };
+    let r = simulate(&super::valid(&s));
+    let frac = r.summary.rejected as f64 / r.summary.requests as f64;
+    assert!((frac - 0.25).abs() < 0.06, "{frac}");
+    s.admission = AdmissionSpec::TokenBucket { rate_tokens_per_s: 5000.0, burst_tokens: 20000.0 };
+    let r = simulate(&super::valid(&s));
+    assert!(r.summary.rejected > 0);
+    // Admitted token rate cannot exceed the bucket's rate + burst over the run.
+    let admitted: u64 = r.requests.iter().filter(|q| !matches!(q.outcome, inferscale::metrics::Outcome::Rejected(_))).map(|q| (q.prompt_tokens + q.pred_reserve_tokens) as u64).sum();
+    let arrivals_span = r.requests.last().unwrap().arrival_ns as f64 / 1e9;
+    assert!(admitted as f64 <= 5000.0 * arrivals_span + 20000.0 + 1.0);
+}
+
+#[test]
+fn deadline_admission_rejects_hopeless_requests() {
+    let mut s = super::small();
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 30.0 };
+    for c in &mut s.workload.classes {
+        c.slo.e2e_ms = Some(15_000.0);
+    }
+    let open = simulate(&super::valid(&s));
+    s.admission = AdmissionSpec::Deadline { slack: 1.0 };
+    let guarded = simulate(&super::valid(&s));
+    assert!(guarded.summary.rejected > 0);
+    assert!(guarded.summary.e2e_s.p95 < open.summary.e2e_s.p95);
+}
+
+#[test]
+fn routers_spread_load() {
+    let mut s = super::shipped("chat-70b-h100-tp4.json");
+    s.workload.requests = Some(2000);
+    s.cluster.router = RouterSpec::RoundRobin;
+    let r = simulate(&super::valid(&s));
+    let per: Vec<u64> = (0..4).map(|i| r.requests.iter().filter(|q| q.replica == i).count() as u64).collect();
+    assert_eq!(per, vec![500; 4]);
+    let mut p95 = vec![];
+    for router in [RouterSpec::Random, RouterSpec::LeastOutstanding, RouterSpec::PowerOfTwo, RouterSpec::LeastKv] {
+        s.cluster.router = router.clone();
+        let r = simulate(&super::valid(&s));
+        assert!(r.replicas.iter().all(|x| x.steps > 0), "{router:?} left a replica idle");
+        p95.push(r.summary.ttft_s.p95);
+    }
+    assert!(p95[1] <= p95[0] && p95[2] <= p95[0], "load-aware routing beats random at p95 TTFT: {p95:?}");
+}
+
+#[test]
+fn sjf_cuts_mean_latency_and_priority_serves_urgent_classes() {
+    let mut s = super::small();
+    s.workload.requests = Some(1500);
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 5.0 };
+    s.engine.max_num_seqs = 16;
+    s.estimator.order = PredictorSpec::Oracle;
+    let fcfs = simulate(&super::valid(&s));
+    s.scheduler = SchedulerSpec::Sjf;
+    let sjf = simulate(&super::valid(&s));
+    assert!(sjf.summary.e2e_s.mean < fcfs.summary.e2e_s.mean, "SJF {} vs FCFS {}", sjf.summary.e2e_s.mean, fcfs.summary.e2e_s.mean);
+    s.scheduler = SchedulerSpec::Priority;
+    let pr = simulate(&super::valid(&s));
+    assert!(pr.classes[0].ttft_s.mean < pr.classes[1].ttft_s.mean, "class 0 (priority 0) first");
+    assert!(pr.classes[0].ttft_s.mean < fcfs.classes[0].ttft_s.mean);
+}
+
+#[test]
+fn trace_replay_keeps_arrivals_and_lengths() {
+    let s = super::shipped("trace-replay.json");
+    let r = simulate(&super::valid(&s));
+    let text = std::fs::read_to_string(super::root().join("scenarios/traces/sample-vidur.csv")).unwrap();
+    let rows = inferscale::workload::trace::parse(&text, TraceFormat::Auto).unwrap();
+    assert_eq!(r.requests.len(), rows.len());
+    for (q, t) in r.requests.iter().zip(&rows) {
+        assert_eq!((q.arrival_ns, q.prompt_tokens, q.output_tokens), (t.arrival_ns, t.prompt_tokens, t.output_tokens));
+    }
+    let mut faster = s.clone();
+    if let ArrivalSpec::Trace { time_scale, .. } = &mut faster.workload.arrival {
+        *time_scale = 0.5;
+    }
+    let f = simulate(&super::valid(&faster));
+    assert_eq!(f.requests.last().unwrap().arrival_ns, (rows.last().unwrap().arrival_ns as f64 * 0.5).round() as u64);
+}
+
+#[test]
+fn drr_protects_light_tenants() {
+    let s = super::shipped("bursty-multitenant.json");
+    let mut fcfs = s.clone();
+    fcfs.scheduler = SchedulerSpec::Fcfs;
+    fcfs.admission = AdmissionSpec::None;
+    let mut drr = s.clone();
+    drr.admission = AdmissionSpec::None;
+    let a = simulate(&super::valid(&fcfs));
+    let b = simulate(&super::valid(&drr));
+    // The steady tenants (1 and 2) wait less under DRR than under FCFS.
+    assert!(b.tenants[1].ttft_s.p95 < a.tenants[1].ttft_s.p95, "{} vs {}", b.tenants[1].ttft_s.p95, a.tenants[1].ttft_s.p95);
+    let r = simulate(&super::valid(&s));
+    assert!(r.tenants[0].rejected > 0 && r.tenants[1].rejected == 0, "the bucket limits only the noisy tenant");
+}
+
+#[test]
+fn series_cover_the_run() {
+    let r = simulate(&super::valid(&super::shipped("default.json")));
+    let s = &r.series;
+    assert!(s.t_s.len() >= 100 && s.t_s.len() <= 800, "{}", s.t_s.len());
+    for v in [&s.waiting, &s.running, &s.kv_used_fraction, &s.in_system, &s.throughput_rps, &s.output_tokens_per_s] {
+        assert_eq!(v.len(), s.t_s.len());
+    }
+    let done: f64 = s.throughput_rps.iter().map(|x| x * s.window_s).sum();
+    // The last window may be partial, so completions sum to within one window of the total.
+    assert!((done - r.summary.completed as f64).abs() <= r.summary.completed as f64 * 0.01 + 1.0, "{done}");
+    assert!(s.kv_used_fraction.iter().all(|x| (0.0..=1.0).contains(x)));
+}

@@ -1,0 +1,49 @@
+mod audits;
+mod bad_input;
+mod cli;
+mod closed_forms;
+mod determinism;
+mod engine;
+mod property;
+mod roofline;
+
+use inferscale::scenario::{self, Scenario, Spec};
+use std::path::PathBuf;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Load a shipped scenario, resolving its trace file like the CLI does.
+pub fn shipped(name: &str) -> Spec {
+    let path = root().join("scenarios").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut spec = scenario::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    if let scenario::ArrivalSpec::Trace { path: Some(p), data, .. } = &mut spec.workload.arrival {
+        *data = Some(std::fs::read_to_string(root().join("scenarios").join(p)).unwrap());
+    }
+    spec
+}
+
+pub fn shipped_names() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn valid(spec: &Spec) -> Scenario {
+    scenario::validate(spec).unwrap_or_else(|e| panic!("{}: {e}", spec.name))
+}
+
+/// A small fast scenario to vary in tests.
+pub fn small() -> Spec {
+    let mut s = shipped("default.json");
+    s.workload.requests = Some(400);
+    s
+}

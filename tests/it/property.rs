@@ -1,0 +1,109 @@
+//! Random valid scenarios (seeded, reproducible): no panic, every audit holds.
+
+use inferscale::rng::{self, Stream};
+use inferscale::scenario::{self, *};
+
+fn random_spec(i: u64) -> Spec {
+    let mut r = rng::stream(0xC0FFEE, Stream::Study, i);
+    let mut pick = |n: u64| r.below(n) as usize;
+    let mut s = super::small();
+    s.seed = i;
+    s.workload.requests = Some(50 + pick(250) as u64);
+    let rate = [0.5, 5.0, 20.0, 80.0, 300.0][pick(5)];
+    s.workload.arrival = match pick(4) {
+        0 => ArrivalSpec::Poisson { rate_rps: rate },
+        1 => ArrivalSpec::Constant { rate_rps: rate },
+        2 => ArrivalSpec::Gamma { rate_rps: rate, cv: [0.3, 1.0, 3.0][pick(3)] },
+        _ => ArrivalSpec::OnOff { rate_on_rps: rate * 3.0, rate_off_rps: [0.0, rate / 4.0][pick(2)], mean_on_s: 2.0, mean_off_s: 4.0 },
+    };
+    let len = |k: usize, m: f64| match k {
+        0 => LengthSpec::Fixed { tokens: m as u32 },
+        1 => LengthSpec::Uniform { min: 1, max: (2.0 * m) as u32 },
+        2 => LengthSpec::Lognormal { mean: m, cv: 1.5, max: (8.0 * m) as u32 },
+        3 => LengthSpec::Geometric { mean: m, max: (8.0 * m) as u32 },
+        _ => LengthSpec::Empirical { values: vec![1, m as u32, (3.0 * m) as u32] },
+    };
+    let n_classes = 1 + pick(3);
+    s.workload.classes = (0..n_classes)
+        .map(|c| ClassSpec {
+            name: format!("c{c}"),
+            weight: 1.0 + c as f64,
+            priority: c as u32,
+            prompt_tokens: len(pick(5), [16.0, 300.0, 1500.0][pick(3)]),
+            output_tokens: len(pick(5), [1.0, 50.0, 400.0][pick(3)]),
+            slo: SloSpec { ttft_ms: Some(500.0), tpot_ms: Some(50.0), e2e_ms: Some(30_000.0) },
+        })
+        .collect();
+    s.workload.tenants = (0..1 + pick(3)).map(|t| TenantSpec { name: format!("t{t}"), ..TenantSpec::default() }).collect();
+    let e = &mut s.engine;
+    e.max_num_seqs = [1, 4, 32, 256][pick(4)];
+    e.max_num_batched_tokens = [512, 2048, 8192][pick(3)];
+    e.chunked_prefill = pick(4) != 0;
+    e.prefill_chunk_tokens = Some([64, 256, 512][pick(3)]);
+    e.block_size_tokens = [1, 16, 32][pick(3)];
+    // Tight memory half the time, to exercise preemption.
+    e.kv_capacity_tokens = [None, Some(16_000), Some(40_000)][pick(3)];
+    e.kv_oversubscription = [0.5, 1.0, 3.0][pick(3)];
+    e.preemption = PreemptionSpec {
+        victim: [VictimSpec::Newest, VictimSpec::LeastProgress, VictimSpec::LowestPriority][pick(3)],
+        backoff_ms: [0.0, 5.0][pick(2)],
+        max_preemptions: [0, 2, 16][pick(3)],
+    };
+    e.horizon_s = [None, None, Some(30.0)][pick(3)];
+    if !e.chunked_prefill {
+        e.max_num_batched_tokens = 65_536;
+    }
+    let pred = |k: usize| [PredictorSpec::Oracle, PredictorSpec::ClassMean, PredictorSpec::Zero, PredictorSpec::Lognormal { sigma: 1.0 }][k].clone();
+    s.estimator = EstimatorSpec { order: pred(pick(4)), reserve: pred(pick(4)) };
+    s.scheduler = [SchedulerSpec::Fcfs, SchedulerSpec::Sjf, SchedulerSpec::Spf, SchedulerSpec::Edf, SchedulerSpec::Priority, SchedulerSpec::Drr { quantum_tokens: 256 }][pick(6)].clone();
+    s.admission = [
+        AdmissionSpec::None,
+        AdmissionSpec::QueueCap { max_waiting: 20 },
+        AdmissionSpec::Deadline { slack: 1.0 },
+        AdmissionSpec::RandomDrop { probability: 0.2 },
+        AdmissionSpec::TokenBucket { rate_tokens_per_s: 20_000.0, burst_tokens: 50_000.0 },
+    ][pick(5)]
+        .clone();
+    s.cluster = ClusterSpec {
+        replicas: 1 + pick(4) as u32,
+        router: [RouterSpec::RoundRobin, RouterSpec::Random, RouterSpec::LeastOutstanding, RouterSpec::LeastKv, RouterSpec::PowerOfTwo, RouterSpec::CentralQueue][pick(6)].clone(),
+    };
+    s.hardware.device = Some(["a100-80g", "h100-sxm", "h200", "l40s"][pick(4)].into());
+    if pick(3) == 0 {
+        s.cost = CostSpec::Linear { base_ms: 5.0, per_seq_ms: 0.1, per_prefill_token_ms: 0.02, per_kv_token_ms: 0.0001 };
+    }
+    s
+}
+
+#[test]
+fn random_valid_scenarios_run_and_pass_audits() {
+    let (mut ran, mut preempted, mut failed, mut rejected, mut unfinished) = (0, 0, 0, 0, 0);
+    for i in 0..300 {
+        let spec = random_spec(i);
+        // Some random combinations are invalid (e.g. a request larger than a small KV cache): the validator
+        // must say so, never panic; the others must run.
+        let sc = match std::panic::catch_unwind(|| scenario::validate(&spec)) {
+            Ok(Ok(sc)) => sc,
+            Ok(Err(e)) => {
+                assert!(!e.errors.is_empty());
+                continue;
+            }
+            Err(_) => panic!("scenario {i}: validation panicked"),
+        };
+        let r = std::panic::catch_unwind(|| inferscale::simulate(&sc)).unwrap_or_else(|_| panic!("scenario {i} panicked: {spec:#?}"));
+        let a = &r.audits;
+        assert!(a.conservation.ok, "scenario {i}: {:?}", a.conservation);
+        assert_eq!(a.kv.violations, 0, "scenario {i}: KV invariant");
+        assert!(a.little.relative_error <= 0.01, "scenario {i}: Little {}", a.little.relative_error);
+        assert!(r.summary.slo_attainment >= 0.0 && r.summary.slo_attainment <= 1.0);
+        assert!(r.summary.kv_peak_fraction <= 1.0 + 1e-12);
+        ran += 1;
+        preempted += (r.summary.preemptions > 0) as u32;
+        failed += (r.summary.failed > 0) as u32;
+        rejected += (r.summary.rejected > 0) as u32;
+        unfinished += (r.summary.unfinished > 0) as u32;
+    }
+    println!("ran {ran}; with preemptions {preempted}, failures {failed}, rejections {rejected}, unfinished {unfinished}");
+    assert!(ran >= 200, "too few valid random scenarios ({ran})");
+    assert!(preempted > 5 && failed > 0 && rejected > 10 && unfinished > 5, "the generator must reach the rare paths");
+}

@@ -1,0 +1,11 @@
+//! The one integration-test binary. Modules:
+//! - `closed_forms`: the engine against M/D/1, M/G/1 (Pollaczek–Khinchine), M/M/1 and M/M/c (Erlang C).
+//! - `audits`: Little's law, conservation and KV invariants on every shipped scenario.
+//! - `determinism`: same seed → identical bytes; seeds differ; common random numbers across policies.
+//! - `roofline`: the weight-read floor and the fit to measured A100 step times.
+//! - `bad_input`: a table of broken scenarios and traces → the right error, never a panic.
+//! - `property`: random valid scenarios → no panic, every audit holds.
+//! - `engine`: targeted behaviours (preemption, chunking, routing, admission, horizon, traces).
+//! - `cli`: the command-line contract (formats, keys, exit codes).
+
+mod it;
