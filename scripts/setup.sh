@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the project's build and tests need, idempotently: each step checks first, so a machine that
+# has everything passes in about a second. Today that is the Rust toolchain (cargo); the browser lab's tools
+# (wasm32 target, Trunk, wasm-bindgen-cli, Chromium, Playwright) join this script with the lab.
+set -euo pipefail
+
+need() { command -v "$1" >/dev/null 2>&1; }
+
+if ! need cargo; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  elif need rustup; then
+    rustup default stable
+  else
+    echo "setup: cargo is missing and rustup is not installed; install Rust (https://rustup.rs) first" >&2
+    exit 1
+  fi
+fi
+echo "setup: $(cargo --version)"
