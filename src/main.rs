@@ -162,14 +162,13 @@ fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, Failure> {
     if let Some(s) = seed {
         spec.seed = s;
     }
-    if let ArrivalSpec::Trace { path: Some(tp), data, .. } = &mut spec.workload.arrival {
-        if data.is_none() {
+    if let ArrivalSpec::Trace { path: Some(tp), data, .. } = &mut spec.workload.arrival
+        && data.is_none() {
             let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
             let t = std::fs::read_to_string(&full)
                 .map_err(|e| Failure::Input(format!("{}: workload.arrival.path: cannot read trace {}: {e}", path.display(), full.display())))?;
             *data = Some(t);
         }
-    }
     scenario::validate(&spec).map_err(|e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display())))
 }
 

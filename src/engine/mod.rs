@@ -177,7 +177,7 @@ impl<'a> Simulation<'a> {
                 Event::Horizon => break,
             }
             n_events += 1;
-            if n_events % 8192 == 0 && !progress(self.progress()) {
+            if n_events.is_multiple_of(8192) && !progress(self.progress()) {
                 return Err(RunError::Cancelled);
             }
         }

@@ -226,9 +226,9 @@ impl Recorder {
             let wend = s.start_ns + s.window_ns;
             let seg_end = now.min(wend);
             let dt = (seg_end - self.last_ns) as u128;
-            for k in 0..4 {
-                self.area[k] += v[k] as u128 * dt;
-                s.area[k] += v[k] as u128 * dt;
+            for (k, value) in v.iter().enumerate() {
+                self.area[k] += *value as u128 * dt;
+                s.area[k] += *value as u128 * dt;
             }
             self.last_ns = seg_end;
             if seg_end == wend {

@@ -404,11 +404,10 @@ fn validate_workload(w: &WorkloadSpec, e: &mut Errors) -> Option<Workload> {
             ("tpot_ms", c.slo.tpot_ms, &mut slo.tpot_ns),
             ("e2e_ms", c.slo.e2e_ms, &mut slo.e2e_ns),
         ] {
-            if let Some(v) = v {
-                if e.range_open_lo(&format!("{p}.slo.{name}"), v, 0.0, 1e9) {
+            if let Some(v) = v
+                && e.range_open_lo(&format!("{p}.slo.{name}"), v, 0.0, 1e9) {
                     *slot = Some(ms_to_ns(v));
                 }
-            }
         }
         if let (Some(prompt), Some(output)) = (prompt, output) {
             classes.push(Class { name: c.name.clone(), priority: c.priority, prompt, output, slo });
@@ -498,28 +497,37 @@ fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist
     }
 }
 
-fn validate_model(m: &ModelSpec, e: &mut Errors) -> Option<Model> {
-    let base = match &m.preset {
-        Some(name) => match presets::model(name) {
-            Some(p) => Some(*p),
-            None => {
-                let names: Vec<&str> = presets::MODELS.iter().map(|m| m.name).collect();
-                let hint = suggest(name, names.iter().copied()).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-                e.push("model.preset", format!("unknown model `{name}`; known: {}{hint}", names.join(", ")));
-                return None;
+/// Look a preset up by name; an unknown name is an error listing the known ones (with a suggestion).
+/// Ok(None) when no name was given.
+fn lookup<T: Copy>(name: Option<&str>, all: &[T], name_of: fn(&T) -> &'static str, path: &str, what: &str, e: &mut Errors) -> Result<Option<T>, ()> {
+    let Some(name) = name else { return Ok(None) };
+    if let Some(p) = all.iter().find(|p| name_of(p) == name) {
+        return Ok(Some(*p));
+    }
+    let names: Vec<&str> = all.iter().map(name_of).collect();
+    let hint = suggest(name, names.iter().copied()).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+    e.push(path, format!("unknown {what} `{name}`; known: {}{hint}", names.join(", ")));
+    Err(())
+}
+
+/// A field given in the spec, else the preset's; an error naming `section.field` when neither exists.
+macro_rules! from_preset {
+    ($e:expr, $spec:expr, $base:expr, $section:literal, $why:literal, $f:ident) => {
+        match ($spec.$f, $base.map(|b| b.$f)) {
+            (Some(v), _) | (None, Some(v)) => Some(v),
+            (None, None) => {
+                $e.push(concat!($section, ".", stringify!($f)), $why);
+                None
             }
-        },
-        None => None,
+        }
     };
+}
+
+fn validate_model(m: &ModelSpec, e: &mut Errors) -> Option<Model> {
+    let base = lookup(m.preset.as_deref(), presets::MODELS, |p| p.name, "model.preset", "model", e).ok()?;
     macro_rules! field {
         ($f:ident) => {
-            match (m.$f, base.map(|b| b.$f)) {
-                (Some(v), _) | (None, Some(v)) => Some(v),
-                (None, None) => {
-                    e.push(concat!("model.", stringify!($f)), "required when model.preset is not given");
-                    None
-                }
-            }
+            from_preset!(e, m, base, "model", "required when model.preset is not given", $f)
         };
     }
     let (params_b, layers, hidden, heads, kv_heads, head_dim, bpp, kvb) = (
@@ -560,27 +568,10 @@ fn validate_model(m: &ModelSpec, e: &mut Errors) -> Option<Model> {
 }
 
 fn validate_hardware(h: &HardwareSpec, model: Option<&Model>, e: &mut Errors) -> Option<Hardware> {
-    let base = match &h.device {
-        Some(name) => match presets::device(name) {
-            Some(d) => Some(*d),
-            None => {
-                let names: Vec<&str> = presets::DEVICES.iter().map(|d| d.name).collect();
-                let hint = suggest(name, names.iter().copied()).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-                e.push("hardware.device", format!("unknown device `{name}`; known: {}{hint}", names.join(", ")));
-                return None;
-            }
-        },
-        None => None,
-    };
+    let base = lookup(h.device.as_deref(), presets::DEVICES, |d| d.name, "hardware.device", "device", e).ok()?;
     macro_rules! field {
         ($f:ident) => {
-            match (h.$f, base.map(|b| b.$f)) {
-                (Some(v), _) | (None, Some(v)) => Some(v),
-                (None, None) => {
-                    e.push(concat!("hardware.", stringify!($f)), "required when hardware.device is not given");
-                    None
-                }
-            }
+            from_preset!(e, h, base, "hardware", "required when hardware.device is not given", $f)
         };
     }
     let (peak, bw, mem, link) = (field!(peak_tflops), field!(hbm_bandwidth_gbps), field!(hbm_gb), field!(interconnect_gbps));
@@ -590,12 +581,11 @@ fn validate_hardware(h: &HardwareSpec, model: Option<&Model>, e: &mut Errors) ->
         e.push("hardware.tp", format!("must be a power of two (1, 2, 4, 8, …) (got {})", h.tp));
         ok = false;
     }
-    if let (true, Some(m)) = (ok, model) {
-        if m.heads % h.tp != 0 {
+    if let (true, Some(m)) = (ok, model)
+        && m.heads % h.tp != 0 {
             e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
             ok = false;
         }
-    }
     ok &= e.range_open_lo("hardware.peak_tflops", peak, 0.0, 1e6);
     ok &= e.range_open_lo("hardware.hbm_bandwidth_gbps", bw, 0.0, 1e6);
     ok &= e.range_open_lo("hardware.hbm_gb", mem, 0.0, 1e5);

@@ -131,7 +131,7 @@ fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i64, u32, u32)>, St
 fn tokens(s: &str, name: &str, n: usize) -> Result<u32, String> {
     // Some exports write counts as floats ("512.0").
     let v: f64 = s.parse().map_err(|_| format!("line {}: `{name}` must be a whole number of tokens (got `{s}`)", n + 1))?;
-    if !(v.is_finite() && v >= 0.0 && v <= 10_000_000.0 && v.fract() == 0.0) {
+    if !(v.is_finite() && (0.0..=10_000_000.0).contains(&v) && v.fract() == 0.0) {
         return Err(format!("line {}: `{name}` must be a whole number of tokens from 0 to 10,000,000 (got `{s}`)", n + 1));
     }
     Ok(v as u32)

@@ -202,3 +202,28 @@ fn series_cover_the_run() {
     assert!((done - r.summary.completed as f64).abs() <= r.summary.completed as f64 * 0.01 + 1.0, "{done}");
     assert!(s.kv_used_fraction.iter().all(|x| (0.0..=1.0).contains(x)));
 }
+
+#[test]
+fn progress_is_reported_and_cancel_stops_the_run() {
+    let mut s = super::shipped("peer-llama3-8b-h100.json");
+    s.workload.requests = Some(20_000);
+    let sc = super::valid(&s);
+    let mut seen = vec![];
+    let r = inferscale::simulate_with_progress(&sc, &mut |p| {
+        seen.push(p.fraction());
+        true
+    })
+    .unwrap();
+    assert!(seen.len() > 10, "{}", seen.len());
+    assert!(seen.windows(2).all(|w| w[1] >= w[0]), "progress never goes back");
+    assert_eq!(*seen.last().unwrap(), 1.0);
+    // A completed run with progress equals one without.
+    assert_eq!(inferscale::export::json(&r), inferscale::export::json(&simulate(&sc)));
+    let mut calls = 0;
+    let cancelled = inferscale::simulate_with_progress(&sc, &mut |_| {
+        calls += 1;
+        calls < 3
+    });
+    assert_eq!(cancelled.unwrap_err(), inferscale::RunError::Cancelled);
+    assert_eq!(calls, 3);
+}
