@@ -206,7 +206,8 @@ fn series_cover_the_run() {
 #[test]
 fn progress_is_reported_and_cancel_stops_the_run() {
     let mut s = super::shipped("peer-llama3-8b-h100.json");
-    s.workload.requests = Some(20_000);
+    // Progress comes every 8192 events (~100 Hz at engine speed): 60k requests give dozens of reports.
+    s.workload.requests = Some(60_000);
     let sc = super::valid(&s);
     let mut seen = vec![];
     let r = inferscale::simulate_with_progress(&sc, &mut |p| {
