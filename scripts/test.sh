@@ -11,6 +11,9 @@ cargo test --locked 2>&1 | tee "$log"
 read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
 rm -f "$log"
 
+echo "== the core builds for wasm32 (no CLI, no IO)"
+cargo build --locked --lib --release --target wasm32-unknown-unknown --no-default-features
+
 echo "== closed-form checks (inferscale validate)"
 cargo run --locked --release --quiet -- validate
 
