@@ -12,62 +12,94 @@ use super::{Running, Simulation};
 use crate::cost::StepWork;
 use crate::kv::blocks_for;
 use crate::metrics::{Limiter, Outcome};
-use crate::scenario::VictimSpec;
+use crate::scenario::{Engine, VictimSpec};
+
+/// A step being formed: the running requests before `from` are planned, `work` sums them, `budget` is left.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub work: StepWork,
+    pub budget: u32,
+    pub from: usize,
+}
+
+impl Plan {
+    pub fn new(en: &Engine) -> Self {
+        Plan { work: StepWork::default(), budget: en.max_num_batched_tokens, from: 0 }
+    }
+}
+
+/// Tokens a running request takes in the next step under `budget`, and the blocks it must add for them.
+#[inline(always)]
+pub(crate) fn want_need(s: &Running, budget: u32, en: &Engine) -> (u32, u64) {
+    let left = s.prefill_target - s.prefilled;
+    let want = if left > 0 {
+        if en.chunked_prefill { left.min(en.prefill_chunk_tokens).min(budget) } else if left <= budget { left } else { 0 }
+    } else {
+        u32::from(budget >= 1)
+    };
+    // Multiply rather than divide: most decode tokens fit in the last block.
+    let tokens_after = s.kv_tokens as u64 + want as u64;
+    let block = en.block_size_tokens as u64;
+    let need = if tokens_after <= s.blocks as u64 * block { 0 } else { blocks_for(tokens_after, en.block_size_tokens) - s.blocks as u64 };
+    (want, need)
+}
+
+/// Record that `s` takes `want` tokens in the step (its blocks already allocated); `sums` are the step's
+/// (decode seqs, decode context, prefill seqs, prefill tokens, attention pairs, prefill context).
+#[inline(always)]
+pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, sums: &mut (u32, u64, u32, u32, u64, u64)) {
+    s.blocks += need as u32;
+    s.step_tokens = want;
+    *budget -= want;
+    if s.prefilled < s.prefill_target {
+        sums.2 += 1;
+        sums.3 += want;
+        sums.4 += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
+        sums.5 += s.prefilled as u64;
+    } else {
+        sums.0 += 1;
+        sums.1 += s.kv_tokens as u64;
+    }
+}
+
+/// Add the sums of `take` to a step's work.
+pub(crate) fn add_sums(work: &mut StepWork, s: (u32, u64, u32, u32, u64, u64)) {
+    work.decode_seqs += s.0;
+    work.decode_context_tokens += s.1;
+    work.prefill_seqs += s.2;
+    work.prefill_tokens += s.3;
+    work.prefill_attention_pairs += s.4;
+    work.prefill_context_tokens += s.5;
+}
 
 impl Simulation<'_> {
-    /// Decide the next step of replica `r`; allocates its KV. Returns the step's work and what stopped admission.
-    pub(super) fn form_batch(&mut self, r: usize) -> (StepWork, Limiter) {
+    /// Finish forming the next step of replica `r` from `plan` (the requests before `plan.from` are planned);
+    /// allocates KV. Returns the step's work and what stopped admission.
+    pub(super) fn form_batch(&mut self, r: usize, plan: Plan) -> (StepWork, Limiter) {
         let en = &self.sc.engine;
-        let block = en.block_size_tokens;
-        let mut budget = en.max_num_batched_tokens;
-        let mut work = StepWork::default();
+        let Plan { mut work, mut budget, from: mut i } = plan;
         let mut preempted = false;
-        let mut i = 0;
         loop {
             // Hot path: one tight pass over the batch with the step's sums in registers. It stops at the first
             // request whose blocks cannot be allocated; the slow path below preempts, then the pass resumes.
             let rep = &mut self.replicas[r];
             let kv = &mut rep.kv;
             let running = &mut rep.running;
-            let (mut d_seqs, mut d_ctx, mut p_seqs, mut p_tok, mut p_pairs, mut p_ctx) = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
+            let mut sums = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
             let mut stuck = None;
             while i < running.len() {
                 let s = &mut running[i];
-                let left = s.prefill_target - s.prefilled;
-                let want = if left > 0 {
-                    if en.chunked_prefill { left.min(en.prefill_chunk_tokens).min(budget) } else if left <= budget { left } else { 0 }
-                } else {
-                    u32::from(budget >= 1)
-                };
+                let (want, need) = want_need(s, budget, en);
                 if want > 0 {
-                    // Multiply rather than divide: most decode tokens fit in the last block.
-                    let tokens_after = s.kv_tokens as u64 + want as u64;
-                    let need = if tokens_after <= s.blocks as u64 * block as u64 { 0 } else { blocks_for(tokens_after, block) - s.blocks as u64 };
                     if need > 0 && !kv.try_alloc(need) {
                         stuck = Some(need);
                         break;
                     }
-                    s.blocks += need as u32;
-                    s.step_tokens = want;
-                    budget -= want;
-                    if left > 0 {
-                        p_seqs += 1;
-                        p_tok += want;
-                        p_pairs += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
-                        p_ctx += s.prefilled as u64;
-                    } else {
-                        d_seqs += 1;
-                        d_ctx += s.kv_tokens as u64;
-                    }
+                    take(s, want, need, &mut budget, &mut sums);
                 }
                 i += 1;
             }
-            work.decode_seqs += d_seqs;
-            work.decode_context_tokens += d_ctx;
-            work.prefill_seqs += p_seqs;
-            work.prefill_tokens += p_tok;
-            work.prefill_attention_pairs += p_pairs;
-            work.prefill_context_tokens += p_ctx;
+            add_sums(&mut work, sums);
             let Some(need) = stuck else { break };
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {

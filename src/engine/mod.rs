@@ -14,9 +14,12 @@
 
 mod batch;
 
+use batch::{add_sums, take, want_need, Plan};
+
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
+use crate::cost::StepWork;
 use crate::kv::BlockPool;
 use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
@@ -302,10 +305,15 @@ impl<'a> Simulation<'a> {
 
     /// Form and start a step on replica `r` if it is idle and has work.
     fn try_start(&mut self, r: usize) {
+        self.start_step(r, Plan::new(&self.sc.engine));
+    }
+
+    /// Finish forming a step from `plan` and start it, if the replica is idle and has work.
+    fn start_step(&mut self, r: usize, plan: Plan) {
         if self.replicas[r].busy {
             return;
         }
-        let (work, limiter) = self.form_batch(r);
+        let (work, limiter) = self.form_batch(r, plan);
         self.flush_requeue(r);
         if work.seqs() == 0 {
             if self.central.is_some() {
@@ -352,8 +360,13 @@ impl<'a> Simulation<'a> {
         }
     }
 
+    /// A step ended: emit tokens, complete requests, and — in the same pass — plan the surviving requests'
+    /// part of the next step. Fusing the two halves touches each running request once per step. The plan is
+    /// the one a separate pass would make: allocations that succeed here would succeed after the releases
+    /// too, and at the first that fails planning stops and resumes in `form_batch` after every release.
     fn on_step_end(&mut self, r: usize) {
         let now = self.now;
+        let en = &self.sc.engine;
         let rep = &mut self.replicas[r];
         rep.busy = false;
         let step_ns = rep.step_ns;
@@ -361,12 +374,19 @@ impl<'a> Simulation<'a> {
         let mut held_blocks: u64 = 0;
         let mut finished: u32 = 0;
         let mut emitted_n: u64 = 0;
-        let (mut released, mut unreserved) = (0u64, 0u64);
+        let (mut released, mut unreserved, mut allocated) = (0u64, 0u64, 0u64);
         let requests = &mut self.rec.requests;
         let itl = &mut self.rec.itl_packed;
-        // In place; the record is touched only for a first token and a completion, so the hot path (a decode
-        // token every step) stays inside the batch.
-        rep.running.retain_mut(|s| {
+        let kv = &mut rep.kv;
+        let running = &mut rep.running;
+        let mut budget = en.max_num_batched_tokens;
+        let mut sums = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
+        let mut stuck_at: Option<usize> = None;
+        let mut kept = 0;
+        // A plain loop (not `retain_mut`, whose closure is called per element), copying an entry down only
+        // after a removal; the request record is touched only for a first token and a completion.
+        for i in 0..running.len() {
+            let s = &mut running[i];
             if s.step_tokens > 0 {
                 let emitted = if s.prefilled < s.prefill_target {
                     s.prefilled += s.step_tokens;
@@ -396,23 +416,41 @@ impl<'a> Simulation<'a> {
                         rec.done_ns = now;
                         rec.outcome = Outcome::Completed;
                         finished += 1;
-                        return false;
+                        continue;
+                    }
+                }
+            }
+            if stuck_at.is_none() {
+                let (want, need) = want_need(s, budget, en);
+                if want > 0 {
+                    if need > 0 && !kv.try_alloc(need) {
+                        stuck_at = Some(kept);
+                    } else {
+                        allocated += need;
+                        take(s, want, need, &mut budget, &mut sums);
                     }
                 }
             }
             held_blocks += s.blocks as u64;
-            true
-        });
-        rep.kv.release(released);
+            if kept != i {
+                running[kept] = running[i];
+            }
+            kept += 1;
+        }
+        running.truncate(kept);
+        kv.release(released);
         rep.reserved_blocks -= unreserved;
         rep.outstanding -= finished as u64;
         if finished > 0 {
             self.loads.outstanding.set(r, rep.outstanding);
         }
         let kv_ok = rep.kv.consistent() && held_blocks == rep.kv.used();
-        let (running, kv_used) = (rep.running.len() as u64, rep.kv.used());
-        self.rec.on_step_end(r, step_ns, bulk_itl, emitted_n, finished, running, kv_used, kv_ok);
-        self.try_start(r);
+        // The gauges see the state between the steps: after the releases, before the next step's allocations.
+        let (n_running, kv_between) = (rep.running.len() as u64, rep.kv.used() - allocated);
+        self.rec.on_step_end(r, step_ns, bulk_itl, emitted_n, finished, n_running, kv_between, kv_ok);
+        let mut work = StepWork::default();
+        add_sums(&mut work, sums);
+        self.start_step(r, Plan { work, budget, from: stuck_at.unwrap_or(kept) });
         if self.central.is_some() {
             self.kick_idle();
         }
