@@ -127,6 +127,7 @@ pub fn markdown(r: &Report) -> String {
     ] {
         let _ = writeln!(m, "| {k} | {v} |");
     }
+    let _ = writeln!(m, "\n## Diagnosis ({})\n\n{}\n\n**Advice:** {}", r.diagnosis.kind, r.diagnosis.verdict, r.diagnosis.advice);
     m.push_str("\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n");
     m.push_str(&stats_row("TTFT", &s.ttft_s));
     m.push_str(&stats_row("TPOT", &s.tpot_s));

@@ -4,9 +4,11 @@
 //! Every gauge is time-weighted (integer area in value·ns), so time averages are exact and Little's law can
 //! be audited against per-request records.
 
+mod diagnose;
 mod report;
 mod stats;
 
+pub use diagnose::{diagnose, Diagnosis, Finding};
 pub use report::*;
 pub use stats::{percentile, Stats};
 

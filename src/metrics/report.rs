@@ -19,6 +19,8 @@ pub struct Report {
     pub replicas: Vec<ReplicaSummary>,
     pub engine: EngineSummary,
     pub audits: Audits,
+    /// Capacity or queueing? The plain-language verdict with the numbers behind it.
+    pub diagnosis: super::Diagnosis,
     pub series: Series,
     /// Per-request rows (CSV export); not part of the JSON report.
     #[serde(skip)]
@@ -367,6 +369,7 @@ impl Report {
                 kv_peak_fraction: r.kv_peak_blocks as f64 / blocks as f64,
             })
             .collect();
+        let diagnosis = super::diagnose(&summary, &engine);
         Report {
             inferscale_version: env!("CARGO_PKG_VERSION"),
             scenario: sc.name.clone(),
@@ -378,6 +381,7 @@ impl Report {
             replicas,
             engine,
             audits,
+            diagnosis,
             series,
             requests: rec.requests,
         }
