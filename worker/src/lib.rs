@@ -1,0 +1,157 @@
+//! The simulator in a Web Worker.
+//!
+//! The page sends [`Input::Run`] with the scenario as JSON text; the worker answers with [`Output::Progress`]
+//! messages while it runs and one [`Output::Done`] or [`Output::Invalid`]. Cancel is done by the page: it drops
+//! the bridge (which terminates the worker) and spawns a fresh one, so a long run stops at once.
+//!
+//! These message types are the wire format, separate from the core's types: plain structs and enums that
+//! gloo-worker's bincode codec can carry (no serde `tag`, `untagged` or `flatten`); a native test round-trips
+//! them through serde_json as a stand-in for any self-describing codec.
+
+use serde::{Deserialize, Serialize};
+
+/// Page → worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Input {
+    Run { run_id: u32, scenario_json: String },
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Output {
+    Progress { run_id: u32, done: u64, expected: u64 },
+    Done { run_id: u32, results: Results },
+    /// The scenario was refused: (field path, message) pairs.
+    Invalid { run_id: u32, errors: Vec<(String, String)> },
+}
+
+/// Everything the page shows and exports, as text and small arrays.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// The full report: byte-identical to `inferscale run` on the same scenario and seed.
+    pub report_json: String,
+    pub requests_csv: String,
+    pub summary_csv: String,
+    pub markdown: String,
+    /// (seconds, cumulative fraction), at most `CDF_POINTS` points.
+    pub ttft_cdf: Vec<(f64, f64)>,
+    pub e2e_cdf: Vec<(f64, f64)>,
+}
+
+/// Points per CDF sent to the page.
+pub const CDF_POINTS: usize = 300;
+
+/// Validate and run a scenario, reporting progress as (requests final, requests expected).
+pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<Results, Vec<(String, String)>> {
+    let sc = inferscale::scenario::load(scenario_json).map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
+    let report = inferscale::simulate_with_progress(&sc, &mut |p| {
+        progress(p.done, p.expected);
+        true
+    })
+    .expect("a run is only cancelled by terminating the worker");
+    let classes: Vec<String> = sc.workload.classes.iter().map(|c| c.name.clone()).collect();
+    let tenants: Vec<String> = sc.workload.tenants.iter().map(|t| t.name.clone()).collect();
+    let done = report.requests.iter().filter(|r| r.outcome == inferscale::metrics::Outcome::Completed);
+    let mut ttft: Vec<f64> = done.clone().map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
+    let mut e2e: Vec<f64> = done.map(|r| (r.done_ns - r.arrival_ns) as f64 / 1e9).collect();
+    Ok(Results {
+        report_json: inferscale::export::json(&report),
+        requests_csv: inferscale::export::requests_csv(&report, &classes, &tenants),
+        summary_csv: inferscale::export::summary_csv(&report),
+        markdown: inferscale::export::markdown(&report),
+        ttft_cdf: cdf(&mut ttft),
+        e2e_cdf: cdf(&mut e2e),
+    })
+}
+
+/// An empirical CDF thinned to at most `CDF_POINTS` points (evenly spaced ranks, always the last).
+fn cdf(v: &mut [f64]) -> Vec<(f64, f64)> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return vec![];
+    }
+    let step = n.div_ceil(CDF_POINTS).max(1);
+    let mut out: Vec<(f64, f64)> = (step - 1..n).step_by(step).map(|i| (v[i], (i + 1) as f64 / n as f64)).collect();
+    if out.last().is_none_or(|p| p.1 < 1.0) {
+        out.push((v[n - 1], 1.0));
+    }
+    out
+}
+
+#[cfg(target_arch = "wasm32")]
+mod web {
+    use super::*;
+    use gloo_worker::{HandlerId, Worker, WorkerScope};
+
+    /// The gloo-worker that runs scenarios.
+    pub struct SimWorker;
+
+    impl Worker for SimWorker {
+        type Message = ();
+        type Input = Input;
+        type Output = Output;
+
+        fn create(_scope: &WorkerScope<Self>) -> Self {
+            SimWorker
+        }
+
+        fn update(&mut self, _scope: &WorkerScope<Self>, _msg: ()) {}
+
+        fn received(&mut self, scope: &WorkerScope<Self>, msg: Input, id: HandlerId) {
+            match msg {
+                Input::Run { run_id, scenario_json } => {
+                    // Report progress at most every half percent, so a million-request run sends ~200 messages.
+                    let mut last = 0u64;
+                    let out = match run_scenario(&scenario_json, &mut |done, expected| {
+                        let step = (expected / 200).max(1);
+                        if done >= last + step || done == expected {
+                            last = done;
+                            scope.respond(id, Output::Progress { run_id, done, expected });
+                        }
+                    }) {
+                        Ok(results) => Output::Done { run_id, results },
+                        Err(errors) => Output::Invalid { run_id, errors },
+                    };
+                    scope.respond(id, out);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use web::SimWorker;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_matches_the_cli_report() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
+        let mut calls = 0;
+        let r = run_scenario(&text, &mut |_, _| calls += 1).unwrap();
+        assert!(calls > 0);
+        let sc = inferscale::scenario::load(&text).unwrap();
+        assert_eq!(r.report_json, inferscale::export::json(&inferscale::simulate(&sc)));
+        assert!(r.ttft_cdf.len() <= CDF_POINTS + 1 && r.ttft_cdf.last().unwrap().1 == 1.0);
+        assert!(r.e2e_cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+    }
+
+    #[test]
+    fn bad_input_is_an_answer_not_a_crash() {
+        let errs = run_scenario("{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}", &mut |_, _| {}).unwrap_err();
+        assert_eq!(errs[0].0, "workload.arrival.rate_rps");
+        assert!(run_scenario("not json", &mut |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let m = Output::Invalid { run_id: 3, errors: vec![("a.b".into(), "bad".into())] };
+        let s = serde_json::to_string(&m).unwrap();
+        assert_eq!(serde_json::from_str::<Output>(&s).unwrap(), m);
+        let i = Input::Run { run_id: 1, scenario_json: "{}".into() };
+        assert_eq!(serde_json::from_str::<Input>(&serde_json::to_string(&i).unwrap()).unwrap(), i);
+    }
+}

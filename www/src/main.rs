@@ -1,1 +1,18 @@
-fn main() {}
+//! InferScale Lab: the page. The simulator runs in a Web Worker (gloo-worker); this thread only edits the
+//! scenario, validates it (fast), sends it, and draws what comes back, so it never blocks.
+
+#[cfg(target_arch = "wasm32")]
+mod app;
+#[cfg(target_arch = "wasm32")]
+mod charts;
+mod table;
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    app::start();
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    eprintln!("the lab runs in a browser: build it with Trunk (see README)");
+}

@@ -1,0 +1,59 @@
+// Shared helpers for the end-to-end tests: serve dist/ on 127.0.0.1 and drive Debian's Chromium.
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+
+export const ROOT = new URL('../../', import.meta.url).pathname;
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+/** Serve dist/ with Python's static server (it serves .wasm with the right type). */
+export async function serve() {
+  const port = await freePort();
+  const proc = spawn('python3', ['-m', 'http.server', '--bind', '127.0.0.1', '--directory', join(ROOT, 'dist'), String(port)], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}/`;
+  for (let i = 0; i < 100; i++) {
+    try { const r = await fetch(url); if (r.ok) break; } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, stop: () => proc.kill() };
+}
+
+/** A fresh headless Chromium with the flags this closed network needs. */
+export async function browser() {
+  const dir = mkdtempSync(join(tmpdir(), 'inferscale-e2e-'));
+  return chromium.launchPersistentContext(dir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    acceptDownloads: true,
+    viewport: { width: 1400, height: 1000 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Open the lab and wait until its wasm has started. */
+export async function openLab(ctx, url) {
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+  return { page, errors };
+}
+
+/** Click Run and wait for the results. */
+export async function runAndWait(page, timeout = 60000) {
+  await page.click('#run');
+  await page.waitForFunction(() => /^Done in/.test(document.getElementById('status').textContent), null, { timeout });
+}
