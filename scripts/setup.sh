@@ -1,24 +1,46 @@
 #!/usr/bin/env bash
 # Installs what the project's build and tests need, idempotently: each step checks first, so a machine that
-# has everything passes in about a second. Today: the Rust toolchain and its wasm32 target; the browser lab's
-# tools (Trunk, wasm-bindgen-cli, Chromium, Playwright) join this script with the lab.
+# has everything passes in about a second. A fresh machine takes ~15 minutes (Trunk and wasm-bindgen-cli
+# compile from crates.io). Nothing downloads a prebuilt binary: crates.io, Debian's packages and npm only.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need() { command -v "$1" >/dev/null 2>&1; }
+export PATH="$HOME/.cargo/bin:$PATH"
 
+# Rust and its wasm32 target.
 if ! need cargo; then
-  if [ -x "$HOME/.cargo/bin/cargo" ]; then
-    export PATH="$HOME/.cargo/bin:$PATH"
-  elif need rustup; then
-    rustup default stable
-  else
-    echo "setup: cargo is missing and rustup is not installed; install Rust (https://rustup.rs) first" >&2
-    exit 1
-  fi
+  echo "setup: cargo is missing; install Rust (rustup) first" >&2
+  exit 1
 fi
-echo "setup: $(cargo --version)"
-
-# The core also builds for the browser (wasm32); the target is a rustup component.
 if need rustup && ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
+
+# Trunk 0.21.14 (0.22 needs a newer rustc than 1.95).
+if ! trunk --version 2>/dev/null | grep -q "^trunk 0.21.14$"; then
+  cargo install trunk --version 0.21.14 --locked
+fi
+
+# wasm-bindgen-cli at exactly Cargo.lock's wasm-bindgen (else Trunk tries to download one).
+wbg=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if ! wasm-bindgen --version 2>/dev/null | grep -q " ${wbg}$"; then
+  cargo install wasm-bindgen-cli --version "$wbg"
+fi
+
+# Chromium and its driver for the end-to-end tests (Debian's packages).
+if ! need chromium || ! need chromedriver; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+  else
+    echo "setup: chromium and chromium-driver are missing (apt-get install chromium chromium-driver)" >&2
+    exit 1
+  fi
+fi
+
+# playwright-core from npm (never `playwright install`: it downloads a browser; we use /usr/bin/chromium).
+if [ ! -f node_modules/playwright-core/package.json ] || ! grep -q '"version": "1.65.1"' node_modules/playwright-core/package.json; then
+  npm ci --no-audit --no-fund
+fi
+
+echo "setup: $(cargo --version); $(trunk --version); wasm-bindgen $wbg; $(chromium --version 2>/dev/null | head -1); playwright-core $(node -p "require('./node_modules/playwright-core/package.json').version")"

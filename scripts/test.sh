@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# The project's one test command: set-up, then every test. CI (.ci/run) calls exactly this.
+# The project's one test command: set-up, then every test — native, the wasm build, and the lab end to end in
+# headless Chromium. CI (.ci/run) calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
-echo "== native tests (unit + integration)"
+echo "== native tests (core, worker protocol, UI table; unit + integration)"
 log=$(mktemp)
-cargo test --locked 2>&1 | tee "$log"
+cargo test --locked --workspace 2>&1 | tee "$log"
 read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
-rm -f "$log"
 
-echo "== the core builds for wasm32 (no CLI, no IO)"
+echo "== the core builds for wasm32 alone (no CLI, no IO)"
 cargo build --locked --lib --release --target wasm32-unknown-unknown --no-default-features
+
+echo "== the lab: trunk build --release (offline)"
+trunk build --release --offline
+ls -l dist/*.wasm | awk '{ print $5, $9 }'
+for f in dist/*.wasm; do printf '%s gzip: %s bytes\n' "$f" "$(gzip -9c "$f" | wc -c)"; done
+
+echo "== end to end in headless Chromium"
+cargo build --locked --release --quiet
+node --test tests/e2e/ 2>&1 | tee "$log"
+read -r e2e_pass e2e_fail < <(awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$log")
+rm -f "$log"
+passed=$((passed + e2e_pass)); failed=$((failed + e2e_fail))
 
 echo "== closed-form checks (inferscale validate)"
 cargo run --locked --release --quiet -- validate
@@ -22,3 +34,4 @@ cargo run --locked --release --quiet -- bench
 
 echo
 echo "tests: ${passed} passed, ${failed} failed"
+[ "$failed" = 0 ]

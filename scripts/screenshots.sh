@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Saves screenshots of the lab's main views to docs/screenshots/ (builds first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+trunk build --release --offline
+node tests/e2e/screenshots.mjs

@@ -1,0 +1,173 @@
+// End-to-end tests of the InferScale Lab in headless Chromium against dist/ served on 127.0.0.1.
+// Prerequisites (scripts/test.sh does them): `trunk build --release` and `cargo build --release` (the CLI).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, browser, openLab, runAndWait, ROOT } from './browser.mjs';
+
+const CLI = join(ROOT, 'target/release/inferscale');
+let server, ctx;
+
+before(async () => { server = await serve(); ctx = await browser(); });
+after(async () => { await ctx?.close(); server?.stop(); });
+
+function cli(args) {
+  return execFileSync(CLI, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 30 });
+}
+
+async function download(page, selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  return { name: dl.suggestedFilename(), text: readFileSync(await dl.path(), 'utf8'), bytes: readFileSync(await dl.path()) };
+}
+
+/** Put a scenario in the editor (as a user pasting it) and wait for validation. */
+async function setScenario(page, text) {
+  await page.fill('#scenario', text);
+  await page.dispatchEvent('#scenario', 'input');
+}
+
+test('the default scenario runs in the worker and its JSON export is byte-identical to the CLI', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await runAndWait(page);
+  const exported = await download(page, '#x-json');
+  assert.match(exported.name, /^inferscale-default-seed42\.json$/);
+  const cliJson = cli(['run', 'scenarios/default.json']);
+  assert.equal(exported.text, cliJson, 'browser JSON export equals `inferscale run` byte for byte');
+  // The summary cards show the same numbers.
+  const report = JSON.parse(cliJson);
+  const slo = await page.textContent('.card[data-metric="SLO attainment"] .v');
+  assert.equal(slo, `${(report.summary.slo_attainment * 100).toFixed(1)} %`);
+  assert.match(await page.textContent('#diagnosis'), new RegExp(report.diagnosis.kind));
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('every chart canvas is drawn (non-blank) and hover shows values', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await runAndWait(page);
+  for (const id of ['chart-cdf', 'chart-queue', 'chart-kv', 'chart-class']) {
+    const inked = await page.evaluate((id) => {
+      const c = document.getElementById(id);
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) n++;
+      return n / (c.width * c.height);
+    }, id);
+    assert.ok(inked > 0.02, `${id} has ink (${(inked * 100).toFixed(1)} % of pixels)`);
+  }
+  await page.locator('#chart-cdf').scrollIntoViewIfNeeded();
+  const box = await page.locator('#chart-cdf').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+  assert.match(await page.textContent('#hover-cdf'), /of requests/);
+  await page.close();
+});
+
+test('each export downloads with a sensible name and parses', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await runAndWait(page);
+  const csv = await download(page, '#x-csv');
+  assert.match(csv.name, /requests\.csv$/);
+  assert.equal(csv.text.trim().split('\n').length, 2001);
+  assert.equal(csv.text, cli(['run', 'scenarios/default.json', '--format', 'csv']));
+  const sum = await download(page, '#x-summary');
+  assert.equal(sum.text, cli(['run', 'scenarios/default.json', '--format', 'summary-csv']));
+  const md = await download(page, '#x-md');
+  assert.match(md.text, /^# InferScale report: default/);
+  const png = await download(page, 'button[data-png="chart-cdf"]');
+  assert.match(png.name, /\.png$/);
+  assert.deepEqual([...png.bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG file');
+  // The request table sorts.
+  await page.click('#request-table th[data-col="8"]');
+  const first = Number(await page.textContent('#request-table tbody tr:first-child td:nth-child(9)'));
+  const second = Number(await page.textContent('#request-table tbody tr:nth-child(2) td:nth-child(9)'));
+  assert.ok(first <= second, 'sorted ascending by E2E');
+  await page.close();
+});
+
+test('a shared link restores the scenario and replays the identical run', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await page.fill('#c-seed', '7');
+  await page.dispatchEvent('#c-seed', 'input');
+  await runAndWait(page);
+  const first = await download(page, '#x-json');
+  const url = page.url();
+  assert.match(url, /#scenario=/);
+  const { page: again } = await openLab(ctx, url);
+  await again.waitForFunction(() => /^Done in/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  assert.equal(await again.inputValue('#c-seed'), '7');
+  const second = await download(again, '#x-json');
+  assert.equal(second.text, first.text);
+  assert.equal(JSON.parse(second.text).seed, 7);
+  await page.close();
+  await again.close();
+});
+
+test('bad input shows the validator error, disables Run, and the worker keeps working', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await page.fill('#c-rate', '-3');
+  await page.dispatchEvent('#c-rate', 'input');
+  assert.match(await page.textContent('#errors'), /workload\.arrival\.rate_rps/);
+  assert.equal(await page.isDisabled('#run'), true);
+  assert.equal(await page.getAttribute('#c-rate', 'aria-invalid'), 'true');
+  // Broken JSON is reported, not lost: the text stays.
+  await setScenario(page, '{ "workload": ');
+  assert.match(await page.textContent('#errors'), /\(root\)|EOF/);
+  assert.equal(await page.inputValue('#scenario'), '{ "workload": ');
+  await page.selectOption('#preset', 'kv-pressure');
+  assert.equal(await page.isDisabled('#run'), false);
+  await runAndWait(page);
+  assert.match(await page.textContent('#diagnosis'), /memory/);
+  await page.close();
+});
+
+test('Cancel stops a million-request run at once, progress moves, and the page stays responsive', async () => {
+  const { page } = await openLab(ctx, server.url);
+  const big = JSON.parse(readFileSync(join(ROOT, 'scenarios/peer-llama3-8b-h100.json'), 'utf8'));
+  big.workload.requests = 1000000;
+  big.workload.arrival.rate_rps = 15.7;
+  await setScenario(page, JSON.stringify(big));
+  await page.click('#run');
+  await page.waitForFunction(() => document.getElementById('progress').value > 0.01, null, { timeout: 30000 });
+  const p1 = await page.evaluate(() => document.getElementById('progress').value);
+  await page.waitForTimeout(500);
+  const p2 = await page.evaluate(() => document.getElementById('progress').value);
+  assert.ok(p2 > p1, `progress moves (${p1} → ${p2})`);
+  // The UI answers while the worker computes: a control edit updates the editor at once.
+  const t0 = Date.now();
+  await page.fill('#c-seed', '123');
+  await page.dispatchEvent('#c-seed', 'input');
+  assert.equal(JSON.parse(await page.inputValue('#scenario')).seed, 123);
+  const answerMs = Date.now() - t0;
+  assert.ok(answerMs < 1000, `UI answered in ${answerMs} ms during the run`);
+  await page.click('#cancel');
+  assert.match(await page.textContent('#status'), /Cancelled/);
+  assert.equal(await page.isDisabled('#cancel'), true);
+  // A fresh worker takes the next run.
+  await page.selectOption('#preset', 'default');
+  await runAndWait(page);
+  console.log(`# UI answered a control edit in ${answerMs} ms during a 1M-request run; progress ${p1.toFixed(3)} → ${p2.toFixed(3)}`);
+  await page.close();
+});
+
+test('benchmark (printed, not asserted): Run → results in the browser vs native', async () => {
+  const { page } = await openLab(ctx, server.url);
+  const rows = [];
+  for (const [name, requests] of [['default.json', null], ['peer-llama3-8b-h100.json', 100000]]) {
+    const spec = JSON.parse(readFileSync(join(ROOT, 'scenarios', name), 'utf8'));
+    if (requests) { spec.workload.requests = requests; spec.workload.arrival.rate_rps = 15.72; }
+    await setScenario(page, JSON.stringify(spec));
+    await runAndWait(page, 120000);
+    const browserMs = Number(await page.getAttribute('#status', 'data-run-ms'));
+    const file = join(ROOT, 'target', `bench-${name}`);
+    (await import('node:fs')).writeFileSync(file, JSON.stringify(spec));
+    const t0 = performance.now();
+    cli(['run', file, '--format', 'csv']);
+    cli(['run', file]);
+    const nativeMs = performance.now() - t0;
+    rows.push(`# ${name}${requests ? ` (${requests} requests)` : ''}: browser Run→results ${browserMs.toFixed(0)} ms; native CLI (JSON + CSV runs) ${nativeMs.toFixed(0)} ms; ratio ${(browserMs / nativeMs).toFixed(2)}`);
+  }
+  for (const r of rows) console.log(r);
+  await page.close();
+});

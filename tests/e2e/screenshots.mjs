@@ -1,0 +1,22 @@
+// Screenshots of the lab's main views, for docs/screenshots/ (run by scripts/screenshots.sh).
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, browser, openLab, runAndWait, ROOT } from './browser.mjs';
+
+const out = join(ROOT, 'docs/screenshots');
+mkdirSync(out, { recursive: true });
+const server = await serve();
+const ctx = await browser();
+const { page } = await openLab(ctx, server.url);
+await page.screenshot({ path: join(out, 'serving-lab-setup.png') });
+await runAndWait(page);
+await page.locator('#diagnosis').scrollIntoViewIfNeeded();
+await page.screenshot({ path: join(out, 'serving-lab-results.png'), fullPage: true });
+await page.selectOption('#preset', 'kv-pressure');
+await page.fill('#c-rate', '-1');
+await page.dispatchEvent('#c-rate', 'input');
+await page.locator('#errors').scrollIntoViewIfNeeded();
+await page.screenshot({ path: join(out, 'serving-lab-invalid-input.png') });
+await ctx.close();
+server.stop();
+console.log(`screenshots written to ${out}`);
