@@ -171,3 +171,38 @@ test('benchmark (printed, not asserted): Run → results in the browser vs nativ
   for (const r of rows) console.log(r);
   await page.close();
 });
+
+test('a worker panic is shown, the worker is restarted, and inputs and results stay', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await runAndWait(page);
+  const before = await page.inputValue('#scenario');
+  const cards = await page.textContent('#cards');
+  // `?crash-test` makes the next Run crash the worker.
+  await page.evaluate(() => history.replaceState(null, '', '?crash-test' + location.hash));
+  await page.click('#run');
+  await page.waitForFunction(() => /restarted/.test(document.getElementById('status').textContent), null, { timeout: 30000 });
+  assert.match(await page.textContent('#errors'), /internal error/);
+  assert.equal(await page.inputValue('#scenario'), before, 'the inputs stay');
+  assert.equal(await page.textContent('#cards'), cards, 'the last results stay');
+  await page.evaluate(() => history.replaceState(null, '', location.pathname + location.hash));
+  await runAndWait(page);
+  await page.close();
+});
+
+test('a trace file replays, and a scenario file imports', async () => {
+  const { page } = await openLab(ctx, server.url);
+  const trace = 'arrived_at,num_prefill_tokens,num_decode_tokens\n' +
+    Array.from({ length: 40 }, (_, i) => `${(i * 0.25).toFixed(2)},${200 + 10 * i},${20 + i}`).join('\n') + '\n';
+  await page.setInputFiles('#c-trace', { name: 'mine.csv', mimeType: 'text/csv', buffer: Buffer.from(trace) });
+  await page.waitForFunction(() => document.getElementById('scenario').value.includes('"mine.csv"'));
+  assert.equal(await page.isDisabled('#run'), false);
+  await runAndWait(page);
+  const csv = await download(page, '#x-csv');
+  const rows = csv.text.trim().split('\n').slice(1).map((l) => l.split(','));
+  assert.equal(rows.length, 40);
+  assert.equal(rows[39][5], '9.75', 'the last arrival is the trace\'s');
+  await page.setInputFiles('#c-import', join(ROOT, 'scenarios/kv-pressure.json'));
+  await page.waitForFunction(() => document.getElementById('scenario').value.includes('"kv-pressure"'));
+  assert.equal(Number(await page.inputValue('#c-oversub')), 2);
+  await page.close();
+});

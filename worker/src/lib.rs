@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
     Run { run_id: u32, scenario_json: String },
+    /// For the tests: panic inside the worker, to prove the page recovers.
+    Crash { run_id: u32 },
 }
 
 /// Worker → page.
@@ -23,6 +25,8 @@ pub enum Output {
     Done { run_id: u32, results: Results },
     /// The scenario was refused: (field path, message) pairs.
     Invalid { run_id: u32, errors: Vec<(String, String)> },
+    /// The worker panicked (a bug); it is dead and the page must spawn a new one.
+    Failed { run_id: u32, message: String },
 }
 
 /// Everything the page shows and exports, as text and small arrays.
@@ -83,6 +87,12 @@ fn cdf(v: &mut [f64]) -> Vec<(f64, f64)> {
 mod web {
     use super::*;
     use gloo_worker::{HandlerId, Worker, WorkerScope};
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The run in progress, so a panic can be reported to the page that asked for it.
+        static CURRENT: RefCell<Option<(WorkerScope<SimWorker>, HandlerId, u32)>> = const { RefCell::new(None) };
+    }
 
     /// The gloo-worker that runs scenarios.
     pub struct SimWorker;
@@ -93,13 +103,29 @@ mod web {
         type Output = Output;
 
         fn create(_scope: &WorkerScope<Self>) -> Self {
+            // On wasm32 a panic aborts the instance; before it does, tell the page, which restarts the worker.
+            std::panic::set_hook(Box::new(|info| {
+                let message = info.to_string();
+                CURRENT.with(|c| {
+                    if let Ok(c) = c.try_borrow() {
+                        if let Some((scope, id, run_id)) = c.as_ref() {
+                            scope.respond(*id, Output::Failed { run_id: *run_id, message: message.clone() });
+                        }
+                    }
+                });
+            }));
             SimWorker
         }
 
         fn update(&mut self, _scope: &WorkerScope<Self>, _msg: ()) {}
 
         fn received(&mut self, scope: &WorkerScope<Self>, msg: Input, id: HandlerId) {
+            let run_id = match &msg {
+                Input::Run { run_id, .. } | Input::Crash { run_id } => *run_id,
+            };
+            CURRENT.with(|c| *c.borrow_mut() = Some((scope.clone(), id, run_id)));
             match msg {
+                Input::Crash { .. } => panic!("a crash requested by the tests"),
                 Input::Run { run_id, scenario_json } => {
                     // Report progress at most every half percent, so a million-request run sends ~200 messages.
                     let mut last = 0u64;
@@ -116,6 +142,7 @@ mod web {
                     scope.respond(id, out);
                 }
             }
+            CURRENT.with(|c| *c.borrow_mut() = None);
         }
     }
 }

@@ -56,7 +56,11 @@ const CONTROLS: &[(&str, &str, Kind)] = &[
     ("c-block", "/engine/block_size_tokens", Kind::Int),
     ("c-mem", "/engine/gpu_memory_utilization", Kind::Num),
     ("c-oversub", "/engine/kv_oversubscription", Kind::Num),
+    ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::Num),
+    ("c-tpot", "/workload/classes/0/slo/tpot_ms", Kind::Num),
+    ("c-order", "/estimator/order", Kind::KindObject),
     ("c-reserve", "/estimator/reserve", Kind::KindObject),
+    ("c-admission", "/admission", Kind::KindObject),
     ("c-sched", "/scheduler", Kind::KindObject),
     ("c-router", "/cluster/router", Kind::KindObject),
 ];
@@ -203,7 +207,7 @@ impl App {
             Kind::Int => raw.parse::<i64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())),
             Kind::Bool => json!(raw == "true"),
             Kind::Text => json!(raw),
-            Kind::KindObject => json!({ "kind": raw }),
+            Kind::KindObject => kind_object(&raw),
         };
         if id == "c-arrival" {
             // Each arrival kind has its own fields: rebuild the object, keeping the rate.
@@ -251,7 +255,9 @@ impl App {
         self.set_status("Running…");
         // The URL replays this run.
         let _ = window().location().set_hash(&share_hash(&self.editor().value()));
-        let msg = Input::Run { run_id: self.run_id, scenario_json: self.scenario_text() };
+        // `?crash-test` in the URL makes Run crash the worker instead: the e2e test of recovery.
+        let crash = window().location().search().unwrap_or_default().contains("crash-test");
+        let msg = if crash { Input::Crash { run_id: self.run_id } } else { Input::Run { run_id: self.run_id, scenario_json: self.scenario_text() } };
         if self.bridge.is_none() {
             self.spawn_worker();
         }
@@ -287,9 +293,11 @@ impl App {
     fn on_output(&mut self, out: Output) {
         match out {
             Output::Progress { run_id, done, expected } if run_id == self.run_id && self.running => {
-                let f = if expected > 0 { done as f64 / expected as f64 } else { 0.0 };
-                self.progress(f.min(1.0));
-                self.set_status(&format!("Running: {done} of {expected} requests done"));
+                let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
+                self.progress(f);
+                let elapsed = (now_ms() - self.started_ms) / 1000.0;
+                let left = if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+                self.set_status(&format!("Running: {done} of {expected} requests done ({:.0} %){left}", f * 100.0));
             }
             Output::Done { run_id, results } if run_id == self.run_id => {
                 self.running = false;
@@ -299,6 +307,16 @@ impl App {
                 self.el("status").set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
                 self.set_status(&format!("Done in {secs:.2} s"));
                 self.show_results(results);
+            }
+            Output::Failed { run_id, message } if run_id == self.run_id => {
+                // The worker is dead: replace it; the inputs and the last results stay on screen.
+                self.running = false;
+                self.bridge = None;
+                self.spawn_worker();
+                self.set_buttons();
+                self.progress(0.0);
+                self.show_errors(&[("(simulator)".into(), format!("internal error, the worker was restarted: {message}"))]);
+                self.set_status("The simulator failed; it was restarted");
             }
             Output::Invalid { run_id, errors } if run_id == self.run_id => {
                 self.running = false;
@@ -527,6 +545,19 @@ impl App {
     }
 }
 
+/// `{"kind": k}` with the parameters that kind requires, at sensible defaults (editable in the JSON).
+fn kind_object(k: &str) -> Value {
+    match k {
+        "lognormal" => json!({"kind": k, "sigma": 0.5}),
+        "queue_cap" => json!({"kind": k, "max_waiting": 64}),
+        "deadline" => json!({"kind": k, "slack": 1.0}),
+        "random_drop" => json!({"kind": k, "probability": 0.1}),
+        "token_bucket" => json!({"kind": k, "rate_tokens_per_s": 20000.0, "burst_tokens": 100000.0}),
+        "drr" => json!({"kind": k, "quantum_tokens": 2048}),
+        _ => json!({"kind": k}),
+    }
+}
+
 fn set_disabled(el: &Element, disabled: bool) {
     if disabled { el.set_attribute("disabled", "").ok() } else { el.remove_attribute("disabled").ok() };
 }
@@ -681,6 +712,27 @@ pub fn start() {
         reader.set_onload(Some(onload.as_ref().unchecked_ref()));
         let _ = reader.read_as_text(&file);
         app.borrow_mut().listeners.push(onload);
+    });
+    on(&app, "c-import", "change", |app, e| {
+        let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        let Ok(reader) = web_sys::FileReader::new() else { return };
+        let weak = Rc::downgrade(app);
+        let r2 = reader.clone();
+        let onload = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
+            if let Some(app) = weak.upgrade() {
+                let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
+                app.borrow_mut().load_text(&text);
+            }
+        });
+        reader.set_onload(Some(onload.as_ref().unchecked_ref()));
+        let _ = reader.read_as_text(&file);
+        app.borrow_mut().listeners.push(onload);
+    });
+    on(&app, "save-scenario", "click", |app, _| {
+        let a = app.borrow();
+        let name = serde_json::from_str::<Value>(&a.editor().value()).ok().and_then(|v| v["name"].as_str().map(str::to_string)).unwrap_or_else(|| "scenario".into());
+        download_text(&format!("{name}.json"), &a.editor().value(), "application/json");
     });
     on(&app, "run", "click", |app, _| app.borrow_mut().run());
     on(&app, "cancel", "click", |app, _| app.borrow_mut().cancel());
