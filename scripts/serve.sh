@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:$PATH"
+# Trunk runs wasm-opt from npm's binaryen (node_modules/.bin).
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 trunk build --release --offline
 port="${PORT:-8080}"
 echo "InferScale Lab: http://127.0.0.1:${port}/  (Ctrl-C to stop)"

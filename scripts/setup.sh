@@ -38,9 +38,11 @@ if ! need chromium || ! need chromedriver; then
   fi
 fi
 
-# playwright-core from npm (never `playwright install`: it downloads a browser; we use /usr/bin/chromium).
-if [ ! -f node_modules/playwright-core/package.json ] || ! grep -q '"version": "1.65.1"' node_modules/playwright-core/package.json; then
+# npm packages at package-lock.json's versions: playwright-core (never `playwright install`: it downloads a
+# browser; the tests use /usr/bin/chromium) and binaryen's wasm-opt (Debian's v108 breaks the page).
+if ! cmp -s package-lock.json node_modules/.inferscale-lock 2>/dev/null; then
   npm ci --no-audit --no-fund
+  cp package-lock.json node_modules/.inferscale-lock
 fi
 
-echo "setup: $(cargo --version); $(trunk --version); wasm-bindgen $wbg; $(chromium --version 2>/dev/null | head -1); playwright-core $(node -p "require('./node_modules/playwright-core/package.json').version")"
+echo "setup: $(cargo --version); $(trunk --version); wasm-bindgen $wbg; $(chromium --version 2>/dev/null | head -1); playwright-core $(node -p "require('./node_modules/playwright-core/package.json').version"); $(node_modules/.bin/wasm-opt --version)"

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:$PATH"
+# Trunk runs wasm-opt from npm's binaryen (node_modules/.bin).
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 echo "== native tests (core, worker protocol, UI table; unit + integration)"
 log=$(mktemp)

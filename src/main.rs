@@ -33,6 +33,11 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Simulate and render every export (JSON, CSV, summary, Markdown), print the wall time in ms: the
+    /// native side of the browser's wasm/native benchmark (the worker does the same work).
+    Time {
+        scenario: PathBuf,
+    },
     /// Check a scenario file without running it.
     Check {
         scenario: PathBuf,
@@ -104,6 +109,15 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             let report = inferscale::simulate(&sc);
             let text = render(&report, &sc, format);
             write_out(out.as_deref(), &text)
+        }
+        Command::Time { scenario } => {
+            let sc = load(&scenario, None)?;
+            let t = Instant::now();
+            let report = inferscale::simulate(&sc);
+            let bytes = [Format::Json, Format::Csv, Format::SummaryCsv, Format::Md].iter().map(|f| render(&report, &sc, *f).len()).sum::<usize>();
+            println!("{:.1}", t.elapsed().as_secs_f64() * 1e3);
+            eprintln!("({bytes} bytes rendered)");
+            Ok(())
         }
         Command::Check { scenario } => {
             let sc = load(&scenario, None)?;

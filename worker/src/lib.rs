@@ -40,6 +40,8 @@ pub struct Results {
     /// (seconds, cumulative fraction), at most `CDF_POINTS` points.
     pub ttft_cdf: Vec<(f64, f64)>,
     pub e2e_cdf: Vec<(f64, f64)>,
+    /// Wall time of simulating and rendering every export inside the worker, ms (set by the worker).
+    pub compute_ms: f64,
 }
 
 /// Points per CDF sent to the page.
@@ -65,6 +67,7 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64)) -> 
         markdown: inferscale::export::markdown(&report),
         ttft_cdf: cdf(&mut ttft),
         e2e_cdf: cdf(&mut e2e),
+        compute_ms: 0.0,
     })
 }
 
@@ -129,6 +132,7 @@ mod web {
                 Input::Run { run_id, scenario_json } => {
                     // Report progress at most every half percent, so a million-request run sends ~200 messages.
                     let mut last = 0u64;
+                    let t0 = js_sys::Date::now();
                     let out = match run_scenario(&scenario_json, &mut |done, expected| {
                         let step = (expected / 200).max(1);
                         if done >= last + step || done == expected {
@@ -136,7 +140,10 @@ mod web {
                             scope.respond(id, Output::Progress { run_id, done, expected });
                         }
                     }) {
-                        Ok(results) => Output::Done { run_id, results },
+                        Ok(mut results) => {
+                            results.compute_ms = js_sys::Date::now() - t0;
+                            Output::Done { run_id, results }
+                        }
                         Err(errors) => Output::Invalid { run_id, errors },
                     };
                     scope.respond(id, out);

@@ -305,6 +305,7 @@ impl App {
                 self.progress(1.0);
                 let secs = (now_ms() - self.started_ms) / 1000.0;
                 self.el("status").set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
+                self.el("status").set_attribute("data-compute-ms", &format!("{:.1}", results.compute_ms)).ok();
                 self.set_status(&format!("Done in {secs:.2} s"));
                 self.show_results(results);
             }
