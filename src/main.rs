@@ -114,9 +114,10 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             let sc = load(&scenario, None)?;
             let t = Instant::now();
             let report = inferscale::simulate(&sc);
+            let sim_ms = t.elapsed().as_secs_f64() * 1e3;
             let bytes = [Format::Json, Format::Csv, Format::SummaryCsv, Format::Md].iter().map(|f| render(&report, &sc, *f).len()).sum::<usize>();
             println!("{:.1}", t.elapsed().as_secs_f64() * 1e3);
-            eprintln!("({bytes} bytes rendered)");
+            eprintln!("(simulate {sim_ms:.1} ms; {bytes} bytes rendered)");
             Ok(())
         }
         Command::Check { scenario } => {

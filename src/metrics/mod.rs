@@ -17,6 +17,13 @@ use crate::scenario::{Arrival, Scenario};
 use crate::sched::admission::Reject;
 use crate::workload::Request;
 
+/// a × b exactly. wasm32 has no 64×64→128 multiply (it is a library call); when both fit in 32 bits — nearly
+/// always for a gauge value and a gap — the product fits in 64 bits.
+#[inline(always)]
+fn mul_wide(a: u64, b: u64) -> u128 {
+    if (a | b) >> 32 == 0 { (a * b) as u128 } else { a as u128 * b as u128 }
+}
+
 /// Low bits of a packed ITL entry that hold the count.
 pub const ITL_COUNT_BITS: u32 = 20;
 const ITL_MAX_NS: u64 = (1 << (64 - ITL_COUNT_BITS)) - 1;
@@ -227,10 +234,11 @@ impl Recorder {
             let s = &mut self.series;
             let wend = s.start_ns + s.window_ns;
             let seg_end = now.min(wend);
-            let dt = (seg_end - self.last_ns) as u128;
+            let dt = seg_end - self.last_ns;
             for (k, value) in v.iter().enumerate() {
-                self.area[k] += *value as u128 * dt;
-                s.area[k] += *value as u128 * dt;
+                let a = mul_wide(*value, dt);
+                self.area[k] += a;
+                s.area[k] += a;
             }
             self.last_ns = seg_end;
             if seg_end == wend {
@@ -270,7 +278,7 @@ impl Recorder {
         self.steps += 1;
         self.limiter_steps[Limiter::ALL.iter().position(|l| *l == limiter).unwrap()] += 1;
         self.compute_bound_steps += c.compute_bound as u64;
-        self.batch_area += w.seqs() as u128 * c.total_ns as u128;
+        self.batch_area += mul_wide(w.seqs() as u64, c.total_ns);
         self.prefill_tokens += w.prefill_tokens as u64;
         self.decode_tokens += w.decode_seqs as u64;
         for (acc, v) in self.cost_parts_ns.iter_mut().zip([c.prefill_compute_ns, c.decode_compute_ns, c.weights_ns, c.kv_read_ns, c.comm_ns, c.overhead_ns]) {

@@ -40,27 +40,32 @@ pub struct Results {
     /// (seconds, cumulative fraction), at most `CDF_POINTS` points.
     pub ttft_cdf: Vec<(f64, f64)>,
     pub e2e_cdf: Vec<(f64, f64)>,
-    /// Wall time of simulating and rendering every export inside the worker, ms (set by the worker).
+    /// Wall time of simulating and rendering every export inside the worker, ms.
     pub compute_ms: f64,
+    /// Of which simulating, ms.
+    pub simulate_ms: f64,
 }
 
 /// Points per CDF sent to the page.
 pub const CDF_POINTS: usize = 300;
 
-/// Validate and run a scenario, reporting progress as (requests final, requests expected).
-pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<Results, Vec<(String, String)>> {
+/// Validate and run a scenario, reporting progress as (requests final, requests expected). `clock_ms` reads a
+/// wall clock for the timing fields (the core reads none).
+pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clock_ms: &dyn Fn() -> f64) -> Result<Results, Vec<(String, String)>> {
+    let t0 = clock_ms();
     let sc = inferscale::scenario::load(scenario_json).map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
     let report = inferscale::simulate_with_progress(&sc, &mut |p| {
         progress(p.done, p.expected);
         true
     })
     .expect("a run is only cancelled by terminating the worker");
+    let simulate_ms = clock_ms() - t0;
     let classes: Vec<String> = sc.workload.classes.iter().map(|c| c.name.clone()).collect();
     let tenants: Vec<String> = sc.workload.tenants.iter().map(|t| t.name.clone()).collect();
     let done = report.requests.iter().filter(|r| r.outcome == inferscale::metrics::Outcome::Completed);
     let mut ttft: Vec<f64> = done.clone().map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
     let mut e2e: Vec<f64> = done.map(|r| (r.done_ns - r.arrival_ns) as f64 / 1e9).collect();
-    Ok(Results {
+    let mut results = Results {
         report_json: inferscale::export::json(&report),
         requests_csv: inferscale::export::requests_csv(&report, &classes, &tenants),
         summary_csv: inferscale::export::summary_csv(&report),
@@ -68,7 +73,10 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64)) -> 
         ttft_cdf: cdf(&mut ttft),
         e2e_cdf: cdf(&mut e2e),
         compute_ms: 0.0,
-    })
+        simulate_ms,
+    };
+    results.compute_ms = clock_ms() - t0;
+    Ok(results)
 }
 
 /// An empirical CDF thinned to at most `CDF_POINTS` points (evenly spaced ranks, always the last).
@@ -132,18 +140,14 @@ mod web {
                 Input::Run { run_id, scenario_json } => {
                     // Report progress at most every half percent, so a million-request run sends ~200 messages.
                     let mut last = 0u64;
-                    let t0 = js_sys::Date::now();
                     let out = match run_scenario(&scenario_json, &mut |done, expected| {
                         let step = (expected / 200).max(1);
                         if done >= last + step || done == expected {
                             last = done;
                             scope.respond(id, Output::Progress { run_id, done, expected });
                         }
-                    }) {
-                        Ok(mut results) => {
-                            results.compute_ms = js_sys::Date::now() - t0;
-                            Output::Done { run_id, results }
-                        }
+                    }, &js_sys::Date::now) {
+                        Ok(results) => Output::Done { run_id, results },
                         Err(errors) => Output::Invalid { run_id, errors },
                     };
                     scope.respond(id, out);
@@ -165,7 +169,7 @@ mod tests {
     fn runs_and_matches_the_cli_report() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
         let mut calls = 0;
-        let r = run_scenario(&text, &mut |_, _| calls += 1).unwrap();
+        let r = run_scenario(&text, &mut |_, _| calls += 1, &|| 0.0).unwrap();
         assert!(calls > 0);
         let sc = inferscale::scenario::load(&text).unwrap();
         assert_eq!(r.report_json, inferscale::export::json(&inferscale::simulate(&sc)));
@@ -175,9 +179,9 @@ mod tests {
 
     #[test]
     fn bad_input_is_an_answer_not_a_crash() {
-        let errs = run_scenario("{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}", &mut |_, _| {}).unwrap_err();
+        let errs = run_scenario("{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}", &mut |_, _| {}, &|| 0.0).unwrap_err();
         assert_eq!(errs[0].0, "workload.arrival.rate_rps");
-        assert!(run_scenario("not json", &mut |_, _| {}).is_err());
+        assert!(run_scenario("not json", &mut |_, _| {}, &|| 0.0).is_err());
     }
 
     #[test]

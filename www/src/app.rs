@@ -306,6 +306,7 @@ impl App {
                 let secs = (now_ms() - self.started_ms) / 1000.0;
                 self.el("status").set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
                 self.el("status").set_attribute("data-compute-ms", &format!("{:.1}", results.compute_ms)).ok();
+                self.el("status").set_attribute("data-simulate-ms", &format!("{:.1}", results.simulate_ms)).ok();
                 self.set_status(&format!("Done in {secs:.2} s"));
                 self.show_results(results);
             }
