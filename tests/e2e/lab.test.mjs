@@ -45,7 +45,7 @@ test('the default scenario runs in the worker and its JSON export is byte-identi
 });
 
 test('every chart canvas is drawn (non-blank) and hover shows values', async () => {
-  const { page } = await openLab(ctx, server.url);
+  const { page, errors } = await openLab(ctx, server.url);
   await runAndWait(page);
   for (const id of ['chart-cdf', 'chart-queue', 'chart-kv', 'chart-class']) {
     const inked = await page.evaluate((id) => {
@@ -61,11 +61,12 @@ test('every chart canvas is drawn (non-blank) and hover shows values', async () 
   const box = await page.locator('#chart-cdf').boundingBox();
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
   assert.match(await page.textContent('#hover-cdf'), /of requests/);
+  assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
 
 test('each export downloads with a sensible name and parses', async () => {
-  const { page } = await openLab(ctx, server.url);
+  const { page, errors } = await openLab(ctx, server.url);
   await runAndWait(page);
   const csv = await download(page, '#x-csv');
   assert.match(csv.name, /requests\.csv$/);
@@ -83,6 +84,7 @@ test('each export downloads with a sensible name and parses', async () => {
   const first = Number(await page.textContent('#request-table tbody tr:first-child td:nth-child(9)'));
   const second = Number(await page.textContent('#request-table tbody tr:nth-child(2) td:nth-child(9)'));
   assert.ok(first <= second, 'sorted ascending by E2E');
+  assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
 
@@ -105,7 +107,7 @@ test('a shared link restores the scenario and replays the identical run', async 
 });
 
 test('bad input shows the validator error, disables Run, and the worker keeps working', async () => {
-  const { page } = await openLab(ctx, server.url);
+  const { page, errors } = await openLab(ctx, server.url);
   await page.fill('#c-rate', '-3');
   await page.dispatchEvent('#c-rate', 'input');
   assert.match(await page.textContent('#errors'), /workload\.arrival\.rate_rps/);
@@ -117,8 +119,19 @@ test('bad input shows the validator error, disables Run, and the worker keeps wo
   assert.equal(await page.inputValue('#scenario'), '{ "workload": ');
   await page.selectOption('#preset', 'kv-pressure');
   assert.equal(await page.isDisabled('#run'), false);
+  // Controls edit the JSON and the JSON drives the controls: a length control writes the class's mean.
+  await page.fill('#c-output', '300');
+  await page.dispatchEvent('#c-output', 'input');
+  const edited = JSON.parse(await page.inputValue('#scenario'));
+  assert.equal(edited.workload.classes[0].output_tokens.mean, 300);
+  assert.ok(Array.isArray(edited.workload.classes), 'the class list stays a list');
+  await page.fill('#c-ttft', '1500');
+  await page.dispatchEvent('#c-ttft', 'input');
+  assert.equal(JSON.parse(await page.inputValue('#scenario')).workload.classes[0].slo.ttft_ms, 1500);
+  assert.equal(await page.isDisabled('#run'), false, 'still a valid scenario');
   await runAndWait(page);
   assert.match(await page.textContent('#diagnosis'), /memory/);
+  assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
 

@@ -56,6 +56,8 @@ const CONTROLS: &[(&str, &str, Kind)] = &[
     ("c-block", "/engine/block_size_tokens", Kind::Int),
     ("c-mem", "/engine/gpu_memory_utilization", Kind::Num),
     ("c-oversub", "/engine/kv_oversubscription", Kind::Num),
+    ("c-prompt", "/workload/classes/0/prompt_tokens", Kind::Num),
+    ("c-output", "/workload/classes/0/output_tokens", Kind::Num),
     ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::Num),
     ("c-tpot", "/workload/classes/0/slo/tpot_ms", Kind::Num),
     ("c-order", "/estimator/order", Kind::KindObject),
@@ -157,7 +159,13 @@ impl App {
         let Ok(v) = serde_json::to_value(&spec) else { return };
         for (id, ptr, kind) in CONTROLS {
             let el = self.el(id);
-            let path = if *kind == Kind::KindObject { format!("{ptr}/kind") } else { ptr.to_string() };
+            let path = if *kind == Kind::KindObject {
+                format!("{ptr}/kind")
+            } else if let Some(field) = length_field(&v, id, ptr) {
+                format!("{ptr}/{field}")
+            } else {
+                ptr.to_string()
+            };
             let mut value = v.pointer(&path).cloned();
             if *id == "c-chunk" && value.is_none() {
                 value = v.pointer("/engine/max_num_batched_tokens").cloned();
@@ -166,6 +174,7 @@ impl App {
             let enabled = match *id {
                 "c-rate" => matches!(arrival, "poisson" | "constant" | "gamma"),
                 "c-cv" => arrival == "gamma",
+                "c-prompt" | "c-output" => arrival != "trace" && length_field(&v, id, ptr).is_some(),
                 _ => true,
             };
             set_disabled(&el, !enabled);
@@ -215,6 +224,10 @@ impl App {
             let cv = v.pointer("/workload/arrival/cv").cloned().unwrap_or(json!(2.0));
             let a = if raw == "gamma" { json!({"kind": raw, "rate_rps": rate, "cv": cv}) } else { json!({"kind": raw, "rate_rps": rate}) };
             set_pointer(&mut v, "/workload/arrival", a);
+        } else if let Some(field) = length_field(&v, id, ptr) {
+            // A fixed length takes whole tokens; a mean may be fractional.
+            let new = if field == "tokens" { raw.parse::<u64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())) } else { new };
+            set_pointer(&mut v, &format!("{ptr}/{field}"), new);
         } else {
             set_pointer(&mut v, ptr, new);
         }
@@ -547,6 +560,19 @@ impl App {
     }
 }
 
+/// The field a length control edits for the distribution at `ptr`: `tokens` (fixed) or `mean` (lognormal,
+/// geometric); None for other controls and for kinds without one figure (uniform, empirical: edit the JSON).
+fn length_field(v: &Value, id: &str, ptr: &str) -> Option<&'static str> {
+    if id != "c-prompt" && id != "c-output" {
+        return None;
+    }
+    match v.pointer(&format!("{ptr}/kind")).and_then(Value::as_str) {
+        Some("fixed") => Some("tokens"),
+        Some("lognormal") | Some("geometric") => Some("mean"),
+        _ => None,
+    }
+}
+
 /// `{"kind": k}` with the parameters that kind requires, at sensible defaults (editable in the JSON).
 fn kind_object(k: &str) -> Value {
     match k {
@@ -570,15 +596,28 @@ fn dotted(ptr: &str, kind: Kind) -> String {
     if kind == Kind::KindObject { p } else { p.trim_end_matches(".kind").to_string() }
 }
 
+/// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
 fn set_pointer(v: &mut Value, ptr: &str, new: Value) {
     let mut cur = v;
     let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
     for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>()) {
+            if idx < a.len() {
+                let Value::Array(a) = cur else { unreachable!() };
+                if last {
+                    a[idx] = new;
+                    return;
+                }
+                cur = &mut a[idx];
+                continue;
+            }
+        }
         if !cur.is_object() {
             *cur = json!({});
         }
         let obj = cur.as_object_mut().expect("made an object");
-        if i + 1 == parts.len() {
+        if last {
             obj.insert(part.to_string(), new);
             return;
         }
