@@ -372,64 +372,50 @@ impl<'a> Simulation<'a> {
         let step_ns = rep.step_ns;
         let mut bulk_itl: u32 = 0;
         let mut held_blocks: u64 = 0;
-        let mut finished: u32 = 0;
         let mut emitted_n: u64 = 0;
-        let (mut released, mut unreserved, mut allocated) = (0u64, 0u64, 0u64);
-        let requests = &mut self.rec.requests;
-        let itl = &mut self.rec.itl_packed;
-        let kv = &mut rep.kv;
-        let running = &mut rep.running;
         let mut budget = en.max_num_batched_tokens;
         let mut sums = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
-        let mut stuck_at: Option<usize> = None;
+        let mut rare = RarePass {
+            now,
+            step_ns,
+            requests: &mut self.rec.requests,
+            itl: &mut self.rec.itl_packed,
+            kv: &mut rep.kv,
+            finished: 0,
+            released: 0,
+            unreserved: 0,
+            allocated: 0,
+            stuck_at: None,
+        };
+        let block = en.block_size_tokens;
+        let running = &mut rep.running;
         let mut kept = 0;
         // A plain loop (not `retain_mut`, whose closure is called per element), copying an entry down only
-        // after a removal; the request record is touched only for a first token and a completion.
+        // after a removal. The common case — a decode token one step after the last, not the final one, whose
+        // next token fits its blocks — takes a short path with few live values (it matters most in wasm); every
+        // other case goes through `RarePass::entry`, which does the same work in general form.
         for i in 0..running.len() {
             let s = &mut running[i];
-            if s.step_tokens > 0 {
-                let emitted = if s.prefilled < s.prefill_target {
-                    s.prefilled += s.step_tokens;
-                    s.kv_tokens += s.step_tokens;
-                    s.prefilled == s.prefill_target
-                } else {
-                    s.kv_tokens += 1;
-                    true
-                };
-                s.step_tokens = 0;
-                if emitted {
-                    emitted_n += 1;
-                    if s.generated == 0 {
-                        requests[s.id as usize].first_token_ns = now;
-                    } else if now - s.last_token_ns == step_ns {
-                        bulk_itl += 1;
-                    } else {
-                        itl.push((now - s.last_token_ns).min((1 << 44) - 1) << crate::metrics::ITL_COUNT_BITS | 1);
-                    }
-                    s.generated += 1;
-                    s.last_token_ns = now;
-                    if s.generated >= s.target {
-                        released += s.blocks as u64;
-                        unreserved += s.reserve_blocks as u64;
-                        let rec = &mut requests[s.id as usize];
-                        rec.generated = s.generated;
-                        rec.done_ns = now;
-                        rec.outcome = Outcome::Completed;
-                        finished += 1;
-                        continue;
-                    }
-                }
-            }
-            if stuck_at.is_none() {
-                let (want, need) = want_need(s, budget, en);
-                if want > 0 {
-                    if need > 0 && !kv.try_alloc(need) {
-                        stuck_at = Some(kept);
-                    } else {
-                        allocated += need;
-                        take(s, want, need, &mut budget, &mut sums);
-                    }
-                }
+            let steady = s.step_tokens == 1
+                && s.prefilled == s.prefill_target
+                && s.generated != 0
+                && s.generated + 1 < s.target
+                && now - s.last_token_ns == step_ns
+                && budget >= 1
+                && rare.stuck_at.is_none()
+                && s.kv_tokens as u64 + 2 <= s.blocks as u64 * block as u64;
+            if steady {
+                // Emit (ITL exactly one step), then plan one decode token that needs no new block.
+                s.kv_tokens += 1;
+                s.generated += 1;
+                s.last_token_ns = now;
+                bulk_itl += 1;
+                emitted_n += 1;
+                budget -= 1;
+                sums.0 += 1;
+                sums.1 += s.kv_tokens as u64;
+            } else if !rare.entry(s, kept, en, &mut budget, &mut sums, &mut bulk_itl, &mut emitted_n) {
+                continue; // completed
             }
             held_blocks += s.blocks as u64;
             if kept != i {
@@ -437,6 +423,8 @@ impl<'a> Simulation<'a> {
             }
             kept += 1;
         }
+        let RarePass { finished, released, unreserved, allocated, stuck_at, .. } = rare;
+        let kv = &mut rep.kv;
         running.truncate(kept);
         kv.release(released);
         rep.reserved_blocks -= unreserved;
@@ -454,6 +442,85 @@ impl<'a> Simulation<'a> {
         if self.central.is_some() {
             self.kick_idle();
         }
+    }
+}
+
+/// The rare cases of the step-end pass, kept out of the hot loop: first tokens, irregular inter-token gaps,
+/// completions, prefill chunks, new blocks, and stopping the plan at the first allocation that fails.
+struct RarePass<'a> {
+    now: u64,
+    step_ns: u64,
+    requests: &'a mut Vec<RequestRecord>,
+    itl: &'a mut Vec<u64>,
+    kv: &'a mut BlockPool,
+    finished: u32,
+    released: u64,
+    unreserved: u64,
+    allocated: u64,
+    stuck_at: Option<usize>,
+}
+
+impl RarePass<'_> {
+    /// End the step for `s` and plan its next one (the general case). False when it completed.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &mut self,
+        s: &mut Running,
+        kept: usize,
+        en: &crate::scenario::Engine,
+        budget: &mut u32,
+        sums: &mut (u32, u64, u32, u32, u64, u64),
+        bulk_itl: &mut u32,
+        emitted_n: &mut u64,
+    ) -> bool {
+        let now = self.now;
+        if s.step_tokens > 0 {
+            let emitted = if s.prefilled < s.prefill_target {
+                s.prefilled += s.step_tokens;
+                s.kv_tokens += s.step_tokens;
+                s.prefilled == s.prefill_target
+            } else {
+                s.kv_tokens += 1;
+                true
+            };
+            s.step_tokens = 0;
+            if emitted {
+                *emitted_n += 1;
+                if s.generated == 0 {
+                    self.requests[s.id as usize].first_token_ns = now;
+                } else if now - s.last_token_ns == self.step_ns {
+                    *bulk_itl += 1;
+                } else {
+                    self.itl.push((now - s.last_token_ns).min((1 << 44) - 1) << crate::metrics::ITL_COUNT_BITS | 1);
+                }
+                s.generated += 1;
+                s.last_token_ns = now;
+                if s.generated >= s.target {
+                    self.released += s.blocks as u64;
+                    self.unreserved += s.reserve_blocks as u64;
+                    let rec = &mut self.requests[s.id as usize];
+                    rec.generated = s.generated;
+                    rec.done_ns = now;
+                    rec.outcome = Outcome::Completed;
+                    self.finished += 1;
+                    return false;
+                }
+            }
+        }
+        if self.stuck_at.is_none() {
+            let (want, need) = want_need(s, *budget, en);
+            if want > 0 {
+                if need > 0 && !self.kv.try_alloc(need) {
+                    self.stuck_at = Some(kept);
+                } else {
+                    self.allocated += need;
+                    take(s, want, need, budget, sums);
+                }
+            }
+        }
+        true
     }
 }
 
