@@ -652,6 +652,24 @@ fn click_link(href: &str, name: &str) {
     a.click();
 }
 
+/// Read the file a file input's change event selected, then call `f(app, file name, text)`.
+fn read_file(app: &Rc<RefCell<App>>, e: &web_sys::Event, f: impl FnOnce(&mut App, String, String) + 'static) {
+    let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+    let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+    let Ok(reader) = web_sys::FileReader::new() else { return };
+    let weak = Rc::downgrade(app);
+    let (r2, name) = (reader.clone(), file.name());
+    let mut f = Some(f);
+    let onload = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
+        let (Some(app), Some(f)) = (weak.upgrade(), f.take()) else { return };
+        let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
+        f(&mut app.borrow_mut(), name.clone(), text);
+    });
+    reader.set_onload(Some(onload.as_ref().unchecked_ref()));
+    let _ = reader.read_as_text(&file);
+    app.borrow_mut().listeners.push(onload);
+}
+
 /// Wire one listener; the closure is kept in the app.
 fn on(app: &Rc<RefCell<App>>, id: &str, event: &str, f: impl FnMut(&Rc<RefCell<App>>, web_sys::Event) + 'static) {
     let weak = Rc::downgrade(app);
@@ -730,16 +748,7 @@ pub fn start() {
         a.validate();
     });
     on(&app, "c-trace", "change", |app, e| {
-        let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-        let name = file.name();
-        let Ok(reader) = web_sys::FileReader::new() else { return };
-        let weak = Rc::downgrade(app);
-        let r2 = reader.clone();
-        let onload = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
-            let Some(app) = weak.upgrade() else { return };
-            let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
-            let mut a = app.borrow_mut();
+        read_file(app, &e, |a, name, text| {
             a.trace = Some((name.clone(), text));
             let Ok(mut v) = serde_json::from_str::<Value>(&a.editor().value()) else { return };
             set_pointer(&mut v, "/workload/arrival", json!({"kind": "trace", "path": name, "format": "auto"}));
@@ -750,26 +759,8 @@ pub fn start() {
             let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
             a.load_text(&pretty);
         });
-        reader.set_onload(Some(onload.as_ref().unchecked_ref()));
-        let _ = reader.read_as_text(&file);
-        app.borrow_mut().listeners.push(onload);
     });
-    on(&app, "c-import", "change", |app, e| {
-        let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-        let Ok(reader) = web_sys::FileReader::new() else { return };
-        let weak = Rc::downgrade(app);
-        let r2 = reader.clone();
-        let onload = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
-            if let Some(app) = weak.upgrade() {
-                let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
-                app.borrow_mut().load_text(&text);
-            }
-        });
-        reader.set_onload(Some(onload.as_ref().unchecked_ref()));
-        let _ = reader.read_as_text(&file);
-        app.borrow_mut().listeners.push(onload);
-    });
+    on(&app, "c-import", "change", |app, e| read_file(app, &e, |a, _, text| a.load_text(&text)));
     on(&app, "save-scenario", "click", |app, _| {
         let a = app.borrow();
         let name = serde_json::from_str::<Value>(&a.editor().value()).ok().and_then(|v| v["name"].as_str().map(str::to_string)).unwrap_or_else(|| "scenario".into());
