@@ -125,6 +125,12 @@ test('bad input shows the validator error, disables Run, and the worker keeps wo
   const edited = JSON.parse(await page.inputValue('#scenario'));
   assert.equal(edited.workload.classes[0].output_tokens.mean, 300);
   assert.ok(Array.isArray(edited.workload.classes), 'the class list stays a list');
+  await page.selectOption('#c-arrival', 'on_off');
+  const onoff = JSON.parse(await page.inputValue('#scenario')).workload.arrival;
+  assert.equal(onoff.kind, 'on_off');
+  assert.ok(onoff.rate_on_rps > 0 && onoff.mean_on_s > 0);
+  assert.equal(await page.isDisabled('#c-rate'), true, 'on/off has its own rates (edited in the JSON)');
+  assert.equal(await page.isDisabled('#run'), false);
   await page.fill('#c-ttft', '1500');
   await page.dispatchEvent('#c-ttft', 'input');
   assert.equal(JSON.parse(await page.inputValue('#scenario')).workload.classes[0].slo.ttft_ms, 1500);

@@ -220,9 +220,17 @@ impl App {
         };
         if id == "c-arrival" {
             // Each arrival kind has its own fields: rebuild the object, keeping the rate.
-            let rate = v.pointer("/workload/arrival/rate_rps").cloned().unwrap_or(json!(1.0));
+            let rate = v.pointer("/workload/arrival/rate_rps").or(v.pointer("/workload/arrival/rate_on_rps")).cloned().unwrap_or(json!(1.0));
             let cv = v.pointer("/workload/arrival/cv").cloned().unwrap_or(json!(2.0));
-            let a = if raw == "gamma" { json!({"kind": raw, "rate_rps": rate, "cv": cv}) } else { json!({"kind": raw, "rate_rps": rate}) };
+            let a = match raw.as_str() {
+                "gamma" => json!({"kind": raw, "rate_rps": rate, "cv": cv}),
+                // Bursts at 3× the rate a third of the time; quiet periods at a tenth of it.
+                "on_off" => {
+                    let r = rate.as_f64().unwrap_or(1.0);
+                    json!({"kind": raw, "rate_on_rps": r * 3.0, "rate_off_rps": r / 10.0, "mean_on_s": 10.0, "mean_off_s": 20.0})
+                }
+                _ => json!({"kind": raw, "rate_rps": rate}),
+            };
             set_pointer(&mut v, "/workload/arrival", a);
         } else if let Some(field) = length_field(&v, id, ptr) {
             // A fixed length takes whole tokens; a mean may be fractional.
