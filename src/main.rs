@@ -147,11 +147,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
 fn render(r: &Report, sc: &Scenario, f: Format) -> String {
     match f {
         Format::Json => export::json(r),
-        Format::Csv => {
-            let classes: Vec<String> = sc.workload.classes.iter().map(|c| c.name.clone()).collect();
-            let tenants: Vec<String> = sc.workload.tenants.iter().map(|t| t.name.clone()).collect();
-            export::requests_csv(r, &classes, &tenants)
-        }
+        Format::Csv => export::requests_csv(r, sc),
         Format::SummaryCsv => export::summary_csv(r),
         Format::Md => export::markdown(r),
     }

@@ -44,32 +44,22 @@ pub(crate) fn want_need(s: &Running, budget: u32, en: &Engine) -> (u32, u64) {
     (want, need)
 }
 
-/// Record that `s` takes `want` tokens in the step (its blocks already allocated); `sums` are the step's
-/// (decode seqs, decode context, prefill seqs, prefill tokens, attention pairs, prefill context).
+/// Record that `s` takes `want` tokens in the step (its `need` new blocks already allocated) and add it to
+/// the step's work.
 #[inline(always)]
-pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, sums: &mut (u32, u64, u32, u32, u64, u64)) {
+pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work: &mut StepWork) {
     s.blocks += need as u32;
     s.step_tokens = want;
     *budget -= want;
     if s.prefilled < s.prefill_target {
-        sums.2 += 1;
-        sums.3 += want;
-        sums.4 += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
-        sums.5 += s.prefilled as u64;
+        work.prefill_seqs += 1;
+        work.prefill_tokens += want;
+        work.prefill_attention_pairs += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
+        work.prefill_context_tokens += s.prefilled as u64;
     } else {
-        sums.0 += 1;
-        sums.1 += s.kv_tokens as u64;
+        work.decode_seqs += 1;
+        work.decode_context_tokens += s.kv_tokens as u64;
     }
-}
-
-/// Add the sums of `take` to a step's work.
-pub(crate) fn add_sums(work: &mut StepWork, s: (u32, u64, u32, u32, u64, u64)) {
-    work.decode_seqs += s.0;
-    work.decode_context_tokens += s.1;
-    work.prefill_seqs += s.2;
-    work.prefill_tokens += s.3;
-    work.prefill_attention_pairs += s.4;
-    work.prefill_context_tokens += s.5;
 }
 
 impl Simulation<'_> {
@@ -80,12 +70,11 @@ impl Simulation<'_> {
         let Plan { mut work, mut budget, from: mut i } = plan;
         let mut preempted = false;
         loop {
-            // Hot path: one tight pass over the batch with the step's sums in registers. It stops at the first
-            // request whose blocks cannot be allocated; the slow path below preempts, then the pass resumes.
+            // Hot path: one tight pass over the batch. It stops at the first request whose blocks cannot be
+            // allocated; the slow path below preempts, then the pass resumes.
             let rep = &mut self.replicas[r];
             let kv = &mut rep.kv;
             let running = &mut rep.running;
-            let mut sums = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
             let mut stuck = None;
             while i < running.len() {
                 let s = &mut running[i];
@@ -95,11 +84,10 @@ impl Simulation<'_> {
                         stuck = Some(need);
                         break;
                     }
-                    take(s, want, need, &mut budget, &mut sums);
+                    take(s, want, need, &mut budget, &mut work);
                 }
                 i += 1;
             }
-            add_sums(&mut work, sums);
             let Some(need) = stuck else { break };
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {

@@ -14,7 +14,7 @@
 
 mod batch;
 
-use batch::{add_sums, take, want_need, Plan};
+use batch::{take, want_need, Plan};
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -374,7 +374,7 @@ impl<'a> Simulation<'a> {
         let mut held_blocks: u64 = 0;
         let mut emitted_n: u64 = 0;
         let mut budget = en.max_num_batched_tokens;
-        let mut sums = (0u32, 0u64, 0u32, 0u32, 0u64, 0u64);
+        let mut work = StepWork::default();
         let mut rare = RarePass {
             now,
             step_ns,
@@ -412,9 +412,9 @@ impl<'a> Simulation<'a> {
                 bulk_itl += 1;
                 emitted_n += 1;
                 budget -= 1;
-                sums.0 += 1;
-                sums.1 += s.kv_tokens as u64;
-            } else if !rare.entry(s, kept, en, &mut budget, &mut sums, &mut bulk_itl, &mut emitted_n) {
+                work.decode_seqs += 1;
+                work.decode_context_tokens += s.kv_tokens as u64;
+            } else if !rare.entry(s, kept, en, &mut budget, &mut work, &mut bulk_itl, &mut emitted_n) {
                 continue; // completed
             }
             held_blocks += s.blocks as u64;
@@ -436,8 +436,6 @@ impl<'a> Simulation<'a> {
         // The gauges see the state between the steps: after the releases, before the next step's allocations.
         let (n_running, kv_between) = (rep.running.len() as u64, rep.kv.used() - allocated);
         self.rec.on_step_end(r, step_ns, bulk_itl, emitted_n, finished, n_running, kv_between, kv_ok);
-        let mut work = StepWork::default();
-        add_sums(&mut work, sums);
         self.start_step(r, Plan { work, budget, from: stuck_at.unwrap_or(kept) });
         if self.central.is_some() {
             self.kick_idle();
@@ -471,7 +469,7 @@ impl RarePass<'_> {
         kept: usize,
         en: &crate::scenario::Engine,
         budget: &mut u32,
-        sums: &mut (u32, u64, u32, u32, u64, u64),
+        work: &mut StepWork,
         bulk_itl: &mut u32,
         emitted_n: &mut u64,
     ) -> bool {
@@ -493,7 +491,7 @@ impl RarePass<'_> {
                 } else if now - s.last_token_ns == self.step_ns {
                     *bulk_itl += 1;
                 } else {
-                    self.itl.push((now - s.last_token_ns).min((1 << 44) - 1) << crate::metrics::ITL_COUNT_BITS | 1);
+                    self.itl.push(crate::metrics::pack_itl(now - s.last_token_ns, 1));
                 }
                 s.generated += 1;
                 s.last_token_ns = now;
@@ -516,7 +514,7 @@ impl RarePass<'_> {
                     self.stuck_at = Some(kept);
                 } else {
                     self.allocated += need;
-                    take(s, want, need, budget, sums);
+                    take(s, want, need, budget, work);
                 }
             }
         }

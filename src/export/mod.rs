@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::metrics::{Outcome, Report, Stats};
+use crate::scenario::Scenario;
 use crate::sched::admission::Reject;
 
 /// The full report as pretty JSON (ends with a newline).
@@ -27,7 +28,7 @@ fn outcome_name(o: Outcome) -> &'static str {
 }
 
 /// One row per request; times in seconds, empty where the event did not happen.
-pub fn requests_csv(r: &Report, class_names: &[String], tenant_names: &[String]) -> String {
+pub fn requests_csv(r: &Report, sc: &Scenario) -> String {
     let mut s = String::with_capacity(r.requests.len() * 120 + 256);
     s.push_str("id,class,tenant,replica,outcome,arrival_s,queue_delay_s,ttft_s,e2e_s,tpot_s,prompt_tokens,output_tokens,generated_tokens,predicted_order_tokens,predicted_reserve_tokens,preemptions\n");
     let t = |x: u64, base: u64| if x == u64::MAX { String::new() } else { format!("{}", (x - base) as f64 / 1e9) };
@@ -42,8 +43,8 @@ pub fn requests_csv(r: &Report, class_names: &[String], tenant_names: &[String])
             s,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             q.id,
-            csv_field(&class_names[q.class as usize]),
-            csv_field(&tenant_names[q.tenant as usize]),
+            csv_field(&sc.workload.classes[q.class as usize].name),
+            csv_field(&sc.workload.tenants[q.tenant as usize].name),
             replica,
             outcome_name(q.outcome),
             q.arrival_ns as f64 / 1e9,

@@ -28,6 +28,13 @@ fn mul_wide(a: u64, b: u64) -> u128 {
 pub const ITL_COUNT_BITS: u32 = 20;
 const ITL_MAX_NS: u64 = (1 << (64 - ITL_COUNT_BITS)) - 1;
 
+/// `count` inter-token latencies of `ns` each, packed into one word. Counts are ≤ max_num_seqs (≤ 65,536 < 2^20);
+/// latencies < 2^44 ns (4.8 hours) are exact, longer saturate. Sorting packed words sorts by latency.
+#[inline(always)]
+pub fn pack_itl(ns: u64, count: u64) -> u64 {
+    ns.min(ITL_MAX_NS) << ITL_COUNT_BITS | count
+}
+
 /// A request's final state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -204,8 +211,7 @@ impl Recorder {
 
     /// Record `count` inter-token latencies of `ns` each.
     pub fn push_itl(&mut self, ns: u64, count: u64) {
-        // Counts are ≤ max_num_seqs (≤ 65,536 < 2^20); latencies < 2^44 ns (4.8 hours) are exact, longer saturate.
-        self.itl_packed.push(ns.min(ITL_MAX_NS) << ITL_COUNT_BITS | count);
+        self.itl_packed.push(pack_itl(ns, count));
     }
 
     /// Requests created so far that reached a final outcome.

@@ -60,14 +60,12 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
     })
     .expect("a run is only cancelled by terminating the worker");
     let simulate_ms = clock_ms() - t0;
-    let classes: Vec<String> = sc.workload.classes.iter().map(|c| c.name.clone()).collect();
-    let tenants: Vec<String> = sc.workload.tenants.iter().map(|t| t.name.clone()).collect();
     let done = report.requests.iter().filter(|r| r.outcome == inferscale::metrics::Outcome::Completed);
     let mut ttft: Vec<f64> = done.clone().map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
     let mut e2e: Vec<f64> = done.map(|r| (r.done_ns - r.arrival_ns) as f64 / 1e9).collect();
     let mut results = Results {
         report_json: inferscale::export::json(&report),
-        requests_csv: inferscale::export::requests_csv(&report, &classes, &tenants),
+        requests_csv: inferscale::export::requests_csv(&report, &sc),
         summary_csv: inferscale::export::summary_csv(&report),
         markdown: inferscale::export::markdown(&report),
         ttft_cdf: cdf(&mut ttft),
