@@ -157,6 +157,7 @@ impl App {
     fn sync_controls(&self) {
         let Ok(spec) = inferscale::scenario::parse(&self.editor().value()) else { return };
         let Ok(v) = serde_json::to_value(&spec) else { return };
+        let arrival = v.pointer("/workload/arrival/kind").and_then(Value::as_str).unwrap_or("");
         for (id, ptr, kind) in CONTROLS {
             let el = self.el(id);
             let path = if *kind == Kind::KindObject {
@@ -170,7 +171,6 @@ impl App {
             if *id == "c-chunk" && value.is_none() {
                 value = v.pointer("/engine/max_num_batched_tokens").cloned();
             }
-            let arrival = v.pointer("/workload/arrival/kind").and_then(Value::as_str).unwrap_or("");
             let enabled = match *id {
                 "c-rate" => matches!(arrival, "poisson" | "constant" | "gamma"),
                 "c-cv" => arrival == "gamma",
