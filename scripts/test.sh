@@ -12,6 +12,10 @@ log=$(mktemp)
 cargo test --locked --workspace 2>&1 | tee "$log"
 read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
 
+echo "== lints: native, and the browser crates' wasm-only code"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+cargo clippy --locked --target wasm32-unknown-unknown -p inferscale-www -p inferscale-worker -- -D warnings
+
 echo "== the core builds for wasm32 alone (no CLI, no IO)"
 cargo build --locked --lib --release --target wasm32-unknown-unknown --no-default-features
 

@@ -116,11 +116,10 @@ mod web {
             std::panic::set_hook(Box::new(|info| {
                 let message = info.to_string();
                 CURRENT.with(|c| {
-                    if let Ok(c) = c.try_borrow() {
-                        if let Some((scope, id, run_id)) = c.as_ref() {
+                    if let Ok(c) = c.try_borrow()
+                        && let Some((scope, id, run_id)) = c.as_ref() {
                             scope.respond(*id, Output::Failed { run_id: *run_id, message: message.clone() });
                         }
-                    }
                 });
             }));
             SimWorker

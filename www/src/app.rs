@@ -35,7 +35,7 @@ enum Kind {
     Bool,
     Text,
     /// The value replaces the whole object at the pointer: `{"kind": value}`.
-    KindObject,
+    Tagged,
 }
 
 /// Controls and the scenario fields they edit (JSON pointers).
@@ -60,11 +60,11 @@ const CONTROLS: &[(&str, &str, Kind)] = &[
     ("c-output", "/workload/classes/0/output_tokens", Kind::Num),
     ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::Num),
     ("c-tpot", "/workload/classes/0/slo/tpot_ms", Kind::Num),
-    ("c-order", "/estimator/order", Kind::KindObject),
-    ("c-reserve", "/estimator/reserve", Kind::KindObject),
-    ("c-admission", "/admission", Kind::KindObject),
-    ("c-sched", "/scheduler", Kind::KindObject),
-    ("c-router", "/cluster/router", Kind::KindObject),
+    ("c-order", "/estimator/order", Kind::Tagged),
+    ("c-reserve", "/estimator/reserve", Kind::Tagged),
+    ("c-admission", "/admission", Kind::Tagged),
+    ("c-sched", "/scheduler", Kind::Tagged),
+    ("c-router", "/cluster/router", Kind::Tagged),
 ];
 
 /// Slider ↔ number pairs.
@@ -115,11 +115,10 @@ impl App {
         let text = self.editor().value();
         let (Some((name, data)), Ok(mut v)) = (&self.trace, serde_json::from_str::<Value>(&text)) else { return text };
         let arrival = v.pointer_mut("/workload/arrival");
-        if let Some(a) = arrival.and_then(Value::as_object_mut) {
-            if a.get("kind").and_then(Value::as_str) == Some("trace") && a.get("path").and_then(Value::as_str) == Some(name) && !a.contains_key("data") {
+        if let Some(a) = arrival.and_then(Value::as_object_mut)
+            && a.get("kind").and_then(Value::as_str) == Some("trace") && a.get("path").and_then(Value::as_str) == Some(name) && !a.contains_key("data") {
                 a.insert("data".into(), Value::String(data.clone()));
             }
-        }
         v.to_string()
     }
 
@@ -160,7 +159,7 @@ impl App {
         let arrival = v.pointer("/workload/arrival/kind").and_then(Value::as_str).unwrap_or("");
         for (id, ptr, kind) in CONTROLS {
             let el = self.el(id);
-            let path = if *kind == Kind::KindObject {
+            let path = if *kind == Kind::Tagged {
                 format!("{ptr}/kind")
             } else if let Some(field) = length_field(&v, id, ptr) {
                 format!("{ptr}/{field}")
@@ -216,7 +215,7 @@ impl App {
             Kind::Int => raw.parse::<i64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())),
             Kind::Bool => json!(raw == "true"),
             Kind::Text => json!(raw),
-            Kind::KindObject => kind_object(&raw),
+            Kind::Tagged => kind_object(&raw),
         };
         if id == "c-arrival" {
             // Each arrival kind has its own fields: rebuild the object, keeping the rate.
@@ -601,7 +600,7 @@ fn set_disabled(el: &Element, disabled: bool) {
 /// `/engine/max_num_seqs` → `engine.max_num_seqs` (the validator's field paths).
 fn dotted(ptr: &str, kind: Kind) -> String {
     let p = ptr.trim_start_matches('/').replace('/', ".");
-    if kind == Kind::KindObject { p } else { p.trim_end_matches(".kind").to_string() }
+    if kind == Kind::Tagged { p } else { p.trim_end_matches(".kind").to_string() }
 }
 
 /// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
@@ -610,8 +609,8 @@ fn set_pointer(v: &mut Value, ptr: &str, new: Value) {
     let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
     for (i, part) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
-        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>()) {
-            if idx < a.len() {
+        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
+            && idx < a.len() {
                 let Value::Array(a) = cur else { unreachable!() };
                 if last {
                     a[idx] = new;
@@ -620,7 +619,6 @@ fn set_pointer(v: &mut Value, ptr: &str, new: Value) {
                 cur = &mut a[idx];
                 continue;
             }
-        }
         if !cur.is_object() {
             *cur = json!({});
         }
@@ -738,7 +736,7 @@ pub fn start() {
         }
     });
     for (id, _, kind) in CONTROLS {
-        let event = if matches!(kind, Kind::Text | Kind::KindObject | Kind::Bool) { "change" } else { "input" };
+        let event = if matches!(kind, Kind::Text | Kind::Tagged | Kind::Bool) { "change" } else { "input" };
         let id2 = id.to_string();
         on(&app, id, event, move |app, _| app.borrow_mut().control_changed(&id2));
     }
@@ -790,11 +788,10 @@ pub fn start() {
     });
     on(&app, "results", "keydown", |app, e| {
         let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return };
-        if k.key() == "Enter" {
-            if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
+        if k.key() == "Enter"
+            && let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
                 app.borrow_mut().table_click(&t);
             }
-        }
     });
     for which in ["cdf", "queue", "kv", "class"] {
         on(&app, &format!("chart-{which}"), "mousemove", move |app, e| {
