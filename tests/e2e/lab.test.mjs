@@ -129,7 +129,7 @@ test('bad input shows the validator error, disables Run, and the worker keeps wo
   const onoff = JSON.parse(await page.inputValue('#scenario')).workload.arrival;
   assert.equal(onoff.kind, 'on_off');
   assert.ok(onoff.rate_on_rps > 0 && onoff.mean_on_s > 0);
-  assert.equal(await page.isDisabled('#c-rate'), true, 'on/off has its own rates (edited in the JSON)');
+  assert.equal(await page.isDisabled('#c-rate'), true, 'on/off has its own rates (in the arrival parameters)');
   assert.equal(await page.isDisabled('#run'), false);
   await page.fill('#c-ttft', '1500');
   await page.dispatchEvent('#c-ttft', 'input');
@@ -137,6 +137,75 @@ test('bad input shows the validator error, disables Run, and the worker keeps wo
   assert.equal(await page.isDisabled('#run'), false, 'still a valid scenario');
   await runAndWait(page);
   assert.match(await page.textContent('#diagnosis'), /memory/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('every class, tenant and arrival parameter is editable in generated rows, keyboard first', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const json = async () => JSON.parse(await page.inputValue('#scenario'));
+  // On/off arrivals: their four parameters appear as fields.
+  await page.selectOption('#c-arrival', 'on_off');
+  const off = page.locator('[data-ptr="/workload/arrival/mean_off_s"]');
+  await off.fill('12.5');
+  await off.press('Tab');
+  assert.equal((await json()).workload.arrival.mean_off_s, 12.5);
+  // Tab moved focus on to the next generated field, and the edit did not take it away.
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('data-ptr')), '/workload/duration_s');
+  // A second class, with its own length kinds and SLOs.
+  const n = (await json()).workload.classes.length;
+  await page.click('[data-act="add-class"]');
+  let w = (await json()).workload;
+  assert.equal(w.classes.length, n + 1);
+  const k = n; // the new class's index
+  assert.equal(w.classes[k].name, `class-${k + 1}`);
+  await page.selectOption(`[data-ptr="/workload/classes/${k}/prompt_tokens/kind"]`, 'uniform');
+  await page.locator(`[data-ptr="/workload/classes/${k}/prompt_tokens/max"]`).fill('900');
+  await page.locator(`[data-ptr="/workload/classes/${k}/prompt_tokens/max"]`).press('Tab');
+  await page.selectOption(`[data-ptr="/workload/classes/${k}/output_tokens/kind"]`, 'empirical');
+  await page.locator(`[data-ptr="/workload/classes/${k}/output_tokens/values"]`).fill('10, 20, 40');
+  await page.locator(`[data-ptr="/workload/classes/${k}/output_tokens/values"]`).press('Tab');
+  await page.locator(`[data-ptr="/workload/classes/${k}/slo/e2e_ms"]`).fill('30000');
+  await page.locator(`[data-ptr="/workload/classes/${k}/slo/e2e_ms"]`).press('Tab');
+  await page.locator(`[data-ptr="/workload/classes/${k}/weight"]`).fill('3');
+  await page.locator(`[data-ptr="/workload/classes/${k}/weight"]`).press('Tab');
+  w = (await json()).workload;
+  assert.equal(w.classes[k].prompt_tokens.kind, 'uniform');
+  assert.equal(w.classes[k].prompt_tokens.max, 900);
+  assert.deepEqual(w.classes[k].output_tokens, { kind: 'empirical', values: [10, 20, 40] });
+  assert.equal(w.classes[k].slo.e2e_ms, 30000);
+  assert.equal(w.classes[k].weight, 3);
+  // A bad value is named by the validator on that very field, and Run is disabled.
+  await page.locator(`[data-ptr="/workload/classes/${k}/prompt_tokens/min"]`).fill('5000');
+  await page.locator(`[data-ptr="/workload/classes/${k}/prompt_tokens/min"]`).press('Tab');
+  assert.match(await page.textContent('#errors'), new RegExp(`workload\\.classes\\[${k}\\]\\.prompt_tokens\\.max`));
+  assert.equal(await page.getAttribute(`[data-ptr="/workload/classes/${k}/prompt_tokens/max"]`, 'aria-invalid'), 'true');
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.locator(`[data-ptr="/workload/classes/${k}/prompt_tokens/min"]`).fill('100');
+  await page.locator(`[data-ptr="/workload/classes/${k}/prompt_tokens/min"]`).press('Tab');
+  assert.equal(await page.isDisabled('#run'), false);
+  // Tenants: add one with its own token bucket.
+  await page.click('[data-act="add-tenant"]');
+  await page.locator('[data-ptr="/workload/tenants/1/rate_tokens_per_s"]').fill('5000');
+  await page.locator('[data-ptr="/workload/tenants/1/rate_tokens_per_s"]').press('Tab');
+  w = (await json()).workload;
+  assert.equal(w.tenants.length, 2);
+  assert.equal(w.tenants[1].rate_tokens_per_s, 5000);
+  // The JSON drives the rows too: an edit in the editor shows in the field.
+  const text = (await page.inputValue('#scenario')).replace('"rate_on_rps": ', '"rate_on_rps": 1');
+  await setScenario(page, text);
+  const shown = await page.inputValue('[data-ptr="/workload/arrival/rate_on_rps"]');
+  assert.equal(Number(shown), JSON.parse(text).workload.arrival.rate_on_rps);
+  // The run reports both classes; the second is the one the rows made.
+  await page.fill('#c-requests', '400');
+  await page.dispatchEvent('#c-requests', 'input');
+  await runAndWait(page);
+  const classes = await page.textContent('#classes');
+  assert.match(classes, new RegExp(`class-${k + 1}`));
+  // Classes can be removed down to one, never to none.
+  for (let i = k; i > 0; i--) await page.click(`[data-act="del-class"][data-i="${i}"]`);
+  assert.equal((await json()).workload.classes.length, 1);
+  assert.equal(await page.isDisabled('[data-act="del-class"][data-i="0"]'), true, 'the last class cannot be removed');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

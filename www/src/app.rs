@@ -12,6 +12,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Document, Element, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
 use crate::charts::{self, Mapping};
+use crate::details;
 use crate::table::{esc, Table};
 
 /// Shipped examples (the trace example carries its trace text, since a page cannot read files by path).
@@ -150,6 +151,76 @@ impl App {
                 el.set_attribute("title", m).ok();
             }
         }
+        let Ok(fields) = self.el("details").query_selector_all("[data-ptr]") else { return };
+        for i in 0..fields.length() {
+            let Some(el) = fields.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
+            let ptr = el.get_attribute("data-ptr").unwrap_or_default();
+            let hit = errors.iter().find(|(p, _)| details::concerns(p, &ptr));
+            el.class_list().toggle_with_force("invalid", hit.is_some()).ok();
+            el.set_attribute("aria-invalid", if hit.is_some() { "true" } else { "false" }).ok();
+            if let Some((_, m)) = hit {
+                el.set_attribute("title", m).ok();
+            }
+        }
+    }
+
+    /// Arrival parameters, classes and tenants as generated rows. Rebuilt only when their structure changes
+    /// (a class added, a kind switched); otherwise values are updated in place so focus stays put.
+    fn render_details(&self, v: &Value) {
+        let focused = self.doc.active_element().and_then(|e| e.get_attribute("data-ptr"));
+        for sec in details::sections(v) {
+            let el = self.el(sec.id);
+            if el.get_attribute("data-sig").as_deref() == Some(sec.sig.as_str()) {
+                for (ptr, value) in &sec.values {
+                    if focused.as_deref() == Some(ptr.as_str()) {
+                        continue; // the user is typing there
+                    }
+                    let Ok(Some(field)) = el.query_selector(&format!("[data-ptr=\"{ptr}\"]")) else { continue };
+                    if let Ok(i) = field.clone().dyn_into::<HtmlInputElement>() {
+                        if i.value() != *value {
+                            i.set_value(value);
+                        }
+                    } else if let Ok(s) = field.dyn_into::<HtmlSelectElement>() {
+                        s.set_value(value);
+                    }
+                }
+            } else {
+                el.set_inner_html(&sec.html);
+                el.set_attribute("data-sig", &sec.sig).ok();
+                if let Some(ptr) = &focused
+                    && let Ok(Some(field)) = el.query_selector(&format!("[data-ptr=\"{ptr}\"]"))
+                    && let Ok(h) = field.dyn_into::<HtmlElement>()
+                {
+                    h.focus().ok();
+                }
+            }
+        }
+    }
+
+    /// A generated field changed (`target` carries its pointer and type) or one of their buttons was pressed.
+    fn detail_changed(&mut self, target: &Element) {
+        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
+            self.show_errors(&[("(root)".into(), "fix the JSON first: the controls edit it".into())]);
+            return;
+        };
+        if let (Some(ptr), Some(ty)) = (target.get_attribute("data-ptr"), target.get_attribute("data-ty")) {
+            let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
+                i.value()
+            } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
+                s.value()
+            } else {
+                return;
+            };
+            details::edit(&mut v, &ptr, &ty, &raw);
+        } else if let Some(act) = target.get_attribute("data-act") {
+            let i = target.get_attribute("data-i").and_then(|i| i.parse().ok()).unwrap_or(0);
+            details::action(&mut v, &act, i);
+        } else {
+            return;
+        }
+        self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        self.sync_controls();
+        self.validate();
     }
 
     /// Show the scenario's effective values (defaults filled in) in the controls.
@@ -186,6 +257,7 @@ impl App {
                 sel.set_value(value.as_ref().and_then(Value::as_str).unwrap_or(""));
             }
         }
+        self.render_details(&v);
         for (range, number) in PAIRS {
             let n: HtmlInputElement = self.el(number).dyn_into().unwrap();
             let r: HtmlInputElement = self.el(range).dyn_into().unwrap();
@@ -230,13 +302,13 @@ impl App {
                 }
                 _ => json!({"kind": raw, "rate_rps": rate}),
             };
-            set_pointer(&mut v, "/workload/arrival", a);
+            details::set(&mut v, "/workload/arrival", a);
         } else if let Some(field) = length_field(&v, id, ptr) {
             // A fixed length takes whole tokens; a mean may be fractional.
             let new = if field == "tokens" { raw.parse::<u64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())) } else { new };
-            set_pointer(&mut v, &format!("{ptr}/{field}"), new);
+            details::set(&mut v, &format!("{ptr}/{field}"), new);
         } else {
-            set_pointer(&mut v, ptr, new);
+            details::set(&mut v, ptr, new);
         }
         self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
         self.sync_controls();
@@ -599,36 +671,8 @@ fn set_disabled(el: &Element, disabled: bool) {
 
 /// `/engine/max_num_seqs` → `engine.max_num_seqs` (the validator's field paths).
 fn dotted(ptr: &str, kind: Kind) -> String {
-    let p = ptr.trim_start_matches('/').replace('/', ".");
+    let p = details::dotted(ptr);
     if kind == Kind::Tagged { p } else { p.trim_end_matches(".kind").to_string() }
-}
-
-/// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
-fn set_pointer(v: &mut Value, ptr: &str, new: Value) {
-    let mut cur = v;
-    let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
-            && idx < a.len() {
-                let Value::Array(a) = cur else { unreachable!() };
-                if last {
-                    a[idx] = new;
-                    return;
-                }
-                cur = &mut a[idx];
-                continue;
-            }
-        if !cur.is_object() {
-            *cur = json!({});
-        }
-        let obj = cur.as_object_mut().expect("made an object");
-        if last {
-            obj.insert(part.to_string(), new);
-            return;
-        }
-        cur = obj.entry(part.to_string()).or_insert_with(|| json!({}));
-    }
 }
 
 fn fmt_s(s: f64) -> String {
@@ -757,7 +801,7 @@ pub fn start() {
         read_file(app, &e, |a, name, text| {
             a.trace = Some((name.clone(), text));
             let Ok(mut v) = serde_json::from_str::<Value>(&a.editor().value()) else { return };
-            set_pointer(&mut v, "/workload/arrival", json!({"kind": "trace", "path": name, "format": "auto"}));
+            details::set(&mut v, "/workload/arrival", json!({"kind": "trace", "path": name, "format": "auto"}));
             if let Some(w) = v.pointer_mut("/workload").and_then(Value::as_object_mut) {
                 w.remove("requests");
                 w.remove("duration_s");
@@ -766,6 +810,19 @@ pub fn start() {
             a.load_text(&pretty);
         });
     });
+    // One listener per generated section serves every row in it.
+    for id in ["d-arrival", "d-classes", "d-tenants"] {
+        for event in ["change", "click"] {
+            on(&app, id, event, move |app, e| {
+                let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+                // Fields commit on change; buttons act on click.
+                let is_button = t.has_attribute("data-act");
+                if (event == "click") == is_button {
+                    app.borrow_mut().detail_changed(&t);
+                }
+            });
+        }
+    }
     on(&app, "c-import", "change", |app, e| read_file(app, &e, |a, _, text| a.load_text(&text)));
     on(&app, "save-scenario", "click", |app, _| {
         let a = app.borrow();

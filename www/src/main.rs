@@ -5,6 +5,8 @@
 mod app;
 #[cfg(target_arch = "wasm32")]
 mod charts;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod details;
 // Used by the wasm app; natively only its tests run.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod table;

@@ -1,0 +1,542 @@
+//! The scenario's kind-dependent and list-shaped fields — the arrival process's parameters, every request
+//! class (mix weight, priority, both length distributions with their parameters, SLOs) and every tenant — as
+//! generated form rows. Everything here is a pure function of the scenario JSON, so it is tested natively;
+//! the app only puts the HTML in the page and hands edits back.
+//!
+//! Each input carries `data-ptr` (the JSON pointer it edits) and `data-ty` (how its text becomes JSON), so one
+//! delegated listener serves every row, however many classes the scenario has.
+
+use serde_json::{json, Map, Value};
+
+use crate::table::esc;
+
+/// One generated section: the container's id, its HTML, and a signature of its structure (which fields, of
+/// which kinds). When the signature is unchanged the page updates values in place instead of rebuilding,
+/// so focus and keyboard navigation survive an edit.
+pub struct Section {
+    pub id: &'static str,
+    pub html: String,
+    pub sig: String,
+    /// (pointer, value) of every input, for in-place updates.
+    pub values: Vec<(String, String)>,
+}
+
+/// The three sections, from the effective spec (defaults filled in).
+pub fn sections(v: &Value) -> Vec<Section> {
+    vec![arrival(v), classes(v), tenants(v)]
+}
+
+/// How a field's text becomes JSON.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Ty {
+    Num,
+    Int,
+    /// Empty removes the field (an optional objective or limit).
+    OptNum,
+    Text,
+    /// Comma-separated whole numbers.
+    List,
+    /// A length distribution's kind: replaces the object, keeping its scale.
+    LenKind,
+}
+
+impl Ty {
+    fn name(self) -> &'static str {
+        match self {
+            Ty::Num => "num",
+            Ty::Int => "int",
+            Ty::OptNum => "optnum",
+            Ty::Text => "text",
+            Ty::List => "list",
+            Ty::LenKind => "lenkind",
+        }
+    }
+    fn parse(s: &str) -> Option<Ty> {
+        [Ty::Num, Ty::Int, Ty::OptNum, Ty::Text, Ty::List, Ty::LenKind].into_iter().find(|t| t.name() == s)
+    }
+}
+
+/// Builds one section's HTML while recording its structure and values.
+struct Builder {
+    html: String,
+    sig: String,
+    values: Vec<(String, String)>,
+}
+
+impl Builder {
+    fn new() -> Self {
+        Builder { html: String::new(), sig: String::new(), values: Vec::new() }
+    }
+
+    fn input(&mut self, ptr: &str, ty: Ty, value: &Value, label: &str, title: &str) {
+        let text = match value {
+            Value::Null => String::new(),
+            Value::String(s) => s.clone(),
+            Value::Array(a) => a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
+            other => other.to_string(),
+        };
+        let (kind, extra) = match ty {
+            Ty::Num | Ty::OptNum => ("number", " step=\"any\""),
+            Ty::Int => ("number", " step=\"1\""),
+            Ty::Text | Ty::List | Ty::LenKind => ("text", ""),
+        };
+        self.html.push_str(&format!(
+            "<input type=\"{kind}\"{extra} data-ptr=\"{}\" data-ty=\"{}\" aria-label=\"{}\" title=\"{}\" value=\"{}\">",
+            esc(ptr),
+            ty.name(),
+            esc(label),
+            esc(title),
+            esc(&text)
+        ));
+        self.sig.push_str(&format!("{ptr}:{};", ty.name()));
+        self.values.push((ptr.to_string(), text));
+    }
+
+    fn len_kind(&mut self, ptr: &str, kind: &str, label: &str) {
+        let options: String = LEN_KINDS
+            .iter()
+            .map(|(k, name)| format!("<option value=\"{k}\"{}>{name}</option>", if *k == kind { " selected" } else { "" }))
+            .collect();
+        self.html.push_str(&format!(
+            "<select data-ptr=\"{}\" data-ty=\"lenkind\" aria-label=\"{}\" title=\"The distribution's shape; its parameters follow\">{options}</select>",
+            esc(ptr),
+            esc(label)
+        ));
+        // The kind is part of the structure: a new kind has other parameter fields.
+        self.sig.push_str(&format!("{ptr}:lenkind={kind};"));
+        self.values.push((ptr.to_string(), kind.to_string()));
+    }
+
+    fn finish(self, id: &'static str) -> Section {
+        Section { id, html: self.html, sig: self.sig, values: self.values }
+    }
+}
+
+const LEN_KINDS: &[(&str, &str)] =
+    &[("fixed", "fixed"), ("uniform", "uniform"), ("lognormal", "lognormal"), ("geometric", "geometric"), ("empirical", "empirical")];
+
+/// A parameter's label and unit, from its name (the units are in the names).
+fn describe(key: &str) -> (&'static str, &'static str) {
+    match key {
+        "rate_rps" => ("rate", "req/s"),
+        "rate_on_rps" => ("rate while on", "req/s"),
+        "rate_off_rps" => ("rate while off", "req/s"),
+        "mean_on_s" => ("mean on period", "s"),
+        "mean_off_s" => ("mean off period", "s"),
+        "cv" => ("CV", "ratio"),
+        "time_scale" => ("time scale", "× gaps"),
+        "tokens" => ("tokens", "tokens"),
+        "min" => ("min", "tokens"),
+        "max" => ("max", "tokens"),
+        "mean" => ("mean", "tokens"),
+        "values" => ("values", "tokens, comma-separated"),
+        _ => ("", ""),
+    }
+}
+
+fn arrival(v: &Value) -> Section {
+    let mut b = Builder::new();
+    let a = v.pointer("/workload/arrival").and_then(Value::as_object).cloned().unwrap_or_default();
+    let kind = a.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = match kind {
+        "poisson" => "Poisson",
+        "constant" => "Constant",
+        "gamma" => "Gamma",
+        "on_off" => "On/off",
+        "trace" => "Trace",
+        other => other,
+    };
+    b.html.push_str(&format!("<span class=\"dkind\">{} arrivals:</span>", esc(name)));
+    for (key, value) in &a {
+        if matches!(key.as_str(), "kind" | "data") {
+            continue;
+        }
+        let (label, unit) = describe(key);
+        let ptr = format!("/workload/arrival/{key}");
+        let (label, ty) = match key.as_str() {
+            "path" => ("trace file", Ty::Text),
+            "format" => ("trace format (auto, vidur, azure, burstgpt, mooncake)", Ty::Text),
+            _ => (label, Ty::Num),
+        };
+        b.html.push_str(&format!("<label>{} <span class=\"unit\">{}</span>", esc(label), esc(unit)));
+        b.input(&ptr, ty, value, &format!("arrival {label}"), &format!("{key} ({unit})"));
+        b.html.push_str("</label>");
+    }
+    b.html.push_str("<label>stop after <span class=\"unit\">s simulated (empty: no limit)</span>");
+    let dur = v.pointer("/workload/duration_s").cloned().unwrap_or(Value::Null);
+    b.input("/workload/duration_s", Ty::OptNum, &dur, "stop creating requests after (seconds)", "duration_s: no new requests after this simulated time");
+    b.html.push_str("</label>");
+    b.finish("d-arrival")
+}
+
+fn length_cells(b: &mut Builder, ptr: &str, len: &Value, who: &str) {
+    let obj = len.as_object().cloned().unwrap_or_default();
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("fixed");
+    b.html.push_str("<td><div class=\"len\">");
+    b.len_kind(&format!("{ptr}/kind"), kind, &format!("{who} distribution"));
+    for (key, value) in &obj {
+        if key == "kind" {
+            continue;
+        }
+        let (label, unit) = describe(key);
+        let ty = match key.as_str() {
+            "values" => Ty::List,
+            "mean" | "cv" => Ty::Num,
+            _ => Ty::Int,
+        };
+        b.html.push_str(&format!("<label>{}", esc(label)));
+        b.input(&format!("{ptr}/{key}"), ty, value, &format!("{who} {label} ({unit})"), &format!("{key} ({unit})"));
+        b.html.push_str("</label>");
+    }
+    b.html.push_str("</div></td>");
+}
+
+fn classes(v: &Value) -> Section {
+    let mut b = Builder::new();
+    let list = v.pointer("/workload/classes").and_then(Value::as_array).cloned().unwrap_or_default();
+    b.html.push_str(
+        "<table class=\"dtable\"><thead><tr><th>Class</th><th>Weight</th><th>Priority <span class=\"unit\">0 = first</span></th>\
+         <th>Prompt tokens</th><th>Output tokens</th><th>TTFT SLO <span class=\"unit\">ms</span></th>\
+         <th>TPOT SLO <span class=\"unit\">ms</span></th><th>E2E SLO <span class=\"unit\">ms</span></th><th></th></tr></thead><tbody>",
+    );
+    for (i, c) in list.iter().enumerate() {
+        let p = format!("/workload/classes/{i}");
+        let who = format!("class {}", i + 1);
+        b.html.push_str("<tr><td>");
+        b.input(&format!("{p}/name"), Ty::Text, &c["name"], &format!("{who} name"), "Name shown in reports");
+        b.html.push_str("</td><td>");
+        b.input(&format!("{p}/weight"), Ty::Num, &c["weight"], &format!("{who} weight"), "Relative share of requests (normalised)");
+        b.html.push_str("</td><td>");
+        b.input(&format!("{p}/priority"), Ty::Int, &c["priority"], &format!("{who} priority"), "0 is most urgent (priority scheduler, preemption victim)");
+        b.html.push_str("</td>");
+        length_cells(&mut b, &format!("{p}/prompt_tokens"), &c["prompt_tokens"], &format!("{who} prompt"));
+        length_cells(&mut b, &format!("{p}/output_tokens"), &c["output_tokens"], &format!("{who} output"));
+        for (key, what) in [("ttft_ms", "time to first token"), ("tpot_ms", "time per output token"), ("e2e_ms", "end-to-end deadline")] {
+            b.html.push_str("<td>");
+            let value = c.pointer(&format!("/slo/{key}")).cloned().unwrap_or(Value::Null);
+            b.input(&format!("{p}/slo/{key}"), Ty::OptNum, &value, &format!("{who} {what} objective (ms)"), &format!("{what}, ms; empty: no objective"));
+            b.html.push_str("</td>");
+        }
+        let disabled = if list.len() == 1 { " disabled" } else { "" };
+        b.html.push_str(&format!(
+            "<td><button type=\"button\" data-act=\"del-class\" data-i=\"{i}\"{disabled} aria-label=\"Remove {who}\" title=\"Remove this class\">Remove</button></td></tr>"
+        ));
+    }
+    b.html.push_str("</tbody></table><button type=\"button\" data-act=\"add-class\" title=\"Add a class (a copy of the last)\">Add class</button>");
+    b.sig.push_str(&format!("n={};", list.len()));
+    b.finish("d-classes")
+}
+
+fn tenants(v: &Value) -> Section {
+    let mut b = Builder::new();
+    let list = v.pointer("/workload/tenants").and_then(Value::as_array).cloned().unwrap_or_default();
+    b.html.push_str(
+        "<table class=\"dtable\"><thead><tr><th>Tenant</th><th>Weight</th><th>Bucket rate <span class=\"unit\">tokens/s</span></th>\
+         <th>Bucket size <span class=\"unit\">tokens</span></th><th></th></tr></thead><tbody>",
+    );
+    for (i, t) in list.iter().enumerate() {
+        let p = format!("/workload/tenants/{i}");
+        let who = format!("tenant {}", i + 1);
+        b.html.push_str("<tr><td>");
+        b.input(&format!("{p}/name"), Ty::Text, &t["name"], &format!("{who} name"), "Name shown in reports");
+        b.html.push_str("</td><td>");
+        b.input(&format!("{p}/weight"), Ty::Num, &t["weight"], &format!("{who} weight"), "Relative share of requests (normalised)");
+        b.html.push_str("</td><td>");
+        let rate = t.get("rate_tokens_per_s").cloned().unwrap_or(Value::Null);
+        b.input(&format!("{p}/rate_tokens_per_s"), Ty::OptNum, &rate, &format!("{who} token-bucket rate (tokens/s)"), "Token-bucket admission: this tenant's refill rate; empty: the admission block's");
+        b.html.push_str("</td><td>");
+        let burst = t.get("burst_tokens").cloned().unwrap_or(Value::Null);
+        b.input(&format!("{p}/burst_tokens"), Ty::OptNum, &burst, &format!("{who} token-bucket size (tokens)"), "Token-bucket admission: this tenant's bucket; empty: the admission block's");
+        let disabled = if list.len() == 1 { " disabled" } else { "" };
+        b.html.push_str(&format!(
+            "</td><td><button type=\"button\" data-act=\"del-tenant\" data-i=\"{i}\"{disabled} aria-label=\"Remove {who}\" title=\"Remove this tenant\">Remove</button></td></tr>"
+        ));
+    }
+    b.html.push_str("</tbody></table><button type=\"button\" data-act=\"add-tenant\" title=\"Add a tenant\">Add tenant</button>");
+    b.sig.push_str(&format!("n={};", list.len()));
+    b.finish("d-tenants")
+}
+
+/// A length distribution of kind `kind` at about the scale of `old` (its mean), with the other parameters
+/// at sensible defaults.
+fn length_of_kind(kind: &str, old: &Value) -> Value {
+    let f = |k: &str| old.get(k).and_then(Value::as_f64);
+    let mean = f("mean")
+        .or(f("tokens"))
+        .or_else(|| Some((f("min")? + f("max")?) / 2.0))
+        .or_else(|| {
+            let a = old.get("values")?.as_array()?;
+            (!a.is_empty()).then(|| a.iter().filter_map(Value::as_f64).sum::<f64>() / a.len() as f64)
+        })
+        .unwrap_or(256.0)
+        .max(1.0);
+    let m = mean.round() as u64;
+    match kind {
+        "fixed" => json!({"kind": kind, "tokens": m}),
+        "uniform" => json!({"kind": kind, "min": (m / 2).max(1), "max": m + m / 2}),
+        "lognormal" => json!({"kind": kind, "mean": mean, "cv": 1.0, "max": (m * 8).max(16)}),
+        "geometric" => json!({"kind": kind, "mean": mean, "max": (m * 8).max(16)}),
+        _ => json!({"kind": kind, "values": [(m / 2).max(1), m, m * 2]}),
+    }
+}
+
+/// Apply a field edit: the text `raw` of the input with pointer `ptr` and type name `ty`. Text that does not
+/// parse as a number is written as a string, so the validator names the field instead of the edit vanishing.
+pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str) {
+    let Some(ty) = Ty::parse(ty) else { return };
+    let raw = raw.trim();
+    let number = |raw: &str| raw.parse::<f64>().ok().and_then(|x| serde_json::Number::from_f64(x).map(Value::Number));
+    let new = match ty {
+        Ty::LenKind => {
+            let obj_ptr = ptr.trim_end_matches("/kind");
+            let old = v.pointer(obj_ptr).cloned().unwrap_or(Value::Null);
+            set(v, obj_ptr, length_of_kind(raw, &old));
+            return;
+        }
+        Ty::OptNum if raw.is_empty() => {
+            remove(v, ptr);
+            return;
+        }
+        Ty::Num | Ty::OptNum => number(raw).unwrap_or_else(|| Value::String(raw.to_string())),
+        Ty::Int => raw.parse::<i64>().map(|x| json!(x)).unwrap_or_else(|_| Value::String(raw.to_string())),
+        Ty::Text => Value::String(raw.to_string()),
+        Ty::List => {
+            let items: Vec<Value> = raw
+                .split([',', ' ', ';'])
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<i64>().map(|x| json!(x)).unwrap_or_else(|_| Value::String(s.to_string())))
+                .collect();
+            Value::Array(items)
+        }
+    };
+    set(v, ptr, new);
+}
+
+/// A button: add or remove a class or tenant.
+pub fn action(v: &mut Value, act: &str, i: usize) {
+    let list_ptr = match act {
+        "add-class" | "del-class" => "/workload/classes",
+        "add-tenant" | "del-tenant" => "/workload/tenants",
+        _ => return,
+    };
+    let Some(list) = ensure_array(v, list_ptr) else { return };
+    let n = list.len();
+    match act {
+        // A new class copies the last one (its lengths and SLOs are the likeliest starting point).
+        "add-class" => {
+            let mut c = list.last().cloned().unwrap_or_else(|| json!({}));
+            if let Some(o) = c.as_object_mut() {
+                o.insert("name".into(), json!(format!("class-{}", n + 1)));
+            }
+            list.push(c);
+        }
+        "add-tenant" => list.push(json!({"name": format!("tenant-{}", n + 1), "weight": 1.0})),
+        // A scenario always keeps one class and one tenant.
+        _ if n > 1 && i < n => {
+            list.remove(i);
+        }
+        _ => {}
+    }
+}
+
+/// The list at `ptr`. A scenario that leaves it out has the default one — a single entry with every field
+/// at its default, which is what `{}` means — so that is what an absent list becomes.
+fn ensure_array<'a>(v: &'a mut Value, ptr: &str) -> Option<&'a mut Vec<Value>> {
+    if v.pointer(ptr).is_none() {
+        set(v, ptr, json!([{}]));
+    }
+    v.pointer_mut(ptr).and_then(Value::as_array_mut)
+}
+
+/// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
+pub fn set(v: &mut Value, ptr: &str, new: Value) {
+    let mut cur = v;
+    let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
+            && idx < a.len()
+        {
+            let Value::Array(a) = cur else { unreachable!() };
+            if last {
+                a[idx] = new;
+                return;
+            }
+            cur = &mut a[idx];
+            continue;
+        }
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(o) = cur else { unreachable!() };
+        if last {
+            o.insert(part.to_string(), new);
+            return;
+        }
+        // A list the scenario leaves out is its default: one entry with every field at its default (`{}`).
+        let next_is_index = parts[i + 1].parse::<usize>().is_ok();
+        cur = o.entry(part.to_string()).or_insert_with(|| if next_is_index { json!([{}]) } else { Value::Object(Map::new()) });
+    }
+}
+
+fn remove(v: &mut Value, ptr: &str) {
+    let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ptr));
+    if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
+        o.remove(key);
+    }
+}
+
+/// `/workload/classes/1/slo/ttft_ms` → `workload.classes[1].slo.ttft_ms` (the validator's field paths).
+pub fn dotted(ptr: &str) -> String {
+    let mut out = String::new();
+    for part in ptr.trim_start_matches('/').split('/') {
+        if part.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// Does the validator's error `path` concern the field at `ptr`? A length distribution's errors may name the
+/// whole object; they are shown on its kind selector.
+pub fn concerns(path: &str, ptr: &str) -> bool {
+    let d = dotted(ptr);
+    if let Some(obj) = d.strip_suffix(".kind")
+        && path == obj
+    {
+        return true;
+    }
+    path == d || path.starts_with(&format!("{d}[")) || path.starts_with(&format!("{d}."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Value {
+        let s = inferscale::scenario::parse(text).expect("a valid spec");
+        serde_json::to_value(&s).unwrap()
+    }
+
+    const TWO_CLASSES: &str = r#"{"workload": {"arrival": {"kind": "on_off", "rate_on_rps": 9, "mean_on_s": 2, "mean_off_s": 5}, "requests": 100,
+        "classes": [{"name": "chat", "prompt_tokens": {"kind": "fixed", "tokens": 100}, "output_tokens": {"kind": "uniform", "min": 10, "max": 30}, "slo": {"ttft_ms": 500}},
+                    {"name": "batch", "weight": 2, "priority": 3, "prompt_tokens": {"kind": "empirical", "values": [5, 7, 9]}, "slo": {"e2e_ms": 60000}}]}}"#;
+
+    #[test]
+    fn every_class_parameter_and_arrival_parameter_gets_a_field() {
+        let v = spec(TWO_CLASSES);
+        let s = sections(&v);
+        let ptrs: Vec<&str> = s.iter().flat_map(|s| s.values.iter().map(|(p, _)| p.as_str())).collect();
+        for p in [
+            "/workload/arrival/rate_on_rps",
+            "/workload/arrival/rate_off_rps",
+            "/workload/arrival/mean_on_s",
+            "/workload/arrival/mean_off_s",
+            "/workload/classes/0/output_tokens/min",
+            "/workload/classes/0/output_tokens/max",
+            "/workload/classes/1/prompt_tokens/values",
+            "/workload/classes/1/priority",
+            "/workload/classes/1/slo/e2e_ms",
+            "/workload/tenants/0/weight",
+        ] {
+            assert!(ptrs.contains(&p), "{p} missing from {ptrs:?}");
+        }
+        let values: Vec<&(String, String)> = s.iter().flat_map(|s| s.values.iter()).collect();
+        assert!(values.contains(&&("/workload/classes/1/prompt_tokens/values".to_string(), "5, 7, 9".to_string())));
+        assert!(values.contains(&&("/workload/classes/0/slo/tpot_ms".to_string(), String::new())));
+    }
+
+    #[test]
+    fn edits_round_trip_through_the_validator() {
+        let mut v = spec(TWO_CLASSES);
+        edit(&mut v, "/workload/classes/1/prompt_tokens/values", "list", "3, 4 ,5");
+        edit(&mut v, "/workload/classes/1/slo/ttft_ms", "optnum", "250");
+        edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "");
+        edit(&mut v, "/workload/arrival/mean_off_s", "num", "7.5");
+        edit(&mut v, "/workload/classes/0/output_tokens/kind", "lenkind", "lognormal");
+        let s = inferscale::scenario::parse(&v.to_string()).expect("still a valid spec");
+        let back = serde_json::to_value(&s).unwrap();
+        assert_eq!(back.pointer("/workload/classes/1/prompt_tokens/values"), Some(&json!([3, 4, 5])));
+        assert_eq!(back.pointer("/workload/classes/1/slo/ttft_ms"), Some(&json!(250.0)));
+        assert_eq!(back.pointer("/workload/classes/0/slo/ttft_ms"), None);
+        assert_eq!(back.pointer("/workload/arrival/mean_off_s"), Some(&json!(7.5)));
+        // The new kind keeps the old scale: uniform 10..30 becomes lognormal with mean 20.
+        assert_eq!(back.pointer("/workload/classes/0/output_tokens/kind"), Some(&json!("lognormal")));
+        assert_eq!(back.pointer("/workload/classes/0/output_tokens/mean"), Some(&json!(20.0)));
+        inferscale::scenario::validate(&s).expect("validates");
+    }
+
+    #[test]
+    fn every_length_kind_is_valid_from_every_other() {
+        for from in LEN_KINDS {
+            for to in LEN_KINDS {
+                let old = length_of_kind(from.0, &json!({"kind": "fixed", "tokens": 300}));
+                let mut v = spec(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 10}}"#);
+                set(&mut v, "/workload/classes/0/prompt_tokens", old);
+                edit(&mut v, "/workload/classes/0/prompt_tokens/kind", "lenkind", to.0);
+                let s = inferscale::scenario::parse(&v.to_string()).unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
+                inferscale::scenario::validate(&s).unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_number_is_kept_for_the_validator_to_name() {
+        let mut v = spec(TWO_CLASSES);
+        edit(&mut v, "/workload/classes/1/weight", "num", "abc");
+        let err = inferscale::scenario::parse(&v.to_string()).unwrap_err();
+        assert!(format!("{err:?}").contains("workload.classes[1].weight"), "{err:?}");
+    }
+
+    #[test]
+    fn classes_and_tenants_are_added_and_removed_but_never_emptied() {
+        let mut v = spec(TWO_CLASSES);
+        action(&mut v, "add-class", 0);
+        let classes = v.pointer("/workload/classes").unwrap().as_array().unwrap();
+        assert_eq!(classes.len(), 3);
+        assert_eq!(classes[2]["name"], "class-3");
+        assert_eq!(classes[2]["priority"], 3, "a new class copies the last one");
+        action(&mut v, "del-class", 0);
+        action(&mut v, "del-class", 0);
+        action(&mut v, "del-class", 0);
+        assert_eq!(v.pointer("/workload/classes").unwrap().as_array().unwrap().len(), 1);
+        action(&mut v, "add-tenant", 0);
+        assert_eq!(v.pointer("/workload/tenants/1/name"), Some(&json!("tenant-2")));
+        let s = inferscale::scenario::parse(&v.to_string()).unwrap();
+        inferscale::scenario::validate(&s).unwrap();
+        // The structure changed, so the page rebuilds; a value edit keeps the signature.
+        let before = sections(&v)[2].sig.clone();
+        edit(&mut v, "/workload/tenants/1/weight", "num", "4");
+        assert_eq!(sections(&v)[2].sig, before);
+        action(&mut v, "del-tenant", 1);
+        assert_ne!(sections(&v)[2].sig, before);
+    }
+
+    #[test]
+    fn lists_left_at_their_default_are_edited_as_the_default() {
+        let bare = r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 10}}"#;
+        let mut v: Value = serde_json::from_str(bare).unwrap();
+        action(&mut v, "add-tenant", 0);
+        assert_eq!(v.pointer("/workload/tenants").unwrap().as_array().unwrap().len(), 2, "the default tenant and the new one");
+        let mut v: Value = serde_json::from_str(bare).unwrap();
+        edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "800");
+        let s = inferscale::scenario::parse(&v.to_string()).expect("a list, not an object keyed \"0\"");
+        assert_eq!(s.workload.classes.len(), 1);
+        assert_eq!(s.workload.classes[0].slo.ttft_ms, Some(800.0));
+    }
+
+    #[test]
+    fn error_paths_map_to_fields() {
+        assert_eq!(dotted("/workload/classes/1/slo/ttft_ms"), "workload.classes[1].slo.ttft_ms");
+        assert!(concerns("workload.classes[1].slo.ttft_ms", "/workload/classes/1/slo/ttft_ms"));
+        assert!(concerns("workload.classes[0].prompt_tokens.values[2]", "/workload/classes/0/prompt_tokens/values"));
+        assert!(concerns("workload.classes[0].prompt_tokens", "/workload/classes/0/prompt_tokens/kind"));
+        assert!(!concerns("workload.classes[0].prompt_tokens", "/workload/classes/0/prompt_tokens/max"));
+        assert!(!concerns("workload.classes[10].weight", "/workload/classes/1/weight"));
+    }
+}
