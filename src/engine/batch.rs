@@ -47,7 +47,7 @@ pub(crate) fn want_need(s: &Running, budget: u32, en: &Engine) -> (u32, u64) {
 /// Record that `s` takes `want` tokens in the step (its `need` new blocks already allocated) and add it to
 /// the step's work.
 #[inline(always)]
-pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work: &mut StepWork) {
+pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work: &mut StepWork, block_tokens: u32) {
     s.blocks += need as u32;
     s.step_tokens = want;
     *budget -= want;
@@ -56,10 +56,24 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
         work.prefill_tokens += want;
         work.prefill_attention_pairs += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
         work.prefill_context_tokens += s.prefilled as u64;
+        s.steady_below = 0;
     } else {
         work.decode_seqs += 1;
         work.decode_context_tokens += s.kv_tokens as u64;
+        s.steady_below = steady_below(s, block_tokens);
     }
+}
+
+/// See [`Running::steady_below`]: the fast path needs `kv_tokens + 2 ≤ blocks × block` (the next token
+/// fits too) and `generated + 1 < target` (the token after this one is not the last); in decode both
+/// counters advance together, so each becomes a bound on `kv_tokens`.
+fn steady_below(s: &Running, block_tokens: u32) -> u32 {
+    if s.generated == 0 || s.generated + 1 >= s.target {
+        return 0;
+    }
+    let by_blocks = (s.blocks as u64 * block_tokens as u64).saturating_sub(1);
+    let by_target = s.kv_tokens as u64 + (s.target - 1 - s.generated) as u64;
+    by_blocks.min(by_target).min(u32::MAX as u64) as u32
 }
 
 impl Simulation<'_> {
@@ -84,7 +98,7 @@ impl Simulation<'_> {
                         stuck = Some(need);
                         break;
                     }
-                    take(s, want, need, &mut budget, &mut work);
+                    take(s, want, need, &mut budget, &mut work, en.block_size_tokens);
                 }
                 i += 1;
             }
@@ -171,6 +185,7 @@ impl Simulation<'_> {
                 step_tokens: want,
                 priority: head.priority,
                 last_token_ns: rec.last_token_ns,
+                steady_below: 0,
             });
             *budget -= want;
             work.prefill_seqs += 1;

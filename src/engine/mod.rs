@@ -82,6 +82,10 @@ pub(crate) struct Running {
     pub step_tokens: u32,
     pub priority: u32,
     pub last_token_ns: u64,
+    /// The step-end fast path applies while `kv_tokens < steady_below`: decoding, past the first token,
+    /// the next token not the last and fitting the held blocks. 0 outside decode. Set by `take`; the fast
+    /// path moves `kv_tokens` and `generated` together, so the bound stays valid without recomputing.
+    pub steady_below: u32,
 }
 
 /// One model instance (tp GPUs) with its batch, queue and KV.
@@ -169,24 +173,34 @@ impl<'a> Simulation<'a> {
     /// Run to the end (all requests final, or the horizon). `progress` is called now and then; returning
     /// false cancels the run.
     pub fn run(mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Recorder, RunError> {
-        let mut n_events: u64 = 0;
-        while let Some(Reverse((t, _, ev))) = self.events.pop() {
-            self.now = t;
-            self.rec.advance(t);
-            match ev {
-                Event::Arrival => self.on_arrival(),
-                Event::StepEnd { replica } => self.on_step_end(replica as usize),
-                Event::Retry { request } => self.on_retry(request),
-                Event::Horizon => break,
-            }
-            n_events += 1;
-            if n_events.is_multiple_of(8192) && !progress(self.progress()) {
+        while self.run_events(8192) {
+            if !progress(self.progress()) {
                 return Err(RunError::Cancelled);
             }
         }
         let _ = progress(self.progress());
         self.rec.finish(self.now);
         Ok(self.rec)
+    }
+
+    /// Handle up to `n` events; false once the run is over. The event loop is a function called once per
+    /// batch of events, not once per run, because a WebAssembly engine swaps in its optimised code for a
+    /// function only at the next call: V8 runs a long first call to completion in its baseline tier, which
+    /// made the first run in a fresh worker about twice as slow as the next.
+    #[inline(never)]
+    fn run_events(&mut self, n: u32) -> bool {
+        for _ in 0..n {
+            let Some(Reverse((t, _, ev))) = self.events.pop() else { return false };
+            self.now = t;
+            self.rec.advance(t);
+            match ev {
+                Event::Arrival => self.on_arrival(),
+                Event::StepEnd { replica } => self.on_step_end(replica as usize),
+                Event::Retry { request } => self.on_retry(request),
+                Event::Horizon => return false,
+            }
+        }
+        true
     }
 
     fn progress(&self) -> Progress {
@@ -370,41 +384,40 @@ impl<'a> Simulation<'a> {
         let rep = &mut self.replicas[r];
         rep.busy = false;
         let step_ns = rep.step_ns;
+        // The fast path's accumulators are plain locals (the rare path keeps its own in `RarePass` and they
+        // are summed after the loop), so in wasm they stay in registers instead of the shadow stack.
         let mut bulk_itl: u32 = 0;
         let mut held_blocks: u64 = 0;
         let mut emitted_n: u64 = 0;
         let mut budget = en.max_num_batched_tokens;
-        let mut work = StepWork::default();
+        let mut decode_seqs: u32 = 0;
+        let mut decode_context_tokens: u64 = 0;
         let mut rare = RarePass {
             now,
             step_ns,
             requests: &mut self.rec.requests,
             itl: &mut self.rec.itl_packed,
             kv: &mut rep.kv,
+            work: StepWork::default(),
+            bulk_itl: 0,
+            emitted_n: 0,
             finished: 0,
             released: 0,
             unreserved: 0,
             allocated: 0,
             stuck_at: None,
         };
-        let block = en.block_size_tokens;
         let running = &mut rep.running;
         let mut kept = 0;
         // A plain loop (not `retain_mut`, whose closure is called per element), copying an entry down only
         // after a removal. The common case — a decode token one step after the last, not the final one, whose
-        // next token fits its blocks — takes a short path with few live values (it matters most in wasm); every
-        // other case goes through `RarePass::entry`, which does the same work in general form.
+        // next token fits its blocks (`steady_below`) — takes a short path with few live values (it matters
+        // most in wasm); every other case goes through `RarePass::entry`, which does the same work in general
+        // form.
+        let mut stuck = false;
         for i in 0..running.len() {
             let s = &mut running[i];
-            let steady = s.step_tokens == 1
-                && s.prefilled == s.prefill_target
-                && s.generated != 0
-                && s.generated + 1 < s.target
-                && now - s.last_token_ns == step_ns
-                && budget >= 1
-                && rare.stuck_at.is_none()
-                && s.kv_tokens as u64 + 2 <= s.blocks as u64 * block as u64;
-            if steady {
+            if s.step_tokens == 1 && s.kv_tokens < s.steady_below && now - s.last_token_ns == step_ns && budget >= 1 && !stuck {
                 // Emit (ITL exactly one step), then plan one decode token that needs no new block.
                 s.kv_tokens += 1;
                 s.generated += 1;
@@ -412,10 +425,14 @@ impl<'a> Simulation<'a> {
                 bulk_itl += 1;
                 emitted_n += 1;
                 budget -= 1;
-                work.decode_seqs += 1;
-                work.decode_context_tokens += s.kv_tokens as u64;
-            } else if !rare.entry(s, kept, en, &mut budget, &mut work, &mut bulk_itl, &mut emitted_n) {
-                continue; // completed
+                decode_seqs += 1;
+                decode_context_tokens += s.kv_tokens as u64;
+            } else {
+                match rare.entry(s, kept, en, budget) {
+                    Some(left) => budget = left,
+                    None => continue, // completed
+                }
+                stuck = rare.stuck_at.is_some();
             }
             held_blocks += s.blocks as u64;
             if kept != i {
@@ -423,7 +440,11 @@ impl<'a> Simulation<'a> {
             }
             kept += 1;
         }
-        let RarePass { finished, released, unreserved, allocated, stuck_at, .. } = rare;
+        let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, .. } = rare;
+        bulk_itl += rare.bulk_itl;
+        emitted_n += rare.emitted_n;
+        work.decode_seqs += decode_seqs;
+        work.decode_context_tokens += decode_context_tokens;
         let kv = &mut rep.kv;
         running.truncate(kept);
         kv.release(released);
@@ -451,6 +472,10 @@ struct RarePass<'a> {
     requests: &'a mut Vec<RequestRecord>,
     itl: &'a mut Vec<u64>,
     kv: &'a mut BlockPool,
+    /// The work of the requests planned here (the fast path's decode tokens are added after the loop).
+    work: StepWork,
+    bulk_itl: u32,
+    emitted_n: u64,
     finished: u32,
     released: u64,
     unreserved: u64,
@@ -459,20 +484,11 @@ struct RarePass<'a> {
 }
 
 impl RarePass<'_> {
-    /// End the step for `s` and plan its next one (the general case). False when it completed.
+    /// End the step for `s` and plan its next one (the general case), from `budget` tokens left in the
+    /// next step. The budget then left, or None when `s` completed.
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn entry(
-        &mut self,
-        s: &mut Running,
-        kept: usize,
-        en: &crate::scenario::Engine,
-        budget: &mut u32,
-        work: &mut StepWork,
-        bulk_itl: &mut u32,
-        emitted_n: &mut u64,
-    ) -> bool {
+    fn entry(&mut self, s: &mut Running, kept: usize, en: &crate::scenario::Engine, mut budget: u32) -> Option<u32> {
         let now = self.now;
         if s.step_tokens > 0 {
             let emitted = if s.prefilled < s.prefill_target {
@@ -485,11 +501,11 @@ impl RarePass<'_> {
             };
             s.step_tokens = 0;
             if emitted {
-                *emitted_n += 1;
+                self.emitted_n += 1;
                 if s.generated == 0 {
                     self.requests[s.id as usize].first_token_ns = now;
                 } else if now - s.last_token_ns == self.step_ns {
-                    *bulk_itl += 1;
+                    self.bulk_itl += 1;
                 } else {
                     self.itl.push(crate::metrics::pack_itl(now - s.last_token_ns, 1));
                 }
@@ -503,22 +519,22 @@ impl RarePass<'_> {
                     rec.done_ns = now;
                     rec.outcome = Outcome::Completed;
                     self.finished += 1;
-                    return false;
+                    return None;
                 }
             }
         }
         if self.stuck_at.is_none() {
-            let (want, need) = want_need(s, *budget, en);
+            let (want, need) = want_need(s, budget, en);
             if want > 0 {
                 if need > 0 && !self.kv.try_alloc(need) {
                     self.stuck_at = Some(kept);
                 } else {
                     self.allocated += need;
-                    take(s, want, need, budget, work);
+                    take(s, want, need, &mut budget, &mut self.work, en.block_size_tokens);
                 }
             }
         }
-        true
+        Some(budget)
     }
 }
 

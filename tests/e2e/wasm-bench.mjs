@@ -1,0 +1,33 @@
+// The wasm/native ratio of the 100k-request benchmark run, repeated (run by hand when tuning:
+// `node tests/e2e/wasm-bench.mjs [runs]` after `trunk build --release` and `cargo build --release`).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, browser, openLab, runAndWait, ROOT } from './browser.mjs';
+
+const runs = Number(process.argv[2] ?? 3);
+const CLI = join(ROOT, 'target/release/inferscale');
+const spec = JSON.parse(readFileSync(join(ROOT, 'scenarios/peer-llama3-8b-h100.json'), 'utf8'));
+spec.workload.requests = 100000;
+spec.workload.arrival.rate_rps = 15.72;
+const file = join(ROOT, 'target', 'bench-100k.json');
+writeFileSync(file, JSON.stringify(spec));
+const server = await serve();
+const ctx = await browser();
+const { page } = await openLab(ctx, server.url);
+const wasm = [];
+for (let i = 0; i < runs; i++) {
+  await page.fill('#scenario', JSON.stringify(spec));
+  await page.dispatchEvent('#scenario', 'input');
+  await runAndWait(page, 120000);
+  wasm.push(Number(await page.getAttribute('#status', 'data-simulate-ms')));
+}
+const native = [];
+for (let i = 0; i < runs; i++) {
+  const r = spawnSync(CLI, ['time', file], { cwd: ROOT, encoding: 'utf8' });
+  native.push(Number(/simulate ([0-9.]+) ms/.exec(r.stderr)[1]));
+}
+const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+console.log(`wasm simulate ms: ${wasm.map((x) => x.toFixed(0)).join(' ')}; native: ${native.map((x) => x.toFixed(0)).join(' ')}; median ratio ${(med(wasm) / med(native)).toFixed(2)}, first-run ratio ${(wasm[0] / med(native)).toFixed(2)}`);
+await ctx.close();
+server.stop();
