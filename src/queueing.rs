@@ -74,8 +74,9 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
         estimator: Default::default(),
         scheduler: Default::default(),
         admission: Default::default(),
-        cluster: ClusterSpec { replicas: servers, router: RouterSpec::CentralQueue },
+        cluster: ClusterSpec { replicas: servers, router: RouterSpec::CentralQueue, disaggregation: None },
         metrics: Default::default(),
+        prefix: None,
     }
 }
 

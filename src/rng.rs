@@ -24,6 +24,9 @@ pub enum Stream {
     Router = 3,
     /// Study-level resampling, e.g. bootstrap (sequential).
     Study = 4,
+    /// A request's shared-prefix draws (per request; a stream of its own so that turning the feature on or
+    /// off never moves any other draw).
+    Prefix = 5,
 }
 
 /// splitmix64 finaliser: a bijective 64-bit mixer used only to derive seeds.

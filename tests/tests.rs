@@ -6,6 +6,7 @@
 //! - `bad_input`: a table of broken scenarios and traces → the right error, never a panic.
 //! - `property`: random valid scenarios → no panic, every audit holds.
 //! - `engine`: targeted behaviours (preemption, chunking, routing, admission, horizon, traces).
+//! - `pd`: prefill/decode disaggregation (the link's timing) and shared-prefix caching.
 //! - `cli`: the command-line contract (formats, keys, exit codes).
 
 mod it;

@@ -12,7 +12,8 @@ use super::{Running, Simulation};
 use crate::cost::StepWork;
 use crate::kv::blocks_for;
 use crate::metrics::{Limiter, Outcome};
-use crate::scenario::{Engine, VictimSpec};
+use crate::workload::NO_PREFIX;
+use crate::scenario::{Engine, Role, VictimSpec};
 
 /// A step being formed: the running requests before `from` are planned, `work` sums them, `budget` is left.
 #[derive(Clone, Copy, Debug)]
@@ -38,7 +39,8 @@ pub(crate) fn want_need(s: &Running, budget: u32, en: &Engine) -> (u32, u64) {
         u32::from(budget >= 1)
     };
     // Multiply rather than divide: most decode tokens fit in the last block.
-    let tokens_after = s.kv_tokens as u64 + want as u64;
+    // Blocks are the request's own: a shared prefix's tokens sit in the cache's blocks.
+    let tokens_after = (s.kv_tokens - s.shared_tokens) as u64 + want as u64;
     let block = en.block_size_tokens as u64;
     let need = if tokens_after <= s.blocks as u64 * block { 0 } else { blocks_for(tokens_after, en.block_size_tokens) - s.blocks as u64 };
     (want, need)
@@ -71,7 +73,7 @@ fn steady_below(s: &Running, block_tokens: u32) -> u32 {
     if s.generated == 0 || s.generated + 1 >= s.target {
         return 0;
     }
-    let by_blocks = (s.blocks as u64 * block_tokens as u64).saturating_sub(1);
+    let by_blocks = (s.blocks as u64 * block_tokens as u64 + s.shared_tokens as u64).saturating_sub(1);
     let by_target = s.kv_tokens as u64 + (s.target - 1 - s.generated) as u64;
     by_blocks.min(by_target).min(u32::MAX as u64) as u32
 }
@@ -80,7 +82,7 @@ impl Simulation<'_> {
     /// Finish forming the next step of replica `r` from `plan` (the requests before `plan.from` are planned);
     /// allocates KV. Returns the step's work and what stopped admission.
     pub(super) fn form_batch(&mut self, r: usize, plan: Plan) -> (StepWork, Limiter) {
-        let en = &self.sc.engine;
+        let en = &self.sc.pools[self.replicas[r].pool].engine;
         let Plan { mut work, mut budget, from: mut i } = plan;
         let mut preempted = false;
         loop {
@@ -111,7 +113,7 @@ impl Simulation<'_> {
                 if v == i {
                     break; // index i now holds the next request
                 }
-                if self.replicas[r].kv.free() >= need {
+                if self.replicas[r].kv.available() >= need {
                     break; // the pass resumes at i and allocates
                 }
             }
@@ -125,7 +127,8 @@ impl Simulation<'_> {
 
     /// Step 2: admit waiting requests while everything allows.
     fn admit(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) -> Limiter {
-        let en = &self.sc.engine;
+        let pool = &self.sc.pools[self.replicas[r].pool];
+        let en = &pool.engine;
         let block = en.block_size_tokens;
         loop {
             let rep = &mut self.replicas[r];
@@ -143,29 +146,56 @@ impl Simulation<'_> {
                 return Limiter::QueueEmpty;
             };
             let rec = &self.rec.requests[head.id as usize];
-            let prefill_target = rec.prompt_tokens + rec.generated;
-            let reserve_tokens = rec.prompt_tokens as u64 + (rec.pred_reserve_tokens.max(rec.generated)) as u64;
+            // Where the request starts: holding its prompt's KV (it crossed the link to this decode worker),
+            // or from nothing (a new prompt, or a recompute after preemption: prompt + tokens so far).
+            let (prefill_target, mut start_tokens) = if rec.kv_ready { (rec.prompt_tokens, rec.prompt_tokens) } else { (rec.prompt_tokens + rec.generated, 0) };
+            // A cached shared prefix: its KV is there already, prefill starts after it.
+            let group = rec.prefix_group;
+            let shared_tokens = match &self.sc.prefix {
+                Some(p) if p.caching && group != NO_PREFIX && start_tokens == 0 && rep.kv.cache.is_cached(group) => p.shared_tokens,
+                _ => 0,
+            };
+            start_tokens += shared_tokens;
+            // A prefill worker's part ends with the first token.
+            let (target, reserve_tokens) = match pool.role {
+                Role::Prefill => (1, rec.prompt_tokens as u64 + 1),
+                _ => (rec.output_tokens, rec.prompt_tokens as u64 + (rec.pred_reserve_tokens.max(rec.generated)) as u64),
+            };
             let reserve = blocks_for(reserve_tokens, block);
             let alone = rep.running.is_empty();
             if !alone && rep.reserved_blocks + reserve > en.kv_reserve_limit_blocks {
                 return Limiter::KvReservation;
             }
-            let want = if en.chunked_prefill {
-                prefill_target.min(en.prefill_chunk_tokens).min(*budget)
-            } else if prefill_target <= *budget {
-                prefill_target
+            let left = prefill_target - start_tokens;
+            let want = if left == 0 {
+                1 // a decode token
+            } else if en.chunked_prefill {
+                left.min(en.prefill_chunk_tokens).min(*budget)
+            } else if left <= *budget {
+                left
             } else {
                 return Limiter::TokenBudget;
             };
-            let need = blocks_for(want as u64, block);
+            let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
             if !rep.kv.try_alloc(need) {
                 return Limiter::KvFree;
             }
             queue.pop();
             self.rec.waiting -= 1;
+            if shared_tokens > 0 {
+                rep.kv.cache.pin(group);
+            }
             let rec = &mut self.rec.requests[head.id as usize];
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
+                // Cache statistics count a request once, at its first admission.
+                if group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching) && pool.role != Role::Decode {
+                    self.rec.prefix_lookups += 1;
+                    if shared_tokens > 0 {
+                        self.rec.prefix_hits += 1;
+                        self.rec.prefix_saved_tokens += shared_tokens as u64;
+                    }
+                }
             }
             if self.central.is_some() {
                 // Taken from the central queue: from now on it belongs to this replica (until preempted).
@@ -173,24 +203,24 @@ impl Simulation<'_> {
                 rep.outstanding += 1;
             }
             rep.reserved_blocks += reserve;
-            rep.running.push(Running {
+            let mut s = Running {
                 id: head.id,
                 prefill_target,
-                prefilled: 0,
+                prefilled: start_tokens,
                 generated: rec.generated,
-                target: rec.output_tokens,
-                kv_tokens: 0,
-                blocks: need as u32,
+                target,
+                kv_tokens: start_tokens,
+                blocks: 0,
                 reserve_blocks: reserve as u32,
-                step_tokens: want,
+                step_tokens: 0,
                 priority: head.priority,
                 last_token_ns: rec.last_token_ns,
                 steady_below: 0,
-            });
-            *budget -= want;
-            work.prefill_seqs += 1;
-            work.prefill_tokens += want;
-            work.prefill_attention_pairs += (want as u64 * (want as u64 + 1)) / 2;
+                shared_tokens,
+                prefix_group: group,
+            };
+            take(&mut s, want, need, budget, work, block);
+            rep.running.push(s);
         }
     }
 
@@ -199,17 +229,22 @@ impl Simulation<'_> {
         let rep = &mut self.replicas[r];
         let s = rep.running.remove(v);
         rep.kv.release(s.blocks as u64);
+        if s.shared_tokens > 0 {
+            rep.kv.cache.unpin(s.prefix_group);
+        }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.rec.requests[s.id as usize];
         rec.preemptions = rec.preemptions.saturating_add(1);
         rec.generated = s.generated;
         rec.last_token_ns = s.last_token_ns;
+        // Its KV is gone: readmitted, it recomputes (on whichever worker it is queued at).
+        rec.kv_ready = false;
         self.rec.preemptions += 1;
-        let failed = rec.preemptions as u32 > self.sc.engine.max_preemptions;
+        let failed = rec.preemptions as u32 > self.sc.pools[rep.pool].engine.max_preemptions;
         // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
         if failed || self.central.is_some() {
             rep.outstanding -= 1;
-            self.loads.outstanding.set(r, rep.outstanding);
+            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
         }
         if failed {
             rec.outcome = Outcome::Failed;

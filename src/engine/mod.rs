@@ -24,10 +24,10 @@ use crate::kv::BlockPool;
 use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
-use crate::scenario::{RouterSpec, Scenario};
+use crate::scenario::{Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, AdmitContext, Admission};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
-use crate::workload::{Generator, Request};
+use crate::workload::{Generator, Request, NO_PREFIX};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,6 +38,8 @@ pub enum Event {
     StepEnd { replica: u32 },
     /// A preempted request's backoff ends; it may queue again.
     Retry { request: u32 },
+    /// Disaggregated: a prompt's KV reached its decode worker.
+    TransferDone { request: u32 },
     /// The run's horizon: stop, report what is still in the system as unfinished.
     Horizon,
 }
@@ -86,10 +88,17 @@ pub(crate) struct Running {
     /// the next token not the last and fitting the held blocks. 0 outside decode. Set by `take`; the fast
     /// path moves `kv_tokens` and `generated` together, so the bound stays valid without recomputing.
     pub steady_below: u32,
+    /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`).
+    pub shared_tokens: u32,
+    /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
+    pub prefix_group: u16,
 }
 
 /// One model instance (tp GPUs) with its batch, queue and KV.
 pub(crate) struct Replica {
+    /// The pool this worker belongs to, and its index within it.
+    pub pool: usize,
+    pub local: usize,
     pub running: Vec<Running>,
     pub queue: Box<dyn WaitingQueue>,
     pub kv: BlockPool,
@@ -98,6 +107,16 @@ pub(crate) struct Replica {
     pub busy: bool,
     pub step_ns: u64,
     pub outstanding: u64,
+    /// Prefill workers: blocks of prompts handed off and still crossing the link.
+    pub transfer_blocks: u64,
+}
+
+/// A prompt's KV on its way from a prefill worker to a decode worker.
+struct Transfer {
+    from: usize,
+    blocks: u64,
+    /// The cached prefix the prompt shares on the prefill worker (kept until its KV has left).
+    shared_group: Option<u16>,
 }
 
 /// A simulation in progress. Owns all state; events get `&mut self` (no shared pointers, nothing static).
@@ -111,9 +130,16 @@ pub struct Simulation<'a> {
     pub(crate) replicas: Vec<Replica>,
     pub(crate) central: Option<Box<dyn WaitingQueue>>,
     idle: BTreeSet<u32>,
-    router: Option<Box<dyn Router>>,
-    router_rng: Rng64,
-    loads: Loads,
+    /// Per pool: its router (None: the central queue), the router's random stream, and its load summaries.
+    routers: Vec<Option<Box<dyn Router>>>,
+    router_rngs: Vec<Rng64>,
+    loads: Vec<Loads>,
+    /// Disaggregated: each link's next free instant and busy time, and the transfers in flight.
+    link_free_ns: Vec<u64>,
+    transfers: std::collections::BTreeMap<u32, Transfer>,
+    /// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
+    prefix_held: Vec<u64>,
+    prefix_held_total: u64,
     admission: Admission,
     pub(crate) rec: Recorder,
     /// Requests preempted during batch formation, to queue once the step is formed.
@@ -122,20 +148,28 @@ pub struct Simulation<'a> {
 
 impl<'a> Simulation<'a> {
     pub fn new(sc: &'a Scenario) -> Self {
-        let n = sc.replicas as usize;
         let n_tenants = sc.workload.tenants.len();
-        let central = matches!(sc.router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
-        let replicas = (0..n)
-            .map(|_| Replica {
-                running: Vec::with_capacity(sc.engine.max_num_seqs.min(4096) as usize),
+        let central = matches!(sc.pools[0].router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
+        let replicas = (sc.pools.iter().enumerate())
+            .flat_map(|(p, pool)| (0..pool.replicas as usize).map(move |local| (p, local, pool)))
+            .map(|(pool, local, pl)| Replica {
+                pool,
+                local,
+                running: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
                 queue: queue::build(&sc.scheduler, n_tenants),
-                kv: BlockPool::new(sc.engine.kv_total_blocks),
+                kv: BlockPool::new(pl.engine.kv_total_blocks),
                 reserved_blocks: 0,
                 busy: false,
                 step_ns: 0,
                 outstanding: 0,
+                transfer_blocks: 0,
             })
             .collect();
+        let n_links = match (&sc.link, sc.pools.as_slice()) {
+            (Some(l), [p, d]) if l.topology == crate::scenario::LinkTopology::PerPair => (p.replicas * d.replicas) as usize,
+            (Some(_), _) => 1,
+            (None, _) => 0,
+        };
         let mut generator = Generator::new(sc);
         let pending = generator.next(sc);
         let mut sim = Simulation {
@@ -147,18 +181,23 @@ impl<'a> Simulation<'a> {
             pending,
             replicas,
             central,
-            idle: (0..n as u32).collect(),
-            router: router::build(&sc.router),
-            router_rng: rng::stream(sc.seed, Stream::Router, 0),
-            loads: Loads::new(n),
+            idle: (0..sc.pools[0].replicas).collect(),
+            routers: sc.pools.iter().map(|p| router::build(&p.router)).collect(),
+            router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
+            loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
+            link_free_ns: vec![0; n_links],
+            transfers: Default::default(),
+            prefix_held: vec![0; sc.worker_count() as usize],
+            prefix_held_total: 0,
             admission: admission::build(&sc.admission, &sc.workload.tenants),
             rec: Recorder::new(sc),
             requeue: Vec::new(),
         };
+        sim.rec.link_busy_ns = vec![0; n_links];
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
         }
-        if let Some(h) = sc.engine.horizon_ns {
+        if let Some(h) = sc.pools[0].engine.horizon_ns {
             sim.schedule(h, Event::Horizon);
         }
         sim
@@ -179,6 +218,7 @@ impl<'a> Simulation<'a> {
             }
         }
         let _ = progress(self.progress());
+        self.rec.prefix_evictions = self.replicas.iter().map(|r| r.kv.cache.evictions).sum();
         self.rec.finish(self.now);
         Ok(self.rec)
     }
@@ -197,6 +237,7 @@ impl<'a> Simulation<'a> {
                 Event::Arrival => self.on_arrival(),
                 Event::StepEnd { replica } => self.on_step_end(replica as usize),
                 Event::Retry { request } => self.on_retry(request),
+                Event::TransferDone { request } => self.on_transfer_done(request),
                 Event::Horizon => return false,
             }
         }
@@ -214,8 +255,9 @@ impl<'a> Simulation<'a> {
             self.schedule(p.arrival_ns, Event::Arrival);
         }
         let class = &self.sc.workload.classes[req.class as usize];
-        let target = match &mut self.router {
-            Some(r) => Some(r.route(&self.loads, &mut self.router_rng)),
+        // Arrivals go to the first pool (colocated, or prefill).
+        let target = match &mut self.routers[0] {
+            Some(r) => Some(r.route(&self.loads[0], &mut self.router_rngs[0])),
             None => None,
         };
         let waiting = match target {
@@ -255,7 +297,7 @@ impl<'a> Simulation<'a> {
                 if preempted { rep.queue.requeue(item) } else { rep.queue.push(item) }
                 if !preempted {
                     rep.outstanding += 1;
-                    self.loads.outstanding.set(r, rep.outstanding);
+                    self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
                 }
                 self.try_start(r);
             }
@@ -307,19 +349,20 @@ impl<'a> Simulation<'a> {
                 self.replicas.len() as f64,
             ),
         };
-        let chunk = sc.engine.prefill_chunk_tokens.max(1);
-        let prefill_ns_per_token = sc.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64 / chunk as f64;
+        let pool = &sc.pools[0];
+        let chunk = pool.engine.prefill_chunk_tokens.max(1);
+        let prefill_ns_per_token = pool.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64 / chunk as f64;
         // This request's prompt stands in for the unknown prompts ahead of it.
         let queue_ns = ahead as f64 * req.prompt_tokens as f64 * prefill_ns_per_token / servers;
         let ctx = req.prompt_tokens as u64 + req.pred_order_tokens as u64 / 2;
         let b = running as u32 + 1;
-        let decode = sc.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx * b as u64, ..Default::default() }).total_ns as f64;
+        let decode = pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx * b as u64, ..Default::default() }).total_ns as f64;
         queue_ns + req.prompt_tokens as f64 * prefill_ns_per_token + req.pred_order_tokens as f64 * decode
     }
 
     /// Form and start a step on replica `r` if it is idle and has work.
     fn try_start(&mut self, r: usize) {
-        self.start_step(r, Plan::new(&self.sc.engine));
+        self.start_step(r, Plan::new(&self.sc.pools[self.replicas[r].pool].engine));
     }
 
     /// Finish forming a step from `plan` and start it, if the replica is idle and has work.
@@ -335,15 +378,15 @@ impl<'a> Simulation<'a> {
             }
             return;
         }
-        let cost = self.sc.cost.step(&work);
         let rep = &mut self.replicas[r];
+        let cost = self.sc.pools[rep.pool].cost.step(&work);
         rep.busy = true;
         rep.step_ns = cost.total_ns;
         if self.central.is_some() {
             self.idle.remove(&(r as u32));
         }
         let kv_load = (rep.kv.used() << 32) / rep.kv.total();
-        self.loads.kv.set(r, kv_load);
+        self.loads[rep.pool].kv.set(rep.local, kv_load);
         self.rec.on_step(r, &work, &cost, limiter, rep.running.len() as u64, rep.kv.used());
         self.schedule(self.now + cost.total_ns, Event::StepEnd { replica: r as u32 });
     }
@@ -380,8 +423,9 @@ impl<'a> Simulation<'a> {
     /// too, and at the first that fails planning stops and resumes in `form_batch` after every release.
     fn on_step_end(&mut self, r: usize) {
         let now = self.now;
-        let en = &self.sc.engine;
         let rep = &mut self.replicas[r];
+        let pool = &self.sc.pools[rep.pool];
+        let en = &pool.engine;
         rep.busy = false;
         let step_ns = rep.step_ns;
         // The fast path's accumulators are plain locals (the rare path keeps its own in `RarePass` and they
@@ -398,6 +442,13 @@ impl<'a> Simulation<'a> {
             requests: &mut self.rec.requests,
             itl: &mut self.rec.itl_packed,
             kv: &mut rep.kv,
+            prefill_role: pool.role == Role::Prefill,
+            handoff: Vec::new(),
+            block: en.block_size_tokens,
+            prefix: match &self.sc.prefix {
+                Some(p) if p.caching && pool.role != Role::Decode => p.shared_tokens,
+                _ => 0,
+            },
             work: StepWork::default(),
             bulk_itl: 0,
             emitted_n: 0,
@@ -440,7 +491,7 @@ impl<'a> Simulation<'a> {
             }
             kept += 1;
         }
-        let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, .. } = rare;
+        let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, handoff, .. } = rare;
         bulk_itl += rare.bulk_itl;
         emitted_n += rare.emitted_n;
         work.decode_seqs += decode_seqs;
@@ -449,18 +500,87 @@ impl<'a> Simulation<'a> {
         running.truncate(kept);
         kv.release(released);
         rep.reserved_blocks -= unreserved;
-        rep.outstanding -= finished as u64;
-        if finished > 0 {
-            self.loads.outstanding.set(r, rep.outstanding);
+        // Prompts handed to the link keep their blocks here until the transfer ends.
+        rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
+        if self.sc.prefix.is_some() {
+            let held = rep.kv.cache.held_blocks;
+            self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
+            self.prefix_held[r] = held;
+            self.rec.prefix_peak_blocks = self.rec.prefix_peak_blocks.max(self.prefix_held_total);
         }
-        let kv_ok = rep.kv.consistent() && held_blocks == rep.kv.used();
+        let left = finished as u64 + handoff.len() as u64;
+        rep.outstanding -= left;
+        if left > 0 {
+            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
+        }
+        let kv_ok = rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();
         // The gauges see the state between the steps: after the releases, before the next step's allocations.
         let (n_running, kv_between) = (rep.running.len() as u64, rep.kv.used() - allocated);
         self.rec.on_step_end(r, step_ns, bulk_itl, emitted_n, finished, n_running, kv_between, kv_ok);
         self.start_step(r, Plan { work, budget, from: stuck_at.unwrap_or(kept) });
+        for (id, blocks, shared_group) in handoff {
+            self.start_transfer(id, r, blocks, shared_group);
+        }
         if self.central.is_some() {
             self.kick_idle();
         }
+    }
+
+    /// Disaggregated: request `id` finished prefill on worker `from`, its prompt's KV (`blocks` there)
+    /// goes to a decode worker over the link. The decode pool's router picks the worker now, so its load
+    /// counts the transfer; the link is a FIFO server (bytes / bandwidth), then the latency.
+    fn start_transfer(&mut self, id: u32, from: usize, blocks: u64, shared_group: Option<u16>) {
+        let (now, sc) = (self.now, self.sc);
+        let link = sc.link.expect("transfers happen only when disaggregated");
+        let dec = &sc.pools[1];
+        let local = match &mut self.routers[1] {
+            Some(r) => r.route(&self.loads[1], &mut self.router_rngs[1]),
+            None => unreachable!("validation refuses a central queue for pools"),
+        };
+        let d = dec.first as usize + local;
+        let rep = &mut self.replicas[d];
+        rep.outstanding += 1;
+        self.loads[1].outstanding.set(local, rep.outstanding);
+        let rec = &mut self.rec.requests[id as usize];
+        rec.handoff_ns = now;
+        rec.replica = d as u16;
+        // The first token was emitted by prefill; it and the prompt's KV travel together.
+        rec.generated = 1;
+        let l = match link.topology {
+            crate::scenario::LinkTopology::PerPair => self.replicas[from].local * dec.replicas as usize + local,
+            crate::scenario::LinkTopology::Shared => 0,
+        };
+        let send_ns = link.send_ns(rec.prompt_tokens);
+        let start = now.max(self.link_free_ns[l]);
+        self.link_free_ns[l] = start + send_ns;
+        self.rec.link_busy_ns[l] += send_ns;
+        self.rec.transfer_bytes += rec_bytes(&link, self.rec.requests[id as usize].prompt_tokens);
+        self.transfers.insert(id, Transfer { from, blocks, shared_group });
+        self.schedule(start + send_ns + link.latency_ns, Event::TransferDone { request: id });
+    }
+
+    /// Disaggregated: the KV arrived. The prefill worker frees its copy; the request waits for decode KV in
+    /// its decode worker's queue. The user sees the first token now (it came with the KV).
+    fn on_transfer_done(&mut self, id: u32) {
+        let t = self.transfers.remove(&id).expect("a transfer in flight");
+        let from = &mut self.replicas[t.from];
+        from.kv.release(t.blocks);
+        from.transfer_blocks -= t.blocks;
+        if let Some(g) = t.shared_group {
+            from.kv.cache.unpin(g);
+        }
+        let (n_running, used) = (from.running.len() as u64, from.kv.used());
+        self.rec.on_kv_change(t.from, n_running, used);
+        let rec = &mut self.rec.requests[id as usize];
+        rec.first_token_ns = self.now;
+        rec.last_token_ns = self.now;
+        rec.kv_ready = true;
+        let d = rec.replica as usize;
+        let item = self.queue_item(id);
+        self.rec.waiting += 1;
+        self.replicas[d].queue.push(item);
+        self.try_start(d);
+        self.try_start(t.from);
     }
 }
 
@@ -472,6 +592,13 @@ struct RarePass<'a> {
     requests: &'a mut Vec<RequestRecord>,
     itl: &'a mut Vec<u64>,
     kv: &'a mut BlockPool,
+    /// A prefill worker: a request whose prompt is done leaves (to the link) instead of decoding here.
+    prefill_role: bool,
+    /// (request, blocks, shared prefix) of those that left.
+    handoff: Vec<(u32, u64, Option<u16>)>,
+    /// Tokens of a shared prefix when this worker caches prefixes (0: it does not).
+    prefix: u32,
+    block: u32,
     /// The work of the requests planned here (the fast path's decode tokens are added after the loop).
     work: StepWork,
     bulk_itl: u32,
@@ -500,6 +627,9 @@ impl RarePass<'_> {
                 true
             };
             s.step_tokens = 0;
+            if emitted && s.generated == 0 && self.prefix > 0 && s.prefix_group != NO_PREFIX && s.shared_tokens == 0 {
+                self.share_prefix(s);
+            }
             if emitted {
                 self.emitted_n += 1;
                 if s.generated == 0 {
@@ -512,6 +642,15 @@ impl RarePass<'_> {
                 s.generated += 1;
                 s.last_token_ns = now;
                 if s.generated >= s.target {
+                    let shared = (s.shared_tokens > 0).then_some(s.prefix_group);
+                    if self.prefill_role && self.requests[s.id as usize].output_tokens > s.generated {
+                        self.unreserved += s.reserve_blocks as u64;
+                        self.handoff.push((s.id, s.blocks as u64, shared));
+                        return None;
+                    }
+                    if let Some(g) = shared {
+                        self.kv.cache.unpin(g);
+                    }
                     self.released += s.blocks as u64;
                     self.unreserved += s.reserve_blocks as u64;
                     let rec = &mut self.requests[s.id as usize];
@@ -536,6 +675,27 @@ impl RarePass<'_> {
         }
         Some(budget)
     }
+
+    /// `s` just computed its whole prompt, shared prefix included, itself (it missed the cache). If another
+    /// request cached the prefix meanwhile, `s` drops its own copy and shares that one; otherwise its first
+    /// blocks become the cached copy. Either way it shares the prefix from now on.
+    #[cold]
+    fn share_prefix(&mut self, s: &mut Running) {
+        let blocks = (self.prefix / self.block) as u64;
+        let cache = &mut self.kv.cache;
+        if cache.is_cached(s.prefix_group) {
+            cache.pin(s.prefix_group);
+            self.kv.release(blocks);
+        } else {
+            cache.adopt(s.prefix_group, blocks);
+        }
+        s.blocks -= blocks as u32;
+        s.shared_tokens = self.prefix;
+    }
+}
+
+fn rec_bytes(link: &crate::scenario::Link, prompt_tokens: u32) -> u64 {
+    (prompt_tokens as f64 * link.kv_bytes_per_token).round() as u64
 }
 
 /// Run a scenario to completion.

@@ -92,6 +92,13 @@ pub struct RequestRecord {
     pub replica: u16,
     pub preemptions: u16,
     pub outcome: Outcome,
+    /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
+    pub prefix_group: u16,
+    /// Disaggregated: the prompt's KV arrived with the request (cleared by a preemption, after which the
+    /// decode worker recomputes it).
+    pub kv_ready: bool,
+    /// Disaggregated: when prefill handed the request to the link (`u64::MAX`: never).
+    pub handoff_ns: u64,
 }
 
 impl RequestRecord {
@@ -113,6 +120,9 @@ impl RequestRecord {
             replica: u16::MAX,
             preemptions: 0,
             outcome: Outcome::InFlight,
+            prefix_group: r.prefix_group,
+            kv_ready: false,
+            handoff_ns: u64::MAX,
         }
     }
 }
@@ -172,6 +182,16 @@ pub struct Recorder {
     pub series: SeriesRecorder,
     pub end_ns: u64,
     expected: u64,
+    /// Disaggregated: busy time of each link, and the bytes sent.
+    pub link_busy_ns: Vec<u64>,
+    pub transfer_bytes: u64,
+    /// Prefix caching: lookups at admission, hits, and the prompt tokens hits did not prefill.
+    pub prefix_lookups: u64,
+    pub prefix_hits: u64,
+    pub prefix_saved_tokens: u64,
+    /// Peak blocks held by cached prefixes (all workers together, each counted once).
+    pub prefix_peak_blocks: u64,
+    pub prefix_evictions: u64,
 }
 
 impl Recorder {
@@ -188,7 +208,7 @@ impl Recorder {
             waiting: 0,
             preemptions: 0,
             itl_packed: Vec::new(),
-            replicas: vec![ReplicaCounters::default(); sc.replicas as usize],
+            replicas: vec![ReplicaCounters::default(); sc.worker_count() as usize],
             steps: 0,
             limiter_steps: [0; 6],
             compute_bound_steps: 0,
@@ -206,6 +226,13 @@ impl Recorder {
             series: SeriesRecorder { window_ns: sc.series_window_ns.max(1), max_points: 4 * sc.series_points as usize, ..Default::default() },
             end_ns: 0,
             expected,
+            link_busy_ns: Vec::new(),
+            transfer_bytes: 0,
+            prefix_lookups: 0,
+            prefix_hits: 0,
+            prefix_saved_tokens: 0,
+            prefix_peak_blocks: 0,
+            prefix_evictions: 0,
         }
     }
 
@@ -307,6 +334,11 @@ impl Recorder {
         self.series.tokens += emitted;
         self.kv_checks += 1;
         self.kv_violations += (!kv_ok) as u64;
+        self.set_replica(r, running, kv_used);
+    }
+
+    /// KV or the batch of worker `r` changed outside a step (a transfer freed a prompt's blocks).
+    pub fn on_kv_change(&mut self, r: usize, running: u64, kv_used: u64) {
         self.set_replica(r, running, kv_used);
     }
 

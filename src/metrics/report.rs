@@ -22,6 +22,15 @@ pub struct Report {
     /// Capacity or queueing? The plain-language verdict with the numbers behind it.
     pub diagnosis: super::Diagnosis,
     pub series: Series,
+    /// Disaggregated only: each pool's workers, GPUs and use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pools: Option<Vec<PoolSummary>>,
+    /// Disaggregated only: the KV transfers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<TransferSummary>,
+    /// Shared prefixes only: the cache's effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<PrefixSummary>,
     /// Per-request rows (CSV export); not part of the JSON report.
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,
@@ -82,6 +91,51 @@ pub struct ReplicaSummary {
     pub steps: u64,
     pub busy_fraction: f64,
     pub kv_peak_fraction: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PoolSummary {
+    pub role: &'static str,
+    pub workers: u32,
+    pub device: String,
+    pub tp: u32,
+    pub gpus: u32,
+    pub kv_blocks_per_worker: u64,
+    pub steps: u64,
+    /// Busy time ÷ (workers × duration): the pool's utilisation.
+    pub busy_fraction: f64,
+    pub kv_peak_fraction: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TransferSummary {
+    /// Transfers that arrived.
+    pub transfers: u64,
+    pub bytes: u64,
+    pub links: u64,
+    /// Handoff by prefill to arrival at the decode worker: link queueing + bytes ÷ bandwidth + latency.
+    pub latency_s: Stats,
+    /// Σ link busy time ÷ (links × duration).
+    pub link_busy_fraction: f64,
+    /// The busiest link's busy time ÷ duration.
+    pub link_busy_max_fraction: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrefixSummary {
+    /// Tokens shared per prefix (whole KV blocks).
+    pub shared_tokens: u32,
+    pub caching: bool,
+    /// Requests whose prompt starts with a shared prefix.
+    pub requests_with_prefix: u64,
+    /// Admissions of such requests that found their prefix cached ÷ all requests.
+    pub hit_rate: f64,
+    pub lookups: u64,
+    pub hits: u64,
+    /// Prompt tokens not prefilled thanks to hits (= hits × shared_tokens).
+    pub prefill_tokens_saved: u64,
+    pub shared_kv_peak_blocks: u64,
+    pub evictions: u64,
 }
 
 /// How the engine spent its time: the evidence behind a diagnosis.
@@ -267,8 +321,11 @@ impl Report {
         let w = if n_admitted == 0 { 0.0 } else { time_in_system_ns as f64 / n_admitted as f64 };
         let little_err = if lambda * w > 0.0 { (l - lambda * w).abs() / (lambda * w) } else { l };
 
-        let blocks = sc.engine.kv_total_blocks;
-        let n_rep = sc.replicas as u64;
+        // KV blocks of each worker (pools may differ), and of all together.
+        let worker_blocks: Vec<u64> = sc.pools.iter().flat_map(|p| std::iter::repeat_n(p.engine.kv_total_blocks, p.replicas as usize)).collect();
+        let all_blocks: u64 = worker_blocks.iter().sum();
+        let n_rep = sc.worker_count() as u64;
+        let main_pool = sc.pools.last().expect("a pool");
         let total_busy: u64 = rec.replicas.iter().map(|r| r.busy_ns).sum();
         let steps = rec.steps.max(1) as f64;
         let conservation = Conservation {
@@ -294,7 +351,7 @@ impl Report {
         let series = {
             let sr = &rec.series;
             let win_s = sr.window_ns as f64 / 1e9;
-            let cap = (blocks * n_rep) as f64;
+            let cap = all_blocks as f64;
             Series {
                 window_s: win_s,
                 t_s: sr.points.iter().map(|p| p.0 as f64 / 1e9).collect(),
@@ -327,8 +384,8 @@ impl Report {
             goodput_rps: per_s(met),
             slo_attainment: overall.slo_attainment,
             goodput_per_gpu_rps: per_s(met) / sc.gpu_count() as f64,
-            kv_peak_fraction: rec.replicas.iter().map(|r| r.kv_peak_blocks).max().unwrap_or(0) as f64 / blocks as f64,
-            kv_mean_fraction: rec.area[2] as f64 / t / (blocks * n_rep) as f64,
+            kv_peak_fraction: (rec.replicas.iter().zip(&worker_blocks)).map(|(r, b)| r.kv_peak_blocks as f64 / *b as f64).fold(0.0, f64::max),
+            kv_mean_fraction: rec.area[2] as f64 / t / all_blocks as f64,
             mean_batch_size: if total_busy > 0 { rec.batch_area as f64 / total_busy as f64 } else { 0.0 },
             preemptions: rec.preemptions,
             little_relative_error: little_err,
@@ -341,8 +398,8 @@ impl Report {
         };
         let engine = EngineSummary {
             steps: rec.steps,
-            kv_capacity_tokens: sc.engine.kv_capacity_tokens,
-            kv_blocks: blocks,
+            kv_capacity_tokens: main_pool.engine.kv_capacity_tokens,
+            kv_blocks: main_pool.engine.kv_total_blocks,
             busy_fraction: if duration_ns > 0 { total_busy as f64 / (n_rep as f64 * end as f64) } else { 0.0 },
             prefill_tokens: rec.prefill_tokens,
             decode_tokens: rec.decode_tokens,
@@ -366,9 +423,54 @@ impl Report {
                 replica: i as u32,
                 steps: r.steps,
                 busy_fraction: if end > 0 { r.busy_ns as f64 / end as f64 } else { 0.0 },
-                kv_peak_fraction: r.kv_peak_blocks as f64 / blocks as f64,
+                kv_peak_fraction: r.kv_peak_blocks as f64 / worker_blocks[i] as f64,
             })
             .collect();
+        let pools = sc.is_disaggregated().then(|| {
+            sc.pools
+                .iter()
+                .map(|p| {
+                    let workers = &rec.replicas[p.first as usize..(p.first + p.replicas) as usize];
+                    let busy: u64 = workers.iter().map(|w| w.busy_ns).sum();
+                    PoolSummary {
+                        role: p.role.name(),
+                        workers: p.replicas,
+                        device: p.hardware.name.clone(),
+                        tp: p.hardware.tp,
+                        gpus: p.replicas * p.hardware.tp,
+                        kv_blocks_per_worker: p.engine.kv_total_blocks,
+                        steps: workers.iter().map(|w| w.steps).sum(),
+                        busy_fraction: if end > 0 { busy as f64 / (p.replicas as f64 * end as f64) } else { 0.0 },
+                        kv_peak_fraction: workers.iter().map(|w| w.kv_peak_blocks).max().unwrap_or(0) as f64 / p.engine.kv_total_blocks as f64,
+                    }
+                })
+                .collect()
+        });
+        let transfer = sc.is_disaggregated().then(|| {
+            let mut lat: Vec<u64> =
+                reqs.iter().filter(|r| r.handoff_ns != u64::MAX && r.first_token_ns != u64::MAX && r.first_token_ns >= r.handoff_ns).map(|r| r.first_token_ns - r.handoff_ns).collect();
+            let links = rec.link_busy_ns.len().max(1) as f64;
+            let frac = |b: u64| if end > 0 { b as f64 / end as f64 } else { 0.0 };
+            TransferSummary {
+                transfers: lat.len() as u64,
+                bytes: rec.transfer_bytes,
+                links: rec.link_busy_ns.len() as u64,
+                latency_s: Stats::from_ns(&mut lat),
+                link_busy_fraction: frac(rec.link_busy_ns.iter().sum::<u64>()) / links,
+                link_busy_max_fraction: frac(rec.link_busy_ns.iter().copied().max().unwrap_or(0)),
+            }
+        });
+        let prefix = sc.prefix.as_ref().map(|p| PrefixSummary {
+            shared_tokens: p.shared_tokens,
+            caching: p.caching,
+            requests_with_prefix: reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count() as u64,
+            hit_rate: if reqs.is_empty() { 0.0 } else { rec.prefix_hits as f64 / reqs.len() as f64 },
+            lookups: rec.prefix_lookups,
+            hits: rec.prefix_hits,
+            prefill_tokens_saved: rec.prefix_saved_tokens,
+            shared_kv_peak_blocks: rec.prefix_peak_blocks,
+            evictions: rec.prefix_evictions,
+        });
         let diagnosis = super::diagnose(&summary, &engine);
         Report {
             inferscale_version: env!("CARGO_PKG_VERSION"),
@@ -383,6 +485,9 @@ impl Report {
             audits,
             diagnosis,
             series,
+            pools,
+            transfer,
+            prefix,
             requests: rec.requests,
         }
     }

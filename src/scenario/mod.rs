@@ -168,6 +168,70 @@ pub struct Engine {
     pub horizon_ns: Option<u64>,
 }
 
+/// What a pool's workers do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Prefill and decode on the same worker (the usual deployment).
+    Colocated,
+    /// Prompts only; each request leaves after its first token, its KV sent over the link.
+    Prefill,
+    /// Decode only; requests arrive with their prompt's KV.
+    Decode,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Colocated => "colocated",
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+        }
+    }
+}
+
+/// A pool of identical workers: one in colocated serving, prefill + decode when disaggregated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pool {
+    pub role: Role,
+    pub replicas: u32,
+    /// Index of the pool's first worker among all workers (pools are numbered in order).
+    pub first: u32,
+    pub hardware: Hardware,
+    pub cost: CostModel,
+    /// The engine limits with this pool's KV capacity.
+    pub engine: Engine,
+    pub router: RouterSpec,
+}
+
+/// The KV-transfer interconnect of a disaggregated scenario.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Link {
+    /// Bytes per ns (= GB/s).
+    pub bytes_per_ns: f64,
+    pub latency_ns: u64,
+    pub topology: LinkTopology,
+    /// KV bytes of one token (the model's whole KV: all layers and KV heads).
+    pub kv_bytes_per_token: f64,
+}
+
+impl Link {
+    /// Time one prompt's KV occupies the link, ns.
+    pub fn send_ns(&self, prompt_tokens: u32) -> u64 {
+        (prompt_tokens as f64 * self.kv_bytes_per_token / self.bytes_per_ns).round() as u64
+    }
+}
+
+/// Shared prefixes (validated).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prefix {
+    /// Tokens shared: the configured length rounded down to whole KV blocks (> 0).
+    pub shared_tokens: u32,
+    pub reuse_fraction: f64,
+    /// Cumulative Zipf weights of the groups.
+    pub group_cdf: Vec<f64>,
+    pub caching: bool,
+}
+
 /// Output-length predictor (validated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Predictor {
@@ -193,15 +257,31 @@ pub struct Scenario {
     pub admission: AdmissionSpec,
     pub replicas: u32,
     pub router: RouterSpec,
+    /// The worker pools: one colocated pool, or prefill then decode.
+    pub pools: Vec<Pool>,
+    /// The KV-transfer link, when disaggregated.
+    pub link: Option<Link>,
+    /// Shared prefixes, when some requests carry one (None also when the shared part is empty or the
+    /// reuse fraction is 0: then the feature changes nothing).
+    pub prefix: Option<Prefix>,
     /// Width of one time-series window.
     pub series_window_ns: u64,
     pub series_points: u32,
 }
 
 impl Scenario {
-    /// GPUs the scenario occupies: replicas × TP.
+    /// GPUs the scenario occupies: Σ over pools of workers × TP.
     pub fn gpu_count(&self) -> u32 {
-        self.replicas * self.hardware.tp
+        self.pools.iter().map(|p| p.replicas * p.hardware.tp).sum()
+    }
+
+    /// Workers in all pools.
+    pub fn worker_count(&self) -> u32 {
+        self.pools.iter().map(|p| p.replicas).sum()
+    }
+
+    pub fn is_disaggregated(&self) -> bool {
+        self.link.is_some()
     }
 }
 
@@ -273,8 +353,32 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
             }
         }
     }
+    let disagg = match (&spec.cluster.disaggregation, &model, &hardware, &cost, &engine, &workload) {
+        (Some(d), Some(m), Some(_), Some(c), Some(_), Some(w)) => validate_disagg(spec, d, m, c, w, &mut e),
+        _ => None,
+    };
+    let prefix = match (&spec.prefix, &engine, &workload) {
+        (Some(p), Some(en), Some(w)) => validate_prefix(p, en, w, &mut e),
+        _ => None,
+    };
     e.finish()?;
     let (workload, engine) = (workload.unwrap(), engine.unwrap());
+    let (hardware, cost) = (hardware.unwrap(), cost.unwrap());
+    let (pools, link) = match disagg {
+        Some((pools, link)) => (pools, Some(link)),
+        None => (
+            vec![Pool {
+                role: Role::Colocated,
+                replicas: spec.cluster.replicas,
+                first: 0,
+                hardware: hardware.clone(),
+                cost: cost.clone(),
+                engine: engine.clone(),
+                router: spec.cluster.router.clone(),
+            }],
+            None,
+        ),
+    };
     let points = spec.metrics.series_points;
     let window = (expected_span_ns(&workload) / points as f64).max(1e6) as u64;
     Ok(Scenario {
@@ -282,8 +386,8 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         seed: spec.seed,
         workload,
         model: model.unwrap(),
-        hardware: hardware.unwrap(),
-        cost: cost.unwrap(),
+        hardware,
+        cost,
         engine,
         order_predictor: order_predictor.unwrap(),
         reserve_predictor: reserve_predictor.unwrap(),
@@ -291,6 +395,9 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         admission: spec.admission.clone(),
         replicas: spec.cluster.replicas,
         router: spec.cluster.router.clone(),
+        pools,
+        link,
+        prefix: prefix.flatten(),
         series_window_ns: window,
         series_points: points,
     })
@@ -711,6 +818,103 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
             }
         }
     }
+}
+
+/// The prefill and decode pools and the link. Each pool's device and TP give it its own cost model and KV
+/// capacity; every request must fit a worker of the pool it visits.
+fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: &Workload, e: &mut Errors) -> Option<(Vec<Pool>, Link)> {
+    let n0 = e.0.len();
+    let mut pools = Vec::new();
+    let mut first = 0;
+    for (role, ps) in [(Role::Prefill, &d.prefill), (Role::Decode, &d.decode)] {
+        let p = format!("cluster.disaggregation.{}", role.name());
+        e.int(&format!("{p}.replicas"), ps.replicas as u64, 1, 4096);
+        if ps.router == RouterSpec::CentralQueue {
+            e.push(format!("{p}.router"), "central_queue is for colocated serving; pools route to per-worker queues (round_robin, random, least_outstanding, least_kv, power_of_two)");
+        }
+        // The pool's hardware: the scenario's, or a device preset; TP overridable either way.
+        let mut hs = match &ps.device {
+            Some(dev) if Some(dev) != spec.hardware.device.as_ref() => HardwareSpec { device: Some(dev.clone()), ..HardwareSpec::default() },
+            _ => spec.hardware.clone(),
+        };
+        if let Some(tp) = ps.tp {
+            hs.tp = tp;
+        }
+        // Validate with the usual checks, then name the pool's fields in the errors.
+        let mut sub = Errors::default();
+        let hw = validate_hardware(&hs, Some(m), &mut sub);
+        let en = hw.as_ref().and_then(|h| validate_engine(&spec.engine, m, h, &mut sub));
+        for f in sub.0 {
+            let path = match f.path.strip_prefix("hardware.") {
+                Some("device") => format!("{p}.device"),
+                Some("tp") => format!("{p}.tp"),
+                _ => p.clone(),
+            };
+            e.push(path, format!("{} ({} pool: {})", f.message, role.name(), f.path));
+        }
+        let (Some(hw), Some(en)) = (hw, en) else { continue };
+        // A request must fit one worker of this pool: the prompt (+ its first token) to prefill, everything
+        // to decode.
+        let cap = en.kv_total_blocks * en.block_size_tokens as u64;
+        for (i, c) in w.classes.iter().enumerate() {
+            let need = c.prompt.max() as u64 + if role == Role::Prefill { 1 } else { c.output.max() as u64 };
+            if need > cap && !matches!(w.arrival, Arrival::Trace { .. }) {
+                e.push(format!("workload.classes[{i}]"), format!("a request of up to {need} tokens exceeds the KV capacity of one {} worker ({cap} tokens)", role.name()));
+            }
+        }
+        let pool_cost = match cost {
+            CostModel::Roofline(_) => CostModel::Roofline(Roofline::new(m, &hw)),
+            linear => linear.clone(),
+        };
+        pools.push(Pool { role, replicas: ps.replicas, first, hardware: hw, cost: pool_cost, engine: en, router: ps.router.clone() });
+        first += ps.replicas;
+    }
+    let l = &d.link;
+    e.range_open_lo("cluster.disaggregation.link.bandwidth_gbps", l.bandwidth_gbps, 0.0, 1e12);
+    e.range("cluster.disaggregation.link.latency_ms", l.latency_ms, 0.0, 1e6);
+    if e.0.len() > n0 {
+        return None;
+    }
+    let link = Link {
+        bytes_per_ns: l.bandwidth_gbps,
+        latency_ns: ms_to_ns(l.latency_ms),
+        topology: l.topology,
+        kv_bytes_per_token: m.kv_bytes_per_token(),
+    };
+    Some((pools, link))
+}
+
+/// Shared prefixes: Some(None) when valid but inert (nothing is shared).
+fn validate_prefix(p: &PrefixSpec, en: &Engine, w: &Workload, e: &mut Errors) -> Option<Option<Prefix>> {
+    let n0 = e.0.len();
+    e.int("prefix.prefix_tokens", p.prefix_tokens as u64, 0, MAX_TOKENS as u64);
+    e.range("prefix.reuse_fraction", p.reuse_fraction, 0.0, 1.0);
+    e.int("prefix.groups", p.groups as u64, 1, 1_000_000);
+    e.range("prefix.zipf_s", p.zipf_s, 0.0, 10.0);
+    if e.0.len() > n0 {
+        return None;
+    }
+    let longest = match &w.arrival {
+        Arrival::Trace { rows } => rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
+        _ => w.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(0),
+    };
+    if p.prefix_tokens > 0 && p.prefix_tokens >= longest {
+        e.push("prefix.prefix_tokens", format!("must be shorter than the longest prompt ({longest} tokens): a shared prefix is part of a prompt (got {})", p.prefix_tokens));
+        return None;
+    }
+    let block = en.block_size_tokens;
+    let shared_tokens = p.prefix_tokens / block * block;
+    if shared_tokens == 0 || p.reuse_fraction == 0.0 {
+        return Some(None);
+    }
+    let weights: Vec<f64> = (1..=p.groups).map(|k| 1.0 / libm::pow(k as f64, p.zipf_s)).collect();
+    let total: f64 = weights.iter().sum();
+    let mut acc = 0.0;
+    let group_cdf = weights.iter().map(|x| {
+        acc += x / total;
+        acc
+    }).collect();
+    Some(Some(Prefix { shared_tokens, reuse_fraction: p.reuse_fraction, group_cdf, caching: p.caching }))
 }
 
 fn validate_predictor(p: &PredictorSpec, path: &str, e: &mut Errors) -> Option<Predictor> {

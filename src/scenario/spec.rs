@@ -36,6 +36,30 @@ pub struct Spec {
     pub cluster: ClusterSpec,
     #[serde(default)]
     pub metrics: MetricsSpec,
+    /// Shared prompt prefixes and their reuse (prefix caching). Absent: no request shares a prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<PrefixSpec>,
+}
+
+/// Requests that start with one of K shared prefixes (a system prompt, a few-shot block, an agent's tools),
+/// and whether the engine reuses their KV.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixSpec {
+    /// Length of each shared prefix. Only whole KV blocks are shared, so it is rounded down to the block
+    /// size; a request whose prompt is not longer than the shared part does not carry it.
+    pub prefix_tokens: u32,
+    /// Fraction of requests whose prompt starts with a shared prefix, [0, 1].
+    pub reuse_fraction: f64,
+    /// Number of distinct prefixes.
+    #[serde(default = "one_u32")]
+    pub groups: u32,
+    /// Zipf exponent of prefix popularity (group k has weight 1 / k^s; 0 = uniform).
+    #[serde(default = "one")]
+    pub zipf_s: f64,
+    /// Reuse cached prefix KV. False keeps the same requests but recomputes every prefix.
+    #[serde(default = "yes")]
+    pub caching: bool,
 }
 
 fn default_name() -> String {
@@ -535,12 +559,65 @@ pub struct ClusterSpec {
     pub replicas: u32,
     #[serde(default)]
     pub router: RouterSpec,
+    /// Prefill/decode disaggregation: separate pools joined by a KV-transfer link. When given, `replicas`
+    /// and `router` above are not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disaggregation: Option<DisaggSpec>,
 }
 
 impl Default for ClusterSpec {
     fn default() -> Self {
-        ClusterSpec { replicas: 1, router: RouterSpec::default() }
+        ClusterSpec { replicas: 1, router: RouterSpec::default(), disaggregation: None }
     }
+}
+
+/// Prefill and decode on separate workers.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DisaggSpec {
+    pub prefill: PoolSpec,
+    pub decode: PoolSpec,
+    pub link: LinkSpec,
+}
+
+/// One pool of identical workers.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    #[serde(default = "one_u32")]
+    pub replicas: u32,
+    /// The pool's device preset; absent: the scenario's `hardware` (with its overrides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// GPUs per worker; absent: `hardware.tp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp: Option<u32>,
+    /// How requests pick a worker in this pool (central_queue is not available for pools).
+    #[serde(default)]
+    pub router: RouterSpec,
+}
+
+/// The interconnect that carries prompt KV from prefill to decode workers.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// GB/s (10^9 bytes per second) of one link.
+    pub bandwidth_gbps: f64,
+    /// Fixed latency of a transfer, ms (added once the bytes are sent; does not occupy the link).
+    #[serde(default)]
+    pub latency_ms: f64,
+    #[serde(default)]
+    pub topology: LinkTopology,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkTopology {
+    /// One link per (prefill worker, decode worker) pair.
+    #[default]
+    PerPair,
+    /// One link shared by every transfer.
+    Shared,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

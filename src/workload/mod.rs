@@ -28,7 +28,12 @@ pub struct Request {
     pub pred_reserve_tokens: u32,
     /// Uniform [0, 1) drawn at creation, used by random-drop admission.
     pub drop_u: f64,
+    /// The shared prefix the prompt starts with, or `NO_PREFIX`.
+    pub prefix_group: u16,
 }
+
+/// `Request::prefix_group` of a request without a shared prefix.
+pub const NO_PREFIX: u16 = u16::MAX;
 
 /// Creates requests one at a time, in arrival order.
 pub struct Generator {
@@ -95,6 +100,15 @@ impl Generator {
             None => (c.prompt.sample(&mut r), c.output.sample(&mut r)),
         };
         let mean = self.class_mean_output[class];
+        // Drawn from a stream of its own, so requests are the same with and without the feature.
+        let prefix_group = match &sc.prefix {
+            Some(p) => {
+                let mut pr = rng::stream(self.seed, Stream::Prefix, idx);
+                let (u_reuse, u_group) = (pr.uniform(), pr.uniform());
+                if u_reuse < p.reuse_fraction && prompt_tokens > p.shared_tokens { pick(&p.group_cdf, u_group) as u16 } else { NO_PREFIX }
+            }
+            None => NO_PREFIX,
+        };
         Some(Request {
             id: idx as u32,
             arrival_ns,
@@ -105,6 +119,7 @@ impl Generator {
             pred_order_tokens: predict(sc.order_predictor, output_tokens, mean, z_order),
             pred_reserve_tokens: predict(sc.reserve_predictor, output_tokens, mean, z_reserve),
             drop_u,
+            prefix_group,
         })
     }
 

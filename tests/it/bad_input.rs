@@ -27,6 +27,15 @@ fn without(mut v: Value, pointer: &str) -> Value {
     v
 }
 
+/// The default scenario, disaggregated.
+fn pd() -> Value {
+    with(
+        base(),
+        "/cluster/disaggregation",
+        json!({"prefill": {"replicas": 1}, "decode": {"replicas": 2}, "link": {"bandwidth_gbps": 25.0, "latency_ms": 0.1}}),
+    )
+}
+
 fn trace(data: &str) -> Value {
     with(base(), "/workload/arrival", json!({"kind": "trace", "data": data}))
 }
@@ -90,6 +99,19 @@ fn broken_scenarios_name_the_field() {
         ("mooncake not json", trace("{\"timestamp\": 1, \"input_length\": 5\n"), "workload.arrival.data"),
         ("trace request over KV", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,9000000,3\n"), "workload.arrival.data"),
         ("empty file", Value::Null, "(root)"),
+        ("P/D zero prefill workers", with(pd(), "/cluster/disaggregation/prefill/replicas", json!(0)), "cluster.disaggregation.prefill.replicas"),
+        ("P/D zero decode workers", with(pd(), "/cluster/disaggregation/decode/replicas", json!(0)), "cluster.disaggregation.decode.replicas"),
+        ("P/D zero bandwidth", with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(0.0)), "cluster.disaggregation.link.bandwidth_gbps"),
+        ("P/D negative latency", with(pd(), "/cluster/disaggregation/link/latency_ms", json!(-1.0)), "cluster.disaggregation.link.latency_ms"),
+        ("P/D missing link", without(pd(), "/cluster/disaggregation/link"), "cluster.disaggregation"),
+        ("P/D central queue", with(pd(), "/cluster/disaggregation/decode/router", json!({"kind": "central_queue"})), "cluster.disaggregation.decode.router"),
+        ("P/D unknown device", with(pd(), "/cluster/disaggregation/decode/device", json!("b300")), "cluster.disaggregation.decode.device"),
+        ("P/D tp not power of two", with(pd(), "/cluster/disaggregation/prefill/tp", json!(3)), "cluster.disaggregation.prefill.tp"),
+        ("P/D unknown topology", with(pd(), "/cluster/disaggregation/link/topology", json!("mesh")), "cluster.disaggregation.link.topology"),
+        ("prefix longer than prompts", with(base(), "/prefix", json!({"prefix_tokens": 9000, "reuse_fraction": 0.5})), "prefix.prefix_tokens"),
+        ("prefix reuse above 1", with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 1.5})), "prefix.reuse_fraction"),
+        ("prefix zero groups", with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 0.5, "groups": 0})), "prefix.groups"),
+        ("prefix negative zipf", with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 0.5, "zipf_s": -1})), "prefix.zipf_s"),
     ];
     assert!(cases.len() >= 30);
     for (what, v, field) in cases {

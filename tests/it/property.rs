@@ -67,10 +67,34 @@ fn random_spec(i: u64) -> Spec {
     s.cluster = ClusterSpec {
         replicas: 1 + pick(4) as u32,
         router: [RouterSpec::RoundRobin, RouterSpec::Random, RouterSpec::LeastOutstanding, RouterSpec::LeastKv, RouterSpec::PowerOfTwo, RouterSpec::CentralQueue][pick(6)].clone(),
+        disaggregation: None,
     };
     s.hardware.device = Some(["a100-80g", "h100-sxm", "h200", "l40s"][pick(4)].into());
     if pick(3) == 0 {
         s.cost = CostSpec::Linear { base_ms: 5.0, per_seq_ms: 0.1, per_prefill_token_ms: 0.02, per_kv_token_ms: 0.0001 };
+    }
+    // Drawn last, so the choices above are those of the colocated-only generator.
+    let mut router = || [RouterSpec::RoundRobin, RouterSpec::Random, RouterSpec::LeastOutstanding, RouterSpec::LeastKv, RouterSpec::PowerOfTwo][pick(5)].clone();
+    let (rp, rd) = (router(), router());
+    if pick(3) == 0 {
+        s.cluster.disaggregation = Some(DisaggSpec {
+            prefill: PoolSpec { replicas: 1 + pick(3) as u32, device: None, tp: None, router: rp },
+            decode: PoolSpec { replicas: 1 + pick(3) as u32, device: [None, Some("h100-sxm".to_string())][pick(2)].clone(), tp: None, router: rd },
+            link: LinkSpec {
+                bandwidth_gbps: [0.5, 10.0, 400.0][pick(3)],
+                latency_ms: [0.0, 2.0][pick(2)],
+                topology: [LinkTopology::PerPair, LinkTopology::Shared][pick(2)],
+            },
+        });
+    }
+    if pick(2) == 0 {
+        s.prefix = Some(PrefixSpec {
+            prefix_tokens: [16, 64, 200][pick(3)],
+            reuse_fraction: [0.3, 0.9][pick(2)],
+            groups: [1, 5, 50][pick(3)],
+            zipf_s: 1.0,
+            caching: pick(4) != 0,
+        });
     }
     s
 }
@@ -78,6 +102,7 @@ fn random_spec(i: u64) -> Spec {
 #[test]
 fn random_valid_scenarios_run_and_pass_audits() {
     let (mut ran, mut preempted, mut failed, mut rejected, mut unfinished) = (0, 0, 0, 0, 0);
+    let (mut pd, mut hits, mut evicted) = (0, 0, 0);
     for i in 0..300 {
         let spec = random_spec(i);
         // Some random combinations are invalid (e.g. a request larger than a small KV cache): the validator
@@ -102,7 +127,12 @@ fn random_valid_scenarios_run_and_pass_audits() {
         failed += (r.summary.failed > 0) as u32;
         rejected += (r.summary.rejected > 0) as u32;
         unfinished += (r.summary.unfinished > 0) as u32;
+        pd += r.transfer.is_some() as u32;
+        hits += r.prefix.as_ref().is_some_and(|p| p.hits > 0) as u32;
+        evicted += r.prefix.as_ref().is_some_and(|p| p.evictions > 0) as u32;
     }
+    println!("disaggregated {pd}; with prefix hits {hits}, with prefix evictions {evicted}");
+    assert!(pd > 30 && hits > 30, "the generator must reach disaggregation and prefix sharing");
     println!("ran {ran}; with preemptions {preempted}, failures {failed}, rejections {rejected}, unfinished {unfinished}");
     assert!(ran >= 200, "too few valid random scenarios ({ran})");
     assert!(preempted > 5 && failed > 0 && rejected > 10 && unfinished > 5, "the generator must reach the rare paths");
