@@ -19,6 +19,7 @@
 //! export/    JSON / CSV / Markdown writers (the only text output)
 //! queueing   closed forms (M/D/1, M/G/1, M/M/c) and the checks that hold the engine to them
 //! bench      the benchmark workload (timing lives in the CLI)
+//! study/     studies: many runs of the same requests → a table, a chart, a decision (jobs fan out anywhere)
 //! ```
 //!
 //! Architecture invariant: the core does no IO, reads no clock, has no globals, and never panics on user
@@ -37,6 +38,7 @@ pub mod rng;
 pub mod router;
 pub mod scenario;
 pub mod sched;
+pub mod study;
 pub mod workload;
 
 pub use engine::{Progress, RunError};

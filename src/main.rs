@@ -56,6 +56,52 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Run a study: many runs of the same requests, turned into a table and a decision.
+    Study {
+        #[command(subcommand)]
+        study: StudyCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum StudyCmd {
+    /// Colocated vs prefill/decode disaggregated, each with and without prefix reuse.
+    Pd {
+        scenario: PathBuf,
+        /// Shared prefix length, when the scenario has no prefix block.
+        #[arg(long)]
+        prefix_tokens: Option<u32>,
+        /// Fraction of requests sharing a prefix, when the scenario has no prefix block.
+        #[arg(long)]
+        reuse: Option<f64>,
+        #[command(flatten)]
+        common: StudyOpts,
+    },
+}
+
+#[derive(clap::Args)]
+struct StudyOpts {
+    /// Override the scenario's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
+    format: StudyFormat,
+    /// Threads to run the study's simulations on (default: all cores). The report does not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StudyFormat {
+    /// The full study report.
+    Json,
+    /// The table.
+    Csv,
+    /// Question, answer, table and notes.
+    Md,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -123,8 +169,15 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Check { scenario } => {
             let sc = load(&scenario, None)?;
             println!(
-                "ok: {} — {} replica(s) × tp {}, KV {} tokens per replica, up to {} requests",
-                sc.name, sc.replicas, sc.hardware.tp, sc.engine.kv_capacity_tokens, sc.workload.max_requests
+                "ok: {} — {} GPU(s): {}; up to {} requests",
+                sc.name,
+                sc.gpu_count(),
+                sc.pools
+                    .iter()
+                    .map(|p| format!("{} {} worker(s) of {} × tp {} with KV for {} tokens", p.replicas, p.role.name(), p.hardware.name, p.hardware.tp, p.engine.kv_capacity_tokens))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                sc.workload.max_requests
             );
             Ok(())
         }
@@ -141,7 +194,31 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             if checks.iter().all(|c| c.pass) { Ok(()) } else { Err(Failure::Internal("a closed-form check failed".into())) }
         }
         Command::Bench { quick } => run_bench(quick),
+        Command::Study { study } => run_study(study),
     }
+}
+
+fn run_study(cmd: StudyCmd) -> Result<(), Failure> {
+    use inferscale::study::{self, StudyError};
+    let (mut st, common): (Box<dyn study::Study>, StudyOpts) = match cmd {
+        StudyCmd::Pd { scenario, prefix_tokens, reuse, common } => {
+            let spec = load_spec(&scenario, common.seed)?;
+            let params = serde_json::json!({ "prefix_tokens": prefix_tokens, "reuse_fraction": reuse });
+            let st = study::build("pd", &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
+            (st, common)
+        }
+    };
+    let threads = common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let report = study::run_native(st.as_mut(), threads, &mut |_, _| true).map_err(|e| match e {
+        StudyError::Invalid(e) => Failure::Input(e.to_string()),
+        StudyError::Cancelled => Failure::Internal("cancelled".into()),
+    })?;
+    let text = match common.format {
+        StudyFormat::Json => report.json(),
+        StudyFormat::Csv => report.csv(),
+        StudyFormat::Md => report.markdown(),
+    };
+    write_out(common.out.as_deref(), &text)
 }
 
 fn render(r: &Report, sc: &Scenario, f: Format) -> String {
@@ -168,6 +245,12 @@ fn write_out(out: Option<&Path>, text: &str) -> Result<(), Failure> {
 
 /// Read, parse, resolve the trace file (relative to the scenario), validate.
 fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, Failure> {
+    let spec = load_spec(path, seed)?;
+    scenario::validate(&spec).map_err(|e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display())))
+}
+
+/// Read and parse a scenario file, with its trace file's text put in (relative to the scenario).
+fn load_spec(path: &Path, seed: Option<u64>) -> Result<Spec, Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
     let mut spec: Spec = scenario::parse(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
     if let Some(s) = seed {
@@ -180,7 +263,7 @@ fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, Failure> {
                 .map_err(|e| Failure::Input(format!("{}: workload.arrival.path: cannot read trace {}: {e}", path.display(), full.display())))?;
             *data = Some(t);
         }
-    scenario::validate(&spec).map_err(|e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display())))
+    Ok(spec)
 }
 
 /// Peak resident memory of this process, from the kernel (Linux), in bytes.

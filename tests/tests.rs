@@ -7,6 +7,7 @@
 //! - `property`: random valid scenarios → no panic, every audit holds.
 //! - `engine`: targeted behaviours (preemption, chunking, routing, admission, horizon, traces).
 //! - `pd`: prefill/decode disaggregation (the link's timing) and shared-prefix caching.
+//! - `study`: studies — identical on any thread count, common random numbers, their tables and CLI.
 //! - `cli`: the command-line contract (formats, keys, exit codes).
 
 mod it;

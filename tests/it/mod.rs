@@ -7,6 +7,7 @@ mod engine;
 mod pd;
 mod property;
 mod roofline;
+mod study;
 
 use inferscale::scenario::{self, Scenario, Spec};
 use std::path::PathBuf;

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
     Run { run_id: u32, scenario_json: String },
+    /// One run of a study: answered with [`Output::JobDone`] (its `study::RunSummary` as JSON).
+    Job { run_id: u32, job: u32, label: String, scenario_json: String },
     /// For the tests: panic inside the worker, to prove the page recovers.
     Crash { run_id: u32 },
 }
@@ -23,6 +25,7 @@ pub enum Input {
 pub enum Output {
     Progress { run_id: u32, done: u64, expected: u64 },
     Done { run_id: u32, results: Results },
+    JobDone { run_id: u32, job: u32, summary_json: String },
     /// The scenario was refused: (field path, message) pairs.
     Invalid { run_id: u32, errors: Vec<(String, String)> },
     /// The worker panicked (a bug); it is dead and the page must spawn a new one.
@@ -77,6 +80,15 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
     Ok(results)
 }
 
+/// Run one study job; its summary as JSON (f64s round-trip exactly through serde_json).
+pub fn run_job(label: &str, scenario_json: &str) -> Result<String, Vec<(String, String)>> {
+    let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
+    let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
+    let job = inferscale::study::Job { label: label.to_string(), spec };
+    let summary = inferscale::study::run_job(&job).map_err(errors)?;
+    Ok(serde_json::to_string(&summary).expect("a summary serialises"))
+}
+
 /// An empirical CDF thinned to at most `CDF_POINTS` points (evenly spaced ranks, always the last).
 fn cdf(v: &mut [f64]) -> Vec<(f64, f64)> {
     v.sort_by(f64::total_cmp);
@@ -129,11 +141,18 @@ mod web {
 
         fn received(&mut self, scope: &WorkerScope<Self>, msg: Input, id: HandlerId) {
             let run_id = match &msg {
-                Input::Run { run_id, .. } | Input::Crash { run_id } => *run_id,
+                Input::Run { run_id, .. } | Input::Job { run_id, .. } | Input::Crash { run_id } => *run_id,
             };
             CURRENT.with(|c| *c.borrow_mut() = Some((scope.clone(), id, run_id)));
             match msg {
                 Input::Crash { .. } => panic!("a crash requested by the tests"),
+                Input::Job { run_id, job, label, scenario_json } => {
+                    let out = match run_job(&label, &scenario_json) {
+                        Ok(summary_json) => Output::JobDone { run_id, job, summary_json },
+                        Err(errors) => Output::Invalid { run_id, errors },
+                    };
+                    scope.respond(id, out);
+                }
                 Input::Run { run_id, scenario_json } => {
                     // Report progress at most every half percent, so a million-request run sends ~200 messages.
                     let mut last = 0u64;
@@ -179,6 +198,16 @@ mod tests {
         let errs = run_scenario("{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}", &mut |_, _| {}, &|| 0.0).unwrap_err();
         assert_eq!(errs[0].0, "workload.arrival.rate_rps");
         assert!(run_scenario("not json", &mut |_, _| {}, &|| 0.0).is_err());
+    }
+
+    #[test]
+    fn a_study_job_summary_round_trips_exactly() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
+        let json = run_job("x", &text).unwrap();
+        let back: inferscale::study::RunSummary = serde_json::from_str(&json).unwrap();
+        let spec = inferscale::scenario::parse(&text).unwrap();
+        let direct = inferscale::study::run_job(&inferscale::study::Job { label: "x".into(), spec }).unwrap();
+        assert_eq!(back, direct, "bit-exact through JSON");
     }
 
     #[test]

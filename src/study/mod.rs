@@ -1,0 +1,430 @@
+//! Studies: many runs of the same requests (common random numbers), turned into a decision.
+//!
+//! A study is a small state machine ([`Study`]): it hands out batches of independent runs ([`Job`]), takes
+//! back their [`RunSummary`]s *in job order*, and finally builds a [`StudyReport`] — a table, a chart and
+//! notes. Who runs the jobs, and on how many threads or Web Workers, is the front end's business; results
+//! are fed back in job order, so the report is byte-identical whatever the parallelism.
+//!
+//! ```text
+//! Spec + params ─▶ Study::next() ─▶ [Job…] ─▶ run anywhere ─▶ [RunSummary…] ─▶ Study::feed() ─┐
+//!                        ▲                                                                     │
+//!                        └──────────────────────── until next() is empty ◀─────────────────────┘
+//!                                                  then Study::report() ─▶ StudyReport (JSON, CSV, Markdown)
+//! ```
+
+pub mod pd;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Report;
+use crate::scenario::{self, ScenarioError, Spec};
+
+/// One run a study needs: a label for the table and the full scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub label: String,
+    pub spec: Spec,
+}
+
+/// What a study keeps of one run: small enough to send between workers, exact (f64 round-trips).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub label: String,
+    pub gpus: u32,
+    pub requests: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub unfinished: u64,
+    pub preemptions: u64,
+    pub throughput_rps: f64,
+    pub goodput_rps: f64,
+    pub goodput_per_gpu_rps: f64,
+    pub slo_attainment: f64,
+    pub ttft_p50_s: f64,
+    pub ttft_p95_s: f64,
+    pub ttft_p99_s: f64,
+    pub tpot_p95_s: f64,
+    pub e2e_p95_s: f64,
+    pub e2e_mean_s: f64,
+    pub queue_delay_mean_s: f64,
+    pub kv_peak_fraction: f64,
+    pub busy_fraction: f64,
+    /// Disaggregated: p95 transfer latency, busiest link's busy fraction, prefill and decode pool use.
+    pub transfer_p95_s: Option<f64>,
+    pub link_busy_max_fraction: Option<f64>,
+    pub prefill_busy_fraction: Option<f64>,
+    pub decode_busy_fraction: Option<f64>,
+    pub decode_kv_peak_fraction: Option<f64>,
+    /// Shared prefixes: hit rate and prefill tokens saved (and their share of all prompt tokens).
+    pub prefix_hit_rate: Option<f64>,
+    pub prefill_tokens_saved: Option<u64>,
+    pub prefill_saved_fraction: Option<f64>,
+    /// The run's own diagnosis.
+    pub diagnosis_kind: String,
+    pub diagnosis_verdict: String,
+}
+
+impl RunSummary {
+    pub fn from_report(label: &str, r: &Report) -> Self {
+        let s = &r.summary;
+        let pool = |role: &str| r.pools.as_ref().and_then(|ps| ps.iter().find(|p| p.role == role));
+        let saved = r.prefix.as_ref().map(|p| p.prefill_tokens_saved);
+        let prompt_total = r.engine.prefill_tokens + saved.unwrap_or(0);
+        RunSummary {
+            label: label.to_string(),
+            gpus: r.gpus,
+            requests: s.requests,
+            completed: s.completed,
+            rejected: s.rejected,
+            unfinished: s.unfinished,
+            preemptions: s.preemptions,
+            throughput_rps: s.throughput_rps,
+            goodput_rps: s.goodput_rps,
+            goodput_per_gpu_rps: s.goodput_per_gpu_rps,
+            slo_attainment: s.slo_attainment,
+            ttft_p50_s: s.ttft_s.p50,
+            ttft_p95_s: s.ttft_s.p95,
+            ttft_p99_s: s.ttft_s.p99,
+            tpot_p95_s: s.tpot_s.p95,
+            e2e_p95_s: s.e2e_s.p95,
+            e2e_mean_s: s.e2e_s.mean,
+            queue_delay_mean_s: s.queue_delay_s.mean,
+            kv_peak_fraction: s.kv_peak_fraction,
+            busy_fraction: r.engine.busy_fraction,
+            transfer_p95_s: r.transfer.as_ref().map(|t| t.latency_s.p95),
+            link_busy_max_fraction: r.transfer.as_ref().map(|t| t.link_busy_max_fraction),
+            prefill_busy_fraction: pool("prefill").map(|p| p.busy_fraction),
+            decode_busy_fraction: pool("decode").map(|p| p.busy_fraction),
+            decode_kv_peak_fraction: pool("decode").map(|p| p.kv_peak_fraction),
+            prefix_hit_rate: r.prefix.as_ref().map(|p| p.hit_rate),
+            prefill_tokens_saved: saved,
+            prefill_saved_fraction: saved.map(|x| if prompt_total > 0 { x as f64 / prompt_total as f64 } else { 0.0 }),
+            diagnosis_kind: r.diagnosis.kind.to_string(),
+            diagnosis_verdict: r.diagnosis.verdict.clone(),
+        }
+    }
+}
+
+/// Run one job: validate its scenario and simulate it. The only place a study touches the engine.
+pub fn run_job(job: &Job) -> Result<RunSummary, ScenarioError> {
+    let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
+    Ok(RunSummary::from_report(&job.label, &crate::simulate(&sc)))
+}
+
+/// A job's scenario error, naming the job.
+fn prefixed(mut e: ScenarioError, label: &str) -> ScenarioError {
+    for f in &mut e.errors {
+        f.message = format!("{} (in the study's run \"{label}\")", f.message);
+    }
+    e
+}
+
+/// A study in progress.
+pub trait Study {
+    /// The next batch of independent runs; empty when the study is finished.
+    fn next(&mut self) -> Vec<Job>;
+    /// The results of the last batch, in its order.
+    fn feed(&mut self, results: Vec<RunSummary>);
+    /// Runs so far and the best estimate of all runs, for progress.
+    fn progress(&self) -> (usize, usize);
+    /// The finished study.
+    fn report(&self) -> StudyReport;
+}
+
+/// How a column's numbers read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    Text,
+    Int,
+    /// A number with its unit.
+    Num,
+    /// Seconds, shown in ms or s.
+    Seconds,
+    /// A fraction, shown as a percentage.
+    Percent,
+    Bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    pub label: String,
+    pub unit: String,
+    pub format: Format,
+}
+
+fn col(label: &str, unit: &str, format: Format) -> Column {
+    Column { label: label.into(), unit: unit.into(), format }
+}
+
+/// One table cell. Serialised plainly: a number, a string, a boolean or null.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Cell {
+    Bool(bool),
+    Num(f64),
+    Text(String),
+    Empty,
+}
+
+impl From<f64> for Cell {
+    fn from(x: f64) -> Self {
+        Cell::Num(x)
+    }
+}
+impl From<u64> for Cell {
+    fn from(x: u64) -> Self {
+        Cell::Num(x as f64)
+    }
+}
+impl From<u32> for Cell {
+    fn from(x: u32) -> Self {
+        Cell::Num(x as f64)
+    }
+}
+impl From<&str> for Cell {
+    fn from(x: &str) -> Self {
+        Cell::Text(x.into())
+    }
+}
+impl From<String> for Cell {
+    fn from(x: String) -> Self {
+        Cell::Text(x)
+    }
+}
+impl From<bool> for Cell {
+    fn from(x: bool) -> Self {
+        Cell::Bool(x)
+    }
+}
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(x: Option<T>) -> Self {
+        x.map_or(Cell::Empty, Into::into)
+    }
+}
+
+/// A chart of a study: bars (one per category), points, or lines with an optional min–max band.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Chart {
+    /// `bars`, `scatter` or `lines`.
+    pub kind: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Bars: the category of each point (x is its index).
+    pub categories: Vec<String>,
+    pub series: Vec<ChartSeries>,
+    /// A horizontal target line (e.g. the SLO attainment target).
+    pub target: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChartSeries {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Per point (low, high), when the series has a band.
+    pub band: Vec<(f64, f64)>,
+    /// Per point label (scatter: the candidate's name).
+    pub labels: Vec<String>,
+}
+
+/// A finished study: everything the table, the chart and the exports show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StudyReport {
+    pub inferscale_version: String,
+    pub study: String,
+    pub scenario: String,
+    pub seed: u64,
+    /// The question the study answers, in a sentence.
+    pub question: String,
+    /// The answer, in a sentence, with its number.
+    pub answer: String,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Index of the row the answer points at (highlighted).
+    pub best_row: Option<usize>,
+    pub charts: Vec<Chart>,
+    pub notes: Vec<String>,
+    /// The runs behind the table, in job order.
+    pub runs: Vec<RunSummary>,
+}
+
+impl StudyReport {
+    /// Pretty JSON with a final newline (the CLI's and the lab's JSON export).
+    pub fn json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a study report serialises");
+        s.push('\n');
+        s
+    }
+
+    /// The table as CSV, numbers in full precision, headers with units.
+    pub fn csv(&self) -> String {
+        let head: Vec<String> = self.columns.iter().map(|c| csv_field(&header(c))).collect();
+        let mut out = head.join(",");
+        out.push('\n');
+        for row in &self.rows {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|c| match c {
+                    Cell::Num(x) => format!("{x}"),
+                    Cell::Text(t) => csv_field(t),
+                    Cell::Bool(b) => b.to_string(),
+                    Cell::Empty => String::new(),
+                })
+                .collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The study as Markdown: question, answer, table (numbers as shown in the lab), notes.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("# InferScale study: {} — {}\n\nScenario `{}`, seed {}.\n\n", self.study, self.question, self.scenario, self.seed);
+        out.push_str(&format!("**Answer:** {}\n\n", self.answer));
+        let head: Vec<String> = self.columns.iter().map(header).collect();
+        out.push_str(&format!("| {} |\n", head.join(" | ")));
+        out.push_str(&format!("|{}\n", self.columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()));
+        for (i, row) in self.rows.iter().enumerate() {
+            let mut cells: Vec<String> = row.iter().zip(&self.columns).map(|(c, col)| show(c, col.format).replace('|', "\\|")).collect();
+            if Some(i) == self.best_row
+                && let Some(first) = cells.first_mut()
+            {
+                *first = format!("**{first}** (best)");
+            }
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\nNotes:\n\n");
+            for n in &self.notes {
+                out.push_str(&format!("- {n}\n"));
+            }
+        }
+        out
+    }
+}
+
+fn header(c: &Column) -> String {
+    if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+/// A cell as the lab and the Markdown show it.
+pub fn show(c: &Cell, f: Format) -> String {
+    match (c, f) {
+        (Cell::Empty, _) => "–".into(),
+        (Cell::Text(t), _) => t.clone(),
+        (Cell::Bool(b), _) => if *b { "yes" } else { "no" }.into(),
+        (Cell::Num(x), Format::Percent) => format!("{:.1} %", x * 100.0),
+        (Cell::Num(x), Format::Seconds) => {
+            if x.abs() < 1.0 {
+                format!("{:.1} ms", x * 1e3)
+            } else {
+                format!("{x:.2} s")
+            }
+        }
+        (Cell::Num(x), Format::Int) => format!("{x:.0}"),
+        (Cell::Num(x), _) => {
+            if x.abs() >= 100.0 {
+                format!("{x:.0}")
+            } else if x.abs() >= 1.0 {
+                format!("{x:.2}")
+            } else {
+                format!("{x:.3}")
+            }
+        }
+    }
+}
+
+/// Why a study stopped early.
+#[derive(Debug, PartialEq)]
+pub enum StudyError {
+    /// A run's scenario was refused (the error names the run).
+    Invalid(ScenarioError),
+    Cancelled,
+}
+
+/// Drive a study to the end with `run_batch` running each batch (in any order or parallelism, returning
+/// results in job order). `progress(done, total)` may cancel by returning false.
+pub fn drive(
+    study: &mut dyn Study,
+    run_batch: &mut dyn FnMut(&[Job]) -> Result<Vec<RunSummary>, StudyError>,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> Result<StudyReport, StudyError> {
+    loop {
+        let jobs = study.next();
+        if jobs.is_empty() {
+            return Ok(study.report());
+        }
+        let (done, total) = study.progress();
+        if !progress(done, total) {
+            return Err(StudyError::Cancelled);
+        }
+        let results = run_batch(&jobs)?;
+        study.feed(results);
+    }
+}
+
+/// Run a batch on up to `threads` threads; results in job order whatever the thread count.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn run_parallel(jobs: &[Job], threads: usize) -> Result<Vec<RunSummary>, StudyError> {
+    let threads = threads.clamp(1, jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<Result<RunSummary, ScenarioError>>> = vec![None; jobs.len()];
+    let results = std::sync::Mutex::new(&mut slots);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= jobs.len() {
+                    return;
+                }
+                let r = run_job(&jobs[i]);
+                results.lock().expect("no thread panics holding the lock")[i] = Some(r);
+            });
+        }
+    });
+    slots.into_iter().map(|r| r.expect("every job ran").map_err(StudyError::Invalid)).collect()
+}
+
+/// Run a study natively on `threads` threads.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn run_native(study: &mut dyn Study, threads: usize, progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<StudyReport, StudyError> {
+    drive(study, &mut |jobs| run_parallel(jobs, threads), progress)
+}
+
+/// The studies, by name: (name, title).
+pub const STUDIES: &[(&str, &str)] = &[("pd", "P/D comparison")];
+
+/// The registry: a study by name, from the scenario and the study's options (JSON object; `{}` for the
+/// defaults). Unknown options are refused, naming the field.
+pub fn build(name: &str, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
+    fn opts<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
+        serde_json::from_value(v.clone()).map_err(|e| ScenarioError::one(format!("study.{name}"), e.to_string()))
+    }
+    Ok(match name {
+        "pd" => Box::new(pd::PdStudy::new(spec, &opts(name, params)?)?),
+        other => return Err(ScenarioError::one("study", format!("unknown study `{other}` (one of: {})", STUDIES.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")))),
+    })
+}
+
+/// The header every study report starts with.
+fn report_head(study: &str, spec: &Spec, question: String) -> StudyReport {
+    StudyReport {
+        inferscale_version: env!("CARGO_PKG_VERSION").to_string(),
+        study: study.to_string(),
+        scenario: spec.name.clone(),
+        seed: spec.seed,
+        question,
+        answer: String::new(),
+        columns: Vec::new(),
+        rows: Vec::new(),
+        best_row: None,
+        charts: Vec::new(),
+        notes: Vec::new(),
+        runs: Vec::new(),
+    }
+}

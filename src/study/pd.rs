@@ -1,0 +1,224 @@
+//! P/D comparison: colocated vs prefill/decode disaggregated serving, each with and without prefix reuse,
+//! on the same requests.
+
+use serde::{Deserialize, Serialize};
+
+use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, ScenarioError, Spec};
+
+/// Options; each is used only when the scenario does not say.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PdParams {
+    /// Shared prefix length when the scenario has no `prefix` block.
+    pub prefix_tokens: Option<u32>,
+    /// Reuse fraction when the scenario has no `prefix` block.
+    pub reuse_fraction: Option<f64>,
+}
+
+pub struct PdStudy {
+    base: Spec,
+    jobs: Vec<Job>,
+    results: Vec<RunSummary>,
+    notes: Vec<String>,
+    handed_out: bool,
+}
+
+const LABELS: [&str; 4] = ["colocated", "colocated + prefix cache", "P/D", "P/D + prefix cache"];
+
+impl PdStudy {
+    pub fn new(spec: &Spec, p: &PdParams) -> Result<Self, ScenarioError> {
+        let sc = scenario::validate(spec)?;
+        let mut notes = Vec::new();
+        let disagg = match &spec.cluster.disaggregation {
+            Some(d) => d.clone(),
+            None => {
+                // Split the colocated workers: a third prefill (at least one), the rest decode.
+                let n = spec.cluster.replicas;
+                let prefill = (n / 3).max(1);
+                let decode = n.saturating_sub(prefill).max(1);
+                notes.push(format!(
+                    "The scenario has no cluster.disaggregation: P/D uses {prefill} prefill + {decode} decode workers (the colocated {n}, split a third to prefill) and 50 GB/s links per pair with 0.05 ms latency."
+                ));
+                let pool = |replicas| PoolSpec { replicas, device: None, tp: None, router: spec.cluster.router.clone() };
+                DisaggSpec {
+                    prefill: pool(prefill),
+                    decode: pool(decode),
+                    link: LinkSpec { bandwidth_gbps: 50.0, latency_ms: 0.05, topology: LinkTopology::PerPair },
+                }
+            }
+        };
+        let prefix = match &spec.prefix {
+            Some(x) => x.clone(),
+            None => {
+                let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(1);
+                let block = sc.engine.block_size_tokens;
+                let tokens = p.prefix_tokens.unwrap_or_else(|| (1024.min(longest / 2) / block * block).max(block));
+                let reuse = p.reuse_fraction.unwrap_or(0.5);
+                notes.push(format!(
+                    "The scenario has no prefix block: {:.0} % of requests (those with prompts longer than {tokens} tokens) share one of 4 prefixes of {tokens} tokens (Zipf 1.0).",
+                    reuse * 100.0
+                ));
+                PrefixSpec { prefix_tokens: tokens, reuse_fraction: reuse, groups: 4, zipf_s: 1.0, caching: true }
+            }
+        };
+        let jobs = LABELS
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let mut s = spec.clone();
+                s.cluster.disaggregation = (i >= 2).then(|| disagg.clone());
+                s.prefix = Some(PrefixSpec { caching: i % 2 == 1, ..prefix.clone() });
+                Job { label: label.to_string(), spec: s }
+            })
+            .collect::<Vec<_>>();
+        // Every variant must be valid before anything runs.
+        for j in &jobs {
+            scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
+        }
+        notes.push("Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into());
+        Ok(PdStudy { base: spec.clone(), jobs, results: Vec::new(), notes, handed_out: false })
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
+fn ms(x: f64) -> String {
+    if x < 1.0 { format!("{:.0} ms", x * 1e3) } else { format!("{x:.2} s") }
+}
+
+/// One sentence from a row's numbers: the dominant cause first.
+pub fn sentence(r: &RunSummary) -> String {
+    let slo = format!("SLO {:.1} %", r.slo_attainment * 100.0);
+    if let (Some(link), Some(t95)) = (r.link_busy_max_fraction, r.transfer_p95_s) {
+        if link > 0.8 {
+            return format!("transfer link busy {}: TTFT dominated by KV transfer (p95 {} of {})", pct(link), ms(t95), ms(r.ttft_p95_s));
+        }
+        if r.ttft_p95_s > 0.0 && t95 > 0.5 * r.ttft_p95_s {
+            return format!("KV transfer is {} of p95 TTFT ({}): a faster link helps most", pct(t95 / r.ttft_p95_s), ms(t95));
+        }
+    }
+    if let Some(pb) = r.prefill_busy_fraction
+        && pb > 0.9
+    {
+        return format!("prefill pool busy {}: TTFT is prefill queueing; add prefill workers ({slo})", pct(pb));
+    }
+    if let Some(dk) = r.decode_kv_peak_fraction
+        && dk > 0.95
+    {
+        return format!("decode KV full ({}): requests wait for decode memory after the transfer ({slo})", pct(dk));
+    }
+    if let (Some(h), Some(saved)) = (r.prefix_hit_rate, r.prefill_saved_fraction)
+        && h > 0.0
+    {
+        return format!("cache hits on {} of requests skip {} of prompt tokens; {slo}, busy {}", pct(h), pct(saved), pct(r.busy_fraction));
+    }
+    let first = r.diagnosis_verdict.split(". ").next().unwrap_or("").trim_end_matches('.');
+    format!("{}: {first}", r.diagnosis_kind)
+}
+
+impl Study for PdStudy {
+    fn next(&mut self) -> Vec<Job> {
+        if self.handed_out {
+            return Vec::new();
+        }
+        self.handed_out = true;
+        self.jobs.clone()
+    }
+
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        self.results = results;
+    }
+
+    fn progress(&self) -> (usize, usize) {
+        (self.results.len(), self.jobs.len())
+    }
+
+    fn report(&self) -> StudyReport {
+        let mut rep = report_head("pd", &self.base, "colocated or disaggregated prefill/decode, with or without prefix reuse?".into());
+        rep.columns = vec![
+            col("Scenario", "", Format::Text),
+            col("GPU instances", "", Format::Int),
+            col("Goodput", "req/s", Format::Num),
+            col("Goodput/GPU", "req/s", Format::Num),
+            col("SLO attainment", "", Format::Percent),
+            col("p95 TTFT", "s", Format::Seconds),
+            col("p95 E2E", "s", Format::Seconds),
+            col("p95 KV transfer", "s", Format::Seconds),
+            col("Cache hit", "", Format::Percent),
+            col("Prefill saved", "of prompt tokens", Format::Percent),
+            col("Diagnosis", "", Format::Text),
+        ];
+        let r = &self.results;
+        rep.rows = r
+            .iter()
+            .map(|x| {
+                let hit = x.prefix_hit_rate.filter(|_| x.label.contains("cache"));
+                let saved = x.prefill_saved_fraction.filter(|_| x.label.contains("cache"));
+                vec![
+                    Cell::from(x.label.as_str()),
+                    x.gpus.into(),
+                    x.goodput_rps.into(),
+                    x.goodput_per_gpu_rps.into(),
+                    x.slo_attainment.into(),
+                    x.ttft_p95_s.into(),
+                    x.e2e_p95_s.into(),
+                    x.transfer_p95_s.into(),
+                    hit.into(),
+                    saved.into(),
+                    sentence(x).into(),
+                ]
+            })
+            .collect();
+        // Best: most goodput per GPU; ties by SLO attainment, then the simpler layout (earlier row).
+        rep.best_row = (0..r.len()).reduce(|a, b| {
+            let key = |i: usize| (r[i].goodput_per_gpu_rps, r[i].slo_attainment);
+            if key(b) > key(a) { b } else { a }
+        });
+        if let Some(b) = rep.best_row {
+            let best = &r[b];
+            let colo = r.first().map_or(0.0, |c| c.goodput_per_gpu_rps);
+            let vs = if b > 0 && colo > 0.0 { format!(", {:+.0} % against plain colocated serving", (best.goodput_per_gpu_rps / colo - 1.0) * 100.0) } else { String::new() };
+            rep.answer = format!(
+                "{} gives the most goodput per GPU: {:.3} req/s per GPU ({:.2} req/s on {} GPUs, SLO attainment {}){vs}.",
+                best.label,
+                best.goodput_per_gpu_rps,
+                best.goodput_rps,
+                best.gpus,
+                pct(best.slo_attainment)
+            );
+        }
+        let cats: Vec<String> = r.iter().map(|x| x.label.clone()).collect();
+        let bars = |name: &str, f: &dyn Fn(&RunSummary) -> f64| ChartSeries {
+            name: name.into(),
+            points: r.iter().enumerate().map(|(i, x)| (i as f64, f(x))).collect(),
+            band: Vec::new(),
+            labels: Vec::new(),
+        };
+        rep.charts = vec![
+            Chart {
+                kind: "bars".into(),
+                title: "Goodput per GPU".into(),
+                x_label: "layout".into(),
+                y_label: "req/s per GPU meeting every SLO".into(),
+                categories: cats.clone(),
+                series: vec![bars("goodput/GPU", &|x| x.goodput_per_gpu_rps)],
+                target: None,
+            },
+            Chart {
+                kind: "bars".into(),
+                title: "p95 TTFT".into(),
+                x_label: "layout".into(),
+                y_label: "seconds".into(),
+                categories: cats,
+                series: vec![bars("p95 TTFT", &|x| x.ttft_p95_s)],
+                target: None,
+            },
+        ];
+        rep.notes = self.notes.clone();
+        rep.runs = self.results.clone();
+        rep
+    }
+}
