@@ -347,11 +347,14 @@ pub enum StudyError {
     Cancelled,
 }
 
+/// Runs a batch of jobs, returning their summaries in job order.
+pub type BatchRunner<'a> = dyn FnMut(&[Job]) -> Result<Vec<RunSummary>, StudyError> + 'a;
+
 /// Drive a study to the end with `run_batch` running each batch (in any order or parallelism, returning
 /// results in job order). `progress(done, total)` may cancel by returning false.
 pub fn drive(
     study: &mut dyn Study,
-    run_batch: &mut dyn FnMut(&[Job]) -> Result<Vec<RunSummary>, StudyError>,
+    run_batch: &mut BatchRunner<'_>,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<StudyReport, StudyError> {
     loop {
