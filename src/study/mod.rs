@@ -226,6 +226,8 @@ pub struct ChartSeries {
     pub band: Vec<(f64, f64)>,
     /// Per point label (scatter: the candidate's name).
     pub labels: Vec<String>,
+    /// Joined by a line (a frontier, a curve) rather than drawn as separate points or bars.
+    pub line: bool,
 }
 
 /// A finished study: everything the table, the chart and the exports show.

@@ -180,14 +180,14 @@ impl Study for PdStudy {
         if let Some(b) = rep.best_row {
             let best = &r[b];
             let colo = r.first().map_or(0.0, |c| c.goodput_per_gpu_rps);
-            let vs = if b > 0 && colo > 0.0 { format!(", {:+.0} % against plain colocated serving", (best.goodput_per_gpu_rps / colo - 1.0) * 100.0) } else { String::new() };
+            let vs = if b > 0 && colo > 0.0 { format!(", {:+.1} % against plain colocated serving", (best.goodput_per_gpu_rps / colo - 1.0) * 100.0) } else { String::new() };
             rep.answer = format!(
-                "{} gives the most goodput per GPU: {:.3} req/s per GPU ({:.2} req/s on {} GPUs, SLO attainment {}){vs}.",
+                "{} gives the most goodput per GPU: {:.3} req/s per GPU ({:.2} req/s on {} GPUs, SLO attainment {:.1} %){vs}.",
                 best.label,
                 best.goodput_per_gpu_rps,
                 best.goodput_rps,
                 best.gpus,
-                pct(best.slo_attainment)
+                best.slo_attainment * 100.0
             );
         }
         let cats: Vec<String> = r.iter().map(|x| x.label.clone()).collect();
@@ -196,6 +196,7 @@ impl Study for PdStudy {
             points: r.iter().enumerate().map(|(i, x)| (i as f64, f(x))).collect(),
             band: Vec::new(),
             labels: Vec::new(),
+            line: false,
         };
         rep.charts = vec![
             Chart {

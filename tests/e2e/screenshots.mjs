@@ -21,6 +21,12 @@ await page.fill('#c-rate', '-1');
 await page.dispatchEvent('#c-rate', 'input');
 await page.locator('#errors').scrollIntoViewIfNeeded();
 await page.screenshot({ path: join(out, 'serving-lab-invalid-input.png') });
+// The P/D comparison panel with its result.
+await page.selectOption('#preset', 'pd-llama3-8b-h100');
+await page.click('nav [data-panel="pd"]');
+await page.click('#study-run');
+await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+await page.screenshot({ path: join(out, 'pd-comparison.png'), fullPage: true });
 await ctx.close();
 server.stop();
 console.log(`screenshots written to ${out}`);

@@ -11,6 +11,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Document, Element, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
+#[path = "study_panel.rs"]
+mod study_panel;
+
 use crate::charts::{self, Mapping};
 use crate::details;
 use crate::table::{esc, Table};
@@ -24,6 +27,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("trace-replay", include_str!("../../scenarios/trace-replay.json")),
     ("mmc-central-queue", include_str!("../../scenarios/mmc-central-queue.json")),
     ("peer-llama3-8b-h100", include_str!("../../scenarios/peer-llama3-8b-h100.json")),
+    ("pd-llama3-8b-h100", include_str!("../../scenarios/pd-llama3-8b-h100.json")),
 ];
 const SAMPLE_TRACE: (&str, &str) = ("traces/sample-vidur.csv", include_str!("../../scenarios/traces/sample-vidur.csv"));
 
@@ -87,6 +91,9 @@ struct App {
     mappings: Vec<(String, Mapping)>,
     listeners: Vec<Closure<dyn FnMut(web_sys::Event)>>,
     self_ref: std::rc::Weak<RefCell<App>>,
+    /// The panel on screen: "lab" or a study's name.
+    panel: String,
+    study: study_panel::StudyState,
 }
 
 fn window() -> web_sys::Window {
@@ -320,6 +327,10 @@ impl App {
         self.editor().set_value(&pretty);
         self.sync_controls();
         self.validate();
+        if self.panel != "lab" {
+            self.sync_study_params();
+            self.validate_study();
+        }
     }
 
     fn spawn_worker(&mut self) {
@@ -484,7 +495,24 @@ impl App {
             ("Rejected", format!("{}", s["rejected"]), ""),
             ("Unfinished", format!("{}", s["unfinished"]), ""),
             ("Little's law", format!("err {:.1e}", f(&a["little"]["relative_error"])), if a["ok"] == true { "good" } else { "bad" }),
+            ("GPUs", format!("{}", self.report["gpus"]), ""),
+            ("Goodput/GPU", format!("{:.3} req/s", f(&s["goodput_per_gpu_rps"])), ""),
         ];
+        let mut cards = cards.into_iter().map(|(k, v, c)| (k.to_string(), v, c)).collect::<Vec<_>>();
+        // Disaggregated and prefix-sharing runs have their own figures.
+        if let Some(pools) = self.report["pools"].as_array() {
+            for pool in pools {
+                cards.push((format!("{} pool busy", pool["role"].as_str().unwrap_or("")), p(&pool["busy_fraction"]), ""));
+            }
+            let tr = &self.report["transfer"];
+            cards.push(("KV transfer p95".into(), t(&tr["latency_s"]["p95"]), ""));
+            cards.push(("Busiest link".into(), p(&tr["link_busy_max_fraction"]), if f(&tr["link_busy_max_fraction"]) > 0.8 { "bad" } else { "" }));
+        }
+        if self.report["prefix"].is_object() {
+            let x = &self.report["prefix"];
+            cards.push(("Prefix cache hits".into(), p(&x["hit_rate"]), ""));
+            cards.push(("Prefill tokens saved".into(), format!("{}", x["prefill_tokens_saved"]), ""));
+        }
         let html: String = cards
             .iter()
             .map(|(k, v, cls)| format!("<div class=\"card {cls}\" data-metric=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>", esc(k), esc(k), esc(v)))
@@ -684,6 +712,11 @@ fn share_hash(scenario: &str) -> String {
     format!("scenario={}", String::from(js_sys::encode_uri_component(&compact)))
 }
 
+/// A link to a panel with the scenario: `#panel=NAME&scenario=…` (the Serving Lab's is `#scenario=…`).
+fn share_hash_for(panel: &str, scenario: &str) -> String {
+    if panel == "lab" { share_hash(scenario) } else { format!("panel={panel}&{}", share_hash(scenario)) }
+}
+
 fn download_text(name: &str, text: &str, mime: &str) {
     let parts = js_sys::Array::of1(&JsValue::from_str(text));
     let opts = web_sys::BlobPropertyBag::new();
@@ -756,6 +789,8 @@ pub fn start() {
         mappings: Vec::new(),
         listeners: Vec::new(),
         self_ref: std::rc::Weak::new(),
+        panel: "lab".into(),
+        study: Default::default(),
     }));
     app.borrow_mut().self_ref = Rc::downgrade(&app);
     APP.with(|a| *a.borrow_mut() = Some(app.clone()));
@@ -796,6 +831,46 @@ pub fn start() {
         let a = app.borrow();
         a.sync_controls();
         a.validate();
+    });
+    // Panels: the sidebar switches; every panel keeps its inputs and its last result.
+    on(&app, "nav", "click", |app, e| {
+        let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+        let Some(name) = t.closest("[data-panel]").ok().flatten().and_then(|a| a.get_attribute("data-panel")) else { return };
+        e.prevent_default();
+        app.borrow_mut().show_panel(&name);
+    });
+    on(&app, "study-goto-lab", "click", |app, e| {
+        e.prevent_default();
+        app.borrow_mut().show_panel("lab");
+    });
+    on(&app, "study-params", "change", |app, e| {
+        if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
+            app.borrow_mut().study_param_changed(&t);
+        }
+    });
+    on(&app, "study-run", "click", |app, _| app.borrow_mut().run_study());
+    on(&app, "study-cancel", "click", |app, _| app.borrow_mut().cancel_study());
+    on(&app, "study-copy-link", "click", |app, _| app.borrow().copy_study_link());
+    for (id, what) in [("sx-json", "json"), ("sx-csv", "csv"), ("sx-md", "md")] {
+        on(&app, id, "click", move |app, _| app.borrow().export_study(what));
+    }
+    on(&app, "study-results", "click", |app, e| {
+        if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
+            app.borrow_mut().study_click(&t);
+        }
+    });
+    on(&app, "study-results", "keydown", |app, e| {
+        let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return };
+        if k.key() == "Enter"
+            && let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok())
+        {
+            app.borrow_mut().study_click(&t);
+        }
+    });
+    on(&app, "study-charts", "mousemove", |app, e| {
+        let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() else { return };
+        let Some(i) = e.target().and_then(|t| t.dyn_into::<Element>().ok()).and_then(|t| t.id().strip_prefix("study-chart-").and_then(|i| i.parse::<usize>().ok())) else { return };
+        app.borrow().study_hover(i, m);
     });
     on(&app, "c-trace", "change", |app, e| {
         read_file(app, &e, |a, name, text| {
@@ -859,16 +934,26 @@ pub fn start() {
     }
 
     // A shared link replays its run; otherwise start from the default example.
+    // `#scenario=…` replays a Serving Lab run; `#panel=NAME&scenario=…` reruns a study.
     let hash = window().location().hash().unwrap_or_default();
-    let shared = hash
+    let (panel, rest) = match hash.strip_prefix("#panel=").and_then(|h| h.split_once('&')) {
+        Some((p, rest)) => (Some(p.to_string()), format!("#{rest}")),
+        None => (None, hash),
+    };
+    let shared = rest
         .strip_prefix("#scenario=")
         .and_then(|h| js_sys::decode_uri_component(h).ok())
         .map(String::from);
-    match shared {
-        Some(text) => {
+    match (shared, panel) {
+        (Some(text), Some(p)) => {
+            app.borrow_mut().load_text(&text);
+            app.borrow_mut().show_panel(&p);
+            app.borrow_mut().run_study();
+        }
+        (Some(text), None) => {
             app.borrow_mut().load_text(&text);
             app.borrow_mut().run();
         }
-        None => app.borrow_mut().load_text(PRESETS[0].1),
+        (None, _) => app.borrow_mut().load_text(PRESETS[0].1),
     }
 }

@@ -1,0 +1,552 @@
+//! The study panels (P/D comparison, and the studies to come): parameters, a run fanned out over several
+//! Web Workers, the table, the charts and the exports. The study itself — which runs, and what their results
+//! mean — is the core's `study` module, driven here exactly as the CLI drives it, so the JSON export is the
+//! CLI's byte for byte whatever the number of workers.
+
+use std::collections::HashMap;
+
+use gloo_worker::{Spawnable, WorkerBridge};
+use inferscale::study::{self, Cell, Format, Job, RunSummary, Study, StudyReport};
+use inferscale_worker::{Input, Output, SimWorker};
+use serde_json::{json, Value};
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlCanvasElement, HtmlInputElement, HtmlSelectElement};
+
+use super::{download_text, esc, now_ms, window, App};
+use crate::charts::{self, Mapping};
+use crate::details;
+
+/// A study's panel: its sentence and its parameters.
+pub(super) struct PanelDef {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub sentence: &'static str,
+    pub params: &'static [Param],
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum PKind {
+    Int,
+    Num,
+    Select(&'static [(&'static str, &'static str)]),
+}
+
+/// A parameter field: it edits the scenario at `ptr` (scenario fields are the study's inputs) or, with a
+/// `study:` prefix, the study's own options.
+pub(super) struct Param {
+    pub id: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub title: &'static str,
+    pub ptr: &'static str,
+    pub kind: PKind,
+}
+
+const DEVICES: &[(&str, &str)] = &[("", "as the scenario"), ("a100-80g", "A100 80GB"), ("a100-40g", "A100 40GB"), ("h100-sxm", "H100 SXM"), ("h200", "H200"), ("l40s", "L40S")];
+const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
+
+pub(super) const PANELS: &[PanelDef] = &[PanelDef {
+    name: "pd",
+    title: "P/D comparison",
+    sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
+    params: &[
+        Param { id: "p-prefill", label: "Prefill workers", unit: "", title: "Workers in the prefill pool", ptr: "/cluster/disaggregation/prefill/replicas", kind: PKind::Int },
+        Param { id: "p-prefill-dev", label: "Prefill device", unit: "", title: "Device of the prefill pool", ptr: "/cluster/disaggregation/prefill/device", kind: PKind::Select(DEVICES) },
+        Param { id: "p-prefill-tp", label: "Prefill TP", unit: "GPUs/worker", title: "Tensor parallelism of a prefill worker", ptr: "/cluster/disaggregation/prefill/tp", kind: PKind::Int },
+        Param { id: "p-decode", label: "Decode workers", unit: "", title: "Workers in the decode pool", ptr: "/cluster/disaggregation/decode/replicas", kind: PKind::Int },
+        Param { id: "p-decode-dev", label: "Decode device", unit: "", title: "Device of the decode pool", ptr: "/cluster/disaggregation/decode/device", kind: PKind::Select(DEVICES) },
+        Param { id: "p-decode-tp", label: "Decode TP", unit: "GPUs/worker", title: "Tensor parallelism of a decode worker", ptr: "/cluster/disaggregation/decode/tp", kind: PKind::Int },
+        Param { id: "p-bw", label: "Link bandwidth", unit: "GB/s", title: "Bandwidth of one KV-transfer link", ptr: "/cluster/disaggregation/link/bandwidth_gbps", kind: PKind::Num },
+        Param { id: "p-lat", label: "Link latency", unit: "ms", title: "Fixed latency of a transfer", ptr: "/cluster/disaggregation/link/latency_ms", kind: PKind::Num },
+        Param { id: "p-topo", label: "Links", unit: "", title: "A link per (prefill, decode) pair, or one shared by all", ptr: "/cluster/disaggregation/link/topology", kind: PKind::Select(TOPOLOGY) },
+        Param { id: "p-prefix", label: "Shared prefix", unit: "tokens", title: "Length of each shared prompt prefix (whole KV blocks are shared)", ptr: "/prefix/prefix_tokens", kind: PKind::Int },
+        Param { id: "p-reuse", label: "Reuse fraction", unit: "of requests", title: "Fraction of requests whose prompt starts with a shared prefix", ptr: "/prefix/reuse_fraction", kind: PKind::Num },
+        Param { id: "p-groups", label: "Prefixes", unit: "distinct", title: "Number of distinct shared prefixes", ptr: "/prefix/groups", kind: PKind::Int },
+        Param { id: "p-zipf", label: "Popularity skew", unit: "Zipf s", title: "Zipf exponent of prefix popularity (0 = uniform)", ptr: "/prefix/zipf_s", kind: PKind::Num },
+    ],
+}];
+
+pub(super) fn panel(name: &str) -> Option<&'static PanelDef> {
+    PANELS.iter().find(|p| p.name == name)
+}
+
+/// A study running in the page.
+pub(super) struct Active {
+    name: String,
+    study: Box<dyn Study>,
+    batch: Vec<Job>,
+    results: Vec<Option<RunSummary>>,
+    next_job: usize,
+    /// Jobs finished in earlier batches.
+    done_before: usize,
+    started_ms: f64,
+}
+
+#[derive(Default)]
+pub(super) struct StudyState {
+    pub active: Option<Active>,
+    /// Each panel keeps its last result.
+    pub reports: HashMap<String, StudyReport>,
+    pub workers: Vec<WorkerBridge<SimWorker>>,
+    pub run_id: u32,
+    pub mappings: Vec<(usize, Mapping)>,
+    /// Display order of the table's rows, and the sort column.
+    pub order: Vec<usize>,
+    pub sort: Option<(usize, bool)>,
+}
+
+/// The defaults a P/D block takes when the scenario has none (as the study derives them).
+fn pd_defaults(v: &Value) -> (Value, Value) {
+    let n = v.pointer("/cluster/replicas").and_then(Value::as_u64).unwrap_or(1);
+    let prefill = (n / 3).max(1);
+    let decode = n.saturating_sub(prefill).max(1);
+    let router = v.pointer("/cluster/router").cloned().unwrap_or(json!({"kind": "round_robin"}));
+    let disagg = json!({
+        "prefill": {"replicas": prefill, "router": router},
+        "decode": {"replicas": decode, "router": router},
+        "link": {"bandwidth_gbps": 50.0, "latency_ms": 0.05, "topology": "per_pair"}
+    });
+    let prefix = json!({"prefix_tokens": 1024, "reuse_fraction": 0.5, "groups": 4, "zipf_s": 1.0});
+    (disagg, prefix)
+}
+
+impl App {
+    /// Show a panel: "lab" or a study's name. Each keeps its inputs and last result.
+    pub(super) fn show_panel(&mut self, name: &str) {
+        let name = if name == "lab" || panel(name).is_some() { name } else { "lab" };
+        self.panel = name.to_string();
+        self.html("panel-lab").set_hidden(name != "lab");
+        self.html("panel-study").set_hidden(name == "lab");
+        if let Ok(links) = self.doc.query_selector_all("nav [data-panel]") {
+            for i in 0..links.length() {
+                let Some(a) = links.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
+                let on = a.get_attribute("data-panel").as_deref() == Some(name);
+                a.class_list().toggle_with_force("active", on).ok();
+                if on { a.set_attribute("aria-current", "page").ok() } else { a.remove_attribute("aria-current").ok() };
+            }
+        }
+        if let Some(p) = panel(name) {
+            self.el("study-title").set_text_content(Some(p.title));
+            self.el("study-intro").set_text_content(Some(p.sentence));
+            self.render_params(p);
+            self.sync_study_params();
+            self.set_study_buttons();
+            match self.study.reports.get(name).cloned() {
+                Some(r) => self.render_study(&r),
+                None => self.html("study-results").set_hidden(true),
+            }
+            let busy = self.study.active.as_ref().is_some_and(|a| a.name == name);
+            if !busy {
+                self.el("study-status").set_text_content(Some(if self.study.reports.contains_key(name) { "Showing the last result" } else { "Ready" }));
+            }
+        }
+    }
+
+    fn render_params(&self, p: &PanelDef) {
+        let html: String = p
+            .params
+            .iter()
+            .map(|f| {
+                let input = match f.kind {
+                    PKind::Select(opts) => format!(
+                        "<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{}</select>",
+                        f.id,
+                        f.ptr,
+                        esc(f.title),
+                        opts.iter().map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l))).collect::<String>()
+                    ),
+                    PKind::Int => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"1\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
+                    PKind::Num => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
+                };
+                let unit = if f.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(f.unit)) };
+                format!("<label>{}{unit}{input}</label>", esc(f.label))
+            })
+            .collect();
+        self.el("study-params").set_inner_html(&format!("<fieldset><legend>Study inputs <span class=\"unit\">saved in the scenario</span></legend>{html}</fieldset>"));
+    }
+
+    /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
+    pub(super) fn sync_study_params(&self) {
+        let Some(p) = panel(&self.panel) else { return };
+        let text = self.editor().value();
+        let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
+        let (d, x) = pd_defaults(&v);
+        let mut full = v.clone();
+        if full.pointer("/cluster/disaggregation").is_none() {
+            details::set(&mut full, "/cluster/disaggregation", d);
+        }
+        if full.pointer("/prefix").is_none() {
+            details::set(&mut full, "/prefix", x);
+        }
+        for f in p.params {
+            let value = full.pointer(f.ptr).map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string())).unwrap_or_default();
+            let el = self.el(f.id);
+            if self.doc.active_element().as_ref() == Some(&el) {
+                continue;
+            }
+            if let Ok(i) = el.clone().dyn_into::<HtmlInputElement>() {
+                i.set_value(&value);
+            } else if let Ok(s) = el.dyn_into::<HtmlSelectElement>() {
+                s.set_value(&value);
+            }
+        }
+        // Fields left to the scenario show what they inherit.
+        let tp = v.pointer("/hardware/tp").map(|x| x.to_string()).unwrap_or_else(|| "1".into());
+        for id in ["p-prefill-tp", "p-decode-tp"] {
+            self.el(id).set_attribute("placeholder", &format!("{tp} (hardware.tp)")).ok();
+        }
+        let cores = window().navigator().hardware_concurrency() as usize;
+        self.el("study-workers").set_attribute("placeholder", &cores.clamp(1, 16).to_string()).ok();
+        let name = v.pointer("/name").and_then(Value::as_str).unwrap_or("unnamed");
+        let n = v.pointer("/workload/requests").map(|x| x.to_string()).unwrap_or_else(|| "trace".into());
+        let model = v.pointer("/model/preset").and_then(Value::as_str).unwrap_or("custom model");
+        let device = v.pointer("/hardware/device").and_then(Value::as_str).unwrap_or("custom device");
+        self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n} requests")));
+    }
+
+    /// A parameter field changed: write it (and the rest of its block, if the scenario had none) into the
+    /// scenario, so the Serving Lab and the link carry it too.
+    pub(super) fn study_param_changed(&mut self, target: &Element) {
+        let Some(ptr) = target.get_attribute("data-ptr") else { return };
+        let Some(p) = panel(&self.panel) else { return };
+        let Some(f) = p.params.iter().find(|f| f.ptr == ptr) else { return };
+        let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
+            i.value()
+        } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
+            s.value()
+        } else {
+            return;
+        };
+        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
+            self.show_study_errors(&[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
+            return;
+        };
+        let (d, x) = pd_defaults(&v);
+        if ptr.starts_with("/cluster/disaggregation") && v.pointer("/cluster/disaggregation").is_none() {
+            details::set(&mut v, "/cluster/disaggregation", d);
+        }
+        if ptr.starts_with("/prefix") && v.pointer("/prefix").is_none() {
+            details::set(&mut v, "/prefix", x);
+        }
+        let raw = raw.trim();
+        match f.kind {
+            PKind::Select(_) if raw.is_empty() => {
+                let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ""));
+                if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
+                    o.remove(key);
+                }
+            }
+            PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
+            PKind::Int => details::set(&mut v, &ptr, raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw))),
+            PKind::Num => details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw))),
+        }
+        self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        self.sync_controls();
+        self.validate();
+        self.sync_study_params();
+        self.validate_study();
+    }
+
+    /// Check the scenario and the study's inputs; show errors by their fields; Run only when valid.
+    pub(super) fn validate_study(&self) -> bool {
+        let errors: Vec<(String, String)> = match inferscale::scenario::parse(&self.scenario_text()) {
+            Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
+            Ok(spec) => match study::build(&self.panel, &spec, &json!({})) {
+                Ok(_) => vec![],
+                Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
+            },
+        };
+        self.show_study_errors(&errors);
+        errors.is_empty()
+    }
+
+    fn show_study_errors(&self, errors: &[(String, String)]) {
+        let list: String = errors.iter().map(|(p, m)| format!("<li><code>{}</code>: {}</li>", esc(p), esc(m))).collect();
+        self.el("study-errors").set_inner_html(&list);
+        if let Some(p) = panel(&self.panel) {
+            for f in p.params {
+                let d = details::dotted(f.ptr);
+                let hit = errors.iter().find(|(path, _)| *path == d || path.starts_with(&format!("{d}.")));
+                let el = self.el(f.id);
+                el.class_list().toggle_with_force("invalid", hit.is_some()).ok();
+                el.set_attribute("aria-invalid", if hit.is_some() { "true" } else { "false" }).ok();
+            }
+        }
+        if let Ok(b) = self.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
+            b.set_disabled(!errors.is_empty() || self.study.active.is_some());
+        }
+    }
+
+    fn set_study_buttons(&self) {
+        let running = self.study.active.is_some();
+        if let Ok(b) = self.el("study-cancel").dyn_into::<web_sys::HtmlButtonElement>() {
+            b.set_disabled(!running);
+        }
+        self.validate_study();
+    }
+
+    fn worker_count(&self) -> usize {
+        let want = self.el("study-workers").dyn_into::<HtmlInputElement>().ok().and_then(|i| i.value().parse::<usize>().ok());
+        let cores = window().navigator().hardware_concurrency() as usize;
+        want.unwrap_or(cores).clamp(1, 16)
+    }
+
+    fn spawn_study_workers(&mut self, n: usize) {
+        self.study.workers = (0..n)
+            .map(|w| {
+                let weak = self.self_ref.clone();
+                SimWorker::spawner()
+                    .as_module(false)
+                    .callback(move |out: Output| {
+                        if let Some(app) = weak.upgrade() {
+                            app.borrow_mut().on_study_output(w, out);
+                        }
+                    })
+                    .spawn("./worker.js")
+            })
+            .collect();
+    }
+
+    pub(super) fn run_study(&mut self) {
+        if self.study.active.is_some() || !self.validate_study() {
+            return;
+        }
+        let name = self.panel.clone();
+        let Ok(spec) = inferscale::scenario::parse(&self.scenario_text()) else { return };
+        let st = match study::build(&name, &spec, &json!({})) {
+            Ok(s) => s,
+            Err(e) => {
+                self.show_study_errors(&e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>());
+                return;
+            }
+        };
+        let _ = window().location().set_hash(&super::share_hash_for(&name, &self.editor().value()));
+        let n = self.worker_count();
+        if self.study.workers.len() != n {
+            self.spawn_study_workers(n);
+        }
+        self.study.run_id += 1;
+        self.study.active = Some(Active { name, study: st, batch: Vec::new(), results: Vec::new(), next_job: 0, done_before: 0, started_ms: now_ms() });
+        self.set_study_buttons();
+        self.el("study-status").set_text_content(Some("Running…"));
+        self.el("study-status").set_attribute("data-workers", &n.to_string()).ok();
+        self.next_batch();
+    }
+
+    fn next_batch(&mut self) {
+        let Some(a) = self.study.active.as_mut() else { return };
+        a.done_before += a.batch.len();
+        a.batch = a.study.next();
+        if a.batch.is_empty() {
+            let a = self.study.active.take().expect("active");
+            let report = a.study.report();
+            let secs = (now_ms() - a.started_ms) / 1000.0;
+            self.study.reports.insert(a.name.clone(), report.clone());
+            self.set_study_buttons();
+            self.study_progress(1.0);
+            let status = self.el("study-status");
+            status.set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
+            status.set_text_content(Some(&format!("Done: {} runs in {secs:.2} s on {} workers", a.done_before, self.study.workers.len())));
+            if self.panel == a.name {
+                self.study.sort = None;
+                self.render_study(&report);
+            }
+            return;
+        }
+        a.results = vec![None; a.batch.len()];
+        a.next_job = 0;
+        for w in 0..self.study.workers.len() {
+            self.dispatch(w);
+        }
+    }
+
+    /// Give worker `w` the next job of the batch, if any is left.
+    fn dispatch(&mut self, w: usize) {
+        let run_id = self.study.run_id;
+        let Some(a) = self.study.active.as_mut() else { return };
+        if a.next_job >= a.batch.len() {
+            return;
+        }
+        let job = &a.batch[a.next_job];
+        let msg = Input::Job { run_id, job: a.next_job as u32, label: job.label.clone(), scenario_json: serde_json::to_string(&job.spec).unwrap_or_default() };
+        a.next_job += 1;
+        self.study.workers[w].send(msg);
+    }
+
+    fn on_study_output(&mut self, w: usize, out: Output) {
+        if self.study.active.is_none() {
+            return; // a cancelled study's last message
+        }
+        match out {
+            Output::JobDone { run_id, job, summary_json } if run_id == self.study.run_id => {
+                let Ok(summary) = serde_json::from_str::<RunSummary>(&summary_json) else { return };
+                let a = self.study.active.as_mut().expect("active");
+                a.results[job as usize] = Some(summary);
+                let finished = a.results.iter().filter(|r| r.is_some()).count();
+                let (_, total) = a.study.progress();
+                let done = a.done_before + finished;
+                let total = total.max(done).max(1);
+                let elapsed = (now_ms() - a.started_ms) / 1000.0;
+                let f = done as f64 / total as f64;
+                let left = if f > 0.0 && f < 1.0 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+                let text = format!("Running: {done} of {total} runs done{left}");
+                let complete = finished == a.results.len();
+                self.study_progress(f);
+                self.el("study-status").set_text_content(Some(&text));
+                if complete {
+                    let a = self.study.active.as_mut().expect("active");
+                    let results = a.results.drain(..).map(|r| r.expect("complete")).collect();
+                    a.study.feed(results);
+                    self.next_batch();
+                } else {
+                    self.dispatch(w);
+                }
+            }
+            Output::Invalid { run_id, errors } if run_id == self.study.run_id => {
+                self.stop_study("A run of the study was refused");
+                self.show_study_errors(&errors);
+            }
+            Output::Failed { run_id, message } if run_id == self.study.run_id => {
+                self.stop_study("The simulator failed; the workers were restarted");
+                self.show_study_errors(&[("(simulator)".into(), format!("internal error: {message}"))]);
+            }
+            _ => {}
+        }
+    }
+
+    fn stop_study(&mut self, status: &str) {
+        // Dropping the bridges terminates the workers at once; fresh ones take the next study.
+        self.study.workers.clear();
+        self.study.active = None;
+        self.study_progress(0.0);
+        self.set_study_buttons();
+        self.el("study-status").set_text_content(Some(status));
+    }
+
+    pub(super) fn cancel_study(&mut self) {
+        if self.study.active.is_some() {
+            self.stop_study("Cancelled (the last result stays on screen)");
+        }
+    }
+
+    fn study_progress(&self, f: f64) {
+        if let Ok(p) = self.el("study-progress").dyn_into::<web_sys::HtmlProgressElement>() {
+            p.set_value(f);
+        }
+    }
+
+    pub(super) fn render_study(&mut self, r: &StudyReport) {
+        self.html("study-results").set_hidden(false);
+        self.el("study-answer").set_inner_html(&format!("<b>Answer:</b> {}", esc(&r.answer)));
+        if self.study.order.len() != r.rows.len() || self.study.sort.is_none() {
+            self.study.order = (0..r.rows.len()).collect();
+        }
+        self.render_study_table(r);
+        let charts: String = (0..r.charts.len())
+            .map(|i| format!("<figure><canvas id=\"study-chart-{i}\" width=\"560\" height=\"320\"></canvas><figcaption><span id=\"study-hover-{i}\" class=\"hover\"></span> <button data-png=\"study-chart-{i}\" type=\"button\">PNG</button></figcaption></figure>"))
+            .collect();
+        self.el("study-charts").set_inner_html(&charts);
+        self.study.mappings = r.charts.iter().enumerate().filter_map(|(i, c)| charts::study_chart(&format!("study-chart-{i}"), c).map(|m| (i, m))).collect();
+        let notes: String = r.notes.iter().map(|n| format!("<li>{}</li>", esc(n))).collect();
+        self.el("study-notes").set_inner_html(&notes);
+    }
+
+    fn render_study_table(&self, r: &StudyReport) {
+        let head: String = r
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let sort = match self.study.sort {
+                    Some((k, true)) if k == i => " aria-sort=\"descending\"",
+                    Some((k, false)) if k == i => " aria-sort=\"ascending\"",
+                    _ => "",
+                };
+                let unit = if c.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(&c.unit)) };
+                format!("<th data-scol=\"{i}\" tabindex=\"0\"{sort}>{}{unit}</th>", esc(&c.label))
+            })
+            .collect();
+        let body: String = self
+            .study
+            .order
+            .iter()
+            .map(|&i| {
+                let cells: String = r.rows[i]
+                    .iter()
+                    .zip(&r.columns)
+                    .map(|(c, col)| {
+                        let class = if col.format == Format::Text { " class=\"text\"" } else { "" };
+                        format!("<td{class}>{}</td>", esc(&study::show(c, col.format)))
+                    })
+                    .collect();
+                let best = if Some(i) == r.best_row { " class=\"best\" aria-label=\"best\"" } else { "" };
+                format!("<tr{best}>{cells}</tr>")
+            })
+            .collect();
+        self.el("study-table").set_inner_html(&format!("<div class=\"table-wrap\"><table id=\"study-table-el\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"));
+    }
+
+    pub(super) fn study_click(&mut self, target: &Element) {
+        if let Some(id) = target.get_attribute("data-png") {
+            self.export_png(&id);
+            return;
+        }
+        let Some(col) = target.closest("th").ok().flatten().and_then(|th| th.get_attribute("data-scol")).and_then(|c| c.parse::<usize>().ok()) else { return };
+        let Some(r) = self.study.reports.get(&self.panel).cloned() else { return };
+        let desc = matches!(self.study.sort, Some((c, false)) if c == col);
+        let key = |i: usize| r.rows[i].get(col).cloned().unwrap_or(Cell::Empty);
+        self.study.order.sort_by(|&a, &b| {
+            let ord = match (key(a), key(b)) {
+                (Cell::Num(x), Cell::Num(y)) => x.total_cmp(&y),
+                (Cell::Empty, Cell::Empty) => std::cmp::Ordering::Equal,
+                (Cell::Empty, _) => return std::cmp::Ordering::Greater,
+                (_, Cell::Empty) => return std::cmp::Ordering::Less,
+                (x, y) => study::show(&x, Format::Text).cmp(&study::show(&y, Format::Text)),
+            };
+            if desc { ord.reverse() } else { ord }
+        });
+        self.study.sort = Some((col, desc));
+        self.render_study_table(&r);
+    }
+
+    pub(super) fn study_hover(&self, i: usize, ev: &web_sys::MouseEvent) {
+        let Some((_, map)) = self.study.mappings.iter().find(|m| m.0 == i) else { return };
+        let Some(r) = self.study.reports.get(&self.panel) else { return };
+        let Ok(canvas) = self.el(&format!("study-chart-{i}")).dyn_into::<HtmlCanvasElement>() else { return };
+        let scale = canvas.width() as f64 / canvas.client_width().max(1) as f64;
+        let (px, py) = (((ev.offset_x() as f64) * scale) as i32, ((ev.offset_y() as f64) * scale) as i32);
+        let chart = &r.charts[i];
+        let text = match map((px, py)) {
+            Some((x, _)) if chart.kind == "bars" => {
+                let k = x.floor().max(0.0) as usize;
+                let v = chart.series.first().and_then(|s| s.points.get(k)).map(|p| p.1);
+                match (chart.categories.get(k), v) {
+                    (Some(name), Some(v)) => format!("{name}: {v:.4} {}", chart.y_label),
+                    _ => String::new(),
+                }
+            }
+            Some((x, y)) => format!("{}: {x:.3}, {}: {y:.3}", chart.x_label, chart.y_label),
+            None => String::new(),
+        };
+        self.el(&format!("study-hover-{i}")).set_text_content(Some(&text));
+    }
+
+    pub(super) fn export_study(&self, what: &str) {
+        let Some(r) = self.study.reports.get(&self.panel) else { return };
+        let base = format!("inferscale-study-{}-{}-seed{}", r.study, r.scenario, r.seed);
+        let (text, ext, mime) = match what {
+            "json" => (r.json(), "json", "application/json"),
+            "csv" => (r.csv(), "csv", "text/csv"),
+            _ => (r.markdown(), "md", "text/markdown"),
+        };
+        download_text(&format!("{base}.{ext}"), &text, mime);
+    }
+
+    pub(super) fn copy_study_link(&self) {
+        let hash = super::share_hash_for(&self.panel, &self.editor().value());
+        let _ = window().location().set_hash(&hash);
+        let href = window().location().href().unwrap_or_default();
+        let _ = window().navigator().clipboard().write_text(&href);
+        self.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
+    }
+}
