@@ -77,6 +77,7 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
         cluster: ClusterSpec { replicas: servers, router: RouterSpec::CentralQueue, disaggregation: None },
         metrics: Default::default(),
         prefix: None,
+        cost_scale: None,
     }
 }
 

@@ -69,6 +69,21 @@ pub enum CostModel {
 }
 
 impl CostModel {
+    /// The same model with its prefill and decode times multiplied.
+    pub fn scaled(mut self, prefill: f64, decode: f64) -> Self {
+        match &mut self {
+            CostModel::Roofline(r) => {
+                r.prefill_scale = prefill;
+                r.decode_scale = decode;
+            }
+            CostModel::Linear(l) => {
+                l.prefill_scale = prefill;
+                l.decode_scale = decode;
+            }
+        }
+        self
+    }
+
     pub fn step(&self, w: &StepWork) -> StepCost {
         match self {
             CostModel::Roofline(r) => r.step(w),
@@ -89,6 +104,9 @@ pub struct Roofline {
     comm_ns_per_token: f64,
     overlap_penalty: f64,
     overhead_ns: f64,
+    /// Profile-error multipliers (1 = as fitted; ×1 is exact, so unscaled results do not move).
+    pub prefill_scale: f64,
+    pub decode_scale: f64,
 }
 
 impl Roofline {
@@ -115,18 +133,20 @@ impl Roofline {
             comm_ns_per_token: comm_tok,
             overlap_penalty: h.overlap_penalty,
             overhead_ns: h.step_overhead_ns,
+            prefill_scale: 1.0,
+            decode_scale: 1.0,
         }
     }
 
     pub fn step(&self, w: &StepWork) -> StepCost {
         let tokens = w.tokens() as f64;
         let prefill_c =
-            w.prefill_tokens as f64 * self.compute_ns_per_token + w.prefill_attention_pairs as f64 * self.compute_ns_per_pair;
+            (w.prefill_tokens as f64 * self.compute_ns_per_token + w.prefill_attention_pairs as f64 * self.compute_ns_per_pair) * self.prefill_scale;
         let decode_c =
-            w.decode_seqs as f64 * self.compute_ns_per_token + w.decode_context_tokens as f64 * self.compute_ns_per_pair;
+            (w.decode_seqs as f64 * self.compute_ns_per_token + w.decode_context_tokens as f64 * self.compute_ns_per_pair) * self.decode_scale;
         let c = prefill_c + decode_c;
-        let weights = self.weights_ns + tokens * self.kv_write_ns_per_token;
-        let kv_read = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.kv_read_ns_per_token;
+        let weights = (self.weights_ns + tokens * self.kv_write_ns_per_token) * self.decode_scale;
+        let kv_read = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.kv_read_ns_per_token * self.decode_scale;
         let m = weights + kv_read;
         let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };
         let core = c.max(m) + self.overlap_penalty * c.min(m);
@@ -152,14 +172,17 @@ pub struct Linear {
     pub per_seq_ns: f64,
     pub per_prefill_token_ns: f64,
     pub per_kv_token_ns: f64,
+    pub prefill_scale: f64,
+    pub decode_scale: f64,
 }
 
 impl Linear {
     pub fn step(&self, w: &StepWork) -> StepCost {
-        let prefill = w.prefill_tokens as f64 * self.per_prefill_token_ns;
-        let seqs = w.seqs() as f64 * self.per_seq_ns;
-        let kv = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.per_kv_token_ns;
-        let total = self.base_ns + seqs + prefill + kv;
+        let prefill = w.prefill_tokens as f64 * self.per_prefill_token_ns * self.prefill_scale;
+        let seqs = w.seqs() as f64 * self.per_seq_ns * self.decode_scale;
+        let kv = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.per_kv_token_ns * self.decode_scale;
+        let base = self.base_ns * self.decode_scale;
+        let total = base + seqs + prefill + kv;
         StepCost {
             total_ns: (total.round() as u64).max(1),
             prefill_compute_ns: prefill,
@@ -167,7 +190,7 @@ impl Linear {
             weights_ns: 0.0,
             kv_read_ns: kv,
             comm_ns: 0.0,
-            overhead_ns: self.base_ns,
+            overhead_ns: base,
             compute_bound: prefill >= kv,
         }
     }

@@ -177,14 +177,18 @@ impl Simulation<'_> {
                 return Limiter::TokenBudget;
             };
             let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
+            // Pin the cached prefix first, so the allocation cannot evict the very entry it will share.
+            if shared_tokens > 0 {
+                rep.kv.cache.pin(group);
+            }
             if !rep.kv.try_alloc(need) {
+                if shared_tokens > 0 {
+                    rep.kv.cache.unpin(group);
+                }
                 return Limiter::KvFree;
             }
             queue.pop();
             self.rec.waiting -= 1;
-            if shared_tokens > 0 {
-                rep.kv.cache.pin(group);
-            }
             let rec = &mut self.rec.requests[head.id as usize];
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;

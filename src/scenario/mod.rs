@@ -212,12 +212,14 @@ pub struct Link {
     pub topology: LinkTopology,
     /// KV bytes of one token (the model's whole KV: all layers and KV heads).
     pub kv_bytes_per_token: f64,
+    /// Profile-error multiplier of transfer times (`cost_scale.transfer`).
+    pub scale: f64,
 }
 
 impl Link {
     /// Time one prompt's KV occupies the link, ns.
     pub fn send_ns(&self, prompt_tokens: u32) -> u64 {
-        (prompt_tokens as f64 * self.kv_bytes_per_token / self.bytes_per_ns).round() as u64
+        (prompt_tokens as f64 * self.kv_bytes_per_token / self.bytes_per_ns * self.scale).round() as u64
     }
 }
 
@@ -332,6 +334,8 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
                     per_seq_ns: per_seq_ms * NS_PER_MS,
                     per_prefill_token_ns: per_prefill_token_ms * NS_PER_MS,
                     per_kv_token_ns: per_kv_token_ms * NS_PER_MS,
+                    prefill_scale: 1.0,
+                    decode_scale: 1.0,
                 })
             })
         }
@@ -353,6 +357,11 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
             }
         }
     }
+    let scale = spec.cost_scale.unwrap_or(CostScaleSpec { prefill: 1.0, decode: 1.0, transfer: 1.0 });
+    for (name, v) in [("prefill", scale.prefill), ("decode", scale.decode), ("transfer", scale.transfer)] {
+        e.range_open_lo(&format!("cost_scale.{name}"), v, 0.0, 100.0);
+    }
+    let cost = cost.map(|c| c.scaled(scale.prefill, scale.decode));
     let disagg = match (&spec.cluster.disaggregation, &model, &hardware, &cost, &engine, &workload) {
         (Some(d), Some(m), Some(_), Some(c), Some(_), Some(w)) => validate_disagg(spec, d, m, c, w, &mut e),
         _ => None,
@@ -863,7 +872,7 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
             }
         }
         let pool_cost = match cost {
-            CostModel::Roofline(_) => CostModel::Roofline(Roofline::new(m, &hw)),
+            CostModel::Roofline(r) => CostModel::Roofline(Roofline::new(m, &hw)).scaled(r.prefill_scale, r.decode_scale),
             linear => linear.clone(),
         };
         pools.push(Pool { role, replicas: ps.replicas, first, hardware: hw, cost: pool_cost, engine: en, router: ps.router.clone() });
@@ -880,6 +889,7 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
         latency_ns: ms_to_ns(l.latency_ms),
         topology: l.topology,
         kv_bytes_per_token: m.kv_bytes_per_token(),
+        scale: spec.cost_scale.map_or(1.0, |c| c.transfer),
     };
     Some((pools, link))
 }

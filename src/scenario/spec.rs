@@ -36,9 +36,27 @@ pub struct Spec {
     pub cluster: ClusterSpec,
     #[serde(default)]
     pub metrics: MetricsSpec,
-    /// Shared prompt prefixes and their reuse (prefix caching). Absent: no request shares a prefix.
+    /// Shared prefixes and their reuse (prefix caching). Absent: no request shares a prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<PrefixSpec>,
+    /// Multiply the cost model's prefill, decode and KV-transfer times (sensitivity to profile error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_scale: Option<CostScaleSpec>,
+}
+
+/// Multiplicative errors of the step-time profile: 1 is the model as fitted.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CostScaleSpec {
+    /// Prefill compute.
+    #[serde(default = "one")]
+    pub prefill: f64,
+    /// Decode: its compute, weight reads and KV reads (the memory-bound part of a step).
+    #[serde(default = "one")]
+    pub decode: f64,
+    /// KV transfer time on the P/D link.
+    #[serde(default = "one")]
+    pub transfer: f64,
 }
 
 /// Requests that start with one of K shared prefixes (a system prompt, a few-shot block, an agent's tools),
