@@ -56,24 +56,17 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
-    /// Run a study: many runs of the same requests, turned into a table and a decision.
+    /// Run a study: many runs of the same requests, turned into a table and a decision. NAME is one of
+    /// ranking, capacity, pd, explorer, paired, sensitivity; options are a JSON object (docs/studies.md).
     Study {
-        #[command(subcommand)]
-        study: StudyCmd,
-    },
-}
-
-#[derive(Subcommand)]
-enum StudyCmd {
-    /// Colocated vs prefill/decode disaggregated, each with and without prefix reuse.
-    Pd {
+        name: String,
         scenario: PathBuf,
-        /// Shared prefix length, when the scenario has no prefix block.
+        /// The study's options as JSON, e.g. '{"target": 0.99, "repetitions": 5}'.
+        #[arg(long, default_value = "{}")]
+        params: String,
+        /// Read the options from a JSON file instead.
         #[arg(long)]
-        prefix_tokens: Option<u32>,
-        /// Fraction of requests sharing a prefix, when the scenario has no prefix block.
-        #[arg(long)]
-        reuse: Option<f64>,
+        params_file: Option<PathBuf>,
         #[command(flatten)]
         common: StudyOpts,
     },
@@ -194,20 +187,19 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             if checks.iter().all(|c| c.pass) { Ok(()) } else { Err(Failure::Internal("a closed-form check failed".into())) }
         }
         Command::Bench { quick } => run_bench(quick),
-        Command::Study { study } => run_study(study),
+        Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common),
     }
 }
 
-fn run_study(cmd: StudyCmd) -> Result<(), Failure> {
+fn run_study(name: &str, scenario: &Path, params: &str, params_file: Option<&Path>, common: StudyOpts) -> Result<(), Failure> {
     use inferscale::study::{self, StudyError};
-    let (mut st, common): (Box<dyn study::Study>, StudyOpts) = match cmd {
-        StudyCmd::Pd { scenario, prefix_tokens, reuse, common } => {
-            let spec = load_spec(&scenario, common.seed)?;
-            let params = serde_json::json!({ "prefix_tokens": prefix_tokens, "reuse_fraction": reuse });
-            let st = study::build("pd", &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
-            (st, common)
-        }
+    let spec = load_spec(scenario, common.seed)?;
+    let text = match params_file {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| Failure::Input(format!("cannot read {}: {e}", p.display())))?,
+        None => params.to_string(),
     };
+    let params: serde_json::Value = serde_json::from_str(&text).map_err(|e| Failure::Input(format!("--params is not JSON: {e}")))?;
+    let mut st = study::build(name, &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let threads = common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let report = study::run_native(st.as_mut(), threads, &mut |_, _| true).map_err(|e| match e {
         StudyError::Invalid(e) => Failure::Input(e.to_string()),

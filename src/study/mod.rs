@@ -12,7 +12,12 @@
 //!                                                  then Study::report() ─▶ StudyReport (JSON, CSV, Markdown)
 //! ```
 
+pub mod capacity;
+pub mod explorer;
+pub mod paired;
 pub mod pd;
+pub mod ranking;
+pub mod sensitivity;
 
 use serde::{Deserialize, Serialize};
 
@@ -402,7 +407,14 @@ pub fn run_native(study: &mut dyn Study, threads: usize, progress: &mut dyn FnMu
 }
 
 /// The studies, by name: (name, title).
-pub const STUDIES: &[(&str, &str)] = &[("pd", "P/D comparison")];
+pub const STUDIES: &[(&str, &str)] = &[
+    ("ranking", "Scheduler ranking"),
+    ("capacity", "Capacity planner"),
+    ("pd", "P/D comparison"),
+    ("explorer", "Design explorer"),
+    ("paired", "Paired experiment"),
+    ("sensitivity", "Sensitivity"),
+];
 
 /// The registry: a study by name, from the scenario and the study's options (JSON object; `{}` for the
 /// defaults). Unknown options are refused, naming the field.
@@ -412,6 +424,11 @@ pub fn build(name: &str, spec: &Spec, params: &serde_json::Value) -> Result<Box<
     }
     Ok(match name {
         "pd" => Box::new(pd::PdStudy::new(spec, &opts(name, params)?)?),
+        "ranking" => Box::new(ranking::RankingStudy::new(spec, &opts(name, params)?)?),
+        "capacity" => Box::new(capacity::CapacityStudy::new(spec, &opts(name, params)?)?),
+        "explorer" => Box::new(explorer::ExplorerStudy::new(spec, &opts(name, params)?)?),
+        "paired" => Box::new(paired::PairedStudy::new(spec, &opts(name, params)?)?),
+        "sensitivity" => Box::new(sensitivity::SensitivityStudy::new(spec, &opts(name, params)?)?),
         other => return Err(ScenarioError::one("study", format!("unknown study `{other}` (one of: {})", STUDIES.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")))),
     })
 }
@@ -432,4 +449,83 @@ fn report_head(study: &str, spec: &Spec, question: String) -> StudyReport {
         notes: Vec::new(),
         runs: Vec::new(),
     }
+}
+
+/// `spec` with the JSON values of `patch` (JSON pointer → value) written in. Errors name the pointer.
+pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, what: &str) -> Result<Spec, ScenarioError> {
+    let mut v = serde_json::to_value(spec).expect("a spec serialises");
+    for (ptr, x) in patch {
+        if !ptr.starts_with('/') {
+            return Err(ScenarioError::one(what, format!("`{ptr}` is not a JSON pointer (e.g. \"/engine/max_num_seqs\")")));
+        }
+        set_pointer(&mut v, ptr, x.clone());
+    }
+    let text = v.to_string();
+    scenario::parse(&text).map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))
+}
+
+/// Set the value at a JSON pointer, creating objects on the way (array elements by index).
+fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value) {
+    let mut cur = v;
+    let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if let (serde_json::Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
+            && idx < a.len()
+        {
+            let serde_json::Value::Array(a) = cur else { unreachable!() };
+            if last {
+                a[idx] = new;
+                return;
+            }
+            cur = &mut a[idx];
+            continue;
+        }
+        if !cur.is_object() {
+            *cur = serde_json::json!({});
+        }
+        let o = cur.as_object_mut().expect("made an object");
+        if last {
+            o.insert(part.to_string(), new);
+            return;
+        }
+        cur = o.entry(part.to_string()).or_insert_with(|| serde_json::json!({}));
+    }
+}
+
+/// `spec` on another seed.
+pub fn reseeded(spec: &Spec, seed: u64) -> Spec {
+    Spec { seed, ..spec.clone() }
+}
+
+/// One data-driven sentence for a row: the run's verdict, first clause, with its numbers.
+pub fn brief(r: &RunSummary) -> String {
+    let first = r.diagnosis_verdict.split(". ").next().unwrap_or("").trim_end_matches('.');
+    let lost = if r.rejected + r.unfinished > 0 { format!("; {} rejected, {} unfinished", r.rejected, r.unfinished) } else { String::new() };
+    format!("{}: {first}{lost}", r.diagnosis_kind)
+}
+
+/// The non-dominated points of (maximise `a`, minimise `b`): a point is dominated when another is at least as
+/// good on both and better on one. Equal points do not dominate each other, so duplicates are all kept.
+pub fn pareto(points: &[(f64, f64)]) -> Vec<bool> {
+    points
+        .iter()
+        .map(|&(a, b)| !points.iter().any(|&(a2, b2)| a2 >= a && b2 <= b && (a2 > a || b2 < b)))
+        .collect()
+}
+
+/// Percentile-bootstrap confidence interval of the mean of `x` at level `level` (e.g. 0.95), from `b`
+/// resamples drawn from the seeded study stream. Deterministic for a seed.
+pub fn bootstrap_ci(x: &[f64], b: usize, level: f64, seed: u64) -> (f64, f64) {
+    let n = x.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut rng = crate::rng::stream(seed, crate::rng::Stream::Study, 1);
+    let mut means: Vec<f64> = (0..b.max(1))
+        .map(|_| (0..n).map(|_| x[rng.below(n as u64) as usize]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let alpha = (1.0 - level) / 2.0;
+    (crate::metrics::percentile(&means, alpha * 100.0), crate::metrics::percentile(&means, (1.0 - alpha) * 100.0))
 }

@@ -76,7 +76,151 @@ fn cli_study_pd_prints_the_same_report() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let spec = shipped("pd-llama3-8b-h100.json");
     assert_eq!(String::from_utf8(out.stdout).unwrap(), run("pd", &spec, serde_json::json!({}), 1).json());
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["study", "pd", "scenarios/default.json", "--reuse", "2"]).current_dir(root()).output().unwrap();
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["study", "pd", "scenarios/default.json", "--params", r#"{"reuse_fraction": 2}"#]).current_dir(root()).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("prefix.reuse_fraction"));
+}
+
+/// The requests a job's scenario creates: (arrival, class, prompt, output) of each.
+fn requests_of(spec: &scenario::Spec) -> Vec<(u64, u16, u32, u32)> {
+    let sc = scenario::validate(spec).unwrap();
+    let mut g = inferscale::workload::Generator::new(&sc);
+    std::iter::from_fn(|| g.next(&sc)).map(|r| (r.arrival_ns, r.class, r.prompt_tokens, r.output_tokens)).collect()
+}
+
+fn small_spec(requests: u64) -> scenario::Spec {
+    let mut s = shipped("default.json");
+    s.workload.requests = Some(requests);
+    s
+}
+
+#[test]
+fn every_study_is_identical_on_any_thread_count_and_its_candidates_share_requests() {
+    let spec = small_spec(300);
+    let cases = [
+        ("ranking", serde_json::json!({})),
+        ("capacity", serde_json::json!({"repetitions": 2, "precision": 0.1})),
+        ("pd", serde_json::json!({})),
+        ("explorer", serde_json::json!({})),
+        ("paired", serde_json::json!({"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 3, "resamples": 200})),
+        ("sensitivity", serde_json::json!({"treatment": {"/engine/prefill_chunk_tokens": 512}, "samples": 3})),
+    ];
+    for (name, params) in cases {
+        let one = run(name, &spec, params.clone(), 1);
+        let three = run(name, &spec, params.clone(), 3);
+        assert_eq!(one.json(), three.json(), "{name}: 1 vs 3 threads");
+        assert!(!one.rows.is_empty() && !one.answer.is_empty() && !one.charts.is_empty(), "{name}");
+        assert!(one.rows.iter().all(|r| r.len() == one.columns.len()), "{name}: ragged table");
+        // Common random numbers: the first batch's runs on one seed see the same requests.
+        let mut st = study::build(name, &spec, &params).unwrap();
+        let jobs = st.next();
+        let by_seed = |seed: u64| jobs.iter().filter(|j| j.spec.seed == seed).map(|j| requests_of(&j.spec)).collect::<Vec<_>>();
+        let first = by_seed(jobs[0].spec.seed);
+        assert!(!first.is_empty() && first.iter().all(|r| *r == first[0] && !r.is_empty()), "{name}: every candidate on seed {} sees the same requests", jobs[0].spec.seed);
+    }
+}
+
+#[test]
+fn bad_study_inputs_name_the_option() {
+    let spec = small_spec(100);
+    let cases = [
+        ("capacity", serde_json::json!({"repetitions": 0}), "study.capacity.repetitions"),
+        ("capacity", serde_json::json!({"target": 0.0}), "study.capacity.target"),
+        ("capacity", serde_json::json!({"target": 1.2}), "study.capacity.target"),
+        ("capacity", serde_json::json!({"precision": -1}), "study.capacity.precision"),
+        ("capacity", serde_json::json!({"targte": 0.9}), "study.capacity"),
+        ("explorer", serde_json::json!({"candidates": []}), "study.explorer.candidates"),
+        ("explorer", serde_json::json!({"target": 0}), "study.explorer.target"),
+        ("explorer", serde_json::json!({"candidates": [{"name": "x", "set": {"/engine/max_num_seqs": 0}}]}), "engine.max_num_seqs"),
+        ("explorer", serde_json::json!({"candidates": [{"name": "x", "set": {"engine": 1}}]}), "study.explorer.candidates[0]"),
+        ("paired", serde_json::json!({"treatment": {}}), "study.paired.treatment"),
+        ("paired", serde_json::json!({"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 0}), "study.paired.repetitions"),
+        ("paired", serde_json::json!({"treatment": {"/scheduler": {"kind": "nope"}}}), "study.paired.treatment"),
+        ("sensitivity", serde_json::json!({"treatment": {"/hardware/tp": 2}, "range": 0.5}), "study.sensitivity.range"),
+        ("sensitivity", serde_json::json!({"treatment": {"/hardware/tp": 2}, "samples": 0}), "study.sensitivity.samples"),
+        ("ranking", serde_json::json!({"drr_quantum_tokens": 0}), "study.ranking.drr_quantum_tokens"),
+        ("nope", serde_json::json!({}), "study"),
+    ];
+    for (name, params, path) in cases {
+        let err = match study::build(name, &spec, &params) {
+            Ok(_) => panic!("{name} {params}: accepted"),
+            Err(e) => e,
+        };
+        assert!(err.errors.iter().any(|e| e.path.starts_with(path)), "{name} {params}: expected `{path}`, got {err}");
+    }
+}
+
+#[test]
+fn pareto_frontier_on_hand_made_points() {
+    use study::pareto;
+    // (goodput: more is better, TTFT: less is better)
+    assert_eq!(pareto(&[(5.0, 1.0)]), [true], "a single candidate is the frontier");
+    assert_eq!(pareto(&[]), Vec::<bool>::new());
+    // b dominates a; c trades goodput for latency; d is dominated by c.
+    assert_eq!(pareto(&[(4.0, 2.0), (5.0, 1.0), (6.0, 3.0), (6.0, 4.0)]), [false, true, true, false]);
+    // Duplicates dominate nothing among themselves: both stay if nothing else dominates them.
+    assert_eq!(pareto(&[(3.0, 1.0), (3.0, 1.0), (2.0, 2.0)]), [true, true, false]);
+    // Ties on one axis: the better on the other wins.
+    assert_eq!(pareto(&[(3.0, 1.0), (3.0, 2.0), (4.0, 2.0)]), [true, false, true]);
+}
+
+#[test]
+fn bootstrap_ci_covers_a_known_mean_at_about_its_level() {
+    // 400 synthetic paired experiments of 30 deltas ~ Normal(0.5, 1): the 95 % CI must cover 0.5 about 95 %
+    // of the time. Percentile bootstrap under-covers slightly at n = 30, so accept [0.90, 0.985].
+    let mut rng = inferscale::rng::stream(2024, inferscale::rng::Stream::Study, 77);
+    let mut covered = 0;
+    for k in 0..400u64 {
+        let x: Vec<f64> = (0..30).map(|_| 0.5 + rng.std_normal()).collect();
+        let (lo, hi) = study::bootstrap_ci(&x, 1000, 0.95, k);
+        assert!(lo <= hi);
+        covered += (lo <= 0.5 && 0.5 <= hi) as u32;
+    }
+    let rate = covered as f64 / 400.0;
+    println!("bootstrap 95 % CI coverage: {rate}");
+    assert!((0.90..=0.985).contains(&rate), "coverage {rate}");
+    // Same seed, same interval; another seed, (slightly) another.
+    let x: Vec<f64> = (0..20).map(|i| i as f64).collect();
+    assert_eq!(study::bootstrap_ci(&x, 500, 0.95, 1), study::bootstrap_ci(&x, 500, 0.95, 1));
+    assert_ne!(study::bootstrap_ci(&x, 500, 0.95, 1), study::bootstrap_ci(&x, 500, 0.95, 2));
+}
+
+#[test]
+fn paired_ci_excludes_zero_iff_both_bounds_share_a_sign() {
+    let spec = small_spec(400);
+    for treatment in [serde_json::json!({"/hardware/tp": 2}), serde_json::json!({"/scheduler": {"kind": "spf"}})] {
+        let r = run("paired", &spec, serde_json::json!({"treatment": treatment, "repetitions": 6, "resamples": 500}), 2);
+        let num = |c: &Cell| match c {
+            Cell::Num(x) => *x,
+            _ => panic!("a number"),
+        };
+        for row in &r.rows {
+            let (lo, hi) = (num(&row[4]), num(&row[5]));
+            let delta = num(&row[3]);
+            assert!(lo <= delta + 1e-12 && delta <= hi + 1e-12, "the mean delta lies in its CI: {row:?}");
+            assert_eq!(row[8], Cell::Bool((lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0)), "{row:?}");
+        }
+    }
+}
+
+#[test]
+fn capacity_planner_finds_the_md1_rate_for_a_mean_wait_objective() {
+    // M/D/1: one server, every request one step of S = 0.1 s (linear cost, fixed prompt, one output token).
+    // Mean wait W = ρS / (2(1 − ρ)); for W ≤ 0.2 s the largest rate is λ* = 2W / (S² + 2WS) = 8 req/s (ρ 0.8).
+    let spec = inferscale::queueing::queue_spec(4.0, 1, scenario::LengthSpec::Fixed { tokens: 100 }, 60_000, 5);
+    let (w, s): (f64, f64) = (0.2, 0.1);
+    let analytic = 2.0 * w / (s * s + 2.0 * w * s);
+    assert!((analytic - 8.0).abs() < 1e-12);
+    let params = serde_json::json!({"max_mean_wait_ms": 200.0, "repetitions": 1, "precision": 0.01});
+    let mut st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(params).unwrap()).unwrap();
+    let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+    let found = st.found_rps().unwrap();
+    println!("capacity planner: {found:.4} req/s vs M/D/1 {analytic} req/s; {}", rep.answer);
+    // Within the search precision plus the sampling error of a 60k-request mean wait near ρ = 0.8.
+    assert!((found / analytic - 1.0).abs() <= 0.01 + 0.02, "found {found}, analytic {analytic}");
+    // The table is sorted by rate and the best row is the found rate.
+    let rates: Vec<f64> = rep.rows.iter().map(|r| if let Cell::Num(x) = r[0] { x } else { 0.0 }).collect();
+    assert!(rates.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(rep.rows[rep.best_row.unwrap()][0], Cell::Num(found));
+    assert!(rep.notes.iter().any(|n| n.contains("Measured saturation throughput")));
 }

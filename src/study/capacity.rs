@@ -1,0 +1,309 @@
+//! Capacity planner: the highest offered rate at which SLO attainment stays at or above a target in every one of
+//! R repetitions (seeds). Bracket by doubling or halving, then bisect to the stated precision. Capacity is
+//! measured, never derived: the report also runs one overloaded point to measure saturation throughput and
+//! sets it beside the textbook estimate (peak decode throughput ÷ mean output length).
+
+use serde::{Deserialize, Serialize};
+
+use super::{col, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use crate::scenario::{self, ArrivalSpec, ScenarioError, Spec};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CapacityParams {
+    /// SLO attainment every repetition must reach, (0, 1].
+    pub target: f64,
+    /// Repetitions (seeds) per rate, ≥ 1.
+    pub repetitions: u32,
+    /// Stop when the bracket [pass, fail] is narrower than this fraction of the passing rate.
+    pub precision: f64,
+    /// Instead of SLO attainment: pass when the mean queueing delay (arrival → first scheduled) is at most
+    /// this many ms in every repetition.
+    pub max_mean_wait_ms: Option<f64>,
+    /// First rate tried, req/s (default: the scenario's).
+    pub start_rps: Option<f64>,
+    /// Most rates evaluated.
+    pub max_rates: u32,
+}
+
+impl Default for CapacityParams {
+    fn default() -> Self {
+        CapacityParams { target: 0.99, repetitions: 5, precision: 0.02, max_mean_wait_ms: None, start_rps: None, max_rates: 30 }
+    }
+}
+
+struct Eval {
+    rate: f64,
+    runs: Vec<RunSummary>,
+    pass: bool,
+}
+
+pub struct CapacityStudy {
+    base: Spec,
+    p: CapacityParams,
+    /// The scenario's mean arrival rate, req/s.
+    base_rps: f64,
+    evals: Vec<Eval>,
+    /// Highest passing and lowest failing rate so far.
+    lo: Option<f64>,
+    hi: Option<f64>,
+    /// The rate being evaluated (None: the saturation run or nothing).
+    pending: Option<f64>,
+    saturation: Option<(f64, RunSummary)>,
+    textbook_rps: Option<f64>,
+    done: bool,
+    stopped_early: bool,
+}
+
+impl CapacityStudy {
+    pub fn new(spec: &Spec, p: &CapacityParams) -> Result<Self, ScenarioError> {
+        let sc = scenario::validate(spec)?;
+        let mut e = Vec::new();
+        if !(p.target > 0.0 && p.target <= 1.0) {
+            e.push(("study.capacity.target", format!("must be in (0, 1] (got {})", p.target)));
+        }
+        if p.repetitions == 0 || p.repetitions > 1000 {
+            e.push(("study.capacity.repetitions", format!("must be an integer from 1 to 1000 (got {})", p.repetitions)));
+        }
+        if !(p.precision > 0.0 && p.precision <= 1.0) {
+            e.push(("study.capacity.precision", format!("must be in (0, 1] (got {})", p.precision)));
+        }
+        if let Some(w) = p.max_mean_wait_ms
+            && !(w.is_finite() && w > 0.0)
+        {
+            e.push(("study.capacity.max_mean_wait_ms", format!("must be > 0 (got {w})")));
+        }
+        if let Some(r) = p.start_rps
+            && !(r.is_finite() && r > 0.0 && r <= 1e6)
+        {
+            e.push(("study.capacity.start_rps", format!("must be > 0 and ≤ 1000000 (got {r})")));
+        }
+        if p.max_rates < 3 || p.max_rates > 200 {
+            e.push(("study.capacity.max_rates", format!("must be an integer from 3 to 200 (got {})", p.max_rates)));
+        }
+        if !e.is_empty() {
+            return Err(ScenarioError { errors: e.into_iter().map(|(p, m)| crate::scenario::FieldError { path: p.into(), message: m }).collect() });
+        }
+        let base_rps = 1e9 / sc.workload.mean_gap_ns();
+        let textbook_rps = textbook(&sc);
+        let mut st = CapacityStudy {
+            base: spec.clone(),
+            p: p.clone(),
+            base_rps,
+            evals: Vec::new(),
+            lo: None,
+            hi: None,
+            pending: None,
+            saturation: None,
+            textbook_rps,
+            done: false,
+            stopped_early: false,
+        };
+        // The first rate must make a valid scenario.
+        scenario::validate(&st.at_rate(p.start_rps.unwrap_or(base_rps), 0)).map_err(|e| super::prefixed(e, "first rate"))?;
+        st.pending = Some(p.start_rps.unwrap_or(base_rps));
+        Ok(st)
+    }
+
+    /// The scenario at `rate` req/s on repetition `k`'s seed.
+    fn at_rate(&self, rate: f64, k: u32) -> Spec {
+        let f = rate / self.base_rps;
+        let mut s = reseeded(&self.base, self.base.seed.wrapping_add(k as u64));
+        s.workload.arrival = match s.workload.arrival.clone() {
+            ArrivalSpec::Poisson { .. } => ArrivalSpec::Poisson { rate_rps: rate },
+            ArrivalSpec::Constant { .. } => ArrivalSpec::Constant { rate_rps: rate },
+            ArrivalSpec::Gamma { cv, .. } => ArrivalSpec::Gamma { rate_rps: rate, cv },
+            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
+                ArrivalSpec::OnOff { rate_on_rps: rate_on_rps * f, rate_off_rps: rate_off_rps * f, mean_on_s, mean_off_s }
+            }
+            ArrivalSpec::Trace { path, data, format, time_scale } => ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f },
+        };
+        s
+    }
+
+    fn passes(&self, r: &RunSummary) -> bool {
+        match self.p.max_mean_wait_ms {
+            Some(w) => r.queue_delay_mean_s * 1e3 <= w,
+            None => r.slo_attainment >= self.p.target,
+        }
+    }
+
+    /// The criterion's value for a run (SLO attainment, or mean wait in s).
+    fn value(&self, r: &RunSummary) -> f64 {
+        if self.p.max_mean_wait_ms.is_some() { r.queue_delay_mean_s } else { r.slo_attainment }
+    }
+
+    fn choose_next(&mut self) {
+        let last = self.evals.last().expect("an evaluation");
+        let (rate, pass) = (last.rate, last.pass);
+        if pass {
+            self.lo = Some(self.lo.map_or(rate, |l| l.max(rate)));
+        } else {
+            self.hi = Some(self.hi.map_or(rate, |h| h.min(rate)));
+        }
+        if self.evals.len() >= self.p.max_rates as usize {
+            self.stopped_early = true;
+            self.pending = None;
+            return;
+        }
+        let start = self.p.start_rps.unwrap_or(self.base_rps);
+        self.pending = match (self.lo, self.hi) {
+            (Some(l), None) if l < start * 1e4 => Some(l * 2.0),
+            (None, Some(h)) if h > start / 1e4 => Some(h / 2.0),
+            (Some(l), Some(h)) if (h - l) / l > self.p.precision => Some((l + h) / 2.0),
+            _ => None,
+        };
+    }
+}
+
+/// Peak decode throughput at the batch cap ÷ mean output length, over the decode workers: the estimate that
+/// ignores prefill, queueing and memory.
+fn textbook(sc: &crate::Scenario) -> Option<f64> {
+    let pool = sc.pools.last()?;
+    let classes = &sc.workload.classes;
+    let w: Vec<f64> = sc.workload.class_cdf.iter().scan(0.0, |prev, c| {
+        let x = c - *prev;
+        *prev = *c;
+        Some(x)
+    }).collect();
+    let mean_out: f64 = classes.iter().zip(&w).map(|(c, w)| c.output.mean() * w).sum();
+    let mean_prompt: f64 = classes.iter().zip(&w).map(|(c, w)| c.prompt.mean() * w).sum();
+    let b = pool.engine.max_num_seqs;
+    let ctx = ((mean_prompt + mean_out / 2.0) * b as f64) as u64;
+    let step = pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
+    (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
+}
+
+impl Study for CapacityStudy {
+    fn next(&mut self) -> Vec<Job> {
+        if self.done {
+            return Vec::new();
+        }
+        if let Some(rate) = self.pending {
+            return (0..self.p.repetitions).map(|k| Job { label: format!("{rate:.4} req/s, repetition {}", k + 1), spec: self.at_rate(rate, k) }).collect();
+        }
+        if self.saturation.is_none() {
+            // Saturation: well past the highest failing rate (or the highest tried), one repetition.
+            let top = self.hi.or(self.lo).unwrap_or(self.base_rps);
+            let rate = top * 4.0;
+            return vec![Job { label: format!("saturation probe at {rate:.4} req/s"), spec: self.at_rate(rate, 0) }];
+        }
+        self.done = true;
+        Vec::new()
+    }
+
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        match self.pending {
+            Some(rate) => {
+                let pass = results.iter().all(|r| self.passes(r));
+                self.evals.push(Eval { rate, runs: results, pass });
+                self.choose_next();
+            }
+            None => {
+                let top = self.hi.or(self.lo).unwrap_or(self.base_rps) * 4.0;
+                self.saturation = results.into_iter().next().map(|r| (top, r));
+            }
+        }
+    }
+
+    fn progress(&self) -> (usize, usize) {
+        let r = self.p.repetitions as usize;
+        let done = self.evals.len() * r + usize::from(self.saturation.is_some());
+        // Doubling to a bracket then bisecting from a factor 2 to the precision.
+        let bisect = (1.0 / self.p.precision).log2().ceil().max(1.0) as usize;
+        let expected = (self.evals.len().max(2) + bisect + 1) * r + 1;
+        (done, expected.max(done + 1))
+    }
+
+    fn report(&self) -> StudyReport {
+        let wait = self.p.max_mean_wait_ms.is_some();
+        let mut rep = report_head(
+            "capacity",
+            &self.base,
+            match self.p.max_mean_wait_ms {
+                Some(w) => format!("what is the highest rate at which the mean queueing delay stays at or under {w} ms in all {} repetitions?", self.p.repetitions),
+                None => format!("what is the highest rate at which SLO attainment stays at or above {:.1} % in all {} repetitions?", self.p.target * 100.0, self.p.repetitions),
+            },
+        );
+        let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
+        rep.columns = vec![
+            col("Rate", "req/s", Format::Num),
+            col("Pass", "", Format::Bool),
+            col(mean_label, unit, fmt),
+            col("Worst repetition", unit, fmt),
+            col("Target", unit, fmt),
+            col("SLO range", "min – max", Format::Text),
+            col("Goodput", "req/s", Format::Num),
+            col("p95 TTFT", "s", Format::Seconds),
+            col("p95 E2E", "s", Format::Seconds),
+        ];
+        let mut evals: Vec<&Eval> = self.evals.iter().collect();
+        evals.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let target = self.p.max_mean_wait_ms.map_or(self.p.target, |w| w / 1e3);
+        let mut pts = Vec::new();
+        let mut band = Vec::new();
+        for e in &evals {
+            let vals: Vec<f64> = e.runs.iter().map(|r| self.value(r)).collect();
+            let slos: Vec<f64> = e.runs.iter().map(|r| r.slo_attainment).collect();
+            let worst = if wait { vals.iter().copied().fold(f64::MIN, f64::max) } else { vals.iter().copied().fold(f64::MAX, f64::min) };
+            let (smin, smax) = (slos.iter().copied().fold(f64::MAX, f64::min), slos.iter().copied().fold(f64::MIN, f64::max));
+            rep.rows.push(vec![
+                Cell::from(e.rate),
+                e.pass.into(),
+                mean(&vals).into(),
+                worst.into(),
+                target.into(),
+                format!("{:.1} – {:.1} %", smin * 100.0, smax * 100.0).into(),
+                mean(&e.runs.iter().map(|r| r.goodput_rps).collect::<Vec<_>>()).into(),
+                mean(&e.runs.iter().map(|r| r.ttft_p95_s).collect::<Vec<_>>()).into(),
+                mean(&e.runs.iter().map(|r| r.e2e_p95_s).collect::<Vec<_>>()).into(),
+            ]);
+            pts.push((e.rate, mean(&vals)));
+            let (vmin, vmax) = (vals.iter().copied().fold(f64::MAX, f64::min), vals.iter().copied().fold(f64::MIN, f64::max));
+            band.push((vmin, vmax));
+        }
+        rep.best_row = self.lo.and_then(|l| evals.iter().position(|e| e.rate == l));
+        let found = self.lo.unwrap_or(0.0);
+        rep.answer = match (self.lo, self.hi) {
+            (Some(l), Some(h)) => format!(
+                "{l:.3} req/s is the highest rate that passed in every repetition; {h:.3} req/s failed (bracket ±{:.1} %).",
+                (h - l) / l * 100.0 / 2.0
+            ),
+            (Some(l), None) => format!("every rate tried passed, up to {l:.3} req/s (the search stopped there)."),
+            (None, _) => "no rate tried passed: even the lowest misses the target (a capacity or configuration problem, not load).".into(),
+        };
+        if let Some((rate, s)) = &self.saturation {
+            let gap = self.textbook_rps.map(|t| (t / s.throughput_rps - 1.0) * 100.0);
+            rep.notes.push(format!(
+                "Measured saturation throughput: {:.3} req/s (offered {rate:.3} req/s). Textbook estimate (peak decode throughput ÷ mean output length): {}{}.",
+                s.throughput_rps,
+                self.textbook_rps.map_or("n/a".into(), |t| format!("{t:.3} req/s")),
+                gap.map_or(String::new(), |g| format!(", {g:+.0} % from measured: prefill, queueing and memory are not free"))
+            ));
+            rep.answer.push_str(&format!(" Measured saturation: {:.3} req/s; the found capacity is {:.0} % of it.", s.throughput_rps, found / s.throughput_rps.max(1e-12) * 100.0));
+        }
+        if self.stopped_early {
+            rep.notes.push(format!("The search stopped at {} rates (study option max_rates) before reaching the precision.", self.p.max_rates));
+        }
+        rep.notes.push(format!("Repetition k runs on seed {} + k; every rate sees the same seeds (common random numbers).", self.base.seed));
+        rep.charts = vec![Chart {
+            kind: "lines".into(),
+            title: if wait { "Mean queueing delay vs offered rate".into() } else { "SLO attainment vs offered rate".into() },
+            x_label: "offered rate (req/s)".into(),
+            y_label: if wait { "seconds (mean, min–max over repetitions)".into() } else { "SLO attainment (mean, min–max)".into() },
+            categories: vec![],
+            series: vec![ChartSeries { name: if wait { "mean wait".into() } else { "SLO attainment".into() }, points: pts, band, labels: vec![], line: true }],
+            target: Some(target),
+        }];
+        rep.runs = evals.iter().flat_map(|e| e.runs.iter().cloned()).chain(self.saturation.iter().map(|s| s.1.clone())).collect();
+        rep
+    }
+}
+
+/// The rate found (highest passing), for tests.
+impl CapacityStudy {
+    pub fn found_rps(&self) -> Option<f64> {
+        self.lo
+    }
+}

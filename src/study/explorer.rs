@@ -1,0 +1,201 @@
+//! Design explorer: candidate deployments (engine knobs, TP, replicas, scheduler, P/D layouts, prefix cache) on
+//! the same requests; the non-dominated frontier on goodput vs p95 TTFT (performance) and on goodput per GPU vs
+//! p95 TTFT (efficiency), so a layout that simply uses more GPUs does not look better for free.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use crate::scenario::{self, ScenarioError, Spec};
+
+/// A candidate: a name and the scenario fields it changes (JSON pointer → value).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    pub name: String,
+    #[serde(default)]
+    pub set: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExplorerParams {
+    /// The candidates (default: `default_candidates` of the scenario).
+    pub candidates: Option<Vec<Candidate>>,
+    /// SLO attainment a candidate must reach to pass, (0, 1].
+    pub target: f64,
+}
+
+impl Default for ExplorerParams {
+    fn default() -> Self {
+        ExplorerParams { candidates: None, target: 0.99 }
+    }
+}
+
+/// Ten colocated variations of the scenario and six P/D / prefix-cache layouts.
+pub fn default_candidates(spec: &Spec) -> Vec<Candidate> {
+    let e = &spec.engine;
+    let c = |name: &str, set: Value| Candidate { name: name.into(), set: set.as_object().cloned().unwrap_or_default() };
+    let budget_half = (e.max_num_batched_tokens / 2).max(1);
+    let chunk = e.prefill_chunk_tokens.unwrap_or(e.max_num_batched_tokens);
+    let prefix = spec.prefix.clone().map(|p| serde_json::to_value(p).expect("serialises")).unwrap_or(json!({"prefix_tokens": 1024, "reuse_fraction": 0.5, "groups": 4, "zipf_s": 1.0}));
+    let with_cache = |on: bool| {
+        let mut p = prefix.clone();
+        p["caching"] = json!(on);
+        p
+    };
+    let pd = |d: u32| json!({"prefill": {"replicas": 1}, "decode": {"replicas": d}, "link": {"bandwidth_gbps": 50.0, "latency_ms": 0.05}});
+    let mut v = vec![
+        c("baseline", json!({})),
+        c("batch cap ×½", json!({"/engine/max_num_seqs": (e.max_num_seqs / 2).max(1)})),
+        c("batch cap ×2", json!({"/engine/max_num_seqs": e.max_num_seqs.saturating_mul(2).min(65_536)})),
+        c("token budget ×½", json!({"/engine/max_num_batched_tokens": budget_half, "/engine/prefill_chunk_tokens": chunk.min(budget_half)})),
+        c("token budget ×2", json!({"/engine/max_num_batched_tokens": e.max_num_batched_tokens.saturating_mul(2)})),
+        c("chunk 512", json!({"/engine/prefill_chunk_tokens": 512u32.min(e.max_num_batched_tokens), "/engine/chunked_prefill": true})),
+        c("TP ×2", json!({"/hardware/tp": spec.hardware.tp * 2})),
+        c("replicas +1", json!({"/cluster/replicas": spec.cluster.replicas + 1})),
+        c("SJF scheduler", json!({"/scheduler": {"kind": "sjf"}})),
+        c("priority scheduler", json!({"/scheduler": {"kind": "priority"}})),
+    ];
+    for d in [1, 2, 3] {
+        v.push(c(&format!("P/D 1:{d}"), json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(false)})));
+        v.push(c(&format!("P/D 1:{d} + prefix cache"), json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(true)})));
+    }
+    v
+}
+
+pub struct ExplorerStudy {
+    base: Spec,
+    target: f64,
+    jobs: Vec<Job>,
+    results: Vec<RunSummary>,
+    notes: Vec<String>,
+    handed_out: bool,
+}
+
+impl ExplorerStudy {
+    pub fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
+        scenario::validate(spec)?;
+        if !(p.target > 0.0 && p.target <= 1.0) {
+            return Err(ScenarioError::one("study.explorer.target", format!("must be in (0, 1] (got {})", p.target)));
+        }
+        let mut notes = Vec::new();
+        let (candidates, given) = match &p.candidates {
+            Some(c) if c.is_empty() => return Err(ScenarioError::one("study.explorer.candidates", "the candidate list is empty: give at least one")),
+            Some(c) => (c.clone(), true),
+            None => (default_candidates(spec), false),
+        };
+        let mut jobs = Vec::new();
+        for (i, c) in candidates.iter().enumerate() {
+            let what = format!("study.explorer.candidates[{i}]");
+            if c.name.trim().is_empty() {
+                return Err(ScenarioError::one(format!("{what}.name"), "a candidate needs a name"));
+            }
+            let s = patched(spec, &c.set, &what)?;
+            match scenario::validate(&s) {
+                Ok(_) => jobs.push(Job { label: c.name.clone(), spec: s }),
+                // A default candidate the scenario cannot take (e.g. TP beyond the model's heads) is skipped.
+                Err(e) if !given => notes.push(format!("Candidate \"{}\" was skipped: {}", c.name, e.errors[0].message)),
+                Err(e) => return Err(super::prefixed(e, &c.name)),
+            }
+        }
+        if !given {
+            notes.push("Candidates: ten variations of the scenario and six P/D layouts with and without prefix caching (edit them in the study options).".into());
+        }
+        Ok(ExplorerStudy { base: spec.clone(), target: p.target, jobs, results: Vec::new(), notes, handed_out: false })
+    }
+}
+
+impl Study for ExplorerStudy {
+    fn next(&mut self) -> Vec<Job> {
+        if std::mem::replace(&mut self.handed_out, true) { Vec::new() } else { self.jobs.clone() }
+    }
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        self.results = results;
+    }
+    fn progress(&self) -> (usize, usize) {
+        (self.results.len(), self.jobs.len())
+    }
+    fn report(&self) -> StudyReport {
+        let mut rep = report_head("explorer", &self.base, "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into());
+        rep.columns = vec![
+            col("Candidate", "", Format::Text),
+            col("Perf Pareto", "", Format::Bool),
+            col("Efficiency Pareto", "", Format::Bool),
+            col("SLO pass", "", Format::Bool),
+            col("GPU instances", "", Format::Int),
+            col("Goodput", "req/s", Format::Num),
+            col("Goodput/GPU", "req/s", Format::Num),
+            col("p95 TTFT", "s", Format::Seconds),
+            col("p95 E2E", "s", Format::Seconds),
+            col("KV peak", "", Format::Percent),
+            col("Diagnosis", "", Format::Text),
+        ];
+        let r = &self.results;
+        let perf = pareto(&r.iter().map(|x| (x.goodput_rps, x.ttft_p95_s)).collect::<Vec<_>>());
+        let eff = pareto(&r.iter().map(|x| (x.goodput_per_gpu_rps, x.ttft_p95_s)).collect::<Vec<_>>());
+        let pass: Vec<bool> = r.iter().map(|x| x.slo_attainment >= self.target).collect();
+        rep.rows = r
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                vec![
+                    Cell::from(x.label.as_str()),
+                    perf[i].into(),
+                    eff[i].into(),
+                    pass[i].into(),
+                    x.gpus.into(),
+                    x.goodput_rps.into(),
+                    x.goodput_per_gpu_rps.into(),
+                    x.ttft_p95_s.into(),
+                    x.e2e_p95_s.into(),
+                    x.kv_peak_fraction.into(),
+                    brief(x).into(),
+                ]
+            })
+            .collect();
+        // The recommendation: on the efficiency frontier and passing, the most goodput per GPU.
+        let pick = |ok: &dyn Fn(usize) -> bool| (0..r.len()).filter(|&i| ok(i)).reduce(|a, b| if r[b].goodput_per_gpu_rps > r[a].goodput_per_gpu_rps { b } else { a });
+        rep.best_row = pick(&|i| eff[i] && pass[i]).or_else(|| pick(&|i| eff[i]));
+        if let Some(b) = rep.best_row {
+            let x = &r[b];
+            rep.answer = format!(
+                "{} is the most efficient{} candidate on the frontier: {:.3} req/s per GPU ({:.2} req/s on {} GPUs), p95 TTFT {:.3} s, SLO attainment {:.1} %. {} of {} candidates are on the performance frontier, {} on the efficiency frontier.",
+                x.label,
+                if pass[b] { " passing" } else { " (none passes the target)" },
+                x.goodput_per_gpu_rps,
+                x.goodput_rps,
+                x.gpus,
+                x.ttft_p95_s,
+                x.slo_attainment * 100.0,
+                perf.iter().filter(|p| **p).count(),
+                r.len(),
+                eff.iter().filter(|p| **p).count()
+            );
+        }
+        let scatter = |title: &str, y_label: &str, y: &dyn Fn(&RunSummary) -> f64, front: &[bool], front_name: &str| {
+            let mut f: Vec<(f64, f64)> = (0..r.len()).filter(|&i| front[i]).map(|i| (r[i].ttft_p95_s, y(&r[i]))).collect();
+            f.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            Chart {
+                kind: "scatter".into(),
+                title: title.into(),
+                x_label: "p95 TTFT (s)".into(),
+                y_label: y_label.into(),
+                categories: vec![],
+                series: vec![
+                    ChartSeries { name: "candidates".into(), points: r.iter().map(|x| (x.ttft_p95_s, y(x))).collect(), band: vec![], labels: r.iter().map(|x| x.label.clone()).collect(), line: false },
+                    ChartSeries { name: front_name.into(), points: f, band: vec![], labels: vec![], line: true },
+                ],
+                target: None,
+            }
+        };
+        rep.charts = vec![
+            scatter("Performance: goodput vs p95 TTFT", "goodput (req/s)", &|x| x.goodput_rps, &perf, "performance frontier"),
+            scatter("Efficiency: goodput per GPU vs p95 TTFT", "goodput per GPU (req/s)", &|x| x.goodput_per_gpu_rps, &eff, "efficiency frontier"),
+        ];
+        rep.notes = self.notes.clone();
+        rep.notes.push(format!("SLO pass: attainment ≥ {:.1} %. Frontiers: no other candidate has at least as much goodput (per GPU) and at most the p95 TTFT, better on one.", self.target * 100.0));
+        rep.runs = r.clone();
+        rep
+    }
+}

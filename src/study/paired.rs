@@ -1,0 +1,144 @@
+//! Paired experiment: baseline vs treatment over K repetitions, the same seed for both on each repetition (so
+//! they see identical requests); per metric the paired deltas' mean with a seeded 95 % bootstrap CI.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{bootstrap_ci, col, patched, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use crate::scenario::{self, ScenarioError, Spec};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PairedParams {
+    /// The treatment: scenario fields it changes (JSON pointer → value).
+    pub treatment: Map<String, Value>,
+    /// Repetitions K (seeds), ≥ 2.
+    pub repetitions: u32,
+    /// Bootstrap resamples B.
+    pub resamples: u32,
+}
+
+impl Default for PairedParams {
+    fn default() -> Self {
+        PairedParams { treatment: Map::new(), repetitions: 10, resamples: 2000 }
+    }
+}
+
+/// The metrics compared: (name, unit, format, higher is better, value).
+type Metric = (&'static str, &'static str, Format, bool, fn(&RunSummary) -> f64);
+pub(super) const METRICS: [Metric; 7] = [
+    ("SLO attainment", "", Format::Percent, true, |r| r.slo_attainment),
+    ("Goodput", "req/s", Format::Num, true, |r| r.goodput_rps),
+    ("Throughput", "req/s", Format::Num, true, |r| r.throughput_rps),
+    ("p95 TTFT", "s", Format::Seconds, false, |r| r.ttft_p95_s),
+    ("p95 TPOT", "s", Format::Seconds, false, |r| r.tpot_p95_s),
+    ("p95 E2E", "s", Format::Seconds, false, |r| r.e2e_p95_s),
+    ("Mean E2E", "s", Format::Seconds, false, |r| r.e2e_mean_s),
+];
+
+pub struct PairedStudy {
+    base: Spec,
+    p: PairedParams,
+    jobs: Vec<Job>,
+    results: Vec<RunSummary>,
+    handed_out: bool,
+}
+
+impl PairedStudy {
+    pub fn new(spec: &Spec, p: &PairedParams) -> Result<Self, ScenarioError> {
+        scenario::validate(spec)?;
+        if p.repetitions < 2 || p.repetitions > 1000 {
+            return Err(ScenarioError::one("study.paired.repetitions", format!("must be an integer from 2 to 1000 (got {})", p.repetitions)));
+        }
+        if p.resamples < 100 || p.resamples > 100_000 {
+            return Err(ScenarioError::one("study.paired.resamples", format!("must be an integer from 100 to 100000 (got {})", p.resamples)));
+        }
+        if p.treatment.is_empty() {
+            return Err(ScenarioError::one("study.paired.treatment", "the treatment changes nothing: give at least one field, e.g. {\"/scheduler\": {\"kind\": \"sjf\"}}"));
+        }
+        let treated = patched(spec, &p.treatment, "study.paired.treatment")?;
+        scenario::validate(&treated).map_err(|e| super::prefixed(e, "treatment"))?;
+        let jobs = (0..p.repetitions)
+            .flat_map(|k| {
+                let seed = spec.seed.wrapping_add(k as u64);
+                [
+                    Job { label: format!("baseline, repetition {}", k + 1), spec: reseeded(spec, seed) },
+                    Job { label: format!("treatment, repetition {}", k + 1), spec: reseeded(&treated, seed) },
+                ]
+            })
+            .collect();
+        Ok(PairedStudy { base: spec.clone(), p: p.clone(), jobs, results: Vec::new(), handed_out: false })
+    }
+}
+
+/// (baseline, treatment) values of a metric, per repetition.
+pub(super) fn pairs(results: &[RunSummary], f: fn(&RunSummary) -> f64) -> (Vec<f64>, Vec<f64>) {
+    results.chunks(2).map(|c| (f(&c[0]), f(&c[1]))).unzip()
+}
+
+impl Study for PairedStudy {
+    fn next(&mut self) -> Vec<Job> {
+        if std::mem::replace(&mut self.handed_out, true) { Vec::new() } else { self.jobs.clone() }
+    }
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        self.results = results;
+    }
+    fn progress(&self) -> (usize, usize) {
+        (self.results.len(), self.jobs.len())
+    }
+    fn report(&self) -> StudyReport {
+        let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
+        let mut rep = report_head("paired", &self.base, format!("does the treatment {change} change the outcome, beyond run-to-run noise?"));
+        rep.columns = vec![
+            col("Metric", "", Format::Text),
+            col("Baseline mean", "", Format::Num),
+            col("Treatment mean", "", Format::Num),
+            col("Mean delta", "treatment − baseline", Format::Num),
+            col("95 % CI low", "bootstrap", Format::Num),
+            col("95 % CI high", "bootstrap", Format::Num),
+            col("Relative change", "", Format::Percent),
+            col("Treatment win rate", "", Format::Percent),
+            col("CI excludes zero", "", Format::Bool),
+        ];
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let mut bars = Vec::new();
+        let mut headline = Vec::new();
+        for (i, (name, _unit, _fmt, higher, f)) in METRICS.iter().enumerate() {
+            let (b, t) = pairs(&self.results, *f);
+            let d: Vec<f64> = t.iter().zip(&b).map(|(t, b)| t - b).collect();
+            let (lo, hi) = bootstrap_ci(&d, self.p.resamples as usize, 0.95, self.base.seed.wrapping_mul(1_000_003).wrapping_add(i as u64));
+            let (mb, mt, md) = (mean(&b), mean(&t), mean(&d));
+            let rel = if mb != 0.0 { md / mb.abs() } else { 0.0 };
+            let wins = d.iter().filter(|x| if *higher { **x > 0.0 } else { **x < 0.0 }).count() as f64 / d.len().max(1) as f64;
+            let excludes = (lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0);
+            rep.rows.push(vec![Cell::from(*name), mb.into(), mt.into(), md.into(), lo.into(), hi.into(), rel.into(), wins.into(), excludes.into()]);
+            bars.push((i as f64, rel));
+            if i < 2 || *name == "p95 TTFT" {
+                let better = if (md > 0.0) == *higher { "better" } else { "worse" };
+                headline.push(if excludes {
+                    format!("{name} {better} by {:+.3} (95 % CI {lo:+.3} … {hi:+.3})", md)
+                } else {
+                    format!("{name} not distinguishable from noise (CI {lo:+.3} … {hi:+.3})")
+                });
+            }
+        }
+        rep.answer = format!("Over {} paired repetitions: {}.", self.p.repetitions, headline.join("; "));
+        rep.columns[1].unit = "per metric".into();
+        rep.charts = vec![Chart {
+            kind: "bars".into(),
+            title: "Relative change, treatment vs baseline".into(),
+            x_label: "metric".into(),
+            y_label: "mean delta ÷ baseline mean".into(),
+            categories: METRICS.iter().map(|m| m.0.to_string()).collect(),
+            series: vec![ChartSeries { name: "relative change".into(), points: bars.iter().map(|&(x, y)| (x, y.abs())).collect(), band: vec![], labels: vec![], line: false }],
+            target: None,
+        }];
+        rep.notes = vec![
+            format!("Repetition k runs baseline and treatment on seed {} + k: the same requests for both.", self.base.seed),
+            format!("CI: percentile bootstrap of the mean paired delta, {} resamples, seeded (reproducible).", self.p.resamples),
+            "The chart shows |relative change|; the table gives its sign. Latency metrics: lower is better; the others: higher.".into(),
+        ];
+        rep.runs = self.results.clone();
+        rep
+    }
+}
