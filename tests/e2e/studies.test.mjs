@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve, browser, openLab, ROOT } from './browser.mjs';
 
@@ -131,7 +131,7 @@ test('P/D comparison: inputs edit the scenario, bad ones are named, Cancel stops
   await runStudy(page);
   const first = await download(page, '#sx-json');
   const href = await page.evaluate(() => location.href);
-  assert.match(href, /#panel=pd&scenario=/);
+  assert.match(href, /#panel=pd&params=.*&scenario=/);
   const again = await ctx.newPage();
   await again.goto(href);
   await again.waitForFunction(() => /^Done/.test(document.getElementById('study-status')?.textContent || ''), null, { timeout: 60000 });
@@ -140,5 +140,127 @@ test('P/D comparison: inputs edit the scenario, bad ones are named, Cancel stops
   assert.equal(second.text, first.text);
   assert.deepEqual(errors, [], 'no console errors');
   await again.close();
+  await page.close();
+});
+
+/** The options the panel ran with, from its link (`#panel=NAME&params=…&scenario=…`). */
+async function optionsInLink(page) {
+  const hash = await page.evaluate(() => location.hash);
+  const m = /params=([^&]*)&scenario=/.exec(hash);
+  return m ? decodeURIComponent(m[1]) : '{}';
+}
+
+async function setLabScenario(page, v) {
+  await page.click('nav [data-panel="lab"]');
+  await page.fill('#scenario', JSON.stringify(v));
+  await page.dispatchEvent('#scenario', 'input');
+}
+
+const PANELS = [
+  ['ranking', /ranks first/],
+  ['capacity', /highest rate that passed/],
+  ['explorer', /frontier/],
+  ['paired', /paired repetitions/],
+  ['sensitivity', /nominal profile/],
+];
+
+test('every study panel: progress, Cancel, a result, and a JSON export equal to the CLI\'s', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/default.json'), 'utf8'));
+  for (const [name, answer] of PANELS) {
+    // A long version first: Cancel stops it mid-way and the panel stays usable.
+    await setLabScenario(page, { ...base, workload: { ...base.workload, requests: 60000 } });
+    await page.click(`nav [data-panel="${name}"]`);
+    await page.fill('#study-workers', '2');
+    await page.click('#study-run');
+    await page.waitForFunction(() => /Running/.test(document.getElementById('study-status').textContent));
+    await page.click('#study-cancel');
+    assert.match(await page.textContent('#study-status'), /Cancelled/, name);
+    assert.equal(await page.isDisabled('#study-run'), false, name);
+    // Then the real one.
+    await setLabScenario(page, base);
+    await page.click(`nav [data-panel="${name}"]`);
+    const seen = [];
+    const watch = setInterval(async () => { try { seen.push(await page.textContent('#study-status')); } catch { /* closed */ } }, 10);
+    await runStudy(page);
+    clearInterval(watch);
+    assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown`);
+    assert.match(await page.textContent('#study-answer'), answer, name);
+    assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= 1, name);
+    const inked = await page.evaluate(() => {
+      const c = document.getElementById('study-chart-0');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) n++;
+      return n / (c.width * c.height);
+    });
+    assert.ok(inked > 0.02, `${name}: chart drawn`);
+    const json = await download(page, '#sx-json');
+    assert.match(json.name, new RegExp(`^inferscale-study-${name}-default-seed42\\.json$`));
+    const params = await optionsInLink(page);
+    const cli = execFileSync(CLI, ['study', name, 'scenarios/default.json', '--params', params, '--threads', '1'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+    assert.equal(json.text, cli, `${name}: the browser's JSON equals the CLI's`);
+  }
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('study options are validated by the core and named on their field', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await page.click('nav [data-panel="capacity"]');
+  await page.fill('#o-target', '1.5');
+  await page.dispatchEvent('#o-target', 'change');
+  assert.match(await page.textContent('#study-errors'), /study\.capacity\.target/);
+  assert.equal(await page.getAttribute('#o-target', 'aria-invalid'), 'true');
+  assert.equal(await page.isDisabled('#study-run'), true);
+  await page.fill('#o-target', '0.95');
+  await page.dispatchEvent('#o-target', 'change');
+  assert.equal(await page.isDisabled('#study-run'), false);
+  await page.click('nav [data-panel="explorer"]');
+  await page.fill('#o-candidates', '[]');
+  await page.dispatchEvent('#o-candidates', 'change');
+  assert.match(await page.textContent('#study-errors'), /study\.explorer\.candidates/);
+  await page.fill('#o-candidates', '[{"name": "bigger batch", "set": {"/engine/max_num_seqs": 512}}, {"name": "two replicas", "set": {"/cluster/replicas": 2}}]');
+  await page.dispatchEvent('#o-candidates', 'change');
+  assert.equal(await page.isDisabled('#study-run'), false);
+  await runStudy(page);
+  const names = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => tr.children[0].textContent));
+  assert.deepEqual(names, ['bigger batch', 'two replicas']);
+  // The link carries the options: a fresh page reruns the same study.
+  const href = await page.evaluate(() => location.href);
+  const first = await download(page, '#sx-json');
+  const again = await ctx.newPage();
+  await again.goto(href);
+  await again.waitForFunction(() => /^Done/.test(document.getElementById('study-status')?.textContent || ''), null, { timeout: 60000 });
+  assert.equal((await download(again, '#sx-json')).text, first.text);
+  assert.deepEqual(errors, [], 'no console errors');
+  await again.close();
+  await page.close();
+});
+
+test('benchmark (printed, not asserted): capacity planner (R = 5) and design explorer on a 10k-request scenario, 1 and all workers, browser and native', async () => {
+  const { page } = await openLab(ctx, server.url);
+  const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/default.json'), 'utf8'));
+  const spec = { ...base, workload: { ...base.workload, requests: 10000 } };
+  const file = join(ROOT, 'target', 'bench-study-10k.json');
+  writeFileSync(file, JSON.stringify(spec));
+  await setLabScenario(page, spec);
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  const rows = [];
+  for (const name of ['capacity', 'explorer']) {
+    await page.click(`nav [data-panel="${name}"]`);
+    for (const workers of [1, cores]) {
+      await page.fill('#study-workers', String(workers));
+      await runStudy(page);
+      const ms = Number(await page.getAttribute('#study-status', 'data-run-ms'));
+      const runs = /Done: (\d+) runs/.exec(await page.textContent('#study-status'))[1];
+      const params = await optionsInLink(page);
+      const t0 = process.hrtime.bigint();
+      execFileSync(CLI, ['study', name, file, '--params', params, '--threads', String(workers)], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+      const nativeMs = Number(process.hrtime.bigint() - t0) / 1e6;
+      rows.push(`# study ${name} (10k requests, ${runs} runs), ${workers} worker(s): browser ${ms.toFixed(0)} ms, native ${nativeMs.toFixed(0)} ms (target: browser < 2000 ms)`);
+    }
+  }
+  for (const r of rows) console.log(r);
   await page.close();
 });

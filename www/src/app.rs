@@ -712,9 +712,14 @@ fn share_hash(scenario: &str) -> String {
     format!("scenario={}", String::from(js_sys::encode_uri_component(&compact)))
 }
 
-/// A link to a panel with the scenario: `#panel=NAME&scenario=…` (the Serving Lab's is `#scenario=…`).
-fn share_hash_for(panel: &str, scenario: &str) -> String {
-    if panel == "lab" { share_hash(scenario) } else { format!("panel={panel}&{}", share_hash(scenario)) }
+/// A link to a panel with its options and the scenario: `#panel=NAME&params=…&scenario=…` (the Serving Lab's
+/// is `#scenario=…`).
+fn share_hash_for(panel: &str, options: &Value, scenario: &str) -> String {
+    if panel == "lab" {
+        share_hash(scenario)
+    } else {
+        format!("panel={panel}&params={}&{}", String::from(js_sys::encode_uri_component(&options.to_string())), share_hash(scenario))
+    }
 }
 
 fn download_text(name: &str, text: &str, mime: &str) {
@@ -773,6 +778,8 @@ thread_local! {
 }
 
 pub fn start() {
+    // A bug must say what it was: the message goes to the console (the tests fail on console errors).
+    std::panic::set_hook(Box::new(|info| web_sys::console::error_1(&JsValue::from_str(&format!("InferScale Lab panicked: {info}")))));
     let doc = window().document().expect("a document");
     let app = Rc::new(RefCell::new(App {
         doc,
@@ -940,6 +947,14 @@ pub fn start() {
         Some((p, rest)) => (Some(p.to_string()), format!("#{rest}")),
         None => (None, hash),
     };
+    // Study options come before the scenario (whose JSON may contain anything).
+    let (options, rest) = match rest.strip_prefix("#params=").and_then(|h| h.split_once("&scenario=")) {
+        Some((o, s)) => (js_sys::decode_uri_component(o).ok().map(String::from).and_then(|o| serde_json::from_str::<Value>(&o).ok()), format!("#scenario={s}")),
+        None => (None, rest),
+    };
+    if let (Some(p), Some(o)) = (&panel, options) {
+        app.borrow_mut().study.options.insert(p.clone(), o);
+    }
     let shared = rest
         .strip_prefix("#scenario=")
         .and_then(|h| js_sys::decode_uri_component(h).ok())

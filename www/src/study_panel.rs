@@ -28,6 +28,11 @@ pub(super) struct PanelDef {
 pub(super) enum PKind {
     Int,
     Num,
+    /// A number that may be left empty (the option is then absent).
+    OptNum,
+    Bool,
+    /// A JSON value edited as text (a candidate list, a treatment).
+    Json,
     Select(&'static [(&'static str, &'static str)]),
 }
 
@@ -45,7 +50,30 @@ pub(super) struct Param {
 const DEVICES: &[(&str, &str)] = &[("", "as the scenario"), ("a100-80g", "A100 80GB"), ("a100-40g", "A100 40GB"), ("h100-sxm", "H100 SXM"), ("h200", "H200"), ("l40s", "L40S")];
 const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
 
-pub(super) const PANELS: &[PanelDef] = &[PanelDef {
+pub(super) const PANELS: &[PanelDef] = &[
+PanelDef {
+    name: "ranking",
+    title: "Scheduler ranking",
+    sentence: "Every queue policy (and the admission policies that apply) on the same requests, ranked by SLO attainment, then goodput: is the miss a queueing problem a policy can fix?",
+    params: &[
+        Param { id: "o-admission", label: "Rank admission policies too", unit: "", title: "Also rank FCFS with a queue cap and with deadline admission", ptr: "study:admission", kind: PKind::Bool },
+        Param { id: "o-quantum", label: "DRR quantum", unit: "tokens", title: "Deficit round robin's quantum per tenant turn", ptr: "study:drr_quantum_tokens", kind: PKind::Int },
+    ],
+},
+PanelDef {
+    name: "capacity",
+    title: "Capacity planner",
+    sentence: "The highest offered rate at which SLO attainment stays at or above the target in every repetition: measured by bracketing and bisection, never derived.",
+    params: &[
+        Param { id: "o-target", label: "SLO attainment target", unit: "fraction (0, 1]", title: "Every repetition must reach this attainment", ptr: "study:target", kind: PKind::Num },
+        Param { id: "o-reps", label: "Repetitions", unit: "seeds per rate", title: "Repetitions (seeds) per rate; all must pass", ptr: "study:repetitions", kind: PKind::Int },
+        Param { id: "o-precision", label: "Precision", unit: "fraction of the rate", title: "Stop when the pass/fail bracket is this narrow", ptr: "study:precision", kind: PKind::Num },
+        Param { id: "o-wait", label: "Or: mean wait at most", unit: "ms (empty: use the SLOs)", title: "Pass on mean queueing delay instead of SLO attainment", ptr: "study:max_mean_wait_ms", kind: PKind::OptNum },
+        Param { id: "o-start", label: "First rate", unit: "req/s (empty: the scenario's)", title: "Where the search starts", ptr: "study:start_rps", kind: PKind::OptNum },
+        Param { id: "o-maxrates", label: "Most rates", unit: "", title: "Most rates evaluated before the search stops", ptr: "study:max_rates", kind: PKind::Int },
+    ],
+},
+PanelDef {
     name: "pd",
     title: "P/D comparison",
     sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
@@ -64,7 +92,58 @@ pub(super) const PANELS: &[PanelDef] = &[PanelDef {
         Param { id: "p-groups", label: "Prefixes", unit: "distinct", title: "Number of distinct shared prefixes", ptr: "/prefix/groups", kind: PKind::Int },
         Param { id: "p-zipf", label: "Popularity skew", unit: "Zipf s", title: "Zipf exponent of prefix popularity (0 = uniform)", ptr: "/prefix/zipf_s", kind: PKind::Num },
     ],
-}];
+},
+PanelDef {
+    name: "explorer",
+    title: "Design explorer",
+    sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
+    params: &[
+        Param { id: "o-etarget", label: "SLO pass at", unit: "fraction (0, 1]", title: "A candidate passes at this SLO attainment", ptr: "study:target", kind: PKind::Num },
+        Param { id: "o-candidates", label: "Candidates", unit: "JSON: [{name, set: {JSON pointer: value}}]", title: "Each candidate changes these scenario fields", ptr: "study:candidates", kind: PKind::Json },
+    ],
+},
+PanelDef {
+    name: "paired",
+    title: "Paired experiment",
+    sentence: "Baseline against a treatment over K repetitions, both on the same seed each time: is the difference real, or run-to-run noise? Bootstrap confidence intervals of the paired deltas.",
+    params: &[
+        Param { id: "o-treatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
+        Param { id: "o-preps", label: "Repetitions", unit: "pairs", title: "Paired repetitions K (seeds)", ptr: "study:repetitions", kind: PKind::Int },
+        Param { id: "o-resamples", label: "Bootstrap resamples", unit: "", title: "Resamples B of the bootstrap", ptr: "study:resamples", kind: PKind::Int },
+    ],
+},
+PanelDef {
+    name: "sensitivity",
+    title: "Sensitivity",
+    sentence: "Does the treatment still win if the cost profile is off? Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
+    params: &[
+        Param { id: "o-streatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
+        Param { id: "o-samples", label: "Samples", unit: "", title: "Perturbation samples N", ptr: "study:samples", kind: PKind::Int },
+        Param { id: "o-range", label: "Range", unit: "× (each scale in [1/range, range])", title: "How far the profile may be off", ptr: "study:range", kind: PKind::Num },
+    ],
+},
+];
+
+/// The options a panel starts with: the study's defaults, and an example treatment where one is required.
+fn default_options(name: &str) -> Value {
+    use inferscale::study::*;
+    let v = match name {
+        "ranking" => serde_json::to_value(ranking::RankingParams::default()),
+        "capacity" => serde_json::to_value(capacity::CapacityParams::default()),
+        "explorer" => serde_json::to_value(explorer::ExplorerParams::default()),
+        "paired" => serde_json::to_value(paired::PairedParams::default()),
+        "sensitivity" => serde_json::to_value(sensitivity::SensitivityParams::default()),
+        _ => Ok(json!({})),
+    };
+    let mut v = v.unwrap_or(json!({}));
+    if matches!(name, "paired" | "sensitivity") {
+        v["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
+    }
+    if name == "sensitivity" {
+        v["samples"] = json!(12);
+    }
+    v
+}
 
 pub(super) fn panel(name: &str) -> Option<&'static PanelDef> {
     PANELS.iter().find(|p| p.name == name)
@@ -93,6 +172,8 @@ pub(super) struct StudyState {
     /// Display order of the table's rows, and the sort column.
     pub order: Vec<usize>,
     pub sort: Option<(usize, bool)>,
+    /// Each panel's study options (as the CLI's `--params`).
+    pub options: HashMap<String, Value>,
 }
 
 /// The defaults a P/D block takes when the scenario has none (as the study derives them).
@@ -111,6 +192,15 @@ fn pd_defaults(v: &Value) -> (Value, Value) {
 }
 
 impl App {
+    /// The current panel's study options, without nulls (absent options take the study's default).
+    pub(super) fn study_options(&self) -> Value {
+        let v = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
+        match v {
+            Value::Object(m) => Value::Object(m.into_iter().filter(|(_, x)| !x.is_null()).collect()),
+            other => other,
+        }
+    }
+
     /// Show a panel: "lab" or a study's name. Each keeps its inputs and last result.
     pub(super) fn show_panel(&mut self, name: &str) {
         let name = if name == "lab" || panel(name).is_some() { name } else { "lab" };
@@ -156,13 +246,17 @@ impl App {
                         opts.iter().map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l))).collect::<String>()
                     ),
                     PKind::Int => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"1\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
-                    PKind::Num => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
+                    PKind::Num | PKind::OptNum => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
+                    PKind::Bool => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"checkbox\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
+                    PKind::Json => format!("<textarea id=\"{}\" data-ptr=\"{}\" rows=\"6\" spellcheck=\"false\" title=\"{}\"></textarea>", f.id, f.ptr, esc(f.title)),
                 };
                 let unit = if f.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(f.unit)) };
-                format!("<label>{}{unit}{input}</label>", esc(f.label))
+                let wide = if f.kind == PKind::Json { " class=\"wide\"" } else { "" };
+                format!("<label{wide}>{}{unit}{input}</label>", esc(f.label))
             })
             .collect();
-        self.el("study-params").set_inner_html(&format!("<fieldset><legend>Study inputs <span class=\"unit\">saved in the scenario</span></legend>{html}</fieldset>"));
+        let legend = if p.params.iter().all(|f| f.ptr.starts_with('/')) { "Study inputs <span class=\"unit\">saved in the scenario</span>" } else { "Study options <span class=\"unit\">in the link; the CLI's --params</span>" };
+        self.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
     }
 
     /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
@@ -178,22 +272,45 @@ impl App {
         if full.pointer("/prefix").is_none() {
             details::set(&mut full, "/prefix", x);
         }
+        let options = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
         for f in p.params {
-            let value = full.pointer(f.ptr).map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string())).unwrap_or_default();
+            let raw = match f.ptr.strip_prefix("study:") {
+                Some(key) => match (key, options.get(key)) {
+                    // An explorer without a list shows the candidates it will derive from the scenario.
+                    ("candidates", None | Some(Value::Null)) => inferscale::scenario::parse(&text)
+                        .ok()
+                        .map(|spec| serde_json::to_value(inferscale::study::explorer::default_candidates(&spec)).unwrap_or_default()),
+                    (_, x) => x.cloned(),
+                },
+                None => full.pointer(f.ptr).cloned(),
+            };
+            let value = match (&raw, f.kind) {
+                (Some(x), PKind::Json) => serde_json::to_string_pretty(x).unwrap_or_default(),
+                (Some(Value::Null) | None, _) => String::new(),
+                (Some(x), _) => x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()),
+            };
             let el = self.el(f.id);
             if self.doc.active_element().as_ref() == Some(&el) {
                 continue;
             }
             if let Ok(i) = el.clone().dyn_into::<HtmlInputElement>() {
-                i.set_value(&value);
-            } else if let Ok(s) = el.dyn_into::<HtmlSelectElement>() {
+                if f.kind == PKind::Bool {
+                    i.set_checked(raw.as_ref().and_then(Value::as_bool).unwrap_or(false));
+                } else {
+                    i.set_value(&value);
+                }
+            } else if let Ok(s) = el.clone().dyn_into::<HtmlSelectElement>() {
                 s.set_value(&value);
+            } else if let Ok(t) = el.dyn_into::<web_sys::HtmlTextAreaElement>() {
+                t.set_value(&value);
             }
         }
         // Fields left to the scenario show what they inherit.
         let tp = v.pointer("/hardware/tp").map(|x| x.to_string()).unwrap_or_else(|| "1".into());
         for id in ["p-prefill-tp", "p-decode-tp"] {
-            self.el(id).set_attribute("placeholder", &format!("{tp} (hardware.tp)")).ok();
+            if let Some(el) = self.doc.get_element_by_id(id) {
+                el.set_attribute("placeholder", &format!("{tp} (hardware.tp)")).ok();
+            }
         }
         let cores = window().navigator().hardware_concurrency() as usize;
         self.el("study-workers").set_attribute("placeholder", &cores.clamp(1, 16).to_string()).ok();
@@ -211,12 +328,37 @@ impl App {
         let Some(p) = panel(&self.panel) else { return };
         let Some(f) = p.params.iter().find(|f| f.ptr == ptr) else { return };
         let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
-            i.value()
+            if f.kind == PKind::Bool { i.checked().to_string() } else { i.value() }
         } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
             s.value()
+        } else if let Ok(t) = target.clone().dyn_into::<web_sys::HtmlTextAreaElement>() {
+            t.value()
         } else {
             return;
         };
+        if let Some(key) = ptr.strip_prefix("study:") {
+            // A study option: kept with the panel (and in its link), not in the scenario.
+            let raw = raw.trim();
+            let value = match f.kind {
+                PKind::Bool => json!(raw == "true"),
+                PKind::OptNum if raw.is_empty() => Value::Null,
+                PKind::Int => raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw)),
+                PKind::Num | PKind::OptNum => raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw)),
+                PKind::Json => match serde_json::from_str::<Value>(raw) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.show_study_errors(&[(format!("study.{}.{key}", self.panel), format!("not JSON: {e}"))]);
+                        return;
+                    }
+                },
+                PKind::Select(_) => json!(raw),
+            };
+            let mut opts = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
+            opts[key] = value;
+            self.study.options.insert(self.panel.clone(), opts);
+            self.validate_study();
+            return;
+        }
         let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
             self.show_study_errors(&[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
             return;
@@ -238,7 +380,8 @@ impl App {
             }
             PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
             PKind::Int => details::set(&mut v, &ptr, raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw))),
-            PKind::Num => details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw))),
+            PKind::Num | PKind::OptNum => details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw))),
+            PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
         }
         self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
         self.sync_controls();
@@ -251,7 +394,7 @@ impl App {
     pub(super) fn validate_study(&self) -> bool {
         let errors: Vec<(String, String)> = match inferscale::scenario::parse(&self.scenario_text()) {
             Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
-            Ok(spec) => match study::build(&self.panel, &spec, &json!({})) {
+            Ok(spec) => match study::build(&self.panel, &spec, &self.study_options()) {
                 Ok(_) => vec![],
                 Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
             },
@@ -265,7 +408,10 @@ impl App {
         self.el("study-errors").set_inner_html(&list);
         if let Some(p) = panel(&self.panel) {
             for f in p.params {
-                let d = details::dotted(f.ptr);
+                let d = match f.ptr.strip_prefix("study:") {
+                    Some(key) => format!("study.{}.{key}", self.panel),
+                    None => details::dotted(f.ptr),
+                };
                 let hit = errors.iter().find(|(path, _)| *path == d || path.starts_with(&format!("{d}.")));
                 let el = self.el(f.id);
                 el.class_list().toggle_with_force("invalid", hit.is_some()).ok();
@@ -313,14 +459,14 @@ impl App {
         }
         let name = self.panel.clone();
         let Ok(spec) = inferscale::scenario::parse(&self.scenario_text()) else { return };
-        let st = match study::build(&name, &spec, &json!({})) {
+        let st = match study::build(&name, &spec, &self.study_options()) {
             Ok(s) => s,
             Err(e) => {
                 self.show_study_errors(&e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>());
                 return;
             }
         };
-        let _ = window().location().set_hash(&super::share_hash_for(&name, &self.editor().value()));
+        let _ = window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
         let n = self.worker_count();
         if self.study.workers.len() != n {
             self.spawn_study_workers(n);
@@ -543,7 +689,7 @@ impl App {
     }
 
     pub(super) fn copy_study_link(&self) {
-        let hash = super::share_hash_for(&self.panel, &self.editor().value());
+        let hash = super::share_hash_for(&self.panel, &self.study_options(), &self.editor().value());
         let _ = window().location().set_hash(&hash);
         let href = window().location().href().unwrap_or_default();
         let _ = window().navigator().clipboard().write_text(&href);
