@@ -27,6 +27,15 @@ await page.click('nav [data-panel="pd"]');
 await page.click('#study-run');
 await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
 await page.screenshot({ path: join(out, 'pd-comparison.png'), fullPage: true });
+// Every other study panel, on the default scenario.
+await page.click('nav [data-panel="lab"]');
+await page.selectOption('#preset', 'default');
+for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity']) {
+  await page.click(`nav [data-panel="${name}"]`);
+  await page.click('#study-run');
+  await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+  await page.screenshot({ path: join(out, `study-${name}.png`), fullPage: true });
+}
 await ctx.close();
 server.stop();
 console.log(`screenshots written to ${out}`);
