@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
 use crate::scenario::{self, ScenarioError, Spec};
 
 /// A candidate: a name and the scenario fields it changes (JSON pointer → value).
@@ -67,10 +67,8 @@ pub fn default_candidates(spec: &Spec) -> Vec<Candidate> {
 pub struct ExplorerStudy {
     base: Spec,
     target: f64,
-    jobs: Vec<Job>,
-    results: Vec<RunSummary>,
+    batch: OneBatch,
     notes: Vec<String>,
-    handed_out: bool,
 }
 
 impl ExplorerStudy {
@@ -102,21 +100,18 @@ impl ExplorerStudy {
         if !given {
             notes.push("Candidates: ten variations of the scenario and six P/D layouts with and without prefix caching (edit them in the study options).".into());
         }
-        Ok(ExplorerStudy { base: spec.clone(), target: p.target, jobs, results: Vec::new(), notes, handed_out: false })
+        Ok(ExplorerStudy { base: spec.clone(), target: p.target, batch: OneBatch::new(jobs), notes })
     }
 }
 
-impl Study for ExplorerStudy {
-    fn next(&mut self) -> Vec<Job> {
-        if std::mem::replace(&mut self.handed_out, true) { Vec::new() } else { self.jobs.clone() }
+impl OneBatchStudy for ExplorerStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
     }
-    fn feed(&mut self, results: Vec<RunSummary>) {
-        self.results = results;
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
     }
-    fn progress(&self) -> (usize, usize) {
-        (self.results.len(), self.jobs.len())
-    }
-    fn report(&self) -> StudyReport {
+    fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let mut rep = report_head("explorer", &self.base, "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into());
         rep.columns = vec![
             col("Candidate", "", Format::Text),
@@ -131,7 +126,7 @@ impl Study for ExplorerStudy {
             col("KV peak", "", Format::Percent),
             col("Diagnosis", "", Format::Text),
         ];
-        let r = &self.results;
+        let r = results;
         let perf = pareto(&r.iter().map(|x| (x.goodput_rps, x.ttft_p95_s)).collect::<Vec<_>>());
         let eff = pareto(&r.iter().map(|x| (x.goodput_per_gpu_rps, x.ttft_p95_s)).collect::<Vec<_>>());
         let pass: Vec<bool> = r.iter().map(|x| x.slo_attainment >= self.target).collect();
@@ -195,7 +190,7 @@ impl Study for ExplorerStudy {
         ];
         rep.notes = self.notes.clone();
         rep.notes.push(format!("SLO pass: attainment ≥ {:.1} %. Frontiers: no other candidate has at least as much goodput (per GPU) and at most the p95 TTFT, better on one.", self.target * 100.0));
-        rep.runs = r.clone();
+        rep.runs = r.to_vec();
         rep
     }
 }

@@ -136,6 +136,43 @@ pub trait Study {
     fn report(&self) -> StudyReport;
 }
 
+/// The runs of a study that knows them all up front (every study but the capacity planner).
+pub struct OneBatch {
+    jobs: Vec<Job>,
+    results: Vec<RunSummary>,
+    handed_out: bool,
+}
+
+impl OneBatch {
+    pub fn new(jobs: Vec<Job>) -> Self {
+        OneBatch { jobs, results: Vec::new(), handed_out: false }
+    }
+}
+
+/// A study of one batch of runs: it only says how to read their results.
+pub trait OneBatchStudy {
+    fn batch(&self) -> &OneBatch;
+    fn batch_mut(&mut self) -> &mut OneBatch;
+    /// The report from the runs' summaries, in job order.
+    fn build_report(&self, results: &[RunSummary]) -> StudyReport;
+}
+
+impl<T: OneBatchStudy> Study for T {
+    fn next(&mut self) -> Vec<Job> {
+        let b = self.batch_mut();
+        if std::mem::replace(&mut b.handed_out, true) { Vec::new() } else { b.jobs.clone() }
+    }
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        self.batch_mut().results = results;
+    }
+    fn progress(&self) -> (usize, usize) {
+        (self.batch().results.len(), self.batch().jobs.len())
+    }
+    fn report(&self) -> StudyReport {
+        self.build_report(&self.batch().results)
+    }
+}
+
 /// How a column's numbers read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -464,16 +501,19 @@ pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, 
     scenario::parse(&text).map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))
 }
 
-/// Set the value at a JSON pointer, creating objects on the way (array elements by index).
-fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value) {
+/// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
+/// A missing list on the way is a scenario list left at its default — one entry with every field at its
+/// default, which is what `{}` means — so that is what it becomes. (The lab's editors use this too.)
+pub fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value) {
+    use serde_json::{json, Value};
     let mut cur = v;
     let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
     for (i, part) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
-        if let (serde_json::Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
+        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
             && idx < a.len()
         {
-            let serde_json::Value::Array(a) = cur else { unreachable!() };
+            let Value::Array(a) = cur else { unreachable!() };
             if last {
                 a[idx] = new;
                 return;
@@ -482,14 +522,15 @@ fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value) {
             continue;
         }
         if !cur.is_object() {
-            *cur = serde_json::json!({});
+            *cur = json!({});
         }
         let o = cur.as_object_mut().expect("made an object");
         if last {
             o.insert(part.to_string(), new);
             return;
         }
-        cur = o.entry(part.to_string()).or_insert_with(|| serde_json::json!({}));
+        let next_is_index = parts[i + 1].parse::<usize>().is_ok();
+        cur = o.entry(part.to_string()).or_insert_with(|| if next_is_index { json!([{}]) } else { json!({}) });
     }
 }
 

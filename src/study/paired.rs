@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{bootstrap_ci, col, patched, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use super::{bootstrap_ci, col, patched, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
 use crate::scenario::{self, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,9 +39,7 @@ pub(super) const METRICS: [Metric; 7] = [
 pub struct PairedStudy {
     base: Spec,
     p: PairedParams,
-    jobs: Vec<Job>,
-    results: Vec<RunSummary>,
-    handed_out: bool,
+    batch: OneBatch,
 }
 
 impl PairedStudy {
@@ -67,7 +65,7 @@ impl PairedStudy {
                 ]
             })
             .collect();
-        Ok(PairedStudy { base: spec.clone(), p: p.clone(), jobs, results: Vec::new(), handed_out: false })
+        Ok(PairedStudy { base: spec.clone(), p: p.clone(), batch: OneBatch::new(jobs) })
     }
 }
 
@@ -76,17 +74,14 @@ pub(super) fn pairs(results: &[RunSummary], f: fn(&RunSummary) -> f64) -> (Vec<f
     results.chunks(2).map(|c| (f(&c[0]), f(&c[1]))).unzip()
 }
 
-impl Study for PairedStudy {
-    fn next(&mut self) -> Vec<Job> {
-        if std::mem::replace(&mut self.handed_out, true) { Vec::new() } else { self.jobs.clone() }
+impl OneBatchStudy for PairedStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
     }
-    fn feed(&mut self, results: Vec<RunSummary>) {
-        self.results = results;
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
     }
-    fn progress(&self) -> (usize, usize) {
-        (self.results.len(), self.jobs.len())
-    }
-    fn report(&self) -> StudyReport {
+    fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
         let mut rep = report_head("paired", &self.base, format!("does the treatment {change} change the outcome, beyond run-to-run noise?"));
         rep.columns = vec![
@@ -104,7 +99,7 @@ impl Study for PairedStudy {
         let mut bars = Vec::new();
         let mut headline = Vec::new();
         for (i, (name, _unit, _fmt, higher, f)) in METRICS.iter().enumerate() {
-            let (b, t) = pairs(&self.results, *f);
+            let (b, t) = pairs(results, *f);
             let d: Vec<f64> = t.iter().zip(&b).map(|(t, b)| t - b).collect();
             let (lo, hi) = bootstrap_ci(&d, self.p.resamples as usize, 0.95, self.base.seed.wrapping_mul(1_000_003).wrapping_add(i as u64));
             let (mb, mt, md) = (mean(&b), mean(&t), mean(&d));
@@ -138,7 +133,7 @@ impl Study for PairedStudy {
             format!("CI: percentile bootstrap of the mean paired delta, {} resamples, seeded (reproducible).", self.p.resamples),
             "The chart shows |relative change|; the table gives its sign. Latency metrics: lower is better; the others: higher.".into(),
         ];
-        rep.runs = self.results.clone();
+        rep.runs = results.to_vec();
         rep
     }
 }

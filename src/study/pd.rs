@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, ScenarioError, Spec};
 
 /// Options; each is used only when the scenario does not say.
@@ -18,10 +18,8 @@ pub struct PdParams {
 
 pub struct PdStudy {
     base: Spec,
-    jobs: Vec<Job>,
-    results: Vec<RunSummary>,
+    batch: OneBatch,
     notes: Vec<String>,
-    handed_out: bool,
 }
 
 const LABELS: [&str; 4] = ["colocated", "colocated + prefix cache", "P/D", "P/D + prefix cache"];
@@ -77,7 +75,7 @@ impl PdStudy {
             scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
         }
         notes.push("Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into());
-        Ok(PdStudy { base: spec.clone(), jobs, results: Vec::new(), notes, handed_out: false })
+        Ok(PdStudy { base: spec.clone(), batch: OneBatch::new(jobs), notes })
     }
 }
 
@@ -119,24 +117,14 @@ pub fn sentence(r: &RunSummary) -> String {
     format!("{}: {first}", r.diagnosis_kind)
 }
 
-impl Study for PdStudy {
-    fn next(&mut self) -> Vec<Job> {
-        if self.handed_out {
-            return Vec::new();
-        }
-        self.handed_out = true;
-        self.jobs.clone()
+impl OneBatchStudy for PdStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
     }
-
-    fn feed(&mut self, results: Vec<RunSummary>) {
-        self.results = results;
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
     }
-
-    fn progress(&self) -> (usize, usize) {
-        (self.results.len(), self.jobs.len())
-    }
-
-    fn report(&self) -> StudyReport {
+    fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let mut rep = report_head("pd", &self.base, "colocated or disaggregated prefill/decode, with or without prefix reuse?".into());
         rep.columns = vec![
             col("Scenario", "", Format::Text),
@@ -151,7 +139,7 @@ impl Study for PdStudy {
             col("Prefill saved", "of prompt tokens", Format::Percent),
             col("Diagnosis", "", Format::Text),
         ];
-        let r = &self.results;
+        let r = results;
         rep.rows = r
             .iter()
             .map(|x| {
@@ -219,7 +207,7 @@ impl Study for PdStudy {
             },
         ];
         rep.notes = self.notes.clone();
-        rep.runs = self.results.clone();
+        rep.runs = results.to_vec();
         rep
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{brief, col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use super::{brief, col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,9 +24,7 @@ impl Default for RankingParams {
 
 pub struct RankingStudy {
     base: Spec,
-    jobs: Vec<Job>,
-    results: Vec<RunSummary>,
-    handed_out: bool,
+    batch: OneBatch,
 }
 
 impl RankingStudy {
@@ -64,21 +62,18 @@ impl RankingStudy {
         for j in &jobs {
             scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
         }
-        Ok(RankingStudy { base: spec.clone(), jobs, results: Vec::new(), handed_out: false })
+        Ok(RankingStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
     }
 }
 
-impl Study for RankingStudy {
-    fn next(&mut self) -> Vec<Job> {
-        if std::mem::replace(&mut self.handed_out, true) { Vec::new() } else { self.jobs.clone() }
+impl OneBatchStudy for RankingStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
     }
-    fn feed(&mut self, results: Vec<RunSummary>) {
-        self.results = results;
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
     }
-    fn progress(&self) -> (usize, usize) {
-        (self.results.len(), self.jobs.len())
-    }
-    fn report(&self) -> StudyReport {
+    fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let mut rep = report_head("ranking", &self.base, "which queue policy (or admission policy) serves these requests best?".into());
         rep.columns = vec![
             col("Rank", "", Format::Int),
@@ -92,7 +87,7 @@ impl Study for RankingStudy {
             col("Diagnosis", "", Format::Text),
         ];
         // Rank: SLO attainment, then goodput; the earlier policy on a full tie.
-        let r = &self.results;
+        let r = results;
         let mut order: Vec<usize> = (0..r.len()).collect();
         order.sort_by(|&a, &b| r[b].slo_attainment.total_cmp(&r[a].slo_attainment).then(r[b].goodput_rps.total_cmp(&r[a].goodput_rps)).then(a.cmp(&b)));
         rep.rows = order
@@ -134,12 +129,12 @@ impl Study for RankingStudy {
             target: None,
         }];
         rep.notes = vec!["Every policy runs the same requests (same arrivals, lengths and predictions); only the order and admission differ.".into()];
-        if self.jobs.len() == 6 {
+        if self.batch.jobs.len() == 6 {
             rep.notes.push("Admission policies were not ranked (study option admission = false).".into());
-        } else if !self.jobs.iter().any(|j| j.label.contains("deadline")) {
+        } else if !self.batch.jobs.iter().any(|j| j.label.contains("deadline")) {
             rep.notes.push("Deadline admission was not ranked: it needs an e2e SLO on every class.".into());
         }
-        rep.runs = r.clone();
+        rep.runs = r.to_vec();
         rep
     }
 }

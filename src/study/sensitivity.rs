@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{col, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use super::{col, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
 use crate::scenario::{self, CostScaleSpec, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,9 +30,7 @@ pub struct SensitivityStudy {
     p: SensitivityParams,
     /// (prefill, decode, transfer) per row; row 0 is the nominal model.
     scales: Vec<(f64, f64, f64)>,
-    jobs: Vec<Job>,
-    results: Vec<RunSummary>,
-    handed_out: bool,
+    batch: OneBatch,
 }
 
 impl SensitivityStudy {
@@ -67,7 +65,7 @@ impl SensitivityStudy {
                 [Job { label: format!("baseline, {name}"), spec: with(spec, sc) }, Job { label: format!("treatment, {name}"), spec: with(&treated, sc) }]
             })
             .collect();
-        Ok(SensitivityStudy { base: spec.clone(), p: p.clone(), scales, jobs, results: Vec::new(), handed_out: false })
+        Ok(SensitivityStudy { base: spec.clone(), p: p.clone(), scales, batch: OneBatch::new(jobs) })
     }
 }
 
@@ -77,17 +75,14 @@ fn advantage(b: &RunSummary, t: &RunSummary) -> i32 {
     ord as i32
 }
 
-impl Study for SensitivityStudy {
-    fn next(&mut self) -> Vec<Job> {
-        if std::mem::replace(&mut self.handed_out, true) { Vec::new() } else { self.jobs.clone() }
+impl OneBatchStudy for SensitivityStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
     }
-    fn feed(&mut self, results: Vec<RunSummary>) {
-        self.results = results;
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
     }
-    fn progress(&self) -> (usize, usize) {
-        (self.results.len(), self.jobs.len())
-    }
-    fn report(&self) -> StudyReport {
+    fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
         let mut rep = report_head("sensitivity", &self.base, format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range));
         rep.columns = vec![
@@ -102,7 +97,7 @@ impl Study for SensitivityStudy {
             col("p95 E2E delta", "s", Format::Seconds),
             col("Advantage holds", "", Format::Bool),
         ];
-        let r = &self.results;
+        let r = results;
         let nominal = r.get(0..2).map(|c| advantage(&c[0], &c[1])).unwrap_or(0);
         let mut holds_n = 0;
         let (mut pts_b, mut pts_t) = (Vec::new(), Vec::new());
@@ -155,7 +150,7 @@ impl Study for SensitivityStudy {
             "Advantage: SLO attainment first, then goodput; it holds in a sample when the treatment is better (or worse) there as it is at the nominal profile.".into(),
             "Both scenarios of a sample share its scales and its seed (common random numbers); scales are drawn from the study's seeded stream.".into(),
         ];
-        rep.runs = r.clone();
+        rep.runs = r.to_vec();
         rep
     }
 }

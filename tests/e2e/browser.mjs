@@ -1,7 +1,7 @@
 // Shared helpers for the end-to-end tests: serve dist/ on 127.0.0.1 and drive Debian's Chromium.
 import { chromium } from 'playwright-core';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -56,4 +56,11 @@ export async function openLab(ctx, url) {
 export async function runAndWait(page, timeout = 60000) {
   await page.click('#run');
   await page.waitForFunction(() => /^Done in/.test(document.getElementById('status').textContent), null, { timeout });
+}
+
+/** Click a download button; the file's suggested name, text and bytes. */
+export async function download(page, selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  const path = await dl.path();
+  return { name: dl.suggestedFilename(), text: readFileSync(path, 'utf8'), bytes: readFileSync(path) };
 }

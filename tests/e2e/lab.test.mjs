@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, runAndWait, ROOT } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, download, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
@@ -15,11 +15,6 @@ after(async () => { await ctx?.close(); server?.stop(); });
 
 function cli(args) {
   return execFileSync(CLI, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 30 });
-}
-
-async function download(page, selector) {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
-  return { name: dl.suggestedFilename(), text: readFileSync(await dl.path(), 'utf8'), bytes: readFileSync(await dl.path()) };
 }
 
 /** Put a scenario in the editor (as a user pasting it) and wait for validation. */

@@ -4,18 +4,13 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, ROOT } from './browser.mjs';
+import { serve, browser, openLab, download, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
 
 before(async () => { server = await serve(); ctx = await browser(); });
 after(async () => { await ctx?.close(); server?.stop(); });
-
-async function download(page, selector) {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
-  return { name: dl.suggestedFilename(), text: readFileSync(await dl.path(), 'utf8') };
-}
 
 async function runStudy(page, timeout = 120000) {
   await page.click('#study-run');
@@ -34,11 +29,14 @@ test('P/D comparison: runs over several workers, shows the table and charts, and
   assert.equal(await page.inputValue('#p-bw'), '50');
   assert.equal(await page.inputValue('#p-prefix'), '1024');
   await page.fill('#study-workers', '3');
-  // Progress moves while the runs fan out.
-  const seen = [];
-  const watch = setInterval(async () => { try { seen.push(await page.textContent('#study-status')); } catch { /* closed */ } }, 20);
+  // Progress moves while the runs fan out (every status recorded in the page).
+  await page.evaluate(() => {
+    window.seenStatus = [];
+    new MutationObserver(() => window.seenStatus.push(document.getElementById('study-status').textContent))
+      .observe(document.getElementById('study-status'), { childList: true, characterData: true, subtree: true });
+  });
   await runStudy(page);
-  clearInterval(watch);
+  const seen = await page.evaluate(() => window.seenStatus);
   assert.equal(await page.getAttribute('#study-status', 'data-workers'), '3');
   assert.match(await page.textContent('#study-status'), /Done: 4 runs/);
   assert.ok(seen.some((s) => /Running/.test(s)), `progress shown: ${seen.slice(0, 5)}`);
@@ -180,11 +178,15 @@ test('every study panel: progress, Cancel, a result, and a JSON export equal to 
     // Then the real one.
     await setLabScenario(page, base);
     await page.click(`nav [data-panel="${name}"]`);
-    const seen = [];
-    const watch = setInterval(async () => { try { seen.push(await page.textContent('#study-status')); } catch { /* closed */ } }, 10);
+    // Every status the page shows, recorded in the page (a fast study may finish between two polls).
+    await page.evaluate(() => {
+      window.seenStatus = [];
+      new MutationObserver(() => window.seenStatus.push(document.getElementById('study-status').textContent))
+        .observe(document.getElementById('study-status'), { childList: true, characterData: true, subtree: true });
+    });
     await runStudy(page);
-    clearInterval(watch);
-    assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown`);
+    const seen = await page.evaluate(() => window.seenStatus);
+    assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown (${seen.slice(0, 4)})`);
     assert.match(await page.textContent('#study-answer'), answer, name);
     assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= 1, name);
     const inked = await page.evaluate(() => {

@@ -6,7 +6,7 @@
 //! Each input carries `data-ptr` (the JSON pointer it edits) and `data-ty` (how its text becomes JSON), so one
 //! delegated listener serves every row, however many classes the scenario has.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::table::esc;
 
@@ -348,35 +348,9 @@ fn ensure_array<'a>(v: &'a mut Value, ptr: &str) -> Option<&'a mut Vec<Value>> {
     v.pointer_mut(ptr).and_then(Value::as_array_mut)
 }
 
-/// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
+/// Set the value at a JSON pointer (the core's: objects made on the way, a missing list is its default).
 pub fn set(v: &mut Value, ptr: &str, new: Value) {
-    let mut cur = v;
-    let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        if let (Value::Array(a), Ok(idx)) = (&*cur, part.parse::<usize>())
-            && idx < a.len()
-        {
-            let Value::Array(a) = cur else { unreachable!() };
-            if last {
-                a[idx] = new;
-                return;
-            }
-            cur = &mut a[idx];
-            continue;
-        }
-        if !cur.is_object() {
-            *cur = Value::Object(Map::new());
-        }
-        let Value::Object(o) = cur else { unreachable!() };
-        if last {
-            o.insert(part.to_string(), new);
-            return;
-        }
-        // A list the scenario leaves out is its default: one entry with every field at its default (`{}`).
-        let next_is_index = parts[i + 1].parse::<usize>().is_ok();
-        cur = o.entry(part.to_string()).or_insert_with(|| if next_is_index { json!([{}]) } else { Value::Object(Map::new()) });
-    }
+    inferscale::study::set_pointer(v, ptr, new);
 }
 
 fn remove(v: &mut Value, ptr: &str) {
