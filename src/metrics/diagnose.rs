@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::report::{EngineSummary, Summary};
+use super::report::{EngineSummary, PoolSummary, PrefixSummary, Summary, TransferSummary};
 
 /// One number behind the verdict.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -17,7 +17,8 @@ pub struct Finding {
 /// The diagnosis of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Diagnosis {
-    /// `healthy`, `capacity`, `queueing`, `memory`, `interference` or `overload_rejections`.
+    /// `healthy`, `capacity`, `queueing`, `memory`, `interference`, `overload_rejections`, or (disaggregated)
+    /// `transfer`.
     pub kind: &'static str,
     /// One or two plain sentences with the numbers.
     pub verdict: String,
@@ -100,4 +101,41 @@ pub fn diagnose(s: &Summary, e: &EngineSummary) -> Diagnosis {
         )
     };
     Diagnosis { kind, verdict, advice, findings }
+}
+
+/// Disaggregated and prefix-sharing runs: add their evidence, and when the link or a pool is what limits the
+/// run, say so instead of the colocated verdict. Colocated runs are left as they are.
+pub fn diagnose_pools(d: &mut Diagnosis, s: &Summary, pools: Option<&[PoolSummary]>, transfer: Option<&TransferSummary>, prefix: Option<&PrefixSummary>) {
+    if let Some(p) = prefix {
+        d.findings.push(Finding { label: "prefix cache hit rate".into(), value: p.hit_rate, unit: "fraction" });
+    }
+    let (Some(pools), Some(t)) = (pools, transfer) else { return };
+    let busy = |role: &str| pools.iter().find(|p| p.role == role).map_or(0.0, |p| p.busy_fraction);
+    let kv_peak = |role: &str| pools.iter().find(|p| p.role == role).map_or(0.0, |p| p.kv_peak_fraction);
+    let transfer_share = if s.ttft_s.p95 > 0.0 { (t.latency_s.p95 / s.ttft_s.p95).min(1.0) } else { 0.0 };
+    d.findings.push(Finding { label: "prefill pool busy".into(), value: busy("prefill"), unit: "fraction" });
+    d.findings.push(Finding { label: "decode pool busy".into(), value: busy("decode"), unit: "fraction" });
+    d.findings.push(Finding { label: "busiest transfer link busy".into(), value: t.link_busy_max_fraction, unit: "fraction" });
+    d.findings.push(Finding { label: "KV transfer share of p95 TTFT".into(), value: transfer_share, unit: "fraction" });
+    if s.slo_attainment >= 0.99 {
+        return;
+    }
+    if t.link_busy_max_fraction > 0.8 || transfer_share > 0.5 {
+        d.kind = "transfer";
+        d.verdict = format!(
+            "The KV-transfer link limits the run: the busiest link is busy {}, and transfer is {} of p95 TTFT (p95 transfer {:.0} ms).",
+            pct(t.link_busy_max_fraction),
+            pct(transfer_share),
+            t.latency_s.p95 * 1e3
+        );
+        d.advice = "A faster interconnect, a link per prefill/decode pair, fewer KV bytes per token (FP8 KV), or prefix caching on the prefill side.".into();
+    } else if busy("prefill") > 0.9 && d.kind != "memory" {
+        d.kind = "capacity";
+        d.verdict = format!("The prefill pool is the bottleneck: busy {} while the decode pool is busy {}; TTFT is prefill queueing.", pct(busy("prefill")), pct(busy("decode")));
+        d.advice = "Move workers from decode to prefill (or add prefill workers), or cache shared prefixes to cut prefill work.".into();
+    } else if kv_peak("decode") > 0.95 {
+        d.kind = "memory";
+        d.verdict = format!("Decode KV is full (peak {}): transferred prompts wait for decode memory.", pct(kv_peak("decode")));
+        d.advice = "More decode workers or decode memory (TP, FP8 KV), or reserve KV closer to the true output length.".into();
+    }
 }

@@ -8,7 +8,7 @@ mod diagnose;
 mod report;
 mod stats;
 
-pub use diagnose::{diagnose, Diagnosis, Finding};
+pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
 pub use report::*;
 pub use stats::{percentile, Stats};
 

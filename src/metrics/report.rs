@@ -471,7 +471,8 @@ impl Report {
             shared_kv_peak_blocks: rec.prefix_peak_blocks,
             evictions: rec.prefix_evictions,
         });
-        let diagnosis = super::diagnose(&summary, &engine);
+        let mut diagnosis = super::diagnose(&summary, &engine);
+        super::diagnose_pools(&mut diagnosis, &summary, pools.as_deref(), transfer.as_ref(), prefix.as_ref());
         Report {
             inferscale_version: env!("CARGO_PKG_VERSION"),
             scenario: sc.name.clone(),

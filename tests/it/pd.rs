@@ -213,4 +213,10 @@ fn pd_reports_pools_gpus_and_transfer_pressure() {
     assert!(ts.link_busy_fraction > 0.8, "busy {}", ts.link_busy_fraction);
     assert!(ts.latency_s.p95 > 10.0 * t.latency_s.p95);
     assert!(slow.summary.ttft_s.p95 > r.summary.ttft_s.p95);
+    // The run's own diagnosis names the link, with its numbers, and the findings carry the P/D evidence.
+    assert_eq!(slow.diagnosis.kind, "transfer", "{}", slow.diagnosis.verdict);
+    assert!(slow.diagnosis.verdict.contains("link") && slow.diagnosis.advice.contains("interconnect"));
+    for label in ["prefill pool busy", "decode pool busy", "busiest transfer link busy", "KV transfer share of p95 TTFT", "prefix cache hit rate"] {
+        assert!(slow.diagnosis.findings.iter().any(|f| f.label == label), "{label}");
+    }
 }
