@@ -92,7 +92,12 @@ pub fn sentence(r: &RunSummary) -> String {
     let slo = format!("SLO {:.1} %", r.slo_attainment * 100.0);
     if let (Some(link), Some(t95)) = (r.link_busy_max_fraction, r.transfer_p95_s) {
         if link > 0.8 {
-            return format!("transfer link busy {}: TTFT dominated by KV transfer (p95 {} of {})", pct(link), ms(t95), ms(r.ttft_p95_s));
+            return format!(
+                "transfer link busy {}: TTFT dominated by KV transfer (the link backs up into prefill; p95 transfer {}, p95 TTFT {})",
+                pct(link),
+                ms(t95),
+                ms(r.ttft_p95_s)
+            );
         }
         if r.ttft_p95_s > 0.0 && t95 > 0.5 * r.ttft_p95_s {
             return format!("KV transfer is {} of p95 TTFT ({}): a faster link helps most", pct(t95 / r.ttft_p95_s), ms(t95));
