@@ -33,8 +33,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Simulate and render every export (JSON, CSV, summary, Markdown), print the wall time in ms: the
-    /// native side of the browser's wasm/native benchmark (the worker does the same work).
+    /// Simulate and render every export (JSON, CSV, summary, Markdown) and the latency CDFs, print the wall
+    /// time in ms: the native side of the browser's wasm/native benchmark (the worker does the same work).
     Time {
         scenario: PathBuf,
     },
@@ -154,7 +154,10 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             let t = Instant::now();
             let report = inferscale::simulate(&sc);
             let sim_ms = t.elapsed().as_secs_f64() * 1e3;
+            // The same work as the lab's worker: every export and the two latency CDFs it draws.
             let bytes = [Format::Json, Format::Csv, Format::SummaryCsv, Format::Md].iter().map(|f| render(&report, &sc, *f).len()).sum::<usize>();
+            let (ttft, e2e) = export::latency_cdfs(&report);
+            let bytes = bytes + (ttft.len() + e2e.len()) * 16;
             println!("{:.1}", t.elapsed().as_secs_f64() * 1e3);
             eprintln!("(simulate {sim_ms:.1} ms; {bytes} bytes rendered)");
             Ok(())

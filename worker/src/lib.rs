@@ -50,7 +50,7 @@ pub struct Results {
 }
 
 /// Points per CDF sent to the page.
-pub const CDF_POINTS: usize = 300;
+pub use inferscale::export::CDF_POINTS;
 
 /// Validate and run a scenario, reporting progress as (requests final, requests expected). `clock_ms` reads a
 /// wall clock for the timing fields (the core reads none).
@@ -63,16 +63,14 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
     })
     .expect("a run is only cancelled by terminating the worker");
     let simulate_ms = clock_ms() - t0;
-    let done = report.requests.iter().filter(|r| r.outcome == inferscale::metrics::Outcome::Completed);
-    let mut ttft: Vec<f64> = done.clone().map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
-    let mut e2e: Vec<f64> = done.map(|r| (r.done_ns - r.arrival_ns) as f64 / 1e9).collect();
+    let (ttft_cdf, e2e_cdf) = inferscale::export::latency_cdfs(&report);
     let mut results = Results {
         report_json: inferscale::export::json(&report),
         requests_csv: inferscale::export::requests_csv(&report, &sc),
         summary_csv: inferscale::export::summary_csv(&report),
         markdown: inferscale::export::markdown(&report),
-        ttft_cdf: cdf(&mut ttft),
-        e2e_cdf: cdf(&mut e2e),
+        ttft_cdf,
+        e2e_cdf,
         compute_ms: 0.0,
         simulate_ms,
     };
@@ -101,21 +99,6 @@ pub fn warm_up() {
             let _ = run_scenario(&text, &mut |_, _| {}, &|| 0.0);
         }
     }
-}
-
-/// An empirical CDF thinned to at most `CDF_POINTS` points (evenly spaced ranks, always the last).
-fn cdf(v: &mut [f64]) -> Vec<(f64, f64)> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return vec![];
-    }
-    let step = n.div_ceil(CDF_POINTS).max(1);
-    let mut out: Vec<(f64, f64)> = (step - 1..n).step_by(step).map(|i| (v[i], (i + 1) as f64 / n as f64)).collect();
-    if out.last().is_none_or(|p| p.1 < 1.0) {
-        out.push((v[n - 1], 1.0));
-    }
-    out
 }
 
 #[cfg(target_arch = "wasm32")]
