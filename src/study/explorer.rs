@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
-use crate::scenario::{self, ScenarioError, Spec};
+use crate::scenario::{self, Scenario, ScenarioError, Spec};
 
 /// A candidate: a name and the scenario fields it changes (JSON pointer → value).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,18 +33,24 @@ impl Default for ExplorerParams {
 }
 
 /// Ten colocated variations of the scenario and six P/D / prefix-cache layouts.
-pub fn default_candidates(spec: &Spec) -> Vec<Candidate> {
+pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
     let e = &spec.engine;
     let c = |name: &str, set: Value| Candidate { name: name.into(), set: set.as_object().cloned().unwrap_or_default() };
     let budget_half = (e.max_num_batched_tokens / 2).max(1);
     let chunk = e.prefill_chunk_tokens.unwrap_or(e.max_num_batched_tokens);
-    let prefix = spec.prefix.clone().map(|p| serde_json::to_value(p).expect("serialises")).unwrap_or(json!({"prefix_tokens": 1024, "reuse_fraction": 0.5, "groups": 4, "zipf_s": 1.0}));
+    // The P/D comparison's defaults: the scenario's prefix, or the one that study assumes.
+    let prefix = match &spec.prefix {
+        Some(p) => p.clone(),
+        None => super::pd::default_prefix(sc, &Default::default()),
+    };
+    let prefix = serde_json::to_value(prefix).expect("serialises");
     let with_cache = |on: bool| {
         let mut p = prefix.clone();
         p["caching"] = json!(on);
         p
     };
-    let pd = |d: u32| json!({"prefill": {"replicas": 1}, "decode": {"replicas": d}, "link": {"bandwidth_gbps": 50.0, "latency_ms": 0.05}});
+    let link = serde_json::to_value(super::pd::default_link()).expect("serialises");
+    let pd = |d: u32| json!({"prefill": {"replicas": 1}, "decode": {"replicas": d}, "link": link});
     let mut v = vec![
         c("baseline", json!({})),
         c("batch cap ×½", json!({"/engine/max_num_seqs": (e.max_num_seqs / 2).max(1)})),
@@ -73,7 +79,7 @@ pub struct ExplorerStudy {
 
 impl ExplorerStudy {
     pub fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
-        scenario::validate(spec)?;
+        let sc = scenario::validate(spec)?;
         if !(p.target > 0.0 && p.target <= 1.0) {
             return Err(ScenarioError::one("study.explorer.target", format!("must be in (0, 1] (got {})", p.target)));
         }
@@ -81,7 +87,7 @@ impl ExplorerStudy {
         let (candidates, given) = match &p.candidates {
             Some(c) if c.is_empty() => return Err(ScenarioError::one("study.explorer.candidates", "the candidate list is empty: give at least one")),
             Some(c) => (c.clone(), true),
-            None => (default_candidates(spec), false),
+            None => (default_candidates(spec, &sc), false),
         };
         let mut jobs = Vec::new();
         for (i, c) in candidates.iter().enumerate() {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
-use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, ScenarioError, Spec};
+use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
 /// Options; each is used only when the scenario does not say.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -31,33 +31,24 @@ impl PdStudy {
         let disagg = match &spec.cluster.disaggregation {
             Some(d) => d.clone(),
             None => {
-                // Split the colocated workers: a third prefill (at least one), the rest decode.
-                let n = spec.cluster.replicas;
-                let prefill = (n / 3).max(1);
-                let decode = n.saturating_sub(prefill).max(1);
+                let d = default_disaggregation(spec);
                 notes.push(format!(
-                    "The scenario has no cluster.disaggregation: P/D uses {prefill} prefill + {decode} decode workers (the colocated {n}, split a third to prefill) and 50 GB/s links per pair with 0.05 ms latency."
+                    "The scenario has no cluster.disaggregation: P/D uses {} prefill + {} decode workers (the colocated {}, split a third to prefill) and 50 GB/s links per pair with 0.05 ms latency.",
+                    d.prefill.replicas, d.decode.replicas, spec.cluster.replicas
                 ));
-                let pool = |replicas| PoolSpec { replicas, device: None, tp: None, router: spec.cluster.router.clone() };
-                DisaggSpec {
-                    prefill: pool(prefill),
-                    decode: pool(decode),
-                    link: LinkSpec { bandwidth_gbps: 50.0, latency_ms: 0.05, topology: LinkTopology::PerPair },
-                }
+                d
             }
         };
         let prefix = match &spec.prefix {
             Some(x) => x.clone(),
             None => {
-                let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(1);
-                let block = sc.engine.block_size_tokens;
-                let tokens = p.prefix_tokens.unwrap_or_else(|| (1024.min(longest / 2) / block * block).max(block));
-                let reuse = p.reuse_fraction.unwrap_or(0.5);
+                let x = default_prefix(&sc, p);
                 notes.push(format!(
                     "The scenario has no prefix block: {:.0} % of requests (those with prompts longer than {tokens} tokens) share one of 4 prefixes of {tokens} tokens (Zipf 1.0).",
-                    reuse * 100.0
+                    x.reuse_fraction * 100.0,
+                    tokens = x.prefix_tokens
                 ));
-                PrefixSpec { prefix_tokens: tokens, reuse_fraction: reuse, groups: 4, zipf_s: 1.0, caching: true }
+                x
             }
         };
         let jobs = LABELS
@@ -77,6 +68,30 @@ impl PdStudy {
         notes.push("Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into());
         Ok(PdStudy { base: spec.clone(), batch: OneBatch::new(jobs), notes })
     }
+}
+
+/// The link a study assumes when the scenario has none: 50 GB/s per prefill→decode pair, 0.05 ms latency.
+pub fn default_link() -> LinkSpec {
+    LinkSpec { bandwidth_gbps: 50.0, latency_ms: 0.05, topology: LinkTopology::PerPair }
+}
+
+/// The P/D layout assumed when the scenario has none: a third of the colocated workers prefill (at least
+/// one), the rest decode (at least one), both with the scenario's router, over `default_link`s.
+pub fn default_disaggregation(spec: &Spec) -> DisaggSpec {
+    let n = spec.cluster.replicas;
+    let prefill = (n / 3).max(1);
+    let decode = n.saturating_sub(prefill).max(1);
+    let pool = |replicas| PoolSpec { replicas, device: None, tp: None, router: spec.cluster.router.clone() };
+    DisaggSpec { prefill: pool(prefill), decode: pool(decode), link: default_link() }
+}
+
+/// The shared prefix assumed when the scenario has none: `prefix_tokens` (default 1024, at most half the
+/// longest prompt, in whole blocks) shared by `reuse_fraction` (default 0.5) of requests, 4 prefixes, Zipf 1.
+pub fn default_prefix(sc: &Scenario, p: &PdParams) -> PrefixSpec {
+    let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(1);
+    let block = sc.engine.block_size_tokens;
+    let tokens = p.prefix_tokens.unwrap_or_else(|| (1024.min(longest / 2) / block * block).max(block));
+    PrefixSpec { prefix_tokens: tokens, reuse_fraction: p.reuse_fraction.unwrap_or(0.5), groups: 4, zipf_s: 1.0, caching: true }
 }
 
 fn pct(x: f64) -> String {

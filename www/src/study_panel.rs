@@ -176,19 +176,14 @@ pub(super) struct StudyState {
     pub options: HashMap<String, Value>,
 }
 
-/// The defaults a P/D block takes when the scenario has none (as the study derives them).
-fn pd_defaults(v: &Value) -> (Value, Value) {
-    let n = v.pointer("/cluster/replicas").and_then(Value::as_u64).unwrap_or(1);
-    let prefill = (n / 3).max(1);
-    let decode = n.saturating_sub(prefill).max(1);
-    let router = v.pointer("/cluster/router").cloned().unwrap_or(json!({"kind": "round_robin"}));
-    let disagg = json!({
-        "prefill": {"replicas": prefill, "router": router},
-        "decode": {"replicas": decode, "router": router},
-        "link": {"bandwidth_gbps": 50.0, "latency_ms": 0.05, "topology": "per_pair"}
-    });
-    let prefix = json!({"prefix_tokens": 1024, "reuse_fraction": 0.5, "groups": 4, "zipf_s": 1.0});
-    (disagg, prefix)
+/// The P/D and prefix blocks the P/D study assumes when the scenario has none (the core's defaults), for a
+/// scenario that validates.
+fn pd_defaults(v: &Value) -> Option<(Value, Value)> {
+    let spec = inferscale::scenario::parse(&v.to_string()).ok()?;
+    let sc = inferscale::scenario::validate(&spec).ok()?;
+    let d = study::pd::default_disaggregation(&spec);
+    let x = study::pd::default_prefix(&sc, &Default::default());
+    Some((serde_json::to_value(d).ok()?, serde_json::to_value(x).ok()?))
 }
 
 impl App {
@@ -264,22 +259,24 @@ impl App {
         let Some(p) = panel(&self.panel) else { return };
         let text = self.editor().value();
         let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
-        let (d, x) = pd_defaults(&v);
         let mut full = v.clone();
-        if full.pointer("/cluster/disaggregation").is_none() {
-            details::set(&mut full, "/cluster/disaggregation", d);
-        }
-        if full.pointer("/prefix").is_none() {
-            details::set(&mut full, "/prefix", x);
+        if let Some((d, x)) = pd_defaults(&v) {
+            if full.pointer("/cluster/disaggregation").is_none() {
+                details::set(&mut full, "/cluster/disaggregation", d);
+            }
+            if full.pointer("/prefix").is_none() {
+                details::set(&mut full, "/prefix", x);
+            }
         }
         let options = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
         for f in p.params {
             let raw = match f.ptr.strip_prefix("study:") {
                 Some(key) => match (key, options.get(key)) {
                     // An explorer without a list shows the candidates it will derive from the scenario.
-                    ("candidates", None | Some(Value::Null)) => inferscale::scenario::parse(&text)
-                        .ok()
-                        .map(|spec| serde_json::to_value(inferscale::study::explorer::default_candidates(&spec)).unwrap_or_default()),
+                    ("candidates", None | Some(Value::Null)) => inferscale::scenario::parse(&text).ok().and_then(|spec| {
+                        let sc = inferscale::scenario::validate(&spec).ok()?;
+                        serde_json::to_value(inferscale::study::explorer::default_candidates(&spec, &sc)).ok()
+                    }),
                     (_, x) => x.cloned(),
                 },
                 None => full.pointer(f.ptr).cloned(),
@@ -363,12 +360,14 @@ impl App {
             self.show_study_errors(&[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
             return;
         };
-        let (d, x) = pd_defaults(&v);
-        if ptr.starts_with("/cluster/disaggregation") && v.pointer("/cluster/disaggregation").is_none() {
-            details::set(&mut v, "/cluster/disaggregation", d);
-        }
-        if ptr.starts_with("/prefix") && v.pointer("/prefix").is_none() {
-            details::set(&mut v, "/prefix", x);
+        // The first edit of a block writes the rest of it as the study would assume it.
+        if let Some((d, x)) = pd_defaults(&v) {
+            if ptr.starts_with("/cluster/disaggregation") && v.pointer("/cluster/disaggregation").is_none() {
+                details::set(&mut v, "/cluster/disaggregation", d);
+            }
+            if ptr.starts_with("/prefix") && v.pointer("/prefix").is_none() {
+                details::set(&mut v, "/prefix", x);
+            }
         }
         let raw = raw.trim();
         match f.kind {
