@@ -2,7 +2,7 @@
 //! 8192, at most 256 running sequences, FCFS, chunked prefill, 16-token blocks, Poisson arrivals, prompt 1024 and
 //! output 256 tokens fixed. Timing is the caller's (the core reads no clock).
 
-use crate::scenario::{self, ArrivalSpec, ClassSpec, HardwareSpec, LengthSpec, Spec};
+use crate::scenario::{self, ArrivalSpec, HardwareSpec, Spec};
 
 /// The scenario shipped as scenarios/peer-llama3-8b-h100.json, at a given rate and size.
 pub fn peer_spec(rate_rps: f64, requests: u64) -> Spec {
@@ -27,15 +27,28 @@ pub fn saturation_rps(spec: &Spec, requests: u64) -> f64 {
 
 /// Textbook capacity estimate for comparison: peak decode throughput at the batch cap ÷ mean output length.
 pub fn textbook_rps(spec: &Spec) -> Option<f64> {
-    let sc = scenario::validate(spec).ok()?;
-    let class: &ClassSpec = spec.workload.classes.first()?;
-    let (LengthSpec::Fixed { tokens: p }, LengthSpec::Fixed { tokens: o }) = (&class.prompt_tokens, &class.output_tokens) else {
-        return None;
-    };
-    let b = sc.engine.max_num_seqs;
-    let ctx = (*p as u64 + *o as u64 / 2) * b as u64;
-    let step = sc.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
-    Some(b as f64 / (step.total_ns as f64 / 1e9) / *o as f64 * sc.replicas as f64)
+    textbook_rps_of(&scenario::validate(spec).ok()?)
+}
+
+/// The textbook estimate of a validated scenario: a full batch of decodes (context: mean prompt + half the
+/// mean output) on each decode worker, divided by the mean output length. It ignores prefill, queueing and
+/// memory — which is why studies set it beside measured saturation.
+pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
+    let pool = sc.pools.last()?;
+    let weights = sc.workload.class_cdf.iter().scan(0.0, |prev, c| {
+        let w = c - *prev;
+        *prev = *c;
+        Some(w)
+    });
+    let (mut mean_prompt, mut mean_out) = (0.0, 0.0);
+    for (c, w) in sc.workload.classes.iter().zip(weights) {
+        mean_prompt += c.prompt.mean() * w;
+        mean_out += c.output.mean() * w;
+    }
+    let b = pool.engine.max_num_seqs;
+    let ctx = ((mean_prompt + mean_out / 2.0) * b as f64) as u64;
+    let step = pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
+    (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
 }
 
 /// The H100 hardware block, for tests.

@@ -16,7 +16,8 @@ pub use spec::*;
 
 use crate::cost::{CostModel, Linear, Roofline};
 use crate::workload::{self, LengthDist, TraceRow};
-use error::{suggest, Errors};
+pub(crate) use error::Errors;
+use error::suggest;
 
 /// Nanoseconds per second.
 pub const NS_PER_S: f64 = 1e9;

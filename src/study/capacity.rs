@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{col, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
-use crate::scenario::{self, ArrivalSpec, ScenarioError, Spec};
+use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -58,34 +58,22 @@ pub struct CapacityStudy {
 impl CapacityStudy {
     pub fn new(spec: &Spec, p: &CapacityParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
-        let mut e = Vec::new();
-        if !(p.target > 0.0 && p.target <= 1.0) {
-            e.push(("study.capacity.target", format!("must be in (0, 1] (got {})", p.target)));
-        }
-        if p.repetitions == 0 || p.repetitions > 1000 {
-            e.push(("study.capacity.repetitions", format!("must be an integer from 1 to 1000 (got {})", p.repetitions)));
-        }
-        if !(p.precision > 0.0 && p.precision <= 1.0) {
-            e.push(("study.capacity.precision", format!("must be in (0, 1] (got {})", p.precision)));
-        }
+        let mut e = Errors::default();
+        e.range_open_lo("study.capacity.target", p.target, 0.0, 1.0);
+        e.int("study.capacity.repetitions", p.repetitions as u64, 1, 1000);
+        e.range_open_lo("study.capacity.precision", p.precision, 0.0, 1.0);
         if let Some(w) = p.max_mean_wait_ms
             && !(w.is_finite() && w > 0.0)
         {
-            e.push(("study.capacity.max_mean_wait_ms", format!("must be > 0 (got {w})")));
+            e.push("study.capacity.max_mean_wait_ms", format!("must be > 0 (got {w})"));
         }
-        if let Some(r) = p.start_rps
-            && !(r.is_finite() && r > 0.0 && r <= 1e6)
-        {
-            e.push(("study.capacity.start_rps", format!("must be > 0 and ≤ 1000000 (got {r})")));
+        if let Some(r) = p.start_rps {
+            e.range_open_lo("study.capacity.start_rps", r, 0.0, 1e6);
         }
-        if p.max_rates < 3 || p.max_rates > 200 {
-            e.push(("study.capacity.max_rates", format!("must be an integer from 3 to 200 (got {})", p.max_rates)));
-        }
-        if !e.is_empty() {
-            return Err(ScenarioError { errors: e.into_iter().map(|(p, m)| crate::scenario::FieldError { path: p.into(), message: m }).collect() });
-        }
+        e.int("study.capacity.max_rates", p.max_rates as u64, 3, 200);
+        e.finish()?;
         let base_rps = 1e9 / sc.workload.mean_gap_ns();
-        let textbook_rps = textbook(&sc);
+        let textbook_rps = crate::bench::textbook_rps_of(&sc);
         let mut st = CapacityStudy {
             base: spec.clone(),
             p: p.clone(),
@@ -154,24 +142,6 @@ impl CapacityStudy {
             _ => None,
         };
     }
-}
-
-/// Peak decode throughput at the batch cap ÷ mean output length, over the decode workers: the estimate that
-/// ignores prefill, queueing and memory.
-fn textbook(sc: &crate::Scenario) -> Option<f64> {
-    let pool = sc.pools.last()?;
-    let classes = &sc.workload.classes;
-    let w: Vec<f64> = sc.workload.class_cdf.iter().scan(0.0, |prev, c| {
-        let x = c - *prev;
-        *prev = *c;
-        Some(x)
-    }).collect();
-    let mean_out: f64 = classes.iter().zip(&w).map(|(c, w)| c.output.mean() * w).sum();
-    let mean_prompt: f64 = classes.iter().zip(&w).map(|(c, w)| c.prompt.mean() * w).sum();
-    let b = pool.engine.max_num_seqs;
-    let ctx = ((mean_prompt + mean_out / 2.0) * b as f64) as u64;
-    let step = pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
-    (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
 }
 
 impl Study for CapacityStudy {

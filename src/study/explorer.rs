@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
-use crate::scenario::{self, Scenario, ScenarioError, Spec};
+use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
 /// A candidate: a name and the scenario fields it changes (JSON pointer → value).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,9 +80,9 @@ pub struct ExplorerStudy {
 impl ExplorerStudy {
     pub fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
-        if !(p.target > 0.0 && p.target <= 1.0) {
-            return Err(ScenarioError::one("study.explorer.target", format!("must be in (0, 1] (got {})", p.target)));
-        }
+        let mut e = Errors::default();
+        e.range_open_lo("study.explorer.target", p.target, 0.0, 1.0);
+        e.finish()?;
         let mut notes = Vec::new();
         let (candidates, given) = match &p.candidates {
             Some(c) if c.is_empty() => return Err(ScenarioError::one("study.explorer.candidates", "the candidate list is empty: give at least one")),

@@ -534,6 +534,17 @@ pub fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value)
     }
 }
 
+/// The treatment scenario of a paired or sensitivity study: `spec` with `treatment` written in, valid.
+fn treated(spec: &Spec, treatment: &serde_json::Map<String, serde_json::Value>, study: &str) -> Result<Spec, ScenarioError> {
+    let what = format!("study.{study}.treatment");
+    if treatment.is_empty() {
+        return Err(ScenarioError::one(what, "the treatment changes nothing: give at least one field, e.g. {\"/scheduler\": {\"kind\": \"sjf\"}}"));
+    }
+    let s = patched(spec, treatment, &what)?;
+    scenario::validate(&s).map_err(|e| prefixed(e, "treatment"))?;
+    Ok(s)
+}
+
 /// `spec` on another seed.
 pub fn reseeded(spec: &Spec, seed: u64) -> Spec {
     Spec { seed, ..spec.clone() }

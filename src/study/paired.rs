@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{bootstrap_ci, col, patched, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
-use crate::scenario::{self, ScenarioError, Spec};
+use super::{bootstrap_ci, col, report_head, treated, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use crate::scenario::{self, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -45,17 +45,11 @@ pub struct PairedStudy {
 impl PairedStudy {
     pub fn new(spec: &Spec, p: &PairedParams) -> Result<Self, ScenarioError> {
         scenario::validate(spec)?;
-        if p.repetitions < 2 || p.repetitions > 1000 {
-            return Err(ScenarioError::one("study.paired.repetitions", format!("must be an integer from 2 to 1000 (got {})", p.repetitions)));
-        }
-        if p.resamples < 100 || p.resamples > 100_000 {
-            return Err(ScenarioError::one("study.paired.resamples", format!("must be an integer from 100 to 100000 (got {})", p.resamples)));
-        }
-        if p.treatment.is_empty() {
-            return Err(ScenarioError::one("study.paired.treatment", "the treatment changes nothing: give at least one field, e.g. {\"/scheduler\": {\"kind\": \"sjf\"}}"));
-        }
-        let treated = patched(spec, &p.treatment, "study.paired.treatment")?;
-        scenario::validate(&treated).map_err(|e| super::prefixed(e, "treatment"))?;
+        let mut e = Errors::default();
+        e.int("study.paired.repetitions", p.repetitions as u64, 2, 1000);
+        e.int("study.paired.resamples", p.resamples as u64, 100, 100_000);
+        e.finish()?;
+        let treated = treated(spec, &p.treatment, "paired")?;
         let jobs = (0..p.repetitions)
             .flat_map(|k| {
                 let seed = spec.seed.wrapping_add(k as u64);

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{col, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
-use crate::scenario::{self, CostScaleSpec, ScenarioError, Spec};
+use super::{col, report_head, treated, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -36,17 +36,11 @@ pub struct SensitivityStudy {
 impl SensitivityStudy {
     pub fn new(spec: &Spec, p: &SensitivityParams) -> Result<Self, ScenarioError> {
         scenario::validate(spec)?;
-        if p.samples == 0 || p.samples > 1000 {
-            return Err(ScenarioError::one("study.sensitivity.samples", format!("must be an integer from 1 to 1000 (got {})", p.samples)));
-        }
-        if !(p.range > 1.0 && p.range <= 10.0) {
-            return Err(ScenarioError::one("study.sensitivity.range", format!("must be > 1 and ≤ 10 (got {})", p.range)));
-        }
-        if p.treatment.is_empty() {
-            return Err(ScenarioError::one("study.sensitivity.treatment", "the treatment changes nothing: give at least one field"));
-        }
-        let treated = patched(spec, &p.treatment, "study.sensitivity.treatment")?;
-        scenario::validate(&treated).map_err(|e| super::prefixed(e, "treatment"))?;
+        let mut e = Errors::default();
+        e.int("study.sensitivity.samples", p.samples as u64, 1, 1000);
+        e.range_open_lo("study.sensitivity.range", p.range, 1.0, 10.0);
+        e.finish()?;
+        let treated = treated(spec, &p.treatment, "sensitivity")?;
         // Scales from the study stream: log-uniform, shared by baseline and treatment (common random numbers).
         let mut rng = crate::rng::stream(spec.seed, crate::rng::Stream::Study, 2);
         let ln = libm::log(p.range);
