@@ -64,3 +64,25 @@ export async function download(page, selector) {
   const path = await dl.path();
   return { name: dl.suggestedFilename(), text: readFileSync(path, 'utf8'), bytes: readFileSync(path) };
 }
+
+/** Share of a canvas's pixels that are not near-white: a drawn chart has ink. */
+export async function inkFraction(page, id) {
+  return page.evaluate((id) => {
+    const c = document.getElementById(id);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) n++;
+    return n / (c.width * c.height);
+  }, id);
+}
+
+/** Record every text an element shows, in the page (a fast change cannot slip between two polls); returns a
+ *  function that gives the texts seen so far. */
+export async function recordTexts(page, id) {
+  await page.evaluate((id) => {
+    window.seenTexts = [];
+    new MutationObserver(() => window.seenTexts.push(document.getElementById(id).textContent))
+      .observe(document.getElementById(id), { childList: true, characterData: true, subtree: true });
+  }, id);
+  return () => page.evaluate(() => window.seenTexts);
+}

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, runAndWait, download, ROOT } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, download, inkFraction, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
@@ -43,13 +43,7 @@ test('every chart canvas is drawn (non-blank) and hover shows values', async () 
   const { page, errors } = await openLab(ctx, server.url);
   await runAndWait(page);
   for (const id of ['chart-cdf', 'chart-queue', 'chart-kv', 'chart-class']) {
-    const inked = await page.evaluate((id) => {
-      const c = document.getElementById(id);
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) n++;
-      return n / (c.width * c.height);
-    }, id);
+    const inked = await inkFraction(page, id);
     assert.ok(inked > 0.02, `${id} has ink (${(inked * 100).toFixed(1)} % of pixels)`);
   }
   await page.locator('#chart-cdf').scrollIntoViewIfNeeded();

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, download, ROOT } from './browser.mjs';
+import { serve, browser, openLab, download, inkFraction, recordTexts, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
@@ -30,13 +30,9 @@ test('P/D comparison: runs over several workers, shows the table and charts, and
   assert.equal(await page.inputValue('#p-prefix'), '1024');
   await page.fill('#study-workers', '3');
   // Progress moves while the runs fan out (every status recorded in the page).
-  await page.evaluate(() => {
-    window.seenStatus = [];
-    new MutationObserver(() => window.seenStatus.push(document.getElementById('study-status').textContent))
-      .observe(document.getElementById('study-status'), { childList: true, characterData: true, subtree: true });
-  });
+  const statuses = await recordTexts(page, 'study-status');
   await runStudy(page);
-  const seen = await page.evaluate(() => window.seenStatus);
+  const seen = await statuses();
   assert.equal(await page.getAttribute('#study-status', 'data-workers'), '3');
   assert.match(await page.textContent('#study-status'), /Done: 4 runs/);
   assert.ok(seen.some((s) => /Running/.test(s)), `progress shown: ${seen.slice(0, 5)}`);
@@ -53,13 +49,7 @@ test('P/D comparison: runs over several workers, shows the table and charts, and
   assert.match(await page.textContent('#study-answer'), /goodput per GPU/);
   // Charts are drawn.
   for (const id of ['study-chart-0', 'study-chart-1']) {
-    const inked = await page.evaluate((id) => {
-      const c = document.getElementById(id);
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) n++;
-      return n / (c.width * c.height);
-    }, id);
+    const inked = await inkFraction(page, id);
     assert.ok(inked > 0.02, `${id} has ink`);
   }
   // Sorting by a column reorders the rows and keeps the best one marked.
@@ -178,24 +168,13 @@ test('every study panel: progress, Cancel, a result, and a JSON export equal to 
     // Then the real one.
     await setLabScenario(page, base);
     await page.click(`nav [data-panel="${name}"]`);
-    // Every status the page shows, recorded in the page (a fast study may finish between two polls).
-    await page.evaluate(() => {
-      window.seenStatus = [];
-      new MutationObserver(() => window.seenStatus.push(document.getElementById('study-status').textContent))
-        .observe(document.getElementById('study-status'), { childList: true, characterData: true, subtree: true });
-    });
+    const statuses = await recordTexts(page, 'study-status');
     await runStudy(page);
-    const seen = await page.evaluate(() => window.seenStatus);
+    const seen = await statuses();
     assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown (${seen.slice(0, 4)})`);
     assert.match(await page.textContent('#study-answer'), answer, name);
     assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= 1, name);
-    const inked = await page.evaluate(() => {
-      const c = document.getElementById('study-chart-0');
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) n++;
-      return n / (c.width * c.height);
-    });
+    const inked = await inkFraction(page, 'study-chart-0');
     assert.ok(inked > 0.02, `${name}: chart drawn`);
     const json = await download(page, '#sx-json');
     assert.match(json.name, new RegExp(`^inferscale-study-${name}-default-seed42\\.json$`));

@@ -145,29 +145,19 @@ impl App {
     }
 
     fn show_errors(&self, errors: &[(String, String)]) {
-        let list: String = errors.iter().map(|(p, m)| format!("<li><code>{}</code>: {}</li>", esc(p), esc(m))).collect();
-        self.el("errors").set_inner_html(&list);
+        self.el("errors").set_inner_html(&error_list(errors));
         self.editor().class_list().toggle_with_force("invalid", !errors.is_empty()).ok();
         for (id, ptr, kind) in CONTROLS {
             let dotted = dotted(ptr, *kind);
             let hit = errors.iter().find(|(p, _)| *p == dotted || p.starts_with(&format!("{dotted}.")));
-            let el = self.el(id);
-            el.class_list().toggle_with_force("invalid", hit.is_some()).ok();
-            el.set_attribute("aria-invalid", if hit.is_some() { "true" } else { "false" }).ok();
-            if let Some((_, m)) = hit {
-                el.set_attribute("title", m).ok();
-            }
+            mark_field(&self.el(id), hit.map(|h| h.1.as_str()));
         }
         let Ok(fields) = self.el("details").query_selector_all("[data-ptr]") else { return };
         for i in 0..fields.length() {
             let Some(el) = fields.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
             let ptr = el.get_attribute("data-ptr").unwrap_or_default();
             let hit = errors.iter().find(|(p, _)| details::concerns(p, &ptr));
-            el.class_list().toggle_with_force("invalid", hit.is_some()).ok();
-            el.set_attribute("aria-invalid", if hit.is_some() { "true" } else { "false" }).ok();
-            if let Some((_, m)) = hit {
-                el.set_attribute("title", m).ok();
-            }
+            mark_field(&el, hit.map(|h| h.1.as_str()));
         }
     }
 
@@ -659,10 +649,7 @@ impl App {
     }
 
     fn copy_link(&self) {
-        let hash = share_hash(&self.editor().value());
-        let _ = window().location().set_hash(&hash);
-        let href = window().location().href().unwrap_or_default();
-        let _ = window().navigator().clipboard().write_text(&href);
+        copy_link_to(&share_hash(&self.editor().value()));
         self.set_status("Link copied: it replays this exact run");
     }
 }
@@ -705,6 +692,27 @@ fn dotted(ptr: &str, kind: Kind) -> String {
 
 fn fmt_s(s: f64) -> String {
     if s < 10.0 { format!("{:.1} ms", s * 1e3) } else { format!("{s:.2} s") }
+}
+
+/// The validator's errors as the page lists them.
+fn error_list(errors: &[(String, String)]) -> String {
+    errors.iter().map(|(p, m)| format!("<li><code>{}</code>: {}</li>", esc(p), esc(m))).collect()
+}
+
+/// Mark a field invalid (with the message as its tooltip) or valid, for sight and for screen readers.
+fn mark_field(el: &Element, error: Option<&str>) {
+    el.class_list().toggle_with_force("invalid", error.is_some()).ok();
+    el.set_attribute("aria-invalid", if error.is_some() { "true" } else { "false" }).ok();
+    if let Some(m) = error {
+        el.set_attribute("title", m).ok();
+    }
+}
+
+/// Put `hash` in the URL and copy the whole link.
+fn copy_link_to(hash: &str) {
+    let _ = window().location().set_hash(hash);
+    let href = window().location().href().unwrap_or_default();
+    let _ = window().navigator().clipboard().write_text(&href);
 }
 
 fn share_hash(scenario: &str) -> String {

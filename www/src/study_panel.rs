@@ -403,8 +403,7 @@ impl App {
     }
 
     fn show_study_errors(&self, errors: &[(String, String)]) {
-        let list: String = errors.iter().map(|(p, m)| format!("<li><code>{}</code>: {}</li>", esc(p), esc(m))).collect();
-        self.el("study-errors").set_inner_html(&list);
+        self.el("study-errors").set_inner_html(&super::error_list(errors));
         if let Some(p) = panel(&self.panel) {
             for f in p.params {
                 let d = match f.ptr.strip_prefix("study:") {
@@ -412,9 +411,7 @@ impl App {
                     None => details::dotted(f.ptr),
                 };
                 let hit = errors.iter().find(|(path, _)| *path == d || path.starts_with(&format!("{d}.")));
-                let el = self.el(f.id);
-                el.class_list().toggle_with_force("invalid", hit.is_some()).ok();
-                el.set_attribute("aria-invalid", if hit.is_some() { "true" } else { "false" }).ok();
+                super::mark_field(&self.el(f.id), hit.map(|h| h.1.as_str()));
             }
         }
         if let Ok(b) = self.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
@@ -688,10 +685,7 @@ impl App {
     }
 
     pub(super) fn copy_study_link(&self) {
-        let hash = super::share_hash_for(&self.panel, &self.study_options(), &self.editor().value());
-        let _ = window().location().set_hash(&hash);
-        let href = window().location().href().unwrap_or_default();
-        let _ = window().navigator().clipboard().write_text(&href);
+        super::copy_link_to(&super::share_hash_for(&self.panel, &self.study_options(), &self.editor().value()));
         self.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
     }
 }
