@@ -391,15 +391,16 @@ impl App {
 
     /// Check the scenario and the study's inputs; show errors by their fields; Run only when valid.
     pub(super) fn validate_study(&self) -> bool {
-        let errors: Vec<(String, String)> = match inferscale::scenario::parse(&self.scenario_text()) {
-            Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
-            Ok(spec) => match study::build(&self.panel, &spec, &self.study_options()) {
-                Ok(_) => vec![],
-                Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
-            },
-        };
-        self.show_study_errors(&errors);
-        errors.is_empty()
+        self.build_study().is_some()
+    }
+
+    /// The panel's study from the scenario and its options, built by the core (which validates both); its
+    /// errors shown by their fields, and Run enabled only when there are none.
+    fn build_study(&self) -> Option<Box<dyn Study>> {
+        let fields = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
+        let built = inferscale::scenario::parse(&self.scenario_text()).map_err(fields).and_then(|spec| study::build(&self.panel, &spec, &self.study_options()).map_err(fields));
+        self.show_study_errors(built.as_ref().err().map_or(&[][..], |e| e.as_slice()));
+        built.ok()
     }
 
     fn show_study_errors(&self, errors: &[(String, String)]) {
@@ -450,18 +451,11 @@ impl App {
     }
 
     pub(super) fn run_study(&mut self) {
-        if self.study.active.is_some() || !self.validate_study() {
+        if self.study.active.is_some() {
             return;
         }
+        let Some(st) = self.build_study() else { return };
         let name = self.panel.clone();
-        let Ok(spec) = inferscale::scenario::parse(&self.scenario_text()) else { return };
-        let st = match study::build(&name, &spec, &self.study_options()) {
-            Ok(s) => s,
-            Err(e) => {
-                self.show_study_errors(&e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>());
-                return;
-            }
-        };
         let _ = window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
         let n = self.worker_count();
         if self.study.workers.len() != n {
