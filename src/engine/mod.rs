@@ -550,11 +550,12 @@ impl<'a> Simulation<'a> {
             crate::scenario::LinkTopology::PerPair => self.replicas[from].local * dec.replicas as usize + local,
             crate::scenario::LinkTopology::Shared => 0,
         };
-        let send_ns = link.send_ns(rec.prompt_tokens);
+        let prompt_tokens = rec.prompt_tokens;
+        let send_ns = link.send_ns(prompt_tokens);
         let start = now.max(self.link_free_ns[l]);
         self.link_free_ns[l] = start + send_ns;
         self.rec.link_busy_ns[l] += send_ns;
-        self.rec.transfer_bytes += rec_bytes(&link, self.rec.requests[id as usize].prompt_tokens);
+        self.rec.transfer_bytes += link.kv_bytes(prompt_tokens).round() as u64;
         self.transfers.insert(id, Transfer { from, blocks, shared_group });
         self.schedule(start + send_ns + link.latency_ns, Event::TransferDone { request: id });
     }
@@ -692,10 +693,6 @@ impl RarePass<'_> {
         s.blocks -= blocks as u32;
         s.shared_tokens = self.prefix;
     }
-}
-
-fn rec_bytes(link: &crate::scenario::Link, prompt_tokens: u32) -> u64 {
-    (prompt_tokens as f64 * link.kv_bytes_per_token).round() as u64
 }
 
 /// Run a scenario to completion.

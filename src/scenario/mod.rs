@@ -220,7 +220,12 @@ pub struct Link {
 impl Link {
     /// Time one prompt's KV occupies the link, ns.
     pub fn send_ns(&self, prompt_tokens: u32) -> u64 {
-        (prompt_tokens as f64 * self.kv_bytes_per_token / self.bytes_per_ns * self.scale).round() as u64
+        (self.kv_bytes(prompt_tokens) / self.bytes_per_ns * self.scale).round() as u64
+    }
+
+    /// KV bytes of a prompt: the model's KV bytes per token × prompt tokens.
+    pub fn kv_bytes(&self, prompt_tokens: u32) -> f64 {
+        prompt_tokens as f64 * self.kv_bytes_per_token
     }
 }
 
