@@ -66,7 +66,7 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
     }
 }
 
-/// See [`Running::steady_below`]: the fast path needs `kv_tokens + 2 ≤ blocks × block` (the next token
+/// See [`Running::steady_below`]: a steady step end needs `kv_tokens + 2 ≤ blocks × block` (the next token
 /// fits too) and `generated + 1 < target` (the token after this one is not the last); in decode both
 /// counters advance together, so each becomes a bound on `kv_tokens`.
 fn steady_below(s: &Running, block_tokens: u32) -> u32 {
@@ -92,6 +92,7 @@ impl Simulation<'_> {
             let kv = &mut rep.kv;
             let running = &mut rep.running;
             let mut stuck = None;
+            debug_assert!(rep.exit_step[i.min(running.len())..].iter().all(|&e| e == 0), "lazy requests left to plan");
             while i < running.len() {
                 let s = &mut running[i];
                 let (want, need) = want_need(s, budget, en);
@@ -225,6 +226,7 @@ impl Simulation<'_> {
             };
             take(&mut s, want, need, budget, work, block);
             rep.running.push(s);
+            rep.exit_step.push(0);
         }
     }
 
@@ -232,6 +234,8 @@ impl Simulation<'_> {
     fn preempt(&mut self, r: usize, v: usize) {
         let rep = &mut self.replicas[r];
         let s = rep.running.remove(v);
+        debug_assert_eq!(rep.exit_step[v], 0, "a lazy request is never a victim");
+        rep.exit_step.remove(v);
         rep.kv.release(s.blocks as u64);
         if s.shared_tokens > 0 {
             rep.kv.cache.unpin(s.prefix_group);

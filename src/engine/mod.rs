@@ -84,14 +84,48 @@ pub(crate) struct Running {
     pub step_tokens: u32,
     pub priority: u32,
     pub last_token_ns: u64,
-    /// The step-end fast path applies while `kv_tokens < steady_below`: decoding, past the first token,
-    /// the next token not the last and fitting the held blocks. 0 outside decode. Set by `take`; the fast
-    /// path moves `kv_tokens` and `generated` together, so the bound stays valid without recomputing.
+    /// A steady decoder stays steady (and lazy, see [`Lazy`]) while `kv_tokens < steady_below`: decoding,
+    /// past the first token, the next token not the last and fitting the held blocks. 0 outside decode. Set
+    /// by `take`; steady steps move `kv_tokens` and `generated` together, so the bound stays valid.
     pub steady_below: u32,
     /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`).
     pub shared_tokens: u32,
     /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
     pub prefix_group: u16,
+}
+
+/// The lazy requests of a replica's step in flight, summed.
+///
+/// Most running requests at most step ends are steady decoders: the step end emits their token (exactly one
+/// step after the last) and plans one more decode token that fits the blocks they hold. Touching each of them
+/// every step made the step-end pass O(batch). A steady decoder is instead left *lazy*: its counters
+/// (`kv_tokens`, `generated`, `last_token_ns`) stay as they were when it became lazy, this sum moves by the
+/// count each step, and `Replica::exit_step` records the step end at which it stops being steady (it needs a
+/// block, or its next token is the last). Then — or when budget or memory runs out in a step, which breaks
+/// the pattern — it is brought up to date and takes the general path. The plan is the one touching every
+/// request would make: lazy requests take no blocks, so only their count matters to the budget, and the
+/// others are still handled one by one in batch order.
+///
+/// Invariant: a replica has lazy requests only while a step is in flight, and they are all in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Lazy {
+    pub n: u64,
+    /// Σ `kv_tokens` and Σ `blocks` of the lazy requests, up to date.
+    pub kv_tokens: u64,
+    pub blocks: u64,
+}
+
+impl Lazy {
+    fn add(&mut self, s: &Running) {
+        self.n += 1;
+        self.kv_tokens += s.kv_tokens as u64;
+        self.blocks += s.blocks as u64;
+    }
+    fn remove(&mut self, s: &Running) {
+        self.n -= 1;
+        self.kv_tokens -= s.kv_tokens as u64;
+        self.blocks -= s.blocks as u64;
+    }
 }
 
 /// One model instance (tp GPUs) with its batch, queue and KV.
@@ -100,6 +134,12 @@ pub(crate) struct Replica {
     pub pool: usize,
     pub local: usize,
     pub running: Vec<Running>,
+    /// Parallel to `running`: 0, or for a *lazy* request the step end at which it stops being one (see
+    /// [`Lazy`]).
+    pub exit_step: Vec<u64>,
+    /// Step ends so far; numbers the step ends for `exit_step`.
+    pub steps: u64,
+    pub lazy: Lazy,
     pub queue: Box<dyn WaitingQueue>,
     pub kv: BlockPool,
     /// Σ reservations of running requests, blocks.
@@ -144,6 +184,8 @@ pub struct Simulation<'a> {
     pub(crate) rec: Recorder,
     /// Requests preempted during batch formation, to queue once the step is formed.
     pub(crate) requeue: Vec<u32>,
+    /// Steady decoders become lazy (see [`Lazy`]); false only in [`run_eager`], the reference for tests.
+    lazy_steps: bool,
 }
 
 impl<'a> Simulation<'a> {
@@ -156,6 +198,9 @@ impl<'a> Simulation<'a> {
                 pool,
                 local,
                 running: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
+                exit_step: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
+                steps: 0,
+                lazy: Lazy::default(),
                 queue: queue::build(&sc.scheduler, n_tenants),
                 kv: BlockPool::new(pl.engine.kv_total_blocks),
                 reserved_blocks: 0,
@@ -192,6 +237,7 @@ impl<'a> Simulation<'a> {
             admission: admission::build(&sc.admission, &sc.workload.tenants),
             rec: Recorder::new(sc),
             requeue: Vec::new(),
+            lazy_steps: true,
         };
         sim.rec.link_busy_ns = vec![0; n_links];
         if let Some(p) = sim.pending {
@@ -373,6 +419,7 @@ impl<'a> Simulation<'a> {
         let (work, limiter) = self.form_batch(r, plan);
         self.flush_requeue(r);
         if work.seqs() == 0 {
+            debug_assert_eq!(self.replicas[r].lazy.n, 0, "lazy requests outside a step");
             if self.central.is_some() {
                 self.idle.insert(r as u32);
             }
@@ -418,9 +465,10 @@ impl<'a> Simulation<'a> {
     }
 
     /// A step ended: emit tokens, complete requests, and — in the same pass — plan the surviving requests'
-    /// part of the next step. Fusing the two halves touches each running request once per step. The plan is
-    /// the one a separate pass would make: allocations that succeed here would succeed after the releases
-    /// too, and at the first that fails planning stops and resumes in `form_batch` after every release.
+    /// part of the next step. Fusing the two halves touches each request that is not lazy once per step, and
+    /// a lazy one only when it stops being steady. The plan is the one a separate pass would make:
+    /// allocations that succeed here would succeed after the releases too, and at the first that fails
+    /// planning stops and resumes in `form_batch` after every release.
     fn on_step_end(&mut self, r: usize) {
         let now = self.now;
         let rep = &mut self.replicas[r];
@@ -428,14 +476,8 @@ impl<'a> Simulation<'a> {
         let en = &pool.engine;
         rep.busy = false;
         let step_ns = rep.step_ns;
-        // The fast path's accumulators are plain locals (the rare path keeps its own in `RarePass` and they
-        // are summed after the loop), so in wasm they stay in registers instead of the shadow stack.
-        let mut bulk_itl: u32 = 0;
-        let mut held_blocks: u64 = 0;
-        let mut emitted_n: u64 = 0;
         let mut budget = en.max_num_batched_tokens;
-        let mut decode_seqs: u32 = 0;
-        let mut decode_context_tokens: u64 = 0;
+        let mut held_blocks: u64 = 0;
         let mut rare = RarePass {
             now,
             step_ns,
@@ -458,46 +500,87 @@ impl<'a> Simulation<'a> {
             allocated: 0,
             stuck_at: None,
         };
-        let running = &mut rep.running;
-        let mut kept = 0;
-        // A plain loop (not `retain_mut`, whose closure is called per element), copying an entry down only
-        // after a removal. The common case — a decode token one step after the last, not the final one, whose
-        // next token fits its blocks (`steady_below`) — takes a short path with few live values (it matters
-        // most in wasm); every other case goes through `RarePass::entry`, which does the same work in general
-        // form.
-        let mut stuck = false;
-        for i in 0..running.len() {
-            let s = &mut running[i];
-            if s.step_tokens == 1 && s.kv_tokens < s.steady_below && now - s.last_token_ns == step_ns && budget >= 1 && !stuck {
-                // Emit (ITL exactly one step), then plan one decode token that needs no new block.
-                s.kv_tokens += 1;
-                s.generated += 1;
-                s.last_token_ns = now;
-                bulk_itl += 1;
-                emitted_n += 1;
-                budget -= 1;
-                decode_seqs += 1;
-                decode_context_tokens += s.kv_tokens as u64;
-            } else {
-                match rare.entry(s, kept, en, budget) {
-                    Some(left) => budget = left,
-                    None => continue, // completed
+        // Lazy requests (see `Lazy`) are skipped over in runs; everything else goes through
+        // `RarePass::entry` in batch order, compacting the batch over completed requests as it goes. Once the
+        // plan stops (an allocation failed, or the budget ran out) every later request only ends its step, so
+        // from there on lazy requests take the general path too.
+        let lazy_steps = self.lazy_steps;
+        let k = rep.steps + 1;
+        rep.steps = k;
+        let mut lazy = rep.lazy;
+        let mut fresh = Lazy::default();
+        let (running, exit) = (&mut rep.running, &mut rep.exit_step);
+        let n = running.len();
+        let (mut j, mut kept, mut n_fast) = (0, 0, 0u64);
+        let mut planning = true;
+        while j < n {
+            if planning {
+                let start = j;
+                while j < n && exit[j] > k {
+                    j += 1;
                 }
-                stuck = rare.stuck_at.is_some();
+                let mut run = (j - start) as u32;
+                if run > budget {
+                    // The budget runs out inside the run: the rest cannot plan their token.
+                    run = budget;
+                    j = start + run as usize;
+                    planning = false;
+                }
+                budget -= run;
+                n_fast += run as u64;
+                if kept != start {
+                    running.copy_within(start..j, kept);
+                    exit.copy_within(start..j, kept);
+                }
+                kept += run as usize;
+                if j == n {
+                    break;
+                }
             }
+            let mut s = running[j];
+            if exit[j] != 0 {
+                debug_assert!(exit[j] >= k, "a lazy request missed its exit");
+                // Bring it to where the step ends before this one left it.
+                let since = exit[j] - (s.steady_below - s.kv_tokens) as u64 - 1;
+                let d = (k - 1 - since) as u32;
+                s.kv_tokens += d;
+                s.generated += d;
+                s.last_token_ns = now - step_ns;
+                lazy.remove(&s);
+            }
+            j += 1;
+            match rare.entry(&mut s, kept, en, budget) {
+                Some(left) => budget = left,
+                None => continue, // completed, or left for the link
+            }
+            planning &= rare.stuck_at.is_none();
             held_blocks += s.blocks as u64;
-            if kept != i {
-                running[kept] = running[i];
-            }
+            // Steady from here (until `steady_below`): lazy, unless the plan has stopped.
+            running[kept] = s;
+            exit[kept] = if planning && lazy_steps && s.step_tokens == 1 && s.kv_tokens < s.steady_below && s.last_token_ns == now {
+                fresh.add(&s);
+                k + (s.steady_below - s.kv_tokens) as u64 + 1
+            } else {
+                0
+            };
             kept += 1;
         }
-        let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, handoff, .. } = rare;
-        bulk_itl += rare.bulk_itl;
-        emitted_n += rare.emitted_n;
-        work.decode_seqs += decode_seqs;
-        work.decode_context_tokens += decode_context_tokens;
-        let kv = &mut rep.kv;
         running.truncate(kept);
+        exit.truncate(kept);
+        // Each lazy request that stayed lazy emitted a token one step after its last and planned the next.
+        debug_assert_eq!(lazy.n, n_fast);
+        lazy.kv_tokens += n_fast;
+        let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, handoff, .. } = rare;
+        let bulk_itl = rare.bulk_itl + n_fast as u32;
+        let emitted_n = rare.emitted_n + n_fast;
+        work.decode_seqs += n_fast as u32;
+        work.decode_context_tokens += lazy.kv_tokens;
+        held_blocks += lazy.blocks;
+        lazy.n += fresh.n;
+        lazy.kv_tokens += fresh.kv_tokens;
+        lazy.blocks += fresh.blocks;
+        rep.lazy = lazy;
+        let kv = &mut rep.kv;
         kv.release(released);
         rep.reserved_blocks -= unreserved;
         // Prompts handed to the link keep their blocks here until the transfer ends.
@@ -600,7 +683,7 @@ struct RarePass<'a> {
     /// Tokens of a shared prefix when this worker caches prefixes (0: it does not).
     prefix: u32,
     block: u32,
-    /// The work of the requests planned here (the fast path's decode tokens are added after the loop).
+    /// The work of the requests planned here (the lazy requests' decode tokens are added after the loop).
     work: StepWork,
     bulk_itl: u32,
     emitted_n: u64,
@@ -698,6 +781,15 @@ impl RarePass<'_> {
 /// Run a scenario to completion.
 pub fn run(sc: &Scenario) -> Recorder {
     Simulation::new(sc).run(&mut |_| true).expect("a run that is never cancelled cannot fail")
+}
+
+/// Run with every running request taking the general path at every step end (no lazy requests): slower,
+/// and the reference the lazy step end must equal exactly. For tests.
+#[doc(hidden)]
+pub fn run_eager(sc: &Scenario) -> Recorder {
+    let mut sim = Simulation::new(sc);
+    sim.lazy_steps = false;
+    sim.run(&mut |_| true).expect("a run that is never cancelled cannot fail")
 }
 
 /// Run with a progress callback that may cancel.

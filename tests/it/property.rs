@@ -137,3 +137,24 @@ fn random_valid_scenarios_run_and_pass_audits() {
     assert!(ran >= 200, "too few valid random scenarios ({ran})");
     assert!(preempted > 5 && failed > 0 && rejected > 10 && unfinished > 5, "the generator must reach the rare paths");
 }
+
+/// The step end leaves steady decoders lazy (`engine::Lazy`) instead of touching each one every step; it must
+/// make exactly the plan the general path makes. The same random scenarios, and ten times longer ones (more
+/// steady stretches, more block boundaries), give byte-identical reports both ways.
+#[test]
+fn lazy_step_ends_equal_the_general_path() {
+    let (mut compared, mut lazy_heavy) = (0, 0);
+    for (scale, n) in [(1, 300), (10, 100)] {
+        for i in 0..n {
+            let mut spec = random_spec(i);
+            spec.workload.requests = spec.workload.requests.map(|r| r * scale);
+            let Ok(sc) = scenario::validate(&spec) else { continue };
+            let lazy = inferscale::export::json(&inferscale::simulate(&sc));
+            let eager = inferscale::export::json(&inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc)));
+            assert!(lazy == eager, "scenario {i} ×{scale}: the lazy step end changed the report");
+            compared += 1;
+            lazy_heavy += usize::from(sc.pools[0].engine.max_num_seqs >= 32);
+        }
+    }
+    assert!(compared > 300 && lazy_heavy > 100, "{compared} compared, {lazy_heavy} with batches of 32 or more");
+}
