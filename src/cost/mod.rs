@@ -149,7 +149,10 @@ impl Roofline {
         let kv_read = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.kv_read_ns_per_token * self.decode_scale;
         let m = weights + kv_read;
         let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };
-        let core = c.max(m) + self.overlap_penalty * c.min(m);
+        // A comparison, not f64::max/min: wasm's min/max instructions treat NaN differently from Rust's, so
+        // those compile to library calls there (c and m are finite and ≥ 0, so the result is the same).
+        let (hi, lo) = if c >= m { (c, m) } else { (m, c) };
+        let core = hi + self.overlap_penalty * lo;
         let total = core + comm + self.overhead_ns;
         StepCost {
             total_ns: (total.round() as u64).max(1),

@@ -18,10 +18,17 @@ use crate::sched::admission::Reject;
 use crate::workload::Request;
 
 /// a × b exactly. wasm32 has no 64×64→128 multiply (it is a library call); when both fit in 32 bits — nearly
-/// always for a gauge value and a gap — the product fits in 64 bits.
+/// always for a gauge value and a gap — the product fits in 64 bits. The wide product is out of line: inlined,
+/// LLVM sees that both arms agree and keeps only the library call.
 #[inline(always)]
 fn mul_wide(a: u64, b: u64) -> u128 {
-    if (a | b) >> 32 == 0 { (a * b) as u128 } else { a as u128 * b as u128 }
+    if (a | b) >> 32 == 0 { (a * b) as u128 } else { mul_wide_slow(a, b) }
+}
+
+#[cold]
+#[inline(never)]
+fn mul_wide_slow(a: u64, b: u64) -> u128 {
+    a as u128 * b as u128
 }
 
 /// Low bits of a packed ITL entry that hold the count.
@@ -143,7 +150,8 @@ pub struct SeriesRecorder {
     pub window_ns: u64,
     max_points: usize,
     start_ns: u64,
-    area: [u128; 4],
+    /// The run's areas when the current window opened.
+    area_before: [u128; 4],
     completions: u64,
     tokens: u64,
     /// Closed windows: (start, waiting, running, kv blocks, in system, completions, tokens).
@@ -268,10 +276,8 @@ impl Recorder {
             let wend = s.start_ns + s.window_ns;
             let seg_end = now.min(wend);
             let dt = seg_end - self.last_ns;
-            for (k, value) in v.iter().enumerate() {
-                let a = mul_wide(*value, dt);
-                self.area[k] += a;
-                s.area[k] += a;
+            for (area, value) in self.area.iter_mut().zip(v) {
+                *area += mul_wide(value, dt);
             }
             self.last_ns = seg_end;
             if seg_end == wend {
@@ -283,10 +289,11 @@ impl Recorder {
 
     fn close_window(&mut self, len_ns: u64) {
         let s = &mut self.series;
-        let mean = |a: u128| if len_ns == 0 { 0.0 } else { a as f64 / len_ns as f64 };
-        s.points.push((s.start_ns, mean(s.area[0]), mean(s.area[1]), mean(s.area[2]), mean(s.area[3]), s.completions, s.tokens));
+        // The window's area is what the run's grew by since the window opened.
+        let mean = |k: usize| if len_ns == 0 { 0.0 } else { (self.area[k] - s.area_before[k]) as f64 / len_ns as f64 };
+        s.points.push((s.start_ns, mean(0), mean(1), mean(2), mean(3), s.completions, s.tokens));
         s.start_ns += s.window_ns;
-        s.area = [0; 4];
+        s.area_before = self.area;
         s.completions = 0;
         s.tokens = 0;
         if s.points.len() >= s.max_points {
