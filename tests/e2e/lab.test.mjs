@@ -234,27 +234,30 @@ test('benchmark (printed, not asserted): Run → results in the browser, and was
   for (const [name, requests] of [['default.json', null], ['peer-llama3-8b-h100.json', 100000]]) {
     const spec = JSON.parse(readFileSync(join(ROOT, 'scenarios', name), 'utf8'));
     if (requests) { spec.workload.requests = requests; spec.workload.arrival.rate_rps = 15.72; }
-    // Best of 3 on both sides (the native figure below is too): this machine's timings vary by ±20 %.
+    // Best of 5 on both sides: this 2-core machine's timings vary by ±20 %, and a few-ms run by up to 2×.
+    const RUNS = 5;
     const tries = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < RUNS; i++) {
       await setScenario(page, JSON.stringify(spec));
+      // Let the previous run's painting (compositor, raster, GPU process) finish on this 2-core machine.
+      await page.waitForTimeout(300);
       await runAndWait(page, 120000);
-      const got = await Promise.all(['data-run-ms', 'data-compute-ms', 'data-simulate-ms'].map((a) => page.getAttribute('#status', a)));
+      const got = await Promise.all(['data-run-ms', 'data-compute-ms', 'data-simulate-ms', 'data-shown-ms'].map((a) => page.getAttribute('#status', a)));
       tries.push(got.map(Number));
     }
-    const runMs = Math.min(...tries.map((t) => t[0]));
-    const wasmMs = Math.min(...tries.map((t) => t[1]));
-    const wasmSimMs = Math.min(...tries.map((t) => t[2]));
+    const best = (k) => Math.min(...tries.map((t) => t[k]));
+    const [runMs, wasmMs, wasmSimMs, shownMs] = [0, 1, 2, 3].map(best);
     const file = join(ROOT, 'target', `bench-${name}`);
     writeFileSync(file, JSON.stringify(spec));
-    // Native: the same work (simulate + every export) in-process; best of 3, as the browser ran warm.
-    const native = [0, 1, 2].map(() => execFileSync(CLI, ['time', file], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+    // Native: the same work (simulate + every export) in-process; best of as many, as the browser ran warm.
+    const runs = [...Array(RUNS).keys()];
+    const native = runs.map(() => execFileSync(CLI, ['time', file], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
     const nativeMs = Math.min(...native.map(Number));
-    const nativeSimMs = Math.min(...[0, 1, 2].map(() => {
+    const nativeSimMs = Math.min(...runs.map(() => {
       const r = spawnSync(CLI, ['time', file], { cwd: ROOT, encoding: 'utf8' });
       return Number(/simulate ([0-9.]+) ms/.exec(r.stderr)[1]);
     }));
-    rows.push(`# ${name}${requests ? ` (${requests} requests)` : ''} (first run ${tries[0][0].toFixed(0)} ms; best of 3 below): Run→results ${runMs.toFixed(0)} ms in the browser; simulate + exports: wasm ${wasmMs.toFixed(0)} ms, native ${nativeMs.toFixed(0)} ms, wasm/native ${(wasmMs / nativeMs).toFixed(2)}; simulate alone: wasm ${wasmSimMs.toFixed(0)} ms, native ${nativeSimMs.toFixed(0)} ms, wasm/native ${(wasmSimMs / nativeSimMs).toFixed(2)} (target ≤ 1.5)`);
+    rows.push(`# ${name}${requests ? ` (${requests} requests)` : ''} (first run ${tries[0][0].toFixed(0)} ms; best of ${RUNS} below): Run→results ${runMs.toFixed(0)} ms in the browser (${shownMs.toFixed(0)} ms until drawn); simulate + exports: wasm ${wasmMs.toFixed(0)} ms, native ${nativeMs.toFixed(0)} ms, wasm/native ${(wasmMs / nativeMs).toFixed(2)}; simulate alone: wasm ${wasmSimMs.toFixed(0)} ms, native ${nativeSimMs.toFixed(0)} ms, wasm/native ${(wasmSimMs / nativeSimMs).toFixed(2)} (target ≤ 1.5)`);
   }
   for (const r of rows) console.log(r);
   await page.close();

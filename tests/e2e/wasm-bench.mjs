@@ -1,5 +1,6 @@
 // The wasm/native ratio of the 100k-request benchmark run, repeated (run by hand when tuning:
-// `node tests/e2e/wasm-bench.mjs [runs]` after `trunk build --release` and `cargo build --release`).
+// `node tests/e2e/wasm-bench.mjs [runs] [scenario file] [requests]` after `trunk build --release` and
+// `cargo build --release`; by default the 100k-request run of peer-llama3-8b-h100.json).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,10 +8,13 @@ import { serve, browser, openLab, runAndWait, ROOT } from './browser.mjs';
 
 const runs = Number(process.argv[2] ?? 3);
 const CLI = join(ROOT, 'target/release/inferscale');
-const spec = JSON.parse(readFileSync(join(ROOT, 'scenarios/peer-llama3-8b-h100.json'), 'utf8'));
-spec.workload.requests = 100000;
-spec.workload.arrival.rate_rps = 15.72;
-const file = join(ROOT, 'target', 'bench-100k.json');
+const name = process.argv[3] ?? 'peer-llama3-8b-h100.json';
+const spec = JSON.parse(readFileSync(join(ROOT, 'scenarios', name), 'utf8'));
+if (process.argv[3] === undefined || process.argv[4] !== undefined) {
+  spec.workload.requests = Number(process.argv[4] ?? 100000);
+  if (process.argv[3] === undefined) spec.workload.arrival.rate_rps = 15.72;
+}
+const file = join(ROOT, 'target', process.argv[3] === undefined ? 'bench-100k.json' : `bench-${name}`);
 writeFileSync(file, JSON.stringify(spec));
 const server = await serve();
 const ctx = await browser();
@@ -19,6 +23,7 @@ const wasm = [];
 for (let i = 0; i < runs; i++) {
   await page.fill('#scenario', JSON.stringify(spec));
   await page.dispatchEvent('#scenario', 'input');
+  await page.waitForTimeout(300);
   await runAndWait(page, 120000);
   wasm.push(Number(await page.getAttribute('#status', 'data-simulate-ms')));
 }
