@@ -537,7 +537,7 @@ impl<'a> Simulation<'a> {
                     break;
                 }
             }
-            let mut s = running[j];
+            let s = &mut running[j];
             if exit[j] != 0 {
                 debug_assert!(exit[j] >= k, "a lazy request missed its exit");
                 // Bring it to where the step ends before this one left it.
@@ -546,23 +546,48 @@ impl<'a> Simulation<'a> {
                 s.kv_tokens += d;
                 s.generated += d;
                 s.last_token_ns = now - step_ns;
-                lazy.remove(&s);
+                lazy.remove(s);
             }
+            let at = j;
             j += 1;
-            match rare.entry(&mut s, kept, en, budget) {
-                Some(left) => budget = left,
-                None => continue, // completed, or left for the link
+            if lazy_steps && s.step_tokens == 1 && s.prefilled == s.prefill_target && s.generated > 0 && s.generated + 1 < s.target && now - s.last_token_ns == step_ns {
+                // A decode token one step after the last, not the final one — mostly a lazy request that
+                // needs its next block. `RarePass::entry`'s work for exactly this case, inline.
+                s.kv_tokens += 1;
+                s.generated += 1;
+                s.last_token_ns = now;
+                s.step_tokens = 0;
+                rare.emitted_n += 1;
+                rare.bulk_itl += 1;
+                if planning {
+                    let (want, need) = want_need(s, budget, en);
+                    if want > 0 {
+                        if need > 0 && !rare.kv.try_alloc(need) {
+                            rare.stuck_at = Some(kept);
+                        } else {
+                            rare.allocated += need;
+                            take(s, want, need, &mut budget, &mut rare.work, en.block_size_tokens);
+                        }
+                    }
+                }
+            } else {
+                match rare.entry(s, kept, en, budget) {
+                    Some(left) => budget = left,
+                    None => continue, // completed, or left for the link
+                }
             }
             planning &= rare.stuck_at.is_none();
             held_blocks += s.blocks as u64;
             // Steady from here (until `steady_below`): lazy, unless the plan has stopped.
-            running[kept] = s;
             exit[kept] = if planning && lazy_steps && s.step_tokens == 1 && s.kv_tokens < s.steady_below && s.last_token_ns == now {
-                fresh.add(&s);
+                fresh.add(s);
                 k + (s.steady_below - s.kv_tokens) as u64 + 1
             } else {
                 0
             };
+            if kept != at {
+                running[kept] = running[at];
+            }
             kept += 1;
         }
         running.truncate(kept);
