@@ -49,7 +49,7 @@ pub(crate) fn want_need(s: &Running, budget: u32, en: &Engine) -> (u32, u64) {
 /// Record that `s` takes `want` tokens in the step (its `need` new blocks already allocated) and add it to
 /// the step's work.
 #[inline(always)]
-pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work: &mut StepWork, block_tokens: u32) {
+pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work: &mut StepWork) {
     s.blocks += need as u32;
     s.step_tokens = want;
     *budget -= want;
@@ -58,24 +58,10 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
         work.prefill_tokens += want;
         work.prefill_attention_pairs += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
         work.prefill_context_tokens += s.prefilled as u64;
-        s.steady_below = 0;
     } else {
         work.decode_seqs += 1;
         work.decode_context_tokens += s.kv_tokens as u64;
-        s.steady_below = steady_below(s, block_tokens);
     }
-}
-
-/// See [`Running::steady_below`]: a steady step end needs `kv_tokens + 2 ≤ blocks × block` (the next token
-/// fits too) and `generated + 1 < target` (the token after this one is not the last); in decode both
-/// counters advance together, so each becomes a bound on `kv_tokens`.
-fn steady_below(s: &Running, block_tokens: u32) -> u32 {
-    if s.generated == 0 || s.generated + 1 >= s.target {
-        return 0;
-    }
-    let by_blocks = (s.blocks as u64 * block_tokens as u64 + s.shared_tokens as u64).saturating_sub(1);
-    let by_target = s.kv_tokens as u64 + (s.target - 1 - s.generated) as u64;
-    by_blocks.min(by_target).min(u32::MAX as u64) as u32
 }
 
 impl Simulation<'_> {
@@ -101,7 +87,7 @@ impl Simulation<'_> {
                         stuck = Some(need);
                         break;
                     }
-                    take(s, want, need, &mut budget, &mut work, en.block_size_tokens);
+                    take(s, want, need, &mut budget, &mut work);
                 }
                 i += 1;
             }
@@ -220,11 +206,10 @@ impl Simulation<'_> {
                 step_tokens: 0,
                 priority: head.priority,
                 last_token_ns: rec.last_token_ns,
-                steady_below: 0,
                 shared_tokens,
                 prefix_group: group,
             };
-            take(&mut s, want, need, budget, work, block);
+            take(&mut s, want, need, budget, work);
             rep.running.push(s);
             rep.exit_step.push(0);
         }

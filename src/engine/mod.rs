@@ -20,7 +20,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::cost::StepWork;
-use crate::kv::BlockPool;
+use crate::kv::{blocks_for, BlockPool};
 use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
@@ -84,10 +84,6 @@ pub(crate) struct Running {
     pub step_tokens: u32,
     pub priority: u32,
     pub last_token_ns: u64,
-    /// A steady decoder stays steady (and lazy, see [`Lazy`]) while `kv_tokens < steady_below`: decoding,
-    /// past the first token, the next token not the last and fitting the held blocks. 0 outside decode. Set
-    /// by `take`; steady steps move `kv_tokens` and `generated` together, so the bound stays valid.
-    pub steady_below: u32,
     /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`).
     pub shared_tokens: u32,
     /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
@@ -97,14 +93,15 @@ pub(crate) struct Running {
 /// The lazy requests of a replica's step in flight, summed.
 ///
 /// Most running requests at most step ends are steady decoders: the step end emits their token (exactly one
-/// step after the last) and plans one more decode token that fits the blocks they hold. Touching each of them
-/// every step made the step-end pass O(batch). A steady decoder is instead left *lazy*: its counters
-/// (`kv_tokens`, `generated`, `last_token_ns`) stay as they were when it became lazy, this sum moves by the
-/// count each step, and `Replica::exit_step` records the step end at which it stops being steady (it needs a
-/// block, or its next token is the last). Then — or when budget or memory runs out in a step, which breaks
-/// the pattern — it is brought up to date and takes the general path. The plan is the one touching every
-/// request would make: lazy requests take no blocks, so only their count matters to the budget, and the
-/// others are still handled one by one in batch order.
+/// step after the last) and plans one more decode token. Touching each of them every step made the step-end
+/// pass O(batch). A steady decoder is instead left *lazy*: its counters (`kv_tokens`, `generated`,
+/// `last_token_ns`, `blocks`) stay as they were when it became lazy, these sums move by the count each step,
+/// `Replica::exit_step` holds the step end at which its next token is its last, and `Replica::phase` counts
+/// it at the step ends where its next token starts a block (those blocks are taken in one allocation). At its
+/// exit — or when the budget runs out mid-pass, an allocation fails, or the free blocks might not cover the
+/// step, all of which make order matter — it is brought up to date (`wake`) and takes the general path. The
+/// plan is the one touching every request would make: lazy requests each take one token of budget, counted
+/// in batch order, and the others are still handled one by one in batch order (`run_eager` is the reference).
 ///
 /// Invariant: a replica has lazy requests only while a step is in flight, and they are all in it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -134,12 +131,15 @@ pub(crate) struct Replica {
     pub pool: usize,
     pub local: usize,
     pub running: Vec<Running>,
-    /// Parallel to `running`: 0, or for a *lazy* request the step end at which it stops being one (see
-    /// [`Lazy`]).
+    /// Parallel to `running`: 0, or for a *lazy* request the step end at which it stops being one, when its
+    /// next token is its last (see [`Lazy`]).
     pub exit_step: Vec<u64>,
     /// Step ends so far; numbers the step ends for `exit_step`.
     pub steps: u64,
     pub lazy: Lazy,
+    /// Lazy requests by the step ends at which they need a new block: `phase[k mod block size]` of them
+    /// take one at step end k (see `lazy_phase`).
+    pub phase: Vec<u32>,
     pub queue: Box<dyn WaitingQueue>,
     pub kv: BlockPool,
     /// Σ reservations of running requests, blocks.
@@ -186,6 +186,8 @@ pub struct Simulation<'a> {
     pub(crate) requeue: Vec<u32>,
     /// Steady decoders become lazy (see [`Lazy`]); false only in [`run_eager`], the reference for tests.
     lazy_steps: bool,
+    /// Scratch: the batch positions a step end takes through the general path.
+    exceptions: Vec<u32>,
 }
 
 impl<'a> Simulation<'a> {
@@ -199,6 +201,7 @@ impl<'a> Simulation<'a> {
                 local,
                 running: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
                 exit_step: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
+                phase: vec![0; pl.engine.block_size_tokens as usize],
                 steps: 0,
                 lazy: Lazy::default(),
                 queue: queue::build(&sc.scheduler, n_tenants),
@@ -238,6 +241,7 @@ impl<'a> Simulation<'a> {
             rec: Recorder::new(sc),
             requeue: Vec::new(),
             lazy_steps: true,
+            exceptions: Vec::new(),
         };
         sim.rec.link_busy_ns = vec![0; n_links];
         if let Some(p) = sim.pending {
@@ -500,25 +504,70 @@ impl<'a> Simulation<'a> {
             allocated: 0,
             stuck_at: None,
         };
-        // Lazy requests (see `Lazy`) are skipped over in runs; everything else goes through
-        // `RarePass::entry` in batch order, compacting the batch over completed requests as it goes. Once the
-        // plan stops (an allocation failed, or the budget ran out) every later request only ends its step, so
-        // from there on lazy requests take the general path too.
+        // Lazy requests (see `Lazy`) are skipped over in runs; the others — the exceptions — go through the
+        // general path in batch order, compacting the batch over completed requests as it goes. Once the plan
+        // stops (the budget ran out, or an allocation failed) every later request only ends its step, so from
+        // there on lazy requests take the general path too.
         let lazy_steps = self.lazy_steps;
         let k = rep.steps + 1;
         rep.steps = k;
+        let block = en.block_size_tokens as u64;
+        let prev_end_ns = now - step_ns;
         let mut lazy = rep.lazy;
         let mut fresh = Lazy::default();
-        let (running, exit) = (&mut rep.running, &mut rep.exit_step);
+        let (running, exit, phase) = (&mut rep.running, &mut rep.exit_step, &mut rep.phase);
         let n = running.len();
-        let (mut j, mut kept, mut n_fast) = (0, 0, 0u64);
+        // The exceptions, and a bound on the blocks they may take. Lazy requests crossing into a block take
+        // theirs in one allocation after the pass, which is the plan's result in any order as long as every
+        // allocation of the step succeeds without evicting: if free blocks might not cover them all, every
+        // lazy request is brought up to date and the whole batch takes the general path, in order.
+        let exc = &mut self.exceptions;
+        exc.clear();
+        let mut need_bound = phase[(k % block) as usize] as u64;
+        // Eight at a time, without a branch per request: most steps have a handful of exceptions in a batch
+        // of dozens, and in wasm each loop iteration also pays V8's interrupt check.
+        let mut chunks = exit.chunks_exact(8);
+        let mut base = 0;
+        for c in chunks.by_ref() {
+            let any = (c[0] <= k) | (c[1] <= k) | (c[2] <= k) | (c[3] <= k) | (c[4] <= k) | (c[5] <= k) | (c[6] <= k) | (c[7] <= k);
+            if any {
+                for (i, &e) in c.iter().enumerate() {
+                    if e <= k {
+                        exc.push((base + i) as u32);
+                    }
+                }
+            }
+            base += 8;
+        }
+        for (i, &e) in chunks.remainder().iter().enumerate() {
+            if e <= k {
+                exc.push((base + i) as u32);
+            }
+        }
+        for &j in exc.iter() {
+            let s = &running[j as usize];
+            let left = (s.prefill_target - s.prefilled) as u64;
+            need_bound += if left > 0 { left / block + 2 } else { 1 };
+        }
+        if need_bound > rare.kv.free() && lazy.n > 0 {
+            for (s, e) in running.iter_mut().zip(exit.iter_mut()) {
+                if *e != 0 {
+                    wake(s, *e, k, prev_end_ns, en.block_size_tokens);
+                    *e = 0;
+                }
+            }
+            phase.fill(0);
+            lazy = Lazy::default();
+            exc.clear();
+            exc.extend(0..n as u32);
+        }
+        let (mut j, mut kept, mut n_fast, mut next) = (0, 0, 0u64, 0);
+        let mut fresh_crossing_now = 0u64;
         let mut planning = true;
         while j < n {
             if planning {
                 let start = j;
-                while j < n && exit[j] > k {
-                    j += 1;
-                }
+                j = exc.get(next).map_or(n, |&x| x as usize);
                 let mut run = (j - start) as u32;
                 if run > budget {
                     // The budget runs out inside the run: the rest cannot plan their token.
@@ -537,22 +586,21 @@ impl<'a> Simulation<'a> {
                     break;
                 }
             }
+            if exc.get(next) == Some(&(j as u32)) {
+                next += 1;
+            }
             let s = &mut running[j];
             if exit[j] != 0 {
                 debug_assert!(exit[j] >= k, "a lazy request missed its exit");
-                // Bring it to where the step ends before this one left it.
-                let since = exit[j] - (s.steady_below - s.kv_tokens) as u64 - 1;
-                let d = (k - 1 - since) as u32;
-                s.kv_tokens += d;
-                s.generated += d;
-                s.last_token_ns = now - step_ns;
+                phase[lazy_phase(s, exit[j], block)] -= 1;
+                wake(s, exit[j], k, prev_end_ns, en.block_size_tokens);
                 lazy.remove(s);
             }
             let at = j;
             j += 1;
             if lazy_steps && s.step_tokens == 1 && s.prefilled == s.prefill_target && s.generated > 0 && s.generated + 1 < s.target && now - s.last_token_ns == step_ns {
-                // A decode token one step after the last, not the final one — mostly a lazy request that
-                // needs its next block. `RarePass::entry`'s work for exactly this case, inline.
+                // A decode token one step after the last, not the final one. `RarePass::entry`'s work for
+                // exactly this case, inline.
                 s.kv_tokens += 1;
                 s.generated += 1;
                 s.last_token_ns = now;
@@ -566,7 +614,7 @@ impl<'a> Simulation<'a> {
                             rare.stuck_at = Some(kept);
                         } else {
                             rare.allocated += need;
-                            take(s, want, need, &mut budget, &mut rare.work, en.block_size_tokens);
+                            take(s, want, need, &mut budget, &mut rare.work);
                         }
                     }
                 }
@@ -578,10 +626,16 @@ impl<'a> Simulation<'a> {
             }
             planning &= rare.stuck_at.is_none();
             held_blocks += s.blocks as u64;
-            // Steady from here (until `steady_below`): lazy, unless the plan has stopped.
-            exit[kept] = if planning && lazy_steps && s.step_tokens == 1 && s.kv_tokens < s.steady_below && s.last_token_ns == now {
+            // A decode token planned one step after the last, and more to come: lazy until its last token.
+            exit[kept] = if planning && lazy_steps && s.step_tokens == 1 && s.prefilled == s.prefill_target && s.generated + 1 < s.target && s.last_token_ns == now {
+                debug_assert_eq!(s.blocks as u64, blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, en.block_size_tokens));
                 fresh.add(s);
-                k + (s.steady_below - s.kv_tokens) as u64 + 1
+                let e = k + (s.target - s.generated) as u64;
+                let p = lazy_phase(s, e, block);
+                phase[p] += 1;
+                // Its block for this step's token was planned just now, not by the crossing below.
+                fresh_crossing_now += u64::from(p == (k % block) as usize);
+                e
             } else {
                 0
             };
@@ -592,8 +646,17 @@ impl<'a> Simulation<'a> {
         }
         running.truncate(kept);
         exit.truncate(kept);
-        // Each lazy request that stayed lazy emitted a token one step after its last and planned the next.
+        // Each lazy request that stayed lazy emitted a token one step after its last and planned the next;
+        // those whose next token starts a block take it now.
         debug_assert_eq!(lazy.n, n_fast);
+        let crossing = phase[(k % block) as usize] as u64 - fresh_crossing_now;
+        debug_assert!(crossing <= rare.kv.free(), "lazy requests' blocks were checked to fit");
+        if crossing > 0 {
+            let ok = rare.kv.try_alloc(crossing);
+            debug_assert!(ok);
+            rare.allocated += crossing;
+            lazy.blocks += crossing;
+        }
         lazy.kv_tokens += n_fast;
         let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, handoff, .. } = rare;
         let bulk_itl = rare.bulk_itl + n_fast as u32;
@@ -693,6 +756,27 @@ impl<'a> Simulation<'a> {
     }
 }
 
+/// Bring lazy request `s` (lazy until step end `exit`) to where the step ends before step end `k` left it:
+/// a token emitted at each, the last at `prev_end_ns`, and the blocks for the token planned then.
+#[inline(always)]
+fn wake(s: &mut Running, exit: u64, k: u64, prev_end_ns: u64, block_tokens: u32) {
+    let since = exit - (s.target - s.generated) as u64;
+    let d = (k - 1 - since) as u32;
+    s.kv_tokens += d;
+    s.generated += d;
+    s.last_token_ns = prev_end_ns;
+    s.blocks = s.blocks.max(blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, block_tokens) as u32);
+}
+
+/// The step ends at which lazy request `s` needs a new block are those ≡ this (mod the block size): after
+/// `d` steps its KV holds `kv + d` tokens, and the next token starts a block when `kv + d − shared` is a
+/// multiple of the block size.
+#[inline(always)]
+fn lazy_phase(s: &Running, exit: u64, block: u64) -> usize {
+    let since = exit - (s.target - s.generated) as u64;
+    ((since % block + s.shared_tokens as u64 % block + block - s.kv_tokens as u64 % block) % block) as usize
+}
+
 /// The rare cases of the step-end pass, kept out of the hot loop: first tokens, irregular inter-token gaps,
 /// completions, prefill chunks, new blocks, and stopping the plan at the first allocation that fails.
 struct RarePass<'a> {
@@ -778,7 +862,7 @@ impl RarePass<'_> {
                     self.stuck_at = Some(kept);
                 } else {
                     self.allocated += need;
-                    take(s, want, need, &mut budget, &mut self.work, en.block_size_tokens);
+                    take(s, want, need, &mut budget, &mut self.work);
                 }
             }
         }
