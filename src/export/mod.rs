@@ -224,33 +224,13 @@ pub fn markdown(r: &Report) -> String {
     m
 }
 
-/// Points of an empirical CDF the lab draws: at most this many per curve.
-pub const CDF_POINTS: usize = 300;
-
-/// An empirical CDF: (seconds, cumulative fraction) points.
-pub type Cdf = Vec<(f64, f64)>;
+pub use crate::metrics::{Cdf, CDF_POINTS};
 
 /// The TTFT and E2E CDFs of completed requests, as (seconds, cumulative fraction), thinned to at most
-/// `CDF_POINTS` + 1 points (evenly spaced ranks, always the last). Latencies are sorted as integer ns.
+/// `CDF_POINTS` + 1 points (evenly spaced ranks, always the last). The report computes them while its
+/// latencies are sorted for the percentiles.
 pub fn latency_cdfs(r: &Report) -> (Cdf, Cdf) {
-    let done = r.requests.iter().filter(|q| q.outcome == Outcome::Completed);
-    let mut ttft: Vec<u64> = done.clone().map(|q| q.first_token_ns - q.arrival_ns).collect();
-    let mut e2e: Vec<u64> = done.map(|q| q.done_ns - q.arrival_ns).collect();
-    (cdf_ns(&mut ttft), cdf_ns(&mut e2e))
-}
-
-fn cdf_ns(v: &mut [u64]) -> Cdf {
-    v.sort_unstable();
-    let n = v.len();
-    if n == 0 {
-        return vec![];
-    }
-    let step = n.div_ceil(CDF_POINTS).max(1);
-    let mut out: Cdf = (step - 1..n).step_by(step).map(|i| (v[i] as f64 / 1e9, (i + 1) as f64 / n as f64)).collect();
-    if out.last().is_none_or(|p| p.1 < 1.0) {
-        out.push((v[n - 1] as f64 / 1e9, 1.0));
-    }
-    out
+    r.latency_cdfs.clone()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ mod stats;
 
 pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
 pub use report::*;
-pub use stats::{percentile, Stats};
+pub use stats::{percentile, Cdf, Stats, CDF_POINTS};
 
 use crate::cost::{StepCost, StepWork};
 use crate::scenario::{Arrival, Scenario};

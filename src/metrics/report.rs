@@ -34,6 +34,10 @@ pub struct Report {
     /// Per-request rows (CSV export); not part of the JSON report.
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,
+    /// The TTFT and E2E CDFs of completed requests, for the lab's charts (`export::latency_cdfs`); not part
+    /// of the JSON report.
+    #[serde(skip)]
+    pub latency_cdfs: (super::Cdf, super::Cdf),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -306,6 +310,8 @@ impl Report {
         let duration_s = duration_ns as f64 / 1e9;
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
         let (overall, mut s) = group("all", reqs, |_| true, sc, duration_s);
+        // `group` sorted the overall latencies for the percentiles.
+        let latency_cdfs = (super::stats::cdf_of_sorted_ns(&s.ttft), super::stats::cdf_of_sorted_ns(&s.e2e));
         let mut itl = std::mem::take(&mut rec.itl_packed);
         let itl_stats = Stats::from_packed_ns(&mut itl, super::ITL_COUNT_BITS);
         drop(itl);
@@ -495,6 +501,7 @@ impl Report {
             transfer,
             prefix,
             requests: rec.requests,
+            latency_cdfs,
         }
     }
 }

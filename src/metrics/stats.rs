@@ -66,6 +66,28 @@ fn interpolate(n: u64, q: f64, at: impl Fn(u64) -> f64) -> f64 {
     a + (b - a) * frac
 }
 
+/// Points of an empirical CDF the lab draws: at most this many per curve (plus the last).
+pub const CDF_POINTS: usize = 300;
+
+/// An empirical CDF: (seconds, cumulative fraction) points.
+pub type Cdf = Vec<(f64, f64)>;
+
+/// The CDF of sorted ns values, in seconds, thinned to at most `CDF_POINTS` + 1 points (evenly spaced
+/// ranks, always the last).
+pub fn cdf_of_sorted_ns(v: &[u64]) -> Cdf {
+    debug_assert!(v.is_sorted());
+    let n = v.len();
+    if n == 0 {
+        return vec![];
+    }
+    let step = n.div_ceil(CDF_POINTS).max(1);
+    let mut out: Cdf = (step - 1..n).step_by(step).map(|i| (v[i] as f64 / 1e9, (i + 1) as f64 / n as f64)).collect();
+    if out.last().is_none_or(|p| p.1 < 1.0) {
+        out.push((v[n - 1] as f64 / 1e9, 1.0));
+    }
+    out
+}
+
 /// Percentile of a sorted slice (linear interpolation).
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {

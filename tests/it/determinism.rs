@@ -57,3 +57,30 @@ fn policies_see_the_same_requests() {
     }
     assert!(outcomes.len() > 5, "the policies should change the outcome");
 }
+
+/// The lab's latency CDFs (computed by the report while its latencies are sorted) are those of the completed
+/// requests' records: a point at fraction k/n sits at the k-th smallest latency, and the last is at 1.
+#[test]
+fn latency_cdfs_are_those_of_the_completed_requests() {
+    use inferscale::metrics::Outcome;
+    fn check(what: &str, cdf: &[(f64, f64)], mut v: Vec<u64>) {
+        v.sort_unstable();
+        let n = v.len();
+        assert_eq!(cdf.is_empty(), n == 0, "{what}");
+        assert!(cdf.len() <= inferscale::export::CDF_POINTS + 1, "{what}");
+        for &(x, f) in cdf {
+            let k = (f * n as f64).round() as usize;
+            assert!((1..=n).contains(&k) && k as f64 / n as f64 == f, "{what}: fraction {f}");
+            assert_eq!(x, v[k - 1] as f64 / 1e9, "{what}: point {k} of {n}");
+        }
+        assert!(n == 0 || cdf.last().unwrap().1 == 1.0, "{what}");
+    }
+    for name in super::shipped_names() {
+        let sc = inferscale::scenario::validate(&super::shipped(&name)).unwrap();
+        let r = inferscale::simulate(&sc);
+        let done = || r.requests.iter().filter(|q| q.outcome == Outcome::Completed);
+        let (ttft, e2e) = inferscale::export::latency_cdfs(&r);
+        check(&format!("{name} TTFT"), &ttft, done().map(|q| q.first_token_ns - q.arrival_ns).collect());
+        check(&format!("{name} E2E"), &e2e, done().map(|q| q.done_ns - q.arrival_ns).collect());
+    }
+}
