@@ -549,6 +549,9 @@ impl<'a> Simulation<'a> {
             let left = (s.prefill_target - s.prefilled) as u64;
             need_bound += if left > 0 { left / block + 2 } else { 1 };
         }
+        // With lazy requests in bulk, the bound makes every allocation of the pass succeed without evicting.
+        let bulk = lazy.n > 0 && need_bound <= rare.kv.free();
+        let evictions_before = rare.kv.cache.evictions;
         if need_bound > rare.kv.free() && lazy.n > 0 {
             for (s, e) in running.iter_mut().zip(exit.iter_mut()) {
                 if *e != 0 {
@@ -649,6 +652,7 @@ impl<'a> Simulation<'a> {
         // Each lazy request that stayed lazy emitted a token one step after its last and planned the next;
         // those whose next token starts a block take it now.
         debug_assert_eq!(lazy.n, n_fast);
+        debug_assert!(!bulk || (rare.stuck_at.is_none() && rare.kv.cache.evictions == evictions_before), "the bound on the exceptions' blocks failed");
         let crossing = phase[(k % block) as usize] as u64 - fresh_crossing_now;
         debug_assert!(crossing <= rare.kv.free(), "lazy requests' blocks were checked to fit");
         if crossing > 0 {
