@@ -107,6 +107,13 @@ mod web {
     use gloo_worker::{HandlerId, Worker, WorkerScope};
     use std::cell::RefCell;
 
+    #[wasm_bindgen::prelude::wasm_bindgen]
+    extern "C" {
+        /// The worker's monotonic clock, ms (sub-ms resolution, unlike `Date.now()`).
+        #[wasm_bindgen(js_namespace = performance, js_name = now)]
+        fn performance_now() -> f64;
+    }
+
     thread_local! {
         /// The run in progress, so a panic can be reported to the page that asked for it.
         static CURRENT: RefCell<Option<(WorkerScope<SimWorker>, HandlerId, u32)>> = const { RefCell::new(None) };
@@ -160,7 +167,7 @@ mod web {
                             last = done;
                             scope.respond(id, Output::Progress { run_id, done, expected });
                         }
-                    }, &js_sys::Date::now) {
+                    }, &performance_now) {
                         Ok(results) => Output::Done { run_id, results },
                         Err(errors) => Output::Invalid { run_id, errors },
                     };
