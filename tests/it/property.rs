@@ -140,8 +140,8 @@ fn random_valid_scenarios_run_and_pass_audits() {
 
 /// The step end leaves steady decoders lazy (`engine::Lazy`) instead of touching each one every step; it must
 /// make exactly the plan the general path makes. The same random scenarios, ten times longer ones (more
-/// steady stretches, more block boundaries), and ones whose token budget binds every step give byte-identical
-/// reports both ways.
+/// steady stretches, more block boundaries), ones whose token budget binds every step, and the shipped
+/// scenarios give byte-identical reports both ways.
 #[test]
 fn lazy_step_ends_equal_the_general_path() {
     let (mut compared, mut lazy_heavy) = (0, 0);
@@ -163,4 +163,11 @@ fn lazy_step_ends_equal_the_general_path() {
         }
     }
     assert!(compared > 400 && lazy_heavy > 150, "{compared} compared, {lazy_heavy} with batches of 32 or more");
+    // And every shipped scenario (P/D with shared prefixes, KV pressure, bursts, a trace, 70B on TP 4).
+    for name in super::shipped_names() {
+        let sc = scenario::validate(&super::shipped(&name)).unwrap();
+        let lazy = inferscale::export::json(&inferscale::simulate(&sc));
+        let eager = inferscale::export::json(&inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc)));
+        assert!(lazy == eager, "{name}: the lazy step end changed the report");
+    }
 }
