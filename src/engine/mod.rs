@@ -601,31 +601,9 @@ impl<'a> Simulation<'a> {
             }
             let at = j;
             j += 1;
-            if lazy_steps && s.step_tokens == 1 && s.prefilled == s.prefill_target && s.generated > 0 && s.generated + 1 < s.target && now - s.last_token_ns == step_ns {
-                // A decode token one step after the last, not the final one. `RarePass::entry`'s work for
-                // exactly this case, inline.
-                s.kv_tokens += 1;
-                s.generated += 1;
-                s.last_token_ns = now;
-                s.step_tokens = 0;
-                rare.emitted_n += 1;
-                rare.bulk_itl += 1;
-                if planning {
-                    let (want, need) = want_need(s, budget, en);
-                    if want > 0 {
-                        if need > 0 && !rare.kv.try_alloc(need) {
-                            rare.stuck_at = Some(kept);
-                        } else {
-                            rare.allocated += need;
-                            take(s, want, need, &mut budget, &mut rare.work);
-                        }
-                    }
-                }
-            } else {
-                match rare.entry(s, kept, en, budget) {
-                    Some(left) => budget = left,
-                    None => continue, // completed, or left for the link
-                }
+            match rare.entry(s, kept, en, budget) {
+                Some(left) => budget = left,
+                None => continue, // completed, or left for the link
             }
             planning &= rare.stuck_at.is_none();
             held_blocks += s.blocks as u64;
