@@ -738,12 +738,18 @@ impl<'a> Simulation<'a> {
     }
 }
 
+/// The step end at which lazy request `s` (lazy until step end `exit`) became lazy: its counters are as they
+/// were then, and it leaves at its last token, `target − generated` step ends later.
+#[inline(always)]
+fn lazy_since(s: &Running, exit: u64) -> u64 {
+    exit - (s.target - s.generated) as u64
+}
+
 /// Bring lazy request `s` (lazy until step end `exit`) to where the step ends before step end `k` left it:
 /// a token emitted at each, the last at `prev_end_ns`, and the blocks for the token planned then.
 #[inline(always)]
 fn wake(s: &mut Running, exit: u64, k: u64, prev_end_ns: u64, block_tokens: u32) {
-    let since = exit - (s.target - s.generated) as u64;
-    let d = (k - 1 - since) as u32;
+    let d = (k - 1 - lazy_since(s, exit)) as u32;
     s.kv_tokens += d;
     s.generated += d;
     s.last_token_ns = prev_end_ns;
@@ -755,7 +761,7 @@ fn wake(s: &mut Running, exit: u64, k: u64, prev_end_ns: u64, block_tokens: u32)
 /// multiple of the block size.
 #[inline(always)]
 fn lazy_phase(s: &Running, exit: u64, block: u64) -> usize {
-    let since = exit - (s.target - s.generated) as u64;
+    let since = lazy_since(s, exit);
     ((since % block + s.shared_tokens as u64 % block + block - s.kv_tokens as u64 % block) % block) as usize
 }
 
