@@ -552,7 +552,7 @@ impl<'a> Simulation<'a> {
         // With lazy requests in bulk, the bound makes every allocation of the pass succeed without evicting.
         let bulk = lazy.n > 0 && need_bound <= rare.kv.free();
         let evictions_before = rare.kv.cache.evictions;
-        if need_bound > rare.kv.free() && lazy.n > 0 {
+        if lazy.n > 0 && !bulk {
             for (s, e) in running.iter_mut().zip(exit.iter_mut()) {
                 if *e != 0 {
                     wake(s, *e, k, prev_end_ns, en.block_size_tokens);
