@@ -372,15 +372,12 @@ impl Report {
 
         // A lone class or tenant holds every request: its summary is the overall one, under its name (sorting
         // the same 100k latencies twice more was a tenth of a run's time).
-        let named = |name: &str| GroupSummary { name: name.to_string(), ..overall.clone() };
-        let classes = match sc.workload.classes.as_slice() {
-            [c] => vec![named(&c.name)],
-            all => (all.iter().enumerate()).map(|(i, c)| group(&c.name, reqs, |r| r.class as usize == i, sc, duration_s).0).collect(),
+        let groups = |names: Vec<&str>, key: fn(&RequestRecord) -> usize| match names.as_slice() {
+            [name] => vec![GroupSummary { name: name.to_string(), ..overall.clone() }],
+            _ => (names.iter().enumerate()).map(|(i, name)| group(name, reqs, |r| key(r) == i, sc, duration_s).0).collect(),
         };
-        let tenants = match sc.workload.tenants.as_slice() {
-            [t] => vec![named(&t.name)],
-            all => (all.iter().enumerate()).map(|(i, t)| group(&t.name, reqs, |r| r.tenant as usize == i, sc, duration_s).0).collect(),
-        };
+        let classes = groups(sc.workload.classes.iter().map(|c| c.name.as_str()).collect(), |r| r.class as usize);
+        let tenants = groups(sc.workload.tenants.iter().map(|t| t.name.as_str()).collect(), |r| r.tenant as usize);
 
         let summary = Summary {
             requests: reqs.len() as u64,
