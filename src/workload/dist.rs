@@ -18,7 +18,7 @@ impl LengthDist {
     /// Lognormal from its mean and coefficient of variation: σ² = ln(1 + cv²), μ = ln(mean) − σ²/2.
     pub fn lognormal(mean: f64, cv: f64, max: u32) -> Self {
         let s2 = libm::log(1.0 + cv * cv);
-        LengthDist::Lognormal { mu: libm::log(mean) - s2 / 2.0, sigma: libm::sqrt(s2), mean, max }
+        LengthDist::Lognormal { mu: libm::log(mean) - s2 / 2.0, sigma: s2.sqrt(), mean, max }
     }
 
     pub fn geometric(mean: f64, max: u32) -> Self {
