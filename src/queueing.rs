@@ -78,6 +78,7 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
         metrics: Default::default(),
         prefix: None,
         cost_scale: None,
+        objectives: Default::default(),
     }
 }
 

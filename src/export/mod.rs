@@ -139,6 +139,16 @@ fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
+fn yes(b: bool) -> &'static str {
+    if b { "yes" } else { "**no**" }
+}
+
+/// A user's text (a scenario or class name) made safe for one Markdown table cell: no raw HTML, no `|` or
+/// line break to break the table.
+fn md_cell(t: &str) -> String {
+    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
 fn stats_row(name: &str, st: &Stats) -> String {
     format!("| {name} | {} | {} | {} | {} | {} | {} |\n", ms(st.mean), ms(st.p50), ms(st.p90), ms(st.p95), ms(st.p99), ms(st.max))
 }
@@ -147,17 +157,22 @@ fn stats_row(name: &str, st: &Stats) -> String {
 pub fn markdown(r: &Report) -> String {
     let s = &r.summary;
     let mut m = String::new();
-    let _ = writeln!(m, "# InferScale report: {}\n", r.scenario);
+    let _ = writeln!(m, "# InferScale report: {}\n", md_cell(&r.scenario));
     let _ = writeln!(m, "Seed {} · {} GPU(s) · InferScale {}\n", r.seed, r.gpus, r.inferscale_version);
+    let _ = writeln!(m, "**Setup:** {}; offered {:.3} req/s.\n", r.setup.sentence(), s.offered_rate_rps);
     m.push_str("## Summary\n\n| metric | value |\n|---|---|\n");
+    let st = &r.steady;
     for (k, v) in [
         ("requests", s.requests.to_string()),
+        ("offered rate", format!("{:.3} req/s", s.offered_rate_rps)),
+        ("steady throughput (achieved)", format!("{:.3} req/s", st.throughput_rps)),
+        ("steady goodput", format!("{:.3} req/s", st.goodput_rps)),
         ("completed", s.completed.to_string()),
         ("rejected", s.rejected.to_string()),
         ("failed", s.failed.to_string()),
         ("unfinished", s.unfinished.to_string()),
         ("duration", format!("{:.2} s", s.duration_s)),
-        ("throughput", format!("{:.3} req/s", s.throughput_rps)),
+        ("throughput (whole run, drain included)", format!("{:.3} req/s", s.throughput_rps)),
         ("output tokens/s", format!("{:.1}", s.output_tokens_per_s)),
         ("goodput", format!("{:.3} req/s", s.goodput_rps)),
         ("goodput per GPU", format!("{:.3} req/s", s.goodput_per_gpu_rps)),
@@ -169,6 +184,21 @@ pub fn markdown(r: &Report) -> String {
         ("Little's law relative error", format!("{:.2e}", s.little_relative_error)),
     ] {
         let _ = writeln!(m, "| {k} | {v} |");
+    }
+    let _ = writeln!(
+        m,
+        "\n## Steady state\n\nWindow {:.2}–{:.2} s ({:.0} % warm-up left out, the drain after the last arrival too): {} arrivals, {} completions; in system {} → {}.",
+        st.start_s, st.end_s, st.warmup_fraction * 100.0, st.arrivals, st.completions, st.in_system_start, st.in_system_end
+    );
+    for w in &st.warnings {
+        let _ = writeln!(m, "\n> Warning: {w}");
+    }
+    let o = &r.objectives;
+    let _ = writeln!(m, "\n## Objectives\n\n| objective | measured | met |\n|---|---|---|");
+    let _ = writeln!(m, "| SLO attainment ≥ {} | {} | {} |", pct(o.attainment_target), pct(o.attainment), yes(o.attainment_met));
+    for p in &o.percentiles {
+        let of = p.class.as_ref().map(|c| format!(" ({})", md_cell(c))).unwrap_or_default();
+        let _ = writeln!(m, "| p{} {}{of} ≤ {} | {} | {} |", p.percentile, p.metric.label(), ms(p.max_s), ms(p.value_s), yes(p.met));
     }
     let _ = writeln!(m, "\n## Diagnosis ({})\n\n{}\n\n**Advice:** {}", r.diagnosis.kind, r.diagnosis.verdict, r.diagnosis.advice);
     m.push_str("\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n");
@@ -183,7 +213,7 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(
                 m,
                 "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
-                g.name, g.requests, g.completed, g.rejected, pct(g.slo_attainment), g.goodput_rps, ms(g.ttft_s.p95), ms(g.tpot_s.p95), ms(g.e2e_s.p95)
+                md_cell(&g.name), g.requests, g.completed, g.rejected, pct(g.slo_attainment), g.goodput_rps, ms(g.ttft_s.p95), ms(g.tpot_s.p95), ms(g.e2e_s.p95)
             );
         }
     }

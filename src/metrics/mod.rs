@@ -7,6 +7,7 @@
 mod diagnose;
 mod report;
 mod stats;
+pub mod steady;
 
 pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
 pub use report::*;

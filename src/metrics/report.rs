@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use super::{Limiter, Outcome, Recorder, RequestRecord, Stats};
-use crate::scenario::{Scenario, Slo};
+use super::steady::{meets, Miss, ObjectivesReport, SteadySummary};
+use crate::scenario::Scenario;
 
 /// Everything a run reports. Field names carry units.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -13,12 +14,18 @@ pub struct Report {
     pub scenario: String,
     pub seed: u64,
     pub gpus: u32,
+    /// What was run: model, device, tensor parallelism and workers of each pool.
+    pub setup: Setup,
     pub summary: Summary,
     pub classes: Vec<GroupSummary>,
     pub tenants: Vec<GroupSummary>,
     pub replicas: Vec<ReplicaSummary>,
     pub engine: EngineSummary,
     pub audits: Audits,
+    /// The steady-state window: warm-up and drain left out, so a short and a long run agree.
+    pub steady: SteadySummary,
+    /// The attainment target and the percentile objectives, and whether they were met.
+    pub objectives: ObjectivesReport,
     /// Capacity or queueing? The plain-language verdict with the numbers behind it.
     pub diagnosis: super::Diagnosis,
     pub series: Series,
@@ -40,6 +47,48 @@ pub struct Report {
     pub latency_cdfs: (super::Cdf, super::Cdf),
 }
 
+/// What was run, in the words a user would say it ("Llama-3-70B on 8 H100 SXM, TP4 × 2").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Setup {
+    pub model: String,
+    pub pools: Vec<PoolSetup>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PoolSetup {
+    /// `colocated`, `prefill` or `decode`.
+    pub role: &'static str,
+    pub device: String,
+    pub tp: u32,
+    pub replicas: u32,
+    pub gpus: u32,
+}
+
+impl Setup {
+    fn of(sc: &Scenario) -> Setup {
+        let pools = sc
+            .pools
+            .iter()
+            .map(|p| PoolSetup { role: p.role.name(), device: p.hardware.name.clone(), tp: p.hardware.tp, replicas: p.replicas, gpus: p.replicas * p.hardware.tp })
+            .collect();
+        Setup { model: sc.model.name.clone(), pools }
+    }
+
+    /// "llama-3-70b on 8 × h100-sxm (TP 4 × 2 replicas)"; P/D: each pool.
+    pub fn sentence(&self) -> String {
+        let pools: Vec<String> = self
+            .pools
+            .iter()
+            .map(|p| {
+                let role = if p.role == "colocated" { String::new() } else { format!("{} pool: ", p.role) };
+                let reps = if p.replicas == 1 { "1 replica".to_string() } else { format!("{} replicas", p.replicas) };
+                format!("{role}{} × {} (TP {} × {reps})", p.gpus, p.device, p.tp)
+            })
+            .collect();
+        format!("{} on {}", self.model, pools.join(", "))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
     pub requests: u64,
@@ -49,6 +98,9 @@ pub struct Summary {
     pub unfinished: u64,
     /// From the first arrival to the end of the run.
     pub duration_s: f64,
+    /// Realised arrival rate: (requests − 1) ÷ (last arrival − first arrival); 0 for a burst.
+    pub offered_rate_rps: f64,
+    /// Completed ÷ duration (the drain included: see `steady.throughput_rps` for the sustained rate).
     pub throughput_rps: f64,
     pub output_tokens_per_s: f64,
     pub total_tokens_per_s: f64,
@@ -231,17 +283,6 @@ pub struct Series {
 /// Tolerance of the Little's-law audit (relative error).
 pub const LITTLE_TOLERANCE: f64 = 0.01;
 
-fn meets(r: &RequestRecord, slo: &Slo) -> bool {
-    if r.outcome != Outcome::Completed {
-        return false;
-    }
-    let ttft = r.first_token_ns - r.arrival_ns;
-    let e2e = r.done_ns - r.arrival_ns;
-    slo.ttft_ns.is_none_or(|t| ttft <= t)
-        && slo.e2e_ns.is_none_or(|t| e2e <= t)
-        && (r.output_tokens <= 1 || slo.tpot_ns.is_none_or(|t| (e2e - ttft) as f64 / (r.output_tokens - 1) as f64 <= t as f64))
-}
-
 /// Latency samples of completed requests, ns.
 struct Samples {
     ttft: Vec<u64>,
@@ -386,6 +427,7 @@ impl Report {
             failed: overall.failed,
             unfinished: overall.unfinished,
             duration_s,
+            offered_rate_rps: super::steady::offered_rate_rps(reqs),
             throughput_rps: per_s(overall.completed as f64),
             output_tokens_per_s: per_s(output_tokens as f64),
             total_tokens_per_s: per_s((output_tokens + prompt_tokens) as f64),
@@ -479,19 +521,25 @@ impl Report {
             shared_kv_peak_blocks: rec.prefix_peak_blocks,
             evictions: rec.prefix_evictions,
         });
-        let mut diagnosis = super::diagnose(&summary, &engine);
-        super::diagnose_pools(&mut diagnosis, &summary, pools.as_deref(), transfer.as_ref(), prefix.as_ref());
+        let steady = super::steady::steady(sc, reqs, end);
+        let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
+        let missed: Vec<Miss> = super::steady::misses(sc, reqs);
+        let mut diagnosis = super::diagnose(&summary, &engine, &steady, &objectives, missed);
+        super::diagnose_pools(&mut diagnosis, &summary, &objectives, pools.as_deref(), transfer.as_ref(), prefix.as_ref());
         Report {
             inferscale_version: env!("CARGO_PKG_VERSION"),
             scenario: sc.name.clone(),
             seed: sc.seed,
             gpus: sc.gpu_count(),
+            setup: Setup::of(sc),
             summary,
             classes,
             tenants,
             replicas,
             engine,
             audits,
+            steady,
+            objectives,
             diagnosis,
             series,
             pools,

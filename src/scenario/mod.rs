@@ -44,7 +44,12 @@ pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
 }
 
 /// serde says "unknown field `x`, expected one of `a`, `b`"; add "did you mean `a`?" when one is close.
+/// Its type errors ("invalid type: string \"\", expected f64 at line 1 column 429") are said in the user's
+/// words: "expected a number, got the text \"\" (line 1, column 429)".
 fn with_suggestion(msg: &str) -> String {
+    if let Some(rest) = msg.strip_prefix("invalid type: ").or_else(|| msg.strip_prefix("invalid value: ")) {
+        return plain_type_error(rest);
+    }
     if !(msg.starts_with("unknown field") || msg.starts_with("unknown variant")) {
         return msg.to_string();
     }
@@ -56,6 +61,31 @@ fn with_suggestion(msg: &str) -> String {
         },
         None => msg.to_string(),
     }
+}
+
+/// "string \"\", expected f64 at line 1 column 429" → "expected a number, got the text \"\" (line 1, column 429)".
+fn plain_type_error(rest: &str) -> String {
+    let (body, at) = match rest.rfind(" at line ") {
+        Some(i) => (&rest[..i], rest[i + 4..].replacen(" column ", ", column ", 1)),
+        None => (rest, String::new()),
+    };
+    let Some((got, expected)) = body.split_once(", expected ") else { return rest.to_string() };
+    let expected = match expected {
+        "f64" | "f32" => "a number",
+        "u64" | "u32" | "u16" | "u8" | "usize" => "a whole number ≥ 0",
+        "i64" | "i32" => "a whole number",
+        "a boolean" => "true or false",
+        "a string" => "text in quotes",
+        other => other,
+    };
+    let got = if let Some(t) = got.strip_prefix("string ") {
+        if t == "\"\"" { "an empty text \"\"".to_string() } else { format!("the text {t}") }
+    } else if let Some(n) = got.strip_prefix("floating point `").or_else(|| got.strip_prefix("integer `")) {
+        n.trim_end_matches('`').to_string()
+    } else {
+        got.to_string()
+    };
+    if at.is_empty() { format!("expected {expected}, got {got}") } else { format!("expected {expected}, got {got} ({at})") }
 }
 
 /// Latency objectives in nanoseconds.
@@ -275,6 +305,57 @@ pub struct Scenario {
     /// Width of one time-series window.
     pub series_window_ns: u64,
     pub series_points: u32,
+    /// Share of the arrival span left out of the steady-state window as warm-up.
+    pub warmup_fraction: f64,
+    pub objectives: Objectives,
+}
+
+/// The run's objectives: the attainment target, and objectives on percentiles.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Objectives {
+    pub attainment_target: f64,
+    pub percentiles: Vec<PercentileObjective>,
+}
+
+/// "p`percentile` of `metric` ≤ `max_ns`" over the completed requests of `class` (None: all).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PercentileObjective {
+    pub metric: spec::LatencyMetric,
+    pub percentile: f64,
+    pub max_ns: u64,
+    pub class: Option<u32>,
+}
+
+/// At most this many percentile objectives (each is a pass over the samples).
+const MAX_OBJECTIVES: usize = 64;
+
+fn validate_objectives(o: &ObjectivesSpec, w: Option<&Workload>, e: &mut Errors) -> Objectives {
+    e.range_open_lo("objectives.attainment_target", o.attainment_target, 0.0, 1.0);
+    if o.percentiles.len() > MAX_OBJECTIVES {
+        e.push("objectives.percentiles", format!("at most {MAX_OBJECTIVES} objectives (got {})", o.percentiles.len()));
+        return Objectives { attainment_target: o.attainment_target, percentiles: vec![] };
+    }
+    let mut percentiles = Vec::new();
+    for (i, p) in o.percentiles.iter().enumerate() {
+        let path = format!("objectives.percentiles[{i}]");
+        let ok = e.range_open_lo(&format!("{path}.percentile"), p.percentile, 0.0, 100.0) & e.range_open_lo(&format!("{path}.max_ms"), p.max_ms, 0.0, 1e9);
+        let class = match (&p.class, w) {
+            (None, _) => Some(None),
+            (Some(name), Some(w)) => match w.classes.iter().position(|c| c.name == *name) {
+                Some(k) => Some(Some(k as u32)),
+                None => {
+                    let hint = suggest(name, w.classes.iter().map(|c| c.name.as_str())).map(|s| format!("; did you mean \"{s}\"?")).unwrap_or_default();
+                    e.push(format!("{path}.class"), format!("no class is named \"{name}\"{hint}"));
+                    None
+                }
+            },
+            (Some(_), None) => None,
+        };
+        if let (true, Some(class)) = (ok, class) {
+            percentiles.push(PercentileObjective { metric: p.metric, percentile: p.percentile, max_ns: ms_to_ns(p.max_ms), class });
+        }
+    }
+    Objectives { attainment_target: o.attainment_target, percentiles }
 }
 
 impl Scenario {
@@ -315,6 +396,8 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     validate_policies(spec, &mut e);
     e.int("cluster.replicas", spec.cluster.replicas as u64, 1, 4096);
     e.int("metrics.series_points", spec.metrics.series_points as u64, 10, 5000);
+    e.range("metrics.warmup_fraction", spec.metrics.warmup_fraction, 0.0, 0.9);
+    let objectives = validate_objectives(&spec.objectives, workload.as_ref(), &mut e);
     let engine = match (&model, &hardware) {
         (Some(m), Some(h)) => validate_engine(&spec.engine, m, h, &mut e),
         _ => None,
@@ -415,6 +498,8 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         prefix: prefix.flatten(),
         series_window_ns: window,
         series_points: points,
+        warmup_fraction: spec.metrics.warmup_fraction,
+        objectives,
     })
 }
 

@@ -42,6 +42,78 @@ pub struct Spec {
     /// Multiply the cost model's prefill, decode and KV-transfer times (sensitivity to profile error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_scale: Option<CostScaleSpec>,
+    /// The attainment target and objectives on percentiles ("p95 TTFT ≤ 1 s"). Absent: a 99 % target and
+    /// only the classes' per-request SLOs.
+    #[serde(default, skip_serializing_if = "ObjectivesSpec::is_default")]
+    pub objectives: ObjectivesSpec,
+}
+
+/// What "meeting the objectives" means for a run: a share of requests meeting their class's per-request SLOs
+/// (`attainment_target`), and objectives on latency percentiles, as users write them.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectivesSpec {
+    /// Share of requests that must meet every per-request SLO of their class, in (0, 1].
+    #[serde(default = "default_attainment_target")]
+    pub attainment_target: f64,
+    /// Objectives on percentiles, e.g. `{"metric": "ttft", "percentile": 95, "max_ms": 1000}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles: Vec<PercentileObjectiveSpec>,
+}
+
+fn default_attainment_target() -> f64 {
+    0.99
+}
+
+impl Default for ObjectivesSpec {
+    fn default() -> Self {
+        ObjectivesSpec { attainment_target: default_attainment_target(), percentiles: vec![] }
+    }
+}
+
+impl ObjectivesSpec {
+    pub fn is_default(&self) -> bool {
+        *self == ObjectivesSpec::default()
+    }
+}
+
+/// "p`percentile` of `metric` ≤ `max_ms`", over every completed request or one class's.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PercentileObjectiveSpec {
+    pub metric: LatencyMetric,
+    /// In (0, 100]: 50 is the median, 100 the maximum.
+    pub percentile: f64,
+    pub max_ms: f64,
+    /// A class name; absent: all completed requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+}
+
+/// The per-request latencies an objective can bound.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyMetric {
+    /// Time to first token.
+    Ttft,
+    /// Time per output token after the first: (E2E − TTFT) ÷ (output tokens − 1).
+    Tpot,
+    /// End to end.
+    E2e,
+    /// Time from arrival to the first admission into a batch.
+    QueueDelay,
+}
+
+impl LatencyMetric {
+    /// How reports and the lab name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            LatencyMetric::Ttft => "TTFT",
+            LatencyMetric::Tpot => "TPOT",
+            LatencyMetric::E2e => "E2E",
+            LatencyMetric::QueueDelay => "queue delay",
+        }
+    }
 }
 
 /// Multiplicative errors of the step-time profile: 1 is the model as fitted.
@@ -660,6 +732,17 @@ pub struct MetricsSpec {
     /// About how many points the time series should have.
     #[serde(default = "default_points")]
     pub series_points: u32,
+    /// Share of the arrival span, from the first arrival, left out of the steady-state window as warm-up.
+    /// The window ends at the last arrival, so the drain is left out too.
+    #[serde(default = "default_warmup", skip_serializing_if = "is_default_warmup")]
+    pub warmup_fraction: f64,
+}
+
+fn default_warmup() -> f64 {
+    0.1
+}
+fn is_default_warmup(x: &f64) -> bool {
+    *x == default_warmup()
 }
 
 fn default_points() -> u32 {
@@ -668,6 +751,6 @@ fn default_points() -> u32 {
 
 impl Default for MetricsSpec {
     fn default() -> Self {
-        MetricsSpec { series_points: default_points() }
+        MetricsSpec { series_points: default_points(), warmup_fraction: default_warmup() }
     }
 }

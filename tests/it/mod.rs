@@ -4,6 +4,7 @@ mod cli;
 mod closed_forms;
 mod determinism;
 mod engine;
+mod objectives;
 mod pd;
 mod property;
 mod roofline;

@@ -16,6 +16,7 @@ mod study_panel;
 
 use crate::charts::{self, Mapping};
 use crate::details;
+use crate::numbers;
 use crate::table::{esc, Table};
 
 /// Shipped examples (the trace example carries its trace text, since a page cannot read files by path).
@@ -36,6 +37,8 @@ const PAGE_ROWS: usize = 50;
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Num,
+    /// A number where empty means "none" (an objective): clearing the field removes the key.
+    OptNum,
     Int,
     Bool,
     Text,
@@ -43,33 +46,33 @@ enum Kind {
     Tagged,
 }
 
-/// Controls and the scenario fields they edit (JSON pointers).
-const CONTROLS: &[(&str, &str, Kind)] = &[
-    ("c-seed", "/seed", Kind::Int),
-    ("c-arrival", "/workload/arrival/kind", Kind::Text),
-    ("c-rate", "/workload/arrival/rate_rps", Kind::Num),
-    ("c-cv", "/workload/arrival/cv", Kind::Num),
-    ("c-requests", "/workload/requests", Kind::Int),
-    ("c-model", "/model/preset", Kind::Text),
-    ("c-device", "/hardware/device", Kind::Text),
-    ("c-tp", "/hardware/tp", Kind::Int),
-    ("c-replicas", "/cluster/replicas", Kind::Int),
-    ("c-seqs", "/engine/max_num_seqs", Kind::Int),
-    ("c-budget", "/engine/max_num_batched_tokens", Kind::Int),
-    ("c-chunked", "/engine/chunked_prefill", Kind::Bool),
-    ("c-chunk", "/engine/prefill_chunk_tokens", Kind::Int),
-    ("c-block", "/engine/block_size_tokens", Kind::Int),
-    ("c-mem", "/engine/gpu_memory_utilization", Kind::Num),
-    ("c-oversub", "/engine/kv_oversubscription", Kind::Num),
-    ("c-prompt", "/workload/classes/0/prompt_tokens", Kind::Num),
-    ("c-output", "/workload/classes/0/output_tokens", Kind::Num),
-    ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::Num),
-    ("c-tpot", "/workload/classes/0/slo/tpot_ms", Kind::Num),
-    ("c-order", "/estimator/order", Kind::Tagged),
-    ("c-reserve", "/estimator/reserve", Kind::Tagged),
-    ("c-admission", "/admission", Kind::Tagged),
-    ("c-sched", "/scheduler", Kind::Tagged),
-    ("c-router", "/cluster/router", Kind::Tagged),
+/// Controls, the scenario fields they edit (JSON pointers), and their labels as errors name them.
+const CONTROLS: &[(&str, &str, Kind, &str)] = &[
+    ("c-seed", "/seed", Kind::Int, "Seed"),
+    ("c-arrival", "/workload/arrival/kind", Kind::Text, "Arrivals"),
+    ("c-rate", "/workload/arrival/rate_rps", Kind::Num, "Rate (req/s)"),
+    ("c-cv", "/workload/arrival/cv", Kind::Num, "Gap CV"),
+    ("c-requests", "/workload/requests", Kind::Int, "Requests"),
+    ("c-model", "/model/preset", Kind::Text, "Model"),
+    ("c-device", "/hardware/device", Kind::Text, "Device"),
+    ("c-tp", "/hardware/tp", Kind::Int, "TP (GPUs/replica)"),
+    ("c-replicas", "/cluster/replicas", Kind::Int, "Replicas"),
+    ("c-seqs", "/engine/max_num_seqs", Kind::Int, "Max batch (seqs)"),
+    ("c-budget", "/engine/max_num_batched_tokens", Kind::Int, "Token budget (tokens/step)"),
+    ("c-chunked", "/engine/chunked_prefill", Kind::Bool, "Chunked prefill"),
+    ("c-chunk", "/engine/prefill_chunk_tokens", Kind::Int, "Chunk (tokens)"),
+    ("c-block", "/engine/block_size_tokens", Kind::Int, "KV block (tokens)"),
+    ("c-mem", "/engine/gpu_memory_utilization", Kind::Num, "Memory fraction"),
+    ("c-oversub", "/engine/kv_oversubscription", Kind::Num, "Over-subscription (× KV)"),
+    ("c-prompt", "/workload/classes/0/prompt_tokens", Kind::Num, "Prompt length (tokens)"),
+    ("c-output", "/workload/classes/0/output_tokens", Kind::Num, "Output length (tokens)"),
+    ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::OptNum, "TTFT SLO (ms)"),
+    ("c-tpot", "/workload/classes/0/slo/tpot_ms", Kind::OptNum, "TPOT SLO (ms)"),
+    ("c-order", "/estimator/order", Kind::Tagged, "Order estimate"),
+    ("c-reserve", "/estimator/reserve", Kind::Tagged, "Reserve estimate"),
+    ("c-admission", "/admission", Kind::Tagged, "Admission"),
+    ("c-sched", "/scheduler", Kind::Tagged, "Scheduler"),
+    ("c-router", "/cluster/router", Kind::Tagged, "Router"),
 ];
 
 /// Slider ↔ number pairs.
@@ -94,6 +97,13 @@ struct App {
     /// The panel on screen: "lab" or a study's name.
     panel: String,
     study: study_panel::StudyState,
+    /// Fields whose text is not an acceptable value (yet): (validator path, message). The scenario keeps
+    /// the field's last good value; Run stays disabled until the text is fixed.
+    field_errors: Vec<(String, String)>,
+    /// The scenario an example, import or trace replaced: (what replaced it, its text), for Undo.
+    undo: Option<(String, String)>,
+    /// The last name the page derived for the scenario (it keeps deriving while the name is its own).
+    auto_name: String,
 }
 
 fn window() -> web_sys::Window {
@@ -132,32 +142,63 @@ impl App {
 
     /// Validate the editor's scenario; show every error inline; enable Run only when valid.
     fn validate(&self) -> bool {
-        let errors: Vec<(String, String)> = match inferscale::scenario::load(&self.scenario_text()) {
-            Ok(_) => vec![],
-            Err(e) => e.errors.into_iter().map(|f| (f.path, f.message)).collect(),
-        };
+        let mut errors = self.field_errors.clone();
+        if let Err(e) = inferscale::scenario::load(&self.scenario_text()) {
+            // A field with text of its own still in error shows that, not the old value's verdict.
+            errors.extend(e.errors.into_iter().map(|f| (f.path, f.message)).filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)));
+        }
         self.show_errors(&errors);
         let ok = errors.is_empty();
         if let Ok(b) = self.el("run").dyn_into::<web_sys::HtmlButtonElement>() {
             b.set_disabled(!ok || self.running);
         }
+        // Say it where the user looks, beside Run.
+        let status = self.el("status").text_content().unwrap_or_default();
+        if !ok && !self.running {
+            let names: Vec<String> = errors.iter().map(|(p, _)| self.label_of(p)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            self.set_status(&format!("Cannot run: fix {} ({} problem{})", names.join(", "), errors.len(), if errors.len() == 1 { "" } else { "s" }));
+        } else if ok && status.starts_with("Cannot run") {
+            self.set_status("Ready");
+        }
         ok
     }
 
+    /// The name a user knows a field by: its control's label, a generated row's label, else the path.
+    fn label_of(&self, path: &str) -> String {
+        if let Some(c) = CONTROLS.iter().find(|(_, ptr, kind, _)| dotted(ptr, *kind) == path) {
+            return c.3.to_string();
+        }
+        if let Ok(Some(el)) = self.el("details").query_selector(&format!("[data-ptr=\"{}\"]", pointer_of(path)))
+            && let Some(l) = el.get_attribute("aria-label")
+        {
+            return l;
+        }
+        if path == "(root)" { "the scenario JSON".into() } else { path.to_string() }
+    }
+
     fn show_errors(&self, errors: &[(String, String)]) {
-        self.el("errors").set_inner_html(&error_list(errors));
+        let items: String = errors
+            .iter()
+            .map(|(p, m)| {
+                let label = self.label_of(p);
+                let text = if m.starts_with(&label) { esc(m) } else { format!("<b>{}</b>: {}", esc(&label), esc(m)) };
+                format!("<li>{text} <code>{}</code></li>", esc(p))
+            })
+            .collect();
+        self.el("errors").set_inner_html(&items);
         self.editor().class_list().toggle_with_force("invalid", !errors.is_empty()).ok();
-        for (id, ptr, kind) in CONTROLS {
+        for (id, ptr, kind, label) in CONTROLS {
             let dotted = dotted(ptr, *kind);
             let hit = errors.iter().find(|(p, _)| *p == dotted || p.starts_with(&format!("{dotted}.")));
-            mark_field(&self.el(id), hit.map(|h| h.1.as_str()));
+            mark_field(&self.el(id), hit.map(|h| field_message(label, &h.1)).as_deref());
         }
         let Ok(fields) = self.el("details").query_selector_all("[data-ptr]") else { return };
         for i in 0..fields.length() {
             let Some(el) = fields.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
             let ptr = el.get_attribute("data-ptr").unwrap_or_default();
+            let label = el.get_attribute("aria-label").unwrap_or_default();
             let hit = errors.iter().find(|(p, _)| details::concerns(p, &ptr));
-            mark_field(&el, hit.map(|h| h.1.as_str()));
+            mark_field(&el, hit.map(|h| field_message(&label, &h.1)).as_deref());
         }
     }
 
@@ -169,8 +210,8 @@ impl App {
             let el = self.el(sec.id);
             if el.get_attribute("data-sig").as_deref() == Some(sec.sig.as_str()) {
                 for (ptr, value) in &sec.values {
-                    if focused.as_deref() == Some(ptr.as_str()) {
-                        continue; // the user is typing there
+                    if focused.as_deref() == Some(ptr.as_str()) || self.field_errors.iter().any(|(p, _)| *p == details::dotted(ptr)) {
+                        continue; // the user is typing there, or its text is kept until fixed
                     }
                     let Ok(Some(field)) = el.query_selector(&format!("[data-ptr=\"{ptr}\"]")) else { continue };
                     if let Ok(i) = field.clone().dyn_into::<HtmlInputElement>() {
@@ -201,14 +242,21 @@ impl App {
             return;
         };
         if let (Some(ptr), Some(ty)) = (target.get_attribute("data-ptr"), target.get_attribute("data-ty")) {
-            let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
-                i.value()
+            let (raw, bad_input) = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
+                (i.value(), i.validity().bad_input())
             } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
-                s.value()
+                (s.value(), false)
             } else {
                 return;
             };
-            details::edit(&mut v, &ptr, &ty, &raw);
+            let path = details::dotted(&ptr);
+            self.field_errors.retain(|(p, _)| *p != path);
+            let label = target.get_attribute("aria-label").unwrap_or_default();
+            if let Err(message) = details::edit(&mut v, &ptr, &ty, &raw, &label, bad_input) {
+                self.field_errors.push((path, message));
+                self.validate();
+                return;
+            }
         } else if let Some(act) = target.get_attribute("data-act") {
             let i = target.get_attribute("data-i").and_then(|i| i.parse().ok()).unwrap_or(0);
             details::action(&mut v, &act, i);
@@ -220,12 +268,14 @@ impl App {
         self.validate();
     }
 
-    /// Show the scenario's effective values (defaults filled in) in the controls.
+    /// Show the scenario's effective values (defaults filled in) in the controls. The focused control is
+    /// left as the user is typing it, and a control whose text is in error keeps that text until fixed.
     fn sync_controls(&self) {
         let Ok(spec) = inferscale::scenario::parse(&self.editor().value()) else { return };
         let Ok(v) = serde_json::to_value(&spec) else { return };
         let arrival = v.pointer("/workload/arrival/kind").and_then(Value::as_str).unwrap_or("");
-        for (id, ptr, kind) in CONTROLS {
+        let focused = self.doc.active_element().map(|e| e.id()).unwrap_or_default();
+        for (id, ptr, kind, _) in CONTROLS {
             let el = self.el(id);
             let path = if *kind == Kind::Tagged {
                 format!("{ptr}/kind")
@@ -245,10 +295,19 @@ impl App {
                 _ => true,
             };
             set_disabled(&el, !enabled);
+            let pending = self.field_errors.iter().any(|(p, _)| *p == dotted(ptr, *kind));
+            if *id == focused || pending {
+                continue;
+            }
             if let Ok(input) = el.clone().dyn_into::<HtmlInputElement>() {
                 match kind {
                     Kind::Bool => input.set_checked(value.as_ref().and_then(Value::as_bool).unwrap_or(false)),
-                    _ => input.set_value(&value.map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default()),
+                    _ => {
+                        let text = value.as_ref().map(numbers::shown).unwrap_or_default();
+                        if input.value() != text {
+                            input.set_value(&text);
+                        }
+                    }
                 }
             } else if let Ok(sel) = el.dyn_into::<HtmlSelectElement>() {
                 sel.set_value(value.as_ref().and_then(Value::as_str).unwrap_or(""));
@@ -258,58 +317,169 @@ impl App {
         for (range, number) in PAIRS {
             let n: HtmlInputElement = self.el(number).dyn_into().unwrap();
             let r: HtmlInputElement = self.el(range).dyn_into().unwrap();
-            r.set_value(&n.value());
+            if *range != focused {
+                r.set_value(&n.value());
+            }
             set_disabled(&r, n.disabled());
         }
     }
 
-    /// A control changed: write its value into the editor's JSON.
+    /// A control changed: write its value into the editor's JSON. Number text that is not a value (yet)
+    /// leaves the JSON as it was and is reported at the field.
     fn control_changed(&mut self, id: &str) {
-        let Some((_, ptr, kind)) = CONTROLS.iter().find(|c| c.0 == id) else { return };
+        let Some(&(_, ptr, kind, label)) = CONTROLS.iter().find(|c| c.0 == id) else { return };
         let el = self.el(id);
-        let raw = if let Ok(i) = el.clone().dyn_into::<HtmlInputElement>() {
-            if *kind == Kind::Bool { i.checked().to_string() } else { i.value() }
+        let (raw, bad_input) = if let Ok(i) = el.clone().dyn_into::<HtmlInputElement>() {
+            if kind == Kind::Bool { (i.checked().to_string(), false) } else { (i.value(), i.validity().bad_input()) }
         } else if let Ok(s) = el.dyn_into::<HtmlSelectElement>() {
-            s.value()
+            (s.value(), false)
         } else {
             return;
         };
+        let path = dotted(ptr, kind);
+        self.field_errors.retain(|(p, _)| *p != path);
         let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
             self.show_errors(&[("(root)".into(), "fix the JSON first: the controls edit it".into())]);
             return;
         };
+        let length = length_field(&v, id, ptr);
+        // A fixed length takes whole tokens; a mean may be fractional.
+        let int = kind == Kind::Int || length == Some("tokens");
         let new = match kind {
-            // A number that does not parse is kept as text, so the validator names the field.
-            Kind::Num => raw.parse::<f64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())),
-            Kind::Int => raw.parse::<i64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())),
-            Kind::Bool => json!(raw == "true"),
-            Kind::Text => json!(raw),
-            Kind::Tagged => kind_object(&raw),
+            Kind::Num | Kind::OptNum | Kind::Int => match numbers::typed(&raw, label, int, kind == Kind::OptNum, bad_input) {
+                numbers::Typed::Number(x) => Some(x),
+                numbers::Typed::Cleared => None,
+                numbers::Typed::Invalid(message) => {
+                    self.field_errors.push((path, message));
+                    self.validate();
+                    return;
+                }
+            },
+            Kind::Bool => Some(json!(raw == "true")),
+            Kind::Text => Some(json!(raw)),
+            Kind::Tagged => Some(kind_object(&raw)),
+        };
+        let target = match length {
+            Some(field) => format!("{ptr}/{field}"),
+            None => ptr.to_string(),
         };
         if id == "c-arrival" {
-            // Each arrival kind has its own fields: rebuild the object, keeping the rate.
-            let rate = v.pointer("/workload/arrival/rate_rps").or(v.pointer("/workload/arrival/rate_on_rps")).cloned().unwrap_or(json!(1.0));
-            let cv = v.pointer("/workload/arrival/cv").cloned().unwrap_or(json!(2.0));
-            let a = match raw.as_str() {
-                "gamma" => json!({"kind": raw, "rate_rps": rate, "cv": cv}),
-                // Bursts at 3× the rate a third of the time; quiet periods at a tenth of it.
-                "on_off" => {
-                    let r = rate.as_f64().unwrap_or(1.0);
-                    json!({"kind": raw, "rate_on_rps": r * 3.0, "rate_off_rps": r / 10.0, "mean_on_s": 10.0, "mean_off_s": 20.0})
-                }
-                _ => json!({"kind": raw, "rate_rps": rate}),
-            };
+            let a = arrival_object(&v, &raw);
             details::set(&mut v, "/workload/arrival", a);
-        } else if let Some(field) = length_field(&v, id, ptr) {
-            // A fixed length takes whole tokens; a mean may be fractional.
-            let new = if field == "tokens" { raw.parse::<u64>().map(|x| json!(x)).unwrap_or(Value::String(raw.clone())) } else { new };
-            details::set(&mut v, &format!("{ptr}/{field}"), new);
-        } else {
-            details::set(&mut v, ptr, new);
+        } else if let Some(new) = new {
+            details::set(&mut v, &target, new);
+        } else if let Some(parent) = target.rsplit_once('/').and_then(|(parent, _)| v.pointer_mut(parent)).and_then(Value::as_object_mut) {
+            parent.remove(target.rsplit('/').next().unwrap_or(""));
+        }
+        if matches!(id, "c-model" | "c-device" | "c-tp" | "c-replicas" | "c-rate" | "c-arrival") {
+            self.derive_name(&mut v);
         }
         self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
         self.sync_controls();
         self.validate();
+    }
+
+    /// While the scenario's name is an example's or one the page derived, it follows what is run, so the
+    /// name in exports and reports says it ("llama-3-70b-h100-sxm-tp4x2-20rps"); a name the user wrote stays.
+    fn derive_name(&mut self, v: &mut Value) {
+        let name = v["name"].as_str().unwrap_or("scenario").to_string();
+        let ours = name == self.auto_name || PRESETS.iter().any(|(p, _)| *p == name) || name == "scenario";
+        let Ok(spec) = inferscale::scenario::parse(&v.to_string()) else { return };
+        if !ours {
+            return;
+        }
+        let rate = match &spec.workload.arrival {
+            inferscale::scenario::ArrivalSpec::Poisson { rate_rps } | inferscale::scenario::ArrivalSpec::Constant { rate_rps } => format!("-{}rps", numbers::shown(&json!(rate_rps))),
+            inferscale::scenario::ArrivalSpec::Gamma { rate_rps, .. } => format!("-{}rps-bursty", numbers::shown(&json!(rate_rps))),
+            _ => String::new(),
+        };
+        let model = spec.model.preset.clone().unwrap_or_else(|| "custom-model".into());
+        let device = spec.hardware.device.clone().unwrap_or_else(|| "custom-gpu".into());
+        let derived = format!("{model}-{device}-tp{}x{}{rate}", spec.hardware.tp, spec.cluster.replicas);
+        let kept = v["description"].as_str().filter(|d| d.starts_with("Derived from the example")).and_then(|d| d.split_once(". ")).map(|(p, _)| format!("{p}. "));
+        let from = if PRESETS.iter().any(|(p, _)| *p == name) { format!("Derived from the example \"{name}\". ") } else { kept.unwrap_or_default() };
+        if let Some(o) = v.as_object_mut() {
+            o.insert("name".into(), json!(derived));
+            if !from.is_empty() || o.get("description").is_some() {
+                let gpus = spec.hardware.tp * spec.cluster.replicas;
+                o.insert("description".into(), json!(format!("{from}{model} on {gpus} × {device} (TP {} × {} replicas){}", spec.hardware.tp, spec.cluster.replicas, rate.replace('-', " ").replace("rps", " req/s"))));
+            }
+        }
+        self.auto_name = derived;
+    }
+
+    /// Replace the scenario with one from `what` (an example, an imported file, a trace); the one it replaces
+    /// is kept for Undo, so no choice loses the working scenario.
+    fn replace_scenario(&mut self, what: &str, text: &str) {
+        let old = self.editor().value();
+        if old.trim() != text.trim() {
+            self.undo = Some((what.to_string(), old));
+        }
+        self.field_errors.clear();
+        self.notice("", None);
+        self.load_text(text);
+        self.show_undo();
+    }
+
+    fn show_undo(&self) {
+        let b = self.html("undo");
+        b.set_hidden(self.undo.is_none());
+        if let Some((what, _)) = &self.undo {
+            b.set_text_content(Some(&format!("Undo {what}")));
+            b.set_title("Put back the scenario you had before");
+        }
+    }
+
+    fn undo(&mut self) {
+        let Some((what, text)) = self.undo.take() else { return };
+        self.field_errors.clear();
+        self.load_text(&text);
+        self.show_undo();
+        self.notice(&format!("Undone: the scenario from before the {what} is back."), None);
+    }
+
+    /// A message about a file or example the page refused or undid, beside the scenario's controls; `field`
+    /// is the file input it concerns (marked invalid until the next load).
+    fn notice(&self, text: &str, field: Option<&str>) {
+        let n = self.html("notice");
+        n.set_text_content(Some(text));
+        n.set_hidden(text.is_empty());
+        for id in ["c-import", "c-trace"] {
+            mark_field(&self.el(id), (field == Some(id)).then_some(text));
+        }
+    }
+
+    /// An imported scenario file: refused with its parse error if it is not JSON (the working scenario stays),
+    /// else loaded with Undo offered (its own validation errors are shown at their fields).
+    fn import(&mut self, name: &str, text: &str) {
+        let text = text.trim_start_matches('\u{feff}');
+        match serde_json::from_str::<Value>(text) {
+            Ok(_) => self.replace_scenario(&format!("import of {name}"), text),
+            Err(e) => self.notice(&format!("{name} was not imported: it is not valid JSON ({e}). Your scenario is unchanged."), Some("c-import")),
+        }
+    }
+
+    /// An uploaded trace: checked with the scenario before anything changes; a trace the core refuses leaves
+    /// the scenario (its rate, its request count) and the previous trace as they were.
+    fn upload_trace(&mut self, name: &str, text: String) {
+        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
+            self.notice("Fix the scenario JSON first: the trace goes into it.", Some("c-trace"));
+            return;
+        };
+        details::set(&mut v, "/workload/arrival", json!({"kind": "trace", "path": name, "format": "auto"}));
+        if let Some(w) = v.pointer_mut("/workload").and_then(Value::as_object_mut) {
+            w.remove("requests");
+            w.remove("duration_s");
+        }
+        let mut with_data = v.clone();
+        details::set(&mut with_data, "/workload/arrival/data", json!(text));
+        if let Err(e) = inferscale::scenario::load(&with_data.to_string()) {
+            let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
+            self.notice(&format!("Trace {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some("c-trace"));
+            return;
+        }
+        self.trace = Some((name.to_string(), text));
+        self.replace_scenario(&format!("trace upload ({name})"), &serde_json::to_string_pretty(&v).unwrap_or_default());
     }
 
     fn load_text(&mut self, text: &str) {
@@ -402,6 +572,11 @@ impl App {
                 self.el("status").set_attribute("data-simulate-ms", &format!("{:.1}", results.simulate_ms)).ok();
                 self.set_status(&format!("Done in {secs:.2} s"));
                 self.show_results(results);
+                // Take the user to what the run says.
+                self.el("results").scroll_into_view();
+                if let Ok(h) = self.el("diagnosis-title").dyn_into::<HtmlElement>() {
+                    h.focus().ok();
+                }
                 // Run → results on screen (cards, charts, table drawn), for the e2e benchmark.
                 self.el("status").set_attribute("data-shown-ms", &format!("{:.1}", now_ms() - self.started_ms)).ok();
             }
@@ -453,8 +628,16 @@ impl App {
                     .collect()
             })
             .unwrap_or_default();
+        let warnings: String = self.report["steady"]["warnings"]
+            .as_array()
+            .map(|a| a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect())
+            .unwrap_or_default();
         self.el("diagnosis").set_inner_html(&format!(
-            "<h3>Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p><ul>{}</ul>",
+            "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p>{warnings}<ul>{}</ul>",
+            esc(&setup_sentence(&self.report["setup"])),
+            self.report["summary"]["offered_rate_rps"].as_f64().unwrap_or(0.0),
+            self.report["summary"]["requests"],
+            self.report["seed"],
             esc(d["kind"].as_str().unwrap_or("")),
             esc(d["verdict"].as_str().unwrap_or("")),
             esc(d["advice"].as_str().unwrap_or("")),
@@ -468,7 +651,14 @@ impl App {
         let f = |v: &Value| v.as_f64().unwrap_or(0.0);
         let t = |v: &Value| fmt_s(f(v));
         let p = |v: &Value| format!("{:.1} %", f(v) * 100.0);
+        let o = &self.report["objectives"];
+        let st = &self.report["steady"];
+        let target = o["attainment_target"].as_f64().unwrap_or(0.99);
+        let attainment_label = format!("SLO attainment (target {:.1} %)", target * 100.0);
         let cards = vec![
+            ("Offered rate", format!("{:.2} req/s", f(&s["offered_rate_rps"])), ""),
+            ("Achieved (steady)", format!("{:.2} req/s", f(&st["throughput_rps"])), if st["overloaded"] == true { "bad" } else { "" }),
+            ("Goodput (steady)", format!("{:.2} req/s", f(&st["goodput_rps"])), ""),
             ("TTFT p50", t(&s["ttft_s"]["p50"]), ""),
             ("TTFT p95", t(&s["ttft_s"]["p95"]), ""),
             ("TTFT p99", t(&s["ttft_s"]["p99"]), ""),
@@ -478,19 +668,26 @@ impl App {
             ("E2E p50", t(&s["e2e_s"]["p50"]), ""),
             ("E2E p95", t(&s["e2e_s"]["p95"]), ""),
             ("E2E p99", t(&s["e2e_s"]["p99"]), ""),
-            ("Throughput", format!("{:.2} req/s", f(&s["throughput_rps"])), ""),
+            ("Throughput (whole run)", format!("{:.2} req/s", f(&s["throughput_rps"])), ""),
             ("Output tokens", format!("{:.0} tok/s", f(&s["output_tokens_per_s"])), ""),
-            ("Goodput", format!("{:.2} req/s", f(&s["goodput_rps"])), ""),
-            ("SLO attainment", p(&s["slo_attainment"]), if f(&s["slo_attainment"]) >= 0.99 { "good" } else { "bad" }),
+            ("Goodput (whole run)", format!("{:.2} req/s", f(&s["goodput_rps"])), ""),
+            ("SLO attainment", p(&s["slo_attainment"]), if o["attainment_met"] == true { "good" } else { "bad" }),
             ("KV peak", p(&s["kv_peak_fraction"]), ""),
             ("Preemptions", format!("{}", s["preemptions"]), ""),
             ("Rejected", format!("{}", s["rejected"]), ""),
             ("Unfinished", format!("{}", s["unfinished"]), ""),
-            ("Little's law", format!("err {:.1e}", f(&a["little"]["relative_error"])), if a["ok"] == true { "good" } else { "bad" }),
+            ("Little's law error", format!("{:.2} %", f(&a["little"]["relative_error"]) * 100.0), if a["ok"] == true { "good" } else { "bad" }),
             ("GPUs", format!("{}", self.report["gpus"]), ""),
             ("Goodput/GPU", format!("{:.3} req/s", f(&s["goodput_per_gpu_rps"])), ""),
         ];
-        let mut cards = cards.into_iter().map(|(k, v, c)| (k.to_string(), v, c)).collect::<Vec<_>>();
+        let mut cards = cards.into_iter().map(|(k, v, c)| (if k == "SLO attainment" { attainment_label.clone() } else { k.to_string() }, v, c)).collect::<Vec<_>>();
+        // Objectives on percentiles, as the scenario states them.
+        for q in o["percentiles"].as_array().into_iter().flatten() {
+            let of = q["class"].as_str().map(|c| format!(" ({c})")).unwrap_or_default();
+            let metric = q["metric"].as_str().unwrap_or("").replace('_', " ").to_uppercase();
+            let label = format!("p{} {metric}{of} ≤ {}", numbers::shown(&q["percentile"]), fmt_s(f(&q["max_s"])));
+            cards.insert(0, (label, t(&q["value_s"]), if q["met"] == true { "good" } else { "bad" }));
+        }
         // Disaggregated and prefix-sharing runs have their own figures.
         if let Some(pools) = self.report["pools"].as_array() {
             for pool in pools {
@@ -534,7 +731,8 @@ impl App {
             .as_array()
             .map(|a| a.iter().map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["slo_attainment"].as_f64().unwrap_or(0.0))).collect())
             .unwrap_or_default();
-        if let Some(m) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(0.99)) {
+        let target = self.report["objectives"]["attainment_target"].as_f64().unwrap_or(0.99);
+        if let Some(m) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target)) {
             maps.push(("class".to_string(), m));
         }
         self.mappings = maps;
@@ -669,6 +867,41 @@ fn length_field(v: &Value, id: &str, ptr: &str) -> Option<&'static str> {
     }
 }
 
+/// The arrival object for kind `k`: each kind has its own fields, so it is rebuilt, keeping the rate.
+fn arrival_object(v: &Value, k: &str) -> Value {
+    let rate = v.pointer("/workload/arrival/rate_rps").or(v.pointer("/workload/arrival/rate_on_rps")).cloned().unwrap_or(json!(1.0));
+    let cv = v.pointer("/workload/arrival/cv").cloned().unwrap_or(json!(2.0));
+    match k {
+        "gamma" => json!({"kind": k, "rate_rps": rate, "cv": cv}),
+        // Bursts at 3× the rate a third of the time; quiet periods at a tenth of it.
+        "on_off" => {
+            let r = rate.as_f64().unwrap_or(1.0);
+            json!({"kind": k, "rate_on_rps": r * 3.0, "rate_off_rps": r / 10.0, "mean_on_s": 10.0, "mean_off_s": 20.0})
+        }
+        _ => json!({"kind": k, "rate_rps": rate}),
+    }
+}
+
+/// `workload.classes[1].slo.ttft_ms` → `/workload/classes/1/slo/ttft_ms`.
+fn pointer_of(path: &str) -> String {
+    let mut out = String::new();
+    for part in path.split('.') {
+        let (name, index) = part.split_once('[').map_or((part, None), |(n, i)| (n, Some(i.trim_end_matches(']'))));
+        out.push('/');
+        out.push_str(name);
+        if let Some(i) = index {
+            out.push('/');
+            out.push_str(i);
+        }
+    }
+    out
+}
+
+/// The message shown beside a field: the validator's words, led by the field's name.
+fn field_message(label: &str, message: &str) -> String {
+    if message.starts_with(label) || label.is_empty() { message.to_string() } else { format!("{label}: {message}") }
+}
+
 /// `{"kind": k}` with the parameters that kind requires, at sensible defaults (editable in the JSON).
 fn kind_object(k: &str) -> Value {
     match k {
@@ -692,21 +925,57 @@ fn dotted(ptr: &str, kind: Kind) -> String {
     if kind == Kind::Tagged { p } else { p.trim_end_matches(".kind").to_string() }
 }
 
+/// The report's `setup` as a sentence: "llama-3-8b on 1 × a100-80g (TP 1 × 1 replica)".
+fn setup_sentence(setup: &Value) -> String {
+    let pools: Vec<String> = setup["pools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let role = match p["role"].as_str() {
+                Some("colocated") | None => String::new(),
+                Some(r) => format!("{r} pool: "),
+            };
+            let n = p["replicas"].as_u64().unwrap_or(0);
+            format!("{role}{} × {} (TP {} × {n} replica{})", p["gpus"], p["device"].as_str().unwrap_or("?"), p["tp"], if n == 1 { "" } else { "s" })
+        })
+        .collect();
+    format!("{} on {}", setup["model"].as_str().unwrap_or("?"), pools.join(", "))
+}
+
 fn fmt_s(s: f64) -> String {
     if s < 10.0 { format!("{:.1} ms", s * 1e3) } else { format!("{s:.2} s") }
 }
 
-/// The validator's errors as the page lists them.
+/// The validator's errors as the study panels list them.
 fn error_list(errors: &[(String, String)]) -> String {
     errors.iter().map(|(p, m)| format!("<li><code>{}</code>: {}</li>", esc(p), esc(m))).collect()
 }
 
-/// Mark a field invalid (with the message as its tooltip) or valid, for sight and for screen readers.
+/// Mark a field invalid or valid, for sight and for screen readers: the message is shown right after the
+/// field (and is its description), and goes away when the field is fixed.
 fn mark_field(el: &Element, error: Option<&str>) {
     el.class_list().toggle_with_force("invalid", error.is_some()).ok();
     el.set_attribute("aria-invalid", if error.is_some() { "true" } else { "false" }).ok();
-    if let Some(m) = error {
-        el.set_attribute("title", m).ok();
+    let next = el.next_element_sibling().filter(|n| n.class_list().contains("field-msg"));
+    match (error, next) {
+        (Some(m), Some(n)) => n.set_text_content(Some(m)),
+        (Some(m), None) => {
+            let Some(doc) = el.owner_document() else { return };
+            let Ok(n) = doc.create_element("span") else { return };
+            n.set_class_name("field-msg");
+            n.set_attribute("role", "status").ok();
+            n.set_text_content(Some(m));
+            let id = format!("msg-{}", if el.id().is_empty() { el.get_attribute("data-ptr").unwrap_or_default().replace('/', "-") } else { el.id() });
+            n.set_id(&id);
+            el.set_attribute("aria-describedby", &id).ok();
+            el.insert_adjacent_element("afterend", &n).ok();
+        }
+        (None, Some(n)) => {
+            n.remove();
+            el.remove_attribute("aria-describedby").ok();
+        }
+        (None, None) => {}
     }
 }
 
@@ -808,6 +1077,9 @@ pub fn start() {
         self_ref: std::rc::Weak::new(),
         panel: "lab".into(),
         study: Default::default(),
+        field_errors: Vec::new(),
+        undo: None,
+        auto_name: String::new(),
     }));
     app.borrow_mut().self_ref = Rc::downgrade(&app);
     APP.with(|a| *a.borrow_mut() = Some(app.clone()));
@@ -828,10 +1100,16 @@ pub fn start() {
     on(&app, "preset", "change", |app, _| {
         let name = app.borrow().el("preset").unchecked_into::<HtmlSelectElement>().value();
         if let Some((_, text)) = PRESETS.iter().find(|p| p.0 == name) {
-            app.borrow_mut().load_text(text);
+            app.borrow_mut().replace_scenario(&format!("example \"{name}\""), text);
         }
     });
-    for (id, _, kind) in CONTROLS {
+    on(&app, "undo", "click", |app, _| app.borrow_mut().undo());
+    for (id, _, _, label) in CONTROLS {
+        // Each control's accessible name is the label its errors use (the visible label wraps a unit, a
+        // slider or a tooltip, which made names such as "Mean arrival rate, requests").
+        app.borrow().el(id).set_attribute("aria-label", label).ok();
+    }
+    for (id, _, kind, _) in CONTROLS {
         let event = if matches!(kind, Kind::Text | Kind::Tagged | Kind::Bool) { "change" } else { "input" };
         let id2 = id.to_string();
         on(&app, id, event, move |app, _| app.borrow_mut().control_changed(&id2));
@@ -844,6 +1122,8 @@ pub fn start() {
             app.borrow_mut().control_changed(&n2);
         });
     }
+    // A field reformats only once the user has left it.
+    on(&app, "controls", "focusout", |app, _| app.borrow().sync_controls());
     on(&app, "scenario", "input", |app, _| {
         let a = app.borrow();
         a.sync_controls();
@@ -889,19 +1169,7 @@ pub fn start() {
         let Some(i) = e.target().and_then(|t| t.dyn_into::<Element>().ok()).and_then(|t| t.id().strip_prefix("study-chart-").and_then(|i| i.parse::<usize>().ok())) else { return };
         app.borrow().study_hover(i, m);
     });
-    on(&app, "c-trace", "change", |app, e| {
-        read_file(app, &e, |a, name, text| {
-            a.trace = Some((name.clone(), text));
-            let Ok(mut v) = serde_json::from_str::<Value>(&a.editor().value()) else { return };
-            details::set(&mut v, "/workload/arrival", json!({"kind": "trace", "path": name, "format": "auto"}));
-            if let Some(w) = v.pointer_mut("/workload").and_then(Value::as_object_mut) {
-                w.remove("requests");
-                w.remove("duration_s");
-            }
-            let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
-            a.load_text(&pretty);
-        });
-    });
+    on(&app, "c-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_trace(&name, text)));
     // One listener per generated section serves every row in it.
     for id in ["d-arrival", "d-classes", "d-tenants"] {
         for event in ["change", "click"] {
@@ -915,7 +1183,7 @@ pub fn start() {
             });
         }
     }
-    on(&app, "c-import", "change", |app, e| read_file(app, &e, |a, _, text| a.load_text(&text)));
+    on(&app, "c-import", "change", |app, e| read_file(app, &e, |a, name, text| a.import(&name, &text)));
     on(&app, "save-scenario", "click", |app, _| {
         let a = app.borrow();
         let name = serde_json::from_str::<Value>(&a.editor().value()).ok().and_then(|v| v["name"].as_str().map(str::to_string)).unwrap_or_else(|| "scenario".into());

@@ -73,7 +73,7 @@ impl Builder {
             Value::Null => String::new(),
             Value::String(s) => s.clone(),
             Value::Array(a) => a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
-            other => other.to_string(),
+            other => crate::numbers::shown(other),
         };
         let (kind, extra) = match ty {
             Ty::Num | Ty::OptNum => ("number", " step=\"any\""),
@@ -282,23 +282,26 @@ fn length_of_kind(kind: &str, old: &Value) -> Value {
 
 /// Apply a field edit: the text `raw` of the input with pointer `ptr` and type name `ty`. Text that does not
 /// parse as a number is written as a string, so the validator names the field instead of the edit vanishing.
-pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str) {
-    let Some(ty) = Ty::parse(ty) else { return };
+pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str, label: &str, bad_input: bool) -> Result<(), String> {
+    use crate::numbers::{typed, Typed};
+    let Some(ty) = Ty::parse(ty) else { return Ok(()) };
     let raw = raw.trim();
-    let number = |raw: &str| raw.parse::<f64>().ok().and_then(|x| serde_json::Number::from_f64(x).map(Value::Number));
     let new = match ty {
         Ty::LenKind => {
             let obj_ptr = ptr.trim_end_matches("/kind");
             let old = v.pointer(obj_ptr).cloned().unwrap_or(Value::Null);
             set(v, obj_ptr, length_of_kind(raw, &old));
-            return;
+            return Ok(());
         }
-        Ty::OptNum if raw.is_empty() => {
-            remove(v, ptr);
-            return;
-        }
-        Ty::Num | Ty::OptNum => number(raw).unwrap_or_else(|| Value::String(raw.to_string())),
-        Ty::Int => raw.parse::<i64>().map(|x| json!(x)).unwrap_or_else(|_| Value::String(raw.to_string())),
+        // Text that is no number yet leaves the scenario as it was; the field says why.
+        Ty::Num | Ty::OptNum | Ty::Int => match typed(raw, label, ty == Ty::Int, ty == Ty::OptNum, bad_input) {
+            Typed::Number(x) => x,
+            Typed::Cleared => {
+                remove(v, ptr);
+                return Ok(());
+            }
+            Typed::Invalid(message) => return Err(message),
+        },
         Ty::Text => Value::String(raw.to_string()),
         Ty::List => {
             let items: Vec<Value> = raw
@@ -310,6 +313,7 @@ pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str) {
         }
     };
     set(v, ptr, new);
+    Ok(())
 }
 
 /// A button: add or remove a class or tenant.
@@ -428,11 +432,11 @@ mod tests {
     #[test]
     fn edits_round_trip_through_the_validator() {
         let mut v = spec(TWO_CLASSES);
-        edit(&mut v, "/workload/classes/1/prompt_tokens/values", "list", "3, 4 ,5");
-        edit(&mut v, "/workload/classes/1/slo/ttft_ms", "optnum", "250");
-        edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "");
-        edit(&mut v, "/workload/arrival/mean_off_s", "num", "7.5");
-        edit(&mut v, "/workload/classes/0/output_tokens/kind", "lenkind", "lognormal");
+        edit(&mut v, "/workload/classes/1/prompt_tokens/values", "list", "3, 4 ,5", "field", false).unwrap();
+        edit(&mut v, "/workload/classes/1/slo/ttft_ms", "optnum", "250", "field", false).unwrap();
+        edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "", "field", false).unwrap();
+        edit(&mut v, "/workload/arrival/mean_off_s", "num", "7.5", "field", false).unwrap();
+        edit(&mut v, "/workload/classes/0/output_tokens/kind", "lenkind", "lognormal", "field", false).unwrap();
         let s = inferscale::scenario::parse(&v.to_string()).expect("still a valid spec");
         let back = serde_json::to_value(&s).unwrap();
         assert_eq!(back.pointer("/workload/classes/1/prompt_tokens/values"), Some(&json!([3, 4, 5])));
@@ -452,7 +456,7 @@ mod tests {
                 let old = length_of_kind(from.0, &json!({"kind": "fixed", "tokens": 300}));
                 let mut v = spec(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 10}}"#);
                 set(&mut v, "/workload/classes/0/prompt_tokens", old);
-                edit(&mut v, "/workload/classes/0/prompt_tokens/kind", "lenkind", to.0);
+                edit(&mut v, "/workload/classes/0/prompt_tokens/kind", "lenkind", to.0, "field", false).unwrap();
                 let s = inferscale::scenario::parse(&v.to_string()).unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
                 inferscale::scenario::validate(&s).unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
             }
@@ -460,11 +464,15 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_number_is_kept_for_the_validator_to_name() {
+    fn a_bad_number_is_reported_at_the_field_and_the_scenario_keeps_its_value() {
         let mut v = spec(TWO_CLASSES);
-        edit(&mut v, "/workload/classes/1/weight", "num", "abc");
-        let err = inferscale::scenario::parse(&v.to_string()).unwrap_err();
-        assert!(format!("{err:?}").contains("workload.classes[1].weight"), "{err:?}");
+        let before = v.clone();
+        let err = edit(&mut v, "/workload/classes/1/weight", "num", "abc", "weight", false).unwrap_err();
+        assert_eq!(err, "weight: \"abc\" is not a number");
+        let err = edit(&mut v, "/workload/arrival/mean_on_s", "num", "", "mean on period (s)", false).unwrap_err();
+        assert_eq!(err, "mean on period (s): enter a number");
+        edit(&mut v, "/workload/classes/0/priority", "int", "", "priority", true).unwrap_err();
+        assert_eq!(v, before, "nothing was written");
     }
 
     #[test]
@@ -485,7 +493,7 @@ mod tests {
         inferscale::scenario::validate(&s).unwrap();
         // The structure changed, so the page rebuilds; a value edit keeps the signature.
         let before = sections(&v)[2].sig.clone();
-        edit(&mut v, "/workload/tenants/1/weight", "num", "4");
+        edit(&mut v, "/workload/tenants/1/weight", "num", "4", "field", false).unwrap();
         assert_eq!(sections(&v)[2].sig, before);
         action(&mut v, "del-tenant", 1);
         assert_ne!(sections(&v)[2].sig, before);
@@ -498,7 +506,7 @@ mod tests {
         action(&mut v, "add-tenant", 0);
         assert_eq!(v.pointer("/workload/tenants").unwrap().as_array().unwrap().len(), 2, "the default tenant and the new one");
         let mut v: Value = serde_json::from_str(bare).unwrap();
-        edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "800");
+        edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "800", "field", false).unwrap();
         let s = inferscale::scenario::parse(&v.to_string()).expect("a list, not an object keyed \"0\"");
         assert_eq!(s.workload.classes.len(), 1);
         assert_eq!(s.workload.classes[0].slo.ttft_ms, Some(800.0));

@@ -1,0 +1,320 @@
+//! Figures that do not depend on run length: the offered rate, the steady-state window (warm-up and drain
+//! left out), and the run's objectives (attainment target, percentile objectives) with what was missed.
+//!
+//! Why a window: throughput over the whole run divides completions by a duration that includes the drain
+//! after the last arrival, so a short run understates what the cluster sustains (2,000 requests read 15.9
+//! req/s where 20,000 read 19.5). Completions between the end of the warm-up and the last arrival, divided by
+//! that window, read the same for both (docs/metrics.md, "Steady state").
+
+use serde::Serialize;
+
+use super::{Outcome, RequestRecord};
+use crate::scenario::{LatencyMetric, Scenario, Slo};
+
+/// Fewer completions than this in the window make its figures noisy (a warning says so).
+pub const MIN_STEADY_COMPLETIONS: u64 = 500;
+/// The warm-up lasts at least this many median in-batch times (first admission to last token): until then
+/// the first admitted requests have not finished, so completions undercount what the cluster sustains.
+pub const WARMUP_SERVICE_MULTIPLE: f64 = 3.0;
+/// The number in system growing by more than this share of the offered rate means overload.
+pub const BACKLOG_GROWTH_SHARE: f64 = 0.05;
+/// ... and by at least this many requests (a few waiting requests come and go in any busy system).
+pub const MIN_BACKLOG_GROWTH: u64 = 10;
+
+/// The steady-state window: from the end of the warm-up to the last arrival.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SteadySummary {
+    pub warmup_fraction: f64,
+    /// The median in-batch time (first admission to last token) of completed requests; the warm-up lasts at
+    /// least 3 of them.
+    pub median_service_s: f64,
+    /// The warm-up left out: the larger of `warmup_fraction` of the arrival span and 3 median in-batch times
+    /// (only the former when the run is shorter than the latter).
+    pub warmup_s: f64,
+    /// Seconds from time 0.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub window_s: f64,
+    pub arrivals: u64,
+    pub completions: u64,
+    /// Arrivals in the window ÷ its length.
+    pub offered_rate_rps: f64,
+    /// Completions in the window ÷ its length: what the cluster sustains (the offered rate when it keeps up,
+    /// its capacity when it does not).
+    pub throughput_rps: f64,
+    /// Completions meeting every SLO of their class in the window ÷ its length.
+    pub goodput_rps: f64,
+    pub output_tokens_per_s: f64,
+    /// Of the requests that arrived in the window: the share meeting every SLO of their class.
+    pub slo_attainment: f64,
+    /// Requests in the system (queued or running) at the window's start and end.
+    pub in_system_start: u64,
+    pub in_system_end: u64,
+    /// Requests waiting for their first admission at the window's start and end.
+    pub waiting_start: u64,
+    pub waiting_end: u64,
+    /// (waiting_end − waiting_start) ÷ window: a queue that grows means the load is not sustained. (The
+    /// number in system also grows while a stable system fills its batches, so it is not the test.)
+    pub backlog_growth_rps: f64,
+    /// True when the waiting queue grew by at least 10 requests and by more than 5 % of the offered rate.
+    pub overloaded: bool,
+    /// Why these figures may not be steady (empty: none found).
+    pub warnings: Vec<String>,
+}
+
+/// Whether request `r` met every per-request SLO of its class.
+pub fn meets(r: &RequestRecord, slo: &Slo) -> bool {
+    if r.outcome != Outcome::Completed {
+        return false;
+    }
+    let ttft = r.first_token_ns - r.arrival_ns;
+    let e2e = r.done_ns - r.arrival_ns;
+    slo.ttft_ns.is_none_or(|t| ttft <= t)
+        && slo.e2e_ns.is_none_or(|t| e2e <= t)
+        && (r.output_tokens <= 1 || slo.tpot_ns.is_none_or(|t| tpot_ns(r) <= t as f64))
+}
+
+fn tpot_ns(r: &RequestRecord) -> f64 {
+    (r.done_ns - r.first_token_ns) as f64 / (r.output_tokens - 1) as f64
+}
+
+fn tpot_s(r: &RequestRecord) -> f64 {
+    tpot_ns(r) / 1e9
+}
+
+/// Realised arrival rate over the whole run: (n − 1) ÷ (last arrival − first arrival); 0 when every
+/// request arrives at one instant.
+pub fn offered_rate_rps(reqs: &[RequestRecord]) -> f64 {
+    let (lo, hi) = arrival_span(reqs);
+    if reqs.len() < 2 || hi == lo { 0.0 } else { (reqs.len() - 1) as f64 / ((hi - lo) as f64 / 1e9) }
+}
+
+fn arrival_span(reqs: &[RequestRecord]) -> (u64, u64) {
+    reqs.iter().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.arrival_ns), hi.max(r.arrival_ns)))
+}
+
+/// Admitted requests waiting for their first admission into a batch at `t`.
+fn waiting_at(reqs: &[RequestRecord], t: u64) -> u64 {
+    reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)) && r.arrival_ns <= t && r.first_scheduled_ns > t).count() as u64
+}
+
+/// Admitted requests in the system at `t`: arrived by `t` and not done by `t`.
+fn in_system_at(reqs: &[RequestRecord], t: u64, end_ns: u64) -> u64 {
+    reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)) && r.arrival_ns <= t && r.done_ns.min(end_ns) > t).count() as u64
+}
+
+pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySummary {
+    let (first, last) = if reqs.is_empty() { (0, 0) } else { arrival_span(reqs) };
+    let mut service: Vec<u64> = reqs.iter().filter(|r| r.outcome == Outcome::Completed).map(|r| r.done_ns - r.first_scheduled_ns).collect();
+    service.sort_unstable();
+    let median_service_ns = service.get(service.len() / 2).copied().unwrap_or(0);
+    let by_fraction = ((last - first) as f64 * sc.warmup_fraction).round() as u64;
+    let by_service = (median_service_ns as f64 * WARMUP_SERVICE_MULTIPLE).round() as u64;
+    // A run shorter than its warm-up keeps the fraction's window, and a warning says it is too short.
+    let short = by_service >= last - first;
+    let start = first + if short { by_fraction } else { by_fraction.max(by_service) };
+    let window_ns = last.saturating_sub(start);
+    let window_s = window_ns as f64 / 1e9;
+    let per_s = |x: u64| if window_ns > 0 { x as f64 / window_s } else { 0.0 };
+    let inside = |t: u64| t >= start && t <= last;
+    let slo = |r: &RequestRecord| &sc.workload.classes[r.class as usize].slo;
+    let (mut arrivals, mut arrived_met, mut completions, mut met, mut tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    for r in reqs {
+        let ok = meets(r, slo(r));
+        if inside(r.arrival_ns) {
+            arrivals += 1;
+            arrived_met += ok as u64;
+        }
+        if r.outcome == Outcome::Completed && inside(r.done_ns) {
+            completions += 1;
+            met += ok as u64;
+            tokens += r.output_tokens as u64;
+        }
+    }
+    let (n0, n1) = (in_system_at(reqs, start, end_ns), in_system_at(reqs, last, end_ns));
+    let (q0, q1) = (waiting_at(reqs, start), waiting_at(reqs, last));
+    let growth = if window_ns > 0 { (q1 as f64 - q0 as f64) / window_s } else { 0.0 };
+    let offered = per_s(arrivals);
+    let overloaded = window_ns > 0 && q1 >= q0 + MIN_BACKLOG_GROWTH && growth > BACKLOG_GROWTH_SHARE * offered;
+    let mut s = SteadySummary {
+        warmup_fraction: sc.warmup_fraction,
+        median_service_s: median_service_ns as f64 / 1e9,
+        warmup_s: (start - first) as f64 / 1e9,
+        start_s: start as f64 / 1e9,
+        end_s: last as f64 / 1e9,
+        window_s,
+        arrivals,
+        completions,
+        offered_rate_rps: offered,
+        throughput_rps: per_s(completions),
+        goodput_rps: per_s(met),
+        output_tokens_per_s: per_s(tokens),
+        slo_attainment: if arrivals > 0 { arrived_met as f64 / arrivals as f64 } else { 0.0 },
+        in_system_start: n0,
+        in_system_end: n1,
+        waiting_start: q0,
+        waiting_end: q1,
+        backlog_growth_rps: growth,
+        overloaded,
+        warnings: vec![],
+    };
+    s.warnings = steady_warnings(&s, reqs.len(), short);
+    s
+}
+
+fn steady_warnings(s: &SteadySummary, requests: usize, short: bool) -> Vec<String> {
+    let mut w = Vec::new();
+    if s.window_s <= 0.0 {
+        // The window ends at the last arrival and its warm-up is at most 90 % of the arrival span, so it is
+        // empty only when that span is.
+        w.push("no steady-state window: every request arrived at one instant (a burst), so only whole-run figures apply".to_string());
+        return w;
+    }
+    if short {
+        w.push(format!(
+            "too short to be steady: the arrivals span {:.1} s, less than the warm-up of {WARMUP_SERVICE_MULTIPLE} × the median in-batch time ({:.1} s); the window starts after {:.0} % of the span instead",
+            s.end_s - s.start_s + s.warmup_s,
+            s.median_service_s,
+            s.warmup_fraction * 100.0
+        ));
+    }
+    if s.completions < MIN_STEADY_COMPLETIONS {
+        w.push(format!(
+            "too short to be steady: {} requests completed in the measurement window (fewer than {MIN_STEADY_COMPLETIONS}); run more requests than {requests} for figures that do not depend on run length",
+            s.completions
+        ));
+    }
+    if s.overloaded {
+        w.push(format!(
+            "overloaded: the waiting queue grew from {} to {} over the window ({:.2} req/s of {:.2} req/s offered are not served), so latencies and attainment grow with run length; the steady throughput is the cluster's capacity",
+            s.waiting_start,
+            s.waiting_end,
+            s.backlog_growth_rps,
+            s.offered_rate_rps
+        ));
+    }
+    w
+}
+
+/// One percentile objective, as measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PercentileResult {
+    /// `ttft`, `tpot`, `e2e` or `queue_delay`.
+    pub metric: LatencyMetric,
+    pub percentile: f64,
+    /// The class it bounds; absent: all completed requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    pub max_s: f64,
+    /// The measured percentile (0 with no sample).
+    pub value_s: f64,
+    /// Completed requests it was measured over.
+    pub samples: u64,
+    /// value ≤ max over at least one sample.
+    pub met: bool,
+}
+
+/// The run's objectives and whether it met them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ObjectivesReport {
+    pub attainment_target: f64,
+    /// Share of all requests meeting every per-request SLO of their class (`summary.slo_attainment`).
+    pub attainment: f64,
+    pub attainment_met: bool,
+    pub percentiles: Vec<PercentileResult>,
+    /// The attainment target and every percentile objective met.
+    pub met: bool,
+}
+
+/// The samples of `metric` (seconds) of completed requests of `class` (None: all), sorted.
+pub fn samples_s(reqs: &[RequestRecord], metric: LatencyMetric, class: Option<u32>) -> Vec<f64> {
+    let mut v: Vec<f64> = reqs
+        .iter()
+        .filter(|r| r.outcome == Outcome::Completed && class.is_none_or(|c| r.class as u32 == c))
+        .filter_map(|r| match metric {
+            LatencyMetric::Ttft => Some((r.first_token_ns - r.arrival_ns) as f64 / 1e9),
+            LatencyMetric::E2e => Some((r.done_ns - r.arrival_ns) as f64 / 1e9),
+            LatencyMetric::QueueDelay => Some((r.first_scheduled_ns - r.arrival_ns) as f64 / 1e9),
+            LatencyMetric::Tpot => (r.output_tokens > 1).then(|| tpot_s(r)),
+        })
+        .collect();
+    v.sort_unstable_by(f64::total_cmp);
+    v
+}
+
+pub fn objectives(sc: &Scenario, reqs: &[RequestRecord], attainment: f64) -> ObjectivesReport {
+    let o = &sc.objectives;
+    let percentiles: Vec<PercentileResult> = o
+        .percentiles
+        .iter()
+        .map(|p| {
+            let v = samples_s(reqs, p.metric, p.class);
+            let value_s = super::percentile(&v, p.percentile);
+            let max_s = p.max_ns as f64 / 1e9;
+            PercentileResult {
+                metric: p.metric,
+                percentile: p.percentile,
+                class: p.class.map(|c| sc.workload.classes[c as usize].name.clone()),
+                max_s,
+                value_s,
+                samples: v.len() as u64,
+                met: !v.is_empty() && value_s <= max_s,
+            }
+        })
+        .collect();
+    let attainment_met = attainment >= o.attainment_target;
+    let met = attainment_met && percentiles.iter().all(|p| p.met);
+    ObjectivesReport { attainment_target: o.attainment_target, attainment, attainment_met, percentiles, met }
+}
+
+/// A per-request objective of one class and the share of that class's requests that missed it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Miss {
+    pub class: String,
+    /// `ttft`, `tpot`, `e2e`, or `served` (rejected, failed or unfinished: missed every objective).
+    pub objective: &'static str,
+    /// The bound, seconds (0 for `served`).
+    pub max_s: f64,
+    /// Share of the class's requests that missed this objective.
+    pub missed_fraction: f64,
+    /// The class's p95 of that metric, seconds (0 for `served`).
+    pub p95_s: f64,
+}
+
+/// For every class with per-request SLOs: which objective its requests missed, and how often.
+pub fn misses(sc: &Scenario, reqs: &[RequestRecord]) -> Vec<Miss> {
+    let mut out = Vec::new();
+    for (k, c) in sc.workload.classes.iter().enumerate() {
+        let of_class: Vec<&RequestRecord> = reqs.iter().filter(|r| r.class as usize == k).collect();
+        let n = of_class.len();
+        if n == 0 {
+            continue;
+        }
+        let share = |pred: &dyn Fn(&RequestRecord) -> bool| of_class.iter().filter(|r| pred(r)).count() as f64 / n as f64;
+        let done = |r: &RequestRecord| r.outcome == Outcome::Completed;
+        let checks: [(&'static str, LatencyMetric, Option<u64>); 3] =
+            [("ttft", LatencyMetric::Ttft, c.slo.ttft_ns), ("tpot", LatencyMetric::Tpot, c.slo.tpot_ns), ("e2e", LatencyMetric::E2e, c.slo.e2e_ns)];
+        for (name, metric, bound) in checks {
+            let Some(max_ns) = bound else { continue };
+            let over = |r: &RequestRecord| {
+                done(r)
+                    && match metric {
+                        LatencyMetric::Ttft => r.first_token_ns - r.arrival_ns > max_ns,
+                        LatencyMetric::E2e => r.done_ns - r.arrival_ns > max_ns,
+                        _ => r.output_tokens > 1 && tpot_ns(r) > max_ns as f64,
+                    }
+            };
+            let missed = share(&over);
+            if missed > 0.0 {
+                let p95_s = super::percentile(&samples_s(reqs, metric, Some(k as u32)), 95.0);
+                out.push(Miss { class: c.name.clone(), objective: name, max_s: max_ns as f64 / 1e9, missed_fraction: missed, p95_s });
+            }
+        }
+        let unserved = share(&|r: &RequestRecord| !done(r));
+        let has_slo = c.slo.ttft_ns.is_some() || c.slo.tpot_ns.is_some() || c.slo.e2e_ns.is_some();
+        if unserved > 0.0 && has_slo {
+            out.push(Miss { class: c.name.clone(), objective: "served", max_s: 0.0, missed_fraction: unserved, p95_s: 0.0 });
+        }
+    }
+    out
+}

@@ -1,0 +1,196 @@
+// The lab as a person types into it: every control through the keyboard (Playwright `keyboard.type`, never
+// `fill`), errors at their fields in the user's words, and no choice that loses the working scenario.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serve, browser, openLab, runAndWait, download } from './browser.mjs';
+
+let server, ctx;
+before(async () => { server = await serve(); ctx = await browser(); });
+after(async () => { await ctx?.close(); server?.stop(); });
+
+const scenario = async (page) => JSON.parse(await page.inputValue('#scenario'));
+const at = (obj, ptr) => ptr.split('/').slice(1).reduce((o, k) => (o == null ? undefined : o[k]), obj);
+
+/** Select the field's text and type `text` key by key, as a user does; then Tab out of it. */
+async function typeInto(page, locator, text, { tab = true } = {}) {
+  await locator.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type(text, { delay: 5 });
+  if (tab) await page.keyboard.press('Tab');
+}
+
+// Every numeric control of the Serving Lab, found by its accessible name, with what to type and where the
+// number must land in the scenario. Values are chosen to be valid together on the default scenario.
+const NUMERIC = [
+  ['Seed', '123', '/seed', 123],
+  ['Rate (req/s)', '20', '/workload/arrival/rate_rps', 20],
+  ['Requests', '300', '/workload/requests', 300],
+  ['Prompt length (tokens)', '512', '/workload/classes/0/prompt_tokens/mean', 512],
+  ['Output length (tokens)', '12.5', '/workload/classes/0/output_tokens/mean', 12.5],
+  ['TTFT SLO (ms)', '800', '/workload/classes/0/slo/ttft_ms', 800],
+  ['TPOT SLO (ms)', '0.9', '/workload/classes/0/slo/tpot_ms', 0.9],
+  ['TP (GPUs/replica)', '2', '/hardware/tp', 2],
+  ['Replicas', '3', '/cluster/replicas', 3],
+  ['Max batch (seqs)', '64', '/engine/max_num_seqs', 64],
+  ['Token budget (tokens/step)', '4096', '/engine/max_num_batched_tokens', 4096],
+  ['Chunk (tokens)', '1024', '/engine/prefill_chunk_tokens', 1024],
+  ['KV block (tokens)', '32', '/engine/block_size_tokens', 32],
+  ['Memory fraction', '0.9', '/engine/gpu_memory_utilization', 0.9],
+  ['Over-subscription (× KV)', '1.5', '/engine/kv_oversubscription', 1.5],
+];
+
+test('typing into every numeric control puts exactly the typed number in the field and the scenario', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  for (const [name, text, ptr, want] of NUMERIC) {
+    const field = page.getByRole('spinbutton', { name, exact: true });
+    await typeInto(page, field, text, { tab: false });
+    // While the user is still in the field, nothing rewrites it.
+    assert.equal(await field.inputValue(), text, `${name}: the field holds what was typed`);
+    assert.equal(at(await scenario(page), ptr), want, `${name}: the scenario holds ${want}`);
+    await page.keyboard.press('Tab');
+    assert.equal(Number(await field.inputValue()), want, `${name}: after leaving the field it still reads ${want}`);
+    assert.equal(at(await scenario(page), ptr), want, `${name}: still ${want} after Tab`);
+  }
+  // Exponents, and backspacing over a typo.
+  const rate = page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true });
+  await typeInto(page, rate, '1e1', { tab: false });
+  assert.equal(at(await scenario(page), '/workload/arrival/rate_rps'), 10);
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type('2');
+  assert.equal(await rate.inputValue(), '1e2');
+  assert.equal(at(await scenario(page), '/workload/arrival/rate_rps'), 100);
+  // Mid-exponent ("1e") is not a number yet: the scenario keeps the last number the text meant ("1") and
+  // Run waits.
+  await typeInto(page, rate, '1e', { tab: false });
+  assert.equal(at(await scenario(page), '/workload/arrival/rate_rps'), 1);
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.keyboard.type('1');
+  assert.equal(at(await scenario(page), '/workload/arrival/rate_rps'), 10);
+  assert.equal(await page.isDisabled('#run'), false);
+  // The checkbox and the selects, by keyboard too.
+  await page.getByRole('checkbox', { name: 'Chunked prefill', exact: true }).focus();
+  await page.keyboard.press('Space');
+  assert.equal((await scenario(page)).engine.chunked_prefill, false);
+  await page.keyboard.press('Space');
+  assert.equal((await scenario(page)).engine.chunked_prefill, true);
+  for (const [name, value, ptr] of [['Model', 'llama-3-70b', '/model/preset'], ['Device', 'h100-sxm', '/hardware/device'],
+    ['Scheduler', 'sjf', '/scheduler/kind'], ['Router', 'least_outstanding', '/cluster/router/kind'], ['Admission', 'none', '/admission/kind']]) {
+    await page.getByRole('combobox', { name, exact: true }).selectOption(value);
+    assert.equal(at(await scenario(page), ptr), value, name);
+  }
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('generated rows take typed numbers too', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await page.getByRole('combobox', { name: 'Arrivals' }).selectOption('on_off');
+  const off = page.locator('[data-ptr="/workload/arrival/mean_off_s"]');
+  await typeInto(page, off, '12.5');
+  assert.equal((await scenario(page)).workload.arrival.mean_off_s, 12.5);
+  assert.equal(await off.inputValue(), '12.5');
+  const w = page.locator('[data-ptr="/workload/classes/0/weight"]');
+  await typeInto(page, w, '20');
+  assert.equal((await scenario(page)).workload.classes[0].weight, 20);
+  assert.equal(await w.inputValue(), '20');
+  await page.close();
+});
+
+test('errors are shown at their field in plain words, summarised beside Run, and go away when fixed', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  // Clearing an objective means "no objective".
+  const tpot = page.getByRole('spinbutton', { name: 'TPOT SLO (ms)', exact: true });
+  await typeInto(page, tpot, '');
+  assert.equal((await scenario(page)).workload.classes[0].slo.tpot_ms, undefined, 'cleared TPOT SLO: no objective');
+  assert.equal(await page.isDisabled('#run'), false);
+  assert.doesNotMatch(await page.textContent('#errors'), /invalid type|expected f64/);
+  // Clearing a required field says what to enter, at the field and beside Run; the scenario keeps its value.
+  const rate = page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true });
+  const before = (await scenario(page)).workload.arrival.rate_rps;
+  await typeInto(page, rate, '');
+  assert.equal((await scenario(page)).workload.arrival.rate_rps, before);
+  assert.equal(await page.textContent('#msg-c-rate'), 'Rate (req/s): enter a number');
+  assert.equal(await rate.getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.isDisabled('#run'), true);
+  assert.match(await page.textContent('#status'), /^Cannot run: fix Rate \(req\/s\)/);
+  assert.equal(await rate.inputValue(), '', 'the field is not refilled behind the user\'s back');
+  // A value out of range: the validator's words, led by the field's name.
+  await typeInto(page, rate, '-3');
+  assert.match(await page.textContent('#msg-c-rate'), /^Rate \(req\/s\): must be > 0/);
+  // Fixed: the marker and the message go away.
+  await typeInto(page, rate, '5');
+  assert.equal(await page.locator('#msg-c-rate').count(), 0);
+  assert.equal(await rate.getAttribute('aria-invalid'), 'false');
+  assert.equal(await page.isDisabled('#run'), false);
+  assert.equal(await page.textContent('#status'), 'Ready');
+  // A type error typed into the JSON editor is said in words too.
+  const text = (await page.inputValue('#scenario')).replace(/"ttft_ms": [0-9.]+/, '"ttft_ms": ""');
+  await page.fill('#scenario', text);
+  await page.dispatchEvent('#scenario', 'input');
+  assert.match(await page.textContent('#errors'), /expected a number, got an empty text ""/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('an example, a broken import or a bad trace never loses the working scenario', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Seed', exact: true }), '777');
+  const mine = await page.inputValue('#scenario');
+  // A broken file is refused; nothing changes.
+  await page.setInputFiles('#c-import', { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"workload": ') });
+  await page.waitForFunction(() => !document.getElementById('notice').hidden);
+  assert.match(await page.textContent('#notice'), /broken\.json was not imported: it is not valid JSON.*Your scenario is unchanged/);
+  assert.equal(await page.inputValue('#scenario'), mine);
+  // A bad trace is refused; Rate and Requests stay.
+  await page.setInputFiles('#c-trace', { name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from('arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,abc,10\n') });
+  await page.waitForFunction(() => /bad\.csv was not loaded/.test(document.getElementById('notice').textContent));
+  assert.equal(await page.inputValue('#scenario'), mine);
+  assert.equal(await page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true }).isDisabled(), false);
+  assert.notEqual(await page.getByRole('spinbutton', { name: 'Requests', exact: true }).inputValue(), '');
+  // Choosing an example replaces the scenario, and Undo brings it back.
+  await page.getByRole('combobox', { name: 'Example' }).selectOption('kv-pressure');
+  assert.match(await page.inputValue('#scenario'), /"kv-pressure"/);
+  await page.getByRole('button', { name: /^Undo/ }).click();
+  assert.equal(JSON.parse(await page.inputValue('#scenario')).seed, 777);
+  assert.deepEqual(JSON.parse(await page.inputValue('#scenario')), JSON.parse(mine));
+  await page.close();
+});
+
+test('the name follows what is run, and the results and the report say what was run', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await page.getByRole('combobox', { name: 'Model' }).selectOption('llama-3-70b');
+  await page.getByRole('combobox', { name: 'Device' }).selectOption('h100-sxm');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'TP (GPUs/replica)', exact: true }), '4');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '2');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true }), '20');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '400');
+  const s = await scenario(page);
+  assert.equal(s.name, 'llama-3-70b-h100-sxm-tp4x2-20rps');
+  assert.match(s.description, /Derived from the example "default"/);
+  await runAndWait(page);
+  // The results took focus.
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'diagnosis-title');
+  assert.match(await page.textContent('#ran'), /llama-3-70b on 8 × h100-sxm \(TP 4 × 2 replicas\) · offered [0-9.]+ req\/s · 400 requests/);
+  const json = await download(page, '#x-json');
+  assert.equal(json.name, 'inferscale-llama-3-70b-h100-sxm-tp4x2-20rps-seed42.json');
+  const md = await download(page, '#x-md');
+  assert.match(md.text, /\*\*Setup:\*\* llama-3-70b on 8 × h100-sxm \(TP 4 × 2 replicas\); offered [0-9.]+ req\/s\./);
+  assert.match(md.text, /\| offered rate \| [0-9.]+ req\/s \|/);
+  // The offered and achieved rates are on cards.
+  for (const k of ['Offered rate', 'Achieved (steady)']) assert.match(await page.textContent(`.card[data-metric="${k}"] .v`), /req\/s$/);
+  // A name the user wrote stays.
+  await page.fill('#scenario', (await page.inputValue('#scenario')).replace('"llama-3-70b-h100-sxm-tp4x2-20rps"', '"my-fleet"'));
+  await page.dispatchEvent('#scenario', 'input');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '3');
+  assert.equal((await scenario(page)).name, 'my-fleet');
+  await page.close();
+});
+
+test('Run is visible without scrolling on a 1400×900 window', async () => {
+  const { page } = await openLab(ctx, server.url);
+  await page.setViewportSize({ width: 1400, height: 900 });
+  const box = await page.locator('#run').boundingBox();
+  assert.ok(box && box.y + box.height <= 900, `Run at y = ${box?.y}`);
+  await page.close();
+});

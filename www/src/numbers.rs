@@ -1,0 +1,117 @@
+//! What a typed number becomes in the scenario, and how a scenario number is shown in a field. Pure, so it is
+//! tested natively; the app calls it on every keystroke.
+//!
+//! The rule the page keeps: a field is never rewritten while the user types in it (reformatting a focused
+//! `<input>` moves the caret, which turned typed `20` into `2.0`). The scenario takes the number the text
+//! means, written as the user wrote it where JSON can (`20` stays an integer, `12.5` a decimal); text that is
+//! not a number yet (`1e`, `-`, empty) leaves the scenario as it was and is reported at the field.
+
+use serde_json::{json, Value};
+
+/// What a number field's text means.
+#[derive(Debug, PartialEq)]
+pub enum Typed {
+    /// A number: the JSON to write.
+    Number(Value),
+    /// Empty text in a field where empty means "none" (an optional objective): remove the key.
+    Cleared,
+    /// Not (yet) an acceptable value: the scenario keeps its old value and the field shows this message.
+    Invalid(String),
+}
+
+/// `raw` typed into a field labelled `label` (with its unit), taking whole numbers only when `int`, and
+/// "empty means none" when `optional`. `bad_input` is the browser's flag for text that is not a number at
+/// all (its `value` is then empty).
+pub fn typed(raw: &str, label: &str, int: bool, optional: bool, bad_input: bool) -> Typed {
+    let raw = raw.trim();
+    let what = if int { "a whole number" } else { "a number" };
+    if bad_input {
+        return Typed::Invalid(format!("{label}: not a number yet; type {what} (digits, a decimal point, an exponent such as 1e3)"));
+    }
+    if raw.is_empty() {
+        return if optional {
+            Typed::Cleared
+        } else {
+            Typed::Invalid(format!("{label}: enter {what}"))
+        };
+    }
+    if int && let Ok(u) = raw.parse::<u64>() {
+        return Typed::Number(json!(u)); // a seed may need all 64 bits
+    }
+    let Ok(x) = raw.parse::<f64>() else { return Typed::Invalid(format!("{label}: \"{raw}\" is not {what}")) };
+    if !x.is_finite() {
+        return Typed::Invalid(format!("{label}: {raw} is too large"));
+    }
+    let plain_integer = !raw.contains(['.', 'e', 'E']);
+    if int {
+        if x.fract() != 0.0 || x.abs() >= 9.007_199_254_740_992e15 {
+            return Typed::Invalid(format!("{label}: enter a whole number (got {raw})"));
+        }
+        return Typed::Number(json!(x as i64));
+    }
+    match (plain_integer, raw.parse::<i64>()) {
+        (true, Ok(i)) => Typed::Number(json!(i)),
+        _ => Typed::Number(json!(x)),
+    }
+}
+
+/// A scenario value as a field shows it: whole numbers without a trailing `.0`, others in the shortest form
+/// that reads back to the same number.
+pub fn shown(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn num(raw: &str) -> Value {
+        match typed(raw, "Rate (req/s)", false, false, false) {
+            Typed::Number(v) => v,
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn what_is_typed_is_what_the_scenario_gets() {
+        for (raw, want) in [("20", 20.0), ("0.9", 0.9), ("12.5", 12.5), ("800", 800.0), ("1e3", 1000.0), ("2.5e-1", 0.25), (" 7 ", 7.0), ("-3", -3.0)] {
+            assert_eq!(num(raw).as_f64(), Some(want), "{raw}");
+        }
+        assert_eq!(num("20").to_string(), "20", "an integer stays an integer in the JSON");
+        assert_eq!(num("12.5").to_string(), "12.5");
+        assert_eq!(num("0.1").to_string(), "0.1");
+    }
+
+    #[test]
+    fn shown_reads_back_to_the_same_number() {
+        for raw in ["20", "0.9", "12.5", "1000", "0.1", "1e-7", "123456.789"] {
+            let v = num(raw);
+            let text = shown(&v);
+            assert_eq!(text.parse::<f64>().unwrap(), v.as_f64().unwrap(), "{raw} → {text}");
+        }
+        assert_eq!(shown(&json!(20.0)), "20");
+        assert_eq!(shown(&json!(2.0)), "2");
+        assert_eq!(shown(&json!(0.09)), "0.09");
+    }
+
+    #[test]
+    fn incomplete_or_empty_text_is_reported_not_written() {
+        assert!(matches!(typed("", "Rate (req/s)", false, false, false), Typed::Invalid(m) if m == "Rate (req/s): enter a number"));
+        assert_eq!(typed("", "TPOT SLO (ms)", false, true, false), Typed::Cleared);
+        assert!(matches!(typed("", "Rate (req/s)", false, false, true), Typed::Invalid(m) if m.contains("not a number yet")));
+        assert!(matches!(typed("2.5", "Replicas", true, false, false), Typed::Invalid(m) if m.contains("whole number")));
+        assert_eq!(typed("1e3", "Requests", true, false, false), Typed::Number(json!(1000)));
+        assert_eq!(typed("18446744073709551615", "Seed", true, false, false), Typed::Number(json!(u64::MAX)));
+        assert!(matches!(typed("1e400", "Rate (req/s)", false, false, false), Typed::Invalid(m) if m.contains("too large")));
+    }
+}
