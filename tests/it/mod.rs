@@ -7,6 +7,7 @@ mod engine;
 mod objectives;
 mod pd;
 mod property;
+mod references;
 mod roofline;
 mod study;
 

@@ -704,7 +704,11 @@ impl App {
         }
         let html: String = cards
             .iter()
-            .map(|(k, v, cls)| format!("<div class=\"card {cls}\" data-metric=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>", esc(k), esc(k), esc(v)))
+            .map(|(k, v, cls)| {
+                // The metric's key stays stable for tests and styles; the label may carry the target.
+                let key = k.split(" (target").next().unwrap_or(k);
+                format!("<div class=\"card {cls}\" data-metric=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>", esc(key), esc(k), esc(v))
+            })
             .collect();
         self.el("cards").set_inner_html(&html);
     }

@@ -1,0 +1,84 @@
+//! Nothing valid changes: every shipped scenario, at its own seed and at seed 7, reports the numbers it reported
+//! at `eca0f37` (the commit before the steady-state window, the objectives and the setup were added). The JSON
+//! is compared with those added fields — and the diagnosis's wording, which now names what was missed — left
+//! out; the per-request CSV is compared whole. The references are FNV-1a hashes, made by running
+//! `reference_hashes_of_saved_reports` (ignored) over that commit's outputs.
+
+use serde_json::Value;
+
+use super::{shipped, shipped_names, valid};
+
+const REFERENCES: &str = include_str!("../data/reference-hashes.txt");
+
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The report without the fields added since the reference commit.
+fn canonical(json: &str) -> String {
+    let mut v: Value = serde_json::from_str(json).expect("a JSON report");
+    let o = v.as_object_mut().unwrap();
+    for k in ["setup", "steady", "objectives"] {
+        o.shift_remove(k); // (`remove` would swap the last key into its place)
+    }
+    o["summary"].as_object_mut().unwrap().shift_remove("offered_rate_rps");
+    let d = o["diagnosis"].as_object_mut().unwrap();
+    d.shift_remove("verdict");
+    d.shift_remove("missed");
+    for f in d["findings"].as_array_mut().unwrap() {
+        f.as_object_mut().unwrap().shift_remove("label");
+    }
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
+fn reference(key: &str) -> u64 {
+    let line = REFERENCES.lines().find(|l| l.split_whitespace().next() == Some(key)).unwrap_or_else(|| panic!("no reference for {key}"));
+    u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+}
+
+#[test]
+fn every_shipped_scenario_reports_what_it_reported_before() {
+    let mut checked = 0;
+    for name in shipped_names() {
+        let stem = name.trim_end_matches(".json");
+        for seed in [None, Some(7)] {
+            let mut spec = shipped(&name);
+            if let Some(s) = seed {
+                spec.seed = s;
+            }
+            let sc = valid(&spec);
+            let r = inferscale::simulate(&sc);
+            let key = format!("{stem}{}", seed.map(|s| s.to_string()).unwrap_or_default());
+            assert_eq!(fnv1a(&canonical(&inferscale::export::json(&r))), reference(&format!("{key}.json")), "{key}: the JSON report changed");
+            assert_eq!(fnv1a(&inferscale::export::requests_csv(&r, &sc)), reference(&format!("{key}.csv")), "{key}: the per-request CSV changed");
+            checked += 2;
+        }
+    }
+    assert!(checked >= 32, "{checked} reports checked");
+}
+
+/// Prints the reference lines for the reports in `INFERSCALE_REF_DIR` (`NAME[SEED].json` and `.csv` files
+/// written by the reference commit's CLI).
+#[test]
+#[ignore]
+fn reference_hashes_of_saved_reports() {
+    let dir = std::env::var("INFERSCALE_REF_DIR").expect("INFERSCALE_REF_DIR");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    for n in names {
+        let text = std::fs::read_to_string(format!("{dir}/{n}")).unwrap();
+        let h = if n.ends_with(".json") { fnv1a(&canonical_base(&text)) } else { fnv1a(&text) };
+        println!("{n} {h:016x}");
+    }
+}
+
+/// A reference report has no added fields to drop, only the diagnosis's wording.
+fn canonical_base(json: &str) -> String {
+    let mut v: Value = serde_json::from_str(json).unwrap();
+    let d = v["diagnosis"].as_object_mut().unwrap();
+    d.shift_remove("verdict");
+    for f in d["findings"].as_array_mut().unwrap() {
+        f.as_object_mut().unwrap().shift_remove("label");
+    }
+    serde_json::to_string_pretty(&v).unwrap()
+}
