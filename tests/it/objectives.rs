@@ -152,7 +152,8 @@ fn a_cluster_that_does_not_keep_up_is_never_called_healthy() {
 
 #[test]
 fn bad_objectives_name_their_field() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Spec)>)> = vec![
+    type Edit = Box<dyn Fn(&mut Spec)>;
+    let cases: Vec<(&str, Edit)> = vec![
         ("objectives.attainment_target", Box::new(|s| s.objectives.attainment_target = 0.0)),
         ("objectives.attainment_target", Box::new(|s| s.objectives.attainment_target = 1.5)),
         ("objectives.attainment_target", Box::new(|s| s.objectives.attainment_target = f64::NAN)),
