@@ -132,7 +132,21 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut String) {
 }
 
 fn ms(s: f64) -> String {
-    if s < 10.0 { format!("{:.1} ms", s * 1e3) } else { format!("{s:.2} s") }
+    secs(s)
+}
+
+/// Seconds as every report and the lab show them: ms below 10 s (whole ms from 100 ms up, one decimal
+/// below, three below 1 ms), s with one decimal above.
+pub fn secs(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.1} s")
+    } else if x >= 0.1 {
+        format!("{:.0} ms", x * 1e3)
+    } else if x >= 0.001 {
+        format!("{:.1} ms", x * 1e3)
+    } else {
+        format!("{:.3} ms", x * 1e3)
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -254,12 +268,12 @@ pub fn markdown(r: &Report) -> String {
     m
 }
 
-pub use crate::metrics::{Cdf, CDF_POINTS};
+pub use crate::metrics::{Cdf, LatencyCdfs, CDF_POINTS};
 
-/// The TTFT and E2E CDFs of completed requests, as (seconds, cumulative fraction), thinned to at most
+/// The TTFT, TPOT and E2E CDFs of completed requests, as (seconds, cumulative fraction), thinned to at most
 /// `CDF_POINTS` + 1 points (evenly spaced ranks, always the last). The report computes them while its
 /// latencies are sorted for the percentiles.
-pub fn latency_cdfs(r: &Report) -> (Cdf, Cdf) {
+pub fn latency_cdfs(r: &Report) -> LatencyCdfs {
     r.latency_cdfs.clone()
 }
 

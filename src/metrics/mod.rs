@@ -11,7 +11,7 @@ pub mod steady;
 
 pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
 pub use report::*;
-pub use stats::{percentile, Cdf, Stats, CDF_POINTS};
+pub use stats::{percentile, Cdf, LatencyCdfs, Stats, CDF_POINTS};
 
 use crate::cost::{StepCost, StepWork};
 use crate::scenario::{Arrival, Scenario};

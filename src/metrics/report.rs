@@ -41,10 +41,10 @@ pub struct Report {
     /// Per-request rows (CSV export); not part of the JSON report.
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,
-    /// The TTFT and E2E CDFs of completed requests, for the lab's charts (`export::latency_cdfs`); not part
-    /// of the JSON report.
+    /// The TTFT, TPOT and E2E CDFs of completed requests, for the lab's charts (`export::latency_cdfs`);
+    /// not part of the JSON report.
     #[serde(skip)]
-    pub latency_cdfs: (super::Cdf, super::Cdf),
+    pub latency_cdfs: super::LatencyCdfs,
 }
 
 /// What was run, in the words a user would say it ("Llama-3-70B on 8 H100 SXM, TP4 × 2").
@@ -352,7 +352,11 @@ impl Report {
         let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
         let (overall, mut s) = group("all", reqs, |_| true, sc, duration_s);
         // `group` sorted the overall latencies for the percentiles.
-        let latency_cdfs = (super::stats::cdf_of_sorted_ns(&s.ttft), super::stats::cdf_of_sorted_ns(&s.e2e));
+        let latency_cdfs = super::LatencyCdfs {
+            ttft: super::stats::cdf_of_sorted_ns(&s.ttft),
+            tpot: super::stats::cdf_of_sorted_s(&s.tpot),
+            e2e: super::stats::cdf_of_sorted_ns(&s.e2e),
+        };
         let mut itl = std::mem::take(&mut rec.itl_packed);
         let itl_stats = Stats::from_packed_ns(&mut itl, super::ITL_COUNT_BITS);
         drop(itl);

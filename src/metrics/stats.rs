@@ -88,6 +88,30 @@ pub fn cdf_of_sorted_ns(v: &[u64]) -> Cdf {
     out
 }
 
+/// The CDF of sorted values already in seconds, thinned as `cdf_of_sorted_ns`.
+pub fn cdf_of_sorted_s(v: &[f64]) -> Cdf {
+    debug_assert!(v.is_sorted());
+    let n = v.len();
+    if n == 0 {
+        return vec![];
+    }
+    let step = n.div_ceil(CDF_POINTS).max(1);
+    let mut out: Cdf = (step - 1..n).step_by(step).map(|i| (v[i], (i + 1) as f64 / n as f64)).collect();
+    if out.last().is_none_or(|p| p.1 < 1.0) {
+        out.push((v[n - 1], 1.0));
+    }
+    out
+}
+
+/// The lab's latency CDFs, of completed requests: TTFT, TPOT (requests with more than one output token) and
+/// E2E.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyCdfs {
+    pub ttft: Cdf,
+    pub tpot: Cdf,
+    pub e2e: Cdf,
+}
+
 /// Percentile of a sorted slice (linear interpolation).
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {

@@ -42,14 +42,14 @@ test('the default scenario runs in the worker and its JSON export is byte-identi
 test('every chart canvas is drawn (non-blank) and hover shows values', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await runAndWait(page);
-  for (const id of ['chart-cdf', 'chart-queue', 'chart-kv', 'chart-class']) {
+  for (const id of ['chart-ttft', 'chart-tpot', 'chart-e2e', 'chart-queue', 'chart-kv', 'chart-class']) {
     const inked = await inkFraction(page, id);
     assert.ok(inked > 0.02, `${id} has ink (${(inked * 100).toFixed(1)} % of pixels)`);
   }
-  await page.locator('#chart-cdf').scrollIntoViewIfNeeded();
-  const box = await page.locator('#chart-cdf').boundingBox();
+  await page.locator('#chart-ttft').scrollIntoViewIfNeeded();
+  const box = await page.locator('#chart-ttft').boundingBox();
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
-  assert.match(await page.textContent('#hover-cdf'), /of requests/);
+  assert.match(await page.textContent('#hover-ttft'), /of requests/);
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
@@ -65,7 +65,7 @@ test('each export downloads with a sensible name and parses', async () => {
   assert.equal(sum.text, cli(['run', 'scenarios/default.json', '--format', 'summary-csv']));
   const md = await download(page, '#x-md');
   assert.match(md.text, /^# InferScale report: default/);
-  const png = await download(page, 'button[data-png="chart-cdf"]');
+  const png = await download(page, 'button[data-png="chart-ttft"]');
   assert.match(png.name, /\.png$/);
   assert.deepEqual([...png.bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG file');
   // The request table sorts.

@@ -8,7 +8,10 @@ mkdirSync(out, { recursive: true });
 const server = await serve();
 const ctx = await browser();
 const { page } = await openLab(ctx, server.url);
+// The first view at 1400×900: Run must be in it.
+await page.setViewportSize({ width: 1400, height: 900 });
 await page.screenshot({ path: join(out, 'serving-lab-setup.png') });
+await page.setViewportSize({ width: 1400, height: 1000 });
 await page.selectOption('#preset', 'bursty-multitenant');
 await page.locator('#details').scrollIntoViewIfNeeded();
 await page.locator('#details').screenshot({ path: join(out, 'serving-lab-classes-tenants.png') });
@@ -17,9 +20,14 @@ await runAndWait(page);
 await page.locator('#diagnosis').scrollIntoViewIfNeeded();
 await page.screenshot({ path: join(out, 'serving-lab-results.png'), fullPage: true });
 await page.selectOption('#preset', 'kv-pressure');
-await page.fill('#c-rate', '-1');
-await page.dispatchEvent('#c-rate', 'input');
-await page.locator('#errors').scrollIntoViewIfNeeded();
+// Typed as a user would: a negative rate and a cleared request count.
+await page.locator('#c-rate').click();
+await page.keyboard.press('Control+A');
+await page.keyboard.type('-1');
+await page.locator('#c-requests').click();
+await page.keyboard.press('Control+A');
+await page.keyboard.press('Backspace');
+await page.locator('#controls').scrollIntoViewIfNeeded();
 await page.screenshot({ path: join(out, 'serving-lab-invalid-input.png') });
 // The P/D comparison panel with its result.
 await page.selectOption('#preset', 'pd-llama3-8b-h100');

@@ -63,15 +63,15 @@ fn policies_see_the_same_requests() {
 #[test]
 fn latency_cdfs_are_those_of_the_completed_requests() {
     use inferscale::metrics::Outcome;
-    fn check(what: &str, cdf: &[(f64, f64)], mut v: Vec<u64>) {
-        v.sort_unstable();
+    fn check(what: &str, cdf: &[(f64, f64)], mut v: Vec<f64>) {
+        v.sort_unstable_by(f64::total_cmp);
         let n = v.len();
         assert_eq!(cdf.is_empty(), n == 0, "{what}");
         assert!(cdf.len() <= inferscale::export::CDF_POINTS + 1, "{what}");
         for &(x, f) in cdf {
             let k = (f * n as f64).round() as usize;
             assert!((1..=n).contains(&k) && k as f64 / n as f64 == f, "{what}: fraction {f}");
-            assert_eq!(x, v[k - 1] as f64 / 1e9, "{what}: point {k} of {n}");
+            assert_eq!(x, v[k - 1], "{what}: point {k} of {n}");
         }
         assert!(n == 0 || cdf.last().unwrap().1 == 1.0, "{what}");
     }
@@ -79,8 +79,11 @@ fn latency_cdfs_are_those_of_the_completed_requests() {
         let sc = inferscale::scenario::validate(&super::shipped(&name)).unwrap();
         let r = inferscale::simulate(&sc);
         let done = || r.requests.iter().filter(|q| q.outcome == Outcome::Completed);
-        let (ttft, e2e) = inferscale::export::latency_cdfs(&r);
-        check(&format!("{name} TTFT"), &ttft, done().map(|q| q.first_token_ns - q.arrival_ns).collect());
-        check(&format!("{name} E2E"), &e2e, done().map(|q| q.done_ns - q.arrival_ns).collect());
+        let c = inferscale::export::latency_cdfs(&r);
+        let s = |ns: u64| ns as f64 / 1e9;
+        check(&format!("{name} TTFT"), &c.ttft, done().map(|q| s(q.first_token_ns - q.arrival_ns)).collect());
+        check(&format!("{name} E2E"), &c.e2e, done().map(|q| s(q.done_ns - q.arrival_ns)).collect());
+        let tpot = done().filter(|q| q.output_tokens > 1).map(|q| (q.done_ns - q.first_token_ns) as f64 / (q.output_tokens - 1) as f64 / 1e9);
+        check(&format!("{name} TPOT"), &c.tpot, tpot.collect());
     }
 }

@@ -42,6 +42,7 @@ pub struct Results {
     pub markdown: String,
     /// (seconds, cumulative fraction), at most `CDF_POINTS` points.
     pub ttft_cdf: Vec<(f64, f64)>,
+    pub tpot_cdf: Vec<(f64, f64)>,
     pub e2e_cdf: Vec<(f64, f64)>,
     /// Wall time of simulating and rendering every export inside the worker, ms.
     pub compute_ms: f64,
@@ -63,13 +64,14 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
     })
     .expect("a run is only cancelled by terminating the worker");
     let simulate_ms = clock_ms() - t0;
-    let (ttft_cdf, e2e_cdf) = inferscale::export::latency_cdfs(&report);
+    let inferscale::export::LatencyCdfs { ttft: ttft_cdf, tpot: tpot_cdf, e2e: e2e_cdf } = inferscale::export::latency_cdfs(&report);
     let mut results = Results {
         report_json: inferscale::export::json(&report),
         requests_csv: inferscale::export::requests_csv(&report, &sc),
         summary_csv: inferscale::export::summary_csv(&report),
         markdown: inferscale::export::markdown(&report),
         ttft_cdf,
+        tpot_cdf,
         e2e_cdf,
         compute_ms: 0.0,
         simulate_ms,

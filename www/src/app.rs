@@ -17,7 +17,7 @@ mod study_panel;
 use crate::charts::{self, Mapping};
 use crate::details;
 use crate::numbers;
-use crate::table::{esc, Table};
+use crate::table::{self, esc, Table};
 
 /// Shipped examples (the trace example carries its trace text, since a page cannot read files by path).
 const PRESETS: &[(&str, &str)] = &[
@@ -78,6 +78,47 @@ const CONTROLS: &[(&str, &str, Kind, &str)] = &[
 /// Slider ↔ number pairs.
 const PAIRS: &[(&str, &str)] = &[("c-rate-range", "c-rate"), ("c-seqs-range", "c-seqs")];
 
+/// A class's per-request SLOs in ns: (name, TTFT, TPOT, E2E).
+type ClassSlos = (String, Option<u64>, Option<u64>, Option<u64>);
+
+/// One chart drawn: which it is, how its pixels map to data, its one-line summary (the canvas's accessible
+/// name), its data table's header, and its series.
+struct Drawn {
+    which: &'static str,
+    map: Mapping,
+    summary: String,
+    header: (&'static str, &'static str),
+    series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// A chart value as its table and read-out print it.
+fn fmt_value(which: &str, y: f64) -> String {
+    match which {
+        "ttft" | "tpot" | "e2e" | "class" => format!("{:.1} %", y * 100.0),
+        "kv" => format!("{y:.1} %"),
+        _ => format!("{y:.1}"),
+    }
+}
+
+/// A chart's data as a table: its text alternative, and what its hover read-out snaps to.
+fn data_table(d: &Drawn, bars: &[(String, f64)]) -> String {
+    let head: String = std::iter::once(d.header.0).chain(d.series.iter().map(|s| s.0.as_str())).map(|h| format!("<th>{}</th>", esc(h))).collect();
+    let n = d.series.first().map_or(0, |s| s.1.len());
+    let rows: String = (0..n)
+        .map(|i| {
+            let x = d.series[0].1[i].0;
+            let first = match d.which {
+                "class" => esc(&bars.get(i).map(|b| b.0.clone()).unwrap_or_default()),
+                "queue" | "kv" => format!("{x:.1}"),
+                _ => charts::secs(x),
+            };
+            let cells: String = d.series.iter().map(|s| format!("<td>{}</td>", fmt_value(d.which, s.1[i].1))).collect();
+            format!("<tr><td>{first}</td>{cells}</tr>")
+        })
+        .collect();
+    format!("<table class=\"data\"><caption>{}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>", esc(&d.summary))
+}
+
 struct App {
     doc: Document,
     bridge: Option<WorkerBridge<SimWorker>>,
@@ -89,9 +130,14 @@ struct App {
     results: Option<Results>,
     report: Value,
     table: Table,
+    /// Show only the requests that missed an objective of their class.
+    missed_only: bool,
+    /// The per-request SLOs (ns) of each class of the scenario that ran: (name, ttft, tpot, e2e).
+    ran_slos: Vec<ClassSlos>,
     sort: Option<(usize, bool)>,
     page: usize,
-    mappings: Vec<(String, Mapping)>,
+    /// The charts on screen: their pixel → data mappings and the data they drew.
+    charts: Vec<Drawn>,
     listeners: Vec<Closure<dyn FnMut(web_sys::Event)>>,
     self_ref: std::rc::Weak<RefCell<App>>,
     /// The panel on screen: "lab" or a study's name.
@@ -189,7 +235,8 @@ impl App {
         self.editor().class_list().toggle_with_force("invalid", !errors.is_empty()).ok();
         for (id, ptr, kind, label) in CONTROLS {
             let dotted = dotted(ptr, *kind);
-            let hit = errors.iter().find(|(p, _)| *p == dotted || p.starts_with(&format!("{dotted}.")));
+            // A tagged policy owns its parameters' errors; a plain field (the arrival kind too) only its own.
+            let hit = errors.iter().find(|(p, _)| *p == dotted || (*kind == Kind::Tagged && p.starts_with(&format!("{dotted}."))));
             mark_field(&self.el(id), hit.map(|h| field_message(label, &h.1)).as_deref());
         }
         let Ok(fields) = self.el("details").query_selector_all("[data-ptr]") else { return };
@@ -388,21 +435,26 @@ impl App {
         if !ours {
             return;
         }
-        let rate = match &spec.workload.arrival {
-            inferscale::scenario::ArrivalSpec::Poisson { rate_rps } | inferscale::scenario::ArrivalSpec::Constant { rate_rps } => format!("-{}rps", numbers::shown(&json!(rate_rps))),
-            inferscale::scenario::ArrivalSpec::Gamma { rate_rps, .. } => format!("-{}rps-bursty", numbers::shown(&json!(rate_rps))),
-            _ => String::new(),
+        use inferscale::scenario::ArrivalSpec as A;
+        let r = |x: &f64| numbers::shown(&json!(x));
+        let (tag, load) = match &spec.workload.arrival {
+            A::Poisson { rate_rps } => (format!("-{}rps", r(rate_rps)), format!(", Poisson arrivals at {} req/s", r(rate_rps))),
+            A::Constant { rate_rps } => (format!("-{}rps", r(rate_rps)), format!(", evenly spaced arrivals at {} req/s", r(rate_rps))),
+            A::Gamma { rate_rps, cv } => (format!("-{}rps-bursty", r(rate_rps)), format!(", bursty arrivals (gap CV {}) at {} req/s", r(cv), r(rate_rps))),
+            A::OnOff { .. } => ("-on-off".to_string(), ", on/off bursts".to_string()),
+            A::Trace { .. } => ("-trace".to_string(), ", replaying a trace".to_string()),
         };
         let model = spec.model.preset.clone().unwrap_or_else(|| "custom-model".into());
         let device = spec.hardware.device.clone().unwrap_or_else(|| "custom-gpu".into());
-        let derived = format!("{model}-{device}-tp{}x{}{rate}", spec.hardware.tp, spec.cluster.replicas);
+        let (tp, replicas) = (spec.hardware.tp, spec.cluster.replicas);
+        let derived = format!("{model}-{device}-tp{tp}x{replicas}{tag}");
         let kept = v["description"].as_str().filter(|d| d.starts_with("Derived from the example")).and_then(|d| d.split_once(". ")).map(|(p, _)| format!("{p}. "));
         let from = if PRESETS.iter().any(|(p, _)| *p == name) { format!("Derived from the example \"{name}\". ") } else { kept.unwrap_or_default() };
         if let Some(o) = v.as_object_mut() {
             o.insert("name".into(), json!(derived));
             if !from.is_empty() || o.get("description").is_some() {
-                let gpus = spec.hardware.tp * spec.cluster.replicas;
-                o.insert("description".into(), json!(format!("{from}{model} on {gpus} × {device} (TP {} × {} replicas){}", spec.hardware.tp, spec.cluster.replicas, rate.replace('-', " ").replace("rps", " req/s"))));
+                let plural = if replicas == 1 { "" } else { "s" };
+                o.insert("description".into(), json!(format!("{from}{model} on {} × {device} (TP {tp} × {replicas} replica{plural}){load}.", tp * replicas)));
             }
         }
         self.auto_name = derived;
@@ -516,6 +568,13 @@ impl App {
         self.set_buttons();
         self.progress(0.0);
         self.set_status("Running…");
+        // The objectives the run is judged by, for the table's "missed" filter.
+        self.ran_slos = inferscale::scenario::parse(&self.scenario_text())
+            .map(|sp| {
+                let ns = |ms: Option<f64>| ms.map(|m| (m * 1e6).round() as u64);
+                sp.workload.classes.iter().map(|c| (c.name.clone(), ns(c.slo.ttft_ms), ns(c.slo.tpot_ms), ns(c.slo.e2e_ms))).collect()
+            })
+            .unwrap_or_default();
         // The URL replays this run.
         let _ = window().location().set_hash(&share_hash(&self.editor().value()));
         // `?crash-test` in the URL makes Run crash the worker instead: the e2e test of recovery.
@@ -717,50 +776,106 @@ impl App {
         let Some(r) = &self.results else { return };
         let series = &self.report["series"];
         let xs: Vec<f64> = series["t_s"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-        let col = |k: &str| -> Vec<(f64, f64)> {
+        let col = |k: &str, scale: f64| -> Vec<(f64, f64)> {
             let ys: Vec<f64> = series[k].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-            xs.iter().copied().zip(ys).collect()
+            xs.iter().copied().zip(ys.into_iter().map(|y| y * scale)).collect()
         };
-        let mut maps = Vec::new();
-        if let Some(m) = charts::lines("chart-cdf", "Latency CDF", "seconds", "fraction of requests", &[("TTFT", r.ttft_cdf.clone()), ("E2E", r.e2e_cdf.clone())], Some(1.0)) {
-            maps.push(("cdf".to_string(), m));
+        let mut drawn = Vec::new();
+        let cdfs = [("ttft", "TTFT", r.ttft_cdf.clone()), ("tpot", "TPOT", r.tpot_cdf.clone()), ("e2e", "E2E", r.e2e_cdf.clone())];
+        for (k, (which, label, pts)) in cdfs.into_iter().enumerate() {
+            let objectives = self.objective_lines(which);
+            let stats = &self.report["summary"][format!("{which}_s")];
+            let marks: Vec<(String, f64, f64)> = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)]
+                .iter()
+                .map(|(p, f)| {
+                    let v = stats[*p].as_f64().unwrap_or(0.0);
+                    (format!("{p} {}", charts::secs(v)), v, *f)
+                })
+                .collect();
+            let title = format!("{label} CDF");
+            if let Some(map) = charts::cdf(&format!("chart-{which}"), &title, &pts, k, &objectives, &marks) {
+                let marks_text: Vec<String> = marks.iter().map(|m| m.0.clone()).collect();
+                let obj_text: Vec<String> = objectives.iter().map(|o| o.0.clone()).collect();
+                let objs = if obj_text.is_empty() { String::new() } else { format!("; objectives: {}", obj_text.join(", ")) };
+                let summary = format!("{title} of {} completed requests: {}{objs}", stats["count"], marks_text.join(", "));
+                drawn.push(Drawn { which, map, summary, header: ("latency", "share of requests at or below"), series: vec![(label.to_string(), pts)] });
+            }
         }
-        if let Some(m) = charts::lines("chart-queue", "Queue and batch over time", "time (s)", "requests (window mean)", &[("waiting", col("waiting")), ("running", col("running"))], None) {
-            maps.push(("queue".to_string(), m));
+        let queue = vec![("waiting".to_string(), col("waiting", 1.0)), ("running".to_string(), col("running", 1.0))];
+        let named: Vec<(&str, Vec<(f64, f64)>)> = queue.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        if let Some(map) = charts::lines("chart-queue", "Queue and batch over time", "time (s)", "requests (window mean)", &named, None) {
+            drawn.push(Drawn { which: "queue", map, summary: "Requests waiting and running over time (window means)".into(), header: ("time (s)", "requests"), series: queue });
         }
-        if let Some(m) = charts::lines("chart-kv", "KV cache use over time", "time (s)", "fraction of KV blocks", &[("KV used", col("kv_used_fraction"))], Some(1.0)) {
-            maps.push(("kv".to_string(), m));
+        let kv = vec![("KV used".to_string(), col("kv_used_fraction", 100.0))];
+        if let Some(map) = charts::lines("chart-kv", "KV cache use over time", "time (s)", "KV blocks in use (%)", &[("KV used", kv[0].1.clone())], Some(100.0)) {
+            let peak = self.report["summary"]["kv_peak_fraction"].as_f64().unwrap_or(0.0) * 100.0;
+            drawn.push(Drawn { which: "kv", map, summary: format!("KV blocks in use over time; peak {peak:.1} %"), header: ("time (s)", "KV used (%)"), series: kv });
         }
         let bars: Vec<(String, f64)> = self.report["classes"]
             .as_array()
             .map(|a| a.iter().map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["slo_attainment"].as_f64().unwrap_or(0.0))).collect())
             .unwrap_or_default();
         let target = self.report["objectives"]["attainment_target"].as_f64().unwrap_or(0.99);
-        if let Some(m) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target)) {
-            maps.push(("class".to_string(), m));
+        if let Some(map) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target)) {
+            let pts: Vec<(f64, f64)> = bars.iter().enumerate().map(|(i, b)| (i as f64, b.1)).collect();
+            let summary = format!("SLO attainment per class against the {:.1} % target", target * 100.0);
+            drawn.push(Drawn { which: "class", map, summary, header: ("class", "attainment"), series: vec![("attainment".into(), pts)] });
         }
-        self.mappings = maps;
+        for d in &drawn {
+            self.el(&format!("chart-{}", d.which)).set_attribute("aria-label", &d.summary).ok();
+            self.el(&format!("data-{}", d.which)).set_inner_html(&data_table(d, &bars));
+        }
+        self.charts = drawn;
     }
 
+    /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
+    /// percentile objectives on it.
+    fn objective_lines(&self, metric: &str) -> Vec<(String, f64)> {
+        let Ok(spec) = inferscale::scenario::parse(&self.scenario_text()) else { return vec![] };
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for c in &spec.workload.classes {
+            let ms = match metric {
+                "ttft" => c.slo.ttft_ms,
+                "tpot" => c.slo.tpot_ms,
+                _ => c.slo.e2e_ms,
+            };
+            if let Some(ms) = ms {
+                out.push((format!("{} SLO {}", c.name, charts::secs(ms / 1e3)), ms / 1e3));
+            }
+        }
+        for p in self.report["objectives"]["percentiles"].as_array().into_iter().flatten().filter(|p| p["metric"] == metric) {
+            let of = p["class"].as_str().map(|c| format!(" {c}")).unwrap_or_default();
+            let max_s = p["max_s"].as_f64().unwrap_or(0.0);
+            out.push((format!("p{}{of} ≤ {}", numbers::shown(&p["percentile"]), charts::secs(max_s)), max_s));
+        }
+        out
+    }
+
+    /// The read-out snaps to the data point nearest the cursor (in the chart's x: log time for CDFs) and
+    /// prints that point's values, as the data table holds them.
     fn hover(&self, which: &str, ev: &web_sys::MouseEvent) {
-        let Some((_, map)) = self.mappings.iter().find(|m| m.0 == which) else { return };
+        let Some(d) = self.charts.iter().find(|m| m.which == which) else { return };
         let Ok(canvas) = self.el(&format!("chart-{which}")).dyn_into::<HtmlCanvasElement>() else { return };
         // The canvas may be scaled by CSS: map the mouse back to canvas pixels.
         let scale = canvas.width() as f64 / canvas.client_width().max(1) as f64;
         let px = ((ev.offset_x() as f64) * scale) as i32;
         let py = ((ev.offset_y() as f64) * scale) as i32;
-        let text = match map((px, py)) {
-            Some((x, y)) => match which {
-                "cdf" => format!("{} → {:.1} % of requests", fmt_s(x), y * 100.0),
-                "queue" => format!("t = {x:.1} s: {y:.1} requests"),
-                "kv" => format!("t = {x:.1} s: {:.1} % of KV", y * 100.0),
-                _ => {
-                    let i = x.floor() as usize;
-                    let c = &self.report["classes"][i];
-                    format!("{}: {:.1} % attainment", c["name"].as_str().unwrap_or("?"), c["slo_attainment"].as_f64().unwrap_or(0.0) * 100.0)
+        let cdf = matches!(which, "ttft" | "tpot" | "e2e");
+        let text = match ((d.map)((px, py)), d.series.first()) {
+            (Some((x, _)), Some((_, pts))) if !pts.is_empty() => {
+                let dist = |p: f64| if cdf { (p.max(1e-12).ln() - x.max(1e-12).ln()).abs() } else { (p + if which == "class" { 0.5 } else { 0.0 } - x).abs() };
+                let i = (0..pts.len()).min_by(|&a, &b| dist(pts[a].0).total_cmp(&dist(pts[b].0))).unwrap_or(0);
+                let (x, y) = pts[i];
+                match which {
+                    _ if cdf => format!("{}: {} of requests ≤ {}", d.series[0].0, fmt_value(which, y), charts::secs(x)),
+                    "class" => format!("{}: {} attainment", self.report["classes"][i]["name"].as_str().unwrap_or("?"), fmt_value(which, y)),
+                    _ => {
+                        let vals: Vec<String> = d.series.iter().map(|s| format!("{} {}", s.0, fmt_value(which, s.1[i].1))).collect();
+                        format!("t = {x:.1} s: {}", vals.join(", "))
+                    }
                 }
-            },
-            None => String::new(),
+            }
+            _ => String::new(),
         };
         self.el(&format!("hover-{which}")).set_text_content(Some(&text));
     }
@@ -790,6 +905,20 @@ impl App {
         ));
     }
 
+    /// Did this CSV row miss an objective of its class? The core's rule (`metrics::steady::meets`) on the
+    /// row's exact seconds: not completed, or TTFT, TPOT (more than one output token) or E2E over its bound.
+    fn row_missed(&self, row: &[String]) -> bool {
+        let col = |name: &str| self.table.header.iter().position(|h| h == name).and_then(|i| row.get(i));
+        let ns = |name: &str| col(name).and_then(|v| v.parse::<f64>().ok()).map(|x| (x * 1e9).round());
+        if col("outcome").map(String::as_str) != Some("completed") {
+            return true;
+        }
+        let Some(slo) = col("class").and_then(|c| self.ran_slos.iter().find(|s| s.0 == *c)) else { return false };
+        let over = |v: Option<f64>, bound: Option<u64>| matches!((v, bound), (Some(v), Some(b)) if v > b as f64);
+        let multi = col("output_tokens").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 1;
+        over(ns("ttft_s"), slo.1) || over(ns("e2e_s"), slo.3) || (multi && over(ns("tpot_s"), slo.2))
+    }
+
     fn render_table(&self) {
         let t = &self.table;
         let head: String = t
@@ -802,19 +931,22 @@ impl App {
                     Some((c, false)) if c == i => " aria-sort=\"ascending\"",
                     _ => "",
                 };
-                format!("<th data-col=\"{i}\" tabindex=\"0\"{sort}>{}</th>", esc(h))
+                format!("<th data-col=\"{i}\" tabindex=\"0\" title=\"{}\"{sort}>{}</th>", esc(h), esc(&table::display_header(h)))
             })
             .collect();
-        let body: String = t
-            .page(self.page, PAGE_ROWS)
+        let rows = t.view(|r| !self.missed_only || self.row_missed(r));
+        let pages = table::pages(rows.len(), PAGE_ROWS);
+        let page = self.page.min(pages - 1);
+        let body: String = table::page(&rows, page, PAGE_ROWS)
             .iter()
-            .map(|r| format!("<tr>{}</tr>", r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect::<String>()))
+            .map(|r| format!("<tr>{}</tr>", r.iter().zip(&t.header).map(|(c, h)| format!("<td>{}</td>", esc(&table::display_cell(h, c)))).collect::<String>()))
             .collect();
+        let checked = if self.missed_only { " checked" } else { "" };
+        let what = if self.missed_only { "requests that missed an objective" } else { "requests" };
         self.el("requests").set_inner_html(&format!(
-            "<div class=\"pager\"><button type=\"button\" data-page=\"prev\">Previous</button><span id=\"page-info\">Page {} of {} ({} requests)</span><button type=\"button\" data-page=\"next\">Next</button></div><div class=\"table-wrap\"><table id=\"request-table\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
-            self.page + 1,
-            t.pages(PAGE_ROWS),
-            t.rows.len()
+            "<div class=\"pager\"><button type=\"button\" data-page=\"prev\">Previous</button><span id=\"page-info\">Page {} of {pages} ({} {what})</span><button type=\"button\" data-page=\"next\">Next</button><label class=\"inline\"><input type=\"checkbox\" id=\"missed-only\" data-filter=\"missed\"{checked}> Only requests that missed an objective</label></div><div class=\"table-wrap\"><table id=\"request-table\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
+            page + 1,
+            rows.len()
         ));
     }
 
@@ -825,8 +957,16 @@ impl App {
             self.sort = Some((col, desc));
             self.page = 0;
             self.render_table();
+        } else if target.get_attribute("data-filter").is_some() {
+            self.missed_only = target.clone().dyn_into::<HtmlInputElement>().map(|i| i.checked()).unwrap_or(false);
+            self.page = 0;
+            self.render_table();
+            if let Ok(Some(b)) = self.el("requests").query_selector("#missed-only").map(|e| e.and_then(|e| e.dyn_into::<HtmlElement>().ok())) {
+                b.focus().ok();
+            }
         } else if let Some(dir) = target.get_attribute("data-page") {
-            let pages = self.table.pages(PAGE_ROWS);
+            let shown = self.table.view(|r| !self.missed_only || self.row_missed(r)).len();
+            let pages = table::pages(shown, PAGE_ROWS);
             self.page = if dir == "next" { (self.page + 1).min(pages - 1) } else { self.page.saturating_sub(1) };
             self.render_table();
         }
@@ -948,7 +1088,7 @@ fn setup_sentence(setup: &Value) -> String {
 }
 
 fn fmt_s(s: f64) -> String {
-    if s < 10.0 { format!("{:.1} ms", s * 1e3) } else { format!("{s:.2} s") }
+    charts::secs(s)
 }
 
 /// The validator's errors as the study panels list them.
@@ -961,7 +1101,9 @@ fn error_list(errors: &[(String, String)]) -> String {
 fn mark_field(el: &Element, error: Option<&str>) {
     el.class_list().toggle_with_force("invalid", error.is_some()).ok();
     el.set_attribute("aria-invalid", if error.is_some() { "true" } else { "false" }).ok();
-    let next = el.next_element_sibling().filter(|n| n.class_list().contains("field-msg"));
+    // Beside a slider + number pair the message goes after the pair, not between them.
+    let anchor = el.parent_element().filter(|p| p.class_list().contains("pair")).unwrap_or_else(|| el.clone());
+    let next = anchor.next_element_sibling().filter(|n| n.class_list().contains("field-msg"));
     match (error, next) {
         (Some(m), Some(n)) => n.set_text_content(Some(m)),
         (Some(m), None) => {
@@ -973,7 +1115,7 @@ fn mark_field(el: &Element, error: Option<&str>) {
             let id = format!("msg-{}", if el.id().is_empty() { el.get_attribute("data-ptr").unwrap_or_default().replace('/', "-") } else { el.id() });
             n.set_id(&id);
             el.set_attribute("aria-describedby", &id).ok();
-            el.insert_adjacent_element("afterend", &n).ok();
+            anchor.insert_adjacent_element("afterend", &n).ok();
         }
         (None, Some(n)) => {
             n.remove();
@@ -1074,9 +1216,11 @@ pub fn start() {
         results: None,
         report: Value::Null,
         table: Table::default(),
+        missed_only: false,
+        ran_slos: Vec::new(),
         sort: None,
         page: 0,
-        mappings: Vec::new(),
+        charts: Vec::new(),
         listeners: Vec::new(),
         self_ref: std::rc::Weak::new(),
         panel: "lab".into(),
@@ -1214,7 +1358,7 @@ pub fn start() {
                 app.borrow_mut().table_click(&t);
             }
     });
-    for which in ["cdf", "queue", "kv", "class"] {
+    for which in ["ttft", "tpot", "e2e", "queue", "kv", "class"] {
         on(&app, &format!("chart-{which}"), "mousemove", move |app, e| {
             if let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() {
                 app.borrow().hover(which, m);

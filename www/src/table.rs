@@ -49,14 +49,49 @@ impl Table {
         });
     }
 
-    /// Rows of page `page` (0-based) of `size`.
-    pub fn page(&self, page: usize, size: usize) -> &[Vec<String>] {
-        let start = (page * size).min(self.rows.len());
-        &self.rows[start..(start + size).min(self.rows.len())]
+    /// The rows `keep` selects, in order.
+    pub fn view(&self, keep: impl Fn(&[String]) -> bool) -> Vec<&Vec<String>> {
+        self.rows.iter().filter(|r| keep(r)).collect()
     }
+}
 
-    pub fn pages(&self, size: usize) -> usize {
-        self.rows.len().div_ceil(size).max(1)
+/// Pages of `size` rows that `n` rows fill (at least one, empty).
+pub fn pages(n: usize, size: usize) -> usize {
+    n.div_ceil(size).max(1)
+}
+
+/// Rows of page `page` (0-based; past the end: the last page) of `size`.
+pub fn page<T>(rows: &[T], page: usize, size: usize) -> &[T] {
+    let start = (page.min(pages(rows.len(), size) - 1) * size).min(rows.len());
+    &rows[start..(start + size).min(rows.len())]
+}
+
+impl Table {
+}
+
+/// A CSV column's header as the table shows it: the unit in words, latencies in ms.
+pub fn display_header(h: &str) -> String {
+    match h {
+        "arrival_s" => "arrival (s)".into(),
+        "queue_delay_s" => "queue delay (ms)".into(),
+        "ttft_s" => "TTFT (ms)".into(),
+        "e2e_s" => "E2E (ms)".into(),
+        "tpot_s" => "TPOT (ms)".into(),
+        other => other.trim_end_matches("_tokens").replace('_', " ") + if other.ends_with("_tokens") { " (tokens)" } else { "" },
+    }
+}
+
+/// A cell as the table shows it, in its header's unit and at a sensible precision: arrivals in s to the
+/// millisecond, latencies in ms to a tenth (a hundredth below 1 ms); the CSV export keeps full precision.
+pub fn display_cell(h: &str, v: &str) -> String {
+    let Ok(x) = v.parse::<f64>() else { return v.to_string() };
+    match h {
+        "arrival_s" => format!("{x:.3}"),
+        "queue_delay_s" | "ttft_s" | "e2e_s" | "tpot_s" => {
+            let ms = x * 1e3;
+            if ms != 0.0 && ms.abs() < 1.0 { format!("{ms:.2}") } else { format!("{ms:.1}") }
+        }
+        _ => v.to_string(),
     }
 }
 
@@ -78,8 +113,26 @@ mod tests {
         assert_eq!(ids, vec!["3", "1", "2"], "numbers ascending, empty last");
         t.sort(0, true);
         assert_eq!(t.rows[0][0], "3");
-        assert_eq!(t.page(1, 2).len(), 1);
-        assert_eq!(t.pages(2), 2);
+        let all = t.view(|_| true);
+        assert_eq!(page(&all, 1, 2).len(), 1);
+        assert_eq!(page(&all, 9, 2).len(), 1, "past the end: the last page");
+        assert_eq!(pages(all.len(), 2), 2);
+        assert_eq!(pages(0, 2), 1);
+        assert_eq!(t.view(|r| r[1] == "c").len(), 1);
         assert_eq!(esc("<a&\">"), "&lt;a&amp;&quot;&gt;");
+    }
+
+    #[test]
+    fn cells_are_shown_in_their_headers_unit() {
+        assert_eq!(display_header("ttft_s"), "TTFT (ms)");
+        assert_eq!(display_header("prompt_tokens"), "prompt (tokens)");
+        assert_eq!(display_header("predicted_order_tokens"), "predicted order (tokens)");
+        assert_eq!(display_cell("ttft_s", "0.04868919"), "48.7");
+        assert_eq!(display_cell("tpot_s", "0.011648808857142857"), "11.6");
+        assert_eq!(display_cell("queue_delay_s", "0.000412"), "0.41");
+        assert_eq!(display_cell("queue_delay_s", "0"), "0.0");
+        assert_eq!(display_cell("arrival_s", "1.119879435"), "1.120");
+        assert_eq!(display_cell("e2e_s", ""), "");
+        assert_eq!(display_cell("class", "chat"), "chat");
     }
 }

@@ -1,0 +1,117 @@
+// The Serving Lab's charts as a performance engineer reads them: a CDF per latency on a log axis, hover
+// read-outs that are data points (equal to a row of the chart's data table), tick labels that do not overlap
+// (measured from the boxes of the text the canvas drew), and an accessible name and data table per chart.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serve, browser, openLab, runAndWait, download } from './browser.mjs';
+
+let server, ctx;
+before(async () => { server = await serve(); ctx = await browser(); });
+after(async () => { await ctx?.close(); server?.stop(); });
+
+const CHARTS = ['ttft', 'tpot', 'e2e', 'queue', 'kv', 'class'];
+
+/** Record the box of every text drawn on each canvas (fillText through the current transform). */
+async function recordText(page) {
+  await page.addInitScript(() => {
+    window.drawnText = {};
+    const orig = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const id = this.canvas.id;
+      const m = this.measureText(text);
+      const t = this.getTransform();
+      const left = x - (this.textAlign === 'center' ? m.width / 2 : this.textAlign === 'right' || this.textAlign === 'end' ? m.width : 0);
+      const corners = [[left, y - m.actualBoundingBoxAscent], [left + m.width, y - m.actualBoundingBoxAscent], [left, y + m.actualBoundingBoxDescent], [left + m.width, y + m.actualBoundingBoxDescent]]
+        .map(([px, py]) => [t.a * px + t.c * py + t.e, t.b * px + t.d * py + t.f]);
+      const xs = corners.map((c) => c[0]); const ys = corners.map((c) => c[1]);
+      (window.drawnText[id] ||= []).push({ text: String(text), x0: Math.min(...xs), x1: Math.max(...xs), y0: Math.min(...ys), y1: Math.max(...ys) });
+      return orig.call(this, text, x, y, ...rest);
+    };
+  });
+}
+
+test('every chart: hover snaps to a data point equal to its data table, labels do not overlap, accessible name and data', async () => {
+  const { page, errors } = await (async () => {
+    const p = await ctx.newPage();
+    await recordText(p);
+    const errs = [];
+    p.on('console', (m) => { if (m.type() === 'error') errs.push(m.text()); });
+    await p.goto(server.url);
+    await p.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
+    await p.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+    return { page: p, errors: errs };
+  })();
+  await page.evaluate(() => { window.drawnText = {}; });
+  await runAndWait(page);
+  for (const which of CHARTS) {
+    const canvas = page.locator(`#chart-${which}`);
+    // An accessible name that says what the chart shows, and its data as a table.
+    const name = await canvas.getAttribute('aria-label');
+    assert.ok(name && name.length > 20, `${which}: accessible name "${name}"`);
+    assert.equal(await canvas.getAttribute('role'), 'img');
+    const rows = await page.$$eval(`#data-${which} tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    assert.ok(rows.length > 0, `${which}: a data table`);
+    // Hover at several places: each read-out is one of the table's rows.
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    for (const fx of [0.3, 0.5, 0.8]) {
+      await page.mouse.move(box.x + box.width * fx, box.y + box.height * 0.5);
+      const text = await page.textContent(`#hover-${which}`);
+      const hit = rows.some((r) => {
+        if (['ttft', 'tpot', 'e2e'].includes(which)) return text.includes(`${r[1]} of requests ≤ ${r[0]}`);
+        if (which === 'class') return text === `${r[0]}: ${r[1]} attainment`;
+        return text.startsWith(`t = ${r[0]} s:`) && r.slice(1).every((v) => text.includes(v));
+      });
+      assert.ok(hit, `${which} at ${fx}: "${text}" is a row of the data table`);
+    }
+    // No two drawn labels overlap (boxes shrunk by a pixel for anti-aliasing).
+    const texts = await page.evaluate((id) => window.drawnText[id] || [], `chart-${which}`);
+    assert.ok(texts.length >= 5, `${which}: ${texts.length} labels drawn`);
+    for (let i = 0; i < texts.length; i++) {
+      for (let j = i + 1; j < texts.length; j++) {
+        const a = texts[i]; const b = texts[j];
+        const overlap = a.x0 + 1 < b.x1 && b.x0 + 1 < a.x1 && a.y0 + 1 < b.y1 && b.y0 + 1 < a.y1;
+        assert.ok(!overlap, `${which}: "${a.text}" overlaps "${b.text}"`);
+      }
+    }
+  }
+  // The CDFs are on a log axis with time units on the ticks; the objective is in the legend.
+  const ttft = (await page.evaluate(() => window.drawnText['chart-ttft'])).map((t) => t.text);
+  assert.ok(ttft.some((t) => /^\d+(\.\d+)? (ms|s)$/.test(t)), `TTFT ticks carry units: ${ttft.join(' | ')}`);
+  assert.ok(ttft.some((t) => /^chat SLO 1000 ms$/.test(t)), `the TTFT objective is drawn: ${ttft.join(' | ')}`);
+  assert.ok(ttft.some((t) => /^p95 \d/.test(t)), 'the p95 marker is labelled');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('the request table: units in the headers, rounded cells, sortable, and a filter for requests that missed', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await runAndWait(page);
+  const headers = await page.$$eval('#request-table th', (ths) => ths.map((th) => th.textContent));
+  for (const h of ['TTFT (ms)', 'E2E (ms)', 'TPOT (ms)', 'queue delay (ms)', 'arrival (s)', 'prompt (tokens)']) assert.ok(headers.includes(h), `${h} in ${headers}`);
+  const { text: csv } = await download(page, '#x-csv');
+  const lines = csv.trim().split('\n').map((l) => l.split(','));
+  const head = lines[0];
+  const first = await page.$$eval('#request-table tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  const ttft = head.indexOf('ttft_s');
+  assert.equal(first[ttft], (Number(lines[1][ttft]) * 1000).toFixed(1), 'TTFT in ms to a tenth');
+  // Nothing overflows its cell: every cell's text fits.
+  const overflow = await page.$$eval('#request-table td', (tds) => tds.filter((td) => td.scrollWidth > td.clientWidth + 1).length);
+  assert.equal(overflow, 0);
+  // The filter keeps exactly the requests that missed: as many as the report says did not meet their SLOs.
+  const report = JSON.parse((await download(page, '#x-json')).text);
+  const missed = report.classes.reduce((n, c) => n + Math.round(c.requests * (1 - c.slo_attainment)), 0);
+  await page.getByRole('checkbox', { name: 'Only requests that missed an objective' }).check();
+  assert.match(await page.textContent('#page-info'), new RegExp(`\\(${missed} requests that missed an objective\\)`));
+  const shown = await page.$$eval('#request-table tbody tr', (trs) => trs.length);
+  assert.equal(shown, Math.min(missed, 50));
+  // Sorting works on the filtered rows too (by E2E, descending after two clicks).
+  const e2e = head.indexOf('e2e_s');
+  await page.click(`#request-table th[data-col="${e2e}"]`);
+  await page.click(`#request-table th[data-col="${e2e}"]`);
+  const col = await page.$$eval(`#request-table tbody td:nth-child(${e2e + 1})`, (tds) => tds.map((td) => Number(td.textContent)));
+  assert.ok(col.every((v, i) => i === 0 || col[i - 1] >= v), 'descending');
+  assert.match(await page.textContent('#page-info'), /requests that missed an objective/, 'the filter stays on while sorting');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
