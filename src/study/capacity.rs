@@ -1,7 +1,15 @@
-//! Capacity planner: the highest offered rate at which SLO attainment stays at or above a target in every one of
-//! R repetitions (seeds). Bracket by doubling or halving, then bisect to the stated precision. Capacity is
-//! measured, never derived: the report also runs one overloaded point to measure saturation throughput and
-//! sets it beside the textbook estimate (peak decode throughput ÷ mean output length).
+//! Capacity planner. Two questions, each answered by simulation, never derived:
+//! - **rate**: the highest offered rate at which this cluster meets the objectives in every one of R
+//!   repetitions (seeds). Bracket by doubling or halving, then bisect to the stated precision. One overloaded
+//!   run measures saturation throughput beside the textbook estimate (peak decode throughput ÷ mean output).
+//! - **replicas** (`target_rps` set): the fewest replicas that meet the objectives at that rate, each count
+//!   simulated with the scenario's router (not the per-replica figure multiplied). Bracket by doubling or
+//!   halving the replica count, then bisect the integers.
+//!
+//! "Meets the objectives" (per run): SLO attainment ≥ the target (default: the scenario's
+//! `objectives.attainment_target`) and every percentile objective met — or, with `max_mean_wait_ms`, the mean
+//! queueing delay at most that — and in both cases the run is not `steady.overloaded` (a waiting queue that grows
+//! is not sustained, however well a short run's requests did).
 
 use serde::{Deserialize, Serialize};
 
@@ -11,8 +19,9 @@ use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CapacityParams {
-    /// SLO attainment every repetition must reach, (0, 1].
-    pub target: f64,
+    /// SLO attainment every repetition must reach, (0, 1]; absent: the scenario's attainment target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
     /// Repetitions (seeds) per rate, ≥ 1.
     pub repetitions: u32,
     /// Stop when the bracket [pass, fail] is narrower than this fraction of the passing rate.
@@ -22,16 +31,22 @@ pub struct CapacityParams {
     pub max_mean_wait_ms: Option<f64>,
     /// First rate tried, req/s (default: the scenario's).
     pub start_rps: Option<f64>,
-    /// Most rates evaluated.
+    /// Most rates (or replica counts) evaluated.
     pub max_rates: u32,
+    /// Search the fewest replicas that meet the objectives at this offered rate, req/s (colocated scenarios).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<f64>,
+    /// Most replicas the replica search tries.
+    pub max_replicas: u32,
 }
 
 impl Default for CapacityParams {
     fn default() -> Self {
-        CapacityParams { target: 0.99, repetitions: 5, precision: 0.02, max_mean_wait_ms: None, start_rps: None, max_rates: 30 }
+        CapacityParams { target: None, repetitions: 5, precision: 0.02, max_mean_wait_ms: None, start_rps: None, max_rates: 30, target_rps: None, max_replicas: 256 }
     }
 }
 
+/// One point of the search: a rate (req/s) or a replica count, with its repetitions.
 struct Eval {
     rate: f64,
     runs: Vec<RunSummary>,
@@ -43,8 +58,11 @@ pub struct CapacityStudy {
     p: CapacityParams,
     /// The scenario's mean arrival rate, req/s.
     base_rps: f64,
+    /// The attainment target in force (the option, or the scenario's).
+    target: f64,
     evals: Vec<Eval>,
-    /// Highest passing and lowest failing rate so far.
+    /// Rate search: highest passing and lowest failing rate so far. Replica search: highest failing and
+    /// lowest passing replica count (more replicas pass).
     lo: Option<f64>,
     hi: Option<f64>,
     /// The rate being evaluated (None: the saturation run or nothing).
@@ -59,7 +77,16 @@ impl CapacityStudy {
     pub fn new(spec: &Spec, p: &CapacityParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut e = Errors::default();
-        e.range_open_lo("study.capacity.target", p.target, 0.0, 1.0);
+        if let Some(t) = p.target {
+            e.range_open_lo("study.capacity.target", t, 0.0, 1.0);
+        }
+        if let Some(r) = p.target_rps {
+            e.range_open_lo("study.capacity.target_rps", r, 0.0, 1e6);
+            if sc.is_disaggregated() {
+                e.push("study.capacity.target_rps", "the replica search sizes a colocated cluster; this scenario is disaggregated (size its pools in the P/D panel)");
+            }
+        }
+        e.int("study.capacity.max_replicas", p.max_replicas as u64, 1, 4096);
         e.int("study.capacity.repetitions", p.repetitions as u64, 1, 1000);
         e.range_open_lo("study.capacity.precision", p.precision, 0.0, 1.0);
         if let Some(w) = p.max_mean_wait_ms
@@ -78,6 +105,7 @@ impl CapacityStudy {
             base: spec.clone(),
             p: p.clone(),
             base_rps,
+            target: p.target.unwrap_or(sc.objectives.attainment_target),
             evals: Vec::new(),
             lo: None,
             hi: None,
@@ -87,10 +115,27 @@ impl CapacityStudy {
             done: false,
             stopped_early: false,
         };
-        // The first rate must make a valid scenario.
-        scenario::validate(&st.at_rate(p.start_rps.unwrap_or(base_rps), 0)).map_err(|e| super::prefixed(e, "first rate"))?;
-        st.pending = Some(p.start_rps.unwrap_or(base_rps));
+        // The first point must make a valid scenario.
+        let first = if p.target_rps.is_some() { spec.cluster.replicas.min(p.max_replicas) as f64 } else { p.start_rps.unwrap_or(base_rps) };
+        scenario::validate(&st.job_spec(first, 0)).map_err(|e| super::prefixed(e, "first rate"))?;
+        st.pending = Some(first);
         Ok(st)
+    }
+
+    fn replica_search(&self) -> bool {
+        self.p.target_rps.is_some()
+    }
+
+    /// The scenario of search point `x` (a rate, or a replica count at the target rate) on repetition `k`.
+    fn job_spec(&self, x: f64, k: u32) -> Spec {
+        match self.p.target_rps {
+            Some(rate) => {
+                let mut s = self.at_rate(rate, k);
+                s.cluster.replicas = x as u32;
+                s
+            }
+            None => self.at_rate(x, k),
+        }
     }
 
     /// The scenario at `rate` req/s on repetition `k`'s seed.
@@ -110,10 +155,11 @@ impl CapacityStudy {
     }
 
     fn passes(&self, r: &RunSummary) -> bool {
-        match self.p.max_mean_wait_ms {
-            Some(w) => r.queue_delay_mean_s * 1e3 <= w,
-            None => r.slo_attainment >= self.p.target,
-        }
+        !r.overloaded
+            && match self.p.max_mean_wait_ms {
+                Some(w) => r.queue_delay_mean_s * 1e3 <= w,
+                None => r.slo_attainment >= self.target && r.percentiles_met,
+            }
     }
 
     /// The criterion's value for a run (SLO attainment, or mean wait in s).
@@ -121,7 +167,33 @@ impl CapacityStudy {
         if self.p.max_mean_wait_ms.is_some() { r.queue_delay_mean_s } else { r.slo_attainment }
     }
 
+    /// Replica search: fewer replicas until one fails, more until one passes, then bisect the integers.
+    fn choose_next_replicas(&mut self) {
+        let last = self.evals.last().expect("an evaluation");
+        let (n, pass) = (last.rate, last.pass);
+        if pass {
+            self.hi = Some(self.hi.map_or(n, |h| h.min(n)));
+        } else {
+            self.lo = Some(self.lo.map_or(n, |l| l.max(n)));
+        }
+        if self.evals.len() >= self.p.max_rates as usize {
+            self.stopped_early = true;
+            self.pending = None;
+            return;
+        }
+        let max = self.p.max_replicas as f64;
+        self.pending = match (self.lo, self.hi) {
+            (None, Some(h)) if h > 1.0 => Some((h / 2.0).floor().max(1.0)),
+            (Some(l), None) if l < max => Some((l * 2.0).min(max)),
+            (Some(l), Some(h)) if h - l > 1.0 => Some(((l + h) / 2.0).floor()),
+            _ => None,
+        };
+    }
+
     fn choose_next(&mut self) {
+        if self.replica_search() {
+            return self.choose_next_replicas();
+        }
         let last = self.evals.last().expect("an evaluation");
         let (rate, pass) = (last.rate, last.pass);
         if pass {
@@ -149,10 +221,11 @@ impl Study for CapacityStudy {
         if self.done {
             return Vec::new();
         }
-        if let Some(rate) = self.pending {
-            return (0..self.p.repetitions).map(|k| Job { label: format!("{rate:.4} req/s, repetition {}", k + 1), spec: self.at_rate(rate, k) }).collect();
+        if let Some(x) = self.pending {
+            let what = if self.replica_search() { format!("{x} replicas") } else { format!("{x:.4} req/s") };
+            return (0..self.p.repetitions).map(|k| Job { label: format!("{what}, repetition {}", k + 1), spec: self.job_spec(x, k) }).collect();
         }
-        if self.saturation.is_none() {
+        if self.saturation.is_none() && !self.replica_search() {
             // Saturation: well past the highest failing rate (or the highest tried), one repetition.
             let top = self.hi.or(self.lo).unwrap_or(self.base_rps);
             let rate = top * 4.0;
@@ -186,13 +259,16 @@ impl Study for CapacityStudy {
     }
 
     fn report(&self) -> StudyReport {
+        if self.replica_search() {
+            return self.report_replicas();
+        }
         let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
             "capacity",
             &self.base,
             match self.p.max_mean_wait_ms {
                 Some(w) => format!("what is the highest rate at which the mean queueing delay stays at or under {w} ms in all {} repetitions?", self.p.repetitions),
-                None => format!("what is the highest rate at which SLO attainment stays at or above {:.1} % in all {} repetitions?", self.p.target * 100.0, self.p.repetitions),
+                None => format!("what is the highest rate at which SLO attainment stays at or above {:.1} %{} in all {} repetitions?", self.target * 100.0, self.percentile_clause(), self.p.repetitions),
             },
         );
         let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
@@ -210,7 +286,7 @@ impl Study for CapacityStudy {
         let mut evals: Vec<&Eval> = self.evals.iter().collect();
         evals.sort_by(|a, b| a.rate.total_cmp(&b.rate));
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-        let target = self.p.max_mean_wait_ms.map_or(self.p.target, |w| w / 1e3);
+        let target = self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3);
         let mut pts = Vec::new();
         let mut band = Vec::new();
         for e in &evals {
@@ -252,6 +328,12 @@ impl Study for CapacityStudy {
                 gap.map_or(String::new(), |g| format!(", {g:+.0} % from measured: prefill, queueing and memory are not free"))
             ));
             rep.answer.push_str(&format!(" Measured saturation: {:.3} req/s; the found capacity is {:.0} % of it.", s.throughput_rps, found / s.throughput_rps.max(1e-12) * 100.0));
+            let sustained = s.steady_throughput_rps.max(s.throughput_rps);
+            if found > sustained * 1.02 {
+                rep.notes.insert(0, format!(
+                    "Warning: the found capacity ({found:.3} req/s) exceeds the measured saturation throughput ({sustained:.3} req/s): the runs are too short for the load to show; raise workload.requests."
+                ));
+            }
         }
         if self.stopped_early {
             rep.notes.push(format!("The search stopped at {} rates (study option max_rates) before reaching the precision.", self.p.max_rates));
@@ -271,9 +353,102 @@ impl Study for CapacityStudy {
     }
 }
 
-/// The rate found (highest passing), for tests.
 impl CapacityStudy {
+    /// The rate found (highest passing), for tests.
     pub fn found_rps(&self) -> Option<f64> {
-        self.lo
+        if self.replica_search() { None } else { self.lo }
+    }
+
+    /// The fewest replicas found to pass at `target_rps`, for tests.
+    pub fn found_replicas(&self) -> Option<u32> {
+        if self.replica_search() { self.hi.map(|h| h as u32) } else { None }
+    }
+
+    /// " and p95 TTFT ≤ 1000 ms" for the scenario's percentile objectives.
+    fn percentile_clause(&self) -> String {
+        self.base
+            .objectives
+            .percentiles
+            .iter()
+            .map(|p| {
+                let of = p.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
+                format!(" and p{} {}{of} ≤ {} ms", p.percentile, p.metric.label(), p.max_ms)
+            })
+            .collect()
+    }
+
+    fn report_replicas(&self) -> StudyReport {
+        let rate = self.p.target_rps.unwrap_or(0.0);
+        let wait = self.p.max_mean_wait_ms.is_some();
+        let criterion = match self.p.max_mean_wait_ms {
+            Some(w) => format!("the mean queueing delay stays at or under {w} ms"),
+            None => format!("SLO attainment stays at or above {:.1} %{}", self.target * 100.0, self.percentile_clause()),
+        };
+        let mut rep = report_head("capacity", &self.base, format!("what is the fewest replicas at which {criterion} at {rate} req/s in all {} repetitions?", self.p.repetitions));
+        let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
+        rep.columns = vec![
+            col("Replicas", "", Format::Int),
+            col("GPUs", "", Format::Int),
+            col("Pass", "", Format::Bool),
+            col(mean_label, unit, fmt),
+            col("Worst repetition", unit, fmt),
+            col("Steady throughput", "req/s", Format::Num),
+            col("Goodput", "req/s", Format::Num),
+            col("p95 TTFT", "s", Format::Seconds),
+            col("p95 E2E", "s", Format::Seconds),
+            col("Overloaded", "repetitions", Format::Int),
+        ];
+        let mut evals: Vec<&Eval> = self.evals.iter().collect();
+        evals.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let mut pts = Vec::new();
+        let mut band = Vec::new();
+        for e in &evals {
+            let vals: Vec<f64> = e.runs.iter().map(|r| self.value(r)).collect();
+            let worst = if wait { vals.iter().copied().fold(f64::MIN, f64::max) } else { vals.iter().copied().fold(f64::MAX, f64::min) };
+            let gpus = e.runs.first().map_or(0, |r| r.gpus);
+            rep.rows.push(vec![
+                Cell::from(e.rate as u64),
+                Cell::from(gpus as u64),
+                e.pass.into(),
+                mean(&vals).into(),
+                worst.into(),
+                mean(&e.runs.iter().map(|r| r.steady_throughput_rps).collect::<Vec<_>>()).into(),
+                mean(&e.runs.iter().map(|r| r.goodput_rps).collect::<Vec<_>>()).into(),
+                mean(&e.runs.iter().map(|r| r.ttft_p95_s).collect::<Vec<_>>()).into(),
+                mean(&e.runs.iter().map(|r| r.e2e_p95_s).collect::<Vec<_>>()).into(),
+                Cell::from(e.runs.iter().filter(|r| r.overloaded).count() as u64),
+            ]);
+            pts.push((e.rate, mean(&vals)));
+            band.push((vals.iter().copied().fold(f64::MAX, f64::min), vals.iter().copied().fold(f64::MIN, f64::max)));
+        }
+        rep.best_row = self.hi.and_then(|h| evals.iter().position(|e| e.rate == h));
+        let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
+        rep.answer = match (self.lo, self.hi) {
+            (Some(l), Some(h)) => format!("{h} replicas ({} GPUs) sustain {rate} req/s: the fewest that pass in every repetition; {l} replicas failed.", gpus_of(h)),
+            (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} req/s.", gpus_of(h)),
+            (Some(l), None) => format!("no replica count up to {l} passes at {rate} req/s (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."),
+            (None, None) => "nothing was evaluated.".into(),
+        };
+        if self.stopped_early {
+            rep.notes.push(format!("The search stopped at {} replica counts (study option max_rates).", self.p.max_rates));
+        }
+        rep.notes.push(format!(
+            "Every replica count is simulated with the scenario's router ({}) on the same requests (repetition k on seed {} + k), so routing and queueing across replicas are in the answer.",
+            serde_json::to_value(&self.base.cluster.router).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default(),
+            self.base.seed
+        ));
+        rep.notes.push("A run whose waiting queue grows over its steady window (steady.overloaded) fails, however well its requests did.".into());
+        rep.charts = vec![Chart {
+            kind: "lines".into(),
+            title: if wait { "Mean queueing delay vs replicas".into() } else { "SLO attainment vs replicas".into() },
+            x_label: "replicas".into(),
+            y_label: if wait { "seconds (mean, min–max over repetitions)".into() } else { "SLO attainment (mean, min–max)".into() },
+            categories: vec![],
+            series: vec![ChartSeries { name: if wait { "mean wait".into() } else { "SLO attainment".into() }, points: pts, band, labels: vec![], line: true }],
+            target: Some(self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3)),
+        }];
+        rep.runs = evals.iter().flat_map(|e| e.runs.iter().cloned()).collect();
+        rep
     }
 }

@@ -64,6 +64,11 @@ pub struct RunSummary {
     pub prefix_hit_rate: Option<f64>,
     pub prefill_tokens_saved: Option<u64>,
     pub prefill_saved_fraction: Option<f64>,
+    /// Completions per second in the steady-state window, and whether the waiting queue grew there.
+    pub steady_throughput_rps: f64,
+    pub overloaded: bool,
+    /// Every percentile objective of the scenario met (true when it has none).
+    pub percentiles_met: bool,
     /// The run's own diagnosis.
     pub diagnosis_kind: String,
     pub diagnosis_verdict: String,
@@ -104,6 +109,9 @@ impl RunSummary {
             prefix_hit_rate: r.prefix.as_ref().map(|p| p.hit_rate),
             prefill_tokens_saved: saved,
             prefill_saved_fraction: saved.map(|x| if prompt_total > 0 { x as f64 / prompt_total as f64 } else { 0.0 }),
+            steady_throughput_rps: r.steady.throughput_rps,
+            overloaded: r.steady.overloaded,
+            percentiles_met: r.objectives.percentiles.iter().all(|p| p.met),
             diagnosis_kind: r.diagnosis.kind.to_string(),
             diagnosis_verdict: r.diagnosis.verdict.clone(),
         }

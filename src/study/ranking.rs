@@ -1,5 +1,10 @@
 //! Scheduler ranking: every colocated queue policy (and the admission policies that apply) on the same
-//! requests, ranked by SLO attainment, then goodput.
+//! requests, over R repetitions (seeds seed + k, common to every policy), ranked by mean SLO attainment, then
+//! mean goodput. Each figure carries its 95 % confidence interval (Student t over the repetitions). Because
+//! every policy runs the same seeds, a policy is compared with the best one pair by pair: when the 95 %
+//! interval of the paired differences includes 0 for attainment and for goodput, it is "not distinguishable"
+//! from the best — a tie is a tie, not a ranking. (Overlap of the rows' own intervals would call far more ties:
+//! it ignores that seed-to-seed variation is shared.)
 
 use serde::{Deserialize, Serialize};
 
@@ -14,17 +19,59 @@ pub struct RankingParams {
     pub admission: bool,
     /// DRR's quantum, tokens.
     pub drr_quantum_tokens: u32,
+    /// Repetitions (seeds seed + k) per policy, 1 … 100.
+    pub repetitions: u32,
 }
 
 impl Default for RankingParams {
     fn default() -> Self {
-        RankingParams { admission: true, drr_quantum_tokens: 2048 }
+        RankingParams { admission: true, drr_quantum_tokens: 2048, repetitions: 5 }
     }
 }
 
 pub struct RankingStudy {
     base: Spec,
     batch: OneBatch,
+    /// The policies, in the order their jobs were made (repetitions are consecutive).
+    policies: Vec<String>,
+    repetitions: usize,
+}
+
+/// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
+fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
+        2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    if df == 0 { f64::INFINITY } else { T.get(df - 1).copied().unwrap_or(1.96) }
+}
+
+/// Mean and 95 % confidence interval of `x` (a point when there is one value).
+pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
+    let n = x.len();
+    let mean = x.iter().sum::<f64>() / n.max(1) as f64;
+    if n < 2 {
+        return (mean, mean, mean);
+    }
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
+    let half = t95(n - 1) * (var / n as f64).sqrt();
+    (mean, mean - half, mean + half)
+}
+
+/// One policy over its repetitions.
+struct Policy<'a> {
+    label: &'a str,
+    runs: &'a [RunSummary],
+    slo: (f64, f64, f64),
+    goodput: (f64, f64, f64),
+}
+
+
+/// Is the 95 % interval of the paired differences `f(a_k) − f(b_k)` one that includes 0?
+fn paired_tie(a: &[RunSummary], b: &[RunSummary], f: fn(&RunSummary) -> f64) -> bool {
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| f(x) - f(y)).collect();
+    let (_, lo, hi) = mean_ci(&d);
+    lo <= 0.0 && 0.0 <= hi
 }
 
 impl RankingStudy {
@@ -32,6 +79,9 @@ impl RankingStudy {
         let sc = scenario::validate(spec)?;
         if p.drr_quantum_tokens == 0 {
             return Err(ScenarioError::one("study.ranking.drr_quantum_tokens", "must be at least 1 token (got 0)"));
+        }
+        if !(1..=100).contains(&p.repetitions) {
+            return Err(ScenarioError::one("study.ranking.repetitions", format!("must be an integer from 1 to 100 (got {})", p.repetitions)));
         }
         let orders = [
             ("FCFS", SchedulerSpec::Fcfs),
@@ -62,7 +112,14 @@ impl RankingStudy {
         for j in &jobs {
             scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
         }
-        Ok(RankingStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
+        let policies: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
+        // Repetition k of every policy runs on seed + k: the policies see the same requests each time.
+        let r = p.repetitions as usize;
+        let jobs = jobs
+            .into_iter()
+            .flat_map(|j| (0..r).map(move |k| Job { label: if r == 1 { j.label.clone() } else { format!("{}, repetition {}", j.label, k + 1) }, spec: super::reseeded(&j.spec, j.spec.seed.wrapping_add(k as u64)) }))
+            .collect();
+        Ok(RankingStudy { base: spec.clone(), batch: OneBatch::new(jobs), policies, repetitions: r })
     }
 }
 
@@ -74,67 +131,111 @@ impl OneBatchStudy for RankingStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head("ranking", &self.base, "which queue policy (or admission policy) serves these requests best?".into());
+        let reps = self.repetitions;
+        let mut rep = report_head("ranking", &self.base, format!("which queue policy (or admission policy) serves these requests best, over {reps} repetition{}?", if reps == 1 { "" } else { "s" }));
         rep.columns = vec![
             col("Rank", "", Format::Int),
             col("Scheduler", "", Format::Text),
-            col("Goodput", "req/s", Format::Num),
-            col("SLO attainment", "", Format::Percent),
-            col("p95 TTFT", "s", Format::Seconds),
-            col("p95 E2E", "s", Format::Seconds),
-            col("KV peak", "", Format::Percent),
-            col("Unfinished", "requests", Format::Int),
-            col("Diagnosis", "", Format::Text),
+            col("Goodput", "req/s, mean", Format::Num),
+            col("Goodput 95 % CI", "req/s", Format::Text),
+            col("SLO attainment", "mean", Format::Percent),
+            col("SLO 95 % CI", "", Format::Text),
+            col("p95 TTFT", "s, mean", Format::Seconds),
+            col("p95 E2E", "s, mean", Format::Seconds),
+            col("KV peak", "mean", Format::Percent),
+            col("Unfinished", "requests, all repetitions", Format::Int),
+            col("Versus the best", "", Format::Text),
+            col("Diagnosis", "first repetition", Format::Text),
         ];
-        // Rank: SLO attainment, then goodput; the earlier policy on a full tie.
-        let r = results;
-        let mut order: Vec<usize> = (0..r.len()).collect();
-        order.sort_by(|&a, &b| r[b].slo_attainment.total_cmp(&r[a].slo_attainment).then(r[b].goodput_rps.total_cmp(&r[a].goodput_rps)).then(a.cmp(&b)));
+        let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let policies: Vec<Policy> = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let runs = &results[i * reps..(i + 1) * reps];
+                Policy {
+                    label,
+                    runs,
+                    slo: mean_ci(&runs.iter().map(|x| x.slo_attainment).collect::<Vec<_>>()),
+                    goodput: mean_ci(&runs.iter().map(|x| x.goodput_rps).collect::<Vec<_>>()),
+                }
+            })
+            .collect();
+        // Rank: mean SLO attainment, then mean goodput; the earlier policy on a full tie.
+        let mut order: Vec<usize> = (0..policies.len()).collect();
+        order.sort_by(|&a, &b| policies[b].slo.0.total_cmp(&policies[a].slo.0).then(policies[b].goodput.0.total_cmp(&policies[a].goodput.0)).then(a.cmp(&b)));
+        let best = order.first().map(|&i| &policies[i]);
+        let tied = |p: &Policy| best.is_some_and(|b| paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps));
+        let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
+        let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
+        // A share's interval is clipped to [0, 100 %], a rate's to ≥ 0.
+        let ci = |c: (f64, f64, f64), pct: bool| {
+            if pct { format!("{:.1} – {:.1} %", c.1.clamp(0.0, 1.0) * 100.0, c.2.clamp(0.0, 1.0) * 100.0) } else { format!("{:.3} – {:.3}", c.1.max(0.0), c.2.max(0.0)) }
+        };
         rep.rows = order
             .iter()
             .enumerate()
             .map(|(rank, &i)| {
-                let x = &r[i];
+                let p = &policies[i];
+                let versus = if rank == 0 { "best" } else if tied(p) { "not distinguishable from the best" } else { "worse" };
                 vec![
                     Cell::from((rank + 1) as u64),
-                    x.label.as_str().into(),
-                    x.goodput_rps.into(),
-                    x.slo_attainment.into(),
-                    x.ttft_p95_s.into(),
-                    x.e2e_p95_s.into(),
-                    x.kv_peak_fraction.into(),
-                    (x.unfinished + x.rejected).into(),
-                    brief(x).into(),
+                    p.label.into(),
+                    p.goodput.0.into(),
+                    ci(p.goodput, false).into(),
+                    p.slo.0.into(),
+                    ci(p.slo, true).into(),
+                    mean(p.runs.iter().map(|x| x.ttft_p95_s).collect()).into(),
+                    mean(p.runs.iter().map(|x| x.e2e_p95_s).collect()).into(),
+                    mean(p.runs.iter().map(|x| x.kv_peak_fraction).collect()).into(),
+                    p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into(),
+                    versus.into(),
+                    if same_sentence { "(the same for every policy: see the notes)".into() } else { briefs[i].as_str().into() },
                 ]
             })
             .collect();
-        if let (Some(&best), Some(&worst)) = (order.first(), order.last()) {
+        let r = &policies;
+        if let (Some(&first), Some(&worst)) = (order.first(), order.last()) {
             rep.best_row = Some(0);
+            let ties: Vec<&str> = order.iter().skip(1).filter(|&&i| tied(&r[i])).map(|&i| r[i].label).collect();
+            let tie_text = match ties.len() {
+                0 => String::new(),
+                _ if reps == 1 => format!(" With one repetition there is no interval: {} tie it exactly.", ties.join(", ")),
+                _ => format!(" Not distinguishable from it at 95 % over {reps} paired repetitions: {}.", ties.join(", ")),
+            };
             rep.answer = format!(
-                "{} ranks first: SLO attainment {:.1} %, goodput {:.2} req/s (last: {} at {:.1} %).",
-                r[best].label,
-                r[best].slo_attainment * 100.0,
-                r[best].goodput_rps,
+                "{} ranks first: SLO attainment {:.1} % ({}), goodput {:.2} req/s (last: {} at {:.1} %).{tie_text}",
+                r[first].label,
+                r[first].slo.0 * 100.0,
+                ci(r[first].slo, true),
+                r[first].goodput.0,
                 r[worst].label,
-                r[worst].slo_attainment * 100.0
+                r[worst].slo.0 * 100.0
             );
         }
         rep.charts = vec![Chart {
             kind: "bars".into(),
-            title: "SLO attainment by policy (ranked)".into(),
+            title: "SLO attainment by policy (ranked, mean over repetitions)".into(),
             x_label: "policy".into(),
             y_label: "fraction of requests meeting every SLO".into(),
-            categories: order.iter().map(|&i| r[i].label.clone()).collect(),
-            series: vec![ChartSeries { name: "SLO attainment".into(), points: order.iter().enumerate().map(|(k, &i)| (k as f64, r[i].slo_attainment)).collect(), band: vec![], labels: vec![], line: false }],
+            categories: order.iter().map(|&i| r[i].label.to_string()).collect(),
+            series: vec![ChartSeries { name: "SLO attainment".into(), points: order.iter().enumerate().map(|(k, &i)| (k as f64, r[i].slo.0)).collect(), band: vec![], labels: vec![], line: false }],
             target: None,
         }];
-        rep.notes = vec!["Every policy runs the same requests (same arrivals, lengths and predictions); only the order and admission differ.".into()];
-        if self.batch.jobs.len() == 6 {
+        rep.notes = vec![format!(
+            "Every policy runs the same requests (same arrivals, lengths and predictions) on each of {reps} seeds (seed {} + k); only the order and admission differ. 95 % intervals: mean ± t · s/√R over the repetitions; \"not distinguishable\": the interval of the paired differences from the best includes 0 for attainment and for goodput.",
+            self.base.seed
+        )];
+        if same_sentence && let Some(b) = briefs.first() {
+            rep.notes.push(format!("Every policy's diagnosis (first repetition): {b}"));
+        }
+        if self.policies.len() == 6 {
             rep.notes.push("Admission policies were not ranked (study option admission = false).".into());
-        } else if !self.batch.jobs.iter().any(|j| j.label.contains("deadline")) {
+        } else if !self.policies.iter().any(|l| l.contains("deadline")) {
             rep.notes.push("Deadline admission was not ranked: it needs an e2e SLO on every class.".into());
         }
-        rep.runs = r.to_vec();
+        rep.runs = results.to_vec();
         rep
     }
 }

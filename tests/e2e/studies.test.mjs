@@ -245,3 +245,31 @@ test('benchmark (printed, not asserted): capacity planner (R = 5) and design exp
   for (const r of rows) console.log(r);
   await page.close();
 });
+
+test('capacity planner: "how many replicas for this load?" typed with the keyboard, answered by simulation, JSON equal to the CLI\'s', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/default.json'), 'utf8'));
+  await setLabScenario(page, { ...base, workload: { ...base.workload, requests: 600 } });
+  await page.click('nav [data-panel="capacity"]');
+  const field = page.getByRole('spinbutton', { name: /Or: fewest replicas for/ });
+  await field.click();
+  await page.keyboard.type('12.5');
+  await page.keyboard.press('Tab');
+  const reps = page.getByRole('spinbutton', { name: /^Repetitions/ });
+  await reps.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('2');
+  await page.keyboard.press('Tab');
+  await runStudy(page);
+  assert.match(await page.textContent('#study-answer'), /^Answer: \d+ replicas? \(\d+ GPUs\) (sustain|already passes at) 12\.5 req\/s/);
+  const head = await page.$$eval('#study-table-el th', (ths) => ths.map((th) => th.textContent));
+  assert.ok(head[0].startsWith('Replicas'), head.join(' | '));
+  const json = await download(page, '#sx-json');
+  const params = await optionsInLink(page);
+  assert.equal(JSON.parse(params).target_rps, 12.5);
+  writeFileSync(join(ROOT, 'target/e2e-capacity-replicas.json'), JSON.stringify({ ...base, workload: { ...base.workload, requests: 600 } }));
+  const cli = execFileSync(CLI, ['study', 'capacity', 'target/e2e-capacity-replicas.json', '--params', params, '--threads', '1'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+  assert.equal(json.text, cli, 'the browser\'s JSON equals the CLI\'s');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});

@@ -187,10 +187,52 @@ test('the name follows what is run, and the results and the report say what was 
   await page.close();
 });
 
-test('Run is visible without scrolling on a 1400×900 window', async () => {
+test('Run is visible without scrolling on a 1400×900 window and a few Tab stops away', async () => {
   const { page } = await openLab(ctx, server.url);
   await page.setViewportSize({ width: 1400, height: 900 });
   const box = await page.locator('#run').boundingBox();
   assert.ok(box && box.y + box.height <= 900, `Run at y = ${box?.y}`);
+  // Reachable in a few Tab stops: without the skip link, Run comes right after the sidebar.
+  let stops = 0;
+  while (stops < 20 && await page.evaluate(() => document.activeElement.id) !== 'run') { await page.keyboard.press('Tab'); stops++; }
+  assert.ok(stops <= 9, `Run after ${stops} Tab stops`);
+  // And the first stop of a fresh page is "Skip to Run", which focuses Run and leaves the URL alone.
+  await page.reload();
+  await page.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'skip-run');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'run');
+  assert.doesNotMatch(page.url(), /#run/);
+  await page.close();
+});
+
+test('objectives as users write them: a typed "p95 TTFT ≤ 800 ms" and attainment target reach the cards, charts and diagnosis', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await typeInto(page, page.locator('[data-ptr="/objectives/attainment_target"]'), '0.95');
+  await page.getByRole('button', { name: 'Add objective' }).click();
+  await typeInto(page, page.getByRole('spinbutton', { name: 'objective 1 bound (ms)' }), '800');
+  await page.getByRole('combobox', { name: 'objective 1 metric' }).selectOption('ttft');
+  const s = await scenario(page);
+  assert.equal(s.objectives.attainment_target, 0.95);
+  assert.deepEqual(s.objectives.percentiles, [{ metric: 'ttft', percentile: 95, max_ms: 800 }]);
+  // A bad class name is named at its field.
+  await typeInto(page, page.getByRole('textbox', { name: 'objective 1 class' }), 'chta');
+  assert.match(await page.textContent('#errors'), /no class is named "chta"; did you mean "chat"\?/);
+  assert.equal(await page.isDisabled('#run'), true);
+  await typeInto(page, page.getByRole('textbox', { name: 'objective 1 class' }), '');
+  assert.equal(await page.isDisabled('#run'), false);
+  await runAndWait(page);
+  const card = page.locator('.card[data-metric="p95 TTFT ≤ 800 ms"] .v');
+  assert.match(await card.textContent(), /ms$/);
+  const report = JSON.parse((await download(page, '#x-json')).text);
+  assert.equal(report.objectives.attainment_target, 0.95);
+  assert.equal(report.objectives.percentiles[0].value_s, report.summary.ttft_s.p95);
+  const met = report.objectives.percentiles[0].met;
+  assert.equal(await page.getAttribute('.card[data-metric="p95 TTFT ≤ 800 ms"]', 'class'), `card ${met ? 'good' : 'bad'}`);
+  assert.match(await page.textContent('.card[data-metric="SLO attainment"] .k'), /target 95\.0 %/);
+  if (!met) assert.match(await page.textContent('#diagnosis'), /p95 TTFT ≤ 800 ms \(measured/);
+  assert.match(await page.getAttribute('#chart-ttft', 'aria-label'), /p95 ≤ 800 ms/);
+  assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

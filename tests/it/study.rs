@@ -1,7 +1,7 @@
 //! Studies: determinism whatever the parallelism, common random numbers, the tables' contracts.
 
 use inferscale::scenario;
-use inferscale::study::{self, Cell};
+use inferscale::study::{self, Cell, Study};
 
 use super::{root, shipped};
 
@@ -223,4 +223,87 @@ fn capacity_planner_finds_the_md1_rate_for_a_mean_wait_objective() {
     assert!(rates.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(rep.rows[rep.best_row.unwrap()][0], Cell::Num(found));
     assert!(rep.notes.iter().any(|n| n.contains("Measured saturation throughput")));
+}
+
+#[test]
+fn replica_search_matches_the_erlang_c_count_for_a_mean_wait_objective() {
+    // M/M/c: Poisson arrivals at 6 req/s, exponential service of mean 1 s (geometric prompt × 1 ms per token),
+    // c replicas behind the central queue. Erlang C: Wq(8) = 178 ms, Wq(9) = 65 ms, Wq(10) = 25 ms.
+    let (lambda, mu) = (6.0, 1.0);
+    for (max_wait_ms, want) in [(110.0, 9u32), (40.0, 10)] {
+        let erlang = (1..64).find(|&c| c as f64 * mu > lambda && inferscale::queueing::mmc_wq(c, lambda, mu) * 1e3 <= max_wait_ms).unwrap();
+        assert_eq!(erlang, want, "Erlang C's count for Wq ≤ {max_wait_ms} ms");
+        let spec = inferscale::queueing::queue_spec(lambda, 4, scenario::LengthSpec::Geometric { mean: 1000.0, max: 1_000_000 }, 20_000, 3);
+        let params = serde_json::json!({"target_rps": lambda, "max_mean_wait_ms": max_wait_ms, "repetitions": 2});
+        let mut st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(params).unwrap()).unwrap();
+        let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+        println!("replica search, Wq ≤ {max_wait_ms} ms at {lambda} req/s: {:?} replicas (Erlang C {erlang}); {}", st.found_replicas(), rep.answer);
+        assert_eq!(st.found_replicas(), Some(erlang), "{}", rep.answer);
+        assert!(rep.answer.starts_with(&format!("{erlang} replicas ({erlang} GPUs) sustain 6 req/s")), "{}", rep.answer);
+        // Every count tried is in the table, sorted, the answer highlighted; a count below it failed.
+        let counts: Vec<u64> = rep.rows.iter().map(|r| if let Cell::Num(n) = r[0] { n as u64 } else { 0 }).collect();
+        assert!(counts.windows(2).all(|w| w[0] < w[1]), "{counts:?}");
+        assert_eq!(rep.rows[rep.best_row.unwrap()][0], Cell::Num(erlang as f64));
+        assert!(counts.contains(&(erlang as u64 - 1)), "the count below was simulated: {counts:?}");
+    }
+}
+
+#[test]
+fn capacity_uses_the_scenarios_objectives_and_refuses_what_it_cannot_size() {
+    // The scenario's attainment target is the default target.
+    let mut spec = super::small();
+    spec.objectives.attainment_target = 0.5;
+    let st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 1, "max_rates": 3})).unwrap()).unwrap();
+    let rep = st.report();
+    assert!(rep.question.contains("at or above 50.0 %"), "{}", rep.question);
+    // A percentile objective is part of the criterion.
+    spec.objectives.percentiles = vec![scenario::PercentileObjectiveSpec { metric: scenario::LatencyMetric::Ttft, percentile: 95.0, max_ms: 1000.0, class: None }];
+    let st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 1})).unwrap()).unwrap();
+    assert!(st.report().question.contains("and p95 TTFT ≤ 1000 ms"), "{}", st.report().question);
+    // A disaggregated scenario's replicas are its pools: the replica search says so.
+    let pd = super::shipped("pd-llama3-8b-h100.json");
+    let e = study::capacity::CapacityStudy::new(&pd, &serde_json::from_value(serde_json::json!({"target_rps": 10.0})).unwrap()).err().expect("refused");
+    assert!(e.errors.iter().any(|f| f.path == "study.capacity.target_rps"), "{e}");
+    for bad in [serde_json::json!({"target_rps": 0.0}), serde_json::json!({"target_rps": -1.0}), serde_json::json!({"max_replicas": 0})] {
+        let e = study::capacity::CapacityStudy::new(&super::small(), &serde_json::from_value(bad.clone()).unwrap()).err().expect("refused");
+        assert!(e.errors.iter().any(|f| f.path.starts_with("study.capacity.")), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn ranking_shows_intervals_and_calls_ties_ties() {
+    // A light load: every order serves these requests alike, so the rows tie.
+    let mut spec = super::small();
+    spec.workload.requests = Some(300);
+    spec.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 0.5 };
+    let params = serde_json::json!({"repetitions": 4, "admission": false});
+    let mut st = study::ranking::RankingStudy::new(&spec, &serde_json::from_value(params).unwrap()).unwrap();
+    let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+    assert_eq!(rep.runs.len(), 6 * 4, "six orders × four seeds");
+    assert_eq!(rep.rows.len(), 6);
+    let col = |name: &str| rep.columns.iter().position(|c| c.label == name).unwrap_or_else(|| panic!("column {name}"));
+    let versus: Vec<String> = rep.rows.iter().map(|r| if let Cell::Text(t) = &r[col("Versus the best")] { t.clone() } else { String::new() }).collect();
+    assert_eq!(versus[0], "best");
+    assert!(versus[1..].iter().all(|v| v == "not distinguishable from the best"), "{versus:?}");
+    assert!(rep.answer.contains("Not distinguishable from it at 95 % over 4 paired repetitions"), "{}", rep.answer);
+    // Each interval contains its mean, and the means are the repetitions' means.
+    for (row, k) in rep.rows.iter().zip(0..) {
+        let Cell::Text(ci) = &row[col("SLO 95 % CI")] else { panic!() };
+        let Cell::Num(m) = row[col("SLO attainment")] else { panic!() };
+        let bounds: Vec<f64> = ci.trim_end_matches(" %").split(" – ").map(|x| x.parse::<f64>().unwrap() / 100.0).collect();
+        assert!(bounds[0] <= m + 5e-4 && m <= bounds[1] + 5e-4, "row {k}: {m} in {ci}");
+    }
+    // The repetitions of one policy see different seeds; the same repetition of two policies the same one.
+    let ranked = study::ranking::mean_ci(&[0.9, 0.95, 1.0]);
+    assert!((ranked.0 - 0.95).abs() < 1e-12 && ranked.1 < 0.95 && ranked.2 > 0.95);
+    assert_eq!(study::ranking::mean_ci(&[0.5]), (0.5, 0.5, 0.5));
+    // A heavy load separates the orders: a worse one is called worse.
+    let heavy = shipped("bursty-multitenant.json");
+    let mut st = study::ranking::RankingStudy::new(&heavy, &serde_json::from_value(serde_json::json!({"repetitions": 3, "admission": false})).unwrap()).unwrap();
+    let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+    let versus: Vec<String> = rep.rows.iter().map(|r| if let Cell::Text(t) = &r[col("Versus the best")] { t.clone() } else { String::new() }).collect();
+    println!("bursty ranking: {versus:?}; {}", rep.answer);
+    assert!(versus.iter().any(|v| v == "worse"), "{versus:?}");
+    let e = study::ranking::RankingStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 0})).unwrap()).err().unwrap();
+    assert_eq!(e.errors[0].path, "study.ranking.repetitions");
 }

@@ -1252,6 +1252,11 @@ pub fn start() {
         }
     });
     on(&app, "undo", "click", |app, _| app.borrow_mut().undo());
+    on(&app, "skip-run", "click", |app, e| {
+        // Focus Run without touching the URL (its hash is the shared-link state).
+        e.prevent_default();
+        app.borrow().html("run").focus().ok();
+    });
     for (id, _, _, label) in CONTROLS {
         // Each control's accessible name is the label its errors use (the visible label wraps a unit, a
         // slider or a tooltip, which made names such as "Mean arrival rate, requests").
@@ -1319,7 +1324,7 @@ pub fn start() {
     });
     on(&app, "c-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_trace(&name, text)));
     // One listener per generated section serves every row in it.
-    for id in ["d-arrival", "d-classes", "d-tenants"] {
+    for id in ["d-arrival", "d-classes", "d-tenants", "d-objectives"] {
         for event in ["change", "click"] {
             on(&app, id, event, move |app, e| {
                 let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };

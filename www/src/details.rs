@@ -21,9 +21,9 @@ pub struct Section {
     pub values: Vec<(String, String)>,
 }
 
-/// The three sections, from the effective spec (defaults filled in).
+/// The four sections, from the effective spec (defaults filled in).
 pub fn sections(v: &Value) -> Vec<Section> {
-    vec![arrival(v), classes(v), tenants(v)]
+    vec![arrival(v), classes(v), tenants(v), objectives(v)]
 }
 
 /// How a field's text becomes JSON.
@@ -38,6 +38,10 @@ enum Ty {
     List,
     /// A length distribution's kind: replaces the object, keeping its scale.
     LenKind,
+    /// One of a select's values, written as text.
+    Choice,
+    /// Text where empty removes the field (e.g. "every class").
+    OptText,
 }
 
 impl Ty {
@@ -49,10 +53,12 @@ impl Ty {
             Ty::Text => "text",
             Ty::List => "list",
             Ty::LenKind => "lenkind",
+            Ty::Choice => "choice",
+            Ty::OptText => "opttext",
         }
     }
     fn parse(s: &str) -> Option<Ty> {
-        [Ty::Num, Ty::Int, Ty::OptNum, Ty::Text, Ty::List, Ty::LenKind].into_iter().find(|t| t.name() == s)
+        [Ty::Num, Ty::Int, Ty::OptNum, Ty::Text, Ty::List, Ty::LenKind, Ty::Choice, Ty::OptText].into_iter().find(|t| t.name() == s)
     }
 }
 
@@ -78,7 +84,7 @@ impl Builder {
         let (kind, extra) = match ty {
             Ty::Num | Ty::OptNum => ("number", " step=\"any\""),
             Ty::Int => ("number", " step=\"1\""),
-            Ty::Text | Ty::List | Ty::LenKind => ("text", ""),
+            Ty::Text | Ty::List | Ty::LenKind | Ty::Choice | Ty::OptText => ("text", ""),
         };
         self.html.push_str(&format!(
             "<input type=\"{kind}\"{extra} data-ptr=\"{}\" data-ty=\"{}\" aria-label=\"{}\" title=\"{}\" value=\"{}\">",
@@ -105,6 +111,14 @@ impl Builder {
         // The kind is part of the structure: a new kind has other parameter fields.
         self.sig.push_str(&format!("{ptr}:lenkind={kind};"));
         self.values.push((ptr.to_string(), kind.to_string()));
+    }
+
+    /// A select of `options` (value, shown) writing its value as text.
+    fn choice(&mut self, ptr: &str, value: &str, options: &[(&str, &str)], label: &str, title: &str) {
+        let opts: String = options.iter().map(|(k, name)| format!("<option value=\"{k}\"{}>{name}</option>", if *k == value { " selected" } else { "" })).collect();
+        self.html.push_str(&format!("<select data-ptr=\"{}\" data-ty=\"choice\" aria-label=\"{}\" title=\"{}\">{opts}</select>", esc(ptr), esc(label), esc(title)));
+        self.sig.push_str(&format!("{ptr}:choice;"));
+        self.values.push((ptr.to_string(), value.to_string()));
     }
 
     fn finish(self, id: &'static str) -> Section {
@@ -257,6 +271,40 @@ fn tenants(v: &Value) -> Section {
     b.finish("d-tenants")
 }
 
+const METRICS: &[(&str, &str)] = &[("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E"), ("queue_delay", "queue delay")];
+
+/// The attainment target and the objectives on percentiles ("p95 TTFT ≤ 1000 ms").
+fn objectives(v: &Value) -> Section {
+    let mut b = Builder::new();
+    let target = v.pointer("/objectives/attainment_target").cloned().unwrap_or(json!(0.99));
+    b.html.push_str("<div class=\"drow\"><label>attainment target <span class=\"unit\">fraction of requests meeting their SLOs</span>");
+    b.input("/objectives/attainment_target", Ty::Num, &target, "attainment target (fraction)", "Share of requests that must meet every per-request SLO of their class, in (0, 1]: the cards, the diagnosis and the capacity planner use it");
+    b.html.push_str("</label></div>");
+    let list = v.pointer("/objectives/percentiles").and_then(Value::as_array).cloned().unwrap_or_default();
+    b.html.push_str(
+        "<table class=\"dtable\"><thead><tr><th>Percentile <span class=\"unit\">%</span></th><th>Metric</th><th>At most <span class=\"unit\">ms</span></th>\
+         <th>Class <span class=\"unit\">empty: all</span></th><th></th></tr></thead><tbody>",
+    );
+    for (i, o) in list.iter().enumerate() {
+        let p = format!("/objectives/percentiles/{i}");
+        let who = format!("objective {}", i + 1);
+        b.html.push_str("<tr><td>");
+        b.input(&format!("{p}/percentile"), Ty::Num, &o["percentile"], &format!("{who} percentile (%)"), "Which percentile: 50 is the median, 99 the tail");
+        b.html.push_str("</td><td>");
+        b.choice(&format!("{p}/metric"), o["metric"].as_str().unwrap_or("ttft"), METRICS, &format!("{who} metric"), "The latency it bounds");
+        b.html.push_str("</td><td>");
+        b.input(&format!("{p}/max_ms"), Ty::Num, &o["max_ms"], &format!("{who} bound (ms)"), "The percentile must be at most this");
+        b.html.push_str("</td><td>");
+        b.input(&format!("{p}/class"), Ty::OptText, o.get("class").unwrap_or(&Value::Null), &format!("{who} class"), "A class name; empty: every completed request");
+        b.html.push_str(&format!(
+            "</td><td><button type=\"button\" data-act=\"del-objective\" data-i=\"{i}\" aria-label=\"Remove {who}\" title=\"Remove this objective\">Remove</button></td></tr>"
+        ));
+    }
+    b.html.push_str("</tbody></table><button type=\"button\" data-act=\"add-objective\" title=\"Add an objective on a percentile\">Add objective</button>");
+    b.sig.push_str(&format!("n={};", list.len()));
+    b.finish("d-objectives")
+}
+
 /// A length distribution of kind `kind` at about the scale of `old` (its mean), with the other parameters
 /// at sensible defaults.
 fn length_of_kind(kind: &str, old: &Value) -> Value {
@@ -302,7 +350,12 @@ pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str, label: &str, bad_inpu
             }
             Typed::Invalid(message) => return Err(message),
         },
-        Ty::Text => Value::String(raw.to_string()),
+        Ty::Text | Ty::Choice => Value::String(raw.to_string()),
+        Ty::OptText if raw.is_empty() => {
+            remove(v, ptr);
+            return Ok(());
+        }
+        Ty::OptText => Value::String(raw.to_string()),
         Ty::List => {
             let items: Vec<Value> = raw
                 .split([',', ' ', ';'])
@@ -316,8 +369,21 @@ pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str, label: &str, bad_inpu
     Ok(())
 }
 
-/// A button: add or remove a class or tenant.
+/// A button: add or remove a class, a tenant or an objective.
 pub fn action(v: &mut Value, act: &str, i: usize) {
+    // Objectives may be none at all (classes and tenants may not).
+    if act == "add-objective" || act == "del-objective" {
+        if v.pointer("/objectives/percentiles").is_none() {
+            set(v, "/objectives/percentiles", json!([]));
+        }
+        let Some(list) = v.pointer_mut("/objectives/percentiles").and_then(Value::as_array_mut) else { return };
+        if act == "add-objective" {
+            list.push(json!({"metric": "ttft", "percentile": 95, "max_ms": 1000}));
+        } else if i < list.len() {
+            list.remove(i);
+        }
+        return;
+    }
     let list_ptr = match act {
         "add-class" | "del-class" => "/workload/classes",
         "add-tenant" | "del-tenant" => "/workload/tenants",
@@ -510,6 +576,31 @@ mod tests {
         let s = inferscale::scenario::parse(&v.to_string()).expect("a list, not an object keyed \"0\"");
         assert_eq!(s.workload.classes.len(), 1);
         assert_eq!(s.workload.classes[0].slo.ttft_ms, Some(800.0));
+    }
+
+    #[test]
+    fn objectives_are_added_edited_and_removed_and_validate() {
+        let mut v = spec(TWO_CLASSES);
+        assert!(sections(&v)[3].values.iter().any(|(p, x)| p == "/objectives/attainment_target" && x == "0.99"));
+        action(&mut v, "add-objective", 0);
+        action(&mut v, "add-objective", 0);
+        edit(&mut v, "/objectives/percentiles/1/metric", "choice", "tpot", "m", false).unwrap();
+        edit(&mut v, "/objectives/percentiles/1/percentile", "num", "99", "p", false).unwrap();
+        edit(&mut v, "/objectives/percentiles/1/max_ms", "num", "50", "x", false).unwrap();
+        edit(&mut v, "/objectives/percentiles/1/class", "opttext", "chat", "c", false).unwrap();
+        edit(&mut v, "/objectives/attainment_target", "num", "0.95", "t", false).unwrap();
+        let s = inferscale::scenario::parse(&v.to_string()).expect("a valid spec");
+        let sc = inferscale::scenario::validate(&s).expect("validates");
+        assert_eq!(sc.objectives.attainment_target, 0.95);
+        assert_eq!(sc.objectives.percentiles.len(), 2);
+        assert_eq!(sc.objectives.percentiles[1].class, Some(0));
+        assert_eq!(sc.objectives.percentiles[1].max_ns, 50_000_000);
+        edit(&mut v, "/objectives/percentiles/1/class", "opttext", "", "c", false).unwrap();
+        assert!(v.pointer("/objectives/percentiles/1/class").is_none(), "empty: every class");
+        action(&mut v, "del-objective", 0);
+        action(&mut v, "del-objective", 0);
+        assert_eq!(v.pointer("/objectives/percentiles").unwrap().as_array().unwrap().len(), 0, "objectives may be none");
+        inferscale::scenario::validate(&inferscale::scenario::parse(&v.to_string()).unwrap()).unwrap();
     }
 
     #[test]

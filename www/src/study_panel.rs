@@ -54,18 +54,21 @@ pub(super) const PANELS: &[PanelDef] = &[
 PanelDef {
     name: "ranking",
     title: "Scheduler ranking",
-    sentence: "Every queue policy (and the admission policies that apply) on the same requests, ranked by SLO attainment, then goodput: is the miss a queueing problem a policy can fix?",
+    sentence: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: is the miss a queueing problem a policy can fix, or are the policies tied?",
     params: &[
         Param { id: "o-admission", label: "Rank admission policies too", unit: "", title: "Also rank FCFS with a queue cap and with deadline admission", ptr: "study:admission", kind: PKind::Bool },
         Param { id: "o-quantum", label: "DRR quantum", unit: "tokens", title: "Deficit round robin's quantum per tenant turn", ptr: "study:drr_quantum_tokens", kind: PKind::Int },
+        Param { id: "o-rreps", label: "Repetitions", unit: "seeds per policy", title: "Every policy runs on these seeds; the table shows 95 % intervals over them", ptr: "study:repetitions", kind: PKind::Int },
     ],
 },
 PanelDef {
     name: "capacity",
     title: "Capacity planner",
-    sentence: "The highest offered rate at which SLO attainment stays at or above the target in every repetition: measured by bracketing and bisection, never derived.",
+    sentence: "How much load does this cluster sustain at its objectives — or how many replicas does a given load need? Measured by bracketing and bisection in every repetition, never derived.",
     params: &[
-        Param { id: "o-target", label: "SLO attainment target", unit: "fraction (0, 1]", title: "Every repetition must reach this attainment", ptr: "study:target", kind: PKind::Num },
+        Param { id: "o-target", label: "SLO attainment target", unit: "fraction (empty: the scenario's objectives)", title: "Every repetition must reach this attainment (and every percentile objective of the scenario)", ptr: "study:target", kind: PKind::OptNum },
+        Param { id: "o-target-rps", label: "Or: fewest replicas for", unit: "req/s (empty: find the highest rate)", title: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router", ptr: "study:target_rps", kind: PKind::OptNum },
+        Param { id: "o-max-replicas", label: "Most replicas", unit: "", title: "The replica search stops here", ptr: "study:max_replicas", kind: PKind::Int },
         Param { id: "o-reps", label: "Repetitions", unit: "seeds per rate", title: "Repetitions (seeds) per rate; all must pass", ptr: "study:repetitions", kind: PKind::Int },
         Param { id: "o-precision", label: "Precision", unit: "fraction of the rate", title: "Stop when the pass/fail bracket is this narrow", ptr: "study:precision", kind: PKind::Num },
         Param { id: "o-wait", label: "Or: mean wait at most", unit: "ms (empty: use the SLOs)", title: "Pass on mean queueing delay instead of SLO attainment", ptr: "study:max_mean_wait_ms", kind: PKind::OptNum },
