@@ -101,7 +101,8 @@ impl OneBatchStudy for PairedStudy {
             let wins = d.iter().filter(|x| if *higher { **x > 0.0 } else { **x < 0.0 }).count() as f64 / d.len().max(1) as f64;
             let excludes = (lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0);
             rep.rows.push(vec![Cell::from(*name), mb.into(), mt.into(), md.into(), lo.into(), hi.into(), rel.into(), wins.into(), excludes.into()]);
-            bars.push((i as f64, rel));
+            // Improvement: the relative change signed so that up is better (a latency that fell is up).
+            bars.push((i as f64, if *higher { rel } else { -rel }));
             if i < 2 || *name == "p95 TTFT" {
                 let better = if (md > 0.0) == *higher { "better" } else { "worse" };
                 headline.push(if excludes {
@@ -113,19 +114,24 @@ impl OneBatchStudy for PairedStudy {
         }
         rep.answer = format!("Over {} paired repetitions: {}.", self.p.repetitions, headline.join("; "));
         rep.columns[1].unit = "per metric".into();
+        // Two series so that colour says it too: better (up) and worse (down), each bar in its own slot.
+        let side = |better: bool| bars.iter().map(|&(x, y)| (x, if (y >= 0.0) == better { y } else { 0.0 })).collect();
         rep.charts = vec![Chart {
             kind: "bars".into(),
-            title: "Relative change, treatment vs baseline".into(),
+            title: "Improvement, treatment vs baseline (up = better)".into(),
             x_label: "metric".into(),
-            y_label: "mean delta ÷ baseline mean".into(),
+            y_label: "relative change, signed so up is better".into(),
             categories: METRICS.iter().map(|m| m.0.to_string()).collect(),
-            series: vec![ChartSeries { name: "relative change".into(), points: bars.iter().map(|&(x, y)| (x, y.abs())).collect(), band: vec![], labels: vec![], line: false }],
+            series: vec![
+                ChartSeries { name: "better".into(), points: side(true), band: vec![], labels: vec![], line: false },
+                ChartSeries { name: "worse".into(), points: side(false), band: vec![], labels: vec![], line: false },
+            ],
             target: None,
         }];
         rep.notes = vec![
             format!("Repetition k runs baseline and treatment on seed {} + k: the same requests for both.", self.base.seed),
             format!("CI: percentile bootstrap of the mean paired delta, {} resamples, seeded (reproducible).", self.p.resamples),
-            "The chart shows |relative change|; the table gives its sign. Latency metrics: lower is better; the others: higher.".into(),
+            "The chart shows the relative change signed so that up is better: a latency that fell and a rate that rose point up (\"better\"), the opposite down (\"worse\"). The table gives the raw deltas.".into(),
         ];
         rep.runs = results.to_vec();
         rep

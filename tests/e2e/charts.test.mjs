@@ -49,18 +49,18 @@ test('every chart: hover snaps to a data point equal to its data table, labels d
     const name = await canvas.getAttribute('aria-label');
     assert.ok(name && name.length > 20, `${which}: accessible name "${name}"`);
     assert.equal(await canvas.getAttribute('role'), 'img');
-    const rows = await page.$$eval(`#data-${which} tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    const rows = await page.$$eval(`#data-chart-${which} tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
     assert.ok(rows.length > 0, `${which}: a data table`);
     // Hover at several places: each read-out is one of the table's rows.
     await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     for (const fx of [0.3, 0.5, 0.8]) {
       await page.mouse.move(box.x + box.width * fx, box.y + box.height * 0.5);
-      const text = await page.textContent(`#hover-${which}`);
+      const text = await page.textContent(`#hover-chart-${which}`);
       const hit = rows.some((r) => {
         if (['ttft', 'tpot', 'e2e'].includes(which)) return text.includes(`${r[1]} of requests ≤ ${r[0]}`);
-        if (which === 'class') return text === `${r[0]}: ${r[1]} attainment`;
-        return text.startsWith(`t = ${r[0]} s:`) && r.slice(1).every((v) => text.includes(v));
+        if (which === 'class') return text === `${r[0]}: attainment ${r[1]}`;
+        return text.startsWith(`time (s) ${r[0]}:`) && r.slice(1).every((v) => text.includes(v));
       });
       assert.ok(hit, `${which} at ${fx}: "${text}" is a row of the data table`);
     }
@@ -113,5 +113,54 @@ test('the request table: units in the headers, rounded cells, sortable, and a fi
   assert.ok(col.every((v, i) => i === 0 || col[i - 1] >= v), 'descending');
   assert.match(await page.textContent('#page-info'), /requests that missed an objective/, 'the filter stays on while sorting');
   assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('every study chart: a named image with a data table, read-outs that are its rows, labels that do not overlap', async () => {
+  const page = await ctx.newPage();
+  await recordText(page);
+  const errs = [];
+  page.on('console', (m) => { if (m.type() === 'error') errs.push(m.text()); });
+  await page.goto(server.url);
+  await page.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+  for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity']) {
+    await page.click(`nav [data-panel="${name}"]`);
+    await page.evaluate(() => { window.drawnText = {}; });
+    await page.click('#study-run');
+    await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+    const ids = await page.$$eval('#study-charts canvas', (cs) => cs.map((c) => c.id));
+    assert.ok(ids.length >= 1, name);
+    for (const id of ids) {
+      const canvas = page.locator(`#${id}`);
+      assert.equal(await canvas.getAttribute('role'), 'img');
+      assert.ok((await canvas.getAttribute('aria-label')).length > 20, `${name} ${id}: named`);
+      const rows = await page.$$eval(`#data-${id} tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+      assert.ok(rows.length > 0, `${name} ${id}: a data table`);
+      await canvas.scrollIntoViewIfNeeded();
+      const box = await canvas.boundingBox();
+      for (const [fx, fy] of [[0.4, 0.4], [0.6, 0.6], [0.75, 0.3]]) {
+        await page.mouse.move(box.x + box.width * fx, box.y + box.height * fy);
+        const text = await page.textContent(`#hover-${id}`);
+        if (text === '') continue; // off the plot area
+        // Every value the read-out prints is one of the table's cells, and its first word names a row.
+        const cells = new Set(rows.flat());
+        const named = rows.some((r) => text.startsWith(`${r[0]}:`) || text.startsWith(`${r[1]} ${r[0]}:`) || text.includes(` ${r[0]}:`));
+        assert.ok(named, `${name} ${id}: "${text}" names a row of the table`);
+        const values = [...text.matchAll(/-?\+?[0-9][0-9.,]*( %| ms| s)?/g)].map((m) => m[0]).filter((v) => /[0-9]/.test(v));
+        assert.ok(values.some((v) => cells.has(v) || [...cells].some((c) => c.endsWith(v))), `${name} ${id}: "${text}" prints the table's values`);
+      }
+      const texts = await page.evaluate((i) => window.drawnText[i] || [], id);
+      for (let i = 0; i < texts.length; i++) {
+        for (let j = i + 1; j < texts.length; j++) {
+          const a = texts[i]; const b = texts[j];
+          if (!a.text.trim() || !b.text.trim()) continue;
+          const overlap = a.x0 + 1 < b.x1 && b.x0 + 1 < a.x1 && a.y0 + 1 < b.y1 && b.y0 + 1 < a.y1;
+          assert.ok(!overlap, `${name} ${id}: "${a.text}" overlaps "${b.text}"`);
+        }
+      }
+    }
+  }
+  assert.deepEqual(errs, [], 'no console errors');
   await page.close();
 });

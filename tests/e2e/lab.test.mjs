@@ -49,7 +49,7 @@ test('every chart canvas is drawn (non-blank) and hover shows values', async () 
   await page.locator('#chart-ttft').scrollIntoViewIfNeeded();
   const box = await page.locator('#chart-ttft').boundingBox();
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
-  assert.match(await page.textContent('#hover-ttft'), /of requests/);
+  assert.match(await page.textContent('#hover-chart-ttft'), /of requests/);
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

@@ -14,7 +14,8 @@ use web_sys::{Document, Element, HtmlCanvasElement, HtmlElement, HtmlInputElemen
 #[path = "study_panel.rs"]
 mod study_panel;
 
-use crate::charts::{self, Mapping};
+use crate::charts;
+use crate::figure::{self, Figure, Fmt};
 use crate::details;
 use crate::numbers;
 use crate::table::{self, esc, Table};
@@ -81,44 +82,6 @@ const PAIRS: &[(&str, &str)] = &[("c-rate-range", "c-rate"), ("c-seqs-range", "c
 /// A class's per-request SLOs in ns: (name, TTFT, TPOT, E2E).
 type ClassSlos = (String, Option<u64>, Option<u64>, Option<u64>);
 
-/// One chart drawn: which it is, how its pixels map to data, its one-line summary (the canvas's accessible
-/// name), its data table's header, and its series.
-struct Drawn {
-    which: &'static str,
-    map: Mapping,
-    summary: String,
-    header: (&'static str, &'static str),
-    series: Vec<(String, Vec<(f64, f64)>)>,
-}
-
-/// A chart value as its table and read-out print it.
-fn fmt_value(which: &str, y: f64) -> String {
-    match which {
-        "ttft" | "tpot" | "e2e" | "class" => format!("{:.1} %", y * 100.0),
-        "kv" => format!("{y:.1} %"),
-        _ => format!("{y:.1}"),
-    }
-}
-
-/// A chart's data as a table: its text alternative, and what its hover read-out snaps to.
-fn data_table(d: &Drawn, bars: &[(String, f64)]) -> String {
-    let head: String = std::iter::once(d.header.0).chain(d.series.iter().map(|s| s.0.as_str())).map(|h| format!("<th>{}</th>", esc(h))).collect();
-    let n = d.series.first().map_or(0, |s| s.1.len());
-    let rows: String = (0..n)
-        .map(|i| {
-            let x = d.series[0].1[i].0;
-            let first = match d.which {
-                "class" => esc(&bars.get(i).map(|b| b.0.clone()).unwrap_or_default()),
-                "queue" | "kv" => format!("{x:.1}"),
-                _ => charts::secs(x),
-            };
-            let cells: String = d.series.iter().map(|s| format!("<td>{}</td>", fmt_value(d.which, s.1[i].1))).collect();
-            format!("<tr><td>{first}</td>{cells}</tr>")
-        })
-        .collect();
-    format!("<table class=\"data\"><caption>{}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>", esc(&d.summary))
-}
-
 struct App {
     doc: Document,
     bridge: Option<WorkerBridge<SimWorker>>,
@@ -136,8 +99,8 @@ struct App {
     ran_slos: Vec<ClassSlos>,
     sort: Option<(usize, bool)>,
     page: usize,
-    /// The charts on screen: their pixel → data mappings and the data they drew.
-    charts: Vec<Drawn>,
+    /// The Serving Lab's charts on screen: what each drew and how its pixels map to data.
+    charts: Vec<Figure>,
     listeners: Vec<Closure<dyn FnMut(web_sys::Event)>>,
     self_ref: std::rc::Weak<RefCell<App>>,
     /// The panel on screen: "lab" or a study's name.
@@ -776,11 +739,12 @@ impl App {
         let Some(r) = &self.results else { return };
         let series = &self.report["series"];
         let xs: Vec<f64> = series["t_s"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-        let col = |k: &str, scale: f64| -> Vec<(f64, f64)> {
+        let col = |k: &str| -> Vec<(f64, f64)> {
             let ys: Vec<f64> = series[k].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-            xs.iter().copied().zip(ys.into_iter().map(|y| y * scale)).collect()
+            xs.iter().copied().zip(ys).collect()
         };
-        let mut drawn = Vec::new();
+        let one = |name: &str, points: Vec<(f64, f64)>| figure::Series { name: name.to_string(), points, labels: vec![] };
+        let mut figs: Vec<Figure> = Vec::new();
         let cdfs = [("ttft", "TTFT", r.ttft_cdf.clone()), ("tpot", "TPOT", r.tpot_cdf.clone()), ("e2e", "E2E", r.e2e_cdf.clone())];
         for (k, (which, label, pts)) in cdfs.into_iter().enumerate() {
             let objectives = self.objective_lines(which);
@@ -793,23 +757,25 @@ impl App {
                 })
                 .collect();
             let title = format!("{label} CDF");
-            if let Some(map) = charts::cdf(&format!("chart-{which}"), &title, &pts, k, &objectives, &marks) {
+            let id = format!("chart-{which}");
+            if let Some(map) = charts::cdf(&id, &title, &pts, k, &objectives, &marks) {
                 let marks_text: Vec<String> = marks.iter().map(|m| m.0.clone()).collect();
                 let obj_text: Vec<String> = objectives.iter().map(|o| o.0.clone()).collect();
                 let objs = if obj_text.is_empty() { String::new() } else { format!("; objectives: {}", obj_text.join(", ")) };
                 let summary = format!("{title} of {} completed requests: {}{objs}", stats["count"], marks_text.join(", "));
-                drawn.push(Drawn { which, map, summary, header: ("latency", "share of requests at or below"), series: vec![(label.to_string(), pts)] });
+                figs.push(Figure { id, kind: figure::Kind::Cdf, map, summary, x_name: "latency".into(), y_name: "share of requests at or below".into(), fmt_x: Fmt::Secs, fmt_y: Fmt::Pct, categories: vec![], series: vec![one(label, pts)] });
             }
         }
-        let queue = vec![("waiting".to_string(), col("waiting", 1.0)), ("running".to_string(), col("running", 1.0))];
-        let named: Vec<(&str, Vec<(f64, f64)>)> = queue.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
-        if let Some(map) = charts::lines("chart-queue", "Queue and batch over time", "time (s)", "requests (window mean)", &named, None) {
-            drawn.push(Drawn { which: "queue", map, summary: "Requests waiting and running over time (window means)".into(), header: ("time (s)", "requests"), series: queue });
+        let queue = [("waiting", col("waiting")), ("running", col("running"))];
+        if let Some(map) = charts::lines("chart-queue", "Queue and batch over time", "time (s)", "requests (window mean)", &queue.iter().map(|(n, p)| (*n, p.clone())).collect::<Vec<_>>(), None) {
+            let series = queue.into_iter().map(|(n, p)| one(n, p)).collect();
+            figs.push(Figure { id: "chart-queue".into(), kind: figure::Kind::Lines, map, summary: "Requests waiting and running over time (window means)".into(), x_name: "time (s)".into(), y_name: "requests".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Num(1), categories: vec![], series });
         }
-        let kv = vec![("KV used".to_string(), col("kv_used_fraction", 100.0))];
-        if let Some(map) = charts::lines("chart-kv", "KV cache use over time", "time (s)", "KV blocks in use (%)", &[("KV used", kv[0].1.clone())], Some(100.0)) {
+        let kv = col("kv_used_fraction");
+        let kv_pct: Vec<(f64, f64)> = kv.iter().map(|p| (p.0, p.1 * 100.0)).collect();
+        if let Some(map) = charts::lines("chart-kv", "KV cache use over time", "time (s)", "KV blocks in use (%)", &[("KV used", kv_pct)], Some(100.0)) {
             let peak = self.report["summary"]["kv_peak_fraction"].as_f64().unwrap_or(0.0) * 100.0;
-            drawn.push(Drawn { which: "kv", map, summary: format!("KV blocks in use over time; peak {peak:.1} %"), header: ("time (s)", "KV used (%)"), series: kv });
+            figs.push(Figure { id: "chart-kv".into(), kind: figure::Kind::Lines, map, summary: format!("KV blocks in use over time; peak {peak:.1} %"), x_name: "time (s)".into(), y_name: "KV used".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Pct, categories: vec![], series: vec![one("KV used", kv)] });
         }
         let bars: Vec<(String, f64)> = self.report["classes"]
             .as_array()
@@ -817,15 +783,13 @@ impl App {
             .unwrap_or_default();
         let target = self.report["objectives"]["attainment_target"].as_f64().unwrap_or(0.99);
         if let Some(map) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target)) {
-            let pts: Vec<(f64, f64)> = bars.iter().enumerate().map(|(i, b)| (i as f64, b.1)).collect();
             let summary = format!("SLO attainment per class against the {:.1} % target", target * 100.0);
-            drawn.push(Drawn { which: "class", map, summary, header: ("class", "attainment"), series: vec![("attainment".into(), pts)] });
+            let pts = bars.iter().enumerate().map(|(i, b)| (i as f64, b.1)).collect();
+            let categories = bars.iter().map(|b| b.0.clone()).collect();
+            figs.push(Figure { id: "chart-class".into(), kind: figure::Kind::Bars, map, summary, x_name: "class".into(), y_name: "attainment".into(), fmt_x: Fmt::Num(0), fmt_y: Fmt::Pct, categories, series: vec![one("attainment", pts)] });
         }
-        for d in &drawn {
-            self.el(&format!("chart-{}", d.which)).set_attribute("aria-label", &d.summary).ok();
-            self.el(&format!("data-{}", d.which)).set_inner_html(&data_table(d, &bars));
-        }
-        self.charts = drawn;
+        self.label_figures(&figs);
+        self.charts = figs;
     }
 
     /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
@@ -851,33 +815,21 @@ impl App {
         out
     }
 
-    /// The read-out snaps to the data point nearest the cursor (in the chart's x: log time for CDFs) and
-    /// prints that point's values, as the data table holds them.
-    fn hover(&self, which: &str, ev: &web_sys::MouseEvent) {
-        let Some(d) = self.charts.iter().find(|m| m.which == which) else { return };
-        let Ok(canvas) = self.el(&format!("chart-{which}")).dyn_into::<HtmlCanvasElement>() else { return };
-        // The canvas may be scaled by CSS: map the mouse back to canvas pixels.
+    /// A chart's hover read-out: its figure's nearest data point (canvases may be scaled by CSS).
+    fn hover(&self, figures: &[Figure], ev: &web_sys::MouseEvent) {
+        let Some(canvas) = ev.target().and_then(|t| t.dyn_into::<HtmlCanvasElement>().ok()) else { return };
+        let Some(f) = figures.iter().find(|f| f.id == canvas.id()) else { return };
         let scale = canvas.width() as f64 / canvas.client_width().max(1) as f64;
-        let px = ((ev.offset_x() as f64) * scale) as i32;
-        let py = ((ev.offset_y() as f64) * scale) as i32;
-        let cdf = matches!(which, "ttft" | "tpot" | "e2e");
-        let text = match ((d.map)((px, py)), d.series.first()) {
-            (Some((x, _)), Some((_, pts))) if !pts.is_empty() => {
-                let dist = |p: f64| if cdf { (p.max(1e-12).ln() - x.max(1e-12).ln()).abs() } else { (p + if which == "class" { 0.5 } else { 0.0 } - x).abs() };
-                let i = (0..pts.len()).min_by(|&a, &b| dist(pts[a].0).total_cmp(&dist(pts[b].0))).unwrap_or(0);
-                let (x, y) = pts[i];
-                match which {
-                    _ if cdf => format!("{}: {} of requests ≤ {}", d.series[0].0, fmt_value(which, y), charts::secs(x)),
-                    "class" => format!("{}: {} attainment", self.report["classes"][i]["name"].as_str().unwrap_or("?"), fmt_value(which, y)),
-                    _ => {
-                        let vals: Vec<String> = d.series.iter().map(|s| format!("{} {}", s.0, fmt_value(which, s.1[i].1))).collect();
-                        format!("t = {x:.1} s: {}", vals.join(", "))
-                    }
-                }
-            }
-            _ => String::new(),
-        };
-        self.el(&format!("hover-{which}")).set_text_content(Some(&text));
+        let text = f.read_out(((ev.offset_x() as f64) * scale) as i32, ((ev.offset_y() as f64) * scale) as i32);
+        self.el(&format!("hover-{}", f.id)).set_text_content(Some(&text));
+    }
+
+    /// Give each drawn figure its accessible name and its data table.
+    fn label_figures(&self, figures: &[Figure]) {
+        for f in figures {
+            self.el(&f.id).set_attribute("aria-label", &f.summary).ok();
+            self.el(&format!("data-{}", f.id)).set_inner_html(&f.table());
+        }
     }
 
     fn render_classes(&self) {
@@ -1232,6 +1184,13 @@ pub fn start() {
     app.borrow_mut().self_ref = Rc::downgrade(&app);
     APP.with(|a| *a.borrow_mut() = Some(app.clone()));
     app.borrow_mut().spawn_worker();
+    {
+        let figures: String = [("chart-ttft", "TTFT CDF"), ("chart-tpot", "TPOT CDF"), ("chart-e2e", "E2E CDF"), ("chart-queue", "Queue and batch over time"), ("chart-kv", "KV cache use over time"), ("chart-class", "SLO attainment per class")]
+            .iter()
+            .map(|(id, caption)| figure::html(id, caption, 560, 320))
+            .collect();
+        app.borrow().el("lab-charts").set_inner_html(&figures);
+    }
 
     // Presets.
     {
@@ -1318,9 +1277,10 @@ pub fn start() {
         }
     });
     on(&app, "study-charts", "mousemove", |app, e| {
-        let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() else { return };
-        let Some(i) = e.target().and_then(|t| t.dyn_into::<Element>().ok()).and_then(|t| t.id().strip_prefix("study-chart-").and_then(|i| i.parse::<usize>().ok())) else { return };
-        app.borrow().study_hover(i, m);
+        if let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() {
+            let a = app.borrow();
+            a.hover(&a.study.figures, m);
+        }
     });
     on(&app, "c-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_trace(&name, text)));
     // One listener per generated section serves every row in it.
@@ -1363,13 +1323,12 @@ pub fn start() {
                 app.borrow_mut().table_click(&t);
             }
     });
-    for which in ["ttft", "tpot", "e2e", "queue", "kv", "class"] {
-        on(&app, &format!("chart-{which}"), "mousemove", move |app, e| {
-            if let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() {
-                app.borrow().hover(which, m);
-            }
-        });
-    }
+    on(&app, "lab-charts", "mousemove", |app, e| {
+        if let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() {
+            let a = app.borrow();
+            a.hover(&a.charts, m);
+        }
+    });
 
     // A shared link replays its run; otherwise start from the default example.
     // `#scenario=…` replays a Serving Lab run; `#panel=NAME&scenario=…` reruns a study.

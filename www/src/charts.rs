@@ -5,8 +5,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 
-/// Maps a canvas pixel to chart coordinates (None outside the plot area).
-pub type Mapping = Box<dyn Fn((i32, i32)) -> Option<(f64, f64)>>;
+pub use crate::figure::Mapping;
+use crate::figure::{self, Figure, Fmt, Kind};
 
 /// Okabe–Ito: a colour-blind-safe palette, one colour per series, kept across charts.
 pub const PALETTE: [RGBColor; 6] =
@@ -47,9 +47,6 @@ fn tick(v: f64) -> String {
     }
 }
 
-fn legend(chart: &mut Chart<'_>) {
-    let _ = chart.configure_series_labels().position(SeriesLabelPosition::LowerRight).border_style(BLACK).background_style(WHITE.mix(0.85)).label_font(("sans-serif", 12)).draw();
-}
 
 /// Line series on one chart: (name, points).
 pub fn lines(canvas_id: &str, title: &str, x_desc: &str, y_desc: &str, series: &[(&str, Vec<(f64, f64)>)], y_max: Option<f64>) -> Option<Mapping> {
@@ -125,97 +122,215 @@ pub fn bars(canvas_id: &str, title: &str, y_desc: &str, bars: &[(String, f64)], 
     Some(Box::new(chart.into_coord_trans()))
 }
 
-/// A study's chart: bars by category, or points and lines (with an optional min–max band and a target).
-pub fn study_chart(canvas_id: &str, c: &inferscale::study::Chart) -> Option<Mapping> {
-    let backend = CanvasBackend::new(canvas_id)?;
+/// A study chart's value format, from its axis label's words.
+fn study_fmt(label: &str) -> Fmt {
+    let l = label.to_lowercase();
+    if l.contains("relative change") {
+        Fmt::SignedPct
+    } else if l.contains("fraction") || l.contains("attainment") {
+        Fmt::Pct
+    } else if l.contains("second") || l.ends_with("(s)") {
+        Fmt::Secs
+    } else if l == "replicas" {
+        Fmt::Num(0)
+    } else {
+        Fmt::Num(3)
+    }
+}
+
+/// A series' colour: "better" green and "worse" vermillion wherever they appear, else by position.
+fn series_colour(name: &str, j: usize) -> RGBColor {
+    match name {
+        "better" => PALETTE[2],
+        "worse" => PALETTE[5],
+        _ => PALETTE[j % PALETTE.len()],
+    }
+}
+
+/// A study's chart, drawn and described: horizontal bars by category (long names read across, values keep
+/// their sign, a share's axis starts where its values differ), or points and lines (a min–max band, a
+/// target, labels placed only where they do not collide, the legend in the emptiest corner).
+pub fn study_figure(id: &str, c: &inferscale::study::Chart) -> Option<Figure> {
+    let fmt_y = study_fmt(&c.y_label);
+    let series: Vec<figure::Series> = c.series.iter().map(|s| figure::Series { name: s.name.clone(), points: s.points.clone(), labels: s.labels.clone() }).collect();
+    let (kind, map, fmt_x) = if c.kind == "bars" { (Kind::HBars, hbars(id, c, fmt_y)?, Fmt::Num(0)) } else { (Kind::Scatter, points_chart(id, c, fmt_y)?, study_fmt(&c.x_label)) };
+    let kind = if kind == Kind::Scatter && c.series.iter().all(|s| s.line) { Kind::Lines } else { kind };
+    Some(Figure {
+        id: id.to_string(),
+        kind,
+        map,
+        summary: format!("{}: {} against {}", c.title, c.y_label, c.x_label),
+        x_name: c.x_label.clone(),
+        y_name: c.y_label.clone(),
+        fmt_x,
+        fmt_y,
+        categories: c.categories.clone(),
+        series,
+    })
+}
+
+fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
+    let backend = CanvasBackend::new(id)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).ok()?;
-    let all = || c.series.iter().flat_map(|s| s.points.iter().copied().chain(s.band.iter().map(|b| (f64::NAN, b.1))));
-    let y_max = all().map(|p| p.1).chain(c.target).filter(|y| y.is_finite()).fold(0.0f64, f64::max).max(1e-9) * 1.1;
-    if c.kind == "bars" {
-        let n = c.categories.len().max(1) as f64;
-        let names = c.categories.clone();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&c.title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(38)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n, 0.0..y_max)
-            .ok()?;
+    let n = c.categories.len().max(1);
+    let vals = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(c.target);
+    let (vmin, vmax) = (vals().fold(0.0f64, f64::min), vals().fold(0.0f64, f64::max));
+    // A share whose values all sit high starts its axis where they can be told apart.
+    let floor = if fmt == Fmt::Pct && vmin >= 0.0 {
+        let low = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|v| *v > 0.0).fold(1.0f64, f64::min);
+        (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95)
+    } else {
+        vmin.min(0.0)
+    };
+    let complementary = (0..n).all(|i| c.series.iter().filter(|s| s.points.get(i).is_some_and(|p| p.1 != 0.0)).count() <= 1);
+    let legend = c.series.len() > 1;
+    let top = if fmt == Fmt::Pct && vmax <= 1.0 { 1.0 } else { vmax + (vmax - floor).abs() * 0.08 };
+    let top = if legend { top + (top - floor) * 0.45 } else { top };
+    let lo = if floor < 0.0 { floor - (top - floor) * 0.05 } else { floor };
+    let longest = c.categories.iter().map(|s| s.chars().count()).max().unwrap_or(4);
+    let names = c.categories.clone();
+    let caption = match (floor > 0.0, fmt) {
+        (true, _) => format!("{} (axis from {})", c.title, fmt.show(floor)),
+        _ => c.title.clone(),
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 15))
+        .margin(10)
+        .margin_right(16)
+        .x_label_area_size(38)
+        .y_label_area_size((longest as u32 * 6 + 14).clamp(40, 210))
+        .build_cartesian_2d(lo..top, 0.0..n as f64)
+        .ok()?;
+    // Ticks at every half slot; only the slots' centres are named.
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n * 2 + 1)
+        .y_label_formatter(&|y| {
+            let i = y.floor().max(0.0) as usize;
+            if (y - i as f64 - 0.5).abs() < 0.01 && i < n { names.get(n - 1 - i).cloned().unwrap_or_default() } else { String::new() }
+        })
+        .x_label_formatter(&|x| match fmt {
+            Fmt::Pct | Fmt::SignedPct => format!("{:.0} %", x * 100.0),
+            _ => tick(*x),
+        })
+        .x_labels(6)
+        .x_desc(&c.y_label)
+        .label_style(("sans-serif", 11))
+        .draw()
+        .ok()?;
+    let k = if complementary { 1 } else { c.series.len().max(1) };
+    for (j, s) in c.series.iter().enumerate() {
+        let col = series_colour(&s.name, j);
+        let h = 0.7 / k as f64;
+        let slot = if complementary { 0 } else { j };
+        // Bars grow from 0, or from the axis start when a share's axis starts above 0.
+        let base = if floor > 0.0 { floor } else { 0.0 };
         chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(c.categories.len().max(1) * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - i as f64 - 0.5).abs() < 0.01 { names.get(i).cloned().unwrap_or_default() } else { String::new() }
-            })
-            .x_desc(&c.x_label)
-            .y_desc(&c.y_label)
-            .label_style(("sans-serif", 11))
-            .draw()
-            .ok()?;
-        let k = c.series.len().max(1) as f64;
-        for (j, s) in c.series.iter().enumerate() {
-            let col = PALETTE[j % PALETTE.len()];
-            let w = 0.7 / k;
-            chart
-                .draw_series(s.points.iter().map(|&(x, y)| {
-                    let x0 = x + 0.15 + w * j as f64;
-                    Rectangle::new([(x0, 0.0), (x0 + w, y)], col.filled())
-                }))
-                .ok()?
-                .label(&s.name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
-        }
-        if let Some(t) = c.target {
-            chart.draw_series(LineSeries::new(vec![(0.0, t), (n, t)], BLACK.stroke_width(1))).ok()?.label(format!("target {t}")).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
-        }
-        legend(&mut chart);
-        root.present().ok()?;
-        return Some(Box::new(chart.into_coord_trans()));
+            .draw_series(s.points.iter().enumerate().filter(|(_, p)| p.1 != 0.0 || !complementary).map(|(i, &(_, v))| {
+                let y0 = (n - 1 - i) as f64 + 0.15 + h * slot as f64;
+                Rectangle::new([(base, y0), (v, y0 + h)], col.filled())
+            }))
+            .ok()?
+            .label(&s.name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
     }
-    let xs = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    if floor < 0.0 || lo < 0.0 {
+        chart.draw_series(std::iter::once(PathElement::new(vec![(0.0, 0.0), (0.0, n as f64)], BLACK.stroke_width(1)))).ok()?;
+    }
+    if let Some(t) = c.target {
+        chart.draw_series(std::iter::once(PathElement::new(vec![(t, 0.0), (t, n as f64)], BLACK.stroke_width(1)))).ok()?.label(format!("target {}", fmt.show(t))).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+    }
+    if legend || c.target.is_some() {
+        let _ = chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).border_style(BLACK).background_style(WHITE.mix(0.9)).label_font(("sans-serif", 11)).draw();
+    }
+    root.present().ok()?;
+    Some(Box::new(chart.into_coord_trans()))
+}
+
+/// The corner of the plot with the fewest points near it (in shares of the axes), for the legend.
+fn emptiest_corner(pts: &[(f64, f64)], x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
+    let share = |v: f64, r: (f64, f64)| (v - r.0) / (r.1 - r.0).max(1e-12);
+    let count = |right: bool, top: bool| {
+        pts.iter()
+            .filter(|p| {
+                let (sx, sy) = (share(p.0, x), share(p.1, y));
+                (if right { sx > 0.55 } else { sx < 0.45 }) && (if top { sy > 0.6 } else { sy < 0.4 })
+            })
+            .count()
+    };
+    [(true, false, SeriesLabelPosition::LowerRight), (true, true, SeriesLabelPosition::UpperRight), (false, true, SeriesLabelPosition::UpperLeft), (false, false, SeriesLabelPosition::LowerLeft)]
+        .into_iter()
+        .min_by_key(|(r, t, _)| count(*r, *t))
+        .map(|c| c.2)
+        .unwrap_or(SeriesLabelPosition::LowerRight)
+}
+
+fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Mapping> {
+    let backend = CanvasBackend::new(id)?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).ok()?;
+    let all: Vec<(f64, f64)> = c.series.iter().flat_map(|s| s.points.iter().copied()).collect();
+    let band_hi = c.series.iter().flat_map(|s| s.band.iter().map(|b| b.1));
+    let y_max = all.iter().map(|p| p.1).chain(band_hi).chain(c.target).filter(|y| y.is_finite()).fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let xs = || all.iter().map(|p| p.0);
     let (x_lo, x_hi) = (xs().fold(f64::INFINITY, f64::min), xs().fold(f64::NEG_INFINITY, f64::max));
     let (x_lo, x_hi) = if x_lo.is_finite() { (x_lo, x_hi) } else { (0.0, 1.0) };
-    let pad = ((x_hi - x_lo) * 0.06).max(1e-9);
-    let mut chart = frame(&root, &c.title, (x_lo - pad).max(if x_lo >= 0.0 { 0.0 } else { f64::NEG_INFINITY })..x_hi + pad, 0.0..y_max, &c.x_label, &c.y_label)?;
+    let pad = ((x_hi - x_lo) * 0.08).max(1e-9);
+    let x_range = ((x_lo - pad).max(if x_lo >= 0.0 { 0.0 } else { f64::NEG_INFINITY }), x_hi + pad);
+    // A share whose values all sit high starts its axis where they can be told apart, and says so.
+    let ys = || all.iter().map(|p| p.1).chain(c.series.iter().flat_map(|s| s.band.iter().flat_map(|b| [b.0, b.1]))).chain(c.target);
+    let low = ys().fold(f64::INFINITY, f64::min);
+    let y_lo = if fmt_y == Fmt::Pct && low.is_finite() && low >= 0.5 { (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95) } else { 0.0 };
+    let y_max = if fmt_y == Fmt::Pct && y_lo > 0.0 { 1.0 + (1.0 - y_lo) * 0.04 } else { y_max };
+    let caption = if y_lo > 0.0 { format!("{} (axis from {:.0} %)", c.title, y_lo * 100.0) } else { c.title.clone() };
+    let mut chart = ChartBuilder::on(&root).caption(caption, ("sans-serif", 15)).margin(10).margin_right(16).x_label_area_size(38).y_label_area_size(60).build_cartesian_2d(x_range.0..x_range.1, y_lo..y_max).ok()?;
+    chart
+        .configure_mesh()
+        .x_desc(&c.x_label)
+        .y_desc(&c.y_label)
+        .x_label_formatter(&|x| tick(*x))
+        .y_label_formatter(&|y| if fmt_y == Fmt::Pct { if y_max - y_lo < 0.2 { format!("{:.1} %", y * 100.0) } else { format!("{:.0} %", y * 100.0) } } else { tick(*y) })
+        .label_style(("sans-serif", 11))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .ok()?;
+    // Labels go where they collide with no other label (and stay readable); the rest are in the data table.
+    let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
     for (j, s) in c.series.iter().enumerate() {
-        let col = PALETTE[j % PALETTE.len()];
+        let col = series_colour(&s.name, j);
         if !s.band.is_empty() {
-            // The band: low edge out, high edge back, filled lightly.
             let mut poly: Vec<(f64, f64)> = s.points.iter().zip(&s.band).map(|(p, b)| (p.0, b.0)).collect();
             poly.extend(s.points.iter().zip(&s.band).rev().map(|(p, b)| (p.0, b.1)));
             chart.draw_series(std::iter::once(Polygon::new(poly, col.mix(0.2).filled()))).ok()?;
         }
         if s.line {
-            chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), col.stroke_width(2)))
-                .ok()?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+            chart.draw_series(LineSeries::new(s.points.iter().copied(), col.stroke_width(2))).ok()?.label(&s.name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
             chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, col.filled()))).ok()?;
         } else {
-            chart
-                .draw_series(s.points.iter().map(|&p| Circle::new(p, 5, col.filled())))
-                .ok()?
-                .label(&s.name)
-                .legend(move |(x, y)| Circle::new((x + 6, y), 5, col.filled()));
+            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 5, col.filled()))).ok()?.label(&s.name).legend(move |(x, y)| Circle::new((x + 6, y), 5, col.filled()));
         }
-        if !s.labels.is_empty() {
-            chart
-                .draw_series(s.points.iter().zip(&s.labels).map(|(&p, l)| Text::new(l.clone(), p, ("sans-serif", 10).into_font().color(&RGBColor(60, 60, 60)))))
-                .ok()?;
+        for (p, l) in s.points.iter().zip(&s.labels) {
+            let (px, py) = chart.backend_coord(p);
+            let w = l.chars().count() as i32 * 6 + 2;
+            let spots = [(px + 8, py - 6), (px - 8 - w, py - 6), (px - w / 2, py - 20), (px - w / 2, py + 8)];
+            let area = chart.plotting_area().get_pixel_range();
+            let free = spots.into_iter().find(|&(x, y)| {
+                let b = (x, y, x + w, y + 12);
+                area.0.start <= b.0 && b.2 <= area.0.end && area.1.start <= b.1 && b.3 <= area.1.end && placed.iter().all(|q| b.2 <= q.0 || q.2 <= b.0 || b.3 <= q.1 || q.3 <= b.1)
+            });
+            if let Some((x, y)) = free {
+                placed.push((x, y, x + w, y + 12));
+                root.draw(&Text::new(l.clone(), (x, y), ("sans-serif", 10).into_font().color(&RGBColor(60, 60, 60)))).ok()?;
+            }
         }
     }
     if let Some(t) = c.target {
-        chart
-            .draw_series(LineSeries::new(vec![(x_lo - pad, t), (x_hi + pad, t)], BLACK.stroke_width(1)))
-            .ok()?
-            .label(format!("target {t}"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        chart.draw_series(LineSeries::new(vec![(x_range.0, t), (x_range.1, t)], BLACK.stroke_width(1))).ok()?.label(format!("target {}", fmt_y.show(t))).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     }
-    legend(&mut chart);
+    let corner = emptiest_corner(&all, x_range, (y_lo, y_max));
+    let _ = chart.configure_series_labels().position(corner).border_style(BLACK).background_style(WHITE.mix(0.9)).label_font(("sans-serif", 11)).draw();
     root.present().ok()?;
     Some(Box::new(chart.into_coord_trans()))
 }

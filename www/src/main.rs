@@ -8,6 +8,8 @@ mod charts;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod details;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod figure;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod numbers;
 // Used by the wasm app; natively only its tests run.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]

@@ -10,10 +10,10 @@ use inferscale::study::{self, Cell, Format, Job, RunSummary, Study, StudyReport}
 use inferscale_worker::{Input, Output, SimWorker};
 use serde_json::{json, Value};
 use wasm_bindgen::JsCast;
-use web_sys::{Element, HtmlCanvasElement, HtmlInputElement, HtmlSelectElement};
+use web_sys::{Element, HtmlInputElement, HtmlSelectElement};
 
 use super::{download_text, esc, now_ms, window, App};
-use crate::charts::{self, Mapping};
+use crate::charts;
 use crate::details;
 
 /// A study's panel: its sentence and its parameters.
@@ -171,7 +171,8 @@ pub(super) struct StudyState {
     pub reports: HashMap<String, StudyReport>,
     pub workers: Vec<WorkerBridge<SimWorker>>,
     pub run_id: u32,
-    pub mappings: Vec<(usize, Mapping)>,
+    /// The panel's charts on screen.
+    pub figures: Vec<crate::figure::Figure>,
     /// Display order of the table's rows, and the sort column.
     pub order: Vec<usize>,
     pub sort: Option<(usize, bool)>,
@@ -581,11 +582,11 @@ impl App {
             self.study.order = (0..r.rows.len()).collect();
         }
         self.render_study_table(r);
-        let charts: String = (0..r.charts.len())
-            .map(|i| format!("<figure><canvas id=\"study-chart-{i}\" width=\"560\" height=\"320\"></canvas><figcaption><span id=\"study-hover-{i}\" class=\"hover\"></span> <button data-png=\"study-chart-{i}\" type=\"button\">PNG</button></figcaption></figure>"))
-            .collect();
+        let charts: String = r.charts.iter().enumerate().map(|(i, c)| crate::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320)).collect();
         self.el("study-charts").set_inner_html(&charts);
-        self.study.mappings = r.charts.iter().enumerate().filter_map(|(i, c)| charts::study_chart(&format!("study-chart-{i}"), c).map(|m| (i, m))).collect();
+        let figures: Vec<crate::figure::Figure> = r.charts.iter().enumerate().filter_map(|(i, c)| charts::study_figure(&format!("study-chart-{i}"), c)).collect();
+        self.label_figures(&figures);
+        self.study.figures = figures;
         let notes: String = r.notes.iter().map(|n| format!("<li>{}</li>", esc(n))).collect();
         self.el("study-notes").set_inner_html(&notes);
     }
@@ -646,28 +647,6 @@ impl App {
         });
         self.study.sort = Some((col, desc));
         self.render_study_table(&r);
-    }
-
-    pub(super) fn study_hover(&self, i: usize, ev: &web_sys::MouseEvent) {
-        let Some((_, map)) = self.study.mappings.iter().find(|m| m.0 == i) else { return };
-        let Some(r) = self.study.reports.get(&self.panel) else { return };
-        let Ok(canvas) = self.el(&format!("study-chart-{i}")).dyn_into::<HtmlCanvasElement>() else { return };
-        let scale = canvas.width() as f64 / canvas.client_width().max(1) as f64;
-        let (px, py) = (((ev.offset_x() as f64) * scale) as i32, ((ev.offset_y() as f64) * scale) as i32);
-        let chart = &r.charts[i];
-        let text = match map((px, py)) {
-            Some((x, _)) if chart.kind == "bars" => {
-                let k = x.floor().max(0.0) as usize;
-                let v = chart.series.first().and_then(|s| s.points.get(k)).map(|p| p.1);
-                match (chart.categories.get(k), v) {
-                    (Some(name), Some(v)) => format!("{name}: {v:.4} {}", chart.y_label),
-                    _ => String::new(),
-                }
-            }
-            Some((x, y)) => format!("{}: {x:.3}, {}: {y:.3}", chart.x_label, chart.y_label),
-            None => String::new(),
-        };
-        self.el(&format!("study-hover-{i}")).set_text_content(Some(&text));
     }
 
     pub(super) fn export_study(&self, what: &str) {
