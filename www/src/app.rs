@@ -1149,6 +1149,23 @@ fn on(app: &Rc<RefCell<App>>, id: &str, event: &str, f: impl FnMut(&Rc<RefCell<A
     app.borrow_mut().listeners.push(cb);
 }
 
+/// A shared link's state as the URL hash carries it: `#scenario=…` (the Serving Lab) or
+/// `#panel=NAME&params=…&scenario=…` (a study), each value URI-encoded.
+#[derive(serde::Deserialize, Default)]
+struct SharedLink {
+    panel: Option<String>,
+    params: Option<String>,
+    scenario: Option<String>,
+}
+
+/// The URL hash read by the browser's own parser (`URLSearchParams`, which decodes each value) and crossed into
+/// Rust by serde-wasm-bindgen — no hand splitting of the hash.
+fn shared_link() -> SharedLink {
+    let hash = window().location().hash().unwrap_or_default();
+    let Ok(query) = web_sys::UrlSearchParams::new_with_str(hash.trim_start_matches('#')) else { return SharedLink::default() };
+    js_sys::Object::from_entries(query.as_ref()).ok().and_then(|o| serde_wasm_bindgen::from_value(o.into()).ok()).unwrap_or_default()
+}
+
 thread_local! {
     /// The page owns the app for its lifetime; every closure holds only a weak reference.
     static APP: RefCell<Option<Rc<RefCell<App>>>> = const { RefCell::new(None) };
@@ -1332,23 +1349,11 @@ pub fn start() {
 
     // A shared link replays its run; otherwise start from the default example.
     // `#scenario=…` replays a Serving Lab run; `#panel=NAME&scenario=…` reruns a study.
-    let hash = window().location().hash().unwrap_or_default();
-    let (panel, rest) = match hash.strip_prefix("#panel=").and_then(|h| h.split_once('&')) {
-        Some((p, rest)) => (Some(p.to_string()), format!("#{rest}")),
-        None => (None, hash),
-    };
-    // Study options come before the scenario (whose JSON may contain anything).
-    let (options, rest) = match rest.strip_prefix("#params=").and_then(|h| h.split_once("&scenario=")) {
-        Some((o, s)) => (js_sys::decode_uri_component(o).ok().map(String::from).and_then(|o| serde_json::from_str::<Value>(&o).ok()), format!("#scenario={s}")),
-        None => (None, rest),
-    };
-    if let (Some(p), Some(o)) = (&panel, options) {
+    let link = shared_link();
+    if let (Some(p), Some(o)) = (&link.panel, link.params.as_deref().and_then(|o| serde_json::from_str::<Value>(o).ok())) {
         app.borrow_mut().study.options.insert(p.clone(), o);
     }
-    let shared = rest
-        .strip_prefix("#scenario=")
-        .and_then(|h| js_sys::decode_uri_component(h).ok())
-        .map(String::from);
+    let (shared, panel) = (link.scenario, link.panel);
     match (shared, panel) {
         (Some(text), Some(p)) => {
             app.borrow_mut().load_text(&text);
