@@ -527,7 +527,7 @@ impl Report {
         });
         let steady = super::steady::steady(sc, reqs, end);
         let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
-        let missed: Vec<Miss> = super::steady::misses(sc, reqs);
+        let missed: Vec<Miss> = super::steady::misses(sc, reqs, &classes);
         let mut diagnosis = super::diagnose(&summary, &engine, &steady, &objectives, missed);
         super::diagnose_pools(&mut diagnosis, &summary, &objectives, pools.as_deref(), transfer.as_ref(), prefix.as_ref());
         Report {

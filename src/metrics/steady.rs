@@ -93,21 +93,23 @@ fn arrival_span(reqs: &[RequestRecord]) -> (u64, u64) {
     reqs.iter().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.arrival_ns), hi.max(r.arrival_ns)))
 }
 
-/// Admitted requests waiting for their first admission into a batch at `t`.
-fn waiting_at(reqs: &[RequestRecord], t: u64) -> u64 {
-    reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)) && r.arrival_ns <= t && r.first_scheduled_ns > t).count() as u64
-}
 
-/// Admitted requests in the system at `t`: arrived by `t` and not done by `t`.
-fn in_system_at(reqs: &[RequestRecord], t: u64, end_ns: u64) -> u64 {
-    reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)) && r.arrival_ns <= t && r.done_ns.min(end_ns) > t).count() as u64
-}
 
 pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySummary {
-    let (first, last) = if reqs.is_empty() { (0, 0) } else { arrival_span(reqs) };
-    let mut service: Vec<u64> = reqs.iter().filter(|r| r.outcome == Outcome::Completed).map(|r| r.done_ns - r.first_scheduled_ns).collect();
-    service.sort_unstable();
-    let median_service_ns = service.get(service.len() / 2).copied().unwrap_or(0);
+    // Two passes over the records: the span and the in-batch times first (the window depends on them),
+    // then every count the window needs.
+    let (mut first, mut last) = (u64::MAX, 0);
+    let mut service: Vec<u64> = Vec::with_capacity(reqs.len());
+    for r in reqs {
+        (first, last) = (first.min(r.arrival_ns), last.max(r.arrival_ns));
+        if r.outcome == Outcome::Completed {
+            service.push(r.done_ns - r.first_scheduled_ns);
+        }
+    }
+    let first = first.min(last);
+    let mid = service.len() / 2;
+    let median_service_ns = if service.is_empty() { 0 } else { *service.select_nth_unstable(mid).1 };
+    drop(service);
     let by_fraction = ((last - first) as f64 * sc.warmup_fraction).round() as u64;
     let by_service = (median_service_ns as f64 * WARMUP_SERVICE_MULTIPLE).round() as u64;
     // A run shorter than its warm-up keeps the fraction's window, and a warning says it is too short.
@@ -119,6 +121,8 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySumma
     let inside = |t: u64| t >= start && t <= last;
     let slo = |r: &RequestRecord| &sc.workload.classes[r.class as usize].slo;
     let (mut arrivals, mut arrived_met, mut completions, mut met, mut tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    // In system (admitted, arrived by t, not done by t) and waiting (not yet in a batch), at start and at last.
+    let (mut n0, mut n1, mut q0, mut q1) = (0u64, 0u64, 0u64, 0u64);
     for r in reqs {
         let ok = meets(r, slo(r));
         if inside(r.arrival_ns) {
@@ -130,9 +134,16 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySumma
             met += ok as u64;
             tokens += r.output_tokens as u64;
         }
+        if !matches!(r.outcome, Outcome::Rejected(_)) {
+            let done = r.done_ns.min(end_ns);
+            for (t, n, q) in [(start, &mut n0, &mut q0), (last, &mut n1, &mut q1)] {
+                if r.arrival_ns <= t {
+                    *n += (done > t) as u64;
+                    *q += (r.first_scheduled_ns > t) as u64;
+                }
+            }
+        }
     }
-    let (n0, n1) = (in_system_at(reqs, start, end_ns), in_system_at(reqs, last, end_ns));
-    let (q0, q1) = (waiting_at(reqs, start), waiting_at(reqs, last));
     let growth = if window_ns > 0 { (q1 as f64 - q0 as f64) / window_s } else { 0.0 };
     let offered = per_s(arrivals);
     let overloaded = window_ns > 0 && q1 >= q0 + MIN_BACKLOG_GROWTH && growth > BACKLOG_GROWTH_SHARE * offered;
@@ -281,39 +292,39 @@ pub struct Miss {
     pub p95_s: f64,
 }
 
-/// For every class with per-request SLOs: which objective its requests missed, and how often.
-pub fn misses(sc: &Scenario, reqs: &[RequestRecord]) -> Vec<Miss> {
+/// For every class with per-request SLOs: which objective its requests missed, and how often. `classes` are
+/// the report's class summaries (their p95s are quoted, not sorted again).
+pub fn misses(sc: &Scenario, reqs: &[RequestRecord], classes: &[super::GroupSummary]) -> Vec<Miss> {
+    // One pass: per class, requests, and those over each bound or not served.
+    let mut count = vec![[0u64; 5]; sc.workload.classes.len()];
+    for r in reqs {
+        let c = &mut count[r.class as usize];
+        let slo = &sc.workload.classes[r.class as usize].slo;
+        c[0] += 1;
+        if r.outcome != Outcome::Completed {
+            c[4] += 1;
+            continue;
+        }
+        c[1] += slo.ttft_ns.is_some_and(|t| r.first_token_ns - r.arrival_ns > t) as u64;
+        c[2] += (r.output_tokens > 1 && slo.tpot_ns.is_some_and(|t| tpot_ns(r) > t as f64)) as u64;
+        c[3] += slo.e2e_ns.is_some_and(|t| r.done_ns - r.arrival_ns > t) as u64;
+    }
     let mut out = Vec::new();
     for (k, c) in sc.workload.classes.iter().enumerate() {
-        let of_class: Vec<&RequestRecord> = reqs.iter().filter(|r| r.class as usize == k).collect();
-        let n = of_class.len();
+        let [n, ttft, tpot, e2e, unserved] = count[k];
         if n == 0 {
             continue;
         }
-        let share = |pred: &dyn Fn(&RequestRecord) -> bool| of_class.iter().filter(|r| pred(r)).count() as f64 / n as f64;
-        let done = |r: &RequestRecord| r.outcome == Outcome::Completed;
-        let checks: [(&'static str, LatencyMetric, Option<u64>); 3] =
-            [("ttft", LatencyMetric::Ttft, c.slo.ttft_ns), ("tpot", LatencyMetric::Tpot, c.slo.tpot_ns), ("e2e", LatencyMetric::E2e, c.slo.e2e_ns)];
-        for (name, metric, bound) in checks {
-            let Some(max_ns) = bound else { continue };
-            let over = |r: &RequestRecord| {
-                done(r)
-                    && match metric {
-                        LatencyMetric::Ttft => r.first_token_ns - r.arrival_ns > max_ns,
-                        LatencyMetric::E2e => r.done_ns - r.arrival_ns > max_ns,
-                        _ => r.output_tokens > 1 && tpot_ns(r) > max_ns as f64,
-                    }
-            };
-            let missed = share(&over);
-            if missed > 0.0 {
-                let p95_s = super::percentile(&samples_s(reqs, metric, Some(k as u32)), 95.0);
-                out.push(Miss { class: c.name.clone(), objective: name, max_s: max_ns as f64 / 1e9, missed_fraction: missed, p95_s });
+        let g = &classes[k];
+        let checks = [("ttft", c.slo.ttft_ns, ttft, g.ttft_s.p95), ("tpot", c.slo.tpot_ns, tpot, g.tpot_s.p95), ("e2e", c.slo.e2e_ns, e2e, g.e2e_s.p95)];
+        for (name, bound, over, p95_s) in checks {
+            if let (Some(max_ns), true) = (bound, over > 0) {
+                out.push(Miss { class: c.name.clone(), objective: name, max_s: max_ns as f64 / 1e9, missed_fraction: over as f64 / n as f64, p95_s });
             }
         }
-        let unserved = share(&|r: &RequestRecord| !done(r));
         let has_slo = c.slo.ttft_ns.is_some() || c.slo.tpot_ns.is_some() || c.slo.e2e_ns.is_some();
-        if unserved > 0.0 && has_slo {
-            out.push(Miss { class: c.name.clone(), objective: "served", max_s: 0.0, missed_fraction: unserved, p95_s: 0.0 });
+        if unserved > 0 && has_slo {
+            out.push(Miss { class: c.name.clone(), objective: "served", max_s: 0.0, missed_fraction: unserved as f64 / n as f64, p95_s: 0.0 });
         }
     }
     out
