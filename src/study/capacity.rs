@@ -425,7 +425,11 @@ impl CapacityStudy {
         rep.best_row = self.hi.and_then(|h| evals.iter().position(|e| e.rate == h));
         let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
         rep.answer = match (self.lo, self.hi) {
-            (Some(l), Some(h)) => format!("{h} replicas ({} GPUs) sustain {rate} req/s: the fewest that pass in every repetition; {l} replicas failed.", gpus_of(h)),
+            (Some(l), Some(h)) => format!(
+                "{h} replicas ({} GPUs) sustain {rate} req/s: the fewest that pass in every repetition; {l} replica{} failed.",
+                gpus_of(h),
+                if l == 1.0 { "" } else { "s" }
+            ),
             (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} req/s.", gpus_of(h)),
             (Some(l), None) => format!("no replica count up to {l} passes at {rate} req/s (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."),
             (None, None) => "nothing was evaluated.".into(),

@@ -145,7 +145,6 @@ impl OneBatchStudy for RankingStudy {
             col("KV peak", "mean", Format::Percent),
             col("Unfinished", "requests, all repetitions", Format::Int),
             col("Versus the best", "", Format::Text),
-            col("Diagnosis", "first repetition", Format::Text),
         ];
         let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let policies: Vec<Policy> = self
@@ -169,6 +168,10 @@ impl OneBatchStudy for RankingStudy {
         let tied = |p: &Policy| best.is_some_and(|b| paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps));
         let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
         let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
+        // A diagnosis that differs per row gets a column; one shared by every row is said once, in the notes.
+        if !same_sentence {
+            rep.columns.push(col("Diagnosis", "first repetition", Format::Text));
+        }
         // A share's interval is clipped to [0, 100 %], a rate's to ≥ 0.
         let ci = |c: (f64, f64, f64), pct: bool| {
             if pct { format!("{:.1} – {:.1} %", c.1.clamp(0.0, 1.0) * 100.0, c.2.clamp(0.0, 1.0) * 100.0) } else { format!("{:.3} – {:.3}", c.1.max(0.0), c.2.max(0.0)) }
@@ -179,7 +182,7 @@ impl OneBatchStudy for RankingStudy {
             .map(|(rank, &i)| {
                 let p = &policies[i];
                 let versus = if rank == 0 { "best" } else if tied(p) { "not distinguishable from the best" } else { "worse" };
-                vec![
+                let mut row = vec![
                     Cell::from((rank + 1) as u64),
                     p.label.into(),
                     p.goodput.0.into(),
@@ -191,8 +194,11 @@ impl OneBatchStudy for RankingStudy {
                     mean(p.runs.iter().map(|x| x.kv_peak_fraction).collect()).into(),
                     p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into(),
                     versus.into(),
-                    if same_sentence { "(the same for every policy: see the notes)".into() } else { briefs[i].as_str().into() },
-                ]
+                ];
+                if !same_sentence {
+                    row.push(briefs[i].as_str().into());
+                }
+                row
             })
             .collect();
         let r = &policies;
@@ -220,7 +226,18 @@ impl OneBatchStudy for RankingStudy {
             x_label: "policy".into(),
             y_label: "fraction of requests meeting every SLO".into(),
             categories: order.iter().map(|&i| r[i].label.to_string()).collect(),
-            series: vec![ChartSeries { name: "SLO attainment".into(), points: order.iter().enumerate().map(|(k, &i)| (k as f64, r[i].slo.0)).collect(), band: vec![], labels: vec![], line: false }],
+            // Colour says whether a row is distinguishable from the best: tied rows (and the best) in one
+            // series, worse rows in another.
+            series: [("best or not distinguishable", true), ("worse", false)]
+                .into_iter()
+                .map(|(name, tie)| ChartSeries {
+                    name: name.into(),
+                    points: order.iter().enumerate().map(|(k, &i)| (k as f64, if (k == 0 || tied(&r[i])) == tie { r[i].slo.0 } else { 0.0 })).collect(),
+                    band: vec![],
+                    labels: vec![],
+                    line: false,
+                })
+                .collect(),
             target: None,
         }];
         rep.notes = vec![format!(

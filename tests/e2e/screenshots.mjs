@@ -19,6 +19,12 @@ await page.selectOption('#preset', 'default');
 await runAndWait(page);
 await page.locator('#diagnosis').scrollIntoViewIfNeeded();
 await page.screenshot({ path: join(out, 'serving-lab-results.png'), fullPage: true });
+// The parts of the results at a readable size.
+await page.locator('#diagnosis').screenshot({ path: join(out, 'serving-lab-diagnosis.png') });
+await page.locator('#cards').screenshot({ path: join(out, 'serving-lab-cards.png') });
+await page.locator('#lab-charts').screenshot({ path: join(out, 'serving-lab-charts.png') });
+await page.locator('#requests').screenshot({ path: join(out, 'serving-lab-requests.png') });
+await page.locator('#d-objectives').screenshot({ path: join(out, 'serving-lab-objectives.png') });
 await page.selectOption('#preset', 'kv-pressure');
 // Typed as a user would: a negative rate and a cleared request count.
 await page.locator('#c-rate').click();
@@ -39,10 +45,25 @@ await page.screenshot({ path: join(out, 'pd-comparison.png'), fullPage: true });
 await page.click('nav [data-panel="lab"]');
 await page.selectOption('#preset', 'default');
 for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity']) {
+  if (name === 'capacity') {
+    // The replica question, typed: the fewest replicas for 6 req/s.
+    await page.click('nav [data-panel="capacity"]');
+    await page.getByRole('spinbutton', { name: /Or: fewest replicas for/ }).click();
+    await page.keyboard.type('6');
+    await page.keyboard.press('Tab');
+    await page.click('#study-run');
+    await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+    await page.locator('#study-results').screenshot({ path: join(out, 'study-capacity-replicas-results.png') });
+    await page.getByRole('spinbutton', { name: /Or: fewest replicas for/ }).click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Tab');
+  }
   await page.click(`nav [data-panel="${name}"]`);
   await page.click('#study-run');
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
   await page.screenshot({ path: join(out, `study-${name}.png`), fullPage: true });
+  await page.locator('#study-results').screenshot({ path: join(out, `study-${name}-results.png`) });
 }
 await ctx.close();
 server.stop();

@@ -186,7 +186,7 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
     let complementary = (0..n).all(|i| c.series.iter().filter(|s| s.points.get(i).is_some_and(|p| p.1 != 0.0)).count() <= 1);
     let legend = c.series.len() > 1;
     let top = if fmt == Fmt::Pct && vmax <= 1.0 { 1.0 } else { vmax + (vmax - floor).abs() * 0.08 };
-    let top = if legend { top + (top - floor) * 0.45 } else { top };
+    // The legend goes in a row of its own under the axis, never over a bar.
     let lo = if floor < 0.0 { floor - (top - floor) * 0.05 } else { floor };
     let longest = c.categories.iter().map(|s| s.chars().count()).max().unwrap_or(4);
     let names = c.categories.clone();
@@ -198,7 +198,7 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
         .caption(caption, ("sans-serif", 15))
         .margin(10)
         .margin_right(16)
-        .x_label_area_size(38)
+        .x_label_area_size(if legend { 58 } else { 38 })
         .y_label_area_size((longest as u32 * 6 + 14).clamp(40, 210))
         .build_cartesian_2d(lo..top, 0.0..n as f64)
         .ok()?;
@@ -242,7 +242,22 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
     if let Some(t) = c.target {
         chart.draw_series(std::iter::once(PathElement::new(vec![(t, 0.0), (t, n as f64)], BLACK.stroke_width(1)))).ok()?.label(format!("target {}", fmt.show(t))).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     }
-    if legend || c.target.is_some() {
+    if legend {
+        let (w, h) = root.dim_in_pixel();
+        let mut x = 14i32;
+        let y = h as i32 - 16;
+        for (j, sr) in c.series.iter().enumerate() {
+            let col = series_colour(&sr.name, j);
+            root.draw(&Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled())).ok()?;
+            root.draw(&Text::new(sr.name.clone(), (x + 16, y - 6), ("sans-serif", 11).into_font())).ok()?;
+            x += 16 + sr.name.chars().count() as i32 * 6 + 18;
+        }
+        if let Some(t) = c.target {
+            root.draw(&PathElement::new(vec![(x, y), (x + 16, y)], BLACK)).ok()?;
+            root.draw(&Text::new(format!("target {}", fmt.show(t)), (x + 20, y - 6), ("sans-serif", 11).into_font())).ok()?;
+        }
+        let _ = w;
+    } else if c.target.is_some() {
         let _ = chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).border_style(BLACK).background_style(WHITE.mix(0.9)).label_font(("sans-serif", 11)).draw();
     }
     root.present().ok()?;
@@ -285,12 +300,14 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
     let y_lo = if fmt_y == Fmt::Pct && low.is_finite() && low >= 0.5 { (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95) } else { 0.0 };
     let y_max = if fmt_y == Fmt::Pct && y_lo > 0.0 { 1.0 + (1.0 - y_lo) * 0.04 } else { y_max };
     let caption = if y_lo > 0.0 { format!("{} (axis from {:.0} %)", c.title, y_lo * 100.0) } else { c.title.clone() };
+    let counts = study_fmt(&c.x_label) == Fmt::Num(0);
     let mut chart = ChartBuilder::on(&root).caption(caption, ("sans-serif", 15)).margin(10).margin_right(16).x_label_area_size(38).y_label_area_size(60).build_cartesian_2d(x_range.0..x_range.1, y_lo..y_max).ok()?;
     chart
         .configure_mesh()
         .x_desc(&c.x_label)
         .y_desc(&c.y_label)
-        .x_label_formatter(&|x| tick(*x))
+        // A count (replicas) is ticked at whole numbers only.
+        .x_label_formatter(&|x| if counts && x.fract().abs() > 1e-9 { String::new() } else { tick(*x) })
         .y_label_formatter(&|y| if fmt_y == Fmt::Pct { if y_max - y_lo < 0.2 { format!("{:.1} %", y * 100.0) } else { format!("{:.0} %", y * 100.0) } } else { tick(*y) })
         .label_style(("sans-serif", 11))
         .light_line_style(RGBColor(235, 235, 235))
