@@ -5,12 +5,20 @@
 mod app;
 #[cfg(target_arch = "wasm32")]
 mod charts;
+#[cfg(target_arch = "wasm32")]
+mod exports;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod sort;
+#[cfg(target_arch = "wasm32")]
+mod workers;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod details;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod figure;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod numbers;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod panels;
 // Used by the wasm app; natively only its tests run.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod table;

@@ -5,23 +5,51 @@
 
 use std::collections::HashMap;
 
-use gloo_worker::{Spawnable, WorkerBridge};
 use inferscale::study::{self, Cell, Format, Job, RunSummary, Study, StudyReport};
-use inferscale_worker::{Input, Output, SimWorker};
+use inferscale_worker::{Input, Output};
 use serde_json::{json, Value};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlInputElement, HtmlSelectElement};
 
-use super::{download_text, esc, now_ms, window, App};
+use super::{esc, now_ms, window, App};
+use crate::exports;
+use crate::sort::Sort;
+use crate::workers::Pool;
 use crate::charts;
 use crate::details;
+use crate::panels::{LabPanel, Panel};
 
-/// A study's panel: its sentence and its parameters.
+/// A study's panel: its sidebar group, its sentence and its parameters. Its title is the core's
+/// (`study::STUDIES`), so the CLI's help and the sidebar say the same.
 pub(super) struct PanelDef {
     pub name: &'static str,
-    pub title: &'static str,
+    pub group: &'static str,
     pub sentence: &'static str,
     pub params: &'static [Param],
+}
+
+impl Panel for PanelDef {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn title(&self) -> &'static str {
+        study::STUDIES.iter().find(|s| s.0 == self.name).map_or(self.name, |s| s.1)
+    }
+    fn group(&self) -> &'static str {
+        self.group
+    }
+    fn section(&self) -> &'static str {
+        "panel-study"
+    }
+}
+
+/// Every panel of the page, in sidebar order: the Serving Lab, then the study panels.
+pub(super) fn registry() -> Vec<&'static dyn Panel> {
+    std::iter::once(&LabPanel as &'static dyn Panel).chain(PANELS.iter().map(|p| p as &'static dyn Panel)).collect()
+}
+
+pub(super) fn sidebar_html() -> String {
+    crate::panels::sidebar_html(&registry(), "lab")
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -53,7 +81,7 @@ const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", 
 pub(super) const PANELS: &[PanelDef] = &[
 PanelDef {
     name: "ranking",
-    title: "Scheduler ranking",
+    group: "Decide",
     sentence: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: is the miss a queueing problem a policy can fix, or are the policies tied?",
     params: &[
         Param { id: "o-admission", label: "Rank admission policies too", unit: "", title: "Also rank FCFS with a queue cap and with deadline admission", ptr: "study:admission", kind: PKind::Bool },
@@ -63,7 +91,7 @@ PanelDef {
 },
 PanelDef {
     name: "capacity",
-    title: "Capacity planner",
+    group: "Decide",
     sentence: "How much load does this cluster sustain at its objectives — or how many replicas does a given load need? Measured by bracketing and bisection in every repetition, never derived.",
     params: &[
         Param { id: "o-target", label: "SLO attainment target", unit: "fraction (empty: the scenario's objectives)", title: "Every repetition must reach this attainment (and every percentile objective of the scenario)", ptr: "study:target", kind: PKind::OptNum },
@@ -78,7 +106,7 @@ PanelDef {
 },
 PanelDef {
     name: "pd",
-    title: "P/D comparison",
+    group: "Decide",
     sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
     params: &[
         Param { id: "p-prefill", label: "Prefill workers", unit: "", title: "Workers in the prefill pool", ptr: "/cluster/disaggregation/prefill/replicas", kind: PKind::Int },
@@ -98,7 +126,7 @@ PanelDef {
 },
 PanelDef {
     name: "explorer",
-    title: "Design explorer",
+    group: "Decide",
     sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
     params: &[
         Param { id: "o-etarget", label: "SLO pass at", unit: "fraction (0, 1]", title: "A candidate passes at this SLO attainment", ptr: "study:target", kind: PKind::Num },
@@ -107,7 +135,7 @@ PanelDef {
 },
 PanelDef {
     name: "paired",
-    title: "Paired experiment",
+    group: "Prove",
     sentence: "Baseline against a treatment over K repetitions, both on the same seed each time: is the difference real, or run-to-run noise? Bootstrap confidence intervals of the paired deltas.",
     params: &[
         Param { id: "o-treatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
@@ -117,7 +145,7 @@ PanelDef {
 },
 PanelDef {
     name: "sensitivity",
-    title: "Sensitivity",
+    group: "Prove",
     sentence: "Does the treatment still win if the cost profile is off? Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
     params: &[
         Param { id: "o-streatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
@@ -169,13 +197,13 @@ pub(super) struct StudyState {
     pub active: Option<Active>,
     /// Each panel keeps its last result.
     pub reports: HashMap<String, StudyReport>,
-    pub workers: Vec<WorkerBridge<SimWorker>>,
+    pub workers: Option<Pool>,
     pub run_id: u32,
     /// The panel's charts on screen.
     pub figures: Vec<crate::figure::Figure>,
     /// Display order of the table's rows, and the sort column.
     pub order: Vec<usize>,
-    pub sort: Option<(usize, bool)>,
+    pub sort: Sort,
     /// Each panel's study options (as the CLI's `--params`).
     pub options: HashMap<String, Value>,
 }
@@ -202,10 +230,13 @@ impl App {
 
     /// Show a panel: "lab" or a study's name. Each keeps its inputs and last result.
     pub(super) fn show_panel(&mut self, name: &str) {
-        let name = if name == "lab" || panel(name).is_some() { name } else { "lab" };
+        let all = registry();
+        let shown = all.iter().find(|p| p.name() == name).copied().unwrap_or(&LabPanel);
+        let name = shown.name();
         self.panel = name.to_string();
-        self.html("panel-lab").set_hidden(name != "lab");
-        self.html("panel-study").set_hidden(name == "lab");
+        for p in &all {
+            self.html(p.section()).set_hidden(p.section() != shown.section());
+        }
         if let Ok(links) = self.doc.query_selector_all("nav [data-panel]") {
             for i in 0..links.length() {
                 let Some(a) = links.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
@@ -215,7 +246,7 @@ impl App {
             }
         }
         if let Some(p) = panel(name) {
-            self.el("study-title").set_text_content(Some(p.title));
+            self.el("study-title").set_text_content(Some(p.title()));
             self.el("study-intro").set_text_content(Some(p.sentence));
             self.render_params(p);
             self.sync_study_params();
@@ -439,19 +470,11 @@ impl App {
     }
 
     fn spawn_study_workers(&mut self, n: usize) {
-        self.study.workers = (0..n)
-            .map(|w| {
-                let weak = self.self_ref.clone();
-                SimWorker::spawner()
-                    .as_module(false)
-                    .callback(move |out: Output| {
-                        if let Some(app) = weak.upgrade() {
-                            app.borrow_mut().on_study_output(w, out);
-                        }
-                    })
-                    .spawn("./worker.js")
-            })
-            .collect();
+        self.study.workers = Some(Pool::spawn(n, self.self_ref.clone(), App::on_study_output));
+    }
+
+    fn workers_len(&self) -> usize {
+        self.study.workers.as_ref().map_or(0, Pool::len)
     }
 
     pub(super) fn run_study(&mut self) {
@@ -462,7 +485,7 @@ impl App {
         let name = self.panel.clone();
         let _ = window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
         let n = self.worker_count();
-        if self.study.workers.len() != n {
+        if self.workers_len() != n {
             self.spawn_study_workers(n);
         }
         self.study.run_id += 1;
@@ -486,16 +509,16 @@ impl App {
             self.study_progress(1.0);
             let status = self.el("study-status");
             status.set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
-            status.set_text_content(Some(&format!("Done: {} runs in {secs:.2} s on {} workers", a.done_before, self.study.workers.len())));
+            status.set_text_content(Some(&format!("Done: {} runs in {secs:.2} s on {} workers", a.done_before, self.workers_len())));
             if self.panel == a.name {
-                self.study.sort = None;
+                self.study.sort = Sort::default();
                 self.render_study(&report);
             }
             return;
         }
         a.results = vec![None; a.batch.len()];
         a.next_job = 0;
-        for w in 0..self.study.workers.len() {
+        for w in 0..self.workers_len() {
             self.dispatch(w);
         }
     }
@@ -510,10 +533,12 @@ impl App {
         let job = &a.batch[a.next_job];
         let msg = Input::Job { run_id, job: a.next_job as u32, label: job.label.clone(), scenario_json: serde_json::to_string(&job.spec).unwrap_or_default() };
         a.next_job += 1;
-        self.study.workers[w].send(msg);
+        if let Some(p) = &self.study.workers {
+            p.send(w, msg);
+        }
     }
 
-    fn on_study_output(&mut self, w: usize, out: Output) {
+    pub(super) fn on_study_output(&mut self, w: usize, out: Output) {
         if self.study.active.is_none() {
             return; // a cancelled study's last message
         }
@@ -556,7 +581,7 @@ impl App {
 
     fn stop_study(&mut self, status: &str) {
         // Dropping the bridges terminates the workers at once; fresh ones take the next study.
-        self.study.workers.clear();
+        self.study.workers = None;
         self.study.active = None;
         self.study_progress(0.0);
         self.set_study_buttons();
@@ -578,7 +603,7 @@ impl App {
     pub(super) fn render_study(&mut self, r: &StudyReport) {
         self.html("study-results").set_hidden(false);
         self.el("study-answer").set_inner_html(&format!("<b>Answer:</b> {}", esc(&r.answer)));
-        if self.study.order.len() != r.rows.len() || self.study.sort.is_none() {
+        if self.study.order.len() != r.rows.len() || self.study.sort.col.is_none() {
             self.study.order = (0..r.rows.len()).collect();
         }
         self.render_study_table(r);
@@ -597,13 +622,8 @@ impl App {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let sort = match self.study.sort {
-                    Some((k, true)) if k == i => " aria-sort=\"descending\"",
-                    Some((k, false)) if k == i => " aria-sort=\"ascending\"",
-                    _ => "",
-                };
                 let unit = if c.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(&c.unit)) };
-                format!("<th data-scol=\"{i}\" tabindex=\"0\"{sort}>{}{unit}</th>", esc(&c.label))
+                self.study.sort.th("data-scol", i, &format!("{}{unit}", esc(&c.label)), &c.label)
             })
             .collect();
         let body: String = self
@@ -628,12 +648,15 @@ impl App {
 
     pub(super) fn study_click(&mut self, target: &Element) {
         if let Some(id) = target.get_attribute("data-png") {
-            self.export_png(&id);
+            if let Some(r) = self.study.reports.get(&self.panel) {
+                exports::png(&id, &format!("inferscale-study-{}-{}-seed{}-{}.png", r.study, r.scenario, r.seed, id.trim_start_matches("study-")));
+            }
             return;
         }
         let Some(col) = target.closest("th").ok().flatten().and_then(|th| th.get_attribute("data-scol")).and_then(|c| c.parse::<usize>().ok()) else { return };
         let Some(r) = self.study.reports.get(&self.panel).cloned() else { return };
-        let desc = matches!(self.study.sort, Some((c, false)) if c == col);
+        self.study.sort.click(col);
+        let desc = self.study.sort.desc;
         let key = |i: usize| r.rows[i].get(col).cloned().unwrap_or(Cell::Empty);
         self.study.order.sort_by(|&a, &b| {
             let ord = match (key(a), key(b)) {
@@ -645,7 +668,6 @@ impl App {
             };
             if desc { ord.reverse() } else { ord }
         });
-        self.study.sort = Some((col, desc));
         self.render_study_table(&r);
     }
 
@@ -657,7 +679,7 @@ impl App {
             "csv" => (r.csv(), "csv", "text/csv"),
             _ => (r.markdown(), "md", "text/markdown"),
         };
-        download_text(&format!("{base}.{ext}"), &text, mime);
+        exports::download_text(&format!("{base}.{ext}"), &text, mime);
     }
 
     pub(super) fn copy_study_link(&self) {

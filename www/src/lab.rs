@@ -1,0 +1,358 @@
+//! The Serving Lab's results: the diagnosis (what was run, what was missed), the cards, the charts, the
+//! per-class table and the per-request table, and their exports. A panel of its own (`panels::LabPanel`); the
+//! scenario editing it shares with every panel stays in `app.rs`.
+
+use serde_json::Value;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlInputElement};
+
+use inferscale_worker::Results;
+
+use super::{App, PAGE_ROWS};
+use crate::sort::Sort;
+use crate::charts;
+use crate::exports;
+use crate::figure::{self, Figure, Fmt};
+use crate::numbers;
+use crate::table::{self, esc, Table};
+
+impl App {
+    pub(super) fn show_results(&mut self, results: Results) {
+        self.report = serde_json::from_str(&results.report_json).unwrap_or(Value::Null);
+        self.table = Table::parse(&results.requests_csv);
+        self.sort = Sort::default();
+        self.page = 0;
+        self.results = Some(results);
+        self.html("results").set_hidden(false);
+        self.render_diagnosis();
+        self.render_cards();
+        self.render_charts();
+        self.render_classes();
+        self.render_table();
+    }
+
+    pub(super) fn render_diagnosis(&self) {
+        let d = &self.report["diagnosis"];
+        let findings: String = d["findings"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|f| {
+                        let v = f["value"].as_f64().unwrap_or(0.0);
+                        let shown = if f["unit"] == "fraction" { format!("{:.1} %", v * 100.0) } else { format!("{v:.3}") };
+                        format!("<li>{}: <b>{}</b></li>", esc(f["label"].as_str().unwrap_or("")), shown)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let warnings: String = self.report["steady"]["warnings"]
+            .as_array()
+            .map(|a| a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect())
+            .unwrap_or_default();
+        self.el("diagnosis").set_inner_html(&format!(
+            "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p>{warnings}<ul>{}</ul>",
+            esc(&setup_sentence(&self.report["setup"])),
+            self.report["summary"]["offered_rate_rps"].as_f64().unwrap_or(0.0),
+            self.report["summary"]["requests"],
+            self.report["seed"],
+            esc(d["kind"].as_str().unwrap_or("")),
+            esc(d["verdict"].as_str().unwrap_or("")),
+            esc(d["advice"].as_str().unwrap_or("")),
+            findings
+        ));
+    }
+
+    pub(super) fn render_cards(&self) {
+        let s = &self.report["summary"];
+        let a = &self.report["audits"];
+        let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+        let t = |v: &Value| fmt_s(f(v));
+        let p = |v: &Value| format!("{:.1} %", f(v) * 100.0);
+        let o = &self.report["objectives"];
+        let st = &self.report["steady"];
+        let target = o["attainment_target"].as_f64().unwrap_or(0.99);
+        let attainment_label = format!("SLO attainment (target {:.1} %)", target * 100.0);
+        let cards = vec![
+            ("Offered rate", format!("{:.2} req/s", f(&s["offered_rate_rps"])), ""),
+            ("Achieved (steady)", format!("{:.2} req/s", f(&st["throughput_rps"])), if st["overloaded"] == true { "bad" } else { "" }),
+            ("Goodput (steady)", format!("{:.2} req/s", f(&st["goodput_rps"])), ""),
+            ("TTFT p50", t(&s["ttft_s"]["p50"]), ""),
+            ("TTFT p95", t(&s["ttft_s"]["p95"]), ""),
+            ("TTFT p99", t(&s["ttft_s"]["p99"]), ""),
+            ("TPOT p50", t(&s["tpot_s"]["p50"]), ""),
+            ("TPOT p95", t(&s["tpot_s"]["p95"]), ""),
+            ("TPOT p99", t(&s["tpot_s"]["p99"]), ""),
+            ("E2E p50", t(&s["e2e_s"]["p50"]), ""),
+            ("E2E p95", t(&s["e2e_s"]["p95"]), ""),
+            ("E2E p99", t(&s["e2e_s"]["p99"]), ""),
+            ("Throughput (whole run)", format!("{:.2} req/s", f(&s["throughput_rps"])), ""),
+            ("Output tokens", format!("{:.0} tok/s", f(&s["output_tokens_per_s"])), ""),
+            ("Goodput (whole run)", format!("{:.2} req/s", f(&s["goodput_rps"])), ""),
+            ("SLO attainment", p(&s["slo_attainment"]), if o["attainment_met"] == true { "good" } else { "bad" }),
+            ("KV peak", p(&s["kv_peak_fraction"]), ""),
+            ("Preemptions", format!("{}", s["preemptions"]), ""),
+            ("Rejected", format!("{}", s["rejected"]), ""),
+            ("Unfinished", format!("{}", s["unfinished"]), ""),
+            ("Little's law error", format!("{:.2} %", f(&a["little"]["relative_error"]) * 100.0), if a["ok"] == true { "good" } else { "bad" }),
+            ("GPUs", format!("{}", self.report["gpus"]), ""),
+            ("Goodput/GPU", format!("{:.3} req/s", f(&s["goodput_per_gpu_rps"])), ""),
+        ];
+        let mut cards = cards.into_iter().map(|(k, v, c)| (if k == "SLO attainment" { attainment_label.clone() } else { k.to_string() }, v, c)).collect::<Vec<_>>();
+        // Objectives on percentiles, as the scenario states them.
+        for q in o["percentiles"].as_array().into_iter().flatten() {
+            let of = q["class"].as_str().map(|c| format!(" ({c})")).unwrap_or_default();
+            let metric = q["metric"].as_str().unwrap_or("").replace('_', " ").to_uppercase();
+            let label = format!("p{} {metric}{of} ≤ {}", numbers::shown(&q["percentile"]), fmt_s(f(&q["max_s"])));
+            cards.insert(0, (label, t(&q["value_s"]), if q["met"] == true { "good" } else { "bad" }));
+        }
+        // Disaggregated and prefix-sharing runs have their own figures.
+        if let Some(pools) = self.report["pools"].as_array() {
+            for pool in pools {
+                cards.push((format!("{} pool busy", pool["role"].as_str().unwrap_or("")), p(&pool["busy_fraction"]), ""));
+            }
+            let tr = &self.report["transfer"];
+            cards.push(("KV transfer p95".into(), t(&tr["latency_s"]["p95"]), ""));
+            cards.push(("Busiest link".into(), p(&tr["link_busy_max_fraction"]), if f(&tr["link_busy_max_fraction"]) > 0.8 { "bad" } else { "" }));
+        }
+        if self.report["prefix"].is_object() {
+            let x = &self.report["prefix"];
+            cards.push(("Prefix cache hits".into(), p(&x["hit_rate"]), ""));
+            cards.push(("Prefill tokens saved".into(), format!("{}", x["prefill_tokens_saved"]), ""));
+        }
+        let html: String = cards
+            .iter()
+            .map(|(k, v, cls)| {
+                // The metric's key stays stable for tests and styles; the label may carry the target.
+                let key = k.split(" (target").next().unwrap_or(k);
+                format!("<div class=\"card {cls}\" data-metric=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>", esc(key), esc(k), esc(v))
+            })
+            .collect();
+        self.el("cards").set_inner_html(&html);
+    }
+
+    pub(super) fn render_charts(&mut self) {
+        let Some(r) = &self.results else { return };
+        let series = &self.report["series"];
+        let xs: Vec<f64> = series["t_s"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
+        let col = |k: &str| -> Vec<(f64, f64)> {
+            let ys: Vec<f64> = series[k].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
+            xs.iter().copied().zip(ys).collect()
+        };
+        let one = |name: &str, points: Vec<(f64, f64)>| figure::Series { name: name.to_string(), points, labels: vec![] };
+        let mut figs: Vec<Figure> = Vec::new();
+        let cdfs = [("ttft", "TTFT", r.ttft_cdf.clone()), ("tpot", "TPOT", r.tpot_cdf.clone()), ("e2e", "E2E", r.e2e_cdf.clone())];
+        for (k, (which, label, pts)) in cdfs.into_iter().enumerate() {
+            let objectives = self.objective_lines(which);
+            let stats = &self.report["summary"][format!("{which}_s")];
+            let marks: Vec<(String, f64, f64)> = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)]
+                .iter()
+                .map(|(p, f)| {
+                    let v = stats[*p].as_f64().unwrap_or(0.0);
+                    (format!("{p} {}", charts::secs(v)), v, *f)
+                })
+                .collect();
+            let title = format!("{label} CDF");
+            let id = format!("chart-{which}");
+            if let Some(map) = charts::cdf(&id, &title, &pts, k, &objectives, &marks) {
+                let marks_text: Vec<String> = marks.iter().map(|m| m.0.clone()).collect();
+                let obj_text: Vec<String> = objectives.iter().map(|o| o.0.clone()).collect();
+                let objs = if obj_text.is_empty() { String::new() } else { format!("; objectives: {}", obj_text.join(", ")) };
+                let summary = format!("{title} of {} completed requests: {}{objs}", stats["count"], marks_text.join(", "));
+                figs.push(Figure { id, kind: figure::Kind::Cdf, map, summary, x_name: "latency".into(), y_name: "share of requests at or below".into(), fmt_x: Fmt::Secs, fmt_y: Fmt::Pct, categories: vec![], series: vec![one(label, pts)] });
+            }
+        }
+        let queue = [("waiting", col("waiting")), ("running", col("running"))];
+        if let Some(map) = charts::lines("chart-queue", "Queue and batch over time", "time (s)", "requests (window mean)", &queue.iter().map(|(n, p)| (*n, p.clone())).collect::<Vec<_>>(), None) {
+            let series = queue.into_iter().map(|(n, p)| one(n, p)).collect();
+            figs.push(Figure { id: "chart-queue".into(), kind: figure::Kind::Lines, map, summary: "Requests waiting and running over time (window means)".into(), x_name: "time (s)".into(), y_name: "requests".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Num(1), categories: vec![], series });
+        }
+        let kv = col("kv_used_fraction");
+        let kv_pct: Vec<(f64, f64)> = kv.iter().map(|p| (p.0, p.1 * 100.0)).collect();
+        if let Some(map) = charts::lines("chart-kv", "KV cache use over time", "time (s)", "KV blocks in use (%)", &[("KV used", kv_pct)], Some(100.0)) {
+            let peak = self.report["summary"]["kv_peak_fraction"].as_f64().unwrap_or(0.0) * 100.0;
+            figs.push(Figure { id: "chart-kv".into(), kind: figure::Kind::Lines, map, summary: format!("KV blocks in use over time; peak {peak:.1} %"), x_name: "time (s)".into(), y_name: "KV used".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Pct, categories: vec![], series: vec![one("KV used", kv)] });
+        }
+        let bars: Vec<(String, f64)> = self.report["classes"]
+            .as_array()
+            .map(|a| a.iter().map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["slo_attainment"].as_f64().unwrap_or(0.0))).collect())
+            .unwrap_or_default();
+        let target = self.report["objectives"]["attainment_target"].as_f64().unwrap_or(0.99);
+        if let Some(map) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target)) {
+            let summary = format!("SLO attainment per class against the {:.1} % target", target * 100.0);
+            let pts = bars.iter().enumerate().map(|(i, b)| (i as f64, b.1)).collect();
+            let categories = bars.iter().map(|b| b.0.clone()).collect();
+            figs.push(Figure { id: "chart-class".into(), kind: figure::Kind::Bars, map, summary, x_name: "class".into(), y_name: "attainment".into(), fmt_x: Fmt::Num(0), fmt_y: Fmt::Pct, categories, series: vec![one("attainment", pts)] });
+        }
+        self.label_figures(&figs);
+        self.charts = figs;
+    }
+
+    /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
+    /// percentile objectives on it.
+    pub(super) fn objective_lines(&self, metric: &str) -> Vec<(String, f64)> {
+        let Ok(spec) = inferscale::scenario::parse(&self.scenario_text()) else { return vec![] };
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for c in &spec.workload.classes {
+            let ms = match metric {
+                "ttft" => c.slo.ttft_ms,
+                "tpot" => c.slo.tpot_ms,
+                _ => c.slo.e2e_ms,
+            };
+            if let Some(ms) = ms {
+                out.push((format!("{} SLO {}", c.name, charts::secs(ms / 1e3)), ms / 1e3));
+            }
+        }
+        for p in self.report["objectives"]["percentiles"].as_array().into_iter().flatten().filter(|p| p["metric"] == metric) {
+            let of = p["class"].as_str().map(|c| format!(" {c}")).unwrap_or_default();
+            let max_s = p["max_s"].as_f64().unwrap_or(0.0);
+            out.push((format!("p{}{of} ≤ {}", numbers::shown(&p["percentile"]), charts::secs(max_s)), max_s));
+        }
+        out
+    }
+
+    /// A chart's hover read-out: its figure's nearest data point (canvases may be scaled by CSS).
+    pub(super) fn hover(&self, figures: &[Figure], ev: &web_sys::MouseEvent) {
+        let Some(canvas) = ev.target().and_then(|t| t.dyn_into::<HtmlCanvasElement>().ok()) else { return };
+        let Some(f) = figures.iter().find(|f| f.id == canvas.id()) else { return };
+        let scale = canvas.width() as f64 / canvas.client_width().max(1) as f64;
+        let text = f.read_out(((ev.offset_x() as f64) * scale) as i32, ((ev.offset_y() as f64) * scale) as i32);
+        self.el(&format!("hover-{}", f.id)).set_text_content(Some(&text));
+    }
+
+    /// Give each drawn figure its accessible name and its data table.
+    pub(super) fn label_figures(&self, figures: &[Figure]) {
+        for f in figures {
+            self.el(&f.id).set_attribute("aria-label", &f.summary).ok();
+            self.el(&format!("data-{}", f.id)).set_inner_html(&f.table());
+        }
+    }
+
+    pub(super) fn render_classes(&self) {
+        let rows: String = self.report["classes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(c["name"].as_str().unwrap_or("")),
+                    c["requests"],
+                    c["completed"],
+                    c["rejected"],
+                    c["slo_attainment"].as_f64().unwrap_or(0.0) * 100.0,
+                    c["goodput_rps"].as_f64().unwrap_or(0.0),
+                    fmt_s(c["ttft_s"]["p95"].as_f64().unwrap_or(0.0)),
+                    fmt_s(c["tpot_s"]["p95"].as_f64().unwrap_or(0.0)),
+                    fmt_s(c["e2e_s"]["p95"].as_f64().unwrap_or(0.0)),
+                )
+            })
+            .collect();
+        self.el("classes").set_inner_html(&format!(
+            "<table><thead><tr><th>Class</th><th>Requests</th><th>Completed</th><th>Rejected</th><th>SLO attainment</th><th>Goodput (req/s)</th><th>p95 TTFT</th><th>p95 TPOT</th><th>p95 E2E</th></tr></thead><tbody>{rows}</tbody></table>"
+        ));
+    }
+
+    /// Did this CSV row miss an objective of its class? The core's rule (`metrics::steady::meets`) on the
+    /// row's exact seconds: not completed, or TTFT, TPOT (more than one output token) or E2E over its bound.
+    pub(super) fn row_missed(&self, row: &[String]) -> bool {
+        let col = |name: &str| self.table.header.iter().position(|h| h == name).and_then(|i| row.get(i));
+        let ns = |name: &str| col(name).and_then(|v| v.parse::<f64>().ok()).map(|x| (x * 1e9).round());
+        if col("outcome").map(String::as_str) != Some("completed") {
+            return true;
+        }
+        let Some(slo) = col("class").and_then(|c| self.ran_slos.iter().find(|s| s.0 == *c)) else { return false };
+        let over = |v: Option<f64>, bound: Option<u64>| matches!((v, bound), (Some(v), Some(b)) if v > b as f64);
+        let multi = col("output_tokens").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 1;
+        over(ns("ttft_s"), slo.1) || over(ns("e2e_s"), slo.3) || (multi && over(ns("tpot_s"), slo.2))
+    }
+
+    pub(super) fn render_table(&self) {
+        let t = &self.table;
+        let head: String = t
+            .header
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                self.sort.th("data-col", i, &esc(&table::display_header(h)), h)
+            })
+            .collect();
+        let rows = t.view(|r| !self.missed_only || self.row_missed(r));
+        let pages = table::pages(rows.len(), PAGE_ROWS);
+        let page = self.page.min(pages - 1);
+        let body: String = table::page(&rows, page, PAGE_ROWS)
+            .iter()
+            .map(|r| format!("<tr>{}</tr>", r.iter().zip(&t.header).map(|(c, h)| format!("<td>{}</td>", esc(&table::display_cell(h, c)))).collect::<String>()))
+            .collect();
+        let checked = if self.missed_only { " checked" } else { "" };
+        let what = if self.missed_only { "requests that missed an objective" } else { "requests" };
+        self.el("requests").set_inner_html(&format!(
+            "<div class=\"pager\"><button type=\"button\" data-page=\"prev\">Previous</button><span id=\"page-info\">Page {} of {pages} ({} {what})</span><button type=\"button\" data-page=\"next\">Next</button><label class=\"inline\"><input type=\"checkbox\" id=\"missed-only\" data-filter=\"missed\"{checked}> Only requests that missed an objective</label></div><div class=\"table-wrap\"><table id=\"request-table\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
+            page + 1,
+            rows.len()
+        ));
+    }
+
+    pub(super) fn table_click(&mut self, target: &Element) {
+        if let Some(col) = target.get_attribute("data-col").and_then(|c| c.parse::<usize>().ok()) {
+            self.sort.click(col);
+            self.table.sort(col, self.sort.desc);
+            self.page = 0;
+            self.render_table();
+        } else if target.get_attribute("data-filter").is_some() {
+            self.missed_only = target.clone().dyn_into::<HtmlInputElement>().map(|i| i.checked()).unwrap_or(false);
+            self.page = 0;
+            self.render_table();
+            if let Ok(Some(b)) = self.el("requests").query_selector("#missed-only").map(|e| e.and_then(|e| e.dyn_into::<HtmlElement>().ok())) {
+                b.focus().ok();
+            }
+        } else if let Some(dir) = target.get_attribute("data-page") {
+            let shown = self.table.view(|r| !self.missed_only || self.row_missed(r)).len();
+            let pages = table::pages(shown, PAGE_ROWS);
+            self.page = if dir == "next" { (self.page + 1).min(pages - 1) } else { self.page.saturating_sub(1) };
+            self.render_table();
+        }
+    }
+
+    pub(super) fn export(&self, what: &str) {
+        let Some(r) = &self.results else { return };
+        let name = self.report["scenario"].as_str().unwrap_or("scenario").to_string();
+        let seed = self.report["seed"].as_u64().unwrap_or(0);
+        let (text, ext, mime) = match what {
+            "json" => (&r.report_json, "json", "application/json"),
+            "csv" => (&r.requests_csv, "requests.csv", "text/csv"),
+            "summary" => (&r.summary_csv, "summary.csv", "text/csv"),
+            _ => (&r.markdown, "md", "text/markdown"),
+        };
+        exports::download_text(&format!("inferscale-{name}-seed{seed}.{ext}"), text, mime);
+    }
+
+    pub(super) fn export_png(&self, canvas_id: &str) {
+        let name = self.report["scenario"].as_str().unwrap_or("scenario");
+        let seed = self.report["seed"].as_u64().unwrap_or(0);
+        exports::png(canvas_id, &format!("inferscale-{name}-seed{seed}-{}.png", canvas_id.trim_start_matches("chart-")));
+    }
+
+}
+
+/// The report's `setup` as a sentence: "llama-3-8b on 1 × a100-80g (TP 1 × 1 replica)".
+fn setup_sentence(setup: &Value) -> String {
+    let pools: Vec<String> = setup["pools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let role = match p["role"].as_str() {
+                Some("colocated") | None => String::new(),
+                Some(r) => format!("{r} pool: "),
+            };
+            let n = p["replicas"].as_u64().unwrap_or(0);
+            format!("{role}{} × {} (TP {} × {n} replica{})", p["gpus"], p["device"].as_str().unwrap_or("?"), p["tp"], if n == 1 { "" } else { "s" })
+        })
+        .collect();
+    format!("{} on {}", setup["model"].as_str().unwrap_or("?"), pools.join(", "))
+}
+
+fn fmt_s(s: f64) -> String {
+    charts::secs(s)
+}
+

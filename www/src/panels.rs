@@ -1,0 +1,87 @@
+//! The page's panels, one registry: each names its sidebar entry, its group and the section it shows. The
+//! sidebar is generated from it, and switching panels goes through it, so a new panel (agent sessions,
+//! calibration, findings) is one `Panel` implementation in a file of its own plus one line here.
+
+use crate::table::esc;
+
+/// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove; Agents and Ground truth come).
+pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove"];
+
+/// A panel of the page.
+pub trait Panel {
+    /// Its name in links (`#panel=NAME`) and in `data-panel`.
+    fn name(&self) -> &'static str;
+    fn title(&self) -> &'static str;
+    /// One of `GROUPS`.
+    fn group(&self) -> &'static str;
+    /// The id of the `<section>` it shows; sections not shown are hidden.
+    fn section(&self) -> &'static str;
+}
+
+/// The Serving Lab: one scenario, one run (its results are `lab.rs`'s).
+pub struct LabPanel;
+
+impl Panel for LabPanel {
+    fn name(&self) -> &'static str {
+        "lab"
+    }
+    fn title(&self) -> &'static str {
+        "Serving Lab"
+    }
+    fn group(&self) -> &'static str {
+        "Serve"
+    }
+    fn section(&self) -> &'static str {
+        "panel-lab"
+    }
+}
+
+/// The sidebar: every panel under its group, the one on screen marked.
+pub fn sidebar_html(panels: &[&dyn Panel], current: &str) -> String {
+    let mut html = String::new();
+    for g in GROUPS {
+        let in_group: Vec<&&dyn Panel> = panels.iter().filter(|p| p.group() == *g).collect();
+        if in_group.is_empty() {
+            continue;
+        }
+        html.push_str(&format!("<h2>{}</h2>", esc(g)));
+        for p in in_group {
+            let on = p.name() == current;
+            let attrs = if on { " class=\"active\" aria-current=\"page\"" } else { "" };
+            html.push_str(&format!("<a href=\"#\" data-panel=\"{}\"{attrs}>{}</a>", p.name(), esc(p.title())));
+        }
+    }
+    html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake(&'static str, &'static str);
+    impl Panel for Fake {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn title(&self) -> &'static str {
+            self.0
+        }
+        fn group(&self) -> &'static str {
+            self.1
+        }
+        fn section(&self) -> &'static str {
+            "panel-study"
+        }
+    }
+
+    #[test]
+    fn the_sidebar_lists_every_panel_in_its_group_in_order() {
+        let (a, b, c) = (Fake("ranking", "Decide"), Fake("paired", "Prove"), Fake("capacity", "Decide"));
+        let panels: Vec<&dyn Panel> = vec![&LabPanel, &a, &b, &c];
+        let html = sidebar_html(&panels, "capacity");
+        assert_eq!(
+            html,
+            "<h2>Serve</h2><a href=\"#\" data-panel=\"lab\">Serving Lab</a><h2>Decide</h2><a href=\"#\" data-panel=\"ranking\">ranking</a><a href=\"#\" data-panel=\"capacity\" class=\"active\" aria-current=\"page\">capacity</a><h2>Prove</h2><a href=\"#\" data-panel=\"paired\">paired</a>"
+        );
+    }
+}
