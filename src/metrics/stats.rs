@@ -76,29 +76,23 @@ pub type Cdf = Vec<(f64, f64)>;
 /// ranks, always the last).
 pub fn cdf_of_sorted_ns(v: &[u64]) -> Cdf {
     debug_assert!(v.is_sorted());
-    let n = v.len();
-    if n == 0 {
-        return vec![];
-    }
-    let step = n.div_ceil(CDF_POINTS).max(1);
-    let mut out: Cdf = (step - 1..n).step_by(step).map(|i| (v[i] as f64 / 1e9, (i + 1) as f64 / n as f64)).collect();
-    if out.last().is_none_or(|p| p.1 < 1.0) {
-        out.push((v[n - 1] as f64 / 1e9, 1.0));
-    }
-    out
+    cdf_of_sorted(v.len(), |i| v[i] as f64 / 1e9)
 }
 
-/// The CDF of sorted values already in seconds, thinned as `cdf_of_sorted_ns`.
+/// The CDF of sorted values already in seconds, thinned the same way.
 pub fn cdf_of_sorted_s(v: &[f64]) -> Cdf {
     debug_assert!(v.is_sorted());
-    let n = v.len();
+    cdf_of_sorted(v.len(), |i| v[i])
+}
+
+fn cdf_of_sorted(n: usize, at: impl Fn(usize) -> f64) -> Cdf {
     if n == 0 {
         return vec![];
     }
     let step = n.div_ceil(CDF_POINTS).max(1);
-    let mut out: Cdf = (step - 1..n).step_by(step).map(|i| (v[i], (i + 1) as f64 / n as f64)).collect();
+    let mut out: Cdf = (step - 1..n).step_by(step).map(|i| (at(i), (i + 1) as f64 / n as f64)).collect();
     if out.last().is_none_or(|p| p.1 < 1.0) {
-        out.push((v[n - 1], 1.0));
+        out.push((at(n - 1), 1.0));
     }
     out
 }

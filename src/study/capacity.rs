@@ -167,39 +167,15 @@ impl CapacityStudy {
         if self.p.max_mean_wait_ms.is_some() { r.queue_delay_mean_s } else { r.slo_attainment }
     }
 
-    /// Replica search: fewer replicas until one fails, more until one passes, then bisect the integers.
-    fn choose_next_replicas(&mut self) {
-        let last = self.evals.last().expect("an evaluation");
-        let (n, pass) = (last.rate, last.pass);
-        if pass {
-            self.hi = Some(self.hi.map_or(n, |h| h.min(n)));
-        } else {
-            self.lo = Some(self.lo.map_or(n, |l| l.max(n)));
-        }
-        if self.evals.len() >= self.p.max_rates as usize {
-            self.stopped_early = true;
-            self.pending = None;
-            return;
-        }
-        let max = self.p.max_replicas as f64;
-        self.pending = match (self.lo, self.hi) {
-            (None, Some(h)) if h > 1.0 => Some((h / 2.0).floor().max(1.0)),
-            (Some(l), None) if l < max => Some((l * 2.0).min(max)),
-            (Some(l), Some(h)) if h - l > 1.0 => Some(((l + h) / 2.0).floor()),
-            _ => None,
-        };
-    }
-
+    /// Fold the last evaluation into the bracket and pick the next point (None: done). The rate search keeps
+    /// the highest passing rate in `lo`; the replica search, where more passes, the lowest passing count in `hi`.
     fn choose_next(&mut self) {
-        if self.replica_search() {
-            return self.choose_next_replicas();
-        }
         let last = self.evals.last().expect("an evaluation");
-        let (rate, pass) = (last.rate, last.pass);
-        if pass {
-            self.lo = Some(self.lo.map_or(rate, |l| l.max(rate)));
+        let (x, pass) = (last.rate, last.pass);
+        if pass != self.replica_search() {
+            self.lo = Some(self.lo.map_or(x, |l| l.max(x)));
         } else {
-            self.hi = Some(self.hi.map_or(rate, |h| h.min(rate)));
+            self.hi = Some(self.hi.map_or(x, |h| h.min(x)));
         }
         if self.evals.len() >= self.p.max_rates as usize {
             self.stopped_early = true;
@@ -207,10 +183,16 @@ impl CapacityStudy {
             return;
         }
         let start = self.p.start_rps.unwrap_or(self.base_rps);
-        self.pending = match (self.lo, self.hi) {
-            (Some(l), None) if l < start * 1e4 => Some(l * 2.0),
-            (None, Some(h)) if h > start / 1e4 => Some(h / 2.0),
-            (Some(l), Some(h)) if (h - l) / l > self.p.precision => Some((l + h) / 2.0),
+        let max = self.p.max_replicas as f64;
+        self.pending = match (self.replica_search(), self.lo, self.hi) {
+            // Replicas: fewer until one fails, more until one passes, then bisect the integers.
+            (true, None, Some(h)) if h > 1.0 => Some((h / 2.0).floor().max(1.0)),
+            (true, Some(l), None) if l < max => Some((l * 2.0).min(max)),
+            (true, Some(l), Some(h)) if h - l > 1.0 => Some(((l + h) / 2.0).floor()),
+            // Rates: double or halve to a bracket, then bisect to the precision.
+            (false, Some(l), None) if l < start * 1e4 => Some(l * 2.0),
+            (false, None, Some(h)) if h > start / 1e4 => Some(h / 2.0),
+            (false, Some(l), Some(h)) if (h - l) / l > self.p.precision => Some((l + h) / 2.0),
             _ => None,
         };
     }

@@ -30,17 +30,20 @@ async function recordText(page) {
   });
 }
 
+/** A fresh page that records the text its canvases draw, and its console errors. */
+async function openRecorded() {
+  const page = await ctx.newPage();
+  await recordText(page);
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(server.url);
+  await page.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+  return { page, errors };
+}
+
 test('every chart: hover snaps to a data point equal to its data table, labels do not overlap, accessible name and data', async () => {
-  const { page, errors } = await (async () => {
-    const p = await ctx.newPage();
-    await recordText(p);
-    const errs = [];
-    p.on('console', (m) => { if (m.type() === 'error') errs.push(m.text()); });
-    await p.goto(server.url);
-    await p.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
-    await p.waitForFunction(() => document.getElementById('scenario').value.length > 10);
-    return { page: p, errors: errs };
-  })();
+  const { page, errors } = await openRecorded();
   await page.evaluate(() => { window.drawnText = {}; });
   await runAndWait(page);
   for (const which of CHARTS) {
@@ -117,13 +120,7 @@ test('the request table: units in the headers, rounded cells, sortable, and a fi
 });
 
 test('every study chart: a named image with a data table, read-outs that are its rows, labels that do not overlap', async () => {
-  const page = await ctx.newPage();
-  await recordText(page);
-  const errs = [];
-  page.on('console', (m) => { if (m.type() === 'error') errs.push(m.text()); });
-  await page.goto(server.url);
-  await page.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
-  await page.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+  const { page, errors: errs } = await openRecorded();
   for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity']) {
     await page.click(`nav [data-panel="${name}"]`);
     await page.evaluate(() => { window.drawnText = {}; });
