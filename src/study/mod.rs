@@ -311,7 +311,8 @@ impl StudyReport {
 
     /// The table as CSV, numbers in full precision, headers with units.
     pub fn csv(&self) -> String {
-        let head: Vec<String> = self.columns.iter().map(|c| csv_field(&header(c))).collect();
+        // Full-precision numbers are in the column's own unit (seconds for a seconds column).
+        let head: Vec<String> = self.columns.iter().map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) })).collect();
         let mut out = head.join(",");
         out.push('\n');
         for row in &self.rows {
@@ -357,7 +358,20 @@ impl StudyReport {
 }
 
 fn header(c: &Column) -> String {
-    if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) }
+    match display_unit(c) {
+        "" => c.label.clone(),
+        unit => format!("{} ({unit})", c.label),
+    }
+}
+
+/// A column's unit as a shown table heads it: a seconds column's cells carry their own unit (ms or s), so
+/// its header drops the "s" and keeps any qualifier ("s, mean" → "mean"). The CSV, which writes seconds,
+/// keeps the unit whole.
+pub fn display_unit(c: &Column) -> &str {
+    if c.format != Format::Seconds {
+        return &c.unit;
+    }
+    c.unit.strip_prefix("s, ").or_else(|| c.unit.strip_prefix('s')).unwrap_or(&c.unit).trim()
 }
 
 fn csv_field(s: &str) -> String {
@@ -371,13 +385,8 @@ pub fn show(c: &Cell, f: Format) -> String {
         (Cell::Text(t), _) => t.clone(),
         (Cell::Bool(b), _) => if *b { "yes" } else { "no" }.into(),
         (Cell::Num(x), Format::Percent) => format!("{:.1} %", x * 100.0),
-        (Cell::Num(x), Format::Seconds) => {
-            if x.abs() < 1.0 {
-                format!("{:.1} ms", x * 1e3)
-            } else {
-                format!("{x:.2} s")
-            }
-        }
+        // The reports' rule: ms below 10 s, s above; the cell carries its unit.
+        (Cell::Num(x), Format::Seconds) => crate::export::secs(*x),
         (Cell::Num(x), Format::Int) => format!("{x:.0}"),
         (Cell::Num(x), _) => {
             if x.abs() >= 100.0 {

@@ -126,6 +126,14 @@ test('every study chart: a named image with a data table, read-outs that are its
     await page.evaluate(() => { window.drawnText = {}; });
     await page.click('#study-run');
     await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+    // Units match headers: a column whose cells carry a time unit has no other time unit in its header.
+    const cols = await page.$$eval('#study-table-el th', (ths) => ths.map((th) => th.querySelector('.unit')?.textContent ?? ''));
+    const cells = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    cols.forEach((unit, k) => {
+      const timed = cells.some((r) => / (ms|s)$/.test(r[k] ?? ''));
+      if (timed) assert.ok(!/(^|[ ,(])(ms|s)([ ,)]|$)/.test(unit), `${name}: column ${k} carries its unit in its cells, yet its header says "${unit}"`);
+      if (/^(req\/s|%)/.test(unit)) assert.ok(cells.every((r) => !/ (ms|s)$/.test(r[k] ?? '')), `${name}: column ${k} (${unit}) holds times`);
+    });
     const ids = await page.$$eval('#study-charts canvas', (cs) => cs.map((c) => c.id));
     assert.ok(ids.length >= 1, name);
     for (const id of ids) {

@@ -622,7 +622,10 @@ impl App {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let unit = if c.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(&c.unit)) };
+                let unit = match study::display_unit(c) {
+                    "" => String::new(),
+                    u => format!(" <span class=\"unit\">{}</span>", esc(u)),
+                };
                 self.study.sort.th("data-scol", i, &format!("{}{unit}", esc(&c.label)), &c.label)
             })
             .collect();
