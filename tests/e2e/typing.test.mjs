@@ -236,3 +236,49 @@ test('objectives as users write them: a typed "p95 TTFT ≤ 800 ms" and attainme
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('every generated row field and the remaining controls take typed input as typed', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  // Gamma arrivals by keyboard, then its CV typed.
+  await page.getByRole('combobox', { name: 'Arrivals', exact: true }).selectOption('gamma');
+  const cv = page.getByRole('spinbutton', { name: 'Gap CV', exact: true });
+  assert.equal(await cv.isDisabled(), false);
+  await typeInto(page, cv, '1.5');
+  assert.equal((await scenario(page)).workload.arrival.cv, 1.5);
+  for (const [name, value, ptr] of [['Order estimate', 'class_mean', '/estimator/order/kind'], ['Reserve estimate', 'zero', '/estimator/reserve/kind']]) {
+    await page.getByRole('combobox', { name, exact: true }).selectOption(value);
+    assert.equal(at(await scenario(page), ptr), value, name);
+  }
+  // Every numeric field of the generated rows: retype what it shows, then a new number, by keyboard.
+  const fields = await page.$$eval('#details input[type=number][data-ptr]', (xs) => xs.filter((x) => !x.disabled).map((x) => [x.getAttribute('data-ptr'), x.getAttribute('data-ty'), x.value]));
+  assert.ok(fields.length >= 15, `${fields.length} generated numeric fields`);
+  for (const [ptr, ty, shown] of fields) {
+    const field = page.locator(`[data-ptr="${ptr}"]`);
+    if (shown === '') continue; // an optional field left empty (no objective): typed below
+    await typeInto(page, field, shown);
+    assert.equal(await field.inputValue(), shown, `${ptr}: the field still reads what was typed`);
+    // Retyping the same text changes nothing (a field left at its default may be absent from the JSON).
+    const same = at(await scenario(page), ptr);
+    assert.ok(same === undefined || same === Number(shown), `${ptr}: the scenario holds ${shown} (got ${same})`);
+    const other = ty === 'int' ? String(Number(shown) + 1) : String(Number(shown) * 1.5);
+    await typeInto(page, field, other);
+    const got = at(await scenario(page), ptr);
+    if (await page.isDisabled('#run')) {
+      // The new value is out of its range: said at the field, and the scenario kept the typed number.
+      assert.equal(got, Number(other), `${ptr}: invalid values are kept for the validator to name`);
+    } else {
+      assert.equal(got, Number(other), `${ptr}: typed ${other}`);
+    }
+    await typeInto(page, field, shown);
+    assert.equal(at(await scenario(page), ptr), Number(shown), `${ptr}: back to ${shown}`);
+  }
+  // An optional SLO left empty is typed into and cleared again.
+  const e2e = page.locator('[data-ptr="/workload/classes/0/slo/e2e_ms"]');
+  await typeInto(page, e2e, '25000');
+  assert.equal((await scenario(page)).workload.classes[0].slo.e2e_ms, 25000);
+  await typeInto(page, e2e, '');
+  assert.equal((await scenario(page)).workload.classes[0].slo.e2e_ms, undefined);
+  assert.equal(await page.isDisabled('#run'), false);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
