@@ -17,20 +17,16 @@ pub struct Candidate {
     pub set: Map<String, Value>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExplorerParams {
     /// The candidates (default: `default_candidates` of the scenario).
     pub candidates: Option<Vec<Candidate>>,
-    /// SLO attainment a candidate must reach to pass, (0, 1].
-    pub target: f64,
+    /// SLO attainment a candidate must reach to pass, (0, 1]; absent: the scenario's attainment target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
 }
 
-impl Default for ExplorerParams {
-    fn default() -> Self {
-        ExplorerParams { candidates: None, target: 0.99 }
-    }
-}
 
 /// Ten colocated variations of the scenario and six P/D / prefix-cache layouts.
 pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
@@ -81,7 +77,9 @@ impl ExplorerStudy {
     pub fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut e = Errors::default();
-        e.range_open_lo("study.explorer.target", p.target, 0.0, 1.0);
+        if let Some(t) = p.target {
+            e.range_open_lo("study.explorer.target", t, 0.0, 1.0);
+        }
         e.finish()?;
         let mut notes = Vec::new();
         let (candidates, given) = match &p.candidates {
@@ -106,7 +104,8 @@ impl ExplorerStudy {
         if !given {
             notes.push("Candidates: ten variations of the scenario and six P/D layouts with and without prefix caching (edit them in the study options).".into());
         }
-        Ok(ExplorerStudy { base: spec.clone(), target: p.target, batch: OneBatch::new(jobs), notes })
+        let target = p.target.unwrap_or(sc.objectives.attainment_target);
+        Ok(ExplorerStudy { base: spec.clone(), target, batch: OneBatch::new(jobs), notes })
     }
 }
 

@@ -129,7 +129,7 @@ PanelDef {
     group: "Decide",
     sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
     params: &[
-        Param { id: "o-etarget", label: "SLO pass at", unit: "fraction (0, 1]", title: "A candidate passes at this SLO attainment", ptr: "study:target", kind: PKind::Num },
+        Param { id: "o-etarget", label: "SLO pass at", unit: "fraction (empty: the scenario's target)", title: "A candidate passes at this SLO attainment", ptr: "study:target", kind: PKind::OptNum },
         Param { id: "o-candidates", label: "Candidates", unit: "JSON: [{name, set: {JSON pointer: value}}]", title: "Each candidate changes these scenario fields", ptr: "study:candidates", kind: PKind::Json },
     ],
 },
