@@ -239,9 +239,12 @@ fn write_out(out: Option<&Path>, text: &str) -> Result<(), Failure> {
         None => {
             use std::io::Write;
             let mut so = std::io::stdout().lock();
-            // A closed pipe (e.g. `| head`) is not an error worth a panic.
-            let _ = so.write_all(text.as_bytes());
-            Ok(())
+            // A closed pipe (`| head`) is the reader's choice, not a failure; any other write error (a full
+            // disk, `> /dev/full`) is, and must not exit 0.
+            match so.write_all(text.as_bytes()).and_then(|()| so.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Internal(format!("cannot write the output: {e}"))),
+                _ => Ok(()),
+            }
         }
     }
 }

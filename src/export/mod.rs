@@ -105,8 +105,12 @@ fn push_secs(s: &mut String, ns: u64) {
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+/// A user's text (a class or tenant name) as one CSV cell: quoted when it holds a separator, a quote or a line
+/// break, and — so that a spreadsheet never runs it as a formula — prefixed with `'` when it starts with
+/// `=`, `+`, `-`, `@`, a tab or a carriage return (OWASP's CSV-injection rule).
+pub fn csv_field(s: &str) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) { format!("'{s}") } else { s.to_string() };
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s }
 }
 
 /// The summary as `metric,value` rows.

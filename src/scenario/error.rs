@@ -48,6 +48,12 @@ impl std::error::Error for ScenarioError {}
 #[derive(Default)]
 pub(crate) struct Errors(pub Vec<FieldError>);
 
+/// A number in a message: as written for ordinary magnitudes, in exponent form for extreme ones
+/// (`1e-300`, not three hundred zeros).
+fn num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e12).contains(&v.abs()) { format!("{v:e}") } else { format!("{v}") }
+}
+
 impl Errors {
     pub fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(FieldError { path: path.into(), message: message.into() });
@@ -56,7 +62,7 @@ impl Errors {
     /// A finite number in [lo, hi].
     pub fn range(&mut self, path: &str, v: f64, lo: f64, hi: f64) -> bool {
         if !(v.is_finite() && v >= lo && v <= hi) {
-            self.push(path, format!("must be between {lo} and {hi} (got {v})"));
+            self.push(path, format!("must be between {} and {} (got {})", num(lo), num(hi), num(v)));
             return false;
         }
         true
@@ -65,7 +71,16 @@ impl Errors {
     /// A finite number in (lo, hi].
     pub fn range_open_lo(&mut self, path: &str, v: f64, lo: f64, hi: f64) -> bool {
         if !(v.is_finite() && v > lo && v <= hi) {
-            self.push(path, format!("must be > {lo} and ≤ {hi} (got {v})"));
+            self.push(path, format!("must be > {} and ≤ {} (got {})", num(lo), num(hi), num(v)));
+            return false;
+        }
+        true
+    }
+
+    /// A finite number in [lo, hi] where the bounds are physical: the message says why.
+    pub fn within(&mut self, path: &str, v: f64, lo: f64, hi: f64, why: &str) -> bool {
+        if !(v.is_finite() && v >= lo && v <= hi) {
+            self.push(path, format!("must be between {} and {} (got {}): {why}", num(lo), num(hi), num(v)));
             return false;
         }
         true

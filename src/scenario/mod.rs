@@ -26,6 +26,8 @@ pub const NS_PER_MS: f64 = 1e6;
 
 /// Read a scenario file's text into a raw spec.
 pub fn parse(text: &str) -> Result<Spec, ScenarioError> {
+    // Editors on some systems save UTF-8 with a byte-order mark; it is not part of the JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let de = &mut serde_json::Deserializer::from_str(text);
     let spec: Spec = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = match e.path().to_string() {
@@ -382,6 +384,9 @@ fn ms_to_ns(ms: f64) -> u64 {
 }
 
 const MAX_RATE_RPS: f64 = 1e7;
+/// The longest arrival span a run may have, ns (about 31 years): the u64 nanosecond clock holds 584 years,
+/// and the drain after the last arrival must fit too.
+const MAX_SPAN_NS: f64 = 1e18;
 const MAX_REQUESTS: u64 = 50_000_000;
 const MAX_TOKENS: u32 = 10_000_000;
 
@@ -389,6 +394,18 @@ const MAX_TOKENS: u32 = 10_000_000;
 pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     let mut e = Errors::default();
     let workload = validate_workload(&spec.workload, &mut e);
+    if let Some(w) = &workload
+        && !matches!(w.arrival, Arrival::Trace { .. })
+    {
+        // Requests × the mean gap (or the duration): a span past the clock would drop arrivals unseen.
+        let span = (w.mean_gap_ns() * w.max_requests as f64).min(w.end_ns as f64);
+        if span > MAX_SPAN_NS {
+            e.push(
+                "workload.requests",
+                format!("{} requests at this rate span {:.3e} s of simulated time, past the clock's limit of {:.0e} s (about 31 years): fewer requests, a higher rate, or workload.duration_s", w.max_requests, span / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
+            );
+        }
+    }
     let model = validate_model(&spec.model, &mut e);
     let hardware = validate_hardware(&spec.hardware, model.as_ref(), &mut e);
     let order_predictor = validate_predictor(&spec.estimator.order, "estimator.order", &mut e);
@@ -549,11 +566,22 @@ fn validate_workload(w: &WorkloadSpec, e: &mut Errors) -> Option<Workload> {
             })
         }
         ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
-            let a = e.range_open_lo("workload.arrival.rate_on_rps", *rate_on_rps, 0.0, MAX_RATE_RPS);
+            let a = e.within("workload.arrival.rate_on_rps", *rate_on_rps, 1e-6, MAX_RATE_RPS, "the arrival rate while on");
             let b = e.range("workload.arrival.rate_off_rps", *rate_off_rps, 0.0, MAX_RATE_RPS);
-            let c = e.range_open_lo("workload.arrival.mean_on_s", *mean_on_s, 0.0, 1e6);
-            let d = e.range_open_lo("workload.arrival.mean_off_s", *mean_off_s, 0.0, 1e6);
-            (a && b && c && d).then(|| Arrival::OnOff {
+            let period = "a mean period; the generator walks the periods one by one";
+            let c = e.within("workload.arrival.mean_on_s", *mean_on_s, 1e-3, 1e6, period);
+            let d = e.within("workload.arrival.mean_off_s", *mean_off_s, 1e-3, 1e6, period);
+            // The generator walks on/off periods one at a time between arrivals: with far fewer than one
+            // arrival per on-period it would walk millions of them per request (a run that never ends).
+            let per_period = rate_on_rps * mean_on_s;
+            let e_ok = !(a && c) || per_period >= 1e-3 || {
+                e.push(
+                    "workload.arrival.mean_on_s",
+                    format!("rate_on_rps × mean_on_s must be at least 0.001 arrivals per on-period (got {per_period:e}): raise the rate or the on period"),
+                );
+                false
+            };
+            (a && b && c && d && e_ok).then(|| Arrival::OnOff {
                 on_rate_per_ns: rate_on_rps / NS_PER_S,
                 off_rate_per_ns: rate_off_rps / NS_PER_S,
                 mean_on_ns: mean_on_s * NS_PER_S,
@@ -572,7 +600,19 @@ fn validate_workload(w: &WorkloadSpec, e: &mut Errors) -> Option<Workload> {
                     None
                 }
                 Some(text) => match workload::trace::parse(text, *format) {
-                    Ok(rows) if ok => Some(Arrival::Trace { rows: workload::trace::scale(rows, *time_scale) }),
+                    Ok(rows) if ok => {
+                        // Scaled arrivals must stay on the clock: an arrival past it would be dropped unseen.
+                        let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
+                        if last > MAX_SPAN_NS {
+                            e.push(
+                                "workload.arrival.time_scale",
+                                format!("the trace's last arrival would be at {:.3e} s after scaling, past the simulated clock's limit of {:.0e} s (about 31 years): lower time_scale", last / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
+                            );
+                            None
+                        } else {
+                            Some(Arrival::Trace { rows: workload::trace::scale(rows, *time_scale) })
+                        }
+                    }
                     Ok(_) => None,
                     Err(msg) => {
                         e.push("workload.arrival.data", msg);
@@ -793,19 +833,22 @@ fn validate_hardware(h: &HardwareSpec, model: Option<&Model>, e: &mut Errors) ->
             e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
             ok = false;
         }
-    ok &= e.range_open_lo("hardware.peak_tflops", peak, 0.0, 1e6);
-    ok &= e.range_open_lo("hardware.hbm_bandwidth_gbps", bw, 0.0, 1e6);
-    ok &= e.range_open_lo("hardware.hbm_gb", mem, 0.0, 1e5);
-    ok &= e.range_open_lo("hardware.interconnect_gbps", link, 0.0, 1e6);
+    // Physical bounds: below them a single step would outlast the 584-year nanosecond clock, or the figure
+    // describes no device; above them, none that exists.
+    ok &= e.within("hardware.peak_tflops", peak, 0.01, 1e5, "dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this");
+    ok &= e.within("hardware.hbm_bandwidth_gbps", bw, 1.0, 1e5, "memory bandwidth per GPU; every decode step reads the weights through it");
+    ok &= e.within("hardware.hbm_gb", mem, 0.1, 1e4, "memory per GPU for weights and KV");
+    ok &= e.within("hardware.interconnect_gbps", link, 0.01, 1e5, "tensor-parallel all-reduce bandwidth per GPU");
     let mfu = h.mfu.unwrap_or(presets::DEFAULT_MFU);
     let wbe = h.weight_bw_efficiency.unwrap_or(presets::DEFAULT_WEIGHT_BW_EFFICIENCY);
     let kbe = h.kv_bw_efficiency.unwrap_or(presets::DEFAULT_KV_BW_EFFICIENCY);
     let olp = h.overlap_penalty.unwrap_or(presets::DEFAULT_OVERLAP_PENALTY);
     let ovh = h.step_overhead_ms.unwrap_or(presets::DEFAULT_STEP_OVERHEAD_MS);
     let arl = h.allreduce_latency_us.unwrap_or(presets::DEFAULT_ALLREDUCE_LATENCY_US);
-    ok &= e.range_open_lo("hardware.mfu", mfu, 0.0, 1.0);
-    ok &= e.range_open_lo("hardware.weight_bw_efficiency", wbe, 0.0, 1.0);
-    ok &= e.range_open_lo("hardware.kv_bw_efficiency", kbe, 0.0, 1.0);
+    let share = "a share of the datasheet figure; below 1 % the roofline describes no real engine";
+    ok &= e.within("hardware.mfu", mfu, 0.01, 1.0, share);
+    ok &= e.within("hardware.weight_bw_efficiency", wbe, 0.01, 1.0, share);
+    ok &= e.within("hardware.kv_bw_efficiency", kbe, 0.01, 1.0, share);
     ok &= e.range("hardware.overlap_penalty", olp, 0.0, 1.0);
     ok &= e.range("hardware.step_overhead_ms", ovh, 0.0, 10_000.0);
     ok &= e.range("hardware.allreduce_latency_us", arl, 0.0, 1e6);
@@ -970,7 +1013,7 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
         first += ps.replicas;
     }
     let l = &d.link;
-    e.range_open_lo("cluster.disaggregation.link.bandwidth_gbps", l.bandwidth_gbps, 0.0, 1e12);
+    e.within("cluster.disaggregation.link.bandwidth_gbps", l.bandwidth_gbps, 1e-3, 1e12, "a KV transfer takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock");
     e.range("cluster.disaggregation.link.latency_ms", l.latency_ms, 0.0, 1e6);
     if e.0.len() > n0 {
         return None;

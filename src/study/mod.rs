@@ -374,8 +374,9 @@ pub fn display_unit(c: &Column) -> &str {
     c.unit.strip_prefix("s, ").or_else(|| c.unit.strip_prefix('s')).unwrap_or(&c.unit).trim()
 }
 
+/// The reports' CSV rule (quoting, and no cell a spreadsheet would run as a formula).
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    crate::export::csv_field(s)
 }
 
 /// A cell as the lab and the Markdown show it.

@@ -282,3 +282,22 @@ test('every generated row field and the remaining controls take typed input as t
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('the page has a Content-Security-Policy: injected inline script does not run, the lab still does', async () => {
+  const { page } = await openLab(ctx, server.url);
+  const policy = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+  assert.match(policy, /script-src 'self' 'sha256-[A-Za-z0-9+/=]+' 'wasm-unsafe-eval'/);
+  assert.doesNotMatch(policy.split(';').find((d) => d.trim().startsWith('script-src')), /unsafe-inline/);
+  const ran = await page.evaluate(() => {
+    const s = document.createElement('script');
+    s.textContent = 'window.injected = true';
+    document.body.appendChild(s);
+    const img = document.createElement('div');
+    img.innerHTML = '<img src="x" onerror="window.injected = true">';
+    document.body.appendChild(img);
+    return new Promise((r) => setTimeout(() => r(window.injected === true), 200));
+  });
+  assert.equal(ran, false, 'inline script and inline handlers are refused');
+  await runAndWait(page);
+  await page.close();
+});

@@ -162,3 +162,103 @@ fn every_trace_shape_parses() {
     let q = parse("\"arrived_at\",\"num_prefill_tokens\",\"num_decode_tokens\"\r\n\"0.25\",\"64\",\"8\"\r\n", TraceFormat::Vidur).unwrap();
     assert_eq!((q[0].prompt_tokens, q[0].output_tokens), (64, 8));
 }
+
+/// Inputs the validator used to accept and the engine then hung on, wrapped its clock on or answered with
+/// garbage (issue 11's red-team list): each is now refused, naming the field and why.
+#[test]
+fn physically_impossible_inputs_are_refused_with_the_reason() {
+    let onoff = |on: f64, rate: f64| with(base(), "/workload/arrival", json!({"kind": "on_off", "rate_on_rps": rate, "rate_off_rps": 0.0, "mean_on_s": on, "mean_off_s": 1.0}));
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("a run that never ends: on periods of 1 ns", onoff(1e-9, 9.0), "workload.arrival.mean_on_s"),
+        ("a run that never ends: 1e-300 req/s while on", onoff(10.0, 1e-300), "workload.arrival.rate_on_rps"),
+        ("far fewer than one arrival per on period", onoff(0.01, 0.01), "workload.arrival.mean_on_s"),
+        ("TTFT of 2^64 ns: 1e-300 TFLOPS", with(base(), "/hardware/peak_tflops", json!(1e-300)), "hardware.peak_tflops"),
+        ("1e-9 GB/s HBM", with(base(), "/hardware/hbm_bandwidth_gbps", json!(1e-9)), "hardware.hbm_bandwidth_gbps"),
+        ("MFU of 1e-12", with(base(), "/hardware/mfu", json!(1e-12)), "hardware.mfu"),
+        ("a P/D link of 1e-300 GB/s", with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-300)), "cluster.disaggregation.link.bandwidth_gbps"),
+        ("a P/D link of 1e-9 GB/s", with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-9)), "cluster.disaggregation.link.bandwidth_gbps"),
+        (
+            "arrivals past the clock: 5 requests at 1e-10 req/s",
+            with(with(base(), "/workload/arrival", json!({"kind": "constant", "rate_rps": 1e-10})), "/workload/requests", json!(5)),
+            "workload.requests",
+        ),
+        ("a trace scaled past the clock", with(trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n5e8,10,5\n9e8,10,5\n"), "/workload/arrival/time_scale", json!(1e6)), "workload.arrival.time_scale"),
+    ];
+    for (what, v, path) in cases {
+        let e = scenario::load(&v.to_string()).expect_err(what);
+        let f = e.errors.iter().find(|f| f.path == path).unwrap_or_else(|| panic!("{what}: expected an error at {path}, got {e}"));
+        println!("{what}: {}: {}", f.path, f.message);
+        assert!(f.message.contains("must be") || f.message.contains("past the"), "{what}: {}", f.message);
+    }
+    // The physical bounds say why.
+    let e = scenario::load(&with(base(), "/hardware/peak_tflops", json!(1e-300)).to_string()).unwrap_err();
+    assert!(e.to_string().contains("(got 1e-300): dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this"), "{e}");
+}
+
+/// At the edge of what is accepted, a run ends, quickly, with a sane report.
+#[test]
+fn the_extremes_that_are_accepted_end_with_a_sane_report() {
+    let edge = with(
+        with(base(), "/workload/arrival", json!({"kind": "on_off", "rate_on_rps": 1.0, "rate_off_rps": 0.0, "mean_on_s": 1e-3, "mean_off_s": 1e-3})),
+        "/workload/requests",
+        json!(200),
+    );
+    for (what, v) in [
+        ("one arrival per thousand 1 ms on periods", edge),
+        ("the slowest accepted GPU", with(with(base(), "/hardware/peak_tflops", json!(0.01)), "/workload/requests", json!(20))),
+        ("the slowest accepted link", with(with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-3)), "/workload/requests", json!(20))),
+    ] {
+        let sc = scenario::load(&v.to_string()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let t = std::time::Instant::now();
+        let r = inferscale::simulate(&sc);
+        let json = inferscale::export::json(&r);
+        assert!(!json.contains("null") && !json.contains("NaN"), "{what}: a sane report");
+        assert!(r.audits.ok, "{what}: audits {:?}", r.audits);
+        assert_eq!(r.summary.completed + r.summary.rejected + r.summary.failed + r.summary.unfinished, r.summary.requests);
+        assert!(r.engine.busy_fraction <= 1.0 + 1e-9 && r.summary.slo_attainment <= 1.0, "{what}: fractions in [0, 1]");
+        println!("{what}: {} requests, {} completed in {:?}", r.summary.requests, r.summary.completed, t.elapsed());
+        assert!(t.elapsed().as_secs() < 20, "{what}: bounded time");
+    }
+}
+
+/// What the outputs carry of a user's text cannot become markup or a formula, a BOM is not an error, and a
+/// failed write is not a success.
+#[test]
+fn outputs_neutralise_user_text_and_report_write_errors() {
+    let mut v = base();
+    v["name"] = json!("<img src=x onerror=alert(1)> | x\nnext");
+    v["workload"]["classes"][0]["name"] = json!("=HYPERLINK(\"http://x\")");
+    v["workload"]["classes"][1]["name"] = json!("a|b<script>");
+    v["workload"]["requests"] = json!(50);
+    let sc = scenario::load(&v.to_string()).unwrap();
+    let r = inferscale::simulate(&sc);
+    let md = inferscale::export::markdown(&r);
+    assert!(!md.contains("<img") && !md.contains("<script>"), "no raw HTML in the Markdown");
+    assert!(md.contains("&lt;img src=x onerror=alert(1)&gt; \\| x next"), "the title is escaped, on one line");
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("script")).collect();
+    assert!(!rows.is_empty() && rows.iter().all(|l| l.starts_with("| a\\|b&lt;script&gt; |")), "a class name cannot split a table row: {rows:?}");
+    let csv = inferscale::export::requests_csv(&r, &sc);
+    assert!(csv.contains("\"'=HYPERLINK(\"\"http://x\"\")\""), "a formula-looking cell is prefixed and quoted");
+    assert!(!csv.lines().skip(1).any(|l| l.split(',').any(|c| c.starts_with('='))), "no cell starts with =");
+    for (raw, cell) in [("+1", "'+1"), ("-x", "'-x"), ("@sum", "'@sum"), ("plain", "plain"), ("a,b", "\"a,b\"")] {
+        assert_eq!(inferscale::export::csv_field(raw), cell);
+    }
+    // A byte-order mark before the JSON is accepted.
+    let with_bom = format!("\u{feff}{}", base());
+    scenario::load(&with_bom).expect("a UTF-8 BOM is not an error");
+}
+
+#[test]
+fn a_failed_write_exits_non_zero() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+        .args(["run", "scenarios/default.json"])
+        .current_dir(super::root())
+        .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "writing to a full device is a failure: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the output"), "{}", String::from_utf8_lossy(&out.stderr));
+}

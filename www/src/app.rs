@@ -888,6 +888,11 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         }
     });
     on(&app, "undo", "click", |app, _| app.borrow_mut().undo());
+    // Enter in a field must not submit (and reload) the page; the Content-Security-Policy forbids inline
+    // handlers, so this is a listener.
+    for form in ["controls", "study-params"] {
+        on(&app, form, "submit", |_, e| e.prevent_default());
+    }
     on(&app, "skip-run", "click", |app, e| {
         // Focus Run without touching the URL (its hash is the shared-link state).
         e.prevent_default();
