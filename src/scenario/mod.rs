@@ -999,10 +999,23 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
         // A request must fit one worker of this pool: the prompt (+ its first token) to prefill, everything
         // to decode.
         let cap = en.kv_total_blocks * en.block_size_tokens as u64;
-        for (i, c) in w.classes.iter().enumerate() {
-            let need = c.prompt.max() as u64 + if role == Role::Prefill { 1 } else { c.output.max() as u64 };
-            if need > cap && !matches!(w.arrival, Arrival::Trace { .. }) {
-                e.push(format!("workload.classes[{i}]"), format!("a request of up to {need} tokens exceeds the KV capacity of one {} worker ({cap} tokens)", role.name()));
+        let need = |prompt: u32, output: u32| prompt as u64 + if role == Role::Prefill { 1 } else { output as u64 };
+        match &w.arrival {
+            // A trace's rows are its requests: the first that does not fit is named (a run would leave every
+            // such request unfinished).
+            Arrival::Trace { rows } => {
+                if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| need(r.prompt_tokens, r.output_tokens) > cap) {
+                    let n = need(r.prompt_tokens, r.output_tokens);
+                    e.push(format!("workload.arrival.data (request {})", i + 1), format!("a request of {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)", role.name()));
+                }
+            }
+            _ => {
+                for (i, c) in w.classes.iter().enumerate() {
+                    let n = need(c.prompt.max(), c.output.max());
+                    if n > cap {
+                        e.push(format!("workload.classes[{i}]"), format!("a request of up to {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)", role.name()));
+                    }
+                }
             }
         }
         let pool_cost = match cost {

@@ -506,12 +506,22 @@ fn report_head(study: &str, spec: &Spec, question: String) -> StudyReport {
     }
 }
 
+/// The deepest JSON pointer a study may set (the deepest scenario field is 6 levels down).
+const MAX_POINTER_DEPTH: usize = 12;
+
 /// `spec` with the JSON values of `patch` (JSON pointer → value) written in. Errors name the pointer.
 pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, what: &str) -> Result<Spec, ScenarioError> {
     let mut v = serde_json::to_value(spec).expect("a spec serialises");
     for (ptr, x) in patch {
         if !ptr.starts_with('/') {
             return Err(ScenarioError::one(what, format!("`{ptr}` is not a JSON pointer (e.g. \"/engine/max_num_seqs\")")));
+        }
+        // No scenario field lies deeper than a few levels; a pointer thousands deep would build (and then
+        // drop, recursively) a value that overflows the stack.
+        let depth = ptr.matches('/').count();
+        if depth > MAX_POINTER_DEPTH {
+            let shown: String = ptr.chars().take(40).collect();
+            return Err(ScenarioError::one(what, format!("`{shown}…` is {depth} levels deep; a scenario field is at most {MAX_POINTER_DEPTH} (e.g. \"/workload/classes/0/slo/ttft_ms\")")));
         }
         set_pointer(&mut v, ptr, x.clone());
     }

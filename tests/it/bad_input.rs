@@ -262,3 +262,21 @@ fn a_failed_write_exits_non_zero() {
     assert_eq!(out.status.code(), Some(1), "writing to a full device is a failure: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the output"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A disaggregated trace whose rows do not fit a pool's worker used to pass and then leave every such request
+/// unfinished; its first such row is named now.
+#[test]
+fn a_pd_trace_that_does_not_fit_a_pool_is_refused() {
+    // The rows fit the scenario's A100 80GB (colocated), not the decode pool's L40S.
+    let data = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.5,120,300000\n";
+    let v = with(pd(), "/cluster/disaggregation/decode/device", json!("l40s"));
+    let v = with(v, "/workload/arrival", json!({"kind": "trace", "data": data}));
+    let v = without(v, "/workload/requests");
+    let e = scenario::load(&v.to_string()).expect_err("a row needs more KV than a decode worker has");
+    let f = e.errors.iter().find(|f| f.path == "workload.arrival.data (request 2)").unwrap_or_else(|| panic!("{e}"));
+    assert!(f.message.contains("exceeds the KV capacity of one decode worker"), "{}", f.message);
+    // The same trace with rows that fit runs, every request completed.
+    let ok = with(without(pd(), "/workload/requests"), "/workload/arrival", json!({"kind": "trace", "data": "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.5,120,20\n"}));
+    let r = inferscale::simulate(&scenario::load(&ok.to_string()).unwrap());
+    assert_eq!(r.summary.completed, 2);
+}

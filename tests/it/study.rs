@@ -307,3 +307,19 @@ fn ranking_shows_intervals_and_calls_ties_ties() {
     let e = study::ranking::RankingStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 0})).unwrap()).err().unwrap();
     assert_eq!(e.errors[0].path, "study.ranking.repetitions");
 }
+
+#[test]
+fn a_pointer_thousands_deep_is_refused_not_a_stack_overflow() {
+    let deep = format!("/workload{}", "/0".repeat(60_000));
+    let params = serde_json::json!({"treatment": {deep: 1}});
+    let e = study::build("paired", &super::small(), &params).err().expect("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("60001 levels deep; a scenario field is at most 12"), "{msg}");
+    // The CLI says so too, with exit 2.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+        .args(["study", "paired", "scenarios/default.json", "--params", &params.to_string()])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
