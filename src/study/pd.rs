@@ -43,11 +43,19 @@ impl PdStudy {
             Some(x) => x.clone(),
             None => {
                 let x = default_prefix(&sc, p);
-                notes.push(format!(
-                    "The scenario has no prefix block: {:.0} % of requests (those with prompts longer than {tokens} tokens) share one of 4 prefixes of {tokens} tokens (Zipf 1.0).",
-                    x.reuse_fraction * 100.0,
-                    tokens = x.prefix_tokens
-                ));
+                if x.prefix_tokens == 0 {
+                    let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(0);
+                    notes.push(format!(
+                        "The scenario has no prefix block, and its prompts (at most {longest} tokens) are too short to share a whole KV block ({} tokens) below their length: the prefix-cache rows equal the plain ones.",
+                        sc.engine.block_size_tokens
+                    ));
+                } else {
+                    notes.push(format!(
+                        "The scenario has no prefix block: {:.0} % of requests (those with prompts longer than {tokens} tokens) share one of 4 prefixes of {tokens} tokens (Zipf 1.0).",
+                        x.reuse_fraction * 100.0,
+                        tokens = x.prefix_tokens
+                    ));
+                }
                 x
             }
         };
@@ -90,7 +98,10 @@ pub fn default_disaggregation(spec: &Spec) -> DisaggSpec {
 pub fn default_prefix(sc: &Scenario, p: &PdParams) -> PrefixSpec {
     let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(1);
     let block = sc.engine.block_size_tokens;
-    let tokens = p.prefix_tokens.unwrap_or_else(|| (1024.min(longest / 2) / block * block).max(block));
+    // A whole block shorter than the longest prompt, or none at all when even one block is not (the prefix
+    // rows then equal the plain ones, and the report says why).
+    let fits = (1024.min(longest / 2) / block * block).max(block);
+    let tokens = p.prefix_tokens.unwrap_or(if fits < longest { fits } else { 0 });
     PrefixSpec { prefix_tokens: tokens, reuse_fraction: p.reuse_fraction.unwrap_or(0.5), groups: 4, zipf_s: 1.0, caching: true }
 }
 

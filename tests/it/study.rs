@@ -323,3 +323,19 @@ fn a_pointer_thousands_deep_is_refused_not_a_stack_overflow() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn pd_study_runs_on_prompts_too_short_to_share_a_block_and_says_why() {
+    let mut spec = super::small();
+    spec.workload.requests = Some(100);
+    for c in &mut spec.workload.classes {
+        c.prompt_tokens = scenario::LengthSpec::Fixed { tokens: 10 };
+    }
+    let mut st = study::pd::PdStudy::new(&spec, &Default::default()).expect("a valid scenario is a valid study, whatever its prompts");
+    let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+    assert_eq!(rep.rows.len(), 4);
+    assert!(rep.notes.iter().any(|n| n.contains("too short to share a whole KV block")), "{:?}", rep.notes);
+    // The prefix rows equal the plain ones: nothing can be shared.
+    assert_eq!(rep.runs[0].goodput_rps, rep.runs[1].goodput_rps);
+    assert_eq!(rep.runs[2].ttft_p95_s, rep.runs[3].ttft_p95_s);
+}
