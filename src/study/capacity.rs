@@ -46,6 +46,11 @@ impl Default for CapacityParams {
     }
 }
 
+/// The mean of `f` over runs.
+fn mean_of(runs: &[RunSummary], f: impl Fn(&RunSummary) -> f64) -> f64 {
+    runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64
+}
+
 /// One point of the search: a rate (req/s) or a replica count, with its repetitions.
 struct Eval {
     rate: f64,
@@ -248,10 +253,7 @@ impl Study for CapacityStudy {
         let mut rep = report_head(
             "capacity",
             &self.base,
-            match self.p.max_mean_wait_ms {
-                Some(w) => format!("what is the highest rate at which the mean queueing delay stays at or under {w} ms in all {} repetitions?", self.p.repetitions),
-                None => format!("what is the highest rate at which SLO attainment stays at or above {:.1} %{} in all {} repetitions?", self.target * 100.0, self.percentile_clause(), self.p.repetitions),
-            },
+            format!("what is the highest rate at which {} in all {} repetitions?", self.criterion_text(), self.p.repetitions),
         );
         let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
         rep.columns = vec![
@@ -265,31 +267,27 @@ impl Study for CapacityStudy {
             col("p95 TTFT", "s", Format::Seconds),
             col("p95 E2E", "s", Format::Seconds),
         ];
-        let mut evals: Vec<&Eval> = self.evals.iter().collect();
-        evals.sort_by(|a, b| a.rate.total_cmp(&b.rate));
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let evals = self.sorted_evals();
         let target = self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3);
         let mut pts = Vec::new();
         let mut band = Vec::new();
         for e in &evals {
-            let vals: Vec<f64> = e.runs.iter().map(|r| self.value(r)).collect();
+            let (mean, worst, range) = self.criterion_stats(e);
             let slos: Vec<f64> = e.runs.iter().map(|r| r.slo_attainment).collect();
-            let worst = if wait { vals.iter().copied().fold(f64::MIN, f64::max) } else { vals.iter().copied().fold(f64::MAX, f64::min) };
             let (smin, smax) = (slos.iter().copied().fold(f64::MAX, f64::min), slos.iter().copied().fold(f64::MIN, f64::max));
             rep.rows.push(vec![
                 Cell::from(e.rate),
                 e.pass.into(),
-                mean(&vals).into(),
+                mean.into(),
                 worst.into(),
                 target.into(),
                 format!("{:.1} – {:.1} %", smin * 100.0, smax * 100.0).into(),
-                mean(&e.runs.iter().map(|r| r.goodput_rps).collect::<Vec<_>>()).into(),
-                mean(&e.runs.iter().map(|r| r.ttft_p95_s).collect::<Vec<_>>()).into(),
-                mean(&e.runs.iter().map(|r| r.e2e_p95_s).collect::<Vec<_>>()).into(),
+                mean_of(&e.runs, |r| r.goodput_rps).into(),
+                mean_of(&e.runs, |r| r.ttft_p95_s).into(),
+                mean_of(&e.runs, |r| r.e2e_p95_s).into(),
             ]);
-            pts.push((e.rate, mean(&vals)));
-            let (vmin, vmax) = (vals.iter().copied().fold(f64::MAX, f64::min), vals.iter().copied().fold(f64::MIN, f64::max));
-            band.push((vmin, vmax));
+            pts.push((e.rate, mean));
+            band.push(range);
         }
         rep.best_row = self.lo.and_then(|l| evals.iter().position(|e| e.rate == l));
         let found = self.lo.unwrap_or(0.0);
@@ -321,15 +319,7 @@ impl Study for CapacityStudy {
             rep.notes.push(format!("The search stopped at {} rates (study option max_rates) before reaching the precision.", self.p.max_rates));
         }
         rep.notes.push(format!("Repetition k runs on seed {} + k; every rate sees the same seeds (common random numbers).", self.base.seed));
-        rep.charts = vec![Chart {
-            kind: "lines".into(),
-            title: if wait { "Mean queueing delay vs offered rate".into() } else { "SLO attainment vs offered rate".into() },
-            x_label: "offered rate (req/s)".into(),
-            y_label: if wait { "seconds (mean, min–max over repetitions)".into() } else { "SLO attainment (mean, min–max)".into() },
-            categories: vec![],
-            series: vec![ChartSeries { name: if wait { "mean wait".into() } else { "SLO attainment".into() }, points: pts, band, labels: vec![], line: true }],
-            target: Some(target),
-        }];
+        rep.charts = vec![self.criterion_chart("offered rate", "offered rate (req/s)", pts, band)];
         rep.runs = evals.iter().flat_map(|e| e.runs.iter().cloned()).chain(self.saturation.iter().map(|s| s.1.clone())).collect();
         rep
     }
@@ -344,6 +334,44 @@ impl CapacityStudy {
     /// The fewest replicas found to pass at `target_rps`, for tests.
     pub fn found_replicas(&self) -> Option<u32> {
         if self.replica_search() { self.hi.map(|h| h as u32) } else { None }
+    }
+
+    /// The criterion over one evaluation's repetitions: its mean, its worst (the highest wait, or the lowest
+    /// attainment), and its (min, max) band.
+    fn criterion_stats(&self, e: &Eval) -> (f64, f64, (f64, f64)) {
+        let vals: Vec<f64> = e.runs.iter().map(|r| self.value(r)).collect();
+        let (lo, hi) = (vals.iter().copied().fold(f64::MAX, f64::min), vals.iter().copied().fold(f64::MIN, f64::max));
+        let worst = if self.p.max_mean_wait_ms.is_some() { hi } else { lo };
+        (mean_of(&e.runs, |r| self.value(r)), worst, (lo, hi))
+    }
+
+    /// The evaluations in the order of their point (rate or replica count).
+    fn sorted_evals(&self) -> Vec<&Eval> {
+        let mut evals: Vec<&Eval> = self.evals.iter().collect();
+        evals.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        evals
+    }
+
+    /// "the mean queueing delay stays at or under 200 ms" / "SLO attainment stays at or above 99.0 % and …".
+    fn criterion_text(&self) -> String {
+        match self.p.max_mean_wait_ms {
+            Some(w) => format!("the mean queueing delay stays at or under {w} ms"),
+            None => format!("SLO attainment stays at or above {:.1} %{}", self.target * 100.0, self.percentile_clause()),
+        }
+    }
+
+    /// The chart of the criterion against the search's x (rate or replicas), with its band and target.
+    fn criterion_chart(&self, x: &str, x_label: &str, pts: Vec<(f64, f64)>, band: Vec<(f64, f64)>) -> Chart {
+        let wait = self.p.max_mean_wait_ms.is_some();
+        Chart {
+            kind: "lines".into(),
+            title: if wait { format!("Mean queueing delay vs {x}") } else { format!("SLO attainment vs {x}") },
+            x_label: x_label.into(),
+            y_label: if wait { "seconds (mean, min–max over repetitions)".into() } else { "SLO attainment (mean, min–max)".into() },
+            categories: vec![],
+            series: vec![ChartSeries { name: if wait { "mean wait".into() } else { "SLO attainment".into() }, points: pts, band, labels: vec![], line: true }],
+            target: Some(self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3)),
+        }
     }
 
     /// " and p95 TTFT ≤ 1000 ms" for the scenario's percentile objectives.
@@ -362,11 +390,7 @@ impl CapacityStudy {
     fn report_replicas(&self) -> StudyReport {
         let rate = self.p.target_rps.unwrap_or(0.0);
         let wait = self.p.max_mean_wait_ms.is_some();
-        let criterion = match self.p.max_mean_wait_ms {
-            Some(w) => format!("the mean queueing delay stays at or under {w} ms"),
-            None => format!("SLO attainment stays at or above {:.1} %{}", self.target * 100.0, self.percentile_clause()),
-        };
-        let mut rep = report_head("capacity", &self.base, format!("what is the fewest replicas at which {criterion} at {rate} req/s in all {} repetitions?", self.p.repetitions));
+        let mut rep = report_head("capacity", &self.base, format!("what is the fewest replicas at which {} at {rate} req/s in all {} repetitions?", self.criterion_text(), self.p.repetitions));
         let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
         rep.columns = vec![
             col("Replicas", "", Format::Int),
@@ -380,29 +404,26 @@ impl CapacityStudy {
             col("p95 E2E", "s", Format::Seconds),
             col("Overloaded", "repetitions", Format::Int),
         ];
-        let mut evals: Vec<&Eval> = self.evals.iter().collect();
-        evals.sort_by(|a, b| a.rate.total_cmp(&b.rate));
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let evals = self.sorted_evals();
         let mut pts = Vec::new();
         let mut band = Vec::new();
         for e in &evals {
-            let vals: Vec<f64> = e.runs.iter().map(|r| self.value(r)).collect();
-            let worst = if wait { vals.iter().copied().fold(f64::MIN, f64::max) } else { vals.iter().copied().fold(f64::MAX, f64::min) };
+            let (mean, worst, range) = self.criterion_stats(e);
             let gpus = e.runs.first().map_or(0, |r| r.gpus);
             rep.rows.push(vec![
                 Cell::from(e.rate as u64),
                 Cell::from(gpus as u64),
                 e.pass.into(),
-                mean(&vals).into(),
+                mean.into(),
                 worst.into(),
-                mean(&e.runs.iter().map(|r| r.steady_throughput_rps).collect::<Vec<_>>()).into(),
-                mean(&e.runs.iter().map(|r| r.goodput_rps).collect::<Vec<_>>()).into(),
-                mean(&e.runs.iter().map(|r| r.ttft_p95_s).collect::<Vec<_>>()).into(),
-                mean(&e.runs.iter().map(|r| r.e2e_p95_s).collect::<Vec<_>>()).into(),
+                mean_of(&e.runs, |r| r.steady_throughput_rps).into(),
+                mean_of(&e.runs, |r| r.goodput_rps).into(),
+                mean_of(&e.runs, |r| r.ttft_p95_s).into(),
+                mean_of(&e.runs, |r| r.e2e_p95_s).into(),
                 Cell::from(e.runs.iter().filter(|r| r.overloaded).count() as u64),
             ]);
-            pts.push((e.rate, mean(&vals)));
-            band.push((vals.iter().copied().fold(f64::MAX, f64::min), vals.iter().copied().fold(f64::MIN, f64::max)));
+            pts.push((e.rate, mean));
+            band.push(range);
         }
         rep.best_row = self.hi.and_then(|h| evals.iter().position(|e| e.rate == h));
         let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
@@ -425,15 +446,7 @@ impl CapacityStudy {
             self.base.seed
         ));
         rep.notes.push("A run whose waiting queue grows over its steady window (steady.overloaded) fails, however well its requests did.".into());
-        rep.charts = vec![Chart {
-            kind: "lines".into(),
-            title: if wait { "Mean queueing delay vs replicas".into() } else { "SLO attainment vs replicas".into() },
-            x_label: "replicas".into(),
-            y_label: if wait { "seconds (mean, min–max over repetitions)".into() } else { "SLO attainment (mean, min–max)".into() },
-            categories: vec![],
-            series: vec![ChartSeries { name: if wait { "mean wait".into() } else { "SLO attainment".into() }, points: pts, band, labels: vec![], line: true }],
-            target: Some(self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3)),
-        }];
+        rep.charts = vec![self.criterion_chart("replicas", "replicas", pts, band)];
         rep.runs = evals.iter().flat_map(|e| e.runs.iter().cloned()).collect();
         rep
     }
