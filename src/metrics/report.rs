@@ -303,7 +303,7 @@ impl Samples {
             s.e2e.push(e2e);
             s.queue.push(r.first_scheduled_ns - r.arrival_ns);
             if r.output_tokens > 1 {
-                s.tpot.push((e2e - ttft) as f64 / (r.output_tokens - 1) as f64 / 1e9);
+                s.tpot.push(super::steady::tpot_s(r));
             }
             s.norm.push(e2e as f64 / r.output_tokens as f64 / 1e9);
         }

@@ -74,11 +74,12 @@ pub fn meets(r: &RequestRecord, slo: &Slo) -> bool {
         && (r.output_tokens <= 1 || slo.tpot_ns.is_none_or(|t| tpot_ns(r) <= t as f64))
 }
 
-fn tpot_ns(r: &RequestRecord) -> f64 {
+/// Time per output token after the first, ns: (done − first token) ÷ (output tokens − 1); output > 1.
+pub(super) fn tpot_ns(r: &RequestRecord) -> f64 {
     (r.done_ns - r.first_token_ns) as f64 / (r.output_tokens - 1) as f64
 }
 
-fn tpot_s(r: &RequestRecord) -> f64 {
+pub(super) fn tpot_s(r: &RequestRecord) -> f64 {
     tpot_ns(r) / 1e9
 }
 
@@ -92,8 +93,6 @@ pub fn offered_rate_rps(reqs: &[RequestRecord]) -> f64 {
 fn arrival_span(reqs: &[RequestRecord]) -> (u64, u64) {
     reqs.iter().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.arrival_ns), hi.max(r.arrival_ns)))
 }
-
-
 
 pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySummary {
     // Two passes over the records: the span and the in-batch times first (the window depends on them),
