@@ -40,6 +40,8 @@ pub struct Results {
     pub requests_csv: String,
     pub summary_csv: String,
     pub markdown: String,
+    /// What was run, in words (the report's `setup`, as the Markdown report says it).
+    pub setup: String,
     /// (seconds, cumulative fraction), at most `CDF_POINTS` points.
     pub ttft_cdf: Vec<(f64, f64)>,
     pub tpot_cdf: Vec<(f64, f64)>,
@@ -70,6 +72,7 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
         requests_csv: inferscale::export::requests_csv(&report, &sc),
         summary_csv: inferscale::export::summary_csv(&report),
         markdown: inferscale::export::markdown(&report),
+        setup: report.setup.sentence(),
         ttft_cdf,
         tpot_cdf,
         e2e_cdf,

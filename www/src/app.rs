@@ -382,8 +382,8 @@ impl App {
             details::set(&mut v, "/workload/arrival", a);
         } else if let Some(new) = new {
             details::set(&mut v, &target, new);
-        } else if let Some(parent) = target.rsplit_once('/').and_then(|(parent, _)| v.pointer_mut(parent)).and_then(Value::as_object_mut) {
-            parent.remove(target.rsplit('/').next().unwrap_or(""));
+        } else {
+            details::remove(&mut v, &target);
         }
         if matches!(id, "c-model" | "c-device" | "c-tp" | "c-replicas" | "c-rate" | "c-arrival") {
             self.derive_name(&mut v);
@@ -398,10 +398,10 @@ impl App {
     fn derive_name(&mut self, v: &mut Value) {
         let name = v["name"].as_str().unwrap_or("scenario").to_string();
         let ours = name == self.auto_name || PRESETS.iter().any(|(p, _)| *p == name) || name == "scenario";
-        let Ok(spec) = inferscale::scenario::parse(&v.to_string()) else { return };
         if !ours {
             return;
         }
+        let Ok(spec) = inferscale::scenario::parse(&v.to_string()) else { return };
         use inferscale::scenario::ArrivalSpec as A;
         let r = |x: &f64| numbers::shown(&json!(x));
         let (tag, load) = match &spec.workload.arrival {

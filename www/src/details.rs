@@ -423,7 +423,8 @@ pub fn set(v: &mut Value, ptr: &str, new: Value) {
     inferscale::study::set_pointer(v, ptr, new);
 }
 
-fn remove(v: &mut Value, ptr: &str) {
+/// Remove the field at a JSON pointer (an optional field left empty).
+pub fn remove(v: &mut Value, ptr: &str) {
     let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ptr));
     if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
         o.remove(key);

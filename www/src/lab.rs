@@ -51,7 +51,7 @@ impl App {
             .unwrap_or_default();
         self.el("diagnosis").set_inner_html(&format!(
             "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p>{warnings}<ul>{}</ul>",
-            esc(&setup_sentence(&self.report["setup"])),
+            esc(self.results.as_ref().map_or("", |r| r.setup.as_str())),
             self.report["summary"]["offered_rate_rps"].as_f64().unwrap_or(0.0),
             self.report["summary"]["requests"],
             self.report["seed"],
@@ -190,16 +190,17 @@ impl App {
     /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
     /// percentile objectives on it.
     pub(super) fn objective_lines(&self, metric: &str) -> Vec<(String, f64)> {
-        let Ok(spec) = inferscale::scenario::parse(&self.scenario_text()) else { return vec![] };
+        // The SLOs of the scenario that ran (captured at Run: the editor may have changed since).
         let mut out: Vec<(String, f64)> = Vec::new();
-        for c in &spec.workload.classes {
-            let ms = match metric {
-                "ttft" => c.slo.ttft_ms,
-                "tpot" => c.slo.tpot_ms,
-                _ => c.slo.e2e_ms,
+        for (name, ttft, tpot, e2e) in &self.ran_slos {
+            let bound = match metric {
+                "ttft" => ttft,
+                "tpot" => tpot,
+                _ => e2e,
             };
-            if let Some(ms) = ms {
-                out.push((format!("{} SLO {}", c.name, charts::secs(ms / 1e3)), ms / 1e3));
+            if let Some(ns) = bound {
+                let s = *ns as f64 / 1e9;
+                out.push((format!("{name} SLO {}", charts::secs(s)), s));
             }
         }
         for p in self.report["objectives"]["percentiles"].as_array().into_iter().flatten().filter(|p| p["metric"] == metric) {
@@ -332,24 +333,6 @@ impl App {
         exports::png(canvas_id, &format!("inferscale-{name}-seed{seed}-{}.png", canvas_id.trim_start_matches("chart-")));
     }
 
-}
-
-/// The report's `setup` as a sentence: "llama-3-8b on 1 × a100-80g (TP 1 × 1 replica)".
-fn setup_sentence(setup: &Value) -> String {
-    let pools: Vec<String> = setup["pools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            let role = match p["role"].as_str() {
-                Some("colocated") | None => String::new(),
-                Some(r) => format!("{r} pool: "),
-            };
-            let n = p["replicas"].as_u64().unwrap_or(0);
-            format!("{role}{} × {} (TP {} × {n} replica{})", p["gpus"], p["device"].as_str().unwrap_or("?"), p["tp"], if n == 1 { "" } else { "s" })
-        })
-        .collect();
-    format!("{} on {}", setup["model"].as_str().unwrap_or("?"), pools.join(", "))
 }
 
 fn fmt_s(s: f64) -> String {
