@@ -434,6 +434,11 @@ impl CapacityStudy {
                 if l == 1.0 { "" } else { "s" }
             ),
             (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} req/s.", gpus_of(h)),
+            // The search ran out of evaluations before any count passed: say so, not that replicas cannot help.
+            (Some(l), None) if self.stopped_early => format!(
+                "no replica count tried passes at {rate} req/s: the search stopped after {} counts (study option max_rates), the highest tried, {l}, failed; raise max_rates.",
+                self.p.max_rates
+            ),
             (Some(l), None) => format!("no replica count up to {l} passes at {rate} req/s (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."),
             (None, None) => "nothing was evaluated.".into(),
         };

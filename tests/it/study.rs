@@ -339,3 +339,12 @@ fn pd_study_runs_on_prompts_too_short_to_share_a_block_and_says_why() {
     assert_eq!(rep.runs[0].goodput_rps, rep.runs[1].goodput_rps);
     assert_eq!(rep.runs[2].ttft_p95_s, rep.runs[3].ttft_p95_s);
 }
+
+#[test]
+fn a_replica_search_cut_short_says_so_instead_of_blaming_max_replicas() {
+    let params = serde_json::json!({"target_rps": 1e6, "repetitions": 1, "max_rates": 3});
+    let mut st = study::capacity::CapacityStudy::new(&super::small(), &serde_json::from_value(params).unwrap()).unwrap();
+    let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+    assert!(rep.answer.contains("the search stopped after 3 counts (study option max_rates)"), "{}", rep.answer);
+    assert!(!rep.answer.contains("max_replicas"), "{}", rep.answer);
+}
