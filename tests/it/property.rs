@@ -3,7 +3,7 @@
 use inferscale::rng::{self, Stream};
 use inferscale::scenario::{self, *};
 
-fn random_spec(i: u64) -> Spec {
+pub(super) fn random_spec(i: u64) -> Spec {
     let mut r = rng::stream(0xC0FFEE, Stream::Study, i);
     let mut pick = |n: u64| r.below(n) as usize;
     let mut s = super::small();

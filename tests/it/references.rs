@@ -82,3 +82,69 @@ fn canonical_base(json: &str) -> String {
     }
     serde_json::to_string_pretty(&v).unwrap()
 }
+
+/// The whole reports of commit `cfe7268` (issue 11's start): every shipped scenario at its own seed and at
+/// seed 7 in JSON, CSV and Markdown; every study, with its default options, on every shipped scenario (its
+/// JSON, CSV and Markdown, or its error); and the property generator's first 200 random scenarios (JSON
+/// report, or the validator's error). Reshaping the core must leave every one of them byte-identical.
+/// `INFERSCALE_BLESS=1` rewrites the file — only ever on the commit the references are of.
+const FULL: &str = include_str!("../data/reference-full.txt");
+
+fn full_reports() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for name in shipped_names() {
+        let stem = name.trim_end_matches(".json");
+        for seed in [None, Some(7)] {
+            let mut spec = shipped(&name);
+            if let Some(s) = seed {
+                spec.seed = s;
+            }
+            let sc = valid(&spec);
+            let r = inferscale::simulate(&sc);
+            let key = format!("run/{stem}{}", seed.map(|s| format!("@{s}")).unwrap_or_default());
+            out.push((format!("{key}.json"), inferscale::export::json(&r)));
+            out.push((format!("{key}.csv"), inferscale::export::requests_csv(&r, &sc)));
+            out.push((format!("{key}.md"), inferscale::export::markdown(&r)));
+        }
+        for (study, _) in inferscale::study::STUDIES {
+            let text = match inferscale::study::build(study, &shipped(&name), &serde_json::json!({})) {
+                Err(e) => format!("error: {e}"),
+                Ok(mut st) => match inferscale::study::run_native(st.as_mut(), 2, &mut |_, _| true) {
+                    Ok(rep) => format!("{}\n{}\n{}", rep.json(), rep.csv(), rep.markdown()),
+                    Err(e) => format!("error: {e:?}"),
+                },
+            };
+            out.push((format!("study/{study}/{stem}"), text));
+        }
+    }
+    for i in 0..200 {
+        let spec = super::property::random_spec(i);
+        let text = match inferscale::scenario::validate(&spec) {
+            Ok(sc) => inferscale::export::json(&inferscale::simulate(&sc)),
+            Err(e) => format!("error: {e}"),
+        };
+        out.push((format!("random/{i}"), text));
+    }
+    out
+}
+
+#[test]
+fn every_report_is_byte_identical_to_the_start_of_the_reshape() {
+    let reports = full_reports();
+    if std::env::var("INFERSCALE_BLESS").is_ok_and(|v| v == "1") {
+        let lines: String = reports.iter().map(|(k, t)| format!("{k} {:016x}\n", fnv1a(t))).collect();
+        std::fs::write(super::root().join("tests/data/reference-full.txt"), lines).unwrap();
+        return;
+    }
+    let want: std::collections::HashMap<&str, &str> = FULL.lines().filter_map(|l| l.split_once(' ')).collect();
+    let mut changed = Vec::new();
+    for (k, t) in &reports {
+        let w = want.get(k.as_str()).unwrap_or_else(|| panic!("no reference for {k}"));
+        if format!("{:016x}", fnv1a(t)) != *w {
+            changed.push(k.clone());
+        }
+    }
+    assert!(changed.is_empty(), "{} of {} reports changed: {changed:?}", changed.len(), reports.len());
+    assert_eq!(reports.len(), want.len(), "every reference is checked");
+    println!("{} reports byte-identical to cfe7268", reports.len());
+}
