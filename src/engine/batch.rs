@@ -76,9 +76,8 @@ impl Simulation<'_> {
             // allocated; the slow path below preempts, then the pass resumes.
             let rep = &mut self.replicas[r];
             let kv = &mut rep.kv;
-            let running = &mut rep.running;
+            let running = rep.batch.unplanned(i);
             let mut stuck = None;
-            debug_assert!(rep.exit_step[i.min(running.len())..].iter().all(|&e| e == 0), "lazy requests left to plan");
             while i < running.len() {
                 let s = &mut running[i];
                 let (want, need) = want_need(s, budget, en);
@@ -94,7 +93,7 @@ impl Simulation<'_> {
             let Some(need) = stuck else { break };
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {
-                let v = pick_victim(&self.replicas[r].running, i, en.victim);
+                let v = pick_victim(self.replicas[r].batch.requests(), i, en.victim);
                 self.preempt(r, v);
                 preempted = true;
                 if v == i {
@@ -119,7 +118,7 @@ impl Simulation<'_> {
         let block = en.block_size_tokens;
         loop {
             let rep = &mut self.replicas[r];
-            if rep.running.len() >= en.max_num_seqs as usize {
+            if rep.batch.len() >= en.max_num_seqs as usize {
                 return Limiter::MaxSeqs;
             }
             if *budget == 0 {
@@ -149,7 +148,7 @@ impl Simulation<'_> {
                 _ => (rec.output_tokens, rec.prompt_tokens as u64 + (rec.pred_reserve_tokens.max(rec.generated)) as u64),
             };
             let reserve = blocks_for(reserve_tokens, block);
-            let alone = rep.running.is_empty();
+            let alone = rep.batch.is_empty();
             if !alone && rep.reserved_blocks + reserve > en.kv_reserve_limit_blocks {
                 return Limiter::KvReservation;
             }
@@ -210,17 +209,14 @@ impl Simulation<'_> {
                 prefix_group: group,
             };
             take(&mut s, want, need, budget, work);
-            rep.running.push(s);
-            rep.exit_step.push(0);
+            rep.batch.push(s);
         }
     }
 
     /// Recompute preemption of running[v]: free its KV; it queues again (after backoff) or fails past the cap.
     fn preempt(&mut self, r: usize, v: usize) {
         let rep = &mut self.replicas[r];
-        let s = rep.running.remove(v);
-        debug_assert_eq!(rep.exit_step[v], 0, "a lazy request is never a victim");
-        rep.exit_step.remove(v);
+        let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
         if s.shared_tokens > 0 {
             rep.kv.cache.unpin(s.prefix_group);

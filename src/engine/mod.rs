@@ -13,21 +13,22 @@
 //! function of its scenario. Only this module schedules events; policies return decisions.
 
 mod batch;
+mod step_end;
 
-use batch::{take, want_need, Plan};
+use batch::Plan;
+use step_end::{Batch, RarePass, Running, Tally};
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
-use crate::cost::StepWork;
-use crate::kv::{blocks_for, BlockPool};
+use crate::kv::BlockPool;
 use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, AdmitContext, Admission};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
-use crate::workload::{Generator, Request, NO_PREFIX};
+use crate::workload::{Generator, Request};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,80 +67,13 @@ pub enum RunError {
     Cancelled,
 }
 
-/// A request holding a batch slot.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Running {
-    pub id: u32,
-    /// Tokens to prefill: the prompt, plus tokens generated before a recompute preemption.
-    pub prefill_target: u32,
-    pub prefilled: u32,
-    /// Output tokens emitted so far (kept across preemptions).
-    pub generated: u32,
-    pub target: u32,
-    /// Tokens whose KV is held.
-    pub kv_tokens: u32,
-    pub blocks: u32,
-    pub reserve_blocks: u32,
-    /// Tokens scheduled in the current step (0: not in this step).
-    pub step_tokens: u32,
-    pub priority: u32,
-    pub last_token_ns: u64,
-    /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`).
-    pub shared_tokens: u32,
-    /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
-    pub prefix_group: u16,
-}
-
-/// The lazy requests of a replica's step in flight, summed.
-///
-/// Most running requests at most step ends are steady decoders: the step end emits their token (exactly one
-/// step after the last) and plans one more decode token. Touching each of them every step made the step-end
-/// pass O(batch). A steady decoder is instead left *lazy*: its counters (`kv_tokens`, `generated`,
-/// `last_token_ns`, `blocks`) stay as they were when it became lazy, these sums move by the count each step,
-/// `Replica::exit_step` holds the step end at which its next token is its last, and `Replica::phase` counts
-/// it at the step ends where its next token starts a block (those blocks are taken in one allocation). At its
-/// exit — or when the budget runs out mid-pass, an allocation fails, or the free blocks might not cover the
-/// step, all of which make order matter — it is brought up to date (`wake`) and takes the general path. The
-/// plan is the one touching every request would make: lazy requests each take one token of budget, counted
-/// in batch order, and the others are still handled one by one in batch order (`run_eager` is the reference).
-///
-/// Invariant: a replica has lazy requests only while a step is in flight, and they are all in it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Lazy {
-    pub n: u64,
-    /// Σ `kv_tokens` and Σ `blocks` of the lazy requests, up to date.
-    pub kv_tokens: u64,
-    pub blocks: u64,
-}
-
-impl Lazy {
-    fn add(&mut self, s: &Running) {
-        self.n += 1;
-        self.kv_tokens += s.kv_tokens as u64;
-        self.blocks += s.blocks as u64;
-    }
-    fn remove(&mut self, s: &Running) {
-        self.n -= 1;
-        self.kv_tokens -= s.kv_tokens as u64;
-        self.blocks -= s.blocks as u64;
-    }
-}
-
 /// One model instance (tp GPUs) with its batch, queue and KV.
 pub(crate) struct Replica {
     /// The pool this worker belongs to, and its index within it.
     pub pool: usize,
     pub local: usize,
-    pub running: Vec<Running>,
-    /// Parallel to `running`: 0, or for a *lazy* request the step end at which it stops being one, when its
-    /// next token is its last (see [`Lazy`]).
-    pub exit_step: Vec<u64>,
-    /// Step ends so far; numbers the step ends for `exit_step`.
-    pub steps: u64,
-    pub lazy: Lazy,
-    /// Lazy requests by the step ends at which they need a new block: `phase[k mod block size]` of them
-    /// take one at step end k (see `lazy_phase`).
-    pub phase: Vec<u32>,
+    /// The running requests (see [`step_end`]).
+    pub batch: Batch,
     pub queue: Box<dyn WaitingQueue>,
     pub kv: BlockPool,
     /// Σ reservations of running requests, blocks.
@@ -184,10 +118,8 @@ pub struct Simulation<'a> {
     pub(crate) rec: Recorder,
     /// Requests preempted during batch formation, to queue once the step is formed.
     pub(crate) requeue: Vec<u32>,
-    /// Steady decoders become lazy (see [`Lazy`]); false only in [`run_eager`], the reference for tests.
+    /// Steady decoders become lazy (see [`step_end`]); false only in [`run_eager`], the reference for tests.
     lazy_steps: bool,
-    /// Scratch: the batch positions a step end takes through the general path.
-    exceptions: Vec<u32>,
 }
 
 impl<'a> Simulation<'a> {
@@ -199,11 +131,7 @@ impl<'a> Simulation<'a> {
             .map(|(pool, local, pl)| Replica {
                 pool,
                 local,
-                running: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
-                exit_step: Vec::with_capacity(pl.engine.max_num_seqs.min(4096) as usize),
-                phase: vec![0; pl.engine.block_size_tokens as usize],
-                steps: 0,
-                lazy: Lazy::default(),
+                batch: Batch::new(pl.engine.max_num_seqs, pl.engine.block_size_tokens),
                 queue: queue::build(&sc.scheduler, n_tenants),
                 kv: BlockPool::new(pl.engine.kv_total_blocks),
                 reserved_blocks: 0,
@@ -241,7 +169,6 @@ impl<'a> Simulation<'a> {
             rec: Recorder::new(sc),
             requeue: Vec::new(),
             lazy_steps: true,
-            exceptions: Vec::new(),
         };
         sim.rec.link_busy_ns = vec![0; n_links];
         if let Some(p) = sim.pending {
@@ -392,10 +319,10 @@ impl<'a> Simulation<'a> {
         let sc = self.sc;
         // With a central queue, the queue ahead is shared by every replica.
         let (ahead, running, servers) = match target {
-            Some(r) => (self.replicas[r].queue.len(), self.replicas[r].running.len(), 1.0),
+            Some(r) => (self.replicas[r].queue.len(), self.replicas[r].batch.len(), 1.0),
             None => (
                 self.central.as_ref().map_or(0, |q| q.len()),
-                self.replicas.iter().map(|r| r.running.len()).min().unwrap_or(0),
+                self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
                 self.replicas.len() as f64,
             ),
         };
@@ -423,7 +350,7 @@ impl<'a> Simulation<'a> {
         let (work, limiter) = self.form_batch(r, plan);
         self.flush_requeue(r);
         if work.seqs() == 0 {
-            debug_assert_eq!(self.replicas[r].lazy.n, 0, "lazy requests outside a step");
+            debug_assert_eq!(self.replicas[r].batch.lazy_count(), 0, "lazy requests outside a step");
             if self.central.is_some() {
                 self.idle.insert(r as u32);
             }
@@ -438,7 +365,7 @@ impl<'a> Simulation<'a> {
         }
         let kv_load = (rep.kv.used() << 32) / rep.kv.total();
         self.loads[rep.pool].kv.set(rep.local, kv_load);
-        self.rec.on_step(r, &work, &cost, limiter, rep.running.len() as u64, rep.kv.used());
+        self.rec.on_step(r, &work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
         self.schedule(self.now + cost.total_ns, Event::StepEnd { replica: r as u32 });
     }
 
@@ -469,22 +396,17 @@ impl<'a> Simulation<'a> {
     }
 
     /// A step ended: emit tokens, complete requests, and — in the same pass — plan the surviving requests'
-    /// part of the next step. Fusing the two halves touches each request that is not lazy once per step, and
-    /// a lazy one only when it stops being steady. The plan is the one a separate pass would make:
-    /// allocations that succeed here would succeed after the releases too, and at the first that fails
-    /// planning stops and resumes in `form_batch` after every release.
+    /// part of the next step (see [`step_end`]). The plan is the one a separate pass would make: allocations
+    /// that succeed here would succeed after the releases too, and at the first that fails planning stops and
+    /// resumes in `form_batch` after every release.
     fn on_step_end(&mut self, r: usize) {
-        let now = self.now;
         let rep = &mut self.replicas[r];
         let pool = &self.sc.pools[rep.pool];
         let en = &pool.engine;
         rep.busy = false;
-        let step_ns = rep.step_ns;
-        let mut budget = en.max_num_batched_tokens;
-        let mut held_blocks: u64 = 0;
-        let mut rare = RarePass {
-            now,
-            step_ns,
+        let mut pass = RarePass {
+            now: self.now,
+            step_ns: rep.step_ns,
             requests: &mut self.rec.requests,
             itl: &mut self.rec.itl_packed,
             kv: &mut rep.kv,
@@ -495,165 +417,29 @@ impl<'a> Simulation<'a> {
                 Some(p) if p.caching && pool.role != Role::Decode => p.shared_tokens,
                 _ => 0,
             },
-            work: StepWork::default(),
-            bulk_itl: 0,
-            emitted_n: 0,
-            finished: 0,
-            released: 0,
-            unreserved: 0,
-            allocated: 0,
+            tally: Tally::default(),
             stuck_at: None,
         };
-        // Lazy requests (see `Lazy`) are skipped over in runs; the others — the exceptions — go through the
-        // general path in batch order, compacting the batch over completed requests as it goes. Once the plan
-        // stops (the budget ran out, or an allocation failed) every later request only ends its step, so from
-        // there on lazy requests take the general path too.
-        let lazy_steps = self.lazy_steps;
-        let k = rep.steps + 1;
-        rep.steps = k;
-        let block = en.block_size_tokens as u64;
-        let prev_end_ns = now - step_ns;
-        let mut lazy = rep.lazy;
-        let mut fresh = Lazy::default();
-        let (running, exit, phase) = (&mut rep.running, &mut rep.exit_step, &mut rep.phase);
-        let n = running.len();
-        // The exceptions, and a bound on the blocks they may take. Lazy requests crossing into a block take
-        // theirs in one allocation after the pass, which is the plan's result in any order as long as every
-        // allocation of the step succeeds without evicting: if free blocks might not cover them all, every
-        // lazy request is brought up to date and the whole batch takes the general path, in order.
-        let exc = &mut self.exceptions;
-        exc.clear();
-        let mut need_bound = phase[(k % block) as usize] as u64;
-        // Eight at a time, without a branch per request: most steps have a handful of exceptions in a batch
-        // of dozens, and in wasm each loop iteration also pays V8's interrupt check.
-        let mut chunks = exit.chunks_exact(8);
-        let mut base = 0;
-        for c in chunks.by_ref() {
-            let any = (c[0] <= k) | (c[1] <= k) | (c[2] <= k) | (c[3] <= k) | (c[4] <= k) | (c[5] <= k) | (c[6] <= k) | (c[7] <= k);
-            if any {
-                for (i, &e) in c.iter().enumerate() {
-                    if e <= k {
-                        exc.push((base + i) as u32);
-                    }
-                }
-            }
-            base += 8;
+        let ended = rep.batch.end_step(&mut pass, en, en.max_num_batched_tokens, self.lazy_steps);
+        let RarePass { tally, handoff, .. } = pass;
+        self.settle_step_end(r, &tally, ended.held_blocks, &handoff);
+        self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from });
+        for (id, blocks, shared_group) in handoff {
+            self.start_transfer(id, r, blocks, shared_group);
         }
-        for (i, &e) in chunks.remainder().iter().enumerate() {
-            if e <= k {
-                exc.push((base + i) as u32);
-            }
+        if self.central.is_some() {
+            self.kick_idle();
         }
-        for &j in exc.iter() {
-            let s = &running[j as usize];
-            let left = (s.prefill_target - s.prefilled) as u64;
-            need_bound += if left > 0 { left / block + 2 } else { 1 };
-        }
-        // With lazy requests in bulk, the bound makes every allocation of the pass succeed without evicting.
-        let bulk = lazy.n > 0 && need_bound <= rare.kv.free();
-        let evictions_before = rare.kv.cache.evictions;
-        if lazy.n > 0 && !bulk {
-            for (s, e) in running.iter_mut().zip(exit.iter_mut()) {
-                if *e != 0 {
-                    wake(s, *e, k, prev_end_ns, en.block_size_tokens);
-                    *e = 0;
-                }
-            }
-            phase.fill(0);
-            lazy = Lazy::default();
-            exc.clear();
-            exc.extend(0..n as u32);
-        }
-        let (mut j, mut kept, mut n_fast, mut next) = (0, 0, 0u64, 0);
-        let mut fresh_crossing_now = 0u64;
-        let mut planning = true;
-        while j < n {
-            if planning {
-                let start = j;
-                j = exc.get(next).map_or(n, |&x| x as usize);
-                let mut run = (j - start) as u32;
-                if run > budget {
-                    // The budget runs out inside the run: the rest cannot plan their token.
-                    run = budget;
-                    j = start + run as usize;
-                    planning = false;
-                }
-                budget -= run;
-                n_fast += run as u64;
-                if kept != start {
-                    running.copy_within(start..j, kept);
-                    exit.copy_within(start..j, kept);
-                }
-                kept += run as usize;
-                if j == n {
-                    break;
-                }
-            }
-            if exc.get(next) == Some(&(j as u32)) {
-                next += 1;
-            }
-            let s = &mut running[j];
-            if exit[j] != 0 {
-                debug_assert!(exit[j] >= k, "a lazy request missed its exit");
-                phase[lazy_phase(s, exit[j], block)] -= 1;
-                wake(s, exit[j], k, prev_end_ns, en.block_size_tokens);
-                lazy.remove(s);
-            }
-            let at = j;
-            j += 1;
-            match rare.entry(s, kept, en, budget) {
-                Some(left) => budget = left,
-                None => continue, // completed, or left for the link
-            }
-            planning &= rare.stuck_at.is_none();
-            held_blocks += s.blocks as u64;
-            // A decode token planned one step after the last, and more to come: lazy until its last token.
-            exit[kept] = if planning && lazy_steps && s.step_tokens == 1 && s.prefilled == s.prefill_target && s.generated + 1 < s.target && s.last_token_ns == now {
-                debug_assert_eq!(s.blocks as u64, blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, en.block_size_tokens));
-                fresh.add(s);
-                let e = k + (s.target - s.generated) as u64;
-                let p = lazy_phase(s, e, block);
-                phase[p] += 1;
-                // Its block for this step's token was planned just now, not by the crossing below.
-                fresh_crossing_now += u64::from(p == (k % block) as usize);
-                e
-            } else {
-                0
-            };
-            if kept != at {
-                running[kept] = running[at];
-            }
-            kept += 1;
-        }
-        running.truncate(kept);
-        exit.truncate(kept);
-        // Each lazy request that stayed lazy emitted a token one step after its last and planned the next;
-        // those whose next token starts a block take it now.
-        debug_assert_eq!(lazy.n, n_fast);
-        debug_assert!(!bulk || (rare.stuck_at.is_none() && rare.kv.cache.evictions == evictions_before), "the bound on the exceptions' blocks failed");
-        let crossing = phase[(k % block) as usize] as u64 - fresh_crossing_now;
-        debug_assert!(crossing <= rare.kv.free(), "lazy requests' blocks were checked to fit");
-        if crossing > 0 {
-            let ok = rare.kv.try_alloc(crossing);
-            debug_assert!(ok);
-            rare.allocated += crossing;
-            lazy.blocks += crossing;
-        }
-        lazy.kv_tokens += n_fast;
-        let RarePass { mut work, finished, released, unreserved, allocated, stuck_at, handoff, .. } = rare;
-        let bulk_itl = rare.bulk_itl + n_fast as u32;
-        let emitted_n = rare.emitted_n + n_fast;
-        work.decode_seqs += n_fast as u32;
-        work.decode_context_tokens += lazy.kv_tokens;
-        held_blocks += lazy.blocks;
-        lazy.n += fresh.n;
-        lazy.kv_tokens += fresh.kv_tokens;
-        lazy.blocks += fresh.blocks;
-        rep.lazy = lazy;
-        let kv = &mut rep.kv;
-        kv.release(released);
-        rep.reserved_blocks -= unreserved;
-        // Prompts handed to the link keep their blocks here until the transfer ends.
+    }
+
+    /// The books after replica `r`'s step end: KV released, reservations given back, prompts handed to the
+    /// link (they keep their blocks here until the transfer ends), the prefix cache's size, the router's
+    /// loads, the audit, and the recorder's gauges — which see the state between the steps: after the
+    /// releases, before the next step's allocations.
+    fn settle_step_end(&mut self, r: usize, t: &Tally, held_blocks: u64, handoff: &[(u32, u64, Option<u16>)]) {
+        let rep = &mut self.replicas[r];
+        rep.kv.release(t.released);
+        rep.reserved_blocks -= t.unreserved;
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
         if self.sc.prefix.is_some() {
             let held = rep.kv.cache.held_blocks;
@@ -661,22 +447,14 @@ impl<'a> Simulation<'a> {
             self.prefix_held[r] = held;
             self.rec.prefix_peak_blocks = self.rec.prefix_peak_blocks.max(self.prefix_held_total);
         }
-        let left = finished as u64 + handoff.len() as u64;
+        let left = t.finished as u64 + handoff.len() as u64;
         rep.outstanding -= left;
         if left > 0 {
             self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
         }
         let kv_ok = rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();
-        // The gauges see the state between the steps: after the releases, before the next step's allocations.
-        let (n_running, kv_between) = (rep.running.len() as u64, rep.kv.used() - allocated);
-        self.rec.on_step_end(r, step_ns, bulk_itl, emitted_n, finished, n_running, kv_between, kv_ok);
-        self.start_step(r, Plan { work, budget, from: stuck_at.unwrap_or(kept) });
-        for (id, blocks, shared_group) in handoff {
-            self.start_transfer(id, r, blocks, shared_group);
-        }
-        if self.central.is_some() {
-            self.kick_idle();
-        }
+        let (n_running, kv_between) = (rep.batch.len() as u64, rep.kv.used() - t.allocated);
+        self.rec.on_step_end(r, rep.step_ns, t.bulk_itl, t.emitted_n, t.finished, n_running, kv_between, kv_ok);
     }
 
     /// Disaggregated: request `id` finished prefill on worker `from`, its prompt's KV (`blocks` there)
@@ -723,7 +501,7 @@ impl<'a> Simulation<'a> {
         if let Some(g) = t.shared_group {
             from.kv.cache.unpin(g);
         }
-        let (n_running, used) = (from.running.len() as u64, from.kv.used());
+        let (n_running, used) = (from.batch.len() as u64, from.kv.used());
         self.rec.on_kv_change(t.from, n_running, used);
         let rec = &mut self.rec.requests[id as usize];
         rec.first_token_ns = self.now;
@@ -735,143 +513,6 @@ impl<'a> Simulation<'a> {
         self.replicas[d].queue.push(item);
         self.try_start(d);
         self.try_start(t.from);
-    }
-}
-
-/// The step end at which lazy request `s` (lazy until step end `exit`) became lazy: its counters are as they
-/// were then, and it leaves at its last token, `target − generated` step ends later.
-#[inline(always)]
-fn lazy_since(s: &Running, exit: u64) -> u64 {
-    exit - (s.target - s.generated) as u64
-}
-
-/// Bring lazy request `s` (lazy until step end `exit`) to where the step ends before step end `k` left it:
-/// a token emitted at each, the last at `prev_end_ns`, and the blocks for the token planned then.
-#[inline(always)]
-fn wake(s: &mut Running, exit: u64, k: u64, prev_end_ns: u64, block_tokens: u32) {
-    let d = (k - 1 - lazy_since(s, exit)) as u32;
-    s.kv_tokens += d;
-    s.generated += d;
-    s.last_token_ns = prev_end_ns;
-    s.blocks = s.blocks.max(blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, block_tokens) as u32);
-}
-
-/// The step ends at which lazy request `s` needs a new block are those ≡ this (mod the block size): after
-/// `d` steps its KV holds `kv + d` tokens, and the next token starts a block when `kv + d − shared` is a
-/// multiple of the block size.
-#[inline(always)]
-fn lazy_phase(s: &Running, exit: u64, block: u64) -> usize {
-    let since = lazy_since(s, exit);
-    ((since % block + s.shared_tokens as u64 % block + block - s.kv_tokens as u64 % block) % block) as usize
-}
-
-/// The rare cases of the step-end pass, kept out of the hot loop: first tokens, irregular inter-token gaps,
-/// completions, prefill chunks, new blocks, and stopping the plan at the first allocation that fails.
-struct RarePass<'a> {
-    now: u64,
-    step_ns: u64,
-    requests: &'a mut Vec<RequestRecord>,
-    itl: &'a mut Vec<u64>,
-    kv: &'a mut BlockPool,
-    /// A prefill worker: a request whose prompt is done leaves (to the link) instead of decoding here.
-    prefill_role: bool,
-    /// (request, blocks, shared prefix) of those that left.
-    handoff: Vec<(u32, u64, Option<u16>)>,
-    /// Tokens of a shared prefix when this worker caches prefixes (0: it does not).
-    prefix: u32,
-    block: u32,
-    /// The work of the requests planned here (the lazy requests' decode tokens are added after the loop).
-    work: StepWork,
-    bulk_itl: u32,
-    emitted_n: u64,
-    finished: u32,
-    released: u64,
-    unreserved: u64,
-    allocated: u64,
-    stuck_at: Option<usize>,
-}
-
-impl RarePass<'_> {
-    /// End the step for `s` and plan its next one (the general case), from `budget` tokens left in the
-    /// next step. The budget then left, or None when `s` completed.
-    #[cold]
-    #[inline(never)]
-    fn entry(&mut self, s: &mut Running, kept: usize, en: &crate::scenario::Engine, mut budget: u32) -> Option<u32> {
-        let now = self.now;
-        if s.step_tokens > 0 {
-            let emitted = if s.prefilled < s.prefill_target {
-                s.prefilled += s.step_tokens;
-                s.kv_tokens += s.step_tokens;
-                s.prefilled == s.prefill_target
-            } else {
-                s.kv_tokens += 1;
-                true
-            };
-            s.step_tokens = 0;
-            if emitted && s.generated == 0 && self.prefix > 0 && s.prefix_group != NO_PREFIX && s.shared_tokens == 0 {
-                self.share_prefix(s);
-            }
-            if emitted {
-                self.emitted_n += 1;
-                if s.generated == 0 {
-                    self.requests[s.id as usize].first_token_ns = now;
-                } else if now - s.last_token_ns == self.step_ns {
-                    self.bulk_itl += 1;
-                } else {
-                    self.itl.push(crate::metrics::pack_itl(now - s.last_token_ns, 1));
-                }
-                s.generated += 1;
-                s.last_token_ns = now;
-                if s.generated >= s.target {
-                    let shared = (s.shared_tokens > 0).then_some(s.prefix_group);
-                    if self.prefill_role && self.requests[s.id as usize].output_tokens > s.generated {
-                        self.unreserved += s.reserve_blocks as u64;
-                        self.handoff.push((s.id, s.blocks as u64, shared));
-                        return None;
-                    }
-                    if let Some(g) = shared {
-                        self.kv.cache.unpin(g);
-                    }
-                    self.released += s.blocks as u64;
-                    self.unreserved += s.reserve_blocks as u64;
-                    let rec = &mut self.requests[s.id as usize];
-                    rec.generated = s.generated;
-                    rec.done_ns = now;
-                    rec.outcome = Outcome::Completed;
-                    self.finished += 1;
-                    return None;
-                }
-            }
-        }
-        if self.stuck_at.is_none() {
-            let (want, need) = want_need(s, budget, en);
-            if want > 0 {
-                if need > 0 && !self.kv.try_alloc(need) {
-                    self.stuck_at = Some(kept);
-                } else {
-                    self.allocated += need;
-                    take(s, want, need, &mut budget, &mut self.work);
-                }
-            }
-        }
-        Some(budget)
-    }
-
-    /// `s` just computed its whole prompt, shared prefix included, itself (it missed the cache). If another
-    /// request cached the prefix meanwhile, `s` drops its own copy and shares that one; otherwise its first
-    /// blocks become the cached copy. Either way it shares the prefix from now on.
-    #[cold]
-    fn share_prefix(&mut self, s: &mut Running) {
-        let blocks = (self.prefix / self.block) as u64;
-        let cache = &mut self.kv.cache;
-        if cache.is_cached(s.prefix_group) {
-            cache.pin(s.prefix_group);
-            self.kv.release(blocks);
-        } else {
-            cache.adopt(s.prefix_group, blocks);
-        }
-        s.blocks -= blocks as u32;
-        s.shared_tokens = self.prefix;
     }
 }
 

@@ -1,0 +1,508 @@
+//! A replica's running batch, and what happens to it when a step ends.
+//!
+//! At a step end every running request emits the token its step computed (or finishes a prefill chunk),
+//! completed ones leave, and — in the same pass — the survivors plan their part of the next step. Most
+//! requests at most step ends are *steady* decoders ([`Running::is_steady`]): they emit a token exactly one
+//! step after the last and plan one more decode token. Touching each of them every step made the step end
+//! O(batch). A steady decoder is instead left **lazy**: its counters (`kv_tokens`, `generated`,
+//! `last_token_ns`, `blocks`) stay as they were when it became lazy, [`Lazy`]'s sums move by the count each
+//! step, `exit_step` holds the step end at which its next token is its last, and `phase` counts it at the step
+//! ends where its next token starts a block (those blocks are taken in one allocation). At its exit — or when
+//! the budget runs out mid-pass, an allocation fails, or the free blocks might not cover the step, all of
+//! which make order matter — it is brought up to date ([`Running::wake`]) and takes the general path
+//! ([`RarePass::entry`]). The plan is the one touching every request would make: lazy requests each take one
+//! token of budget, counted in batch order, and the others are still handled one by one in batch order
+//! (`engine::run_eager` is the reference, and a property test compares the two byte for byte).
+//!
+//! Invariant: a batch has lazy requests only while its step is in flight, and they are all in it.
+
+use super::batch::{take, want_need};
+use crate::cost::StepWork;
+use crate::kv::{blocks_for, BlockPool};
+use crate::metrics::{Outcome, RequestRecord};
+use crate::scenario::Engine;
+use crate::workload::NO_PREFIX;
+
+/// A request holding a batch slot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Running {
+    pub id: u32,
+    /// Tokens to prefill: the prompt, plus tokens generated before a recompute preemption.
+    pub prefill_target: u32,
+    pub prefilled: u32,
+    /// Output tokens emitted so far (kept across preemptions).
+    pub generated: u32,
+    pub target: u32,
+    /// Tokens whose KV is held.
+    pub kv_tokens: u32,
+    pub blocks: u32,
+    pub reserve_blocks: u32,
+    /// Tokens scheduled in the current step (0: not in this step).
+    pub step_tokens: u32,
+    pub priority: u32,
+    pub last_token_ns: u64,
+    /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`).
+    pub shared_tokens: u32,
+    /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
+    pub prefix_group: u16,
+}
+
+impl Running {
+    /// Steady: just planned one decode token, one step after its last (`now`), with more to come after it.
+    /// Such a request can be left lazy until its last token: every step end until then is the same for it.
+    #[inline(always)]
+    fn is_steady(&self, now: u64) -> bool {
+        self.step_tokens == 1 && self.prefilled == self.prefill_target && self.generated + 1 < self.target && self.last_token_ns == now
+    }
+
+    /// The most blocks a request may take at one step end: one for a decoder, the chunk's blocks (and one
+    /// for its partial first and last block) for a prefill.
+    #[inline(always)]
+    fn blocks_bound(&self, block: u64) -> u64 {
+        let left = (self.prefill_target - self.prefilled) as u64;
+        if left > 0 { left / block + 2 } else { 1 }
+    }
+
+    /// The step end at which this lazy request (lazy until step end `exit`) became lazy: its counters are as
+    /// they were then, and it leaves at its last token, `target − generated` step ends later.
+    #[inline(always)]
+    fn lazy_since(&self, exit: u64) -> u64 {
+        exit - (self.target - self.generated) as u64
+    }
+
+    /// Bring this lazy request (lazy until step end `exit`) to where the step ends before step end `k` left
+    /// it: a token emitted at each, the last at `prev_end_ns`, and the blocks for the token planned then.
+    #[inline(always)]
+    fn wake(&mut self, exit: u64, k: u64, prev_end_ns: u64, block_tokens: u32) {
+        let d = (k - 1 - self.lazy_since(exit)) as u32;
+        self.kv_tokens += d;
+        self.generated += d;
+        self.last_token_ns = prev_end_ns;
+        self.blocks = self.blocks.max(blocks_for((self.kv_tokens - self.shared_tokens) as u64 + 1, block_tokens) as u32);
+    }
+
+    /// The step ends at which this lazy request needs a new block are those ≡ this (mod the block size):
+    /// after `d` steps its KV holds `kv + d` tokens, and the next token starts a block when `kv + d − shared`
+    /// is a multiple of the block size.
+    #[inline(always)]
+    fn lazy_phase(&self, exit: u64, block: u64) -> usize {
+        let since = self.lazy_since(exit);
+        ((since % block + self.shared_tokens as u64 % block + block - self.kv_tokens as u64 % block) % block) as usize
+    }
+}
+
+/// The lazy requests of a batch, summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Lazy {
+    pub n: u64,
+    /// Σ `kv_tokens` and Σ `blocks` of the lazy requests, up to date.
+    pub kv_tokens: u64,
+    pub blocks: u64,
+}
+
+impl Lazy {
+    fn add(&mut self, s: &Running) {
+        self.n += 1;
+        self.kv_tokens += s.kv_tokens as u64;
+        self.blocks += s.blocks as u64;
+    }
+    fn remove(&mut self, s: &Running) {
+        self.n -= 1;
+        self.kv_tokens -= s.kv_tokens as u64;
+        self.blocks -= s.blocks as u64;
+    }
+}
+
+/// The running requests of a replica, in admission order, with their lazy state.
+pub(crate) struct Batch {
+    running: Vec<Running>,
+    /// Parallel to `running`: 0, or for a lazy request the step end at which it stops being one, when its
+    /// next token is its last.
+    exit_step: Vec<u64>,
+    /// Step ends so far; numbers the step ends for `exit_step`.
+    steps: u64,
+    lazy: Lazy,
+    /// Lazy requests by the step ends at which they need a new block: `phase[k mod block size]` of them
+    /// take one at step end k (see [`Running::lazy_phase`]).
+    phase: Vec<u32>,
+    /// Scratch: the batch positions a step end takes through the general path.
+    exceptions: Vec<u32>,
+}
+
+/// What a step end leaves for the next step and for the engine's books.
+pub(crate) struct Ended {
+    /// The next step so far: its work, the token budget left, and where `form_batch` resumes planning.
+    pub work: StepWork,
+    pub budget: u32,
+    pub from: usize,
+    /// Blocks the requests still running hold.
+    pub held_blocks: u64,
+}
+
+impl Batch {
+    pub fn new(max_num_seqs: u32, block_tokens: u32) -> Self {
+        let cap = max_num_seqs.min(4096) as usize;
+        Batch {
+            running: Vec::with_capacity(cap),
+            exit_step: Vec::with_capacity(cap),
+            steps: 0,
+            lazy: Lazy::default(),
+            phase: vec![0; block_tokens as usize],
+            exceptions: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    pub fn requests(&self) -> &[Running] {
+        &self.running
+    }
+
+    /// The requests for batch formation to plan, from position `from` on: none of those is lazy.
+    pub fn unplanned(&mut self, from: usize) -> &mut [Running] {
+        debug_assert!(self.exit_step[from.min(self.running.len())..].iter().all(|&e| e == 0), "lazy requests left to plan");
+        &mut self.running
+    }
+
+    pub fn lazy_count(&self) -> u64 {
+        self.lazy.n
+    }
+
+    pub fn push(&mut self, s: Running) {
+        self.running.push(s);
+        self.exit_step.push(0);
+    }
+
+    /// Take out the request at position `v` (a preemption victim: never lazy).
+    pub fn remove(&mut self, v: usize) -> Running {
+        debug_assert_eq!(self.exit_step[v], 0, "a lazy request is never a victim");
+        self.exit_step.remove(v);
+        self.running.remove(v)
+    }
+
+    /// End the step for every request and plan the survivors' part of the next, from `budget` tokens.
+    /// Lazy requests are skipped over in runs; the others — the exceptions — go through `pass.entry` in batch
+    /// order, the batch compacting over requests that left. `lazy_steps` false: none is left lazy.
+    #[inline]
+    pub fn end_step(&mut self, pass: &mut RarePass<'_>, en: &Engine, budget: u32, lazy_steps: bool) -> Ended {
+        let k = self.steps + 1;
+        self.steps = k;
+        let block = en.block_size_tokens as u64;
+        let prev_end_ns = pass.now - pass.step_ns;
+        self.find_exceptions(k);
+        // Lazy requests crossing into a block take theirs in one allocation after the pass, which is the plan's
+        // result in any order as long as every allocation of the step succeeds without evicting: if free blocks
+        // might not cover them all, every lazy request is brought up to date and the whole batch takes the
+        // general path, in order.
+        let bulk = self.lazy.n > 0 && self.blocks_bound(k, block) <= pass.kv.free();
+        let evictions_before = pass.kv.cache.evictions;
+        if self.lazy.n > 0 && !bulk {
+            self.wake_all(k, prev_end_ns, en.block_size_tokens);
+        }
+        let swept = self.sweep(pass, en, budget, k, lazy_steps);
+        debug_assert!(!bulk || (pass.stuck_at.is_none() && pass.kv.cache.evictions == evictions_before), "the bound on the exceptions' blocks failed");
+        let crossing = self.phase[(k % block) as usize] as u64 - swept.fresh_crossing_now;
+        self.settle_lazy(pass, swept, crossing)
+    }
+
+    /// The positions of the requests that are not lazy, or whose laziness ends at step end `k`. Eight at a
+    /// time, without a branch per request: most steps have a handful of exceptions in a batch of dozens, and
+    /// in wasm each loop iteration also pays V8's interrupt check.
+    #[inline(always)]
+    fn find_exceptions(&mut self, k: u64) {
+        let exc = &mut self.exceptions;
+        exc.clear();
+        let mut chunks = self.exit_step.chunks_exact(8);
+        let mut base = 0;
+        for c in chunks.by_ref() {
+            let any = (c[0] <= k) | (c[1] <= k) | (c[2] <= k) | (c[3] <= k) | (c[4] <= k) | (c[5] <= k) | (c[6] <= k) | (c[7] <= k);
+            if any {
+                for (i, &e) in c.iter().enumerate() {
+                    if e <= k {
+                        exc.push((base + i) as u32);
+                    }
+                }
+            }
+            base += 8;
+        }
+        for (i, &e) in chunks.remainder().iter().enumerate() {
+            if e <= k {
+                exc.push((base + i) as u32);
+            }
+        }
+    }
+
+    /// A bound on the blocks step end `k` may take: the lazy requests crossing into a block, and the
+    /// exceptions' most each.
+    fn blocks_bound(&self, k: u64, block: u64) -> u64 {
+        let crossing = self.phase[(k % block) as usize] as u64;
+        crossing + self.exceptions.iter().map(|&j| self.running[j as usize].blocks_bound(block)).sum::<u64>()
+    }
+
+    /// Bring every lazy request up to date; all of them become exceptions.
+    #[cold]
+    fn wake_all(&mut self, k: u64, prev_end_ns: u64, block_tokens: u32) {
+        for (s, e) in self.running.iter_mut().zip(self.exit_step.iter_mut()) {
+            if *e != 0 {
+                s.wake(*e, k, prev_end_ns, block_tokens);
+                *e = 0;
+            }
+        }
+        self.phase.fill(0);
+        self.lazy = Lazy::default();
+        self.exceptions.clear();
+        self.exceptions.extend(0..self.running.len() as u32);
+    }
+
+    /// The pass over the batch at step end `k`: runs of lazy requests counted (each a decode token of
+    /// budget), the exceptions ended and planned one by one, the batch compacted as it goes. Once the plan
+    /// stops (the budget ran out, or an allocation failed) every later request only ends its step, so from
+    /// there on lazy requests take the general path too.
+    #[inline(always)]
+    fn sweep(&mut self, pass: &mut RarePass<'_>, en: &Engine, mut budget: u32, k: u64, lazy_steps: bool) -> Swept {
+        let block = en.block_size_tokens as u64;
+        let prev_end_ns = pass.now - pass.step_ns;
+        let Batch { running, exit_step: exit, phase, lazy, exceptions: exc, .. } = self;
+        let mut fresh = Lazy::default();
+        let n = running.len();
+        let (mut j, mut kept, mut n_fast, mut next) = (0, 0, 0u64, 0);
+        let (mut fresh_crossing_now, mut held_blocks) = (0u64, 0u64);
+        let mut planning = true;
+        while j < n {
+            if planning {
+                let start = j;
+                j = exc.get(next).map_or(n, |&x| x as usize);
+                let mut run = (j - start) as u32;
+                if run > budget {
+                    // The budget runs out inside the run: the rest cannot plan their token.
+                    run = budget;
+                    j = start + run as usize;
+                    planning = false;
+                }
+                budget -= run;
+                n_fast += run as u64;
+                if kept != start {
+                    running.copy_within(start..j, kept);
+                    exit.copy_within(start..j, kept);
+                }
+                kept += run as usize;
+                if j == n {
+                    break;
+                }
+            }
+            if exc.get(next) == Some(&(j as u32)) {
+                next += 1;
+            }
+            let s = &mut running[j];
+            if exit[j] != 0 {
+                debug_assert!(exit[j] >= k, "a lazy request missed its exit");
+                phase[s.lazy_phase(exit[j], block)] -= 1;
+                s.wake(exit[j], k, prev_end_ns, en.block_size_tokens);
+                lazy.remove(s);
+            }
+            let at = j;
+            j += 1;
+            match pass.entry(s, kept, en, budget) {
+                Some(left) => budget = left,
+                None => continue, // completed, or left for the link
+            }
+            planning &= pass.stuck_at.is_none();
+            held_blocks += s.blocks as u64;
+            exit[kept] = if planning && lazy_steps && s.is_steady(pass.now) {
+                debug_assert_eq!(s.blocks as u64, blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, en.block_size_tokens));
+                fresh.add(s);
+                let e = k + (s.target - s.generated) as u64;
+                let p = s.lazy_phase(e, block);
+                phase[p] += 1;
+                // Its block for this step's token was planned just now, not by the lazy crossing.
+                fresh_crossing_now += u64::from(p == (k % block) as usize);
+                e
+            } else {
+                0
+            };
+            if kept != at {
+                running[kept] = running[at];
+            }
+            kept += 1;
+        }
+        running.truncate(kept);
+        exit.truncate(kept);
+        debug_assert_eq!(lazy.n, n_fast);
+        Swept { budget, kept, n_fast, fresh, fresh_crossing_now, held_blocks }
+    }
+
+    /// After the pass: each lazy request that stayed lazy emitted a token one step after its last and planned
+    /// the next; those whose next token starts a block (`crossing` of them) take it now. The lazy sums take
+    /// in the fresh ones.
+    #[inline(always)]
+    fn settle_lazy(&mut self, pass: &mut RarePass<'_>, swept: Swept, crossing: u64) -> Ended {
+        let lazy = &mut self.lazy;
+        debug_assert!(crossing <= pass.kv.free(), "lazy requests' blocks were checked to fit");
+        if crossing > 0 {
+            let ok = pass.kv.try_alloc(crossing);
+            debug_assert!(ok);
+            pass.tally.allocated += crossing;
+            lazy.blocks += crossing;
+        }
+        let n_fast = swept.n_fast;
+        lazy.kv_tokens += n_fast;
+        let t = &mut pass.tally;
+        t.bulk_itl += n_fast as u32;
+        t.emitted_n += n_fast;
+        t.work.decode_seqs += n_fast as u32;
+        t.work.decode_context_tokens += lazy.kv_tokens;
+        let held_blocks = swept.held_blocks + lazy.blocks;
+        lazy.n += swept.fresh.n;
+        lazy.kv_tokens += swept.fresh.kv_tokens;
+        lazy.blocks += swept.fresh.blocks;
+        Ended { work: t.work, budget: swept.budget, from: pass.stuck_at.unwrap_or(swept.kept), held_blocks }
+    }
+}
+
+/// What the pass over the batch found.
+struct Swept {
+    budget: u32,
+    /// Requests still running.
+    kept: usize,
+    /// Lazy requests that stayed lazy through the pass.
+    n_fast: u64,
+    /// Requests that became lazy in the pass.
+    fresh: Lazy,
+    /// Of those, the ones whose block for this step's token was planned in the pass.
+    fresh_crossing_now: u64,
+    held_blocks: u64,
+}
+
+/// What the requests' step ends added up to.
+#[derive(Default)]
+pub(crate) struct Tally {
+    /// The work of the requests planned (with the lazy requests' decode tokens once the pass is over).
+    pub work: StepWork,
+    /// Tokens emitted exactly one step after the request's last, and tokens emitted in all.
+    pub bulk_itl: u32,
+    pub emitted_n: u64,
+    pub finished: u32,
+    /// Blocks released by completed requests, reservations given back, blocks taken for the next step.
+    pub released: u64,
+    pub unreserved: u64,
+    pub allocated: u64,
+}
+
+/// The rare cases of the step-end pass, kept out of the hot loop: first tokens, irregular inter-token gaps,
+/// completions, prefill chunks, new blocks, and stopping the plan at the first allocation that fails.
+pub(crate) struct RarePass<'a> {
+    pub now: u64,
+    pub step_ns: u64,
+    pub requests: &'a mut Vec<RequestRecord>,
+    pub itl: &'a mut Vec<u64>,
+    pub kv: &'a mut BlockPool,
+    /// A prefill worker: a request whose prompt is done leaves (to the link) instead of decoding here.
+    pub prefill_role: bool,
+    /// (request, blocks, shared prefix) of those that left.
+    pub handoff: Vec<(u32, u64, Option<u16>)>,
+    /// Tokens of a shared prefix when this worker caches prefixes (0: it does not).
+    pub prefix: u32,
+    pub block: u32,
+    pub tally: Tally,
+    /// The batch position at which an allocation failed: planning stops there.
+    pub stuck_at: Option<usize>,
+}
+
+impl RarePass<'_> {
+    /// End the step for `s` and plan its next one (the general case), from `budget` tokens left in the
+    /// next step. The budget then left, or None when `s` left the batch.
+    #[cold]
+    #[inline(never)]
+    fn entry(&mut self, s: &mut Running, kept: usize, en: &Engine, mut budget: u32) -> Option<u32> {
+        if s.step_tokens > 0 && self.emit(s) && s.generated >= s.target {
+            self.leave(s);
+            return None;
+        }
+        if self.stuck_at.is_none() {
+            let (want, need) = want_need(s, budget, en);
+            if want > 0 {
+                if need > 0 && !self.kv.try_alloc(need) {
+                    self.stuck_at = Some(kept);
+                } else {
+                    self.tally.allocated += need;
+                    take(s, want, need, &mut budget, &mut self.tally.work);
+                }
+            }
+        }
+        Some(budget)
+    }
+
+    /// The step's tokens for `s` are computed: true when that emitted a token (a decode token, or the
+    /// prompt's last chunk, whose step also produces the first output token).
+    fn emit(&mut self, s: &mut Running) -> bool {
+        let now = self.now;
+        let emitted = if s.prefilled < s.prefill_target {
+            s.prefilled += s.step_tokens;
+            s.kv_tokens += s.step_tokens;
+            s.prefilled == s.prefill_target
+        } else {
+            s.kv_tokens += 1;
+            true
+        };
+        s.step_tokens = 0;
+        if !emitted {
+            return false;
+        }
+        if s.generated == 0 && self.prefix > 0 && s.prefix_group != NO_PREFIX && s.shared_tokens == 0 {
+            self.share_prefix(s);
+        }
+        self.tally.emitted_n += 1;
+        if s.generated == 0 {
+            self.requests[s.id as usize].first_token_ns = now;
+        } else if now - s.last_token_ns == self.step_ns {
+            self.tally.bulk_itl += 1;
+        } else {
+            self.itl.push(crate::metrics::pack_itl(now - s.last_token_ns, 1));
+        }
+        s.generated += 1;
+        s.last_token_ns = now;
+        true
+    }
+
+    /// `s` emitted its last token here: it completes, or — on a prefill worker — leaves for the link.
+    fn leave(&mut self, s: &Running) {
+        let shared = (s.shared_tokens > 0).then_some(s.prefix_group);
+        self.tally.unreserved += s.reserve_blocks as u64;
+        if self.prefill_role && self.requests[s.id as usize].output_tokens > s.generated {
+            self.handoff.push((s.id, s.blocks as u64, shared));
+            return;
+        }
+        if let Some(g) = shared {
+            self.kv.cache.unpin(g);
+        }
+        self.tally.released += s.blocks as u64;
+        let rec = &mut self.requests[s.id as usize];
+        rec.generated = s.generated;
+        rec.done_ns = self.now;
+        rec.outcome = Outcome::Completed;
+        self.tally.finished += 1;
+    }
+
+    /// `s` just computed its whole prompt, shared prefix included, itself (it missed the cache). If another
+    /// request cached the prefix meanwhile, `s` drops its own copy and shares that one; otherwise its first
+    /// blocks become the cached copy. Either way it shares the prefix from now on.
+    #[cold]
+    fn share_prefix(&mut self, s: &mut Running) {
+        let blocks = (self.prefix / self.block) as u64;
+        let cache = &mut self.kv.cache;
+        if cache.is_cached(s.prefix_group) {
+            cache.pin(s.prefix_group);
+            self.kv.release(blocks);
+        } else {
+            cache.adopt(s.prefix_group, blocks);
+        }
+        s.blocks -= blocks as u32;
+        s.shared_tokens = self.prefix;
+    }
+}
