@@ -59,10 +59,13 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
-    /// Run a study: many runs of the same requests, turned into a table and a decision. NAME is one of
-    /// ranking, capacity, pd, explorer, paired, sensitivity; options are a JSON object (docs/studies.md).
+    /// Run a study: many runs of the same requests, turned into a table and a decision; options are a JSON
+    /// object (docs/studies.md).
     Study {
+        /// The study to run.
+        #[arg(value_parser = study_names())]
         name: String,
+        /// Scenario JSON file.
         scenario: PathBuf,
         /// The study's options as JSON, e.g. '{"target": 0.99, "repetitions": 5}'.
         #[arg(long, default_value = "{}")]
@@ -200,6 +203,12 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick } => run_bench(quick),
         Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common),
     }
+}
+
+/// The study names the CLI takes, each with its question as help.
+fn study_names() -> clap::builder::PossibleValuesParser {
+    use inferscale::study::Kind;
+    Kind::ALL.map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about().question)).into()
 }
 
 fn run_study(name: &str, scenario: &Path, params: &str, params_file: Option<&Path>, common: StudyOpts) -> Result<(), Failure> {

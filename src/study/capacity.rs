@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{col, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport};
+use super::{col, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport, Kind};
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -251,7 +251,7 @@ impl Study for CapacityStudy {
         }
         let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
-            "capacity",
+            Kind::Capacity,
             &self.base,
             format!("what is the highest rate at which {} in all {} repetitions?", self.criterion_text(), self.p.repetitions),
         );
@@ -390,7 +390,7 @@ impl CapacityStudy {
     fn report_replicas(&self) -> StudyReport {
         let rate = self.p.target_rps.unwrap_or(0.0);
         let wait = self.p.max_mean_wait_ms.is_some();
-        let mut rep = report_head("capacity", &self.base, format!("what is the fewest replicas at which {} at {rate} req/s in all {} repetitions?", self.criterion_text(), self.p.repetitions));
+        let mut rep = report_head(Kind::Capacity, &self.base, format!("what is the fewest replicas at which {} at {rate} req/s in all {} repetitions?", self.criterion_text(), self.p.repetitions));
         let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
         rep.columns = vec![
             col("Replicas", "", Format::Int),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
 /// A candidate: a name and the scenario fields it changes (JSON pointer → value).
@@ -117,7 +117,7 @@ impl OneBatchStudy for ExplorerStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head("explorer", &self.base, "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into());
+        let mut rep = report_head(Kind::Explorer, &self.base, "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into());
         rep.columns = vec![
             col("Candidate", "", Format::Text),
             col("Perf Pareto", "", Format::Bool),

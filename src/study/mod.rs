@@ -461,38 +461,120 @@ pub fn run_native(study: &mut dyn Study, threads: usize, progress: &mut dyn FnMu
     drive(study, &mut |jobs| run_parallel(jobs, threads), progress)
 }
 
-/// The studies, by name: (name, title).
-pub const STUDIES: &[(&str, &str)] = &[
-    ("ranking", "Scheduler ranking"),
-    ("capacity", "Capacity planner"),
-    ("pd", "P/D comparison"),
-    ("explorer", "Design explorer"),
-    ("paired", "Paired experiment"),
-    ("sensitivity", "Sensitivity"),
-];
+/// The studies. This is their registry: [`Kind::about`], [`Kind::build`] and [`Kind::default_options`] are
+/// the only matches over them, and the CLI's help and study names, the lab's sidebar and panels, and every
+/// report's `study` field come from here — a study's name is written once, in `about`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Ranking,
+    Capacity,
+    Pd,
+    Explorer,
+    Paired,
+    Sensitivity,
+}
 
-/// The registry: a study by name, from the scenario and the study's options (JSON object; `{}` for the
-/// defaults). Unknown options are refused, naming the field.
-pub fn build(name: &str, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
-    fn opts<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
-        serde_json::from_value(v.clone()).map_err(|e| ScenarioError::one(format!("study.{name}"), e.to_string()))
+/// What a study is called and what it answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct About {
+    /// The name the CLI takes and reports carry.
+    pub name: &'static str,
+    /// The lab's panel title.
+    pub title: &'static str,
+    /// One line for the CLI's help: the question it answers.
+    pub question: &'static str,
+}
+
+impl Kind {
+    /// Every study, in the order the CLI's help and the lab's sidebar list them.
+    pub const ALL: [Kind; 6] = [Kind::Ranking, Kind::Capacity, Kind::Pd, Kind::Explorer, Kind::Paired, Kind::Sensitivity];
+
+    pub const fn about(self) -> About {
+        let (name, title, question) = match self {
+            Kind::Ranking => ("ranking", "Scheduler ranking", "which queue or admission policy serves these requests best?"),
+            Kind::Capacity => ("capacity", "Capacity planner", "what load does the cluster sustain at its objectives, or how many replicas does a load need?"),
+            Kind::Pd => ("pd", "P/D comparison", "colocated or disaggregated prefill/decode, with or without prefix reuse?"),
+            Kind::Explorer => ("explorer", "Design explorer", "which candidate deployments are on the goodput / p95 TTFT frontier?"),
+            Kind::Paired => ("paired", "Paired experiment", "does a change make a difference beyond run-to-run noise?"),
+            Kind::Sensitivity => ("sensitivity", "Sensitivity", "does a change still win if the cost profile is off?"),
+        };
+        About { name, title, question }
     }
-    Ok(match name {
-        "pd" => Box::new(pd::PdStudy::new(spec, &opts(name, params)?)?),
-        "ranking" => Box::new(ranking::RankingStudy::new(spec, &opts(name, params)?)?),
-        "capacity" => Box::new(capacity::CapacityStudy::new(spec, &opts(name, params)?)?),
-        "explorer" => Box::new(explorer::ExplorerStudy::new(spec, &opts(name, params)?)?),
-        "paired" => Box::new(paired::PairedStudy::new(spec, &opts(name, params)?)?),
-        "sensitivity" => Box::new(sensitivity::SensitivityStudy::new(spec, &opts(name, params)?)?),
-        other => return Err(ScenarioError::one("study", format!("unknown study `{other}` (one of: {})", STUDIES.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")))),
-    })
+
+    pub fn name(self) -> &'static str {
+        self.about().name
+    }
+
+    /// The study called `name`; the error lists the names.
+    pub fn from_name(name: &str) -> Result<Kind, ScenarioError> {
+        Kind::ALL.into_iter().find(|k| k.name() == name).ok_or_else(|| {
+            ScenarioError::one("study", format!("unknown study `{name}` (one of: {})", Kind::ALL.map(Kind::name).join(", ")))
+        })
+    }
+
+    /// The study on `spec` with its options (JSON object; `{}` for the defaults). Unknown options are
+    /// refused, naming the field.
+    pub fn build(self, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
+        let name = self.name();
+        Ok(match self {
+            Kind::Pd => Box::new(pd::PdStudy::new(spec, &options(name, params)?)?),
+            Kind::Ranking => Box::new(ranking::RankingStudy::new(spec, &options(name, params)?)?),
+            Kind::Capacity => Box::new(capacity::CapacityStudy::new(spec, &options(name, params)?)?),
+            Kind::Explorer => Box::new(explorer::ExplorerStudy::new(spec, &options(name, params)?)?),
+            Kind::Paired => Box::new(paired::PairedStudy::new(spec, &options(name, params)?)?),
+            Kind::Sensitivity => Box::new(sensitivity::SensitivityStudy::new(spec, &options(name, params)?)?),
+        })
+    }
+
+    /// The options a study takes when given none, as JSON (options without a default are absent).
+    pub fn default_options(self) -> serde_json::Value {
+        let v = match self {
+            Kind::Pd => serde_json::to_value(pd::PdParams::default()),
+            Kind::Ranking => serde_json::to_value(ranking::RankingParams::default()),
+            Kind::Capacity => serde_json::to_value(capacity::CapacityParams::default()),
+            Kind::Explorer => serde_json::to_value(explorer::ExplorerParams::default()),
+            Kind::Paired => serde_json::to_value(paired::PairedParams::default()),
+            Kind::Sensitivity => serde_json::to_value(sensitivity::SensitivityParams::default()),
+        };
+        v.expect("options serialise")
+    }
+
+    /// Every option the study's options struct takes, by name — read off the struct's own refusal of an
+    /// unknown option, so the list cannot drift from the struct.
+    pub fn option_names(self) -> Vec<String> {
+        fn fields<T: serde::de::DeserializeOwned>() -> Vec<String> {
+            let Err(e) = serde_json::from_value::<T>(serde_json::json!({ "\u{1}": 0 })) else { return Vec::new() };
+            let text = e.to_string();
+            // "unknown field `…`, expected `a`", "… `a` or `b`", "… one of `a`, `b`, `c`": the quoted names.
+            let list = text.split_once("expected").map_or("", |x| x.1);
+            list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+        }
+        match self {
+            Kind::Pd => fields::<pd::PdParams>(),
+            Kind::Ranking => fields::<ranking::RankingParams>(),
+            Kind::Capacity => fields::<capacity::CapacityParams>(),
+            Kind::Explorer => fields::<explorer::ExplorerParams>(),
+            Kind::Paired => fields::<paired::PairedParams>(),
+            Kind::Sensitivity => fields::<sensitivity::SensitivityParams>(),
+        }
+    }
+}
+
+/// A study's options from JSON, errors under `study.NAME`.
+fn options<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
+    serde_json::from_value(v.clone()).map_err(|e| ScenarioError::one(format!("study.{name}"), e.to_string()))
+}
+
+/// The study called `name` on `spec` (see [`Kind::build`]).
+pub fn build(name: &str, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
+    Kind::from_name(name)?.build(spec, params)
 }
 
 /// The header every study report starts with.
-fn report_head(study: &str, spec: &Spec, question: String) -> StudyReport {
+fn report_head(study: Kind, spec: &Spec, question: String) -> StudyReport {
     StudyReport {
         inferscale_version: env!("CARGO_PKG_VERSION").to_string(),
-        study: study.to_string(),
+        study: study.name().to_string(),
         scenario: spec.name.clone(),
         seed: spec.seed,
         question,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{bootstrap_ci, col, report_head, treated, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use super::{bootstrap_ci, col, report_head, treated, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
 use crate::scenario::{self, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,7 +49,7 @@ impl PairedStudy {
         e.int("study.paired.repetitions", p.repetitions as u64, 2, 1000);
         e.int("study.paired.resamples", p.resamples as u64, 100, 100_000);
         e.finish()?;
-        let treated = treated(spec, &p.treatment, "paired")?;
+        let treated = treated(spec, &p.treatment, Kind::Paired.name())?;
         let jobs = (0..p.repetitions)
             .flat_map(|k| {
                 let seed = spec.seed.wrapping_add(k as u64);
@@ -77,7 +77,7 @@ impl OneBatchStudy for PairedStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
-        let mut rep = report_head("paired", &self.base, format!("does the treatment {change} change the outcome, beyond run-to-run noise?"));
+        let mut rep = report_head(Kind::Paired, &self.base, format!("does the treatment {change} change the outcome, beyond run-to-run noise?"));
         rep.columns = vec![
             col("Metric", "", Format::Text),
             col("Baseline mean", "", Format::Num),

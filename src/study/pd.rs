@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
 /// Options; each is used only when the scenario does not say.
@@ -156,7 +156,7 @@ impl OneBatchStudy for PdStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head("pd", &self.base, "colocated or disaggregated prefill/decode, with or without prefix reuse?".into());
+        let mut rep = report_head(Kind::Pd, &self.base, "colocated or disaggregated prefill/decode, with or without prefix reuse?".into());
         rep.columns = vec![
             col("Scenario", "", Format::Text),
             col("GPU instances", "", Format::Int),

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{brief, col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use super::{brief, col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,7 +132,7 @@ impl OneBatchStudy for RankingStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let reps = self.repetitions;
-        let mut rep = report_head("ranking", &self.base, format!("which queue policy (or admission policy) serves these requests best, over {reps} repetition{}?", if reps == 1 { "" } else { "s" }));
+        let mut rep = report_head(Kind::Ranking, &self.base, format!("which queue policy (or admission policy) serves these requests best, over {reps} repetition{}?", if reps == 1 { "" } else { "s" }));
         rep.columns = vec![
             col("Rank", "", Format::Int),
             col("Scheduler", "", Format::Text),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{col, report_head, treated, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport};
+use super::{col, report_head, treated, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,7 +40,7 @@ impl SensitivityStudy {
         e.int("study.sensitivity.samples", p.samples as u64, 1, 1000);
         e.range_open_lo("study.sensitivity.range", p.range, 1.0, 10.0);
         e.finish()?;
-        let treated = treated(spec, &p.treatment, "sensitivity")?;
+        let treated = treated(spec, &p.treatment, Kind::Sensitivity.name())?;
         // Scales from the study stream: log-uniform, shared by baseline and treatment (common random numbers).
         let mut rng = crate::rng::stream(spec.seed, crate::rng::Stream::Study, 2);
         let ln = libm::log(p.range);
@@ -78,7 +78,7 @@ impl OneBatchStudy for SensitivityStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
-        let mut rep = report_head("sensitivity", &self.base, format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range));
+        let mut rep = report_head(Kind::Sensitivity, &self.base, format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range));
         rep.columns = vec![
             col("Sample", "", Format::Text),
             col("Prefill ×", "", Format::Num),

@@ -106,7 +106,7 @@ fn full_reports() -> Vec<(String, String)> {
             out.push((format!("{key}.csv"), inferscale::export::requests_csv(&r, &sc)));
             out.push((format!("{key}.md"), inferscale::export::markdown(&r)));
         }
-        for (study, _) in inferscale::study::STUDIES {
+        for study in inferscale::study::Kind::ALL.map(|k| k.name()) {
             let text = match inferscale::study::build(study, &shipped(&name), &serde_json::json!({})) {
                 Err(e) => format!("error: {e}"),
                 Ok(mut st) => match inferscale::study::run_native(st.as_mut(), 2, &mut |_, _| true) {

@@ -852,7 +852,7 @@ fn new_app() -> Rc<RefCell<App>> {
 
 /// The parts of the page generated from registries: the sidebar, the figures, the export bars, the examples.
 fn lay_out(app: &Rc<RefCell<App>>) {
-    app.borrow().el("nav").set_inner_html(&study_panel::sidebar_html());
+    app.borrow().el("nav").set_inner_html(&crate::study_defs::sidebar_html());
     {
         let figures: String = [("chart-ttft", "TTFT CDF"), ("chart-tpot", "TPOT CDF"), ("chart-e2e", "E2E CDF"), ("chart-queue", "Queue and batch over time"), ("chart-kv", "KV cache use over time"), ("chart-class", "SLO attainment per class")]
             .iter()

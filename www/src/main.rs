@@ -19,6 +19,8 @@ mod figure;
 mod numbers;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod panels;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod study_defs;
 // Used by the wasm app; natively only its tests run.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod table;

@@ -1,0 +1,235 @@
+//! The study panels' definitions: for each study of the core's registry (`study::Kind`), its sidebar group,
+//! its sentence and the fields that edit its inputs and options. Plain data, so its tests run natively: they
+//! check every panel against the core (each study has a panel, each option field is an option of the study's
+//! options struct, and each such option has a field).
+
+use inferscale::study::Kind;
+use serde_json::{json, Value};
+
+use crate::panels::{LabPanel, Panel};
+
+/// A study's panel: its sidebar group, its sentence and its parameters. Its name and title are the core's
+/// (`study::Kind`), so the CLI's help and the sidebar say the same.
+pub(crate) struct PanelDef {
+    pub kind: Kind,
+    pub group: &'static str,
+    pub sentence: &'static str,
+    pub params: &'static [Param],
+}
+
+impl Panel for PanelDef {
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+    fn title(&self) -> &'static str {
+        self.kind.about().title
+    }
+    fn group(&self) -> &'static str {
+        self.group
+    }
+    fn section(&self) -> &'static str {
+        "panel-study"
+    }
+}
+
+/// Every panel of the page, in sidebar order: the Serving Lab, then the study panels.
+pub(crate) fn registry() -> Vec<&'static dyn Panel> {
+    std::iter::once(&LabPanel as &'static dyn Panel).chain(PANELS.iter().map(|p| p as &'static dyn Panel)).collect()
+}
+
+pub(crate) fn sidebar_html() -> String {
+    crate::panels::sidebar_html(&registry(), "lab")
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum PKind {
+    Int,
+    Num,
+    /// A number that may be left empty (the option is then absent).
+    OptNum,
+    Bool,
+    /// A JSON value edited as text (a candidate list, a treatment).
+    Json,
+    Select(&'static [(&'static str, &'static str)]),
+}
+
+/// A parameter field: it edits the scenario at `ptr` (scenario fields are the study's inputs) or, with a
+/// `study:` prefix, the study's own options.
+pub(crate) struct Param {
+    pub id: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub title: &'static str,
+    pub ptr: &'static str,
+    pub kind: PKind,
+}
+
+const DEVICES: &[(&str, &str)] = &[("", "as the scenario"), ("a100-80g", "A100 80GB"), ("a100-40g", "A100 40GB"), ("h100-sxm", "H100 SXM"), ("h200", "H200"), ("l40s", "L40S")];
+const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
+
+pub(crate) const PANELS: &[PanelDef] = &[
+PanelDef {
+    kind: Kind::Ranking,
+    group: "Decide",
+    sentence: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: is the miss a queueing problem a policy can fix, or are the policies tied?",
+    params: &[
+        Param { id: "o-admission", label: "Rank admission policies too", unit: "", title: "Also rank FCFS with a queue cap and with deadline admission", ptr: "study:admission", kind: PKind::Bool },
+        Param { id: "o-quantum", label: "DRR quantum", unit: "tokens", title: "Deficit round robin's quantum per tenant turn", ptr: "study:drr_quantum_tokens", kind: PKind::Int },
+        Param { id: "o-rreps", label: "Repetitions", unit: "seeds per policy", title: "Every policy runs on these seeds; the table shows 95 % intervals over them", ptr: "study:repetitions", kind: PKind::Int },
+    ],
+},
+PanelDef {
+    kind: Kind::Capacity,
+    group: "Decide",
+    sentence: "How much load does this cluster sustain at its objectives — or how many replicas does a given load need? Measured by bracketing and bisection in every repetition, never derived.",
+    params: &[
+        Param { id: "o-target", label: "SLO attainment target", unit: "fraction (empty: the scenario's objectives)", title: "Every repetition must reach this attainment (and every percentile objective of the scenario)", ptr: "study:target", kind: PKind::OptNum },
+        Param { id: "o-target-rps", label: "Or: fewest replicas for", unit: "req/s (empty: find the highest rate)", title: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router", ptr: "study:target_rps", kind: PKind::OptNum },
+        Param { id: "o-max-replicas", label: "Most replicas", unit: "", title: "The replica search stops here", ptr: "study:max_replicas", kind: PKind::Int },
+        Param { id: "o-reps", label: "Repetitions", unit: "seeds per rate", title: "Repetitions (seeds) per rate; all must pass", ptr: "study:repetitions", kind: PKind::Int },
+        Param { id: "o-precision", label: "Precision", unit: "fraction of the rate", title: "Stop when the pass/fail bracket is this narrow", ptr: "study:precision", kind: PKind::Num },
+        Param { id: "o-wait", label: "Or: mean wait at most", unit: "ms (empty: use the SLOs)", title: "Pass on mean queueing delay instead of SLO attainment", ptr: "study:max_mean_wait_ms", kind: PKind::OptNum },
+        Param { id: "o-start", label: "First rate", unit: "req/s (empty: the scenario's)", title: "Where the search starts", ptr: "study:start_rps", kind: PKind::OptNum },
+        Param { id: "o-maxrates", label: "Most rates", unit: "", title: "Most rates evaluated before the search stops", ptr: "study:max_rates", kind: PKind::Int },
+    ],
+},
+PanelDef {
+    kind: Kind::Pd,
+    group: "Decide",
+    sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
+    params: &[
+        Param { id: "p-prefill", label: "Prefill workers", unit: "", title: "Workers in the prefill pool", ptr: "/cluster/disaggregation/prefill/replicas", kind: PKind::Int },
+        Param { id: "p-prefill-dev", label: "Prefill device", unit: "", title: "Device of the prefill pool", ptr: "/cluster/disaggregation/prefill/device", kind: PKind::Select(DEVICES) },
+        Param { id: "p-prefill-tp", label: "Prefill TP", unit: "GPUs/worker", title: "Tensor parallelism of a prefill worker", ptr: "/cluster/disaggregation/prefill/tp", kind: PKind::Int },
+        Param { id: "p-decode", label: "Decode workers", unit: "", title: "Workers in the decode pool", ptr: "/cluster/disaggregation/decode/replicas", kind: PKind::Int },
+        Param { id: "p-decode-dev", label: "Decode device", unit: "", title: "Device of the decode pool", ptr: "/cluster/disaggregation/decode/device", kind: PKind::Select(DEVICES) },
+        Param { id: "p-decode-tp", label: "Decode TP", unit: "GPUs/worker", title: "Tensor parallelism of a decode worker", ptr: "/cluster/disaggregation/decode/tp", kind: PKind::Int },
+        Param { id: "p-bw", label: "Link bandwidth", unit: "GB/s", title: "Bandwidth of one KV-transfer link", ptr: "/cluster/disaggregation/link/bandwidth_gbps", kind: PKind::Num },
+        Param { id: "p-lat", label: "Link latency", unit: "ms", title: "Fixed latency of a transfer", ptr: "/cluster/disaggregation/link/latency_ms", kind: PKind::Num },
+        Param { id: "p-topo", label: "Links", unit: "", title: "A link per (prefill, decode) pair, or one shared by all", ptr: "/cluster/disaggregation/link/topology", kind: PKind::Select(TOPOLOGY) },
+        Param { id: "p-prefix", label: "Shared prefix", unit: "tokens", title: "Length of each shared prompt prefix (whole KV blocks are shared)", ptr: "/prefix/prefix_tokens", kind: PKind::Int },
+        Param { id: "p-reuse", label: "Reuse fraction", unit: "of requests", title: "Fraction of requests whose prompt starts with a shared prefix", ptr: "/prefix/reuse_fraction", kind: PKind::Num },
+        Param { id: "p-groups", label: "Prefixes", unit: "distinct", title: "Number of distinct shared prefixes", ptr: "/prefix/groups", kind: PKind::Int },
+        Param { id: "p-zipf", label: "Popularity skew", unit: "Zipf s", title: "Zipf exponent of prefix popularity (0 = uniform)", ptr: "/prefix/zipf_s", kind: PKind::Num },
+    ],
+},
+PanelDef {
+    kind: Kind::Explorer,
+    group: "Decide",
+    sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
+    params: &[
+        Param { id: "o-etarget", label: "SLO pass at", unit: "fraction (empty: the scenario's target)", title: "A candidate passes at this SLO attainment", ptr: "study:target", kind: PKind::OptNum },
+        Param { id: "o-candidates", label: "Candidates", unit: "JSON: [{name, set: {JSON pointer: value}}]", title: "Each candidate changes these scenario fields", ptr: "study:candidates", kind: PKind::Json },
+    ],
+},
+PanelDef {
+    kind: Kind::Paired,
+    group: "Prove",
+    sentence: "Baseline against a treatment over K repetitions, both on the same seed each time: is the difference real, or run-to-run noise? Bootstrap confidence intervals of the paired deltas.",
+    params: &[
+        Param { id: "o-treatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
+        Param { id: "o-preps", label: "Repetitions", unit: "pairs", title: "Paired repetitions K (seeds)", ptr: "study:repetitions", kind: PKind::Int },
+        Param { id: "o-resamples", label: "Bootstrap resamples", unit: "", title: "Resamples B of the bootstrap", ptr: "study:resamples", kind: PKind::Int },
+    ],
+},
+PanelDef {
+    kind: Kind::Sensitivity,
+    group: "Prove",
+    sentence: "Does the treatment still win if the cost profile is off? Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
+    params: &[
+        Param { id: "o-streatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
+        Param { id: "o-samples", label: "Samples", unit: "", title: "Perturbation samples N", ptr: "study:samples", kind: PKind::Int },
+        Param { id: "o-range", label: "Range", unit: "× (each scale in [1/range, range])", title: "How far the profile may be off", ptr: "study:range", kind: PKind::Num },
+    ],
+},
+];
+
+/// The options a panel starts with: the study's defaults, and an example treatment where one is required.
+pub(crate) fn default_options(name: &str) -> Value {
+    let Some(p) = panel(name) else { return json!({}) };
+    let mut v = p.kind.default_options();
+    if matches!(p.kind, Kind::Paired | Kind::Sensitivity) {
+        v["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
+    }
+    if p.kind == Kind::Sensitivity {
+        v["samples"] = json!(12);
+    }
+    v
+}
+
+pub(crate) fn panel(name: &str) -> Option<&'static PanelDef> {
+    PANELS.iter().find(|p| p.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_study_has_one_panel_in_the_registry_order() {
+        let kinds: Vec<Kind> = PANELS.iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, Kind::ALL.to_vec());
+        let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity"]);
+    }
+
+    /// A `study:` field edits an option of the study's options struct, and every option has a field — but
+    /// the P/D study's, which apply only when the scenario has no prefix block: its panel edits the
+    /// scenario's prefix itself.
+    #[test]
+    fn every_option_field_is_an_option_of_its_study_and_back() {
+        let mut checked = 0;
+        for p in PANELS {
+            let options = p.kind.option_names();
+            assert!(!options.is_empty(), "{}: no options read off the struct", p.name());
+            let fields: Vec<&str> = p.params.iter().filter_map(|f| f.ptr.strip_prefix("study:")).collect();
+            for f in &fields {
+                assert!(options.iter().any(|o| o == f), "{}: field `{f}` is not an option (options: {options:?})", p.name());
+                checked += 1;
+            }
+            if p.kind != Kind::Pd {
+                for o in &options {
+                    assert!(fields.contains(&o.as_str()), "{}: option `{o}` has no field", p.name());
+                }
+            }
+        }
+        // Every field's id is unique on the page (the panels share one form).
+        let mut ids: Vec<&str> = PANELS.iter().flat_map(|p| p.params).map(|f| f.id).collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "a field id is used twice");
+        assert!(checked >= 18, "{checked} option fields checked");
+    }
+
+    /// A scenario field names a field the scenario format has: written into the default scenario, the
+    /// scenario parser never calls it unknown.
+    #[test]
+    fn scenario_fields_are_fields_of_the_scenario() {
+        let base: Value = serde_json::from_str(include_str!("../../scenarios/default.json")).unwrap();
+        let mut checked = 0;
+        for f in PANELS.iter().flat_map(|p| p.params).filter(|f| f.ptr.starts_with('/')) {
+            let value = match f.kind {
+                PKind::Select(opts) => json!(opts.last().unwrap().0),
+                PKind::Int => json!(2),
+                _ => json!(0.5),
+            };
+            let mut v = base.clone();
+            crate::details::set(&mut v, f.ptr, value);
+            if let Err(e) = inferscale::scenario::parse(&v.to_string()) {
+                assert!(!e.to_string().contains("unknown field"), "{}: {e}", f.ptr);
+            }
+            checked += 1;
+        }
+        assert!(checked >= 13, "{checked} scenario fields checked");
+    }
+
+    #[test]
+    fn default_options_are_accepted_by_the_study() {
+        let spec = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
+        for p in PANELS {
+            let built = p.kind.build(&spec, &default_options(p.name()));
+            assert!(built.is_ok(), "{}: {:?}", p.name(), built.err());
+        }
+    }
+}
