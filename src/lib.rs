@@ -37,6 +37,7 @@ pub mod queueing;
 pub mod rng;
 pub mod router;
 pub mod scenario;
+pub mod spec;
 pub mod sched;
 pub mod study;
 pub mod workload;

@@ -13,7 +13,10 @@
 //! ```
 //! See docs/model.md for the derivation and the fit to measured A100 step times.
 
-use crate::scenario::{Hardware, Model};
+mod device;
+pub mod presets;
+
+pub use device::{Hardware, Model};
 
 /// What one step does: the inputs of the cost model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

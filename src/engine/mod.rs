@@ -99,7 +99,7 @@ pub struct Simulation<'a> {
     now: u64,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
-    generator: Generator,
+    generator: Generator<'a>,
     pending: Option<Request>,
     pub(crate) replicas: Vec<Replica>,
     pub(crate) central: Option<Box<dyn WaitingQueue>>,
@@ -146,8 +146,8 @@ impl<'a> Simulation<'a> {
             (Some(_), _) => 1,
             (None, _) => 0,
         };
-        let mut generator = Generator::new(sc);
-        let pending = generator.next(sc);
+        let mut generator = sc.generator();
+        let pending = generator.next();
         let mut sim = Simulation {
             sc,
             now: 0,
@@ -174,7 +174,7 @@ impl<'a> Simulation<'a> {
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
         }
-        if let Some(h) = sc.pools[0].engine.horizon_ns {
+        if let Some(h) = sc.horizon_ns {
             sim.schedule(h, Event::Horizon);
         }
         sim
@@ -227,7 +227,7 @@ impl<'a> Simulation<'a> {
 
     fn on_arrival(&mut self) {
         let req = self.pending.take().expect("an Arrival event has a pending request");
-        self.pending = self.generator.next(self.sc);
+        self.pending = self.generator.next();
         if let Some(p) = self.pending {
             self.schedule(p.arrival_ns, Event::Arrival);
         }
@@ -377,7 +377,7 @@ impl<'a> Simulation<'a> {
         let central = self.central.is_some();
         for id in std::mem::take(&mut self.requeue) {
             let n = self.rec.requests[id as usize].preemptions as u32;
-            let backoff = self.sc.engine.backoff_ns;
+            let backoff = self.sc.pools[self.replicas[r].pool].engine.backoff_ns;
             if backoff > 0 {
                 let at = self.now.saturating_add(backoff.saturating_mul(1u64 << (n - 1).min(30)));
                 self.schedule(at, Event::Retry { request: id });

@@ -5,7 +5,7 @@
 //! O(log N) when a replica's load changes.
 
 use crate::rng::Rng64;
-use crate::scenario::RouterSpec;
+use crate::spec::RouterSpec;
 
 /// A segment tree over replica loads answering "which replica has the least load" (lowest index on ties).
 /// Update O(log N), query O(1).

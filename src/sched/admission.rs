@@ -1,6 +1,7 @@
 //! Admission: which arrivals are turned away before they queue. Built from the serde enum; `build` is the registry.
 
-use crate::scenario::{AdmissionSpec, Tenant};
+use crate::spec::AdmissionSpec;
+use crate::workload::Tenant;
 use crate::workload::Request;
 
 /// What the engine knows at an arrival, for the policies that look at load.

@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::scenario::SchedulerSpec;
+use crate::spec::SchedulerSpec;
 
 /// What a queue policy may look at to order a request.
 #[derive(Clone, Copy, Debug)]

@@ -4,14 +4,16 @@
 //! ([`crate::rng::Stream::Request`]), so two configurations run on one seed see identical requests whatever
 //! their scheduler, router or engine.
 
+mod build;
 mod dist;
 pub mod trace;
+
+pub use build::{Arrival, Class, Predictor, Prefix, Slo, Tenant, Workload};
 
 pub use dist::LengthDist;
 pub use trace::TraceRow;
 
 use crate::rng::{self, Rng64, Stream};
-use crate::scenario::{Arrival, Predictor, Scenario};
 
 /// A request as created: arrival, lengths, and everything random about it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,7 +38,11 @@ pub struct Request {
 pub const NO_PREFIX: u16 = u16::MAX;
 
 /// Creates requests one at a time, in arrival order.
-pub struct Generator {
+pub struct Generator<'a> {
+    workload: &'a Workload,
+    prefix: Option<&'a Prefix>,
+    /// The order and the reserve channels' predictors.
+    predictors: [Predictor; 2],
     seed: u64,
     arrival_rng: Rng64,
     next_idx: u64,
@@ -47,26 +53,58 @@ pub struct Generator {
     class_mean_output: Vec<f64>,
 }
 
-impl Generator {
-    pub fn new(sc: &Scenario) -> Self {
-        let mut arrival_rng = rng::stream(sc.seed, Stream::Arrivals, 0);
-        let (on, left_ns) = match &sc.workload.arrival {
+impl<'a> Generator<'a> {
+    /// The requests of `workload` on `seed`, with shared prefixes and the two predictors' guesses.
+    pub fn new(workload: &'a Workload, prefix: Option<&'a Prefix>, predictors: [Predictor; 2], seed: u64) -> Self {
+        let mut arrival_rng = rng::stream(seed, Stream::Arrivals, 0);
+        let (on, left_ns) = match &workload.arrival {
             Arrival::OnOff { mean_on_ns, .. } => (true, arrival_rng.exponential(*mean_on_ns)),
             _ => (true, 0.0),
         };
-        let class_mean_output = match &sc.workload.arrival {
+        let class_mean_output = match &workload.arrival {
             Arrival::Trace { rows } => {
                 let m = rows.iter().map(|r| r.output_tokens as f64).sum::<f64>() / rows.len() as f64;
-                vec![m; sc.workload.classes.len()]
+                vec![m; workload.classes.len()]
             }
-            _ => sc.workload.classes.iter().map(|c| c.output.mean()).collect(),
+            _ => workload.classes.iter().map(|c| c.output.mean()).collect(),
         };
-        Generator { seed: sc.seed, arrival_rng, next_idx: 0, t_ns: 0.0, on, left_ns, class_mean_output }
+        Generator { workload, prefix, predictors, seed, arrival_rng, next_idx: 0, t_ns: 0.0, on, left_ns, class_mean_output }
     }
 
+    fn gap_ns(&mut self, a: &Arrival) -> f64 {
+        let r = &mut self.arrival_rng;
+        match a {
+            Arrival::Poisson { mean_gap_ns } => r.exponential(*mean_gap_ns),
+            Arrival::Constant { gap_ns } => *gap_ns,
+            Arrival::Gamma { shape, scale_ns } => r.gamma(*shape) * scale_ns,
+            Arrival::OnOff { on_rate_per_ns, off_rate_per_ns, mean_on_ns, mean_off_ns } => {
+                // Memoryless in both states: draw a gap at the current rate; if the state ends first, move on.
+                let mut gap = 0.0;
+                loop {
+                    let rate = if self.on { *on_rate_per_ns } else { *off_rate_per_ns };
+                    if rate > 0.0 {
+                        let g = r.exponential(1.0 / rate);
+                        if g < self.left_ns {
+                            self.left_ns -= g;
+                            return gap + g;
+                        }
+                    }
+                    gap += self.left_ns;
+                    self.on = !self.on;
+                    self.left_ns = r.exponential(if self.on { *mean_on_ns } else { *mean_off_ns });
+                }
+            }
+            Arrival::Trace { .. } => unreachable!("trace arrivals come from the rows"),
+        }
+    }
+}
+
+impl Iterator for Generator<'_> {
+    type Item = Request;
+
     /// The next request, or `None` when the workload is exhausted.
-    pub fn next(&mut self, sc: &Scenario) -> Option<Request> {
-        let w = &sc.workload;
+    fn next(&mut self) -> Option<Request> {
+        let w = self.workload;
         if self.next_idx >= w.max_requests {
             return None;
         }
@@ -101,7 +139,7 @@ impl Generator {
         };
         let mean = self.class_mean_output[class];
         // Drawn from a stream of its own, so requests are the same with and without the feature.
-        let prefix_group = match &sc.prefix {
+        let prefix_group = match self.prefix {
             Some(p) => {
                 let mut pr = rng::stream(self.seed, Stream::Prefix, idx);
                 let (u_reuse, u_group) = (pr.uniform(), pr.uniform());
@@ -116,38 +154,11 @@ impl Generator {
             tenant: tenant as u16,
             prompt_tokens,
             output_tokens,
-            pred_order_tokens: predict(sc.order_predictor, output_tokens, mean, z_order),
-            pred_reserve_tokens: predict(sc.reserve_predictor, output_tokens, mean, z_reserve),
+            pred_order_tokens: predict(self.predictors[0], output_tokens, mean, z_order),
+            pred_reserve_tokens: predict(self.predictors[1], output_tokens, mean, z_reserve),
             drop_u,
             prefix_group,
         })
-    }
-
-    fn gap_ns(&mut self, a: &Arrival) -> f64 {
-        let r = &mut self.arrival_rng;
-        match a {
-            Arrival::Poisson { mean_gap_ns } => r.exponential(*mean_gap_ns),
-            Arrival::Constant { gap_ns } => *gap_ns,
-            Arrival::Gamma { shape, scale_ns } => r.gamma(*shape) * scale_ns,
-            Arrival::OnOff { on_rate_per_ns, off_rate_per_ns, mean_on_ns, mean_off_ns } => {
-                // Memoryless in both states: draw a gap at the current rate; if the state ends first, move on.
-                let mut gap = 0.0;
-                loop {
-                    let rate = if self.on { *on_rate_per_ns } else { *off_rate_per_ns };
-                    if rate > 0.0 {
-                        let g = r.exponential(1.0 / rate);
-                        if g < self.left_ns {
-                            self.left_ns -= g;
-                            return gap + g;
-                        }
-                    }
-                    gap += self.left_ns;
-                    self.on = !self.on;
-                    self.left_ns = r.exponential(if self.on { *mean_on_ns } else { *mean_off_ns });
-                }
-            }
-            Arrival::Trace { .. } => unreachable!("trace arrivals come from the rows"),
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Trace parsing: the column shapes of the public traces (docs/scenario.md). Lenient about extra columns and
 //! column order; every error names the line.
 
-use crate::scenario::TraceFormat;
+use crate::spec::TraceFormat;
 
 /// One replayed request: arrival relative to the trace's first row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@ fn model_hw(device: &str, tp: u32, efficiency_one: bool) -> (scenario::Model, sc
         h.step_overhead_ms = Some(0.0);
     }
     let sc = super::valid(&spec);
-    (sc.model, sc.hardware)
+    (sc.model, sc.pools[0].hardware.clone())
 }
 
 #[test]
@@ -95,6 +95,6 @@ fn kv_capacity_follows_memory_minus_weights() {
     let sc = super::valid(&super::small());
     // A100-80GB × 0.9 = 72 GB; weights 16.06 GB; 128 KiB per token → ≈ 426,788 tokens.
     let expected = ((80e9 * 0.9 - 8.03e9 * 2.0) / 131_072.0) as u64;
-    assert_eq!(sc.engine.kv_capacity_tokens, expected);
-    assert_eq!(sc.engine.kv_total_blocks, expected / 16);
+    assert_eq!(sc.pools[0].engine.kv_capacity_tokens, expected);
+    assert_eq!(sc.pools[0].engine.kv_total_blocks, expected / 16);
 }

@@ -84,8 +84,8 @@ fn cli_study_pd_prints_the_same_report() {
 /// The requests a job's scenario creates: (arrival, class, prompt, output) of each.
 fn requests_of(spec: &scenario::Spec) -> Vec<(u64, u16, u32, u32)> {
     let sc = scenario::validate(spec).unwrap();
-    let mut g = inferscale::workload::Generator::new(&sc);
-    std::iter::from_fn(|| g.next(&sc)).map(|r| (r.arrival_ns, r.class, r.prompt_tokens, r.output_tokens)).collect()
+    let mut g = sc.generator();
+    std::iter::from_fn(|| g.next()).map(|r| (r.arrival_ns, r.class, r.prompt_tokens, r.output_tokens)).collect()
 }
 
 fn small_spec(requests: u64) -> scenario::Spec {

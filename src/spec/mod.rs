@@ -1,8 +1,30 @@
 //! The user-facing scenario format (JSON). These types are *raw*: they mirror the file, carry defaults, and
-//! reject unknown fields. Nothing reads them except [`super::validate`], which turns a `Spec` into a
-//! [`super::Scenario`] or a list of errors naming each bad field.
+//! reject unknown fields. Each domain builds its validated type from its part of a `Spec` with
+//! [`Errors`] (`cost::Model::build`, `workload::Workload::build`, …), and [`crate::scenario::validate`]
+//! assembles them into a `Scenario` or a list of errors naming each bad field. This module depends on no
+//! other of the core's, so every domain may read it without a cycle.
+
+mod error;
+
+pub use error::{FieldError, ScenarioError};
+pub(crate) use error::{suggest, Errors};
 
 use serde::{Deserialize, Serialize};
+
+/// Nanoseconds per second.
+pub const NS_PER_S: f64 = 1e9;
+/// Nanoseconds per millisecond.
+pub const NS_PER_MS: f64 = 1e6;
+
+/// Seconds as integer nanoseconds (rounded).
+pub(crate) fn s_to_ns(s: f64) -> u64 {
+    (s * NS_PER_S).round() as u64
+}
+
+/// Milliseconds as integer nanoseconds (rounded).
+pub(crate) fn ms_to_ns(ms: f64) -> u64 {
+    (ms * NS_PER_MS).round() as u64
+}
 
 /// A whole scenario file.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

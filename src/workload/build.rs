@@ -1,0 +1,404 @@
+//! The workload, validated: arrivals, classes, tenants, output-length predictors and shared prefixes, each
+//! built from its part of the scenario spec with the errors it finds. `scenario::validate` assembles them.
+
+use super::{LengthDist, TraceRow};
+use crate::spec::{
+    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
+};
+
+const MAX_RATE_RPS: f64 = 1e7;
+/// The longest arrival span a run may have, ns (about 31 years): the u64 nanosecond clock holds 584 years,
+/// and the drain after the last arrival must fit too.
+pub(crate) const MAX_SPAN_NS: f64 = 1e18;
+pub(crate) const MAX_REQUESTS: u64 = 50_000_000;
+pub(crate) const MAX_TOKENS: u32 = 10_000_000;
+/// At most this many classes (each is a row of the report's per-class tables).
+const MAX_CLASSES: usize = 64;
+
+/// Latency objectives in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Slo {
+    pub ttft_ns: Option<u64>,
+    pub tpot_ns: Option<u64>,
+    pub e2e_ns: Option<u64>,
+}
+
+/// A validated request class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Class {
+    pub name: String,
+    pub priority: u32,
+    pub prompt: LengthDist,
+    pub output: LengthDist,
+    pub slo: Slo,
+}
+
+/// A validated tenant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tenant {
+    pub name: String,
+    /// Token-bucket refill, tokens per second (None: no bucket for this tenant).
+    pub rate_tokens_per_s: Option<f64>,
+    pub burst_tokens: f64,
+}
+
+/// Validated arrival process; gaps in nanoseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrival {
+    Poisson { mean_gap_ns: f64 },
+    Constant { gap_ns: f64 },
+    Gamma { shape: f64, scale_ns: f64 },
+    OnOff { on_rate_per_ns: f64, off_rate_per_ns: f64, mean_on_ns: f64, mean_off_ns: f64 },
+    Trace { rows: Vec<TraceRow> },
+}
+
+/// The workload the generator draws from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub arrival: Arrival,
+    /// Most requests to create.
+    pub max_requests: u64,
+    /// No request is created at or after this time.
+    pub end_ns: u64,
+    pub classes: Vec<Class>,
+    /// Cumulative normalised class weights.
+    pub class_cdf: Vec<f64>,
+    pub tenants: Vec<Tenant>,
+    pub tenant_cdf: Vec<f64>,
+}
+
+/// Shared prefixes (validated).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prefix {
+    /// Tokens shared: the configured length rounded down to whole KV blocks (> 0).
+    pub shared_tokens: u32,
+    pub reuse_fraction: f64,
+    /// Cumulative Zipf weights of the groups.
+    pub group_cdf: Vec<f64>,
+    pub caching: bool,
+}
+
+/// Output-length predictor (validated).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Predictor {
+    Oracle,
+    Lognormal { sigma: f64 },
+    ClassMean,
+    Zero,
+}
+
+impl Workload {
+    /// Mean gap between arrivals (long-run), ns.
+    pub fn mean_gap_ns(&self) -> f64 {
+        match &self.arrival {
+            Arrival::Poisson { mean_gap_ns } => *mean_gap_ns,
+            Arrival::Constant { gap_ns } => *gap_ns,
+            Arrival::Gamma { shape, scale_ns } => shape * scale_ns,
+            Arrival::OnOff { on_rate_per_ns, off_rate_per_ns, mean_on_ns, mean_off_ns } => {
+                let rate = (on_rate_per_ns * mean_on_ns + off_rate_per_ns * mean_off_ns) / (mean_on_ns + mean_off_ns);
+                1.0 / rate.max(1e-30)
+            }
+            Arrival::Trace { rows } => {
+                let n = rows.len().max(2);
+                rows[rows.len() - 1].arrival_ns as f64 / (n - 1) as f64
+            }
+        }
+    }
+}
+
+impl Workload {
+    /// The workload of `w`; errors under `workload.`.
+    pub(crate) fn build(w: &WorkloadSpec, e: &mut Errors) -> Option<Workload> {
+        let n0 = e.0.len();
+        let arrival = Arrival::build(&w.arrival, e);
+        let is_trace = matches!(w.arrival, ArrivalSpec::Trace { .. });
+        if let Some(n) = w.requests {
+            e.int("workload.requests", n, 1, MAX_REQUESTS);
+        }
+        if let Some(d) = w.duration_s {
+            e.range_open_lo("workload.duration_s", d, 0.0, 1e8);
+        }
+        if !is_trace && w.requests.is_none() && w.duration_s.is_none() {
+            e.push("workload", "give `requests` (a count) or `duration_s` (seconds of arrivals), or both");
+        }
+        let max_requests = w.requests.unwrap_or(MAX_REQUESTS);
+        let end_ns = w.duration_s.filter(|d| d.is_finite() && *d > 0.0).map(s_to_ns).unwrap_or(u64::MAX);
+        let (classes, class_cdf) = classes(&w.classes, e);
+        let (tenants, tenant_cdf) = tenants(&w.tenants, e);
+        if e.0.len() > n0 {
+            return None;
+        }
+        let w = Workload { arrival: arrival?, max_requests, end_ns, classes, class_cdf, tenants, tenant_cdf };
+        w.check_span(e);
+        Some(w)
+    }
+
+    /// Requests × the mean gap (or the duration): a span past the clock would drop arrivals unseen.
+    fn check_span(&self, e: &mut Errors) {
+        if matches!(self.arrival, Arrival::Trace { .. }) {
+            return;
+        }
+        let span = (self.mean_gap_ns() * self.max_requests as f64).min(self.end_ns as f64);
+        if span > MAX_SPAN_NS {
+            e.push(
+                "workload.requests",
+                format!("{} requests at this rate span {:.3e} s of simulated time, past the clock's limit of {:.0e} s (about 31 years): fewer requests, a higher rate, or workload.duration_s", self.max_requests, span / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
+            );
+        }
+    }
+}
+
+impl Arrival {
+    /// The arrival process of `a`; errors under `workload.arrival.`.
+    fn build(a: &ArrivalSpec, e: &mut Errors) -> Option<Arrival> {
+        match a {
+            ArrivalSpec::Poisson { rate_rps } => e
+                .range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS)
+                .then(|| Arrival::Poisson { mean_gap_ns: NS_PER_S / rate_rps }),
+            ArrivalSpec::Constant { rate_rps } => e
+                .range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS)
+                .then(|| Arrival::Constant { gap_ns: NS_PER_S / rate_rps }),
+            ArrivalSpec::Gamma { rate_rps, cv } => {
+                let a = e.range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS);
+                let b = e.range("workload.arrival.cv", *cv, 0.05, 20.0);
+                (a && b).then(|| {
+                    let shape = 1.0 / (cv * cv);
+                    Arrival::Gamma { shape, scale_ns: NS_PER_S / rate_rps / shape }
+                })
+            }
+            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => on_off(*rate_on_rps, *rate_off_rps, *mean_on_s, *mean_off_s, e),
+            ArrivalSpec::Trace { path, data, format, time_scale } => trace(path.as_deref(), data.as_deref(), *format, *time_scale, e),
+        }
+    }
+}
+
+/// On/off (Markov-modulated Poisson) arrivals.
+fn on_off(rate_on_rps: f64, rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64, e: &mut Errors) -> Option<Arrival> {
+
+        let a = e.within("workload.arrival.rate_on_rps", rate_on_rps, 1e-6, MAX_RATE_RPS, "the arrival rate while on");
+        let b = e.range("workload.arrival.rate_off_rps", rate_off_rps, 0.0, MAX_RATE_RPS);
+        let period = "a mean period; the generator walks the periods one by one";
+        let c = e.within("workload.arrival.mean_on_s", mean_on_s, 1e-3, 1e6, period);
+        let d = e.within("workload.arrival.mean_off_s", mean_off_s, 1e-3, 1e6, period);
+        // The generator walks on/off periods one at a time between arrivals: with far fewer than one
+        // arrival per on-period it would walk millions of them per request (a run that never ends).
+        let per_period = rate_on_rps * mean_on_s;
+        let e_ok = !(a && c) || per_period >= 1e-3 || {
+            e.push(
+                "workload.arrival.mean_on_s",
+                format!("rate_on_rps × mean_on_s must be at least 0.001 arrivals per on-period (got {per_period:e}): raise the rate or the on period"),
+            );
+            false
+        };
+        (a && b && c && d && e_ok).then(|| Arrival::OnOff {
+            on_rate_per_ns: rate_on_rps / NS_PER_S,
+            off_rate_per_ns: rate_off_rps / NS_PER_S,
+            mean_on_ns: mean_on_s * NS_PER_S,
+            mean_off_ns: mean_off_s * NS_PER_S,
+        })
+    
+}
+
+/// Trace replay: the rows of the trace's text, scaled in time.
+fn trace(path: Option<&str>, data: Option<&str>, format: TraceFormat, time_scale: f64, e: &mut Errors) -> Option<Arrival> {
+
+        let ok = e.range_open_lo("workload.arrival.time_scale", time_scale, 0.0, 1e6);
+        match data {
+            None => {
+                let why = match path {
+                    Some(p) => format!("trace contents missing: the front end did not load `{p}`"),
+                    None => "a trace needs `path` (a file) or `data` (its text)".into(),
+                };
+                e.push("workload.arrival.data", why);
+                None
+            }
+            Some(text) => match super::trace::parse(text, format) {
+                Ok(rows) if ok => {
+                    // Scaled arrivals must stay on the clock: an arrival past it would be dropped unseen.
+                    let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
+                    if last > MAX_SPAN_NS {
+                        e.push(
+                            "workload.arrival.time_scale",
+                            format!("the trace's last arrival would be at {:.3e} s after scaling, past the simulated clock's limit of {:.0e} s (about 31 years): lower time_scale", last / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
+                        );
+                        None
+                    } else {
+                        Some(Arrival::Trace { rows: super::trace::scale(rows, time_scale) })
+                    }
+                }
+                Ok(_) => None,
+                Err(msg) => {
+                    e.push("workload.arrival.data", msg);
+                    None
+                }
+            },
+        }
+    
+}
+
+/// The classes and their cumulative weights.
+fn classes(specs: &[ClassSpec], e: &mut Errors) -> (Vec<Class>, Vec<f64>) {
+    if specs.is_empty() || specs.len() > MAX_CLASSES {
+        e.push("workload.classes", format!("must list 1 to {MAX_CLASSES} classes (got {})", specs.len()));
+        return (Vec::new(), Vec::new());
+    }
+    let classes = specs.iter().enumerate().filter_map(|(i, c)| Class::build(c, i, e)).collect();
+    (classes, cdf(specs.iter().map(|c| c.weight), "workload.classes", e))
+}
+
+impl Class {
+    /// Class `i` of the workload; errors under `workload.classes[i].`.
+    fn build(c: &ClassSpec, i: usize, e: &mut Errors) -> Option<Class> {
+        let p = format!("workload.classes[{i}]");
+        e.range(&format!("{p}.weight"), c.weight, 0.0, 1e9);
+        e.int(&format!("{p}.priority"), c.priority as u64, 0, 1000);
+        let prompt = validate_length(&c.prompt_tokens, &format!("{p}.prompt_tokens"), e);
+        let output = validate_length(&c.output_tokens, &format!("{p}.output_tokens"), e);
+        let mut slo = Slo::default();
+        for (name, v, slot) in [
+            ("ttft_ms", c.slo.ttft_ms, &mut slo.ttft_ns),
+            ("tpot_ms", c.slo.tpot_ms, &mut slo.tpot_ns),
+            ("e2e_ms", c.slo.e2e_ms, &mut slo.e2e_ns),
+        ] {
+            if let Some(v) = v
+                && e.range_open_lo(&format!("{p}.slo.{name}"), v, 0.0, 1e9)
+            {
+                *slot = Some(ms_to_ns(v));
+            }
+        }
+        Some(Class { name: c.name.clone(), priority: c.priority, prompt: prompt?, output: output?, slo })
+    }
+}
+
+/// The tenants and their cumulative weights.
+fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec<f64>) {
+    if specs.is_empty() || specs.len() > 1024 {
+        e.push("workload.tenants", format!("must list 1 to 1024 tenants (got {})", specs.len()));
+    }
+    let mut tenants = Vec::new();
+    for (i, t) in specs.iter().enumerate() {
+        let p = format!("workload.tenants[{i}]");
+        e.range(&format!("{p}.weight"), t.weight, 0.0, 1e9);
+        if let Some(r) = t.rate_tokens_per_s {
+            e.range_open_lo(&format!("{p}.rate_tokens_per_s"), r, 0.0, 1e12);
+        }
+        if let Some(b) = t.burst_tokens {
+            e.range(&format!("{p}.burst_tokens"), b, 1.0, 1e12);
+        }
+        tenants.push(Tenant {
+            name: t.name.clone(),
+            rate_tokens_per_s: t.rate_tokens_per_s,
+            burst_tokens: t.burst_tokens.unwrap_or(0.0),
+        });
+    }
+    (tenants, cdf(specs.iter().map(|t| t.weight), "workload.tenants", e))
+}
+
+/// Normalised cumulative weights; an error if they do not sum to something positive.
+fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors) -> Vec<f64> {
+    let w: Vec<f64> = weights.collect();
+    let total: f64 = w.iter().sum();
+    if !(total > 0.0 && total.is_finite()) {
+        e.push(path, "weights must be ≥ 0 and sum to more than 0");
+        return vec![];
+    }
+    let mut acc = 0.0;
+    let mut out: Vec<f64> = w.iter().map(|x| {
+        acc += x;
+        acc / total
+    }).collect();
+    if let Some(last) = out.last_mut() {
+        *last = 1.0;
+    }
+    out
+}
+
+fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
+    let max_t = MAX_TOKENS as u64;
+    match l {
+        LengthSpec::Fixed { tokens } => e.int(&format!("{p}.tokens"), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens)),
+        LengthSpec::Uniform { min, max } => {
+            let a = e.int(&format!("{p}.min"), *min as u64, 1, max_t);
+            let b = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            if a && b && min > max {
+                e.push(format!("{p}.max"), format!("must be ≥ min ({min}) (got {max})"));
+                return None;
+            }
+            (a && b).then_some(LengthDist::Uniform { min: *min, max: *max })
+        }
+        LengthSpec::Lognormal { mean, cv, max } => {
+            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
+            let b = e.range(&format!("{p}.cv"), *cv, 0.0, 20.0);
+            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            (a && b && c).then(|| LengthDist::lognormal(*mean, *cv, *max))
+        }
+        LengthSpec::Geometric { mean, max } => {
+            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
+            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            (a && c).then(|| LengthDist::geometric(*mean, *max))
+        }
+        LengthSpec::Empirical { values } => {
+            if values.is_empty() || values.len() > 10_000_000 {
+                e.push(format!("{p}.values"), format!("must hold 1 to 10,000,000 lengths (got {})", values.len()));
+                return None;
+            }
+            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > MAX_TOKENS) {
+                e.push(format!("{p}.values[{i}]"), format!("must be from 1 to {MAX_TOKENS} (got {v})"));
+                return None;
+            }
+            Some(LengthDist::Empirical(values.clone()))
+        }
+    }
+}
+
+impl Prefix {
+    /// Shared prefixes of whole KV blocks (`block` tokens): Some(None) when valid but inert (nothing is
+    /// shared); errors under `prefix.`.
+    pub(crate) fn build(p: &PrefixSpec, block: u32, w: &Workload, e: &mut Errors) -> Option<Option<Prefix>> {
+        let n0 = e.0.len();
+        e.int("prefix.prefix_tokens", p.prefix_tokens as u64, 0, MAX_TOKENS as u64);
+        e.range("prefix.reuse_fraction", p.reuse_fraction, 0.0, 1.0);
+        e.int("prefix.groups", p.groups as u64, 1, 1_000_000);
+        e.range("prefix.zipf_s", p.zipf_s, 0.0, 10.0);
+        if e.0.len() > n0 {
+            return None;
+        }
+        let longest = match &w.arrival {
+            Arrival::Trace { rows } => rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
+            _ => w.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(0),
+        };
+        if p.prefix_tokens > 0 && p.prefix_tokens >= longest {
+            e.push("prefix.prefix_tokens", format!("must be shorter than the longest prompt ({longest} tokens): a shared prefix is part of a prompt (got {})", p.prefix_tokens));
+            return None;
+        }
+        let shared_tokens = p.prefix_tokens / block * block;
+        if shared_tokens == 0 || p.reuse_fraction == 0.0 {
+            return Some(None);
+        }
+        let weights: Vec<f64> = (1..=p.groups).map(|k| 1.0 / libm::pow(k as f64, p.zipf_s)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut acc = 0.0;
+        let group_cdf = weights.iter().map(|x| {
+            acc += x / total;
+            acc
+        }).collect();
+        Some(Some(Prefix { shared_tokens, reuse_fraction: p.reuse_fraction, group_cdf, caching: p.caching }))
+    }
+}
+
+impl Predictor {
+    /// The predictor of `p`; errors under `path`.
+    pub(crate) fn build(p: &PredictorSpec, path: &str, e: &mut Errors) -> Option<Predictor> {
+        Some(match p {
+            PredictorSpec::Oracle => Predictor::Oracle,
+            PredictorSpec::ClassMean => Predictor::ClassMean,
+            PredictorSpec::Zero => Predictor::Zero,
+            PredictorSpec::Lognormal { sigma } => {
+                if !e.range(&format!("{path}.sigma"), *sigma, 0.0, 5.0) {
+                    return None;
+                }
+                Predictor::Lognormal { sigma: *sigma }
+            }
+        })
+    }
+}
