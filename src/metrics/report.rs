@@ -341,16 +341,52 @@ fn group(name: &str, reqs: &[RequestRecord], pick: impl Fn(&RequestRecord) -> bo
     (g, s)
 }
 
-impl Report {
-    /// Build the report of a finished run.
-    pub fn build(sc: &Scenario, mut rec: Recorder) -> Report {
-        let reqs = &rec.requests;
+/// What several sections read: the run's span and the workers' KV and busy time.
+struct Span {
+    end: u64,
+    duration_ns: u64,
+    duration_s: f64,
+    /// KV blocks of each worker (pools may differ), and of all together.
+    worker_blocks: Vec<u64>,
+    all_blocks: u64,
+    total_busy: u64,
+    /// Steps, at least 1 (a divisor).
+    steps: f64,
+}
+
+impl Span {
+    fn of(sc: &Scenario, rec: &Recorder) -> Span {
         let end = rec.end_ns;
-        let first = reqs.first().map_or(0, |r| r.arrival_ns);
+        let first = rec.requests.first().map_or(0, |r| r.arrival_ns);
         let duration_ns = end.saturating_sub(first);
-        let duration_s = duration_ns as f64 / 1e9;
-        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
-        let (overall, mut s) = group("all", reqs, |_| true, sc, duration_s);
+        let worker_blocks: Vec<u64> = sc.pools.iter().flat_map(|p| std::iter::repeat_n(p.engine.kv_total_blocks, p.replicas as usize)).collect();
+        Span {
+            end,
+            duration_ns,
+            duration_s: duration_ns as f64 / 1e9,
+            all_blocks: worker_blocks.iter().sum(),
+            worker_blocks,
+            total_busy: rec.replicas.iter().map(|r| r.busy_ns).sum(),
+            steps: rec.steps.max(1) as f64,
+        }
+    }
+
+    fn per_s(&self, x: f64) -> f64 {
+        if self.duration_s > 0.0 { x / self.duration_s } else { 0.0 }
+    }
+
+    /// A busy time as a fraction of the run (0 for an empty run).
+    fn fraction(&self, busy_ns: u64, workers: f64) -> f64 {
+        if self.end > 0 { busy_ns as f64 / (workers * self.end as f64) } else { 0.0 }
+    }
+}
+
+impl Report {
+    /// Build the report of a finished run, section by section.
+    pub fn build(sc: &Scenario, mut rec: Recorder) -> Report {
+        let span = Span::of(sc, &rec);
+        let reqs = &rec.requests;
+        let (overall, mut s) = group("all", reqs, |_| true, sc, span.duration_s);
         // `group` sorted the overall latencies for the percentiles.
         let latency_cdfs = super::LatencyCdfs {
             ttft: super::stats::cdf_of_sorted_ns(&s.ttft),
@@ -358,174 +394,22 @@ impl Report {
             e2e: super::stats::cdf_of_sorted_ns(&s.e2e),
         };
         let mut itl = std::mem::take(&mut rec.itl_packed);
-        let itl_stats = Stats::from_packed_ns(&mut itl, super::ITL_COUNT_BITS);
+        let itl_s = Stats::from_packed_ns(&mut itl, super::ITL_COUNT_BITS);
         drop(itl);
-        let output_tokens: u64 = reqs.iter().filter(|r| r.outcome == Outcome::Completed).map(|r| r.output_tokens as u64).sum();
-        let prompt_tokens: u64 = reqs.iter().filter(|r| r.outcome == Outcome::Completed).map(|r| r.prompt_tokens as u64).sum();
-
-        // Little's law over [0, end]: admitted requests only (a rejected request spends no time inside).
-        let admitted = reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)));
-        let (n_admitted, time_in_system_ns) = admitted.fold((0u64, 0u128), |(n, t), r| (n + 1, t + (r.done_ns.min(end) - r.arrival_ns) as u128));
-        let t = end.max(1) as f64;
-        let l = rec.area[3] as f64 / t;
-        let lambda = n_admitted as f64 / t;
-        let w = if n_admitted == 0 { 0.0 } else { time_in_system_ns as f64 / n_admitted as f64 };
-        let little_err = if lambda * w > 0.0 { (l - lambda * w).abs() / (lambda * w) } else { l };
-
-        // KV blocks of each worker (pools may differ), and of all together.
-        let worker_blocks: Vec<u64> = sc.pools.iter().flat_map(|p| std::iter::repeat_n(p.engine.kv_total_blocks, p.replicas as usize)).collect();
-        let all_blocks: u64 = worker_blocks.iter().sum();
-        let n_rep = sc.worker_count() as u64;
-        let main_pool = sc.pools.last().expect("a pool");
-        let total_busy: u64 = rec.replicas.iter().map(|r| r.busy_ns).sum();
-        let steps = rec.steps.max(1) as f64;
-        let conservation = Conservation {
-            arrived: reqs.len() as u64,
-            completed: overall.completed,
-            rejected: overall.rejected,
-            failed: overall.failed,
-            unfinished: overall.unfinished,
-            ok: overall.completed + overall.rejected + overall.failed + overall.unfinished == reqs.len() as u64,
-        };
-        let kv = KvAudit { checks: rec.kv_checks, violations: rec.kv_violations, ok: rec.kv_violations == 0 };
-        let little = LittleAudit {
-            time_avg_in_system: l,
-            arrival_rate_rps: lambda * 1e9,
-            mean_time_in_system_s: w / 1e9,
-            relative_error: little_err,
-        };
-        let audits = Audits { ok: conservation.ok && kv.ok && little_err <= LITTLE_TOLERANCE, little, conservation, kv };
-        let met = (overall.slo_attainment * reqs.len() as f64).round();
-        let share = |l: Limiter| rec.limiter_steps[Limiter::ALL.iter().position(|x| *x == l).unwrap()] as f64 / steps;
-        let [pc, dc, wt, kr, cm, oh] = rec.cost_parts_ns.map(|x| x / 1e9);
-
-        let series = {
-            let sr = &rec.series;
-            let win_s = sr.window_ns as f64 / 1e9;
-            let cap = all_blocks as f64;
-            Series {
-                window_s: win_s,
-                t_s: sr.points.iter().map(|p| p.0 as f64 / 1e9).collect(),
-                waiting: sr.points.iter().map(|p| p.1).collect(),
-                running: sr.points.iter().map(|p| p.2).collect(),
-                kv_used_fraction: sr.points.iter().map(|p| p.3 / cap).collect(),
-                in_system: sr.points.iter().map(|p| p.4).collect(),
-                throughput_rps: sr.points.iter().map(|p| p.5 as f64 / win_s).collect(),
-                output_tokens_per_s: sr.points.iter().map(|p| p.6 as f64 / win_s).collect(),
-            }
-        };
-
+        let reqs = &rec.requests;
+        let audits = audits(&rec, &overall);
         // A lone class or tenant holds every request: its summary is the overall one, under its name (sorting
         // the same 100k latencies twice more was a tenth of a run's time).
         let groups = |names: Vec<&str>, key: fn(&RequestRecord) -> usize| match names.as_slice() {
             [name] => vec![GroupSummary { name: name.to_string(), ..overall.clone() }],
-            _ => (names.iter().enumerate()).map(|(i, name)| group(name, reqs, |r| key(r) == i, sc, duration_s).0).collect(),
+            _ => (names.iter().enumerate()).map(|(i, name)| group(name, reqs, |r| key(r) == i, sc, span.duration_s).0).collect(),
         };
         let classes = groups(sc.workload.classes.iter().map(|c| c.name.as_str()).collect(), |r| r.class as usize);
         let tenants = groups(sc.workload.tenants.iter().map(|t| t.name.as_str()).collect(), |r| r.tenant as usize);
-
-        let summary = Summary {
-            requests: reqs.len() as u64,
-            completed: overall.completed,
-            rejected: overall.rejected,
-            failed: overall.failed,
-            unfinished: overall.unfinished,
-            duration_s,
-            offered_rate_rps: super::steady::offered_rate_rps(reqs),
-            throughput_rps: per_s(overall.completed as f64),
-            output_tokens_per_s: per_s(output_tokens as f64),
-            total_tokens_per_s: per_s((output_tokens + prompt_tokens) as f64),
-            goodput_rps: per_s(met),
-            slo_attainment: overall.slo_attainment,
-            goodput_per_gpu_rps: per_s(met) / sc.gpu_count() as f64,
-            kv_peak_fraction: (rec.replicas.iter().zip(&worker_blocks)).map(|(r, b)| r.kv_peak_blocks as f64 / *b as f64).fold(0.0, f64::max),
-            kv_mean_fraction: rec.area[2] as f64 / t / all_blocks as f64,
-            mean_batch_size: if total_busy > 0 { rec.batch_area as f64 / total_busy as f64 } else { 0.0 },
-            preemptions: rec.preemptions,
-            little_relative_error: little_err,
-            ttft_s: overall.ttft_s,
-            tpot_s: overall.tpot_s,
-            itl_s: itl_stats,
-            e2e_s: overall.e2e_s,
-            queue_delay_s: Stats::from_ns(&mut s.queue),
-            normalized_latency_s_per_token: Stats::from_f64(&mut s.norm),
-        };
-        let engine = EngineSummary {
-            steps: rec.steps,
-            kv_capacity_tokens: main_pool.engine.kv_capacity_tokens,
-            kv_blocks: main_pool.engine.kv_total_blocks,
-            busy_fraction: if duration_ns > 0 { total_busy as f64 / (n_rep as f64 * end as f64) } else { 0.0 },
-            prefill_tokens: rec.prefill_tokens,
-            decode_tokens: rec.decode_tokens,
-            compute_bound_step_fraction: rec.compute_bound_steps as f64 / steps,
-            limiter: LimiterShares {
-                queue_empty: share(Limiter::QueueEmpty),
-                max_seqs: share(Limiter::MaxSeqs),
-                token_budget: share(Limiter::TokenBudget),
-                kv_reservation: share(Limiter::KvReservation),
-                kv_free: share(Limiter::KvFree),
-                preemption: share(Limiter::Preemption),
-            },
-            cost_breakdown_s: CostBreakdown { prefill_compute: pc, decode_compute: dc, weights: wt, kv_read: kr, comm: cm, overhead: oh },
-            mean_step_ms: total_busy as f64 / steps / 1e6,
-        };
-        let replicas = rec
-            .replicas
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ReplicaSummary {
-                replica: i as u32,
-                steps: r.steps,
-                busy_fraction: if end > 0 { r.busy_ns as f64 / end as f64 } else { 0.0 },
-                kv_peak_fraction: r.kv_peak_blocks as f64 / worker_blocks[i] as f64,
-            })
-            .collect();
-        let pools = sc.is_disaggregated().then(|| {
-            sc.pools
-                .iter()
-                .map(|p| {
-                    let workers = &rec.replicas[p.first as usize..(p.first + p.replicas) as usize];
-                    let busy: u64 = workers.iter().map(|w| w.busy_ns).sum();
-                    PoolSummary {
-                        role: p.role.name(),
-                        workers: p.replicas,
-                        device: p.hardware.name.clone(),
-                        tp: p.hardware.tp,
-                        gpus: p.replicas * p.hardware.tp,
-                        kv_blocks_per_worker: p.engine.kv_total_blocks,
-                        steps: workers.iter().map(|w| w.steps).sum(),
-                        busy_fraction: if end > 0 { busy as f64 / (p.replicas as f64 * end as f64) } else { 0.0 },
-                        kv_peak_fraction: workers.iter().map(|w| w.kv_peak_blocks).max().unwrap_or(0) as f64 / p.engine.kv_total_blocks as f64,
-                    }
-                })
-                .collect()
-        });
-        let transfer = sc.is_disaggregated().then(|| {
-            let mut lat: Vec<u64> =
-                reqs.iter().filter(|r| r.handoff_ns != u64::MAX && r.first_token_ns != u64::MAX && r.first_token_ns >= r.handoff_ns).map(|r| r.first_token_ns - r.handoff_ns).collect();
-            let links = rec.link_busy_ns.len().max(1) as f64;
-            let frac = |b: u64| if end > 0 { b as f64 / end as f64 } else { 0.0 };
-            TransferSummary {
-                transfers: lat.len() as u64,
-                bytes: rec.transfer_bytes,
-                links: rec.link_busy_ns.len() as u64,
-                latency_s: Stats::from_ns(&mut lat),
-                link_busy_fraction: frac(rec.link_busy_ns.iter().sum::<u64>()) / links,
-                link_busy_max_fraction: frac(rec.link_busy_ns.iter().copied().max().unwrap_or(0)),
-            }
-        });
-        let prefix = sc.prefix.as_ref().map(|p| PrefixSummary {
-            shared_tokens: p.shared_tokens,
-            caching: p.caching,
-            requests_with_prefix: reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count() as u64,
-            hit_rate: if reqs.is_empty() { 0.0 } else { rec.prefix_hits as f64 / reqs.len() as f64 },
-            lookups: rec.prefix_lookups,
-            hits: rec.prefix_hits,
-            prefill_tokens_saved: rec.prefix_saved_tokens,
-            shared_kv_peak_blocks: rec.prefix_peak_blocks,
-            evictions: rec.prefix_evictions,
-        });
-        let steady = super::steady::steady(sc, reqs, end);
+        let summary = summary(sc, &rec, &span, &overall, &mut s, itl_s, audits.little.relative_error);
+        let engine = engine_summary(sc, &rec, &span);
+        let (pools, transfer, prefix) = (pool_summaries(sc, &rec, &span), transfer_summary(sc, &rec, &span), prefix_summary(sc, &rec));
+        let steady = super::steady::steady(sc, reqs, span.end);
         let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
         let missed: Vec<Miss> = super::steady::misses(sc, reqs, &classes);
         let mut diagnosis = super::diagnose(&summary, &engine, &steady, &objectives, missed);
@@ -539,13 +423,13 @@ impl Report {
             summary,
             classes,
             tenants,
-            replicas,
+            replicas: replica_summaries(&rec, &span),
             engine,
             audits,
             steady,
             objectives,
             diagnosis,
-            series,
+            series: series(&rec, &span),
             pools,
             transfer,
             prefix,
@@ -553,4 +437,174 @@ impl Report {
             latency_cdfs,
         }
     }
+}
+
+/// Conservation, the KV audit and Little's law over [0, end] — admitted requests only (a rejected request
+/// spends no time inside).
+fn audits(rec: &Recorder, overall: &GroupSummary) -> Audits {
+    let (reqs, end) = (&rec.requests, rec.end_ns);
+    let admitted = reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)));
+    let (n_admitted, time_in_system_ns) = admitted.fold((0u64, 0u128), |(n, t), r| (n + 1, t + (r.done_ns.min(end) - r.arrival_ns) as u128));
+    let t = end.max(1) as f64;
+    let l = rec.area[3] as f64 / t;
+    let lambda = n_admitted as f64 / t;
+    let w = if n_admitted == 0 { 0.0 } else { time_in_system_ns as f64 / n_admitted as f64 };
+    let little_err = if lambda * w > 0.0 { (l - lambda * w).abs() / (lambda * w) } else { l };
+    let conservation = Conservation {
+        arrived: reqs.len() as u64,
+        completed: overall.completed,
+        rejected: overall.rejected,
+        failed: overall.failed,
+        unfinished: overall.unfinished,
+        ok: overall.completed + overall.rejected + overall.failed + overall.unfinished == reqs.len() as u64,
+    };
+    let kv = KvAudit { checks: rec.kv_checks, violations: rec.kv_violations, ok: rec.kv_violations == 0 };
+    let little = LittleAudit { time_avg_in_system: l, arrival_rate_rps: lambda * 1e9, mean_time_in_system_s: w / 1e9, relative_error: little_err };
+    Audits { ok: conservation.ok && kv.ok && little_err <= LITTLE_TOLERANCE, little, conservation, kv }
+}
+
+/// The headline figures.
+fn summary(sc: &Scenario, rec: &Recorder, span: &Span, overall: &GroupSummary, s: &mut Samples, itl_s: Stats, little_err: f64) -> Summary {
+    let reqs = &rec.requests;
+    let completed = || reqs.iter().filter(|r| r.outcome == Outcome::Completed);
+    let output_tokens: u64 = completed().map(|r| r.output_tokens as u64).sum();
+    let prompt_tokens: u64 = completed().map(|r| r.prompt_tokens as u64).sum();
+    let met = (overall.slo_attainment * reqs.len() as f64).round();
+    let t = rec.end_ns.max(1) as f64;
+    Summary {
+        requests: reqs.len() as u64,
+        completed: overall.completed,
+        rejected: overall.rejected,
+        failed: overall.failed,
+        unfinished: overall.unfinished,
+        duration_s: span.duration_s,
+        offered_rate_rps: super::steady::offered_rate_rps(reqs),
+        throughput_rps: span.per_s(overall.completed as f64),
+        output_tokens_per_s: span.per_s(output_tokens as f64),
+        total_tokens_per_s: span.per_s((output_tokens + prompt_tokens) as f64),
+        goodput_rps: span.per_s(met),
+        slo_attainment: overall.slo_attainment,
+        goodput_per_gpu_rps: span.per_s(met) / sc.gpu_count() as f64,
+        kv_peak_fraction: (rec.replicas.iter().zip(&span.worker_blocks)).map(|(r, b)| r.kv_peak_blocks as f64 / *b as f64).fold(0.0, f64::max),
+        kv_mean_fraction: rec.area[2] as f64 / t / span.all_blocks as f64,
+        mean_batch_size: if span.total_busy > 0 { rec.batch_area as f64 / span.total_busy as f64 } else { 0.0 },
+        preemptions: rec.preemptions,
+        little_relative_error: little_err,
+        ttft_s: overall.ttft_s,
+        tpot_s: overall.tpot_s,
+        itl_s,
+        e2e_s: overall.e2e_s,
+        queue_delay_s: Stats::from_ns(&mut s.queue),
+        normalized_latency_s_per_token: Stats::from_f64(&mut s.norm),
+    }
+}
+
+/// What the engine did: steps, tokens, what limited the batches, where step time went.
+fn engine_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> EngineSummary {
+    let main_pool = sc.pools.last().expect("a pool");
+    let steps = span.steps;
+    let share = |l: Limiter| rec.limiter_steps[Limiter::ALL.iter().position(|x| *x == l).unwrap()] as f64 / steps;
+    let [pc, dc, wt, kr, cm, oh] = rec.cost_parts_ns.map(|x| x / 1e9);
+    EngineSummary {
+        steps: rec.steps,
+        kv_capacity_tokens: main_pool.engine.kv_capacity_tokens,
+        kv_blocks: main_pool.engine.kv_total_blocks,
+        busy_fraction: if span.duration_ns > 0 { span.total_busy as f64 / (sc.worker_count() as u64 as f64 * span.end as f64) } else { 0.0 },
+        prefill_tokens: rec.prefill_tokens,
+        decode_tokens: rec.decode_tokens,
+        compute_bound_step_fraction: rec.compute_bound_steps as f64 / steps,
+        limiter: LimiterShares {
+            queue_empty: share(Limiter::QueueEmpty),
+            max_seqs: share(Limiter::MaxSeqs),
+            token_budget: share(Limiter::TokenBudget),
+            kv_reservation: share(Limiter::KvReservation),
+            kv_free: share(Limiter::KvFree),
+            preemption: share(Limiter::Preemption),
+        },
+        cost_breakdown_s: CostBreakdown { prefill_compute: pc, decode_compute: dc, weights: wt, kv_read: kr, comm: cm, overhead: oh },
+        mean_step_ms: span.total_busy as f64 / steps / 1e6,
+    }
+}
+
+/// The gauges over time, one point per window.
+fn series(rec: &Recorder, span: &Span) -> Series {
+    let sr = &rec.series;
+    let win_s = sr.window_ns as f64 / 1e9;
+    let cap = span.all_blocks as f64;
+    Series {
+        window_s: win_s,
+        t_s: sr.points.iter().map(|p| p.0 as f64 / 1e9).collect(),
+        waiting: sr.points.iter().map(|p| p.1).collect(),
+        running: sr.points.iter().map(|p| p.2).collect(),
+        kv_used_fraction: sr.points.iter().map(|p| p.3 / cap).collect(),
+        in_system: sr.points.iter().map(|p| p.4).collect(),
+        throughput_rps: sr.points.iter().map(|p| p.5 as f64 / win_s).collect(),
+        output_tokens_per_s: sr.points.iter().map(|p| p.6 as f64 / win_s).collect(),
+    }
+}
+
+fn replica_summaries(rec: &Recorder, span: &Span) -> Vec<ReplicaSummary> {
+    let end = span.end;
+    (rec.replicas.iter().enumerate())
+        .map(|(i, r)| ReplicaSummary {
+            replica: i as u32,
+            steps: r.steps,
+            busy_fraction: if end > 0 { r.busy_ns as f64 / end as f64 } else { 0.0 },
+            kv_peak_fraction: r.kv_peak_blocks as f64 / span.worker_blocks[i] as f64,
+        })
+        .collect()
+}
+
+/// Disaggregated: each pool's workers together.
+fn pool_summaries(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<Vec<PoolSummary>> {
+    let pool = |p: &crate::scenario::Pool| {
+        let workers = &rec.replicas[p.first as usize..(p.first + p.replicas) as usize];
+        let busy: u64 = workers.iter().map(|w| w.busy_ns).sum();
+        PoolSummary {
+            role: p.role.name(),
+            workers: p.replicas,
+            device: p.hardware.name.clone(),
+            tp: p.hardware.tp,
+            gpus: p.replicas * p.hardware.tp,
+            kv_blocks_per_worker: p.engine.kv_total_blocks,
+            steps: workers.iter().map(|w| w.steps).sum(),
+            busy_fraction: span.fraction(busy, p.replicas as f64),
+            kv_peak_fraction: workers.iter().map(|w| w.kv_peak_blocks).max().unwrap_or(0) as f64 / p.engine.kv_total_blocks as f64,
+        }
+    };
+    sc.is_disaggregated().then(|| sc.pools.iter().map(pool).collect())
+}
+
+/// Disaggregated: the KV transfers and the links.
+fn transfer_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<TransferSummary> {
+    let reqs = &rec.requests;
+    sc.is_disaggregated().then(|| {
+        let mut lat: Vec<u64> =
+            reqs.iter().filter(|r| r.handoff_ns != u64::MAX && r.first_token_ns != u64::MAX && r.first_token_ns >= r.handoff_ns).map(|r| r.first_token_ns - r.handoff_ns).collect();
+        let links = rec.link_busy_ns.len().max(1) as f64;
+        TransferSummary {
+            transfers: lat.len() as u64,
+            bytes: rec.transfer_bytes,
+            links: rec.link_busy_ns.len() as u64,
+            latency_s: Stats::from_ns(&mut lat),
+            link_busy_fraction: span.fraction(rec.link_busy_ns.iter().sum::<u64>(), 1.0) / links,
+            link_busy_max_fraction: span.fraction(rec.link_busy_ns.iter().copied().max().unwrap_or(0), 1.0),
+        }
+    })
+}
+
+/// Shared prefixes: how many requests carried one and what the cache saved.
+fn prefix_summary(sc: &Scenario, rec: &Recorder) -> Option<PrefixSummary> {
+    let reqs = &rec.requests;
+    sc.prefix.as_ref().map(|p| PrefixSummary {
+        shared_tokens: p.shared_tokens,
+        caching: p.caching,
+        requests_with_prefix: reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count() as u64,
+        hit_rate: if reqs.is_empty() { 0.0 } else { rec.prefix_hits as f64 / reqs.len() as f64 },
+        lookups: rec.prefix_lookups,
+        hits: rec.prefix_hits,
+        prefill_tokens_saved: rec.prefix_saved_tokens,
+        shared_kv_peak_blocks: rec.prefix_peak_blocks,
+        evictions: rec.prefix_evictions,
+    })
 }
