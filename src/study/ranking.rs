@@ -146,11 +146,45 @@ impl OneBatchStudy for RankingStudy {
             col("Unfinished", "requests, all repetitions", Format::Int),
             col("Versus the best", "", Format::Text),
         ];
-        let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
-        let policies: Vec<Policy> = self
-            .policies
-            .iter()
-            .enumerate()
+        let policies = self.policies(results);
+        // Rank: mean SLO attainment, then mean goodput; the earlier policy on a full tie.
+        let mut order: Vec<usize> = (0..policies.len()).collect();
+        order.sort_by(|&a, &b| policies[b].slo.0.total_cmp(&policies[a].slo.0).then(policies[b].goodput.0.total_cmp(&policies[a].goodput.0)).then(a.cmp(&b)));
+        // Each policy: not distinguishable from the best at 95 % (paired differences), on both criteria.
+        let best = order.first().map(|&i| &policies[i]);
+        let tied: Vec<bool> = policies.iter().map(|p| best.is_some_and(|b| paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps))).collect();
+        let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
+        let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
+        // A diagnosis that differs per row gets a column; one shared by every row is said once, in the notes.
+        if !same_sentence {
+            rep.columns.push(col("Diagnosis", "first repetition", Format::Text));
+        }
+        rep.rows = (order.iter().enumerate())
+            .map(|(rank, &i)| {
+                let mut row = table_row(rank, &policies[i], tied[i]);
+                if !same_sentence {
+                    row.push(briefs[i].as_str().into());
+                }
+                row
+            })
+            .collect();
+        if let (Some(&first), Some(&worst)) = (order.first(), order.last()) {
+            rep.best_row = Some(0);
+            let ties: Vec<&str> = order.iter().skip(1).filter(|&&i| tied[i]).map(|&i| policies[i].label).collect();
+            rep.answer = answer(&policies[first], &policies[worst], &ties, reps);
+        }
+        rep.charts = vec![chart(&policies, &order, &tied)];
+        rep.notes = self.notes(same_sentence.then(|| briefs.first()).flatten());
+        rep.runs = results.to_vec();
+        rep
+    }
+}
+
+impl RankingStudy {
+    /// Each policy's runs (its repetitions are consecutive jobs) with the means and intervals it ranks by.
+    fn policies<'a>(&'a self, results: &'a [RunSummary]) -> Vec<Policy<'a>> {
+        let reps = self.repetitions;
+        (self.policies.iter().enumerate())
             .map(|(i, label)| {
                 let runs = &results[i * reps..(i + 1) * reps];
                 Policy {
@@ -160,99 +194,86 @@ impl OneBatchStudy for RankingStudy {
                     goodput: mean_ci(&runs.iter().map(|x| x.goodput_rps).collect::<Vec<_>>()),
                 }
             })
-            .collect();
-        // Rank: mean SLO attainment, then mean goodput; the earlier policy on a full tie.
-        let mut order: Vec<usize> = (0..policies.len()).collect();
-        order.sort_by(|&a, &b| policies[b].slo.0.total_cmp(&policies[a].slo.0).then(policies[b].goodput.0.total_cmp(&policies[a].goodput.0)).then(a.cmp(&b)));
-        let best = order.first().map(|&i| &policies[i]);
-        let tied = |p: &Policy| best.is_some_and(|b| paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps));
-        let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
-        let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
-        // A diagnosis that differs per row gets a column; one shared by every row is said once, in the notes.
-        if !same_sentence {
-            rep.columns.push(col("Diagnosis", "first repetition", Format::Text));
-        }
-        // A share's interval is clipped to [0, 100 %], a rate's to ≥ 0.
-        let ci = |c: (f64, f64, f64), pct: bool| {
-            if pct { format!("{:.1} – {:.1} %", c.1.clamp(0.0, 1.0) * 100.0, c.2.clamp(0.0, 1.0) * 100.0) } else { format!("{:.3} – {:.3}", c.1.max(0.0), c.2.max(0.0)) }
-        };
-        rep.rows = order
-            .iter()
-            .enumerate()
-            .map(|(rank, &i)| {
-                let p = &policies[i];
-                let versus = if rank == 0 { "best" } else if tied(p) { "not distinguishable from the best" } else { "worse" };
-                let mut row = vec![
-                    Cell::from((rank + 1) as u64),
-                    p.label.into(),
-                    p.goodput.0.into(),
-                    ci(p.goodput, false).into(),
-                    p.slo.0.into(),
-                    ci(p.slo, true).into(),
-                    mean(p.runs.iter().map(|x| x.ttft_p95_s).collect()).into(),
-                    mean(p.runs.iter().map(|x| x.e2e_p95_s).collect()).into(),
-                    mean(p.runs.iter().map(|x| x.kv_peak_fraction).collect()).into(),
-                    p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into(),
-                    versus.into(),
-                ];
-                if !same_sentence {
-                    row.push(briefs[i].as_str().into());
-                }
-                row
-            })
-            .collect();
-        let r = &policies;
-        if let (Some(&first), Some(&worst)) = (order.first(), order.last()) {
-            rep.best_row = Some(0);
-            let ties: Vec<&str> = order.iter().skip(1).filter(|&&i| tied(&r[i])).map(|&i| r[i].label).collect();
-            let tie_text = match ties.len() {
-                0 => String::new(),
-                _ if reps == 1 => format!(" With one repetition there is no interval: {} tie it exactly.", ties.join(", ")),
-                _ => format!(" Not distinguishable from it at 95 % over {reps} paired repetitions: {}.", ties.join(", ")),
-            };
-            rep.answer = format!(
-                "{} ranks first: SLO attainment {:.1} % ({}), goodput {:.2} req/s (last: {} at {:.1} %).{tie_text}",
-                r[first].label,
-                r[first].slo.0 * 100.0,
-                ci(r[first].slo, true),
-                r[first].goodput.0,
-                r[worst].label,
-                r[worst].slo.0 * 100.0
-            );
-        }
-        rep.charts = vec![Chart {
-            kind: "bars".into(),
-            title: "SLO attainment by policy (ranked, mean over repetitions)".into(),
-            x_label: "policy".into(),
-            y_label: "fraction of requests meeting every SLO".into(),
-            categories: order.iter().map(|&i| r[i].label.to_string()).collect(),
-            // Colour says whether a row is distinguishable from the best: tied rows (and the best) in one
-            // series, worse rows in another.
-            series: [("best or not distinguishable", true), ("worse", false)]
-                .into_iter()
-                .map(|(name, tie)| ChartSeries {
-                    name: name.into(),
-                    points: order.iter().enumerate().map(|(k, &i)| (k as f64, if (k == 0 || tied(&r[i])) == tie { r[i].slo.0 } else { 0.0 })).collect(),
-                    band: vec![],
-                    labels: vec![],
-                    line: false,
-                })
-                .collect(),
-            target: None,
-        }];
-        rep.notes = vec![format!(
-            "Every policy runs the same requests (same arrivals, lengths and predictions) on each of {reps} seeds (seed {} + k); only the order and admission differ. 95 % intervals: mean ± t · s/√R over the repetitions; \"not distinguishable\": the interval of the paired differences from the best includes 0 for attainment and for goodput.",
-            self.base.seed
+            .collect()
+    }
+
+    fn notes(&self, shared_diagnosis: Option<&String>) -> Vec<String> {
+        let mut notes = vec![format!(
+            "Every policy runs the same requests (same arrivals, lengths and predictions) on each of {} seeds (seed {} + k); only the order and admission differ. 95 % intervals: mean ± t · s/√R over the repetitions; \"not distinguishable\": the interval of the paired differences from the best includes 0 for attainment and for goodput.",
+            self.repetitions, self.base.seed
         )];
-        if same_sentence && let Some(b) = briefs.first() {
-            rep.notes.push(format!("Every policy's diagnosis (first repetition): {b}"));
+        if let Some(b) = shared_diagnosis {
+            notes.push(format!("Every policy's diagnosis (first repetition): {b}"));
         }
         if self.policies.len() == 6 {
-            rep.notes.push("Admission policies were not ranked (study option admission = false).".into());
+            notes.push("Admission policies were not ranked (study option admission = false).".into());
         } else if !self.policies.iter().any(|l| l.contains("deadline")) {
-            rep.notes.push("Deadline admission was not ranked: it needs an e2e SLO on every class.".into());
+            notes.push("Deadline admission was not ranked: it needs an e2e SLO on every class.".into());
         }
-        rep.runs = results.to_vec();
-        rep
+        notes
+    }
+}
+
+/// A mean's 95 % interval as text: a share's clipped to [0, 100 %], a rate's to ≥ 0.
+fn ci(c: (f64, f64, f64), pct: bool) -> String {
+    if pct { format!("{:.1} – {:.1} %", c.1.clamp(0.0, 1.0) * 100.0, c.2.clamp(0.0, 1.0) * 100.0) } else { format!("{:.3} – {:.3}", c.1.max(0.0), c.2.max(0.0)) }
+}
+
+/// The table row of the policy ranked `rank` (0: the best).
+fn table_row(rank: usize, p: &Policy, tied: bool) -> Vec<Cell> {
+    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let versus = if rank == 0 { "best" } else if tied { "not distinguishable from the best" } else { "worse" };
+    vec![
+        Cell::from((rank + 1) as u64),
+        p.label.into(),
+        p.goodput.0.into(),
+        ci(p.goodput, false).into(),
+        p.slo.0.into(),
+        ci(p.slo, true).into(),
+        mean(p.runs.iter().map(|x| x.ttft_p95_s).collect()).into(),
+        mean(p.runs.iter().map(|x| x.e2e_p95_s).collect()).into(),
+        mean(p.runs.iter().map(|x| x.kv_peak_fraction).collect()).into(),
+        p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into(),
+        versus.into(),
+    ]
+}
+
+fn answer(first: &Policy, worst: &Policy, ties: &[&str], reps: usize) -> String {
+    let tie_text = match ties.len() {
+        0 => String::new(),
+        _ if reps == 1 => format!(" With one repetition there is no interval: {} tie it exactly.", ties.join(", ")),
+        _ => format!(" Not distinguishable from it at 95 % over {reps} paired repetitions: {}.", ties.join(", ")),
+    };
+    format!(
+        "{} ranks first: SLO attainment {:.1} % ({}), goodput {:.2} req/s (last: {} at {:.1} %).{tie_text}",
+        first.label,
+        first.slo.0 * 100.0,
+        ci(first.slo, true),
+        first.goodput.0,
+        worst.label,
+        worst.slo.0 * 100.0
+    )
+}
+
+/// SLO attainment by policy, ranked. Colour says whether a row is distinguishable from the best: tied rows
+/// (and the best) in one series, worse rows in another.
+fn chart(r: &[Policy], order: &[usize], tied: &[bool]) -> Chart {
+    Chart {
+        kind: "bars".into(),
+        title: "SLO attainment by policy (ranked, mean over repetitions)".into(),
+        x_label: "policy".into(),
+        y_label: "fraction of requests meeting every SLO".into(),
+        categories: order.iter().map(|&i| r[i].label.to_string()).collect(),
+        series: [("best or not distinguishable", true), ("worse", false)]
+            .into_iter()
+            .map(|(name, tie)| ChartSeries {
+                name: name.into(),
+                points: order.iter().enumerate().map(|(k, &i)| (k as f64, if (k == 0 || tied[i]) == tie { r[i].slo.0 } else { 0.0 })).collect(),
+                band: vec![],
+                labels: vec![],
+                line: false,
+            })
+            .collect(),
+        target: None,
     }
 }

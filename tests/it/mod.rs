@@ -1,3 +1,4 @@
+mod architecture;
 mod audits;
 mod bad_input;
 mod cli;
