@@ -12,6 +12,8 @@ pub struct TraceRow {
 }
 
 const MAX_ROWS: usize = 50_000_000;
+/// The longest span a trace may have, ns (`workload::MAX_SPAN_NS`).
+const MAX_SPAN_NS: i128 = 1_000_000_000_000_000_000;
 
 /// Parse a trace's text. Rows are sorted by arrival (stable), and times are made relative to the first.
 pub fn parse(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>, String> {
@@ -32,6 +34,15 @@ pub fn parse(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>, String> {
     }
     rows.sort_by_key(|r| r.0);
     let t0 = rows[0].0;
+    // Relative to the first row, every arrival must stay on the simulated clock (u64 ns, less the drain).
+    let (last, _, _) = rows[rows.len() - 1];
+    if last - t0 > MAX_SPAN_NS {
+        return Err(format!(
+            "the trace spans {:.3e} s from its first to its last request, past the simulated clock's limit of {:.0e} s (about 31 years)",
+            (last - t0) as f64 / 1e9,
+            MAX_SPAN_NS as f64 / 1e9
+        ));
+    }
     Ok(rows.into_iter().map(|(t, p, o)| TraceRow { arrival_ns: (t - t0) as u64, prompt_tokens: p, output_tokens: o }).collect())
 }
 
@@ -48,7 +59,7 @@ fn detect(text: &str) -> Result<TraceFormat, String> {
     if first.trim_start().starts_with('{') {
         return Ok(TraceFormat::Mooncake);
     }
-    let header: Vec<String> = split_csv(first).into_iter().map(|h| h.trim().to_string()).collect();
+    let header: Vec<String> = reader(first).headers().map(|h| h.iter().map(str::to_string).collect()).unwrap_or_default();
     let has = |name: &str| header.iter().any(|h| h == name);
     if has("arrived_at") {
         Ok(TraceFormat::Vidur)
@@ -64,64 +75,59 @@ fn detect(text: &str) -> Result<TraceFormat, String> {
     }
 }
 
-/// Split one CSV line, honouring double quotes.
-fn split_csv(line: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut start, mut quoted) = (0, false);
-    for (i, c) in line.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                out.push(line[start..i].trim_matches('"'));
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(line[start..].trim_end_matches(['\r']).trim_matches('"'));
-    out
+/// A CSV reader (the `csv` crate: RFC 4180 quoting, CRLF or LF): the first record is the header, fields are
+/// trimmed, and rows may have more or fewer fields than the header (a missing value is reported at its row).
+fn reader(text: &str) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new().has_headers(true).flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes())
 }
 
 /// Rows as (arrival ns on the trace's own clock, prompt, output).
-fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i64, u32, u32)>, String> {
+fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i128, u32, u32)>, String> {
     let (t_col, p_col, o_col) = match format {
         TraceFormat::Vidur => ("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
         TraceFormat::Azure => ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
         TraceFormat::Burstgpt => ("Timestamp", "Request tokens", "Response tokens"),
         TraceFormat::Auto | TraceFormat::Mooncake => unreachable!("resolved by the caller"),
     };
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or("the trace is empty")?;
-    let header: Vec<&str> = split_csv(header).into_iter().map(str::trim).collect();
+    // Blank lines before the header are not part of the CSV.
+    let skipped = text.lines().take_while(|l| l.trim().is_empty()).count();
+    let body = text.split_inclusive('\n').skip(skipped).collect::<String>();
+    let mut rd = reader(&body);
+    let header: Vec<String> = rd.headers().map_err(|e| format!("line 1: {e}"))?.iter().map(str::to_string).collect();
+    if header.iter().all(|h| h.is_empty()) {
+        return Err("the trace is empty".into());
+    }
     let col = |name: &str| {
         header.iter().position(|h| *h == name).ok_or_else(|| format!("line 1: missing column `{name}` (header has: {})", header.join(", ")))
     };
     let (ti, pi, oi) = (col(t_col)?, col(p_col)?, col(o_col)?);
     let mut rows = Vec::new();
-    for (n, line) in lines {
-        let f = split_csv(line);
-        let get = |i: usize, name: &str| {
-            f.get(i).map(|s| s.trim()).filter(|s| !s.is_empty()).ok_or_else(|| format!("line {}: missing value for `{name}`", n + 1))
-        };
+    for rec in rd.records() {
+        let rec = rec.map_err(|e| format!("line {}: {e}", e.position().map_or(0, |p| p.line() as usize + skipped)))?;
+        let line = rec.position().map_or(0, |p| p.line() as usize) + skipped;
+        if rec.iter().all(str::is_empty) {
+            continue; // a line of blanks
+        }
+        let get = |i: usize, name: &str| rec.get(i).filter(|s| !s.is_empty()).ok_or_else(|| format!("line {line}: missing value for `{name}`"));
         let t = match format {
-            TraceFormat::Azure => parse_datetime(get(ti, t_col)?).map_err(|m| format!("line {}: `{t_col}`: {m}", n + 1))?,
+            TraceFormat::Azure => parse_datetime(get(ti, t_col)?).map_err(|m| format!("line {line}: `{t_col}`: {m}"))?,
             _ => {
                 let s = get(ti, t_col)?;
                 let secs = s
                     .parse::<f64>()
                     .ok()
                     .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
-                    .ok_or_else(|| format!("line {}: `{t_col}` must be a time from 0 to 1e9 seconds (got `{s}`)", n + 1))?;
-                (secs * 1e9).round() as i64
+                    .ok_or_else(|| format!("line {line}: `{t_col}` must be a time from 0 to 1e9 seconds (got `{s}`)"))?;
+                (secs * 1e9).round() as i128
             }
         };
-        let p = tokens(get(pi, p_col)?, p_col, n)?;
-        let o = tokens(get(oi, o_col)?, o_col, n)?;
+        let p = tokens(get(pi, p_col)?, p_col, line - 1)?;
+        let o = tokens(get(oi, o_col)?, o_col, line - 1)?;
         if format == TraceFormat::Burstgpt && o == 0 {
             continue; // BurstGPT marks failed requests with 0 response tokens.
         }
         if p == 0 || o == 0 {
-            return Err(format!("line {}: token counts must be ≥ 1 (got {p_col} = {p}, {o_col} = {o})", n + 1));
+            return Err(format!("line {line}: token counts must be ≥ 1 (got {p_col} = {p}, {o_col} = {o})"));
         }
         rows.push((t, p, o));
     }
@@ -137,7 +143,7 @@ fn tokens(s: &str, name: &str, n: usize) -> Result<u32, String> {
     Ok(v as u32)
 }
 
-fn parse_mooncake(text: &str) -> Result<Vec<(i64, u32, u32)>, String> {
+fn parse_mooncake(text: &str) -> Result<Vec<(i128, u32, u32)>, String> {
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("line {}: not a JSON object: {e}", n + 1))?;
@@ -148,7 +154,7 @@ fn parse_mooncake(text: &str) -> Result<Vec<(i64, u32, u32)>, String> {
         if ms >= 1e12 {
             return Err(format!("line {}: `timestamp` must be below 1e12 ms", n + 1));
         }
-        let t = (ms * 1e6).round() as i64;
+        let t = (ms * 1e6).round() as i128;
         let p = tokens(&num("input_length")?.to_string(), "input_length", n)?;
         let o = tokens(&num("output_length")?.to_string(), "output_length", n)?;
         if p == 0 || o == 0 {
@@ -159,39 +165,19 @@ fn parse_mooncake(text: &str) -> Result<Vec<(i64, u32, u32)>, String> {
     Ok(rows)
 }
 
-/// `2023-11-16 18:15:46.6805900` → nanoseconds since 1970 (UTC assumed; only differences matter). Whole
-/// seconds and the fraction are kept apart so no precision is lost to a float.
-fn parse_datetime(s: &str) -> Result<i64, String> {
-    let bad = || format!("expected `YYYY-MM-DD HH:MM:SS[.fraction]` (got `{s}`)");
-    let (date, time) = s.split_once([' ', 'T']).ok_or_else(bad)?;
-    let d: Vec<&str> = date.split('-').collect();
-    let t: Vec<&str> = time.trim_end_matches('Z').split(':').collect();
-    if d.len() != 3 || t.len() != 3 {
-        return Err(bad());
+/// `2023-11-16 18:15:46.6805900` → nanoseconds since 1970 (UTC assumed; only differences matter), by
+/// `jiff`'s ISO 8601 parser (a space or `T` between date and time, up to nine fraction digits, years 0 to
+/// 9999). In i128: years far from 1970 do not wrap.
+fn parse_datetime(s: &str) -> Result<i128, String> {
+    let bad = |why: String| format!("expected `YYYY-MM-DD HH:MM:SS[.fraction]` (got `{s}`: {why})");
+    let text = s.trim_end_matches(['Z', 'z']);
+    // A date alone, or a time without seconds, is not a timestamp of the trace's shape.
+    if text.split_once([' ', 'T']).is_none_or(|(_, time)| time.matches(':').count() != 2) {
+        return Err(bad("a date and a time to the second are needed".into()));
     }
-    let y: i64 = d[0].parse().map_err(|_| bad())?;
-    let m: i64 = d[1].parse().map_err(|_| bad())?;
-    let day: i64 = d[2].parse().map_err(|_| bad())?;
-    let hh: i64 = t[0].parse().map_err(|_| bad())?;
-    let mm: i64 = t[1].parse().map_err(|_| bad())?;
-    let (whole, frac) = t[2].split_once('.').unwrap_or((t[2], ""));
-    let ss: i64 = whole.parse().map_err(|_| bad())?;
-    if frac.len() > 9 || !frac.chars().all(|c| c.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let frac_ns: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().map_err(|_| bad())? };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(0..24).contains(&hh) || !(0..60).contains(&mm) || !(0..61).contains(&ss) {
-        return Err(bad());
-    }
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1_000_000_000 + frac_ns)
+    let dt: jiff::civil::DateTime = text.parse().map_err(|e: jiff::Error| bad(e.to_string()))?;
+    let epoch = jiff::civil::date(1970, 1, 1).at(0, 0, 0, 0);
+    Ok(dt.duration_since(epoch).as_nanos())
 }
 
 #[cfg(test)]
@@ -205,5 +191,10 @@ mod tests {
         assert_eq!(b - a, 86_400_000_000_000);
         assert_eq!(parse_datetime("1970-01-01 00:00:00").unwrap(), 0);
         assert_eq!(parse_datetime("1970-01-01 00:00:01.5").unwrap(), 1_500_000_000);
+        assert_eq!(parse_datetime("1970-01-01T00:00:01.000000001Z").unwrap(), 1_000_000_001);
+        // 292 years past 1970 would wrap an i64 of nanoseconds.
+        assert_eq!(parse_datetime("2400-01-01 00:00:00").unwrap() - parse_datetime("2399-12-31 00:00:00").unwrap(), 86_400_000_000_000);
+        assert!(parse_datetime("2023-13-01 00:00:00").is_err());
+        assert!(parse_datetime("2023-11-16").is_err());
     }
 }

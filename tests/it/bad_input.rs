@@ -163,6 +163,44 @@ fn every_trace_shape_parses() {
     assert_eq!((q[0].prompt_tokens, q[0].output_tokens), (64, 8));
 }
 
+/// The quirks of files in the wild (docs/scenario.md): a byte-order mark, blank lines before the header and
+/// between rows, a line of blanks, columns in another order with extra ones, a quoted field holding a comma,
+/// counts written as floats, spaces around fields, and LF or CRLF ends. All parse to the same requests.
+#[test]
+fn trace_quirks_of_files_in_the_wild_parse_to_the_same_rows() {
+    use inferscale::scenario::TraceFormat;
+    use inferscale::workload::trace::parse;
+    let plain = parse("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n1.5,200,20\n", TraceFormat::Auto).unwrap();
+    let quirky = [
+        "\u{feff}arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n1.5,200,20\n",
+        "\n\narrived_at,num_prefill_tokens,num_decode_tokens\n\n0.5,100,10\n   \n1.5,200,20\n\n",
+        "note,num_decode_tokens,arrived_at,num_prefill_tokens\n\"a, b\",10,0.5,100\n\"c\",20,1.5,200\n",
+        "arrived_at , num_prefill_tokens , num_decode_tokens\r\n 0.5 , 100.0 , 10.0 \r\n1.5,200,20",
+    ];
+    for q in quirky {
+        assert_eq!(parse(q, TraceFormat::Auto).as_ref(), Ok(&plain), "{q:?}");
+    }
+    // An error names the line as the user's editor counts it.
+    let e = parse("\narrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n0.7,1x,10\n", TraceFormat::Auto).unwrap_err();
+    assert!(e.starts_with("line 4:"), "{e}");
+}
+
+/// Azure timestamps are wall-clock dates: one far from 1970 (past 2262, where i64 nanoseconds wrap) is
+/// ordered by its date, and a trace spanning more than the simulated clock holds is refused, not wrapped.
+#[test]
+fn azure_dates_far_from_1970_keep_their_order_or_are_refused() {
+    use inferscale::scenario::TraceFormat;
+    use inferscale::workload::trace::parse;
+    let rows = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n2400-01-01 00:00:02,30,3\n2400-01-01 00:00:00,10,1\n2400-01-01 00:00:01,20,2\n", TraceFormat::Auto).unwrap();
+    let got: Vec<(u64, u32)> = rows.iter().map(|r| (r.arrival_ns, r.prompt_tokens)).collect();
+    assert_eq!(got, [(0, 10), (1_000_000_000, 20), (2_000_000_000, 30)]);
+    let wide = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n1900-01-01 00:00:00,10,1\n2400-01-01 00:00:00,10,1\n", TraceFormat::Auto).unwrap_err();
+    assert!(wide.contains("past the simulated clock's limit"), "{wide}");
+    let v = trace("TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00,10,1\n9999-12-31 23:59:59.999999999,10,1\n");
+    let err = inferscale::scenario::validate(&serde_json::from_value(v).unwrap()).unwrap_err();
+    assert!(err.errors.iter().any(|f| f.path == "workload.arrival.data" && f.message.contains("spans")), "{err}");
+}
+
 /// Inputs the validator used to accept and the engine then hung on, wrapped its clock on or answered with
 /// garbage (issue 11's red-team list): each is now refused, naming the field and why.
 #[test]
