@@ -276,7 +276,7 @@ fn load_spec(path: &Path, seed: Option<u64>) -> Result<Spec, Failure> {
             let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
             let t = std::fs::read_to_string(&full)
                 .map_err(|e| Failure::Input(format!("{}: workload.arrival.path: cannot read trace {}: {e}", path.display(), full.display())))?;
-            *data = Some(t);
+            *data = Some(t.into());
         }
     Ok(spec)
 }

@@ -409,7 +409,10 @@ impl Report {
         let summary = summary(sc, &rec, &span, &overall, &mut s, itl_s, audits.little.relative_error);
         let engine = engine_summary(sc, &rec, &span);
         let (pools, transfer, prefix) = (pool_summaries(sc, &rec, &span), transfer_summary(sc, &rec, &span), prefix_summary(sc, &rec));
-        let steady = super::steady::steady(sc, reqs, span.end);
+        let mut steady = super::steady::steady(sc, reqs, span.end);
+        if rec.itl_coarsened {
+            steady.warnings.push(format!("inter-token latencies: the run recorded more than {} distinct gaps, so they are kept to 11 significant bits (within 0.05 %); every other figure is exact", super::ITL_CAP));
+        }
         let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
         let missed: Vec<Miss> = super::steady::misses(sc, reqs, &classes);
         let mut diagnosis = super::diagnose(&summary, &engine, &steady, &objectives, missed);

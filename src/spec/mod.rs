@@ -223,9 +223,9 @@ pub enum ArrivalSpec {
         /// Where the trace file is; front ends read it and put its text in `data`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
-        /// The trace's text (CSV or JSONL).
+        /// The trace's text (CSV or JSONL). Shared, not copied, by the specs a study derives from this one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        data: Option<String>,
+        data: Option<std::sync::Arc<str>>,
         #[serde(default)]
         format: TraceFormat,
         /// Multiply every gap by this (0.5 replays twice as fast).

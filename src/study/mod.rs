@@ -593,7 +593,14 @@ const MAX_POINTER_DEPTH: usize = 12;
 
 /// `spec` with the JSON values of `patch` (JSON pointer → value) written in. Errors name the pointer.
 pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, what: &str) -> Result<Spec, ScenarioError> {
-    let mut v = serde_json::to_value(spec).expect("a spec serialises");
+    // A trace's text (megabytes, and a study may derive a thousand specs) is shared by the derived spec, not
+    // copied through JSON — unless the patch replaces it.
+    let mut bare = spec.clone();
+    let trace = match &mut bare.workload.arrival {
+        scenario::ArrivalSpec::Trace { data, .. } => data.take(),
+        _ => None,
+    };
+    let mut v = serde_json::to_value(&bare).expect("a spec serialises");
     for (ptr, x) in patch {
         if !ptr.starts_with('/') {
             return Err(ScenarioError::one(what, format!("`{ptr}` is not a JSON pointer (e.g. \"/engine/max_num_seqs\")")));
@@ -608,7 +615,11 @@ pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, 
         set_pointer(&mut v, ptr, x.clone());
     }
     let text = v.to_string();
-    scenario::parse(&text).map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))
+    let mut out = scenario::parse(&text).map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))?;
+    if let scenario::ArrivalSpec::Trace { data: data @ None, .. } = &mut out.workload.arrival {
+        *data = trace;
+    }
+    Ok(out)
 }
 
 /// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.

@@ -26,7 +26,7 @@ pub fn shipped(name: &str) -> Spec {
     let text = std::fs::read_to_string(&path).unwrap();
     let mut spec = scenario::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     if let scenario::ArrivalSpec::Trace { path: Some(p), data, .. } = &mut spec.workload.arrival {
-        *data = Some(std::fs::read_to_string(root().join("scenarios").join(p)).unwrap());
+        *data = Some(std::fs::read_to_string(root().join("scenarios").join(p)).unwrap().into());
     }
     spec
 }
