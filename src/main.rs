@@ -16,7 +16,22 @@ use inferscale::{bench, export, queueing, Report, Scenario};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Memory a run may use, in GB (default 8); steps scale with it. Runs estimated to need more are refused
+    /// before they start, with the estimate.
+    #[arg(long, global = true, value_name = "GB", value_parser = budget_gb)]
+    budget_gb: Option<f64>,
 }
+
+/// `--budget-gb`: from 0.1 to 100,000 GB.
+fn budget_gb(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of GB"))?;
+    if (0.1..=1e5).contains(&v) { Ok(v) } else { Err(format!("must be from 0.1 to 100000 GB (got {s})")) }
+}
+
+/// The largest scenario file (traces can be inline), options file and trace file the CLI reads, bytes.
+const MAX_SCENARIO_BYTES: u64 = 256 << 20;
+const MAX_PARAMS_BYTES: u64 = 16 << 20;
+const MAX_TRACE_BYTES: u64 = 2 << 30;
 
 #[derive(Subcommand)]
 enum Command {
@@ -148,6 +163,8 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> Result<(), Failure> {
+    let budget = cli.budget_gb.map_or(scenario::Budget::NATIVE, scenario::Budget::with_memory_gb);
+    let load = |path: &Path, seed: Option<u64>| load(path, seed, &budget);
     match cli.command {
         Command::Run { scenario, seed, format, out } => {
             let sc = load(&scenario, seed)?;
@@ -175,8 +192,9 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Check { scenario } => {
             let sc = load(&scenario, None)?;
+            let est = sc.estimate();
             println!(
-                "ok: {} — {} GPU(s): {}; up to {} requests",
+                "ok: {} — {} GPU(s): {}; up to {} requests; needs at most about {:.2} GB and {:.3e} steps",
                 sc.name,
                 sc.gpu_count(),
                 sc.pools
@@ -184,7 +202,9 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
                     .map(|p| format!("{} {} worker(s) of {} × tp {} with KV for {} tokens", p.replicas, p.role.name(), p.hardware.name, p.hardware.tp, p.engine.kv_capacity_tokens))
                     .collect::<Vec<_>>()
                     .join(", "),
-                sc.workload.max_requests
+                sc.workload.max_requests,
+                est.memory_bytes / 1e9,
+                est.steps
             );
             Ok(())
         }
@@ -201,7 +221,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             if checks.iter().all(|c| c.pass) { Ok(()) } else { Err(Failure::Internal("a closed-form check failed".into())) }
         }
         Command::Bench { quick } => run_bench(quick),
-        Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common),
+        Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget),
     }
 }
 
@@ -211,16 +231,23 @@ fn study_names() -> clap::builder::PossibleValuesParser {
     Kind::ALL.map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about().question)).into()
 }
 
-fn run_study(name: &str, scenario: &Path, params: &str, params_file: Option<&Path>, common: StudyOpts) -> Result<(), Failure> {
+fn run_study(name: &str, scenario: &Path, params: &str, params_file: Option<&Path>, common: StudyOpts, budget: &scenario::Budget) -> Result<(), Failure> {
     use inferscale::study::{self, StudyError};
     let spec = load_spec(scenario, common.seed)?;
     let text = match params_file {
-        Some(p) => std::fs::read_to_string(p).map_err(|e| Failure::Input(format!("cannot read {}: {e}", p.display())))?,
+        Some(p) => read_file(p, "--params-file", MAX_PARAMS_BYTES)?,
         None => params.to_string(),
     };
     let params: serde_json::Value = serde_json::from_str(&text).map_err(|e| Failure::Input(format!("--params is not JSON: {e}")))?;
     let mut st = study::build(name, &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let threads = common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // The runs are like the scenario: `threads` of them in memory at once, and all of them in time.
+    let sc = scenario::validate(&spec).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
+    let jobs = st.progress().1.max(1) as u32;
+    let raise = ", or raise the budget with --budget-gb";
+    sc.check_budget(budget, (threads as u32).min(jobs), raise).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
+    let per_job = scenario::Budget { memory_bytes: f64::INFINITY, steps: budget.steps };
+    sc.check_budget(&per_job, jobs, raise).map_err(|e| Failure::Input(format!("{}: the study's {jobs} runs: {e}", scenario.display())))?;
     let report = study::run_native(st.as_mut(), threads, &mut |_, _| true).map_err(|e| match e {
         StudyError::Invalid(e) => Failure::Input(e.to_string()),
         StudyError::Cancelled => Failure::Internal("cancelled".into()),
@@ -259,14 +286,38 @@ fn write_out(out: Option<&Path>, text: &str) -> Result<(), Failure> {
 }
 
 /// Read, parse, resolve the trace file (relative to the scenario), validate.
-fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, Failure> {
+fn load(path: &Path, seed: Option<u64>, budget: &scenario::Budget) -> Result<Scenario, Failure> {
     let spec = load_spec(path, seed)?;
-    scenario::validate(&spec).map_err(|e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display())))
+    let invalid = |e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display()));
+    let sc = scenario::validate(&spec).map_err(invalid)?;
+    sc.check_budget(budget, 1, ", or raise the budget with --budget-gb").map_err(invalid)?;
+    Ok(sc)
+}
+
+/// A file's text: a regular file (not a device, a pipe or a directory — `/dev/zero` would never end) of at
+/// most `max` bytes, in UTF-8. Errors name the file and the option or field that named it.
+fn read_file(path: &Path, what: &str, max: u64) -> Result<String, Failure> {
+    use std::io::Read;
+    let fail = |why: String| Failure::Input(format!("{what}: cannot read {}: {why}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    if meta.len() > max {
+        return Err(fail(format!("{} bytes, over the limit of {} MB", meta.len(), max >> 20)));
+    }
+    let mut bytes = Vec::new();
+    // The size can change between the check and the read: read at most one byte past the limit.
+    std::fs::File::open(path).and_then(|f| f.take(max + 1).read_to_end(&mut bytes)).map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > max {
+        return Err(fail(format!("grew past the limit of {} MB while being read", max >> 20)));
+    }
+    String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text ({e})")))
 }
 
 /// Read and parse a scenario file, with its trace file's text put in (relative to the scenario).
 fn load_spec(path: &Path, seed: Option<u64>) -> Result<Spec, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_file(path, "the scenario", MAX_SCENARIO_BYTES)?;
     let mut spec: Spec = scenario::parse(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
     if let Some(s) = seed {
         spec.seed = s;
@@ -274,8 +325,7 @@ fn load_spec(path: &Path, seed: Option<u64>) -> Result<Spec, Failure> {
     if let ArrivalSpec::Trace { path: Some(tp), data, .. } = &mut spec.workload.arrival
         && data.is_none() {
             let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
-            let t = std::fs::read_to_string(&full)
-                .map_err(|e| Failure::Input(format!("{}: workload.arrival.path: cannot read trace {}: {e}", path.display(), full.display())))?;
+            let t = read_file(&full, &format!("{}: workload.arrival.path", path.display()), MAX_TRACE_BYTES)?;
             *data = Some(t.into());
         }
     Ok(spec)

@@ -7,6 +7,9 @@
 //! Architecture invariant: a `Scenario` that exists is runnable — a lone request of the largest possible size
 //! fits in KV and in the token budget, so every run makes progress.
 
+mod budget;
+
+pub use budget::{Budget, Estimate};
 pub use crate::cost::{presets, Hardware, Model};
 pub use crate::spec::*;
 pub use crate::workload::{Arrival, Class, Predictor, Prefix, Slo, Tenant, Workload};
@@ -34,6 +37,16 @@ pub fn parse(text: &str) -> Result<Spec, ScenarioError> {
 /// Parse then validate.
 pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
     validate(&parse(text)?)
+}
+
+/// What the lab tells a user whose run is over its budget.
+pub const BROWSER_RAISE: &str = "; the command line runs larger ones (inferscale run --budget-gb GB)";
+
+/// Parse, validate, and refuse what would exceed the lab's budget ([`Budget::BROWSER`]).
+pub fn load_for_browser(text: &str) -> Result<Scenario, ScenarioError> {
+    let sc = load(text)?;
+    sc.check_budget(&Budget::BROWSER, 1, BROWSER_RAISE)?;
+    Ok(sc)
 }
 
 /// serde says "unknown field `x`, expected one of `a`, `b`"; add "did you mean `a`?" when one is close.

@@ -47,3 +47,20 @@ fn horizon_reports_unfinished_and_still_conserves() {
     assert!(r.audits.little.relative_error <= 0.01, "{}", r.audits.little.relative_error);
     assert!((r.summary.duration_s - 20.0).abs() < 1.0);
 }
+
+/// The resource estimate is an upper bound: no shipped or random scenario takes more steps, or holds more
+/// requests, than its estimate says (the budget refuses on the estimate, so it must never be below).
+#[test]
+fn the_resource_estimate_bounds_every_run() {
+    let mut checked = 0;
+    let specs = super::shipped_names().into_iter().map(|n| super::shipped(&n)).chain((0..150).map(super::property::random_spec));
+    for spec in specs {
+        let Ok(sc) = inferscale::scenario::validate(&spec) else { continue };
+        let est = sc.estimate();
+        let r = inferscale::simulate(&sc);
+        assert!(r.engine.steps as f64 <= est.steps, "{}: {} steps, estimated at most {}", spec.name, r.engine.steps, est.steps);
+        assert!(r.summary.requests as f64 <= est.requests, "{}: {} requests, estimated {}", spec.name, r.summary.requests, est.requests);
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} runs checked");
+}

@@ -97,3 +97,63 @@ fn bench_quick_prints_the_figures() {
         assert!(text.contains(want), "{want}:\n{text}");
     }
 }
+
+/// Files the CLI reads must be regular files of bounded size: `/dev/zero` as a scenario or as its trace used
+/// to grow memory by a gigabyte a second, even in `check`. Each is exit 2 naming the file and why.
+#[test]
+fn special_and_oversized_files_are_refused_with_exit_2() {
+    let dir = std::env::temp_dir().join(format!("inferscale-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut zero_trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(scenario("trace-replay.json")).unwrap()).unwrap();
+    zero_trace["workload"]["arrival"]["path"] = "/dev/zero".into();
+    let zt = dir.join("zero-trace.json");
+    std::fs::write(&zt, zero_trace.to_string()).unwrap();
+    // A sparse 17 MB options file: over the 16 MB limit without writing 17 MB.
+    let big = dir.join("big-params.json");
+    std::fs::File::create(&big).unwrap().set_len(17 << 20).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["check".into(), "/dev/zero".into()], "not a regular file"),
+        (vec!["run".into(), "/dev/zero".into()], "not a regular file"),
+        (vec!["check".into(), zt.to_string_lossy().into()], "workload.arrival.path: cannot read /dev/zero: not a regular file"),
+        (vec!["check".into(), dir.to_string_lossy().into()], "not a regular file"),
+        (vec!["study".into(), "paired".into(), scenario("default.json"), "--params-file".into(), big.to_string_lossy().into()], "over the limit of 16 MB"),
+        (vec!["check".into(), dir.join("missing.json").to_string_lossy().into()], "cannot read"),
+    ];
+    for (args, want) in cases {
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A run estimated to exceed the memory or step budget is refused before it starts, with the estimate, the
+/// limit and the flag that raises it; the flag does raise it.
+#[test]
+fn runs_over_the_budget_are_refused_with_the_estimate_and_the_flag_raises_it() {
+    let dir = std::env::temp_dir().join(format!("inferscale-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(scenario("default.json")).unwrap()).unwrap();
+    v["workload"]["requests"] = 50_000_000.into();
+    let huge = dir.join("50m.json");
+    std::fs::write(&huge, v.to_string()).unwrap();
+    let out = bin().args(["run", huge.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("workload.requests: this run would need about") && err.contains("over the budget of 8 GB") && err.contains("--budget-gb"), "{err}");
+    assert!(err.contains("steps"), "the step budget too: {err}");
+    // A small budget refuses a shipped scenario that needs about 0.3 GB; the default runs it.
+    let bursty = scenario("peer-llama3-8b-h100.json");
+    let small = bin().args(["check", &bursty, "--budget-gb", "0.1"]).output().unwrap();
+    assert_eq!(small.status.code(), Some(2), "{}", String::from_utf8_lossy(&small.stderr));
+    assert!(bin().args(["check", &bursty]).output().unwrap().status.success());
+    // And a study: 1,000 paired repetitions of it are 2,000 runs' steps.
+    let study = bin().args(["study", "paired", &bursty, "--budget-gb", "0.1", "--params", r#"{"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 1000}"#]).output().unwrap();
+    let err = String::from_utf8_lossy(&study.stderr);
+    assert_eq!(study.status.code(), Some(2), "{err}");
+    for bad in ["0", "-1", "1e-300", "1e308", "nan", "x"] {
+        assert_eq!(bin().args(["check", &bursty, "--budget-gb", bad]).output().unwrap().status.code(), Some(2), "--budget-gb {bad}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -156,7 +156,7 @@ impl App {
     /// Validate the editor's scenario; show every error inline; enable Run only when valid.
     fn validate(&self) -> bool {
         let mut errors = self.field_errors.clone();
-        if let Err(e) = inferscale::scenario::load(&self.scenario_text()) {
+        if let Err(e) = inferscale::scenario::load_for_browser(&self.scenario_text()) {
             // A field with text of its own still in error shows that, not the old value's verdict.
             errors.extend(e.errors.into_iter().map(|f| (f.path, f.message)).filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)));
         }
@@ -492,7 +492,7 @@ impl App {
         }
         let mut with_data = v.clone();
         details::set(&mut with_data, "/workload/arrival/data", json!(text));
-        if let Err(e) = inferscale::scenario::load(&with_data.to_string()) {
+        if let Err(e) = inferscale::scenario::load_for_browser(&with_data.to_string()) {
             let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
             self.notice(&format!("Trace {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some("c-trace"));
             return;
@@ -752,10 +752,20 @@ fn share_hash_for(panel: &str, options: &Value, scenario: &str) -> String {
     }
 }
 
+/// The largest scenario or trace file the lab reads, bytes.
+const MAX_UPLOAD_BYTES: f64 = 256e6;
+
 /// Read the file a file input's change event selected, then call `f(app, file name, text)`.
 fn read_file(app: &Rc<RefCell<App>>, e: &web_sys::Event, f: impl FnOnce(&mut App, String, String) + 'static) {
     let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
     let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+    // A tab's memory is the limit: a file past it is refused before it is read, and nothing changes.
+    if file.size() > MAX_UPLOAD_BYTES {
+        let msg = format!("{} is {:.0} MB, over the lab's limit of {} MB for a file; the command line reads larger ones. Nothing changed.", file.name(), file.size() / 1e6, MAX_UPLOAD_BYTES / 1e6);
+        app.borrow().notice(&msg, None);
+        input.set_value("");
+        return;
+    }
     let Ok(reader) = web_sys::FileReader::new() else { return };
     let weak = Rc::downgrade(app);
     let (r2, name) = (reader.clone(), file.name());

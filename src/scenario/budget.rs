@@ -1,0 +1,128 @@
+//! What a run will need, estimated from a validated scenario before it starts, and the budget it must fit.
+//!
+//! Memory grows with requests (each keeps its record, its latency samples and, exported, its CSV row) and
+//! with the inter-token latency record (at most one entry per step and per irregular token, bounded by its
+//! compaction); time grows with steps, of which a run has at most one per token it processes (a step carries
+//! at least one request's decode token or prefill chunk). Both bounds are upper bounds: a run inside them
+//! ends within the budget, and one outside is refused with the estimate, the limit and how to raise it.
+
+use super::{FieldError, Scenario, ScenarioError};
+use crate::workload::Arrival;
+
+/// Bytes a request costs over a run and its report: its record (88 bytes, up to twice that while the list
+/// grows), five latency samples and their sorted copies, and its row in the per-request CSV.
+const BYTES_PER_REQUEST: f64 = 400.0;
+/// The ITL record's most entries ([`crate::metrics`] compacts it there), 8 bytes each, twice over while the
+/// report sorts and sums it.
+const ITL_MAX_BYTES: f64 = (crate::metrics::ITL_CAP as f64) * 8.0 * 2.0;
+
+/// What one run may use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    pub memory_bytes: f64,
+    /// Steps (step-end events), the measure of a run's time: a few million a second natively.
+    pub steps: f64,
+}
+
+impl Budget {
+    /// The command line's default: 8 GB and 10^10 steps (about an hour at the slowest, batch-of-one, pace).
+    pub const NATIVE: Budget = Budget { memory_bytes: 8e9, steps: 1e10 };
+    /// The lab's: a Web Worker's wasm32 memory is 4 GB at most, and a shared link must not freeze a tab.
+    pub const BROWSER: Budget = Budget { memory_bytes: 1.5e9, steps: 5e8 };
+
+    /// The native budget with `gb` gigabytes of memory and steps raised in proportion.
+    pub fn with_memory_gb(gb: f64) -> Budget {
+        let scale = gb * 1e9 / Budget::NATIVE.memory_bytes;
+        Budget { memory_bytes: gb * 1e9, steps: Budget::NATIVE.steps * scale.max(1.0) }
+    }
+}
+
+/// A run's needs, bounded from above.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    pub requests: f64,
+    /// Σ output tokens and Σ steps' worth of work (output tokens + prefill chunks) over the requests.
+    pub output_tokens: f64,
+    pub steps: f64,
+    pub memory_bytes: f64,
+}
+
+impl Scenario {
+    /// The most this run can need (see the module's documentation).
+    pub fn estimate(&self) -> Estimate {
+        let w = &self.workload;
+        let chunk = self.pools.iter().map(|p| p.engine.prefill_chunk_tokens).min().unwrap_or(1).max(1) as f64;
+        let (requests, output, prompt_chunks, trace_bytes) = match &w.arrival {
+            Arrival::Trace { rows } => {
+                let rows = &rows[..rows.len().min(w.max_requests.min(usize::MAX as u64) as usize)];
+                let out: f64 = rows.iter().map(|r| r.output_tokens as f64).sum();
+                let chunks: f64 = rows.iter().map(|r| (r.prompt_tokens as f64 / chunk).ceil()).sum();
+                (rows.len() as f64, out, chunks, rows.len() as f64 * 16.0)
+            }
+            _ => {
+                let by_rate = if w.end_ns == u64::MAX { f64::INFINITY } else { w.end_ns as f64 / w.mean_gap_ns() };
+                // Poisson arrivals over a duration can run a little ahead of the mean rate.
+                let n = (w.max_requests as f64).min((by_rate * 1.25 + 10.0).ceil());
+                let (mut out, mut chunks, mut worst) = (0.0, 0.0, 0.0f64);
+                let mut prev = 0.0;
+                for (c, cum) in w.classes.iter().zip(&w.class_cdf) {
+                    let share = cum - prev;
+                    prev = *cum;
+                    out += share * c.output.mean();
+                    chunks += share * (c.prompt.mean() / chunk + 1.0);
+                    worst = worst.max(c.output.max() as f64 + (c.prompt.max() as f64 / chunk).ceil());
+                }
+                // Drawn lengths exceed their means by chance: a quarter more, and eight of the longest
+                // requests, cover small runs as well as large ones.
+                let margin = |x: f64| 1.25 * n * x + 8.0 * worst;
+                (n, margin(out), margin(chunks), 0.0)
+            }
+        };
+        // A preempted request recomputes: at most max_preemptions times more work.
+        let retries = 1.0 + self.pools.iter().map(|p| p.engine.max_preemptions).max().unwrap_or(0).min(3) as f64;
+        let steps = (output + prompt_chunks) * retries;
+        let itl_bytes = (8.0 * (steps + output) * 2.0).min(ITL_MAX_BYTES);
+        Estimate { requests, output_tokens: output, steps, memory_bytes: requests * BYTES_PER_REQUEST + itl_bytes + trace_bytes }
+    }
+
+    /// Refuse a run (or `runs` of them at once, as a study's threads do) that would exceed `budget`; the
+    /// error gives the estimate, the limit, and what to change.
+    pub fn check_budget(&self, budget: &Budget, runs: u32, raise: &str) -> Result<(), ScenarioError> {
+        let est = self.estimate();
+        let runs = runs.max(1) as f64;
+        let who = if runs > 1.0 { format!("{runs} runs at once") } else { "this run".to_string() };
+        let mut errors = Vec::new();
+        if est.memory_bytes * runs > budget.memory_bytes {
+            errors.push(FieldError {
+                path: "workload.requests".into(),
+                message: format!(
+                    "{who} would need about {} GB of memory ({:.3e} requests, {:.3e} output tokens{}), over the budget of {} GB: fewer requests or a shorter workload.duration_s{raise}",
+                    gb(est.memory_bytes * runs),
+                    est.requests,
+                    est.output_tokens,
+                    if runs > 1.0 { " a run" } else { "" },
+                    gb(budget.memory_bytes)
+                ),
+            });
+        }
+        if est.steps * runs > budget.steps {
+            errors.push(FieldError {
+                path: "workload.requests".into(),
+                message: format!(
+                    "{who} could take up to {:.3e} steps (one per output token and prefill chunk), over the budget of {:.0e} steps: fewer requests or shorter outputs{raise}",
+                    est.steps * runs,
+                    budget.steps
+                ),
+            });
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ScenarioError { errors }) }
+    }
+}
+
+/// Bytes as gigabytes, to three significant digits.
+fn gb(bytes: f64) -> f64 {
+    let g = bytes / 1e9;
+    let digits = (2 - libm::floor(libm::log10(g.max(1e-9))) as i32).max(0);
+    let f = libm::pow(10.0, digits as f64);
+    libm::round(g * f) / f
+}
