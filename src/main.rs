@@ -29,7 +29,7 @@ fn budget_gb(s: &str) -> Result<f64, String> {
 }
 
 /// The largest scenario file (traces can be inline), options file and trace file the CLI reads, bytes.
-const MAX_SCENARIO_BYTES: u64 = 256 << 20;
+const MAX_SCENARIO_BYTES: u64 = 64 << 20;
 const MAX_PARAMS_BYTES: u64 = 16 << 20;
 const MAX_TRACE_BYTES: u64 = 2 << 30;
 

@@ -43,9 +43,7 @@ pub fn pack_itl(ns: u64, count: u64) -> u64 {
     ns.min(ITL_MAX_NS) << ITL_COUNT_BITS | count
 }
 
-/// Entries of the ITL record at which it is compacted (128 MB). Below it — every run of up to millions of
-/// requests — inter-token latencies are exact.
-pub(crate) const ITL_CAP: usize = 1 << 24;
+pub(crate) use crate::scenario::ITL_CAP;
 
 /// Bound the ITL record: each gap keeps its 11 leading significant bits (relative error ≤ 2^-11, 0.05 %),
 /// and equal gaps merge into one entry with their counts summed. At most 44 × 2^11 distinct gaps remain, so

@@ -9,12 +9,16 @@
 use super::{FieldError, Scenario, ScenarioError};
 use crate::workload::Arrival;
 
+/// Entries of the ITL record at which `metrics` compacts it (128 MB): below it — every run of up to millions
+/// of requests — inter-token latencies are exact. Part of the memory budget, so it lives here.
+pub(crate) const ITL_CAP: usize = 1 << 24;
+
 /// Bytes a request costs over a run and its report: its record (88 bytes, up to twice that while the list
 /// grows), five latency samples and their sorted copies, and its row in the per-request CSV.
 const BYTES_PER_REQUEST: f64 = 400.0;
-/// The ITL record's most entries ([`crate::metrics`] compacts it there), 8 bytes each, twice over while the
+/// The ITL record's most entries (`metrics` compacts it there), 8 bytes each, twice over while the
 /// report sorts and sums it.
-const ITL_MAX_BYTES: f64 = (crate::metrics::ITL_CAP as f64) * 8.0 * 2.0;
+const ITL_MAX_BYTES: f64 = (ITL_CAP as f64) * 8.0 * 2.0;
 
 /// What one run may use.
 #[derive(Clone, Copy, Debug, PartialEq)]

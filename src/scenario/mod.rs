@@ -10,6 +10,7 @@
 mod budget;
 
 pub use budget::{Budget, Estimate};
+pub(crate) use budget::ITL_CAP;
 pub use crate::cost::{presets, Hardware, Model};
 pub use crate::spec::*;
 pub use crate::workload::{Arrival, Class, Predictor, Prefix, Slo, Tenant, Workload};

@@ -11,6 +11,29 @@ pub(crate) use error::{suggest, Errors};
 
 use serde::{Deserialize, Serialize};
 
+/// A list of at most `N` entries, refused as it is read: a file listing five million classes used to be read
+/// whole (gigabytes) before validation said at most 64 are allowed.
+fn at_most<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize>(d: D) -> Result<Vec<T>, D::Error> {
+    struct Bounded<T, const N: usize>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for Bounded<T, N> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a list of at most {N} entries")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(N));
+            while let Some(x) = seq.next_element()? {
+                if v.len() == N {
+                    return Err(serde::de::Error::custom(format!("at most {N} entries are allowed; the list has more")));
+                }
+                v.push(x);
+            }
+            Ok(v)
+        }
+    }
+    d.deserialize_seq(Bounded::<T, N>(std::marker::PhantomData))
+}
+
 /// Nanoseconds per second.
 pub const NS_PER_S: f64 = 1e9;
 /// Nanoseconds per millisecond.
@@ -79,7 +102,7 @@ pub struct ObjectivesSpec {
     #[serde(default = "default_attainment_target")]
     pub attainment_target: f64,
     /// Objectives on percentiles, e.g. `{"metric": "ttft", "percentile": 95, "max_ms": 1000}`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "at_most::<_, _, 64>")]
     pub percentiles: Vec<PercentileObjectiveSpec>,
 }
 
@@ -192,10 +215,10 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
     /// Request classes with mix weights, length distributions and SLOs. Default: one class.
-    #[serde(default = "default_classes")]
+    #[serde(default = "default_classes", deserialize_with = "at_most::<_, _, 64>")]
     pub classes: Vec<ClassSpec>,
     /// Tenants with mix weights. Default: one tenant.
-    #[serde(default = "default_tenants")]
+    #[serde(default = "default_tenants", deserialize_with = "at_most::<_, _, 1024>")]
     pub tenants: Vec<TenantSpec>,
 }
 

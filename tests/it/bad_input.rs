@@ -318,3 +318,24 @@ fn a_pd_trace_that_does_not_fit_a_pool_is_refused() {
     let r = inferscale::simulate(&scenario::load(&ok.to_string()).unwrap());
     assert_eq!(r.summary.completed, 2);
 }
+
+/// Long lists are refused while they are read: five million classes (15 MB of `{}`) used to be parsed whole
+/// — 900 MB and a second — before validation said at most 64; now parsing stops at the 65th.
+#[test]
+fn lists_past_their_limit_are_refused_as_they_are_read() {
+    let base = std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap();
+    for (field, limit, n) in [("classes", 64, 5_000_000), ("tenants", 1024, 2_000_000)] {
+        let mut v: Value = serde_json::from_str(&base).unwrap();
+        v["workload"][field] = json!([]);
+        let text = v.to_string().replace(&format!("\"{field}\":[]"), &format!("\"{field}\":[{}{{}}]", "{},".repeat(n - 1)));
+        let t = std::time::Instant::now();
+        let err = inferscale::scenario::parse(&text).unwrap_err();
+        assert_eq!(err.errors[0].path, format!("workload.{field}"), "{err}");
+        assert!(err.errors[0].message.contains(&format!("at most {limit} entries")), "{err}");
+        // Stopped at once (a whole parse took a second); generous for a loaded CI machine.
+        assert!(t.elapsed().as_millis() < 300, "{field}: {:?}", t.elapsed());
+    }
+    let mut v: Value = serde_json::from_str(&base).unwrap();
+    v["objectives"] = json!({"percentiles": vec![json!({"metric": "ttft", "percentile": 95, "max_ms": 100}); 65]});
+    assert_eq!(inferscale::scenario::parse(&v.to_string()).unwrap_err().errors[0].path, "objectives.percentiles");
+}
