@@ -5,6 +5,7 @@ mod cli;
 mod closed_forms;
 mod determinism;
 mod engine;
+mod fuzz;
 mod objectives;
 mod pd;
 mod property;

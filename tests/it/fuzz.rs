@@ -1,0 +1,277 @@
+//! Mutation fuzzing (seeded, reproducible): every shipped scenario, every trace shape and every study's
+//! options, mutated as an attacker would — 0, negatives, 1e-300, 1e308, huge counts, wrong types, deep
+//! nesting, removed and unknown fields, broken trace text. Each case must end, in bounded time and memory,
+//! either with a sane report (no null or NaN, fractions in [0, 1], every request accounted for, audits ok)
+//! or with a refusal naming a field — never a panic, a hang or a wrong report. A tenth of the scenario cases
+//! also go through the CLI, whose exit code must be 0 or 2 (an abort or a panic is 134 or 1).
+
+use inferscale::rng::{self, Rng64, Stream};
+use inferscale::scenario::{self, Budget};
+use inferscale::study::Kind;
+use serde_json::{json, Value};
+
+/// Small enough that every accepted case runs in milliseconds.
+const BUDGET: Budget = Budget { memory_bytes: 2e8, steps: 3e6 };
+
+/// Values an attacker tries in a field.
+fn attack(r: &mut Rng64) -> Value {
+    let deep = (0..200).fold(json!(1), |v, _| json!([v]));
+    let choices = [
+        json!(0),
+        json!(-1),
+        json!(1e-300),
+        json!(-1e-300),
+        json!(1e308),
+        json!(-1e308),
+        json!(1e18),
+        json!(18446744073709551615u64),
+        json!(4294967296u64),
+        json!(0.5),
+        json!(1),
+        json!(2),
+        json!(65536),
+        json!(""),
+        json!("x"),
+        json!("\u{0}<img src=x onerror=alert(1)>|\n=cmd"),
+        json!(null),
+        json!(true),
+        json!([]),
+        json!({}),
+        deep,
+        json!("a".repeat(10_000)),
+    ];
+    choices[r.below(choices.len() as u64) as usize].clone()
+}
+
+/// Every path to a leaf (and to every container) of a JSON value.
+fn paths(v: &Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| paths(x, format!("{at}/{k}"), out)),
+        Value::Array(a) if a.len() <= 64 => a.iter().enumerate().for_each(|(i, x)| paths(x, format!("{at}/{i}"), out)),
+        _ => {}
+    }
+}
+
+/// One to three mutations: replace a value, remove a key, or add an unknown one.
+fn mutate(mut v: Value, r: &mut Rng64) -> Value {
+    for _ in 0..1 + r.below(3) {
+        let mut ps = Vec::new();
+        paths(&v, String::new(), &mut ps);
+        let p = ps[r.below(ps.len() as u64) as usize].clone();
+        let Some((parent, key)) = p.rsplit_once('/') else { continue };
+        // Half the time a plausible change (so that many cases run), half an attack.
+        let x = match (r.below(2), v.pointer(&p)) {
+            (0, Some(Value::Number(n))) => {
+                let f = [0.5, 2.0, 1.5, 0.9, 10.0][r.below(5) as usize];
+                match n.as_u64() {
+                    Some(k) => json!(((k as f64 * f).round() as u64).max(1)),
+                    None => json!(n.as_f64().unwrap_or(1.0) * f),
+                }
+            }
+            (0, Some(Value::Bool(b))) => json!(!b),
+            _ => attack(r),
+        };
+        match (r.below(6), v.pointer_mut(parent)) {
+            (0, Some(Value::Object(m))) => {
+                m.shift_remove(key);
+            }
+            (1, Some(Value::Object(m))) => {
+                m.insert("unknown_field".into(), x);
+            }
+            (_, Some(Value::Object(m))) => {
+                m.insert(key.into(), x);
+            }
+            (_, Some(Value::Array(a))) => {
+                if let Ok(i) = key.parse::<usize>() {
+                    a[i] = x;
+                }
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
+/// The trace shapes, and text mutations of them.
+fn trace_text(r: &mut Rng64) -> String {
+    let shapes = [
+        "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.5,200,20\n1.25,50,5\n",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,400,10\n2023-11-16 18:15:50.9951690,318,8\n",
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n",
+        "{\"timestamp\": 0, \"input_length\": 695, \"output_length\": 52, \"hash_ids\": [0, 1]}\n{\"timestamp\": 27, \"input_length\": 647, \"output_length\": 26}\n",
+    ];
+    let mut t = shapes[r.below(shapes.len() as u64) as usize].to_string();
+    let words = ["0", "-1", "1e-300", "1e308", "9999-12-31 23:59:59", "0001-01-01 00:00:00", "\"", ",,,", "\u{feff}", "x", "NaN", "4294967296", "10000001", "\r\n", "{", ""];
+    for _ in 0..r.below(4) {
+        let w = words[r.below(words.len() as u64) as usize];
+        let cut: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
+        let at = cut[r.below(cut.len() as u64) as usize];
+        let len = r.below(6) as usize;
+        let end = t[at..].char_indices().nth(len).map_or(t.len(), |(i, _)| at + i);
+        t.replace_range(at..end, w);
+    }
+    t
+}
+
+const OPTIONAL: [&str; 15] = [
+    // A study table's empty cell (a NaN cell would be null too: the Markdown is checked for it).
+    "rows",
+    "transfer",
+    "pools",
+    "prefix",
+    "class",
+    "best_row",
+    "target",
+    "transfer_p95_s",
+    "link_busy_max_fraction",
+    "prefill_busy_fraction",
+    "decode_busy_fraction",
+    "decode_kv_peak_fraction",
+    "prefix_hit_rate",
+    "prefill_tokens_saved",
+    "prefill_saved_fraction",
+];
+
+/// Every number in a report is a number (serde writes NaN and infinities as null), and every fraction is in
+/// [0, 1].
+fn sane(v: &Value, key: &str, at: &str) -> Result<(), String> {
+    match v {
+        // Absent by design: the P/D and prefix sections of a colocated run without them, an objective for all
+        // classes, a study's optional columns.
+        Value::Null if !OPTIONAL.contains(&key) => Err(format!("{at}: null")),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            let fraction = key.ends_with("_fraction") || ["slo_attainment", "hit_rate", "attainment", "attainment_target"].contains(&key);
+            if fraction && !(0.0..=1.0 + 1e-9).contains(&x) { Err(format!("{at}: {x} is not a fraction")) } else { Ok(()) }
+        }
+        Value::Object(m) => m.iter().try_for_each(|(k, x)| sane(x, k, &format!("{at}.{k}"))),
+        Value::Array(a) => a.iter().try_for_each(|x| sane(x, key, at)),
+        _ => Ok(()),
+    }
+}
+
+/// What one scenario case came to: ran (with a sane report), or was refused.
+fn check_scenario(text: &str) -> Result<bool, String> {
+    let sc = match scenario::load(text).and_then(|sc| sc.check_budget(&BUDGET, 1, "").map(|()| sc)) {
+        Ok(sc) => sc,
+        Err(e) if !e.errors.is_empty() && e.errors.iter().all(|f| !f.path.is_empty() && !f.message.is_empty()) => {
+            if std::env::var("FUZZ_WHY").is_ok() {
+                eprintln!("refused: {}", e.errors[0]);
+            }
+            return Ok(false);
+        }
+        Err(e) => return Err(format!("a refusal without a field: {e:?}")),
+    };
+    let r = inferscale::simulate(&sc);
+    let s = &r.summary;
+    if s.completed + s.rejected + s.failed + s.unfinished != s.requests {
+        return Err(format!("requests unaccounted for: {s:?}"));
+    }
+    let a = &r.audits;
+    if !a.conservation.ok || a.kv.violations > 0 || a.little.relative_error > 0.01 {
+        return Err(format!("audits: {a:?}"));
+    }
+    let v: Value = serde_json::from_str(&inferscale::export::json(&r)).map_err(|e| e.to_string())?;
+    sane(&v, "", "report")?;
+    // The other exports render too.
+    let _ = (inferscale::export::requests_csv(&r, &sc), inferscale::export::markdown(&r), inferscale::export::summary_csv(&r));
+    Ok(true)
+}
+
+/// A shipped scenario at most a few hundred requests long (mutations may lengthen it; the budget bounds it).
+fn small_shipped(name: &str) -> Value {
+    let mut v: Value = serde_json::to_value(super::shipped(name)).unwrap();
+    if let Some(n) = v["workload"]["requests"].as_u64() {
+        v["workload"]["requests"] = json!(n.min(300));
+    }
+    v
+}
+
+#[test]
+fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
+    let names = super::shipped_names();
+    let bases: Vec<Value> = names.iter().map(|n| small_shipped(n)).collect();
+    let (mut cases, mut ran, mut refused, mut via_cli) = (0u32, 0u32, 0u32, 0u32);
+    let mut failures = Vec::new();
+    let dir = std::env::temp_dir().join(format!("inferscale-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // FUZZ_CASES raises the count for a longer hunt; CI runs the default.
+    let n: u64 = std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2400);
+    for i in 0..n {
+        let mut r = rng::stream(0xF022, Stream::Study, i);
+        let v = match i % 4 {
+            // A trace shape, mutated as text, replayed by a shipped scenario (also mutated half the time).
+            3 => {
+                let mut v = bases[r.below(bases.len() as u64) as usize].clone();
+                v["workload"]["arrival"] = json!({"kind": "trace", "data": trace_text(&mut r)});
+                if r.below(2) == 0 { mutate(v, &mut r) } else { v }
+            }
+            _ => mutate(bases[r.below(bases.len() as u64) as usize].clone(), &mut r),
+        };
+        let text = v.to_string();
+        cases += 1;
+        match std::panic::catch_unwind(|| check_scenario(&text)) {
+            Ok(Ok(true)) => ran += 1,
+            Ok(Ok(false)) => refused += 1,
+            Ok(Err(why)) => failures.push(format!("case {i}: {why}\n{text}")),
+            Err(_) => failures.push(format!("case {i}: panicked\n{text}")),
+        }
+        if i % 10 == 0 {
+            let path = dir.join(format!("case{i}.json"));
+            std::fs::write(&path, &text).unwrap();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["run", path.to_str().unwrap(), "--budget-gb", "0.2"]).output().unwrap();
+            if !matches!(out.status.code(), Some(0) | Some(2)) {
+                failures.push(format!("case {i}: the CLI exited {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+            }
+            via_cli += 1;
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (study_cases, study_failures) = fuzz_study_options();
+    failures.extend(study_failures);
+    println!("fuzz: {cases} scenario cases ({ran} ran with sane reports, {refused} refused naming a field; {via_cli} also through the CLI), {study_cases} study-option cases");
+    assert!(failures.is_empty(), "{} failures, the first: {}", failures.len(), failures[0]);
+    assert!(ran > 300 && refused > 300, "the mutations must reach both outcomes ({ran} ran, {refused} refused)");
+}
+
+/// Every study's options, mutated: building the study must succeed or refuse naming a field; a study that
+/// builds with a few runs is run to its report.
+fn fuzz_study_options() -> (u32, Vec<String>) {
+    let mut spec = super::shipped("default.json");
+    spec.workload.requests = Some(60);
+    let (mut cases, mut failures) = (0, Vec::new());
+    for kind in Kind::ALL {
+        let mut defaults = kind.default_options();
+        if matches!(kind, Kind::Paired | Kind::Sensitivity) {
+            defaults["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
+        }
+        for i in 0..60u64 {
+            let mut r = rng::stream(0xF023, Stream::Study, i * 16 + kind as u64);
+            let opts = if i == 0 { defaults.clone() } else { mutate(defaults.clone(), &mut r) };
+            cases += 1;
+            let outcome = std::panic::catch_unwind(|| -> Result<(), String> {
+                let mut st = match kind.build(&spec, &opts) {
+                    Ok(st) => st,
+                    Err(e) if e.errors.iter().all(|f| !f.path.is_empty()) => return Ok(()),
+                    Err(e) => return Err(format!("a refusal without a field: {e:?}")),
+                };
+                if st.progress().1 > 80 {
+                    return Ok(()); // accepted; too many runs for a fuzz case
+                }
+                match inferscale::study::run_native(st.as_mut(), 2, &mut |_, _| true) {
+                    Ok(rep) if rep.markdown().contains("NaN") => Err(format!("NaN in the table: {}", rep.markdown())),
+                    Ok(rep) => sane(&serde_json::from_str(&rep.json()).map_err(|e| e.to_string())?, "", "study"),
+                    Err(inferscale::study::StudyError::Invalid(_)) => Ok(()),
+                    Err(e) => Err(format!("{e:?}")),
+                }
+            });
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => failures.push(format!("{} options {opts}: {why}", kind.name())),
+                Err(_) => failures.push(format!("{} options {opts}: panicked", kind.name())),
+            }
+        }
+    }
+    (cases, failures)
+}
