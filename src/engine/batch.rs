@@ -10,7 +10,7 @@
 
 use super::{Running, Simulation};
 use crate::cost::StepWork;
-use crate::kv::blocks_for;
+use crate::kv::{blocks_for, EntryId};
 use crate::metrics::{Limiter, Outcome};
 use crate::workload::NO_PREFIX;
 use crate::scenario::{Engine, Role, VictimSpec};
@@ -138,7 +138,7 @@ impl Simulation<'_> {
             // A cached shared prefix: its KV is there already, prefill starts after it.
             let group = rec.prefix_group;
             let shared_tokens = match &self.sc.prefix {
-                Some(p) if p.caching && group != NO_PREFIX && start_tokens == 0 && rep.kv.cache.is_cached(group) => p.shared_tokens,
+                Some(p) if p.caching && group != NO_PREFIX && start_tokens == 0 && rep.kv.cache.is_cached(EntryId::prefix(group)) => p.shared_tokens,
                 _ => 0,
             };
             start_tokens += shared_tokens;
@@ -165,11 +165,11 @@ impl Simulation<'_> {
             let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
             // Pin the cached prefix first, so the allocation cannot evict the very entry it will share.
             if shared_tokens > 0 {
-                rep.kv.cache.pin(group);
+                rep.kv.cache.pin(EntryId::prefix(group));
             }
             if !rep.kv.try_alloc(need) {
                 if shared_tokens > 0 {
-                    rep.kv.cache.unpin(group);
+                    rep.kv.cache.unpin(EntryId::prefix(group));
                 }
                 return Limiter::KvFree;
             }
@@ -219,7 +219,7 @@ impl Simulation<'_> {
         let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
         if s.shared_tokens > 0 {
-            rep.kv.cache.unpin(s.prefix_group);
+            rep.kv.cache.unpin(EntryId::prefix(s.prefix_group));
         }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.rec.requests[s.id as usize];

@@ -21,14 +21,14 @@ use step_end::{Batch, RarePass, Running, Tally};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
-use crate::kv::BlockPool;
+use crate::kv::{BlockPool, EntryId};
 use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, AdmitContext, Admission};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
-use crate::workload::{Generator, Request};
+use crate::workload::{FollowUps, Generator, Request};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,6 +41,8 @@ pub enum Event {
     Retry { request: u32 },
     /// Disaggregated: a prompt's KV reached its decode worker.
     TransferDone { request: u32 },
+    /// The earliest follow-up request (one the workload created in answer to a completion) arrives.
+    FollowUp,
     /// The run's horizon: stop, report what is still in the system as unfinished.
     Horizon,
 }
@@ -85,6 +87,23 @@ pub(crate) struct Replica {
     pub transfer_blocks: u64,
 }
 
+/// A request the workload created in answer to a completion, and its turn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FollowUp(Request, u32);
+
+impl Eq for FollowUp {}
+impl PartialOrd for FollowUp {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for FollowUp {
+    /// Never decides: the heap's keys (time, sequence) are unique.
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
 /// A prompt's KV on its way from a prefill worker to a decode worker.
 struct Transfer {
     from: usize,
@@ -101,6 +120,13 @@ pub struct Simulation<'a> {
     seq: u64,
     generator: Generator<'a>,
     pending: Option<Request>,
+    /// Follow-up requests not yet arrived, earliest first (FIFO on ties), each with its turn in its chain.
+    follow_ups: BinaryHeap<Reverse<(u64, u64, FollowUp)>>,
+    /// Per request: its turn in a chain of follow-ups (1: an open-loop arrival). Empty when the workload
+    /// answers no completion.
+    turns: Vec<u32>,
+    /// Scratch: requests that completed at the step end being handled, when the workload answers completions.
+    completed: Vec<u32>,
     pub(crate) replicas: Vec<Replica>,
     pub(crate) central: Option<Box<dyn WaitingQueue>>,
     idle: BTreeSet<u32>,
@@ -124,6 +150,11 @@ pub struct Simulation<'a> {
 
 impl<'a> Simulation<'a> {
     pub fn new(sc: &'a Scenario) -> Self {
+        Simulation::with_follow_ups(sc, FollowUps::None)
+    }
+
+    /// A simulation whose workload answers completions as `follow_ups` says.
+    pub fn with_follow_ups(sc: &'a Scenario, follow_ups: FollowUps) -> Self {
         let n_tenants = sc.workload.tenants.len();
         let central = matches!(sc.pools[0].router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
         let replicas = (sc.pools.iter().enumerate())
@@ -146,7 +177,7 @@ impl<'a> Simulation<'a> {
             (Some(_), _) => 1,
             (None, _) => 0,
         };
-        let mut generator = sc.generator();
+        let mut generator = sc.generator().with_follow_ups(follow_ups);
         let pending = generator.next();
         let mut sim = Simulation {
             sc,
@@ -155,6 +186,9 @@ impl<'a> Simulation<'a> {
             seq: 0,
             generator,
             pending,
+            follow_ups: BinaryHeap::new(),
+            turns: Vec::new(),
+            completed: Vec::new(),
             replicas,
             central,
             idle: (0..sc.pools[0].replicas).collect(),
@@ -215,6 +249,7 @@ impl<'a> Simulation<'a> {
                 Event::StepEnd { replica } => self.on_step_end(replica as usize),
                 Event::Retry { request } => self.on_retry(request),
                 Event::TransferDone { request } => self.on_transfer_done(request),
+                Event::FollowUp => self.on_follow_up(),
                 Event::Horizon => return false,
             }
         }
@@ -231,10 +266,37 @@ impl<'a> Simulation<'a> {
         if let Some(p) = self.pending {
             self.schedule(p.arrival_ns, Event::Arrival);
         }
+        self.arrive(req, 1);
+    }
+
+    fn on_follow_up(&mut self) {
+        let Reverse((_, _, FollowUp(req, turn))) = self.follow_ups.pop().expect("a FollowUp event has a follow-up");
+        self.arrive(req, turn);
+    }
+
+    /// Requests that completed at this step end: the workload may answer each with a follow-up.
+    fn answer_completions(&mut self) {
+        for id in std::mem::take(&mut self.completed).drain(..) {
+            let done = self.rec.requests[id as usize].request();
+            if let Some(next) = self.generator.follow_up(&done, self.turns[id as usize], self.now) {
+                let at = next.arrival_ns.max(self.now);
+                self.follow_ups.push(Reverse((at, self.seq, FollowUp(next, self.turns[id as usize] + 1))));
+                self.schedule(at, Event::FollowUp);
+            }
+        }
+    }
+
+    /// A request arrives (turn 1: from the open-loop arrivals; later turns: follow-ups): admission, routing,
+    /// its queue. Its id is its place in the record.
+    fn arrive(&mut self, mut req: Request, turn: u32) {
+        req.id = self.rec.requests.len() as u32;
+        if self.generator.answers_completions() {
+            self.turns.push(turn);
+        }
         let class = &self.sc.workload.classes[req.class as usize];
         // Arrivals go to the first pool (colocated, or prefill).
         let target = match &mut self.routers[0] {
-            Some(r) => Some(r.route(&self.loads[0], &mut self.router_rngs[0])),
+            Some(r) => Some(r.route(&req, &self.loads[0], &mut self.router_rngs[0])),
             None => None,
         };
         let waiting = match target {
@@ -419,6 +481,7 @@ impl<'a> Simulation<'a> {
             },
             tally: Tally::default(),
             stuck_at: None,
+            completed: self.generator.answers_completions().then_some(&mut self.completed),
         };
         let ended = rep.batch.end_step(&mut pass, en, en.max_num_batched_tokens, self.lazy_steps);
         let RarePass { tally, handoff, .. } = pass;
@@ -429,6 +492,9 @@ impl<'a> Simulation<'a> {
         }
         if self.central.is_some() {
             self.kick_idle();
+        }
+        if !self.completed.is_empty() {
+            self.answer_completions();
         }
     }
 
@@ -465,7 +531,7 @@ impl<'a> Simulation<'a> {
         let link = sc.link.expect("transfers happen only when disaggregated");
         let dec = &sc.pools[1];
         let local = match &mut self.routers[1] {
-            Some(r) => r.route(&self.loads[1], &mut self.router_rngs[1]),
+            Some(r) => r.route(&self.rec.requests[id as usize].request(), &self.loads[1], &mut self.router_rngs[1]),
             None => unreachable!("validation refuses a central queue for pools"),
         };
         let d = dec.first as usize + local;
@@ -499,7 +565,7 @@ impl<'a> Simulation<'a> {
         from.kv.release(t.blocks);
         from.transfer_blocks -= t.blocks;
         if let Some(g) = t.shared_group {
-            from.kv.cache.unpin(g);
+            from.kv.cache.unpin(EntryId::prefix(g));
         }
         let (n_running, used) = (from.batch.len() as u64, from.kv.used());
         self.rec.on_kv_change(t.from, n_running, used);
@@ -528,6 +594,13 @@ pub fn run_eager(sc: &Scenario) -> Recorder {
     let mut sim = Simulation::new(sc);
     sim.lazy_steps = false;
     sim.run(&mut |_| true).expect("a run that is never cancelled cannot fail")
+}
+
+/// Run with the workload answering completions as `follow_ups` says (the mechanism closed-loop clients and
+/// session turns use; for tests until they land).
+#[doc(hidden)]
+pub fn run_with_follow_ups(sc: &Scenario, follow_ups: FollowUps) -> Recorder {
+    Simulation::with_follow_ups(sc, follow_ups).run(&mut |_| true).expect("a run that is never cancelled cannot fail")
 }
 
 /// Run with a progress callback that may cancel.

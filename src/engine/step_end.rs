@@ -18,7 +18,7 @@
 
 use super::batch::{take, want_need};
 use crate::cost::StepWork;
-use crate::kv::{blocks_for, BlockPool};
+use crate::kv::{blocks_for, BlockPool, EntryId};
 use crate::metrics::{Outcome, RequestRecord};
 use crate::scenario::Engine;
 use crate::workload::NO_PREFIX;
@@ -412,6 +412,8 @@ pub(crate) struct RarePass<'a> {
     pub tally: Tally,
     /// The batch position at which an allocation failed: planning stops there.
     pub stuck_at: Option<usize>,
+    /// Where completed requests' ids go, when the workload answers completions.
+    pub completed: Option<&'a mut Vec<u32>>,
 }
 
 impl RarePass<'_> {
@@ -479,7 +481,7 @@ impl RarePass<'_> {
             return;
         }
         if let Some(g) = shared {
-            self.kv.cache.unpin(g);
+            self.kv.cache.unpin(EntryId::prefix(g));
         }
         self.tally.released += s.blocks as u64;
         let rec = &mut self.requests[s.id as usize];
@@ -487,6 +489,9 @@ impl RarePass<'_> {
         rec.done_ns = self.now;
         rec.outcome = Outcome::Completed;
         self.tally.finished += 1;
+        if let Some(c) = &mut self.completed {
+            c.push(s.id);
+        }
     }
 
     /// `s` just computed its whole prompt, shared prefix included, itself (it missed the cache). If another
@@ -496,11 +501,12 @@ impl RarePass<'_> {
     fn share_prefix(&mut self, s: &mut Running) {
         let blocks = (self.prefix / self.block) as u64;
         let cache = &mut self.kv.cache;
-        if cache.is_cached(s.prefix_group) {
-            cache.pin(s.prefix_group);
+        let id = EntryId::prefix(s.prefix_group);
+        if cache.is_cached(id) {
+            cache.pin(id);
             self.kv.release(blocks);
         } else {
-            cache.adopt(s.prefix_group, blocks);
+            cache.adopt(id, blocks);
         }
         s.blocks -= blocks as u32;
         s.shared_tokens = self.prefix;

@@ -10,12 +10,12 @@ pub struct BlockPool {
     free: u64,
     used: u64,
     peak_used: u64,
-    pub cache: PrefixCache,
+    pub cache: ReuseCache,
 }
 
 impl BlockPool {
     pub fn new(total: u64) -> Self {
-        BlockPool { total, free: total, used: 0, peak_used: 0, cache: PrefixCache::default() }
+        BlockPool { total, free: total, used: 0, peak_used: 0, cache: ReuseCache::default() }
     }
     pub fn total(&self) -> u64 {
         self.total
@@ -65,71 +65,80 @@ impl BlockPool {
     }
 }
 
-/// The prefix cache of one worker: for each shared prefix, the blocks holding its KV (counted once however
-/// many requests share them) and how many running requests share it. Unshared entries wait in an LRU and
-/// are evicted when an allocation would otherwise fail.
+/// The key of a reusable KV entry: a shared prompt prefix today (its group), a session's history next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryId(pub u64);
+
+impl EntryId {
+    /// The entry of shared-prefix group `g`.
+    pub fn prefix(g: u16) -> EntryId {
+        EntryId(g as u64)
+    }
+}
+
+/// One cached entry: its blocks, the running requests sharing it, and when it was last released.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Entry {
+    blocks: u64,
+    pins: u32,
+    last_use: u64,
+}
+
+/// The reusable KV of one worker: entries keyed by an [`EntryId`], each with its own length in blocks
+/// (counted once however many requests share it) and the number of running requests sharing it. An entry
+/// is pinned while shared; unshared entries wait in an LRU and are evicted only when an allocation would
+/// otherwise fail. The engine audits `Σ held by requests + in transfer + cached == used` after every step.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PrefixCache {
-    /// Per group: (blocks, pins, last use); blocks 0 = not cached.
-    entries: Vec<(u64, u32, u64)>,
-    /// Cached, unshared groups by last use.
-    idle: std::collections::BTreeSet<(u64, u16)>,
+pub struct ReuseCache {
+    entries: std::collections::BTreeMap<EntryId, Entry>,
+    /// Cached, unshared entries by last use.
+    idle: std::collections::BTreeSet<(u64, EntryId)>,
     idle_blocks: u64,
-    /// Blocks held by every cached prefix.
+    /// Blocks held by every cached entry.
     pub held_blocks: u64,
     tick: u64,
     pub evictions: u64,
 }
 
-impl PrefixCache {
-    fn entry(&mut self, g: u16) -> &mut (u64, u32, u64) {
-        let g = g as usize;
-        if self.entries.len() <= g {
-            self.entries.resize(g + 1, (0, 0, 0));
-        }
-        &mut self.entries[g]
+impl ReuseCache {
+    /// Blocks entry `id` holds; 0 when it is not cached.
+    pub fn blocks_of(&self, id: EntryId) -> u64 {
+        self.entries.get(&id).map_or(0, |e| e.blocks)
     }
-    pub fn is_cached(&self, g: u16) -> bool {
-        self.entries.get(g as usize).is_some_and(|e| e.0 > 0)
+    pub fn is_cached(&self, id: EntryId) -> bool {
+        self.blocks_of(id) > 0
     }
-    /// A request starts sharing cached prefix `g`.
-    pub fn pin(&mut self, g: u16) {
-        let e = self.entry(g);
-        debug_assert!(e.0 > 0, "pinning a prefix that is not cached");
-        e.1 += 1;
-        let (blocks, pins, last) = *e;
-        if pins == 1 {
-            self.idle.remove(&(last, g));
-            self.idle_blocks -= blocks;
+    /// A request starts sharing cached entry `id`.
+    pub fn pin(&mut self, id: EntryId) {
+        let e = self.entries.get_mut(&id).expect("pinning an entry that is not cached");
+        e.pins += 1;
+        if e.pins == 1 {
+            self.idle.remove(&(e.last_use, id));
+            self.idle_blocks -= e.blocks;
         }
     }
-    /// A request stops sharing prefix `g` (it completed, was preempted, or its KV left for decode).
-    pub fn unpin(&mut self, g: u16) {
+    /// A request stops sharing entry `id` (it completed, was preempted, or its KV left for decode).
+    pub fn unpin(&mut self, id: EntryId) {
         self.tick += 1;
-        let tick = self.tick;
-        let e = self.entry(g);
-        e.1 -= 1;
-        e.2 = tick;
-        let (blocks, pins, _) = *e;
-        if pins == 0 {
-            self.idle.insert((tick, g));
-            self.idle_blocks += blocks;
+        let e = self.entries.get_mut(&id).expect("unpinning an entry that is not cached");
+        e.pins -= 1;
+        e.last_use = self.tick;
+        if e.pins == 0 {
+            self.idle.insert((self.tick, id));
+            self.idle_blocks += e.blocks;
         }
     }
-    /// A request that computed prefix `g` itself hands its first `blocks` blocks to the cache and shares
-    /// them from now on (they stay in use; only their owner changes).
-    pub fn adopt(&mut self, g: u16, blocks: u64) {
-        let e = self.entry(g);
-        debug_assert_eq!(e.0, 0, "adopting a prefix that is cached");
-        *e = (blocks, 1, 0);
+    /// A request that computed entry `id`'s KV itself hands those `blocks` blocks to the cache and shares them
+    /// from now on (they stay in use; only their owner changes).
+    pub fn adopt(&mut self, id: EntryId, blocks: u64) {
+        let old = self.entries.insert(id, Entry { blocks, pins: 1, last_use: 0 });
+        debug_assert!(old.is_none(), "adopting an entry that is cached");
         self.held_blocks += blocks;
     }
-    /// Drop the least recently used unshared prefix; its block count (to free).
+    /// Drop the least recently used unshared entry; its block count (to free).
     fn evict_lru(&mut self) -> u64 {
-        let (_, g) = self.idle.pop_first().expect("the caller checked idle blocks");
-        let e = &mut self.entries[g as usize];
-        let b = e.0;
-        e.0 = 0;
+        let (_, id) = self.idle.pop_first().expect("the caller checked idle blocks");
+        let b = self.entries.remove(&id).expect("an idle entry is cached").blocks;
         self.idle_blocks -= b;
         self.held_blocks -= b;
         self.evictions += 1;
@@ -151,30 +160,30 @@ mod tests {
         let mut kv = BlockPool::new(10);
         assert!(kv.try_alloc(6));
         // Two requests computed prefixes 0 and 1 (2 blocks each) and hand them to the cache.
-        kv.cache.adopt(0, 2);
-        kv.cache.adopt(1, 2);
+        kv.cache.adopt(EntryId(0), 2);
+        kv.cache.adopt(EntryId(1), 2);
         kv.release(2); // the rest of their blocks
-        kv.cache.unpin(1);
-        kv.cache.unpin(0); // 0 is now the most recently used
+        kv.cache.unpin(EntryId(1));
+        kv.cache.unpin(EntryId(0)); // 0 is now the most recently used
         assert_eq!((kv.used(), kv.free(), kv.cache.held_blocks), (4, 6, 4));
         assert!(!kv.try_alloc(11), "more than free + idle: nothing evicted");
         assert_eq!(kv.cache.evictions, 0);
         assert!(kv.try_alloc(8), "evicts the least recently used prefix (1), which suffices");
         assert_eq!(kv.cache.evictions, 1);
-        assert!(!kv.cache.is_cached(1) && kv.cache.is_cached(0));
+        assert!(!kv.cache.is_cached(EntryId(1)) && kv.cache.is_cached(EntryId(0)));
         assert!(kv.try_alloc(2), "then 0");
         assert_eq!((kv.cache.evictions, kv.used(), kv.cache.held_blocks), (2, 10, 0));
         assert!(kv.consistent());
         // A pinned prefix never yields.
         let mut kv = BlockPool::new(4);
         assert!(kv.try_alloc(2));
-        kv.cache.adopt(3, 2);
+        kv.cache.adopt(EntryId(3), 2);
         assert!(!kv.try_alloc(3));
-        assert!(kv.cache.is_cached(3));
-        kv.cache.unpin(3);
-        kv.cache.pin(3);
+        assert!(kv.cache.is_cached(EntryId(3)));
+        kv.cache.unpin(EntryId(3));
+        kv.cache.pin(EntryId(3));
         assert!(!kv.try_alloc(3), "pinned again");
-        kv.cache.unpin(3);
+        kv.cache.unpin(EntryId(3));
         assert!(kv.try_alloc(3));
         assert_eq!(kv.used(), 3);
     }

@@ -140,6 +140,23 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// The request as it was created, for a policy that needs to see it again (a decode pool's router).
+    /// `drop_u` is not kept: it served admission, which is over.
+    pub fn request(&self) -> Request {
+        Request {
+            id: self.id,
+            arrival_ns: self.arrival_ns,
+            class: self.class,
+            tenant: self.tenant,
+            prompt_tokens: self.prompt_tokens,
+            output_tokens: self.output_tokens,
+            pred_order_tokens: self.pred_order_tokens,
+            pred_reserve_tokens: self.pred_reserve_tokens,
+            drop_u: 0.0,
+            prefix_group: self.prefix_group,
+        }
+    }
+
     pub fn new(r: &Request) -> Self {
         RequestRecord {
             id: r.id,

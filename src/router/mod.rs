@@ -6,6 +6,7 @@
 
 use crate::rng::Rng64;
 use crate::spec::RouterSpec;
+use crate::workload::Request;
 
 /// A segment tree over replica loads answering "which replica has the least load" (lowest index on ties).
 /// Update O(log N), query O(1).
@@ -69,9 +70,11 @@ impl Loads {
     }
 }
 
-/// A routing policy: picks a replica for an arrival.
+/// A routing policy: picks a replica for a request from the load summaries. It sees the request it routes, so
+/// an affinity policy can send a session's turns, or a shared prefix, where its KV is cached; none of
+/// today's policies looks at it. Every decision stays O(log N).
 pub trait Router {
-    fn route(&mut self, loads: &Loads, rng: &mut Rng64) -> usize;
+    fn route(&mut self, req: &Request, loads: &Loads, rng: &mut Rng64) -> usize;
 }
 
 /// The registry of routers. `None` for the central queue, which the engine handles itself.
@@ -88,7 +91,7 @@ pub fn build(spec: &RouterSpec) -> Option<Box<dyn Router>> {
 
 struct RoundRobin(usize);
 impl Router for RoundRobin {
-    fn route(&mut self, loads: &Loads, _: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, loads: &Loads, _: &mut Rng64) -> usize {
         let r = self.0;
         self.0 = (self.0 + 1) % loads.outstanding.len();
         r
@@ -97,14 +100,14 @@ impl Router for RoundRobin {
 
 struct Random;
 impl Router for Random {
-    fn route(&mut self, loads: &Loads, rng: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, loads: &Loads, rng: &mut Rng64) -> usize {
         rng.below(loads.outstanding.len() as u64) as usize
     }
 }
 
 struct LeastOutstanding;
 impl Router for LeastOutstanding {
-    fn route(&mut self, loads: &Loads, _: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, loads: &Loads, _: &mut Rng64) -> usize {
         loads.outstanding.argmin()
     }
 }
@@ -112,14 +115,14 @@ impl Router for LeastOutstanding {
 struct LeastKv;
 impl Router for LeastKv {
     /// Least KV use; among equals the fewest outstanding requests is not tracked, so the lowest index wins.
-    fn route(&mut self, loads: &Loads, _: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, loads: &Loads, _: &mut Rng64) -> usize {
         loads.kv.argmin()
     }
 }
 
 struct PowerOfTwo;
 impl Router for PowerOfTwo {
-    fn route(&mut self, loads: &Loads, rng: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, loads: &Loads, rng: &mut Rng64) -> usize {
         let n = loads.outstanding.len() as u64;
         if n == 1 {
             return 0;

@@ -51,6 +51,19 @@ pub struct Generator<'a> {
     on: bool,
     left_ns: f64,
     class_mean_output: Vec<f64>,
+    /// Follow-ups: who answers a completion with a new request (none in open-loop workloads).
+    follow_ups: FollowUps,
+}
+
+/// How a workload answers a completed request with a new one: the mechanism closed-loop clients and session
+/// turns build on. Today's workloads are open loop (`None`); `Echo` exists for the engine's tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FollowUps {
+    #[default]
+    None,
+    /// Each completed request is followed, `delay_ns` after its last token, by one with its class, tenant and
+    /// lengths, up to `turns` requests in a chain.
+    Echo { delay_ns: u64, turns: u32 },
 }
 
 impl<'a> Generator<'a> {
@@ -68,7 +81,28 @@ impl<'a> Generator<'a> {
             }
             _ => workload.classes.iter().map(|c| c.output.mean()).collect(),
         };
-        Generator { workload, prefix, predictors, seed, arrival_rng, next_idx: 0, t_ns: 0.0, on, left_ns, class_mean_output }
+        Generator { workload, prefix, predictors, seed, arrival_rng, next_idx: 0, t_ns: 0.0, on, left_ns, class_mean_output, follow_ups: FollowUps::None }
+    }
+
+    /// The same requests, with completions answered as `f` says.
+    pub fn with_follow_ups(mut self, f: FollowUps) -> Self {
+        self.follow_ups = f;
+        self
+    }
+
+    /// Whether any completion can be answered (the engine then tells the workload of each).
+    pub fn answers_completions(&self) -> bool {
+        self.follow_ups != FollowUps::None
+    }
+
+    /// The request that answers the completion of `done` (turn `turn` of its chain, the first being 1) at
+    /// `now_ns`, if any. Its id is the engine's to give; what it draws comes from its own stream, so the
+    /// open-loop requests — and their random values — are the same with and without follow-ups.
+    pub fn follow_up(&mut self, done: &Request, turn: u32, now_ns: u64) -> Option<Request> {
+        match self.follow_ups {
+            FollowUps::None => None,
+            FollowUps::Echo { delay_ns, turns } => (turn < turns).then(|| Request { arrival_ns: now_ns.saturating_add(delay_ns), ..*done }),
+        }
     }
 
     fn gap_ns(&mut self, a: &Arrival) -> f64 {

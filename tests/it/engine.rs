@@ -249,3 +249,31 @@ fn diagnosis_names_the_bottleneck() {
     assert!(r.diagnosis.verdict.contains('%') && !r.diagnosis.advice.is_empty());
     assert!(r.diagnosis.findings.len() >= 8);
 }
+
+/// The follow-up mechanism (what closed-loop clients and session turns will use): inert, it changes nothing;
+/// echoing each completion twice, a second after it, every request makes a chain of three, each arriving a
+/// second after its predecessor's last token with its lengths, the open-loop requests are the ones drawn
+/// without follow-ups (their random values are keyed apart), and every audit holds.
+#[test]
+fn follow_up_requests_answer_completions_and_leave_open_loop_requests_alone() {
+    use inferscale::workload::FollowUps;
+    let mut s = super::small();
+    s.workload.requests = Some(200);
+    let sc = super::valid(&s);
+    let plain = inferscale::simulate(&sc);
+    let inert = inferscale::Report::build(&sc, inferscale::engine::run_with_follow_ups(&sc, FollowUps::None));
+    assert_eq!(inferscale::export::json(&inert), inferscale::export::json(&plain), "no follow-ups: the same report");
+    let echo = inferscale::Report::build(&sc, inferscale::engine::run_with_follow_ups(&sc, FollowUps::Echo { delay_ns: 1_000_000_000, turns: 3 }));
+    let (a, b) = (&plain.requests, &echo.requests);
+    assert_eq!(b.len(), 3 * a.len(), "every request completed and was followed twice");
+    assert!(echo.audits.ok, "{:?}", echo.audits);
+    // The open-loop requests: same arrivals and lengths (ids are arrival order, so compare as sets).
+    let key = |r: &inferscale::metrics::RequestRecord| (r.arrival_ns, r.prompt_tokens, r.output_tokens);
+    let open: std::collections::BTreeSet<_> = a.iter().map(key).collect();
+    assert_eq!(b.iter().map(key).filter(|k| open.contains(k)).count(), a.len());
+    // Each follow-up arrives a second after some completion with the same lengths.
+    let done_at: std::collections::BTreeSet<(u64, u32, u32)> = b.iter().map(|r| (r.done_ns + 1_000_000_000, r.prompt_tokens, r.output_tokens)).collect();
+    let follow_ups = b.iter().filter(|r| !open.contains(&key(r))).collect::<Vec<_>>();
+    assert_eq!(follow_ups.len(), 2 * a.len());
+    assert!(follow_ups.iter().all(|r| done_at.contains(&key(r))), "a follow-up that answers no completion");
+}
