@@ -13,7 +13,8 @@ use crate::cost::StepWork;
 use crate::kv::{blocks_for, EntryId};
 use crate::metrics::{Limiter, Outcome};
 use crate::workload::NO_PREFIX;
-use crate::scenario::{Engine, Role, VictimSpec};
+use crate::scenario::{Engine, Role};
+use crate::sched::victim;
 
 /// A step being formed: the running requests before `from` are planned, `work` sums them, `budget` is left.
 #[derive(Clone, Copy, Debug)]
@@ -93,7 +94,8 @@ impl Simulation<'_> {
             let Some(need) = stuck else { break };
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {
-                let v = pick_victim(self.replicas[r].batch.requests(), i, en.victim);
+                let running = self.replicas[r].batch.requests();
+                let v = victim::pick(en.victim, i, running.len(), |j| running[j].prefilled + running[j].generated, |j| running[j].priority);
                 self.preempt(r, v);
                 preempted = true;
                 if v == i {
@@ -242,16 +244,5 @@ impl Simulation<'_> {
         } else {
             self.requeue.push(s.id);
         }
-    }
-}
-
-/// The victim among running[from..] (those not yet scheduled this step, `from` itself included).
-fn pick_victim(running: &[Running], from: usize, policy: VictimSpec) -> usize {
-    let tail = from..running.len();
-    match policy {
-        VictimSpec::Newest => running.len() - 1,
-        // Ties go to the newest (the later index), like vLLM's recompute order.
-        VictimSpec::LeastProgress => tail.max_by_key(|&j| (std::cmp::Reverse(running[j].prefilled + running[j].generated), j)).unwrap_or(from),
-        VictimSpec::LowestPriority => tail.max_by_key(|&j| (running[j].priority, j)).unwrap_or(from),
     }
 }

@@ -26,7 +26,7 @@ use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{Role, RouterSpec, Scenario};
-use crate::sched::admission::{self, AdmitContext, Admission};
+use crate::sched::admission::{self, AdmitContext, Admission, Backlog};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::workload::{FollowUps, Generator, Request};
 
@@ -375,28 +375,20 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    /// Deadline admission's estimate: the queue ahead drains at the prefill rate of full chunks, then this
-    /// request's prefill, then its predicted output at the current decode step time.
+    /// Deadline admission's estimate for `req` joining `target` (None: the central queue); the policy module
+    /// computes it from the backlog the engine reads off.
     fn estimate_latency_ns(&self, req: &Request, target: Option<usize>) -> f64 {
-        let sc = self.sc;
         // With a central queue, the queue ahead is shared by every replica.
-        let (ahead, running, servers) = match target {
-            Some(r) => (self.replicas[r].queue.len(), self.replicas[r].batch.len(), 1.0),
-            None => (
-                self.central.as_ref().map_or(0, |q| q.len()),
-                self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
-                self.replicas.len() as f64,
-            ),
+        let backlog = match target {
+            Some(r) => Backlog { ahead: self.replicas[r].queue.len(), running: self.replicas[r].batch.len(), servers: 1.0 },
+            None => Backlog {
+                ahead: self.central.as_ref().map_or(0, |q| q.len()),
+                running: self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
+                servers: self.replicas.len() as f64,
+            },
         };
-        let pool = &sc.pools[0];
-        let chunk = pool.engine.prefill_chunk_tokens.max(1);
-        let prefill_ns_per_token = pool.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64 / chunk as f64;
-        // This request's prompt stands in for the unknown prompts ahead of it.
-        let queue_ns = ahead as f64 * req.prompt_tokens as f64 * prefill_ns_per_token / servers;
-        let ctx = req.prompt_tokens as u64 + req.pred_order_tokens as u64 / 2;
-        let b = running as u32 + 1;
-        let decode = pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx * b as u64, ..Default::default() }).total_ns as f64;
-        queue_ns + req.prompt_tokens as f64 * prefill_ns_per_token + req.pred_order_tokens as f64 * decode
+        let pool = &self.sc.pools[0];
+        admission::deadline_estimate_ns(req, &backlog, &pool.cost, pool.engine.prefill_chunk_tokens)
     }
 
     /// Form and start a step on replica `r` if it is idle and has work.

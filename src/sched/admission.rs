@@ -1,5 +1,6 @@
 //! Admission: which arrivals are turned away before they queue. Built from the serde enum; `build` is the registry.
 
+use crate::cost::{CostModel, StepWork};
 use crate::spec::AdmissionSpec;
 use crate::workload::Tenant;
 use crate::workload::Request;
@@ -13,6 +14,30 @@ pub struct AdmitContext {
     pub estimate_ns: Option<f64>,
     /// The class e2e SLO.
     pub deadline_ns: Option<u64>,
+}
+
+/// What deadline admission's estimate reads of the cluster at an arrival.
+pub struct Backlog {
+    /// Requests waiting ahead of the arrival (in its replica's queue, or in the central queue).
+    pub ahead: usize,
+    /// Requests running where it will run (its replica, or the least busy one for a central queue).
+    pub running: usize,
+    /// Replicas draining the queue ahead (1, or all for a central queue).
+    pub servers: f64,
+}
+
+/// Deadline admission's estimate of an arrival's time to completion: the queue ahead drains at the prefill
+/// rate of full chunks (this request's prompt standing in for the unknown prompts ahead of it), then its own
+/// prefill, then its predicted output at the decode step time of the batch it joins. `cost` and `chunk` are
+/// the pool's step-time model and prefill chunk.
+pub fn deadline_estimate_ns(req: &Request, b: &Backlog, cost: &CostModel, chunk: u32) -> f64 {
+    let chunk = chunk.max(1);
+    let prefill_ns_per_token = cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64 / chunk as f64;
+    let queue_ns = b.ahead as f64 * req.prompt_tokens as f64 * prefill_ns_per_token / b.servers;
+    let ctx = req.prompt_tokens as u64 + req.pred_order_tokens as u64 / 2;
+    let n = b.running as u32 + 1;
+    let decode = cost.step(&StepWork { decode_seqs: n, decode_context_tokens: ctx * n as u64, ..Default::default() }).total_ns as f64;
+    queue_ns + req.prompt_tokens as f64 * prefill_ns_per_token + req.pred_order_tokens as f64 * decode
 }
 
 /// Why an arrival was refused.

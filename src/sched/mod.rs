@@ -2,5 +2,6 @@
 
 pub mod admission;
 pub mod queue;
+pub mod victim;
 
 pub use queue::{QueueItem, WaitingQueue};
