@@ -34,6 +34,7 @@ pub mod export;
 pub mod kv;
 pub mod metrics;
 pub mod queueing;
+pub mod request;
 pub mod rng;
 pub mod router;
 pub mod scenario;

@@ -133,7 +133,7 @@ impl Simulation<'_> {
             let Some(head) = queue.peek() else {
                 return Limiter::QueueEmpty;
             };
-            let rec = &self.rec.requests[head.id as usize];
+            let rec = &self.requests[head.id as usize];
             // Where the request starts: holding its prompt's KV (it crossed the link to this decode worker),
             // or from nothing (a new prompt, or a recompute after preemption: prompt + tokens so far).
             let (prefill_target, mut start_tokens) = if rec.kv_ready { (rec.prompt_tokens, rec.prompt_tokens) } else { (rec.prompt_tokens + rec.generated, 0) };
@@ -176,17 +176,13 @@ impl Simulation<'_> {
                 return Limiter::KvFree;
             }
             queue.pop();
-            self.rec.waiting -= 1;
-            let rec = &mut self.rec.requests[head.id as usize];
+            self.rec.on_dequeued();
+            let rec = &mut self.requests[head.id as usize];
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
                 // Cache statistics count a request once, at its first admission.
                 if group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching) && pool.role != Role::Decode {
-                    self.rec.prefix_lookups += 1;
-                    if shared_tokens > 0 {
-                        self.rec.prefix_hits += 1;
-                        self.rec.prefix_saved_tokens += shared_tokens as u64;
-                    }
+                    self.rec.on_prefix_lookup(shared_tokens);
                 }
             }
             if self.central.is_some() {
@@ -224,14 +220,14 @@ impl Simulation<'_> {
             rep.kv.cache.unpin(EntryId::prefix(s.prefix_group));
         }
         rep.reserved_blocks -= s.reserve_blocks as u64;
-        let rec = &mut self.rec.requests[s.id as usize];
+        let rec = &mut self.requests[s.id as usize];
         rec.preemptions = rec.preemptions.saturating_add(1);
         rec.generated = s.generated;
         rec.last_token_ns = s.last_token_ns;
         // Its KV is gone: readmitted, it recomputes (on whichever worker it is queued at).
         rec.kv_ready = false;
-        self.rec.preemptions += 1;
         let failed = rec.preemptions as u32 > self.sc.pools[rep.pool].engine.max_preemptions;
+        self.rec.on_preempted(failed);
         // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
         if failed || self.central.is_some() {
             rep.outstanding -= 1;
@@ -240,7 +236,6 @@ impl Simulation<'_> {
         if failed {
             rec.outcome = Outcome::Failed;
             rec.done_ns = self.now;
-            self.rec.in_system -= 1;
         } else {
             self.requeue.push(s.id);
         }

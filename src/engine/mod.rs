@@ -141,6 +141,9 @@ pub struct Simulation<'a> {
     prefix_held: Vec<u64>,
     prefix_held_total: u64,
     admission: Admission,
+    /// Every request created so far, by id: the engine's own state, which it decides from. The recorder gets
+    /// the table when the run ends.
+    pub(crate) requests: Vec<RequestRecord>,
     pub(crate) rec: Recorder,
     /// Requests preempted during batch formation, to queue once the step is formed.
     pub(crate) requeue: Vec<u32>,
@@ -172,12 +175,9 @@ impl<'a> Simulation<'a> {
                 transfer_blocks: 0,
             })
             .collect();
-        let n_links = match (&sc.link, sc.pools.as_slice()) {
-            (Some(l), [p, d]) if l.topology == crate::scenario::LinkTopology::PerPair => (p.replicas * d.replicas) as usize,
-            (Some(_), _) => 1,
-            (None, _) => 0,
-        };
+        let n_links = sc.link_count();
         let mut generator = sc.generator().with_follow_ups(follow_ups);
+        let rec = Recorder::new(sc);
         let pending = generator.next();
         let mut sim = Simulation {
             sc,
@@ -200,11 +200,11 @@ impl<'a> Simulation<'a> {
             prefix_held: vec![0; sc.worker_count() as usize],
             prefix_held_total: 0,
             admission: admission::build(&sc.admission, &sc.workload.tenants),
-            rec: Recorder::new(sc),
+            requests: Vec::with_capacity(rec.expected_requests(0).min(1 << 24) as usize),
+            rec,
             requeue: Vec::new(),
             lazy_steps: true,
         };
-        sim.rec.link_busy_ns = vec![0; n_links];
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
         }
@@ -229,8 +229,8 @@ impl<'a> Simulation<'a> {
             }
         }
         let _ = progress(self.progress());
-        self.rec.prefix_evictions = self.replicas.iter().map(|r| r.kv.cache.evictions).sum();
-        self.rec.finish(self.now);
+        let evictions = self.replicas.iter().map(|r| r.kv.cache.evictions).sum();
+        self.rec.finish(self.now, self.requests, evictions);
         Ok(self.rec)
     }
 
@@ -257,7 +257,8 @@ impl<'a> Simulation<'a> {
     }
 
     fn progress(&self) -> Progress {
-        Progress { done: self.rec.n_final(), expected: self.rec.expected_requests(), now_ns: self.now }
+        let created = self.requests.len() as u64;
+        Progress { done: self.rec.n_final(created), expected: self.rec.expected_requests(created), now_ns: self.now }
     }
 
     fn on_arrival(&mut self) {
@@ -277,7 +278,7 @@ impl<'a> Simulation<'a> {
     /// Requests that completed at this step end: the workload may answer each with a follow-up.
     fn answer_completions(&mut self) {
         for id in std::mem::take(&mut self.completed).drain(..) {
-            let done = self.rec.requests[id as usize].request();
+            let done = self.requests[id as usize].request();
             if let Some(next) = self.generator.follow_up(&done, self.turns[id as usize], self.now) {
                 let at = next.arrival_ns.max(self.now);
                 self.follow_ups.push(Reverse((at, self.seq, FollowUp(next, self.turns[id as usize] + 1))));
@@ -289,7 +290,7 @@ impl<'a> Simulation<'a> {
     /// A request arrives (turn 1: from the open-loop arrivals; later turns: follow-ups): admission, routing,
     /// its queue. Its id is its place in the record.
     fn arrive(&mut self, mut req: Request, turn: u32) {
-        req.id = self.rec.requests.len() as u32;
+        req.id = self.requests.len() as u32;
         if self.generator.answers_completions() {
             self.turns.push(turn);
         }
@@ -311,25 +312,25 @@ impl<'a> Simulation<'a> {
         if let Err(why) = verdict {
             record.outcome = Outcome::Rejected(why);
             record.done_ns = self.now;
-            self.rec.push_request(record);
+            self.requests.push(record);
             return;
         }
-        self.rec.push_request(record);
-        self.rec.in_system += 1;
+        self.requests.push(record);
+        self.rec.on_admitted();
         let item = self.queue_item(req.id);
         self.enqueue(item, target, false);
     }
 
     fn on_retry(&mut self, id: u32) {
         let item = self.queue_item(id);
-        let replica = self.rec.requests[id as usize].replica;
+        let replica = self.requests[id as usize].replica;
         let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
         self.enqueue(item, target, true);
     }
 
     /// Put a request in its queue and start a step where one can start.
     fn enqueue(&mut self, item: QueueItem, target: Option<usize>, preempted: bool) {
-        self.rec.waiting += 1;
+        self.rec.on_queued();
         match target {
             Some(r) => {
                 let rep = &mut self.replicas[r];
@@ -362,7 +363,7 @@ impl<'a> Simulation<'a> {
     }
 
     pub(crate) fn queue_item(&self, id: u32) -> QueueItem {
-        let r = &self.rec.requests[id as usize];
+        let r = &self.requests[id as usize];
         let class = &self.sc.workload.classes[r.class as usize];
         QueueItem {
             id,
@@ -430,14 +431,14 @@ impl<'a> Simulation<'a> {
         }
         let central = self.central.is_some();
         for id in std::mem::take(&mut self.requeue) {
-            let n = self.rec.requests[id as usize].preemptions as u32;
+            let n = self.requests[id as usize].preemptions as u32;
             let backoff = self.sc.pools[self.replicas[r].pool].engine.backoff_ns;
             if backoff > 0 {
                 let at = self.now.saturating_add(backoff.saturating_mul(1u64 << (n - 1).min(30)));
                 self.schedule(at, Event::Retry { request: id });
             } else {
                 let item = self.queue_item(id);
-                self.rec.waiting += 1;
+                self.rec.on_queued();
                 match &mut self.central {
                     Some(q) => q.requeue(item),
                     None => self.replicas[r].queue.requeue(item),
@@ -461,8 +462,8 @@ impl<'a> Simulation<'a> {
         let mut pass = RarePass {
             now: self.now,
             step_ns: rep.step_ns,
-            requests: &mut self.rec.requests,
-            itl: &mut self.rec.itl_packed,
+            requests: &mut self.requests,
+            itl: self.rec.itl_sink(),
             kv: &mut rep.kv,
             prefill_role: pool.role == Role::Prefill,
             handoff: Vec::new(),
@@ -503,7 +504,7 @@ impl<'a> Simulation<'a> {
             let held = rep.kv.cache.held_blocks;
             self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
             self.prefix_held[r] = held;
-            self.rec.prefix_peak_blocks = self.rec.prefix_peak_blocks.max(self.prefix_held_total);
+            self.rec.on_prefix_held(self.prefix_held_total);
         }
         let left = t.finished as u64 + handoff.len() as u64;
         rep.outstanding -= left;
@@ -523,14 +524,14 @@ impl<'a> Simulation<'a> {
         let link = sc.link.expect("transfers happen only when disaggregated");
         let dec = &sc.pools[1];
         let local = match &mut self.routers[1] {
-            Some(r) => r.route(&self.rec.requests[id as usize].request(), &self.loads[1], &mut self.router_rngs[1]),
+            Some(r) => r.route(&self.requests[id as usize].request(), &self.loads[1], &mut self.router_rngs[1]),
             None => unreachable!("validation refuses a central queue for pools"),
         };
         let d = dec.first as usize + local;
         let rep = &mut self.replicas[d];
         rep.outstanding += 1;
         self.loads[1].outstanding.set(local, rep.outstanding);
-        let rec = &mut self.rec.requests[id as usize];
+        let rec = &mut self.requests[id as usize];
         rec.handoff_ns = now;
         rec.replica = d as u16;
         // The first token was emitted by prefill; it and the prompt's KV travel together.
@@ -543,8 +544,7 @@ impl<'a> Simulation<'a> {
         let send_ns = link.send_ns(prompt_tokens);
         let start = now.max(self.link_free_ns[l]);
         self.link_free_ns[l] = start + send_ns;
-        self.rec.link_busy_ns[l] += send_ns;
-        self.rec.transfer_bytes += link.kv_bytes(prompt_tokens).round() as u64;
+        self.rec.on_transfer(l, send_ns, link.kv_bytes(prompt_tokens).round() as u64);
         self.transfers.insert(id, Transfer { from, blocks, shared_group });
         self.schedule(start + send_ns + link.latency_ns, Event::TransferDone { request: id });
     }
@@ -561,13 +561,13 @@ impl<'a> Simulation<'a> {
         }
         let (n_running, used) = (from.batch.len() as u64, from.kv.used());
         self.rec.on_kv_change(t.from, n_running, used);
-        let rec = &mut self.rec.requests[id as usize];
+        let rec = &mut self.requests[id as usize];
         rec.first_token_ns = self.now;
         rec.last_token_ns = self.now;
         rec.kv_ready = true;
         let d = rec.replica as usize;
         let item = self.queue_item(id);
-        self.rec.waiting += 1;
+        self.rec.on_queued();
         self.replicas[d].queue.push(item);
         self.try_start(d);
         self.try_start(t.from);

@@ -15,8 +15,7 @@ pub use stats::{percentile, Cdf, LatencyCdfs, Stats, CDF_POINTS};
 
 use crate::cost::{StepCost, StepWork};
 use crate::scenario::{Arrival, Scenario};
-use crate::sched::admission::Reject;
-use crate::workload::Request;
+pub use crate::request::{Outcome, RequestRecord};
 
 /// a × b exactly. wasm32 has no 64×64→128 multiply (it is a library call); when both fit in 32 bits — nearly
 /// always for a gauge value and a gap — the product fits in 64 bits. The wide product is out of line: inlined,
@@ -73,19 +72,6 @@ pub(crate) fn compact_itl(v: &mut Vec<u64>) {
     *v = out;
 }
 
-/// A request's final state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Still in the system (only during a run).
-    InFlight,
-    Completed,
-    Rejected(Reject),
-    /// Preempted more than `max_preemptions` times.
-    Failed,
-    /// Still in the system when the horizon ended the run.
-    Unfinished,
-}
-
 /// What stopped a step's admission loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limiter {
@@ -106,80 +92,6 @@ pub enum Limiter {
 impl Limiter {
     pub const ALL: [Limiter; 6] =
         [Limiter::QueueEmpty, Limiter::MaxSeqs, Limiter::TokenBudget, Limiter::KvReservation, Limiter::KvFree, Limiter::Preemption];
-}
-
-/// Everything recorded about one request. Times are `u64::MAX` until they happen.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RequestRecord {
-    pub id: u32,
-    pub arrival_ns: u64,
-    /// First admitted into a batch (end of queueing).
-    pub first_scheduled_ns: u64,
-    pub first_token_ns: u64,
-    pub done_ns: u64,
-    /// Last token emitted before a preemption (restored on readmission).
-    pub last_token_ns: u64,
-    pub prompt_tokens: u32,
-    pub output_tokens: u32,
-    pub generated: u32,
-    pub pred_order_tokens: u32,
-    pub pred_reserve_tokens: u32,
-    pub class: u16,
-    pub tenant: u16,
-    /// u16::MAX for the central queue until a replica takes it.
-    pub replica: u16,
-    pub preemptions: u16,
-    pub outcome: Outcome,
-    /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
-    pub prefix_group: u16,
-    /// Disaggregated: the prompt's KV arrived with the request (cleared by a preemption, after which the
-    /// decode worker recomputes it).
-    pub kv_ready: bool,
-    /// Disaggregated: when prefill handed the request to the link (`u64::MAX`: never).
-    pub handoff_ns: u64,
-}
-
-impl RequestRecord {
-    /// The request as it was created, for a policy that needs to see it again (a decode pool's router).
-    /// `drop_u` is not kept: it served admission, which is over.
-    pub fn request(&self) -> Request {
-        Request {
-            id: self.id,
-            arrival_ns: self.arrival_ns,
-            class: self.class,
-            tenant: self.tenant,
-            prompt_tokens: self.prompt_tokens,
-            output_tokens: self.output_tokens,
-            pred_order_tokens: self.pred_order_tokens,
-            pred_reserve_tokens: self.pred_reserve_tokens,
-            drop_u: 0.0,
-            prefix_group: self.prefix_group,
-        }
-    }
-
-    pub fn new(r: &Request) -> Self {
-        RequestRecord {
-            id: r.id,
-            arrival_ns: r.arrival_ns,
-            first_scheduled_ns: u64::MAX,
-            first_token_ns: u64::MAX,
-            done_ns: u64::MAX,
-            last_token_ns: 0,
-            prompt_tokens: r.prompt_tokens,
-            output_tokens: r.output_tokens,
-            generated: 0,
-            pred_order_tokens: r.pred_order_tokens,
-            pred_reserve_tokens: r.pred_reserve_tokens,
-            class: r.class,
-            tenant: r.tenant,
-            replica: u16::MAX,
-            preemptions: 0,
-            outcome: Outcome::InFlight,
-            prefix_group: r.prefix_group,
-            kv_ready: false,
-            handoff_ns: u64::MAX,
-        }
-    }
 }
 
 /// Per-replica counters.
@@ -206,8 +118,10 @@ pub struct SeriesRecorder {
     pub points: Vec<(u64, f64, f64, f64, f64, u64, u64)>,
 }
 
-/// The observer: all the engine reports, and the gauges it keeps current.
+/// The observer: what the engine reports through its hooks, and the gauges they keep current. The requests'
+/// records are the engine's during a run; [`Recorder::finish`] takes them for the report.
 pub struct Recorder {
+    /// Empty until the run ends.
     pub requests: Vec<RequestRecord>,
     /// Gauges the engine keeps current (changes take effect at the instant of the event).
     pub in_system: u64,
@@ -263,7 +177,7 @@ impl Recorder {
             _ => w.max_requests.min((w.end_ns as f64 / w.mean_gap_ns()) as u64),
         };
         Recorder {
-            requests: Vec::with_capacity(expected.min(1 << 24) as usize),
+            requests: Vec::new(),
             in_system: 0,
             waiting: 0,
             preemptions: 0,
@@ -288,7 +202,7 @@ impl Recorder {
             series: SeriesRecorder { window_ns: sc.series_window_ns.max(1), max_points: 4 * sc.series_points as usize, ..Default::default() },
             end_ns: 0,
             expected,
-            link_busy_ns: Vec::new(),
+            link_busy_ns: vec![0; sc.link_count()],
             transfer_bytes: 0,
             prefix_lookups: 0,
             prefix_hits: 0,
@@ -303,19 +217,69 @@ impl Recorder {
         self.itl_packed.push(pack_itl(ns, count));
     }
 
-    /// Requests created so far that reached a final outcome.
-    pub fn n_final(&self) -> u64 {
-        self.requests.len() as u64 - self.in_system
+    /// Of `created` requests so far, those that reached a final outcome.
+    pub fn n_final(&self, created: u64) -> u64 {
+        created - self.in_system
     }
 
-    /// Expected requests (0 when unknown: duration-bounded), used for progress.
-    pub fn expected_requests(&self) -> u64 {
-        if self.expected > 0 { self.expected } else { self.requests.len() as u64 + self.in_system }
+    /// Requests the run is expected to create, for progress and for sizing the engine's table (when unknown,
+    /// duration-bounded: those created so far and those in the system).
+    pub fn expected_requests(&self, created: u64) -> u64 {
+        if self.expected > 0 { self.expected } else { created + self.in_system }
     }
 
-    pub fn push_request(&mut self, r: RequestRecord) {
-        debug_assert_eq!(r.id as usize, self.requests.len());
-        self.requests.push(r);
+    /// An arrival was admitted into the system.
+    pub fn on_admitted(&mut self) {
+        self.in_system += 1;
+    }
+
+    /// A request joined a waiting queue.
+    pub fn on_queued(&mut self) {
+        self.waiting += 1;
+    }
+
+    /// A request left its waiting queue for a batch.
+    pub fn on_dequeued(&mut self) {
+        self.waiting -= 1;
+    }
+
+    /// A running request was preempted; `failed`: past its cap, it leaves the system.
+    pub fn on_preempted(&mut self, failed: bool) {
+        self.preemptions += 1;
+        if failed {
+            self.in_system -= 1;
+        }
+    }
+
+    /// A request's first admission looked its shared prefix up; `saved_tokens` > 0: a hit that spared
+    /// prefilling them.
+    pub fn on_prefix_lookup(&mut self, saved_tokens: u32) {
+        self.prefix_lookups += 1;
+        if saved_tokens > 0 {
+            self.prefix_hits += 1;
+            self.prefix_saved_tokens += saved_tokens as u64;
+        }
+    }
+
+    /// The blocks all workers' prefix caches hold changed to `total`.
+    pub fn on_prefix_held(&mut self, total: u64) {
+        self.prefix_peak_blocks = self.prefix_peak_blocks.max(total);
+    }
+
+    /// A prompt's KV went onto link `link` for `send_ns`, `bytes` of it.
+    pub fn on_transfer(&mut self, link: usize, send_ns: u64, bytes: u64) {
+        self.link_busy_ns[link] += send_ns;
+        self.transfer_bytes += bytes;
+    }
+
+    /// Where a step end writes its irregular inter-token latencies (packed, see [`pack_itl`]).
+    pub fn itl_sink(&mut self) -> &mut Vec<u64> {
+        &mut self.itl_packed
+    }
+
+    /// Requests in the system now.
+    pub fn in_system(&self) -> u64 {
+        self.in_system
     }
 
     fn values(&self) -> [u64; 4] {
@@ -418,8 +382,11 @@ impl Recorder {
         self.kv_peak_blocks_total = self.kv_peak_blocks_total.max(self.kv_used_total);
     }
 
-    /// The run ended at `end_ns`: close the last window; whatever is still in flight is unfinished.
-    pub fn finish(&mut self, end_ns: u64) {
+    /// The run ended at `end_ns` with these requests and `evictions` from the prefix caches: close the last
+    /// window; whatever is still in flight is unfinished.
+    pub fn finish(&mut self, end_ns: u64, requests: Vec<RequestRecord>, evictions: u64) {
+        self.requests = requests;
+        self.prefix_evictions = evictions;
         self.advance(end_ns);
         self.end_ns = end_ns;
         let partial = end_ns - self.series.start_ns;

@@ -265,6 +265,15 @@ impl Scenario {
         self.link.is_some()
     }
 
+    /// KV-transfer links: one per (prefill, decode) pair, one shared, or none when colocated.
+    pub fn link_count(&self) -> usize {
+        match (&self.link, self.pools.as_slice()) {
+            (Some(l), [p, d]) if l.topology == LinkTopology::PerPair => (p.replicas * d.replicas) as usize,
+            (Some(_), _) => 1,
+            (None, _) => 0,
+        }
+    }
+
     /// The requests of this scenario, in arrival order.
     pub fn generator(&self) -> Generator<'_> {
         Generator::new(&self.workload, self.prefix.as_ref(), [self.order_predictor, self.reserve_predictor], self.seed)
