@@ -301,3 +301,27 @@ test('the page has a Content-Security-Policy: injected inline script does not ru
   await runAndWait(page);
   await page.close();
 });
+
+test('a run past the lab\'s budget is refused at Requests with the estimate, typed or from a shared link, and nothing crashes', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const requests = page.getByRole('spinbutton', { name: 'Requests', exact: true });
+  await typeInto(page, requests, '50000000');
+  const msg = await page.textContent('#msg-c-requests');
+  assert.match(msg, /^Requests: this run would need about [0-9.]+ GB of memory .*over the budget of 1\.5 GB/, msg);
+  assert.match(msg, /the command line runs larger ones/);
+  assert.equal(await page.isDisabled('#run'), true);
+  await typeInto(page, requests, '2000');
+  assert.equal(await page.locator('#msg-c-requests').count(), 0);
+  assert.equal(await page.isDisabled('#run'), false);
+  // A shared link that asks for the same: the page opens, says why, and runs nothing.
+  const big = JSON.parse(await page.inputValue('#scenario'));
+  big.workload.requests = 50000000;
+  const link = `${server.url}#scenario=${encodeURIComponent(JSON.stringify(big))}`;
+  const other = await ctx.newPage();
+  await other.goto(link);
+  await other.waitForFunction(() => document.getElementById('run') && document.getElementById('run').disabled);
+  assert.match(await other.textContent('#errors'), /over the budget of 1\.5 GB/);
+  await other.close();
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
