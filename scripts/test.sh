@@ -9,7 +9,9 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 echo "== native tests (core, worker protocol, UI table; unit + integration)"
 log=$(mktemp)
-cargo test --locked --workspace 2>&1 | tee "$log"
+# --show-output: passing tests' printed figures (the fuzz test's case count, the module order) reach the log.
+cargo test --locked --workspace -- --show-output 2>&1 | tee "$log"
+fuzz=$(grep -a '^fuzz:' "$log" || echo "fuzz: (no count printed)")
 read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
 
 echo "== lints: native, and the browser crates' wasm-only code"
@@ -38,5 +40,6 @@ echo "== benchmark (inferscale bench; figures, not assertions)"
 cargo run --locked --release --quiet -- bench
 
 echo
+echo "$fuzz"
 echo "tests: ${passed} passed, ${failed} failed"
 [ "$failed" = 0 ]
