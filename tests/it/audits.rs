@@ -64,3 +64,26 @@ fn the_resource_estimate_bounds_every_run() {
     }
     assert!(checked > 100, "{checked} runs checked");
 }
+
+/// 10M-token outputs used to grow the ITL record per token: now its bound caps the memory a run can need at
+/// a few hundred MB whatever the outputs' length, so two thousand of them are refused only for their steps
+/// (with the estimate), and a few run within the memory of a small run.
+#[test]
+fn ten_million_token_outputs_are_bounded_in_memory_and_refused_for_time() {
+    let mut s = super::shipped("default.json");
+    s.engine.kv_capacity_tokens = Some(1 << 30);
+    s.engine.block_size_tokens = 4096;
+    for c in &mut s.workload.classes {
+        c.output_tokens = inferscale::scenario::LengthSpec::Fixed { tokens: 10_000_000 };
+    }
+    s.workload.requests = Some(2000);
+    let sc = super::valid(&s);
+    let est = sc.estimate();
+    assert!(est.memory_bytes < 0.3e9, "memory estimated at {} GB", est.memory_bytes / 1e9);
+    let err = sc.check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").unwrap_err();
+    assert!(err.errors.len() == 1 && err.errors[0].message.contains("steps"), "{err}");
+    s.workload.requests = Some(3);
+    let few = super::valid(&s);
+    assert!(few.check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").is_ok());
+    assert!(few.estimate().memory_bytes < 0.3e9);
+}
