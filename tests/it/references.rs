@@ -36,11 +36,11 @@ fn reference(key: &str) -> u64 {
     u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
 }
 
-#[test]
-fn every_shipped_scenario_reports_what_it_reported_before() {
-    let mut checked = 0;
+/// Every shipped scenario at its own seed and at seed 7: (file stem, the seed given or None, its scenario, its
+/// report).
+fn shipped_runs() -> Vec<(String, Option<u64>, inferscale::Scenario, inferscale::Report)> {
+    let mut out = Vec::new();
     for name in shipped_names() {
-        let stem = name.trim_end_matches(".json");
         for seed in [None, Some(7)] {
             let mut spec = shipped(&name);
             if let Some(s) = seed {
@@ -48,11 +48,20 @@ fn every_shipped_scenario_reports_what_it_reported_before() {
             }
             let sc = valid(&spec);
             let r = inferscale::simulate(&sc);
-            let key = format!("{stem}{}", seed.map(|s| s.to_string()).unwrap_or_default());
-            assert_eq!(fnv1a(&canonical(&inferscale::export::json(&r))), reference(&format!("{key}.json")), "{key}: the JSON report changed");
-            assert_eq!(fnv1a(&inferscale::export::requests_csv(&r, &sc)), reference(&format!("{key}.csv")), "{key}: the per-request CSV changed");
-            checked += 2;
+            out.push((name.trim_end_matches(".json").to_string(), seed, sc, r));
         }
+    }
+    out
+}
+
+#[test]
+fn every_shipped_scenario_reports_what_it_reported_before() {
+    let mut checked = 0;
+    for (stem, seed, sc, r) in shipped_runs() {
+        let key = format!("{stem}{}", seed.map(|s| s.to_string()).unwrap_or_default());
+        assert_eq!(fnv1a(&canonical(&inferscale::export::json(&r))), reference(&format!("{key}.json")), "{key}: the JSON report changed");
+        assert_eq!(fnv1a(&inferscale::export::requests_csv(&r, &sc)), reference(&format!("{key}.csv")), "{key}: the per-request CSV changed");
+        checked += 2;
     }
     assert!(checked >= 32, "{checked} reports checked");
 }
@@ -92,20 +101,14 @@ const FULL: &str = include_str!("../data/reference-full.txt");
 
 fn full_reports() -> Vec<(String, String)> {
     let mut out = Vec::new();
+    for (stem, seed, sc, r) in shipped_runs() {
+        let key = format!("run/{stem}{}", seed.map(|s| format!("@{s}")).unwrap_or_default());
+        out.push((format!("{key}.json"), inferscale::export::json(&r)));
+        out.push((format!("{key}.csv"), inferscale::export::requests_csv(&r, &sc)));
+        out.push((format!("{key}.md"), inferscale::export::markdown(&r)));
+    }
     for name in shipped_names() {
         let stem = name.trim_end_matches(".json");
-        for seed in [None, Some(7)] {
-            let mut spec = shipped(&name);
-            if let Some(s) = seed {
-                spec.seed = s;
-            }
-            let sc = valid(&spec);
-            let r = inferscale::simulate(&sc);
-            let key = format!("run/{stem}{}", seed.map(|s| format!("@{s}")).unwrap_or_default());
-            out.push((format!("{key}.json"), inferscale::export::json(&r)));
-            out.push((format!("{key}.csv"), inferscale::export::requests_csv(&r, &sc)));
-            out.push((format!("{key}.md"), inferscale::export::markdown(&r)));
-        }
         for study in inferscale::study::Kind::ALL.map(|k| k.name()) {
             let text = match inferscale::study::build(study, &shipped(&name), &serde_json::json!({})) {
                 Err(e) => format!("error: {e}"),
