@@ -95,7 +95,8 @@ impl Simulation<'_> {
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {
                 let running = self.replicas[r].batch.requests();
-                let v = victim::pick(en.victim, i, running.len(), |j| running[j].prefilled + running[j].generated, |j| running[j].priority);
+                let priority = |j: usize| self.sc.workload.classes[self.requests[running[j].id as usize].class as usize].priority;
+                let v = victim::pick(en.victim, i, running.len(), |j| running[j].prefilled + running[j].generated, priority);
                 self.preempt(r, v);
                 preempted = true;
                 if v == i {
@@ -201,10 +202,8 @@ impl Simulation<'_> {
                 blocks: 0,
                 reserve_blocks: reserve as u32,
                 step_tokens: 0,
-                priority: head.priority,
                 last_token_ns: rec.last_token_ns,
                 shared_tokens,
-                prefix_group: group,
             };
             take(&mut s, want, need, budget, work);
             rep.batch.push(s);
@@ -217,7 +216,7 @@ impl Simulation<'_> {
         let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
         if s.shared_tokens > 0 {
-            rep.kv.cache.unpin(EntryId::prefix(s.prefix_group));
+            rep.kv.cache.unpin(EntryId::prefix(self.requests[s.id as usize].prefix_group));
         }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.requests[s.id as usize];

@@ -39,12 +39,11 @@ pub(crate) struct Running {
     pub reserve_blocks: u32,
     /// Tokens scheduled in the current step (0: not in this step).
     pub step_tokens: u32,
-    pub priority: u32,
     pub last_token_ns: u64,
-    /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`).
+    /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`). Which
+    /// prefix, and the request's priority, are in its record: the rare paths that need them look them up,
+    /// so that a `Running` stays at 48 bytes — the step end's order-preserving compaction copies them.
     pub shared_tokens: u32,
-    /// The shared prefix the prompt starts with (`workload::NO_PREFIX`: none).
-    pub prefix_group: u16,
 }
 
 impl Running {
@@ -456,8 +455,11 @@ impl RarePass<'_> {
         if !emitted {
             return false;
         }
-        if s.generated == 0 && self.prefix > 0 && s.prefix_group != NO_PREFIX && s.shared_tokens == 0 {
-            self.share_prefix(s);
+        if s.generated == 0 && self.prefix > 0 && s.shared_tokens == 0 {
+            let group = self.requests[s.id as usize].prefix_group;
+            if group != NO_PREFIX {
+                self.share_prefix(s, group);
+            }
         }
         self.tally.emitted_n += 1;
         if s.generated == 0 {
@@ -474,7 +476,7 @@ impl RarePass<'_> {
 
     /// `s` emitted its last token here: it completes, or — on a prefill worker — leaves for the link.
     fn leave(&mut self, s: &Running) {
-        let shared = (s.shared_tokens > 0).then_some(s.prefix_group);
+        let shared = (s.shared_tokens > 0).then(|| self.requests[s.id as usize].prefix_group);
         self.tally.unreserved += s.reserve_blocks as u64;
         if self.prefill_role && self.requests[s.id as usize].output_tokens > s.generated {
             self.handoff.push((s.id, s.blocks as u64, shared));
@@ -498,10 +500,10 @@ impl RarePass<'_> {
     /// request cached the prefix meanwhile, `s` drops its own copy and shares that one; otherwise its first
     /// blocks become the cached copy. Either way it shares the prefix from now on.
     #[cold]
-    fn share_prefix(&mut self, s: &mut Running) {
+    fn share_prefix(&mut self, s: &mut Running, group: u16) {
         let blocks = (self.prefix / self.block) as u64;
         let cache = &mut self.kv.cache;
-        let id = EntryId::prefix(s.prefix_group);
+        let id = EntryId::prefix(group);
         if cache.is_cached(id) {
             cache.pin(id);
             self.kv.release(blocks);
@@ -512,3 +514,5 @@ impl RarePass<'_> {
         s.shared_tokens = self.prefix;
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Running>() == 48, "a Running is copied whenever the batch compacts");
