@@ -41,6 +41,7 @@ pub mod scenario;
 pub mod spec;
 pub mod sched;
 pub mod study;
+pub mod truth;
 pub mod workload;
 
 pub use engine::{Progress, RunError};

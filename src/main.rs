@@ -91,6 +91,19 @@ enum Command {
         #[command(flatten)]
         common: StudyOpts,
     },
+    /// Read benchmark result files (vLLM `bench serve --save-result` JSON, the legacy `benchmark_serving.py`,
+    /// SGLang `bench_serving` JSONL) into a bundle of validation cases (docs/truth.md). Runs that cannot be
+    /// read are reported on standard error, naming file, line and key; the others are kept.
+    Import {
+        /// Result files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
+        format: StudyFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -222,7 +235,40 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Bench { quick } => run_bench(quick),
         Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget),
+        Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
     }
+}
+
+/// The largest result file `import` reads, bytes.
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+fn run_import(files: &[PathBuf], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
+    use inferscale::truth::{self, Bundle};
+    let (mut cases, mut errors) = (Vec::new(), Vec::new());
+    for path in files {
+        let name = path.to_string_lossy().into_owned();
+        match read_file(path, "result file", MAX_RESULT_BYTES) {
+            Ok(text) => {
+                let (c, e) = truth::import(&name, &text);
+                cases.extend(c);
+                errors.extend(e.iter().map(|e| e.to_string()));
+            }
+            Err(Failure::Input(m) | Failure::Internal(m)) => errors.push(m),
+        }
+    }
+    for e in &errors {
+        eprintln!("inferscale: import: {e}");
+    }
+    if cases.is_empty() {
+        return Err(Failure::Input(format!("import: no run could be read from {} file(s)", files.len())));
+    }
+    let bundle = Bundle::new(cases);
+    let text = match format {
+        StudyFormat::Json => bundle.json(),
+        StudyFormat::Csv => inferscale::export::bundle_csv(&bundle),
+        StudyFormat::Md => inferscale::export::bundle_markdown(&bundle),
+    };
+    write_out(out, &text)
 }
 
 /// The study names the CLI takes, each with its question as help.

@@ -1,6 +1,10 @@
 //! Writers: the only place text is produced from results. JSON is the report as serialised by serde_json
 //! (byte-identical across platforms); CSV is one row per request; Markdown is a readable report.
 
+mod bundle;
+
+pub use bundle::{bundle_csv, bundle_markdown};
+
 use std::fmt::Write;
 
 use crate::metrics::{Outcome, Report, Stats};

@@ -12,6 +12,7 @@ mod property;
 mod references;
 mod roofline;
 mod study;
+mod truth;
 
 use inferscale::scenario::{self, Scenario, Spec};
 use std::path::PathBuf;

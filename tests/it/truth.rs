@@ -1,0 +1,176 @@
+//! Importing measured runs: one small file per shape of docs/truth.md (each with the quirks seen in the wild),
+//! the bundle's round trip, and bad files — an error naming file, line and key, the other runs kept.
+
+use inferscale::truth::{import, Bundle, Case, Rate};
+
+fn file(name: &str) -> (Vec<Case>, Vec<inferscale::truth::ImportError>) {
+    let text = std::fs::read_to_string(super::root().join("tests/data/results").join(name)).unwrap();
+    import(name, &text)
+}
+
+fn one(name: &str) -> Case {
+    let (cases, errors) = file(name);
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+    assert_eq!(cases.len(), 1, "{name}");
+    cases.into_iter().next().unwrap()
+}
+
+fn noted(c: &Case, words: &str) -> bool {
+    c.notes.iter().any(|n| n.contains(words))
+}
+
+#[test]
+fn current_vllm_results_import_whole() {
+    let c = one("vllm-current.json");
+    assert_eq!((c.id.as_str(), c.engine.as_str(), c.source.line), ("vllm-current.json", "vllm", 1));
+    assert_eq!(c.model_id.as_deref(), Some("meta-llama/Llama-3.1-8B-Instruct"));
+    assert_eq!(c.workload.request_rate, Some(Rate::PerSecond(8.0)));
+    assert_eq!(c.workload.max_concurrency, None, "null is absent");
+    assert_eq!(c.workload.mean_input_tokens, Some(1024.0));
+    assert_eq!(c.workload.mean_output_tokens, Some(249.85));
+    let m = &c.measured;
+    assert_eq!((m.ttft_ms.median, m.tpot_ms.mean, m.itl_ms.p99, m.e2e_ms.p99), (Some(150.3), Some(21.9), Some(60.2), Some(9800.1)));
+    assert_eq!((m.completed, m.failed, m.request_throughput_rps), (Some(200), Some(0), Some(8.13)));
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+}
+
+#[test]
+fn legacy_vllm_results_with_the_colon_key_and_old_e2e_name() {
+    let c = one("vllm-legacy.json");
+    assert_eq!(c.measured.e2e_ms.median, Some(4600.0), "E2E from *_latency_ms");
+    assert!(noted(&c, "old name `*_latency_ms`") && noted(&c, "`request_goodput:`"), "{:?}", c.notes);
+    assert_eq!(c.workload.input_lens, [1024; 4]);
+    assert_eq!(c.workload.output_lens, [128; 4]);
+}
+
+#[test]
+fn infinite_rates_as_a_string_or_a_bare_token_are_closed_loop_or_a_burst() {
+    let c = one("vllm-inf-concurrency.json");
+    assert_eq!((c.workload.request_rate, c.workload.max_concurrency), (Some(Rate::Infinite), Some(16)));
+    assert!(noted(&c, "closed loop, 16 clients"), "{:?}", c.notes);
+    let (cases, errors) = file("sglang-bench-serving.jsonl");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(cases.len(), 2);
+    let inf = &cases[1];
+    assert_eq!((inf.id.as_str(), inf.engine.as_str()), ("sglang-bench-serving.jsonl:2", "sglang"));
+    assert_eq!(inf.workload.request_rate, Some(Rate::Infinite), "a bare Infinity");
+    assert_eq!(inf.measured.total_token_throughput_tps, Some(13020.0), "SGLang's total_throughput");
+    assert_eq!(inf.workload.output_lens, [512, 0], "details.output_lens");
+    assert!(noted(inf, "1 request(s) with no output"), "{:?}", inf.notes);
+    assert_eq!(cases[0].measured.e2e_ms.p99, Some(11200.0), "SGLang's *_e2e_latency_ms");
+    assert_eq!(cases[0].measured.itl_ms.p95, Some(30.0));
+}
+
+#[test]
+fn json_lines_under_a_json_name_and_metadata_as_strings() {
+    let (cases, errors) = file("vllm-runs-jsonl.json");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["vllm-runs-jsonl.json:1", "vllm-runs-jsonl.json:2"]);
+    assert_eq!(cases[1].workload.request_rate, Some(Rate::PerSecond(4.0)));
+    assert!(noted(&cases[0], "read from text") && noted(&cases[0], "output_len"), "{:?}", cases[0].notes);
+}
+
+#[test]
+fn old_sglang_and_stripped_files_keep_what_they_have_and_say_what_is_missing() {
+    let old = one("sglang-old.jsonl");
+    assert_eq!(old.engine, "sglang");
+    assert_eq!((old.measured.ttft_ms.median, old.measured.itl_ms.median, old.measured.e2e_ms.mean), (Some(90.0), Some(12.0), Some(2600.0)));
+    assert_eq!(old.workload.mean_output_tokens, Some(210.0), "total_output / completed");
+    assert!(noted(&old, "missing: request throughput, TPOT, p99 latencies"), "{:?}", old.notes);
+    assert!(noted(&old, "not forced to the requested length"), "{:?}", old.notes);
+    let s = one("stripped.json");
+    assert_eq!(s.measured.ttft_ms.p99, Some(400.0));
+    assert!(noted(&s, "missing: duration, completed, token totals, request throughput"), "{:?}", s.notes);
+}
+
+#[test]
+fn per_chunk_itl_and_per_request_lists_are_read_for_what_they_are() {
+    let c = one("chunked-itl.json");
+    assert!(noted(&c, "ITL is per streamed chunk (mean ITL 9.8× mean TPOT)"), "{:?}", c.notes);
+    let d = one("detailed-only.json");
+    // TTFTs 20, 30, 40, 50 ms; TPOT (latency − TTFT) / (output − 1) = 10 ms for the three of 2+ tokens.
+    assert_eq!(d.measured.ttft_ms.median, Some(35.0));
+    assert_eq!(d.measured.tpot_ms.mean.map(|x| (x * 1e6).round() / 1e6), Some(10.0));
+    assert_eq!(d.measured.e2e_ms.p99.map(|x| (x * 1e6).round() / 1e6), Some(336.7), "p99 of 50, 120, 230, 340 ms: 230 + 0.97 × 110");
+    assert!(noted(&d, "TTFT, E2E, TPOT computed from the per-request lists"), "{:?}", d.notes);
+}
+
+/// A bad run gives an error naming the file, the line and the key; the others still import.
+#[test]
+fn bad_runs_are_named_and_never_lose_the_others() {
+    let (cases, errors) = file("broken.jsonl");
+    assert_eq!(cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["broken.jsonl:1"]);
+    let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), [2, 3, 4, 5], "{shown:?}");
+    assert!(shown[0].starts_with("broken.jsonl:2: `duration`: must be a finite number ≥ 0"), "{}", shown[0]);
+    assert!(shown[1].contains("no usable metric"), "{}", shown[1]);
+    assert!(shown[2].contains("not JSON"), "{}", shown[2]);
+    assert!(shown[3].starts_with("broken.jsonl:5: `median_ttft_ms`: must be a number"), "{}", shown[3]);
+    // Whole files that are not results.
+    for (text, want) in [("", "empty"), ("[1, 2]", "not a JSON object"), ("{\"a\": 1}", "no usable metric"), ("{\"mean_ttft_ms\": 1", "not JSON")] {
+        let (c, e) = import("x.json", text);
+        assert!(c.is_empty() && !e.is_empty() && e.iter().all(|e| e.to_string().contains(want)), "{text:?}: {e:?}");
+    }
+}
+
+#[test]
+fn a_bundle_of_every_shape_round_trips() {
+    let mut cases = Vec::new();
+    for name in ["vllm-current.json", "vllm-legacy.json", "vllm-inf-concurrency.json", "vllm-runs-jsonl.json", "sglang-bench-serving.jsonl", "sglang-old.jsonl", "stripped.json", "chunked-itl.json", "detailed-only.json", "broken.jsonl"] {
+        cases.extend(file(name).0);
+    }
+    assert_eq!(cases.len(), 12);
+    let b = Bundle::new(cases);
+    let back = Bundle::parse(&b.json()).unwrap();
+    assert_eq!(back, b);
+    assert!(Bundle::parse("{\"inferscale_bundle\": 9, \"cases\": []}").unwrap_err().contains("version 9"));
+    assert!(Bundle::parse("{").is_err());
+}
+
+#[test]
+fn the_import_command_writes_the_bundle_and_names_what_it_could_not_read() {
+    let dir = super::root().join("tests/data/results");
+    let mut files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path().to_string_lossy().into_owned()).collect();
+    files.sort();
+    let run = |args: &[&str]| std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).arg("import").args(args).output().unwrap();
+    let args: Vec<&str> = files.iter().map(String::as_str).chain(["/dev/zero"]).collect();
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let bundle = Bundle::parse(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(bundle.cases.len(), 12);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("broken.jsonl:2: `duration`") && err.contains("/dev/zero: not a regular file"), "{err}");
+    let csv = run(&[&files[0], "--format", "csv"]);
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert!(text.starts_with("case,engine,model,request_rate_rps"), "{text}");
+    assert_eq!(text.lines().count(), 2, "header + broken.jsonl's one good run");
+    let md = run(&[&files[0], "--format", "md"]);
+    assert!(String::from_utf8(md.stdout).unwrap().contains("| case | engine |"));
+    let none = run(&["/dev/zero"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no run could be read"));
+}
+
+/// Mutated result files (cut, spliced with attack text) never panic the importer: each run is a case or an
+/// error naming its file and line.
+#[test]
+fn mutated_result_files_import_or_are_named_never_a_panic() {
+    use inferscale::rng::{self, Stream};
+    let dir = super::root().join("tests/data/results");
+    let texts: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
+    let words = ["Infinity", "-Infinity", "NaN", "\"inf\"", "-1", "1e308", "null", "[]", "{}", "\"", "\n", ",", "\u{feff}", "\"request_goodput:\": 1,"];
+    for i in 0..2000u64 {
+        let mut r = rng::stream(0x7457, Stream::Study, i);
+        let mut t = texts[r.below(texts.len() as u64) as usize].clone();
+        for _ in 0..1 + r.below(4) {
+            let cuts: Vec<usize> = t.char_indices().map(|(k, _)| k).collect();
+            let at = cuts[r.below(cuts.len() as u64) as usize];
+            let end = t[at..].char_indices().nth(r.below(8) as usize).map_or(t.len(), |(k, _)| at + k);
+            t.replace_range(at..end, words[r.below(words.len() as u64) as usize]);
+        }
+        let (cases, errors) = std::panic::catch_unwind(|| import("m.json", &t)).unwrap_or_else(|_| panic!("case {i} panicked on {t:?}"));
+        assert!(errors.iter().all(|e| e.file == "m.json" && e.line >= 1 && !e.message.is_empty()), "case {i}: {errors:?}");
+        assert!(cases.iter().all(|c| c.measured.has_latency()), "case {i}: a case without a latency");
+        let _ = Bundle::parse(&Bundle::new(cases).json()).unwrap_or_else(|e| panic!("case {i}: the bundle does not round-trip: {e}"));
+    }
+}
