@@ -235,6 +235,9 @@ impl Simulation<'_> {
         if failed {
             rec.outcome = Outcome::Failed;
             rec.done_ns = self.now;
+            if self.generator.answers_completions() {
+                self.completed.push(s.id); // a closed-loop client goes on after a failure too
+            }
         } else {
             self.requeue.push(s.id);
         }

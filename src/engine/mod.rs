@@ -252,6 +252,9 @@ impl<'a> Simulation<'a> {
                 Event::FollowUp => self.on_follow_up(),
                 Event::Horizon => return false,
             }
+            if !self.completed.is_empty() {
+                self.answer_completions();
+            }
         }
         true
     }
@@ -313,6 +316,9 @@ impl<'a> Simulation<'a> {
             record.outcome = Outcome::Rejected(why);
             record.done_ns = self.now;
             self.requests.push(record);
+            if self.generator.answers_completions() {
+                self.completed.push(req.id); // a closed-loop client goes on after a refusal too
+            }
             return;
         }
         self.requests.push(record);
@@ -485,9 +491,6 @@ impl<'a> Simulation<'a> {
         }
         if self.central.is_some() {
             self.kick_idle();
-        }
-        if !self.completed.is_empty() {
-            self.answer_completions();
         }
     }
 

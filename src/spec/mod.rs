@@ -229,7 +229,8 @@ fn default_tenants() -> Vec<TenantSpec> {
     vec![TenantSpec::default()]
 }
 
-/// How requests arrive (open loop: arrivals never wait for the system).
+/// How requests arrive: open loop (arrivals never wait for the system), or closed loop (each client waits for
+/// its previous request).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ArrivalSpec {
@@ -241,6 +242,12 @@ pub enum ArrivalSpec {
     Gamma { rate_rps: f64, cv: f64 },
     /// On/off modulated Poisson: exponential on and off periods, a Poisson rate in each.
     OnOff { rate_on_rps: f64, #[serde(default)] rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64 },
+    /// Closed loop: `clients` clients each send a request at t = 0 and the next one `think_s` (mean of an
+    /// exponential; 0: at once) after their previous one ends — vLLM's `--max-concurrency` with
+    /// `--request-rate inf` is `think_s: 0`. Needs `workload.requests` (or a duration).
+    ClosedLoop { clients: u32, #[serde(default)] think_s: f64 },
+    /// Every request at t = 0 (a benchmark at `request_rate inf` without a concurrency cap).
+    Burst {},
     /// Replay of a trace: original arrival times and token lengths.
     Trace {
         /// Where the trace file is; front ends read it and put its text in `data`.

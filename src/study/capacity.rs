@@ -103,6 +103,9 @@ impl CapacityStudy {
             e.range_open_lo("study.capacity.start_rps", r, 0.0, 1e6);
         }
         e.int("study.capacity.max_rates", p.max_rates as u64, 3, 200);
+        if matches!(spec.workload.arrival, ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) {
+            e.push("workload.arrival.kind", "the capacity planner searches an arrival rate, and a closed loop's or a burst's load has none (it is its clients, or its size): give the scenario an open-loop arrival kind");
+        }
         e.finish()?;
         let base_rps = 1e9 / sc.workload.mean_gap_ns();
         let textbook_rps = crate::bench::textbook_rps_of(&sc);
@@ -155,6 +158,7 @@ impl CapacityStudy {
                 ArrivalSpec::OnOff { rate_on_rps: rate_on_rps * f, rate_off_rps: rate_off_rps * f, mean_on_s, mean_off_s }
             }
             ArrivalSpec::Trace { path, data, format, time_scale } => ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f },
+            closed @ (ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) => closed, // refused by `new`
         };
         s
     }

@@ -49,6 +49,10 @@ pub enum Arrival {
     Constant { gap_ns: f64 },
     Gamma { shape: f64, scale_ns: f64 },
     OnOff { on_rate_per_ns: f64, off_rate_per_ns: f64, mean_on_ns: f64, mean_off_ns: f64 },
+    /// `clients` requests at t = 0; each later one answers a request's end after a think time (mean ns).
+    ClosedLoop { clients: u64, think_ns: f64 },
+    /// Every request at t = 0.
+    Burst,
     Trace { rows: Vec<TraceRow> },
 }
 
@@ -94,6 +98,9 @@ impl Workload {
             Arrival::Poisson { mean_gap_ns } => *mean_gap_ns,
             Arrival::Constant { gap_ns } => *gap_ns,
             Arrival::Gamma { shape, scale_ns } => shape * scale_ns,
+            // A closed loop's rate is the system's; as a span bound, a think time per client and request.
+            Arrival::ClosedLoop { clients, think_ns } => think_ns / *clients as f64,
+            Arrival::Burst => 0.0,
             Arrival::OnOff { on_rate_per_ns, off_rate_per_ns, mean_on_ns, mean_off_ns } => {
                 let rate = (on_rate_per_ns * mean_on_ns + off_rate_per_ns * mean_off_ns) / (mean_on_ns + mean_off_ns);
                 1.0 / rate.max(1e-30)
@@ -118,7 +125,9 @@ impl Workload {
         if let Some(d) = w.duration_s {
             e.range_open_lo("workload.duration_s", d, 0.0, 1e8);
         }
-        if !is_trace && w.requests.is_none() && w.duration_s.is_none() {
+        if matches!(w.arrival, ArrivalSpec::Burst {}) && w.requests.is_none() {
+            e.push("workload.requests", "a burst needs `requests`: how many arrive at t = 0");
+        } else if !is_trace && w.requests.is_none() && w.duration_s.is_none() {
             e.push("workload", "give `requests` (a count) or `duration_s` (seconds of arrivals), or both");
         }
         let max_requests = w.requests.unwrap_or(MAX_REQUESTS);
@@ -167,6 +176,12 @@ impl Arrival {
                 })
             }
             ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => on_off(*rate_on_rps, *rate_off_rps, *mean_on_s, *mean_off_s, e),
+            ArrivalSpec::ClosedLoop { clients, think_s } => {
+                let a = e.int("workload.arrival.clients", *clients as u64, 1, 1_000_000);
+                let b = e.within("workload.arrival.think_s", *think_s, 0.0, 1e6, "a client's mean pause between its requests");
+                (a && b).then(|| Arrival::ClosedLoop { clients: *clients as u64, think_ns: think_s * NS_PER_S })
+            }
+            ArrivalSpec::Burst {} => Some(Arrival::Burst),
             ArrivalSpec::Trace { path, data, format, time_scale } => trace(path.as_deref(), data.as_deref(), *format, *time_scale, e),
         }
     }

@@ -90,15 +90,18 @@ impl<'a> Generator<'a> {
         self
     }
 
-    /// Whether any completion can be answered (the engine then tells the workload of each).
+    /// Whether any request's end can be answered (the engine then tells the workload of each).
     pub fn answers_completions(&self) -> bool {
-        self.follow_ups != FollowUps::None
+        self.follow_ups != FollowUps::None || matches!(self.workload.arrival, Arrival::ClosedLoop { .. })
     }
 
     /// The request that answers the completion of `done` (turn `turn` of its chain, the first being 1) at
     /// `now_ns`, if any. Its id is the engine's to give; what it draws comes from its own stream, so the
     /// open-loop requests — and their random values — are the same with and without follow-ups.
     pub fn follow_up(&mut self, done: &Request, turn: u32, now_ns: u64) -> Option<Request> {
+        if let Arrival::ClosedLoop { think_ns, .. } = self.workload.arrival {
+            return self.next_in_loop(think_ns, now_ns);
+        }
         match self.follow_ups {
             FollowUps::None => None,
             FollowUps::Echo { delay_ns, turns } => (turn < turns).then(|| Request { arrival_ns: now_ns.saturating_add(delay_ns), ..*done }),
@@ -128,7 +131,7 @@ impl<'a> Generator<'a> {
                     self.left_ns = r.exponential(if self.on { *mean_on_ns } else { *mean_off_ns });
                 }
             }
-            Arrival::Trace { .. } => unreachable!("trace arrivals come from the rows"),
+            Arrival::Trace { .. } | Arrival::ClosedLoop { .. } | Arrival::Burst => unreachable!("these arrivals have no gaps"),
         }
     }
 }
@@ -147,10 +150,13 @@ impl Iterator for Generator<'_> {
             Arrival::Trace { rows } => Some(*rows.get(idx as usize)?),
             _ => None,
         };
-        let arrival_ns = match trace_row {
-            Some(r) => r.arrival_ns,
-            None => {
-                self.t_ns += self.gap_ns(&w.arrival);
+        let arrival_ns = match (&w.arrival, trace_row) {
+            (_, Some(r)) => r.arrival_ns,
+            // A closed loop's first requests, one per client, all at t = 0; the rest answer completions.
+            (Arrival::ClosedLoop { clients, .. }, _) if idx >= *clients => return None,
+            (Arrival::ClosedLoop { .. } | Arrival::Burst, _) => 0,
+            (a, None) => {
+                self.t_ns += self.gap_ns(a);
                 self.t_ns.round() as u64
             }
         };
@@ -158,7 +164,14 @@ impl Iterator for Generator<'_> {
             return None;
         }
         self.next_idx += 1;
+        Some(self.draw(idx, arrival_ns, trace_row))
+    }
+}
 
+impl Generator<'_> {
+    /// Request `idx`, arriving at `arrival_ns`: everything random about it from its own streams.
+    fn draw(&self, idx: u64, arrival_ns: u64, trace_row: Option<TraceRow>) -> Request {
+        let w = self.workload;
         let mut r = rng::stream(self.seed, Stream::Request, idx);
         // Fixed-count draws first, so they never shift with the length distributions' kinds.
         let class = pick(&w.class_cdf, r.uniform());
@@ -181,7 +194,7 @@ impl Iterator for Generator<'_> {
             }
             None => NO_PREFIX,
         };
-        Some(Request {
+        Request {
             id: idx as u32,
             arrival_ns,
             class: class as u16,
@@ -192,7 +205,25 @@ impl Iterator for Generator<'_> {
             pred_reserve_tokens: predict(self.predictors[1], output_tokens, mean, z_reserve),
             drop_u,
             prefix_group,
-        })
+        }
+    }
+
+    /// A closed loop's next request, answering an end at `now_ns`: request `next_idx` (drawn as any other,
+    /// so a closed and an open loop on one seed send the same requests in the same order), after the
+    /// client's think time — drawn from a stream of its own, keyed by the request.
+    fn next_in_loop(&mut self, think_ns: f64, now_ns: u64) -> Option<Request> {
+        let w = self.workload;
+        if self.next_idx >= w.max_requests {
+            return None;
+        }
+        let idx = self.next_idx;
+        let think = if think_ns > 0.0 { rng::stream(self.seed, Stream::Arrivals, idx + 1).exponential(think_ns) } else { 0.0 };
+        let arrival_ns = now_ns.saturating_add(think.round() as u64);
+        if arrival_ns >= w.end_ns {
+            return None;
+        }
+        self.next_idx += 1;
+        Some(self.draw(idx, arrival_ns, None))
     }
 }
 

@@ -33,3 +33,75 @@ fn round_robin_is_not_mmc_and_random_is_c_mm1() {
     let central = inferscale::simulate(&super::valid(&spec)).summary.queue_delay_s.mean;
     assert!(central < wq / 3.0, "central {central} vs random {wq}");
 }
+
+/// A closed loop of N clients (think time Z, exponential) in front of one server of exponential-like
+/// service S: exact mean-value analysis gives the throughput. One request at a time (max_num_seqs 1), every
+/// step 1 ms (linear cost), a 1-token prompt and geometric outputs of mean 20 — so S is geometric in ms
+/// (CV 0.97, nearly exponential). And at no instant are more than N requests in the system.
+#[test]
+fn a_closed_loop_matches_mean_value_analysis_and_never_holds_more_than_its_clients() {
+    use inferscale::scenario::{ArrivalSpec, CostSpec, LengthSpec};
+    let (n_clients, think_ms, service_ms) = (4u32, 50.0, 20.0);
+    let mut s = super::shipped("default.json");
+    s.workload.arrival = ArrivalSpec::ClosedLoop { clients: n_clients, think_s: think_ms / 1e3 };
+    s.workload.requests = Some(20_000);
+    s.workload.classes.truncate(1);
+    s.workload.classes[0].prompt_tokens = LengthSpec::Fixed { tokens: 1 };
+    s.workload.classes[0].output_tokens = LengthSpec::Geometric { mean: service_ms, max: 16384 };
+    s.cost = CostSpec::Linear { base_ms: 1.0, per_seq_ms: 0.0, per_prefill_token_ms: 0.0, per_kv_token_ms: 0.0 };
+    s.engine.max_num_seqs = 1;
+    let sc = super::valid(&s);
+    let r = inferscale::simulate(&sc);
+    assert_eq!(r.summary.completed, 20_000);
+    assert!(r.audits.ok, "{:?}", r.audits);
+    // Exact MVA for an FCFS exponential server and an infinite-server think station.
+    let mut q = 0.0;
+    let mut x = 0.0;
+    for n in 1..=n_clients {
+        let resp = service_ms * (1.0 + q);
+        x = n as f64 / (think_ms + resp);
+        q = x * resp;
+    }
+    let mva_rps = x * 1e3;
+    let got = r.summary.throughput_rps;
+    assert!((got / mva_rps - 1.0).abs() < 0.03, "throughput {got:.2} req/s, MVA {mva_rps:.2} req/s");
+    println!("closed loop of {n_clients}: {got:.2} req/s, MVA {mva_rps:.2} req/s ({:+.2} %)", (got / mva_rps - 1.0) * 100.0);
+    // In system at once: every arrival +1, every end −1, ends first at equal times.
+    let mut events: Vec<(u64, i32)> = r.requests.iter().flat_map(|q| [(q.arrival_ns, 1), (q.done_ns, -1)]).collect();
+    events.sort();
+    let peak = events.iter().scan(0, |n, e| {
+        *n += e.1;
+        Some(*n)
+    });
+    assert_eq!(peak.max(), Some(n_clients as i32));
+}
+
+/// Think time 0 is vLLM's client at `request_rate inf` under `max_concurrency`: the server never idles while
+/// requests remain; a burst sends every request at t = 0; both send the open loop's requests (same lengths, in
+/// the same order) on one seed.
+#[test]
+fn closed_loops_without_think_time_and_bursts_send_the_same_requests() {
+    use inferscale::scenario::ArrivalSpec;
+    let mut s = super::shipped("default.json");
+    s.workload.requests = Some(300);
+    let open = inferscale::simulate(&super::valid(&s));
+    let lengths_by_id = |r: &inferscale::Report| {
+        let mut v: Vec<(u32, u32, u32)> = r.requests.iter().map(|q| (q.id, q.prompt_tokens, q.output_tokens)).collect();
+        v.sort();
+        v.into_iter().map(|(_, p, o)| (p, o)).collect::<Vec<_>>()
+    };
+    let want = lengths_by_id(&open);
+    s.workload.arrival = ArrivalSpec::ClosedLoop { clients: 8, think_s: 0.0 };
+    let closed = inferscale::simulate(&super::valid(&s));
+    assert_eq!(lengths_by_id(&closed), want);
+    assert_eq!(closed.summary.completed, 300);
+    assert_eq!(closed.requests.iter().filter(|q| q.arrival_ns == 0).count(), 8, "one request per client at t = 0");
+    s.workload.arrival = ArrivalSpec::Burst {};
+    let burst = inferscale::simulate(&super::valid(&s));
+    assert_eq!(lengths_by_id(&burst), want);
+    assert!(burst.requests.iter().all(|q| q.arrival_ns == 0));
+    // A burst without a count is refused at the field.
+    s.workload.requests = None;
+    s.workload.duration_s = Some(10.0);
+    assert_eq!(inferscale::scenario::validate(&s).unwrap_err().errors[0].path, "workload.requests");
+}

@@ -409,6 +409,8 @@ impl App {
             A::Constant { rate_rps } => (format!("-{}rps", r(rate_rps)), format!(", evenly spaced arrivals at {} req/s", r(rate_rps))),
             A::Gamma { rate_rps, cv } => (format!("-{}rps-bursty", r(rate_rps)), format!(", bursty arrivals (gap CV {}) at {} req/s", r(cv), r(rate_rps))),
             A::OnOff { .. } => ("-on-off".to_string(), ", on/off bursts".to_string()),
+            A::ClosedLoop { clients, .. } => (format!("-{clients}clients"), format!(", a closed loop of {clients} clients")),
+            A::Burst {} => ("-burst".to_string(), ", a burst at t = 0".to_string()),
             A::Trace { .. } => ("-trace".to_string(), ", replaying a trace".to_string()),
         };
         let model = spec.model.preset.clone().unwrap_or_else(|| "custom-model".into());
@@ -649,6 +651,9 @@ fn arrival_object(v: &Value, k: &str) -> Value {
             let r = rate.as_f64().unwrap_or(1.0);
             json!({"kind": k, "rate_on_rps": r * 3.0, "rate_off_rps": r / 10.0, "mean_on_s": 10.0, "mean_off_s": 20.0})
         }
+        // As many clients as a benchmark's usual `--max-concurrency`; no think time, as vLLM's client.
+        "closed_loop" => json!({"kind": k, "clients": 16, "think_s": 0.0}),
+        "burst" => json!({"kind": k}),
         _ => json!({"kind": k, "rate_rps": rate}),
     }
 }

@@ -138,6 +138,8 @@ fn describe(key: &str) -> (&'static str, &'static str) {
         "mean_on_s" => ("mean on period", "s"),
         "mean_off_s" => ("mean off period", "s"),
         "cv" => ("CV", "ratio"),
+        "clients" => ("clients", "each waits for its previous request"),
+        "think_s" => ("think time", "s, mean"),
         "time_scale" => ("time scale", "× gaps"),
         "tokens" => ("tokens", "tokens"),
         "min" => ("min", "tokens"),
@@ -157,6 +159,8 @@ fn arrival(v: &Value) -> Section {
         "constant" => "Constant",
         "gamma" => "Gamma",
         "on_off" => "On/off",
+        "closed_loop" => "Closed-loop",
+        "burst" => "Burst",
         "trace" => "Trace",
         other => other,
     };
