@@ -52,6 +52,10 @@ pub struct Report {
 pub struct Setup {
     pub model: String,
     pub pools: Vec<PoolSetup>,
+    /// A load that is not an arrival rate: "a closed loop of 16 clients", "a burst at t = 0" (absent for open
+    /// loops, whose offered rate says it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -71,7 +75,13 @@ impl Setup {
             .iter()
             .map(|p| PoolSetup { role: p.role.name(), device: p.hardware.name.clone(), tp: p.hardware.tp, replicas: p.replicas, gpus: p.replicas * p.hardware.tp })
             .collect();
-        Setup { model: sc.model.name.clone(), pools }
+        let load = match sc.workload.arrival {
+            crate::workload::Arrival::ClosedLoop { clients, think_ns } if think_ns > 0.0 => Some(format!("a closed loop of {clients} clients (think time {} s)", think_ns / 1e9)),
+            crate::workload::Arrival::ClosedLoop { clients, .. } => Some(format!("a closed loop of {clients} clients")),
+            crate::workload::Arrival::Burst => Some("a burst at t = 0".to_string()),
+            _ => None,
+        };
+        Setup { model: sc.model.name.clone(), pools, load }
     }
 
     /// "llama-3-70b on 8 × h100-sxm (TP 4 × 2 replicas)"; P/D: each pool.
@@ -85,7 +95,10 @@ impl Setup {
                 format!("{role}{} × {} (TP {} × {reps})", p.gpus, p.device, p.tp)
             })
             .collect();
-        format!("{} on {}", self.model, pools.join(", "))
+        match &self.load {
+            Some(l) => format!("{} on {}, {l}", self.model, pools.join(", ")),
+            None => format!("{} on {}", self.model, pools.join(", ")),
+        }
     }
 }
 
