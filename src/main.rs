@@ -104,6 +104,23 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Fit the cost model's prefill and decode multipliers on some measured runs of a bundle (`import`'s output)
+    /// and show the error on the others (docs/truth.md).
+    Calibrate {
+        /// A bundle of measured runs (`inferscale import … > bundle.json`).
+        bundle: PathBuf,
+        /// The base scenario: model, GPUs and engine settings; each case supplies its workload.
+        #[arg(long)]
+        scenario: PathBuf,
+        /// The training cases' ids, comma-separated (default: every other case by offered load).
+        #[arg(long, value_delimiter = ',')]
+        train: Vec<String>,
+        #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
+        format: StudyFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -236,6 +253,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick } => run_bench(quick),
         Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget),
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
+        Command::Calibrate { bundle, scenario, train, format, out } => run_calibrate(&bundle, &scenario, &train, format, out.as_deref()),
     }
 }
 
@@ -267,6 +285,19 @@ fn run_import(files: &[PathBuf], format: StudyFormat, out: Option<&Path>) -> Res
         StudyFormat::Json => bundle.json(),
         StudyFormat::Csv => inferscale::export::bundle_csv(&bundle),
         StudyFormat::Md => inferscale::export::bundle_markdown(&bundle),
+    };
+    write_out(out, &text)
+}
+
+fn run_calibrate(bundle: &Path, scenario: &Path, train: &[String], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
+    use inferscale::truth::{self, Bundle};
+    let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?).map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
+    let base = load_spec(scenario, None)?;
+    let c = truth::calibrate(&base, &b.cases, train).map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
+    let text = match format {
+        StudyFormat::Json => serde_json::to_string_pretty(&c).map_err(|e| Failure::Internal(e.to_string()))? + "\n",
+        StudyFormat::Csv => export::calibration_csv(&c),
+        StudyFormat::Md => export::calibration_markdown(&c),
     };
     write_out(out, &text)
 }

@@ -2,7 +2,7 @@
 //! (Markdown).
 
 use super::{csv_field, md_cell};
-use crate::truth::{Bundle, Case, LatencyMs, Rate};
+use crate::truth::{Bundle, Calibration, Case, LatencyMs, Rate};
 
 /// The columns: (header, the cell of a case).
 type Column = (&'static str, fn(&Case) -> String);
@@ -58,6 +58,42 @@ pub fn bundle_markdown(b: &Bundle) -> String {
         out += "\n## Notes\n\n";
         for c in noted {
             out += &format!("- **{}**: {}\n", md_cell(&c.id), md_cell(&c.notes.join("; ")));
+        }
+    }
+    out
+}
+
+/// A calibration's table: one row per case and metric.
+pub fn calibration_csv(c: &Calibration) -> String {
+    let mut out = String::from("case,set,metric,measured_ms,baseline_ms,calibrated_ms,baseline_ape,calibrated_ape\n");
+    for r in &c.rows {
+        let set = if r.training { "training" } else { "held-out" };
+        out += &format!("{},{set},{},{},{},{},{},{}\n", csv_field(&r.case), r.metric, num(Some(r.measured_ms)), num(Some(r.baseline_ms)), num(Some(r.calibrated_ms)), num(Some(r.baseline_ape)), num(Some(r.calibrated_ape)));
+    }
+    out
+}
+
+/// A calibration: the fit, the held-out errors, the table, warnings and notes.
+pub fn calibration_markdown(c: &Calibration) -> String {
+    let pct = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
+    let mut out = format!(
+        "# Calibration\n\nFitted on the training cases: prefill × {:.3}, decode × {:.3}. Objective ({}): {:.4} before, {:.4} after.\n\n## Held-out error (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n",
+        c.fitted.prefill, c.fitted.decode, c.objective, c.train_error_baseline, c.train_error_calibrated
+    );
+    for m in &c.held_out_mape {
+        out += &format!("| {} | {} | {} |\n", m.metric, pct(m.baseline), pct(m.calibrated));
+    }
+    out += "\n## Every case\n\n| case | set | metric | measured (ms) | baseline pred. (ms) | calibrated pred. (ms) | baseline APE | calibrated APE |\n|---|---|---|---|---|---|---|---|\n";
+    for r in &c.rows {
+        let set = if r.training { "training" } else { "held-out" };
+        out += &format!("| {} | {set} | {} | {:.1} | {:.1} | {:.1} | {} | {} |\n", md_cell(&r.case), r.metric, r.measured_ms, r.baseline_ms, r.calibrated_ms, pct(Some(r.baseline_ape)), pct(Some(r.calibrated_ape)));
+    }
+    for (title, list) in [("Warnings", &c.warnings), ("Notes", &c.notes)] {
+        if !list.is_empty() {
+            out += &format!("\n## {title}\n\n");
+            for w in list.iter() {
+                out += &format!("- {}\n", md_cell(w));
+            }
         }
     }
     out

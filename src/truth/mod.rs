@@ -3,8 +3,10 @@
 //! the workload was, every measured figure present, and notes on what was missing or suspicious. A bundle of
 //! cases is the input of calibration. Pure: the front ends read the files and pass their text.
 
+pub mod calibrate;
 mod import;
 
+pub use calibrate::{calibrate, Calibration};
 pub use import::{import, ImportError};
 
 use serde::{Deserialize, Serialize};

@@ -174,3 +174,66 @@ fn mutated_result_files_import_or_are_named_never_a_panic() {
         let _ = Bundle::parse(&Bundle::new(cases).json()).unwrap_or_else(|e| panic!("case {i}: the bundle does not round-trip: {e}"));
     }
 }
+
+/// Recovery: runs "measured" on a known scenario with prefill × 1.3 and decode × 0.8 calibrate back to those
+/// multipliers within 2 %, and the held-out error falls to about 0; a case the base cannot place is an error.
+#[test]
+fn calibration_recovers_known_multipliers_and_the_held_out_error_falls() {
+    use inferscale::scenario::{CostScaleSpec, LengthSpec};
+    use inferscale::truth::{calibrate, CaseWorkload, LatencyMs, Measured, Source};
+    let mut base = super::shipped("default.json");
+    base.workload.classes.truncate(1);
+    base.workload.classes[0].prompt_tokens = LengthSpec::Fixed { tokens: 512 };
+    base.workload.classes[0].output_tokens = LengthSpec::Fixed { tokens: 128 };
+    let ms = |p: f64| LatencyMs { median: Some(p * 1e3), ..LatencyMs::default() };
+    let cases: Vec<Case> = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        .iter()
+        .map(|&rate| {
+            let workload = CaseWorkload { request_rate: Some(Rate::PerSecond(rate)), num_prompts: Some(300), mean_input_tokens: Some(512.0), mean_output_tokens: Some(128.0), ..CaseWorkload::default() };
+            let mut truth = base.clone();
+            truth.workload.arrival = inferscale::scenario::ArrivalSpec::Poisson { rate_rps: rate };
+            truth.workload.requests = Some(300);
+            truth.cost_scale = Some(CostScaleSpec { prefill: 1.3, decode: 0.8, transfer: 1.0 });
+            let r = inferscale::simulate(&super::valid(&truth));
+            let measured = Measured { ttft_ms: ms(r.summary.ttft_s.p50), tpot_ms: ms(r.summary.tpot_s.p50), e2e_ms: ms(r.summary.e2e_s.p50), ..Measured::default() };
+            Case { id: format!("rate{rate}"), source: Source { file: "made".into(), line: 1 }, engine: "vllm".into(), backend: None, model_id: None, workload, measured, notes: vec![] }
+        })
+        .collect();
+    let c = calibrate(&base, &cases, &[]).unwrap();
+    assert!((c.fitted.prefill / 1.3 - 1.0).abs() < 0.02 && (c.fitted.decode / 0.8 - 1.0).abs() < 0.02, "fitted {:?}", c.fitted);
+    for m in &c.held_out_mape {
+        let (b, a) = (m.baseline.unwrap(), m.calibrated.unwrap());
+        assert!(a < 0.01 && a < b, "{}: held-out MAPE {b} → {a}", m.metric);
+    }
+    assert_eq!(c.rows.iter().filter(|r| r.training).count(), 9, "the default split trains on rates 1, 3, 5");
+    assert!(c.warnings.iter().any(|w| w.starts_with("rate6")), "rate 6 is past the training range: {:?}", c.warnings);
+    assert!(calibrate(&base, &cases, &["nope".into()]).unwrap_err().contains("`nope`"));
+    let mut no_rate = cases[0].clone();
+    no_rate.workload.request_rate = None;
+    assert!(calibrate(&base, &[no_rate.clone()], &[]).unwrap_err().contains("no request rate"));
+    let with_odd = [cases.clone(), vec![no_rate]].concat();
+    assert!(calibrate(&base, &with_odd, &[]).unwrap().warnings.iter().any(|w| w.starts_with("left out: rate1: no request rate")));
+}
+
+#[test]
+fn the_calibrate_command_reads_a_bundle_and_a_base_scenario() {
+    let bin = env!("CARGO_BIN_EXE_inferscale");
+    let dir = std::env::temp_dir().join(format!("inferscale-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bundle = dir.join("bundle.json");
+    let results = super::root().join("tests/data/results");
+    let imported = std::process::Command::new(bin).args(["import", results.join("vllm-runs-jsonl.json").to_str().unwrap(), results.join("vllm-current.json").to_str().unwrap(), "--out", bundle.to_str().unwrap()]).output().unwrap();
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    let base = super::root().join("scenarios/default.json");
+    let run = |extra: &[&str]| std::process::Command::new(bin).args(["calibrate", bundle.to_str().unwrap(), "--scenario", base.to_str().unwrap()]).args(extra).output().unwrap();
+    let md = run(&["--format", "md"]);
+    assert!(md.status.success(), "{}", String::from_utf8_lossy(&md.stderr));
+    let text = String::from_utf8(md.stdout).unwrap();
+    assert!(text.contains("# Calibration") && text.contains("| case | set | metric |") && text.contains("held-out"), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&run(&[]).stdout).unwrap();
+    assert!(json["fitted"]["prefill"].as_f64().unwrap() > 0.0);
+    let bad = run(&["--train", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`nope`"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
