@@ -325,3 +325,25 @@ test('a run past the lab\'s budget is refused at Requests with the estimate, typ
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('a closed loop of clients is chosen, typed and run; a burst too', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await page.getByRole('combobox', { name: 'Arrivals' }).selectOption('closed_loop');
+  assert.deepEqual((await scenario(page)).workload.arrival, { kind: 'closed_loop', clients: 16, think_s: 0 });
+  assert.equal(await page.isDisabled('#c-rate'), true, 'a closed loop has no rate to set');
+  const clients = page.locator('[data-ptr="/workload/arrival/clients"]');
+  await typeInto(page, clients, '32');
+  await typeInto(page, page.locator('[data-ptr="/workload/arrival/think_s"]'), '0.5');
+  assert.deepEqual((await scenario(page)).workload.arrival, { kind: 'closed_loop', clients: 32, think_s: 0.5 });
+  await typeInto(page, clients, '0');
+  assert.match(await page.textContent('#errors'), /clients/);
+  assert.equal(await page.isDisabled('#run'), true);
+  await typeInto(page, clients, '8');
+  await runAndWait(page);
+  assert.match(await page.textContent('#diagnosis'), /a closed loop of 8 clients \(think time 0\.5 s\)/);
+  await page.getByRole('combobox', { name: 'Arrivals' }).selectOption('burst');
+  await runAndWait(page);
+  assert.match(await page.textContent('#diagnosis'), /a burst at t = 0/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
