@@ -17,9 +17,29 @@ pub struct Model {
     pub head_dim: u32,
     pub bytes_per_param: f64,
     pub kv_bytes_per_elem: f64,
+    /// Mixture of experts; None: dense.
+    pub moe: Option<Moe>,
+}
+
+/// A mixture of experts: `experts` per layer, `per_token` run for each token, `expert_params` weights in all
+/// of them together (every expert is resident; a step reads the ones its tokens touch).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moe {
+    pub experts: u32,
+    pub per_token: u32,
+    pub expert_params: f64,
 }
 
 impl Model {
+    /// Parameters a token runs through: all of a dense model's; of a mixture, the dense part and its experts.
+    pub fn active_params(&self) -> f64 {
+        match self.moe {
+            // Subtracting the experts not run keeps "every expert active" exactly the dense figure.
+            Some(m) => self.params - m.expert_params * (1.0 - m.per_token as f64 / m.experts as f64),
+            None => self.params,
+        }
+    }
+
     /// KV bytes per token for the whole model (all GPUs of a replica together).
     pub fn kv_bytes_per_token(&self) -> f64 {
         2.0 * self.layers as f64 * self.kv_heads as f64 * self.head_dim as f64 * self.kv_bytes_per_elem
@@ -105,6 +125,12 @@ impl Model {
             e.push("model.kv_heads", format!("must be ≤ heads ({heads}) (got {kv_heads})"));
             ok = false;
         }
+        let moe = match (m.moe, base.and_then(|b| b.moe)) {
+            (Some(s), _) => Moe::build(s.experts, s.experts_per_token, s.expert_params_b, params_b, e),
+            (None, Some((experts, k, p))) => Moe::build(experts, k, p, params_b, e),
+            (None, None) => Ok(None),
+        };
+        let Ok(moe) = moe else { return None };
         ok.then(|| Model {
             name: m.preset.clone().unwrap_or_else(|| "custom".into()),
             params: params_b * 1e9,
@@ -115,7 +141,18 @@ impl Model {
             head_dim,
             bytes_per_param: bpp,
             kv_bytes_per_elem: kvb,
+            moe,
         })
+    }
+}
+
+impl Moe {
+    /// Errors under `model.moe.`.
+    fn build(experts: u32, per_token: u32, expert_params_b: f64, params_b: f64, e: &mut Errors) -> Result<Option<Moe>, ()> {
+        let mut ok = e.int("model.moe.experts", experts as u64, 2, 1024);
+        ok &= e.int("model.moe.experts_per_token", per_token as u64, 1, experts.max(1) as u64);
+        ok &= e.within("model.moe.expert_params_b", expert_params_b, 1e-3, params_b, "the parameters in all experts, a part of model.params_b");
+        if ok { Ok(Some(Moe { experts, per_token, expert_params: expert_params_b * 1e9 })) } else { Err(()) }
     }
 }
 

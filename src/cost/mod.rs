@@ -101,6 +101,10 @@ pub struct Roofline {
     compute_ns_per_token: f64,
     compute_ns_per_pair: f64,
     weights_ns: f64,
+    /// Mixture of experts: the time to read every expert, and the chance one token leaves a given expert
+    /// untouched (1 − k/E); 0 for a dense model.
+    expert_weights_ns: f64,
+    expert_untouched: f64,
     kv_write_ns_per_token: f64,
     kv_read_ns_per_token: f64,
     comm_ns_fixed: f64,
@@ -126,8 +130,14 @@ impl Roofline {
         } else {
             (0.0, 0.0)
         };
+        let (expert_weights_ns, expert_untouched) = match m.moe {
+            Some(x) => (x.expert_params * m.bytes_per_param / wbw, 1.0 - x.per_token as f64 / x.experts as f64),
+            None => (0.0, 0.0),
+        };
         Roofline {
-            compute_ns_per_token: 2.0 * m.params / flops_per_ns,
+            compute_ns_per_token: 2.0 * m.active_params() / flops_per_ns,
+            expert_weights_ns,
+            expert_untouched,
             compute_ns_per_pair: 4.0 * m.layers as f64 * m.heads as f64 * m.head_dim as f64 / flops_per_ns,
             weights_ns: m.weight_bytes() / wbw,
             kv_write_ns_per_token: kvb / wbw,
@@ -141,6 +151,14 @@ impl Roofline {
         }
     }
 
+    /// Time to read the weights a step of `tokens` tokens touches: all of a dense model's; of a mixture, less
+    /// the experts none of its tokens is routed to — each untouched with probability (1 − k/E)^tokens under
+    /// uniform routing, so a batch of one reads k of E experts and a large batch reads them all.
+    #[inline(always)]
+    fn weights_read_ns(&self, tokens: f64) -> f64 {
+        if self.expert_weights_ns > 0.0 { self.weights_ns - self.expert_weights_ns * libm::pow(self.expert_untouched, tokens) } else { self.weights_ns }
+    }
+
     pub fn step(&self, w: &StepWork) -> StepCost {
         let tokens = w.tokens() as f64;
         let prefill_c =
@@ -148,7 +166,7 @@ impl Roofline {
         let decode_c =
             (w.decode_seqs as f64 * self.compute_ns_per_token + w.decode_context_tokens as f64 * self.compute_ns_per_pair) * self.decode_scale;
         let c = prefill_c + decode_c;
-        let weights = (self.weights_ns + tokens * self.kv_write_ns_per_token) * self.decode_scale;
+        let weights = (self.weights_read_ns(tokens) + tokens * self.kv_write_ns_per_token) * self.decode_scale;
         let kv_read = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.kv_read_ns_per_token * self.decode_scale;
         let m = weights + kv_read;
         let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };

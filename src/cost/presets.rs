@@ -13,6 +13,8 @@ pub struct ModelPreset {
     pub head_dim: u32,
     pub bytes_per_param: f64,
     pub kv_bytes_per_elem: f64,
+    /// Mixture of experts: (experts, experts per token, parameters in all experts, billions).
+    pub moe: Option<(u32, u32, f64)>,
 }
 
 pub const MODELS: &[ModelPreset] = &[
@@ -26,6 +28,7 @@ pub const MODELS: &[ModelPreset] = &[
         head_dim: 128,
         bytes_per_param: 2.0,
         kv_bytes_per_elem: 2.0,
+        moe: None,
     },
     ModelPreset {
         name: "llama-3-70b",
@@ -37,6 +40,22 @@ pub const MODELS: &[ModelPreset] = &[
         head_dim: 128,
         bytes_per_param: 2.0,
         kv_bytes_per_elem: 2.0,
+        moe: None,
+    },
+    // Mixtral 8x7B (Jiang et al. 2024, arXiv:2401.04088: 46.7B parameters, 12.9B active; the config of
+    // mistralai/Mixtral-8x7B-v0.1: 32 layers, hidden 4096, 32 heads, 8 KV heads, 8 experts, top 2, FFN 14336):
+    // each expert is 3 × 4096 × 14336 weights a layer, 45.1B in all.
+    ModelPreset {
+        name: "mixtral-8x7b",
+        params_b: 46.7,
+        layers: 32,
+        hidden: 4096,
+        heads: 32,
+        kv_heads: 8,
+        head_dim: 128,
+        bytes_per_param: 2.0,
+        kv_bytes_per_elem: 2.0,
+        moe: Some((8, 2, 45.1)),
     },
 ];
 

@@ -408,6 +408,20 @@ pub struct ModelSpec {
     /// Bytes per KV-cache element (2 for BF16, 1 for FP8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_bytes_per_elem: Option<f64>,
+    /// Mixture of experts (absent: dense, or the preset's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe: Option<MoeSpec>,
+}
+
+/// A mixture-of-experts model: `experts` expert FFNs per layer holding `expert_params_b` of the parameters
+/// between them, `experts_per_token` of them run for each token.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MoeSpec {
+    pub experts: u32,
+    pub experts_per_token: u32,
+    /// Parameters in all experts together, billions (the rest — attention, embeddings, router — is dense).
+    pub expert_params_b: f64,
 }
 
 impl Default for ModelSpec {
@@ -422,6 +436,7 @@ impl Default for ModelSpec {
             head_dim: None,
             bytes_per_param: None,
             kv_bytes_per_elem: None,
+            moe: None,
         }
     }
 }

@@ -98,3 +98,60 @@ fn kv_capacity_follows_memory_minus_weights() {
     assert_eq!(sc.pools[0].engine.kv_capacity_tokens, expected);
     assert_eq!(sc.pools[0].engine.kv_total_blocks, expected / 16);
 }
+
+/// A model written out with a preset's figures is the preset: the same report byte for byte, but for the
+/// model's name in the setup ("custom").
+#[test]
+fn a_custom_model_with_a_presets_figures_reports_as_the_preset() {
+    let preset = super::small();
+    let mut custom = preset.clone();
+    custom.model = inferscale::scenario::ModelSpec {
+        preset: None,
+        params_b: Some(8.03),
+        layers: Some(32),
+        hidden: Some(4096),
+        heads: Some(32),
+        kv_heads: Some(8),
+        head_dim: Some(128),
+        bytes_per_param: Some(2.0),
+        kv_bytes_per_elem: Some(2.0),
+        moe: None,
+    };
+    let a = inferscale::export::json(&inferscale::simulate(&super::valid(&preset)));
+    let b = inferscale::export::json(&inferscale::simulate(&super::valid(&custom)));
+    assert_eq!(a.replace("\"model\": \"llama-3-8b\"", "\"model\": \"custom\""), b);
+}
+
+/// A mixture of experts with every expert active is the dense model of its shape, byte for byte; with k of
+/// E active, a batch of one reads the dense part and k/E of the experts, a large batch nearly all of them,
+/// and each token computes with the active parameters only.
+#[test]
+fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
+    use inferscale::cost::StepWork;
+    use inferscale::scenario::MoeSpec;
+    let mut dense = super::small();
+    dense.model.preset = Some("mixtral-8x7b".into());
+    dense.hardware.device = Some("h100-sxm".into());
+    dense.hardware.tp = 2;
+    // The dense model of Mixtral's shape, every figure written out, and the same with all 8 of 8 experts active.
+    let mut plain = dense.clone();
+    plain.model = inferscale::scenario::ModelSpec { preset: None, params_b: Some(46.7), layers: Some(32), hidden: Some(4096), heads: Some(32), kv_heads: Some(8), head_dim: Some(128), bytes_per_param: Some(2.0), kv_bytes_per_elem: Some(2.0), moe: None };
+    let mut all_active = dense.clone();
+    all_active.model = inferscale::scenario::ModelSpec { moe: Some(MoeSpec { experts: 8, experts_per_token: 8, expert_params_b: 45.1 }), ..plain.model.clone() };
+    let json = |s: &inferscale::scenario::Spec| inferscale::export::json(&inferscale::simulate(&super::valid(s)));
+    assert_eq!(json(&all_active), json(&plain), "every expert active: the dense model");
+    // Top 2 of 8: one decode token reads the dense part and a quarter of the experts.
+    let sc = super::valid(&dense);
+    let cost = &sc.pools[0].cost;
+    let full = inferscale::cost::Roofline::new(&super::valid(&plain).model, &sc.pools[0].hardware);
+    let one = StepWork { decode_seqs: 1, decode_context_tokens: 100, ..Default::default() };
+    let many = StepWork { decode_seqs: 256, decode_context_tokens: 25_600, ..Default::default() };
+    let (w1, wn, dense_w) = (cost.step(&one).weights_ns, cost.step(&many).weights_ns, full.step(&one).weights_ns);
+    let kv_write = full.step(&one).weights_ns - (46.7e9 * 2.0) / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9);
+    let expect1 = ((46.7e9 - 45.1e9) + 45.1e9 * 0.25) * 2.0 / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9) + kv_write;
+    assert!((w1 / expect1 - 1.0).abs() < 1e-9, "batch of one: {w1} ns, expected {expect1}");
+    assert!(wn > 0.999 * dense_w && wn <= full.step(&many).weights_ns, "a batch of 256 touches every expert: {wn} vs {dense_w}");
+    let c1 = cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: 1000, prefill_attention_pairs: 0, ..Default::default() }).prefill_compute_ns;
+    let c_dense = full.step(&StepWork { prefill_seqs: 1, prefill_tokens: 1000, prefill_attention_pairs: 0, ..Default::default() }).prefill_compute_ns;
+    assert!((c1 / c_dense - (46.7 - 45.1 * 0.75) / 46.7).abs() < 1e-9, "compute with the active parameters (12.9 B of 46.7 B)");
+}
