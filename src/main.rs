@@ -121,6 +121,17 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Fit the roofline's efficiency factors (MFU, weight and KV bandwidth efficiency, per-step overhead) to a
+    /// table of measured step times, on every other row, and show the error on the rows held out.
+    FitSteps {
+        /// CSV: phase, batch_size, new_tokens_per_req, kv_context, and step_ms (docs/truth.md).
+        table: PathBuf,
+        /// The scenario whose model and first pool's device the steps ran on.
+        #[arg(long)]
+        scenario: PathBuf,
+        #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+        format: TextOrJson,
+    },
 }
 
 #[derive(clap::Args)]
@@ -253,6 +264,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick } => run_bench(quick),
         Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget),
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
+        Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
         Command::Calibrate { bundle, scenario, train, format, out } => run_calibrate(&bundle, &scenario, &train, format, out.as_deref()),
     }
 }
@@ -287,6 +299,27 @@ fn run_import(files: &[PathBuf], format: StudyFormat, out: Option<&Path>) -> Res
         StudyFormat::Md => inferscale::export::bundle_markdown(&bundle),
     };
     write_out(out, &text)
+}
+
+fn run_fit_steps(table: &Path, scenario: &Path, format: TextOrJson, budget: &scenario::Budget) -> Result<(), Failure> {
+    use inferscale::truth::steps;
+    let rows = steps::parse_steps(&read_file(table, "the step table", MAX_RESULT_BYTES)?).map_err(|e| Failure::Input(format!("{}: {e}", table.display())))?;
+    let sc = load(scenario, None, budget)?;
+    let fit = steps::fit_steps(&sc.model, &sc.pools[0].hardware, &rows);
+    if format == TextOrJson::Json {
+        println!("{}", serde_json::to_string_pretty(&fit).map_err(|e| Failure::Internal(e.to_string()))?);
+        return Ok(());
+    }
+    let (b, f) = (fit.baseline, fit.fitted);
+    println!("fitted on every other row: mfu {:.3} (was {:.3}), weight bw {:.3} ({:.3}), kv bw {:.3} ({:.3}), overhead {:.3} ms ({:.3})", f.mfu, b.mfu, f.weight_bw_efficiency, b.weight_bw_efficiency, f.kv_bw_efficiency, b.kv_bw_efficiency, f.step_overhead_ms, b.step_overhead_ms);
+    println!("{:<6} {:>8} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>9} {:>9}", "line", "phase", "batch", "tokens", "ctx", "measured", "baseline", "fitted", "base APE", "fit APE");
+    for r in &fit.rows {
+        let set = if r.training { "" } else { " held out" };
+        let p = if r.row.decode { "decode" } else { "prefill" };
+        println!("{:<6} {:>8} {:>7} {:>6} {:>6} {:>8.2} ms {:>8.2} ms {:>6.2} ms {:>8.1} % {:>8.1} %{set}", r.row.line, p, r.row.batch, r.row.new_tokens, r.row.kv_context, r.row.measured_ms, r.baseline_ms, r.fitted_ms, r.baseline_ape * 100.0, r.fitted_ape * 100.0);
+    }
+    println!("held-out MAPE: {:.1} % before, {:.1} % after", fit.held_out_mape_baseline * 100.0, fit.held_out_mape_fitted * 100.0);
+    Ok(())
 }
 
 fn run_calibrate(bundle: &Path, scenario: &Path, train: &[String], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {

@@ -5,6 +5,7 @@
 
 pub mod calibrate;
 mod import;
+pub mod steps;
 
 pub use calibrate::{calibrate, Calibration};
 pub use import::{import, ImportError};

@@ -237,3 +237,47 @@ fn the_calibrate_command_reads_a_bundle_and_a_base_scenario() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`nope`"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Step-time fitting: a table made by the roofline with known efficiencies is fitted back to them (and its
+/// held-out rows to within 1 %); the measured A100 table is fitted with its held-out
+/// error printed; bad tables name the line and the column.
+#[test]
+fn step_tables_fit_the_roofline_and_say_the_held_out_error() {
+    use inferscale::truth::steps::{fit_steps, parse_steps};
+    let sc = super::valid(&super::shipped("default.json"));
+    let (m, h) = (&sc.model, &sc.pools[0].hardware);
+    let truth = inferscale::scenario::Hardware { mfu: 0.5, weight_bw_efficiency: 0.6, kv_bw_efficiency: 0.9, step_overhead_ns: 2e6, ..h.clone() };
+    let roof = inferscale::cost::Roofline::new(m, &truth);
+    let mut csv = String::from("phase,batch_size,new_tokens_per_req,kv_context,step_ms\n");
+    for (decode, b, n, k) in [(true, 1, 1, 512), (true, 4, 1, 4096), (true, 16, 1, 1024), (true, 64, 1, 8192), (true, 128, 1, 2048), (true, 256, 1, 512), (false, 1, 256, 0), (false, 2, 1024, 0), (false, 1, 4096, 0), (false, 4, 512, 1024), (true, 32, 1, 16384), (false, 1, 8192, 0)] {
+        let row = parse_steps(&format!("phase,batch_size,new_tokens_per_req,kv_context,step_ms\n{},{b},{n},{k},1\n{},{b},{n},{k},1\n", if decode { "decode" } else { "prefill" }, if decode { "decode" } else { "prefill" })).unwrap();
+        let w = if decode {
+            inferscale::cost::StepWork { decode_seqs: b, decode_context_tokens: k * b as u64, ..Default::default() }
+        } else {
+            inferscale::cost::StepWork { prefill_seqs: b, prefill_tokens: n * b, prefill_attention_pairs: (n as u64 * k + n as u64 * (n as u64 + 1) / 2) * b as u64, prefill_context_tokens: k * b as u64, ..Default::default() }
+        };
+        assert_eq!(row.len(), 2);
+        csv += &format!("{},{b},{n},{k},{}\n", if decode { "decode" } else { "prefill" }, roof.step(&w).total_ns as f64 / 1e6);
+    }
+    let fit = fit_steps(m, h, &parse_steps(&csv).unwrap());
+    let f = fit.fitted;
+    // MFU and the KV-read efficiency are identified; the weight read and the fixed overhead cost alike at
+    // every step, so only their sum is: the fitted pair must give the true time of a step's weight read
+    // plus overhead.
+    for (got, want) in [(f.mfu, 0.5), (f.kv_bw_efficiency, 0.9)] {
+        assert!((got / want - 1.0).abs() < 0.02, "fitted {f:?}");
+    }
+    let fixed = |bw: f64, ovh: f64| m.weight_bytes() / (h.hbm_bytes_per_s * bw) * 1e3 + ovh;
+    assert!((fixed(f.weight_bw_efficiency, f.step_overhead_ms) / fixed(0.6, 2.0) - 1.0).abs() < 0.02, "fitted {f:?}");
+    assert!(fit.held_out_mape_fitted < 0.01 && fit.held_out_mape_fitted < fit.held_out_mape_baseline, "{} → {}", fit.held_out_mape_baseline, fit.held_out_mape_fitted);
+    // The measured table: both errors stated, neither far off.
+    let a100 = parse_steps(&std::fs::read_to_string(super::root().join("tests/data/measured-step-times-llama3-8b-a100.csv")).unwrap()).unwrap();
+    let fit = fit_steps(m, h, &a100);
+    assert_eq!((fit.rows.len(), fit.rows.iter().filter(|r| r.training).count()), (10, 5));
+    println!("A100 table: held-out MAPE {:.1} % with the defaults, {:.1} % fitted", fit.held_out_mape_baseline * 100.0, fit.held_out_mape_fitted * 100.0);
+    assert!(fit.held_out_mape_fitted < 0.1 && fit.held_out_mape_baseline < 0.1);
+    for (text, want) in [("phase,batch_size\ndecode,1\n", "missing column `new_tokens_per_req`"), ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\nboth,1,1,0,2\nx,1,1,0,2\n", "line 2: `phase`"), ("phase,batch_size,new_tokens_per_req,kv_context\ndecode,1,1,0\n", "no measured column")] {
+        let e = parse_steps(text).unwrap_err();
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
+}
