@@ -73,6 +73,14 @@ pub enum CostModel {
 
 impl CostModel {
     /// The same model with its prefill and decode times multiplied.
+    /// The prefill and decode multipliers in effect.
+    pub fn scales(&self) -> (f64, f64) {
+        match self {
+            CostModel::Roofline(r) => (r.prefill_scale, r.decode_scale),
+            CostModel::Linear(l) => (l.prefill_scale, l.decode_scale),
+        }
+    }
+
     pub fn scaled(mut self, prefill: f64, decode: f64) -> Self {
         match &mut self {
             CostModel::Roofline(r) => {

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::{Case, Rate};
-use crate::scenario::{self, ArrivalSpec, ClassSpec, CostScaleSpec, LengthSpec, Spec};
+use crate::scenario::{self, ArrivalSpec, ClassSpec, LengthSpec, Scenario, Spec};
 
 /// Requests a case's run simulates when its file does not say how many it sent.
 const DEFAULT_REQUESTS: u64 = 500;
@@ -99,18 +99,19 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
     Ok(s)
 }
 
-/// Each case's predictions (ms, in `METRICS` order; None where the case has no measurement) at `m`.
-fn predict(specs: &[Spec], cases: &[&Case], m: Multipliers) -> Result<Vec<[Option<f64>; 3]>, String> {
-    specs
-        .iter()
-        .zip(cases)
-        .map(|(s, c)| {
-            let mut s = s.clone();
-            let old = s.cost_scale.unwrap_or(CostScaleSpec { prefill: 1.0, decode: 1.0, transfer: 1.0 });
-            s.cost_scale = Some(CostScaleSpec { prefill: old.prefill * m.prefill, decode: old.decode * m.decode, ..old });
-            let sc = scenario::validate(&s).map_err(|e| format!("{}: {e}", c.id))?;
+/// Each case's predictions (ms, in `METRICS` order; None where the case has no measurement) at `m`: its
+/// validated scenario with every pool's prefill and decode multipliers scaled by `m` — what validating
+/// `cost_scale` × `m` gives, without validating each case again at every point of the search.
+fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers) -> Vec<[Option<f64>; 3]> {
+    (scenarios.iter().zip(cases))
+        .map(|(sc, c)| {
+            let mut sc = sc.clone();
+            for p in &mut sc.pools {
+                let (prefill, decode) = p.cost.scales();
+                p.cost = p.cost.clone().scaled(prefill * m.prefill, decode * m.decode);
+            }
             let r = crate::simulate(&sc);
-            Ok(METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r))))
+            METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r)))
         })
         .collect()
 }
@@ -139,14 +140,14 @@ fn objective(cases: &[&Case], preds: &[[Option<f64>; 3]]) -> f64 {
 }
 
 /// Minimise the training objective over the two multipliers: a 9 × 9 log grid, then a pattern search.
-fn fit(specs: &[Spec], cases: &[&Case]) -> Result<(Multipliers, f64), String> {
-    let eval = |m: Multipliers| -> Result<f64, String> { Ok(objective(cases, &predict(specs, cases, m)?)) };
+fn fit(scenarios: &[Scenario], cases: &[&Case]) -> (Multipliers, f64) {
+    let eval = |m: Multipliers| objective(cases, &predict(scenarios, cases, m));
     let at = |lp: f64, ld: f64| Multipliers { prefill: libm::exp2(lp), decode: libm::exp2(ld) };
     let (mut best, mut best_err) = ((0.0, 0.0), f64::INFINITY);
     for i in -4..=4 {
         for j in -4..=4 {
             let (lp, ld) = (i as f64 * 0.5, j as f64 * 0.5);
-            let e = eval(at(lp, ld))?;
+            let e = eval(at(lp, ld));
             if e < best_err {
                 (best, best_err) = ((lp, ld), e);
             }
@@ -160,7 +161,7 @@ fn fit(specs: &[Spec], cases: &[&Case]) -> Result<(Multipliers, f64), String> {
             if lp.abs() > 2.0 || ld.abs() > 2.0 {
                 continue;
             }
-            let e = eval(at(lp, ld))?;
+            let e = eval(at(lp, ld));
             if e < best_err {
                 (best, best_err, moved) = ((lp, ld), e, true);
             }
@@ -169,7 +170,7 @@ fn fit(specs: &[Spec], cases: &[&Case]) -> Result<(Multipliers, f64), String> {
             step /= 2.0;
         }
     }
-    Ok((at(best.0, best.1), best_err))
+    (at(best.0, best.1), best_err)
 }
 
 /// Calibrate on the `train` cases (by id; empty: every other case by offered load) and report every case.
@@ -178,12 +179,12 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
         return Err(format!("--train names `{t}`, which is not a case of the bundle"));
     }
     // A case whose workload cannot be simulated is left out, and said.
-    let (mut cases, mut specs, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cases, mut scenarios, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for c in all_cases {
         match scenario_of(base, c) {
             Ok(s) => {
                 cases.push(c.clone());
-                specs.push(s);
+                scenarios.push(scenario::validate(&s).map_err(|e| format!("{}: {e}", c.id))?);
             }
             Err(why) => skipped.push(format!("left out: {why}")),
         }
@@ -193,19 +194,19 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
     }
     let cases = &cases[..];
     let is_train = training_split(cases, train);
-    let pick = |want: bool| -> (Vec<Spec>, Vec<&Case>) {
+    let pick = |want: bool| -> (Vec<Scenario>, Vec<&Case>) {
         let idx: Vec<usize> = (0..cases.len()).filter(|&i| is_train[i] == want).collect();
-        (idx.iter().map(|&i| specs[i].clone()).collect(), idx.iter().map(|&i| &cases[i]).collect())
+        (idx.iter().map(|&i| scenarios[i].clone()).collect(), idx.iter().map(|&i| &cases[i]).collect())
     };
-    let (train_specs, train_cases) = pick(true);
+    let (train_scenarios, train_cases) = pick(true);
     if train_cases.is_empty() {
         return Err("no training case: name some with --train, or import at least two runs".into());
     }
     let all: Vec<&Case> = cases.iter().collect();
     let one = Multipliers { prefill: 1.0, decode: 1.0 };
-    let train_base = objective(&train_cases, &predict(&train_specs, &train_cases, one)?);
-    let (fitted, train_fit) = fit(&train_specs, &train_cases)?;
-    let (before, after) = (predict(&specs, &all, one)?, predict(&specs, &all, fitted)?);
+    let train_base = objective(&train_cases, &predict(&train_scenarios, &train_cases, one));
+    let (fitted, train_fit) = fit(&train_scenarios, &train_cases);
+    let (before, after) = (predict(&scenarios, &all, one), predict(&scenarios, &all, fitted));
     let rows = rows(cases, &is_train, &before, &after);
     Ok(Calibration {
         objective: "Σ over TTFT, TPOT and E2E medians of the median over training cases of |ln(predicted / measured)|",

@@ -129,7 +129,7 @@ impl<'a> Fields<'a> {
                 Some(Value::Number(n)) => n.as_f64(),
                 Some(Value::String(s)) => {
                     let v = s.trim().parse::<f64>().ok();
-                    if v.is_some() {
+                    if v.is_some() && !self.from_text.iter().any(|t| t == k) {
                         self.from_text.push(k.to_string());
                     }
                     v
@@ -193,7 +193,6 @@ fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case,
         return Err((None, "no usable metric: the run has no TTFT, TPOT, ITL or E2E figure (nor per-request lists to compute one)".into()));
     }
     check_run(&mut f, &workload, &measured);
-    f.from_text.dedup();
     if !f.from_text.is_empty() {
         f.notes.push(format!("read from text (metadata merged in as strings): {}", f.from_text.join(", ")));
     }
@@ -289,11 +288,7 @@ fn stats_ms(v: &[f64]) -> LatencyMs {
     if s.is_empty() {
         return LatencyMs::default();
     }
-    let p = |q: f64| {
-        let rank = q / 100.0 * (s.len() - 1) as f64;
-        let (lo, hi) = (rank.floor() as usize, (rank.floor() as usize + 1).min(s.len() - 1));
-        (s[lo] + (s[hi] - s[lo]) * (rank - lo as f64)) * 1e3
-    };
+    let p = |q: f64| crate::metrics::percentile(&s, q) * 1e3;
     LatencyMs { mean: Some(s.iter().sum::<f64>() / s.len() as f64 * 1e3), median: Some(p(50.0)), p90: Some(p(90.0)), p95: Some(p(95.0)), p99: Some(p(99.0)) }
 }
 

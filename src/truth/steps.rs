@@ -98,9 +98,14 @@ pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
     Ok(rows)
 }
 
-fn predict(m: &Model, h: &Hardware, e: Efficiencies, row: &StepRow) -> f64 {
+/// The roofline of `m` on `h` with the efficiencies `e`.
+fn roofline(m: &Model, h: &Hardware, e: Efficiencies) -> Roofline {
     let h = Hardware { mfu: e.mfu, weight_bw_efficiency: e.weight_bw_efficiency, kv_bw_efficiency: e.kv_bw_efficiency, step_overhead_ns: e.step_overhead_ms * 1e6, ..h.clone() };
-    Roofline::new(m, &h).step(&row.work()).total_ns as f64 / 1e6
+    Roofline::new(m, &h)
+}
+
+fn step_ms(roof: &Roofline, row: &StepRow) -> f64 {
+    roof.step(&row.work()).total_ns as f64 / 1e6
 }
 
 /// Fit on every other row (the first, third, …) by a deterministic pattern search over the three efficiencies
@@ -108,7 +113,8 @@ fn predict(m: &Model, h: &Hardware, e: Efficiencies, row: &StepRow) -> f64 {
 pub fn fit_steps(m: &Model, h: &Hardware, rows: &[StepRow]) -> StepFit {
     let training = |i: usize| i.is_multiple_of(2);
     let err = |e: Efficiencies| {
-        let t: Vec<f64> = rows.iter().enumerate().filter(|(i, _)| training(*i)).map(|(_, r)| libm::fabs(libm::log(predict(m, h, e, r) / r.measured_ms))).collect();
+        let roof = roofline(m, h, e);
+        let t: Vec<f64> = rows.iter().enumerate().filter(|(i, _)| training(*i)).map(|(_, r)| libm::fabs(libm::log(step_ms(&roof, r) / r.measured_ms))).collect();
         t.iter().sum::<f64>() / t.len() as f64
     };
     let baseline = Efficiencies { mfu: h.mfu, weight_bw_efficiency: h.weight_bw_efficiency, kv_bw_efficiency: h.kv_bw_efficiency, step_overhead_ms: h.step_overhead_ns / 1e6 };
@@ -150,9 +156,10 @@ pub fn fit_steps(m: &Model, h: &Hardware, rows: &[StepRow]) -> StepFit {
         }
     }
     let ape = |p: f64, r: &StepRow| (p - r.measured_ms).abs() / r.measured_ms;
+    let (before, after) = (roofline(m, h, baseline), roofline(m, h, best));
     let out: Vec<StepFitRow> = (rows.iter().enumerate())
         .map(|(i, r)| {
-            let (b, f) = (predict(m, h, baseline, r), predict(m, h, best, r));
+            let (b, f) = (step_ms(&before, r), step_ms(&after, r));
             StepFitRow { row: r.clone(), training: training(i), baseline_ms: b, fitted_ms: f, baseline_ape: ape(b, r), fitted_ape: ape(f, r) }
         })
         .collect();
