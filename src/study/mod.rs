@@ -124,6 +124,14 @@ pub fn run_job(job: &Job) -> Result<RunSummary, ScenarioError> {
     Ok(RunSummary::from_report(&job.label, &crate::simulate(&sc)))
 }
 
+/// Run one job if its scenario fits `budget` (`raise` says how to allow more): validated once, for the check
+/// and the run both.
+pub fn run_job_within(job: &Job, budget: &scenario::Budget, raise: &str) -> Result<RunSummary, ScenarioError> {
+    let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
+    sc.check_budget(budget, 1, raise)?;
+    Ok(RunSummary::from_report(&job.label, &crate::simulate(&sc)))
+}
+
 /// A job's scenario error, naming the job.
 fn prefixed(mut e: ScenarioError, label: &str) -> ScenarioError {
     for f in &mut e.errors {
