@@ -189,6 +189,9 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
             Err(why) => skipped.push(format!("left out: {why}")),
         }
     }
+    if all_cases.is_empty() {
+        return Err("the bundle has no case".into());
+    }
     if cases.is_empty() {
         return Err(format!("no case can be simulated ({})", skipped.join("; ")));
     }

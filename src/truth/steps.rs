@@ -86,11 +86,19 @@ pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
             other => return Err(format!("line {line}: `phase` must be decode or prefill (got {:?})", other.unwrap_or(""))),
         };
         let ms = measured.iter().find_map(|&i| rec.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0)).ok_or_else(|| format!("line {line}: no measured step time"))?;
+        // A step of the simulated clock's resolution lasts 1e-6 ms; none lasts a day.
+        if !(1e-3..=1e8).contains(&ms) {
+            return Err(format!("line {line}: the measured step must be 0.001 … 10^8 ms (got {ms:e})"));
+        }
         let (b, n) = (num(batch, "batch_size")?, num(tokens, "new_tokens_per_req")?);
         if b < 1.0 || n < 1.0 || b > 65_536.0 || n > 1e6 {
             return Err(format!("line {line}: `batch_size` and `new_tokens_per_req` must be 1 … 65,536 and 1 … 10^6"));
         }
-        rows.push(StepRow { line, decode, batch: b as u32, new_tokens: n as u32, kv_context: num(ctx, "kv_context")?.min(1e9) as u64, measured_ms: ms });
+        let k = num(ctx, "kv_context")?;
+        if k > 1e7 {
+            return Err(format!("line {line}: `kv_context` must be 0 … 10,000,000 tokens (got {k:e})"));
+        }
+        rows.push(StepRow { line, decode, batch: b as u32, new_tokens: n as u32, kv_context: k as u64, measured_ms: ms });
     }
     if rows.len() < 2 {
         return Err("the table needs at least two rows (one to fit, one to check)".into());

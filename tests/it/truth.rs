@@ -208,6 +208,7 @@ fn calibration_recovers_known_multipliers_and_the_held_out_error_falls() {
     assert_eq!(c.rows.iter().filter(|r| r.training).count(), 9, "the default split trains on rates 1, 3, 5");
     assert!(c.warnings.iter().any(|w| w.starts_with("rate6")), "rate 6 is past the training range: {:?}", c.warnings);
     assert!(calibrate(&base, &cases, &["nope".into()]).unwrap_err().contains("`nope`"));
+    assert_eq!(calibrate(&base, &[], &[]).unwrap_err(), "the bundle has no case");
     let mut no_rate = cases[0].clone();
     no_rate.workload.request_rate = None;
     assert!(calibrate(&base, &[no_rate.clone()], &[]).unwrap_err().contains("no request rate"));
@@ -276,7 +277,7 @@ fn step_tables_fit_the_roofline_and_say_the_held_out_error() {
     assert_eq!((fit.rows.len(), fit.rows.iter().filter(|r| r.training).count()), (10, 5));
     println!("A100 table: held-out MAPE {:.1} % with the defaults, {:.1} % fitted", fit.held_out_mape_baseline * 100.0, fit.held_out_mape_fitted * 100.0);
     assert!(fit.held_out_mape_fitted < 0.1 && fit.held_out_mape_baseline < 0.1);
-    for (text, want) in [("phase,batch_size\ndecode,1\n", "missing column `new_tokens_per_req`"), ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\nboth,1,1,0,2\nx,1,1,0,2\n", "line 2: `phase`"), ("phase,batch_size,new_tokens_per_req,kv_context\ndecode,1,1,0\n", "no measured column")] {
+    for (text, want) in [("phase,batch_size\ndecode,1\n", "missing column `new_tokens_per_req`"), ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\nboth,1,1,0,2\nx,1,1,0,2\n", "line 2: `phase`"), ("phase,batch_size,new_tokens_per_req,kv_context\ndecode,1,1,0\n", "no measured column"), ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1,1,0,5\ndecode,1,1,0,1e-300\n", "line 3: the measured step"), ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1,1,1e300,5\ndecode,1,1,0,5\n", "line 2: `kv_context`"), ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1e308,1,0,5\ndecode,1,1,0,5\n", "line 2: `batch_size`")] {
         let e = parse_steps(text).unwrap_err();
         assert!(e.contains(want), "{text:?}: {e}");
     }
