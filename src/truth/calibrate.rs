@@ -181,10 +181,10 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
     // A case whose workload cannot be simulated is left out, and said.
     let (mut cases, mut scenarios, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for c in all_cases {
-        match scenario_of(base, c) {
-            Ok(s) => {
+        match scenario_of(base, c).and_then(|s| scenario::validate(&s).map_err(|e| format!("{}: {e}", c.id))) {
+            Ok(sc) => {
                 cases.push(c.clone());
-                scenarios.push(scenario::validate(&s).map_err(|e| format!("{}: {e}", c.id))?);
+                scenarios.push(sc);
             }
             Err(why) => skipped.push(format!("left out: {why}")),
         }

@@ -209,6 +209,11 @@ fn calibration_recovers_known_multipliers_and_the_held_out_error_falls() {
     assert!(c.warnings.iter().any(|w| w.starts_with("rate6")), "rate 6 is past the training range: {:?}", c.warnings);
     assert!(calibrate(&base, &cases, &["nope".into()]).unwrap_err().contains("`nope`"));
     assert_eq!(calibrate(&base, &[], &[]).unwrap_err(), "the bundle has no case");
+    // A case whose scenario the validator refuses (a rate of 1e308 req/s) is left out the same way.
+    let mut huge = cases[0].clone();
+    (huge.id, huge.workload.request_rate) = ("huge".into(), Some(Rate::PerSecond(1e308)));
+    let c = calibrate(&base, &[cases.clone(), vec![huge]].concat(), &[]).unwrap();
+    assert!(c.warnings.iter().any(|w| w.starts_with("left out: huge: workload.arrival.rate_rps")), "{:?}", c.warnings);
     let mut no_rate = cases[0].clone();
     no_rate.workload.request_rate = None;
     assert!(calibrate(&base, &[no_rate.clone()], &[]).unwrap_err().contains("no request rate"));
