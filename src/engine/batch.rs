@@ -7,13 +7,18 @@
 //!    step has token budget, the reservation (prompt + predicted output) fits under the over-subscription
 //!    limit, and the first chunk's blocks are free. A replica with nothing running always admits its head, so
 //!    every run makes progress.
+//!
+//! That is vLLM V1's formation. SGLang's ([`BatchFormationSpec::Sglang`]) puts prompts first: a step that can
+//! prefill runs only prefill and decoding sits it out; [`BatchFormationSpec::SglangMixed`] lets every decode
+//! take its token and fills the rest of the budget with prompts. Both are planned from scratch at each step
+//! (no lazy step end: a decoder does not take a token every step).
 
 use super::{Running, Simulation};
 use crate::cost::StepWork;
 use crate::kv::{blocks_for, EntryId};
 use crate::metrics::{Limiter, Outcome};
 use crate::workload::NO_PREFIX;
-use crate::scenario::{Engine, Role};
+use crate::scenario::{BatchFormationSpec, Engine, Role};
 use crate::sched::victim;
 
 /// A step being formed: the running requests before `from` are planned, `work` sums them, `budget` is left.
@@ -70,6 +75,11 @@ impl Simulation<'_> {
     /// allocates KV. Returns the step's work and what stopped admission.
     pub(super) fn form_batch(&mut self, r: usize, plan: Plan) -> (StepWork, Limiter) {
         let en = &self.sc.pools[self.replicas[r].pool].engine;
+        match en.formation {
+            BatchFormationSpec::Vllm => {}
+            BatchFormationSpec::Sglang => return self.form_prefill_first(r, false),
+            BatchFormationSpec::SglangMixed => return self.form_prefill_first(r, true),
+        }
         let Plan { mut work, mut budget, from: mut i } = plan;
         let mut preempted = false;
         loop {
@@ -94,9 +104,7 @@ impl Simulation<'_> {
             let Some(need) = stuck else { break };
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {
-                let running = self.replicas[r].batch.requests();
-                let priority = |j: usize| self.sc.workload.classes[self.requests[running[j].id as usize].class as usize].priority;
-                let v = victim::pick(en.victim, i, running.len(), |j| running[j].prefilled + running[j].generated, priority);
+                let v = self.victim(r, i);
                 self.preempt(r, v);
                 preempted = true;
                 if v == i {
@@ -112,6 +120,86 @@ impl Simulation<'_> {
         }
         let limiter = self.admit(r, &mut budget, &mut work);
         (work, limiter)
+    }
+
+    /// The preemption victim among the running requests of replica `r` from position `from` on.
+    fn victim(&self, r: usize, from: usize) -> usize {
+        let en = &self.sc.pools[self.replicas[r].pool].engine;
+        let running = self.replicas[r].batch.requests();
+        let priority = |j: usize| self.sc.workload.classes[self.requests[running[j].id as usize].class as usize].priority;
+        victim::pick(en.victim, from, running.len(), |j| running[j].prefilled + running[j].generated, priority)
+    }
+
+    /// SGLang's formation. Prefill first: the chunked prompts' next chunks (a chunk whose blocks are not free
+    /// waits, as SGLang's memory check makes it), then waiting prompts; if that gives the step any prefill,
+    /// the step is that alone. Otherwise every running request decodes, victims preempted as blocks run out.
+    /// `mixed`: the decodes come first and prompts take the budget they leave, in the same step. If nothing
+    /// at all could be planned, every running request is planned as vLLM would, preempting, so a batch of
+    /// stuck chunks still makes progress.
+    fn form_prefill_first(&mut self, r: usize, mixed: bool) -> (StepWork, Limiter) {
+        let en = &self.sc.pools[self.replicas[r].pool].engine;
+        let full_budget = en.max_num_batched_tokens;
+        let mut work = StepWork::default();
+        let mut preempted = mixed && self.plan_running(r, &mut work, u32::MAX, true);
+        let mut budget = full_budget.saturating_sub(work.decode_seqs);
+        self.plan_chunks(r, &mut budget, &mut work);
+        let mut limiter = if preempted { Limiter::Preemption } else { self.admit(r, &mut budget, &mut work) };
+        if !mixed && work.prefill_seqs == 0 {
+            preempted = self.plan_running(r, &mut work, u32::MAX, true);
+        }
+        if work.seqs() == 0 && !self.replicas[r].batch.is_empty() {
+            preempted |= self.plan_running(r, &mut work, full_budget, false);
+        }
+        if preempted {
+            limiter = Limiter::Preemption;
+        }
+        (work, limiter)
+    }
+
+    /// The running prompts' next chunks under `budget`, in batch order; a chunk whose blocks are not free
+    /// is left for a later step.
+    fn plan_chunks(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) {
+        let en = &self.sc.pools[self.replicas[r].pool].engine;
+        let rep = &mut self.replicas[r];
+        for s in rep.batch.unplanned(0).iter_mut() {
+            if s.step_tokens > 0 || s.prefilled == s.prefill_target {
+                continue;
+            }
+            let (want, need) = want_need(s, *budget, en);
+            if want > 0 && (need == 0 || rep.kv.try_alloc(need)) {
+                take(s, want, need, budget, work);
+            }
+        }
+    }
+
+    /// Plan the running requests not yet in the step (only the decoders, with `only_decodes`) in batch order
+    /// under `budget`, preempting victims when blocks run out. True if it preempted.
+    fn plan_running(&mut self, r: usize, work: &mut StepWork, mut budget: u32, only_decodes: bool) -> bool {
+        let en = &self.sc.pools[self.replicas[r].pool].engine;
+        let mut preempted = false;
+        let mut i = 0;
+        while i < self.replicas[r].batch.len() {
+            let rep = &mut self.replicas[r];
+            let s = &mut rep.batch.unplanned(0)[i];
+            if s.step_tokens > 0 || (only_decodes && s.prefilled < s.prefill_target) {
+                i += 1;
+                continue;
+            }
+            let (want, need) = want_need(s, budget, en);
+            if want > 0 && need > 0 && !rep.kv.try_alloc(need) {
+                // Free blocks by preempting; then i holds the same request (retried) or, if it was the victim,
+                // the next one.
+                let v = self.victim(r, i);
+                self.preempt(r, v);
+                preempted = true;
+                continue;
+            }
+            if want > 0 {
+                take(s, want, need, &mut budget, work);
+            }
+            i += 1;
+        }
+        preempted
     }
 
     /// Step 2: admit waiting requests while everything allows.

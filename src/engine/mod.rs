@@ -25,7 +25,7 @@ use crate::kv::{BlockPool, EntryId};
 use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
-use crate::scenario::{Role, RouterSpec, Scenario};
+use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, AdmitContext, Admission, Backlog};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::workload::{FollowUps, Generator, Request};
@@ -482,7 +482,12 @@ impl<'a> Simulation<'a> {
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),
         };
-        let ended = rep.batch.end_step(&mut pass, en, en.max_num_batched_tokens, self.lazy_steps);
+        // Only vLLM's formation is planned in the step end's pass (SGLang's is planned from scratch).
+        let (budget, lazy) = match en.formation {
+            BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.lazy_steps),
+            _ => (0, false),
+        };
+        let ended = rep.batch.end_step(&mut pass, en, budget, lazy);
         let RarePass { tally, handoff, .. } = pass;
         self.settle_step_end(r, &tally, ended.held_blocks, &handoff);
         self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from });

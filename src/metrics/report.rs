@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::{Limiter, Outcome, Recorder, RequestRecord, Stats};
 use super::steady::{meets, Miss, ObjectivesReport, SteadySummary};
-use crate::scenario::Scenario;
+use crate::scenario::{BatchFormationSpec, Scenario};
 
 /// Everything a run reports. Field names carry units.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -66,6 +66,9 @@ pub struct PoolSetup {
     pub tp: u32,
     pub replicas: u32,
     pub gpus: u32,
+    /// `sglang` or `sglang_mixed` (absent for vLLM's, the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_formation: Option<&'static str>,
 }
 
 impl Setup {
@@ -73,7 +76,18 @@ impl Setup {
         let pools = sc
             .pools
             .iter()
-            .map(|p| PoolSetup { role: p.role.name(), device: p.hardware.name.clone(), tp: p.hardware.tp, replicas: p.replicas, gpus: p.replicas * p.hardware.tp })
+            .map(|p| PoolSetup {
+                role: p.role.name(),
+                device: p.hardware.name.clone(),
+                tp: p.hardware.tp,
+                replicas: p.replicas,
+                gpus: p.replicas * p.hardware.tp,
+                batch_formation: match p.engine.formation {
+                    BatchFormationSpec::Vllm => None,
+                    BatchFormationSpec::Sglang => Some("sglang"),
+                    BatchFormationSpec::SglangMixed => Some("sglang_mixed"),
+                },
+            })
             .collect();
         let load = match sc.workload.arrival {
             crate::workload::Arrival::ClosedLoop { clients, think_ns } if think_ns > 0.0 => Some(format!("a closed loop of {clients} clients (think time {} s)", think_ns / 1e9)),
@@ -92,7 +106,12 @@ impl Setup {
             .map(|p| {
                 let role = if p.role == "colocated" { String::new() } else { format!("{} pool: ", p.role) };
                 let reps = if p.replicas == 1 { "1 replica".to_string() } else { format!("{} replicas", p.replicas) };
-                format!("{role}{} × {} (TP {} × {reps})", p.gpus, p.device, p.tp)
+                let batches = match p.batch_formation {
+                    Some("sglang") => ", SGLang prefill-first batches",
+                    Some(_) => ", SGLang mixed-chunk batches",
+                    None => "",
+                };
+                format!("{role}{} × {} (TP {} × {reps}{batches})", p.gpus, p.device, p.tp)
             })
             .collect();
         match &self.load {

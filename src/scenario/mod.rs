@@ -108,6 +108,8 @@ pub struct Engine {
     /// Σ reservations may reach `kv_total_blocks × kv_oversubscription`.
     pub kv_reserve_limit_blocks: u64,
     pub victim: VictimSpec,
+    /// Always `Vllm` on a decode pool: it has no prompts to put first.
+    pub formation: BatchFormationSpec,
     pub backoff_ns: u64,
     pub max_preemptions: u32,
 }
@@ -433,6 +435,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         kv_total_blocks,
         kv_reserve_limit_blocks: (kv_total_blocks as f64 * en.kv_oversubscription).floor() as u64,
         victim: en.preemption.victim,
+        formation: en.batch_formation,
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,
     })
@@ -499,7 +502,10 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
             };
             e.push(path, format!("{} ({} pool: {})", f.message, role.name(), f.path));
         }
-        let (Some(hw), Some(en)) = (hw, en) else { continue };
+        let (Some(hw), Some(mut en)) = (hw, en) else { continue };
+        if role == Role::Decode {
+            en.formation = BatchFormationSpec::Vllm;
+        }
         // A request must fit one worker of this pool: the prompt (+ its first token) to prefill, everything
         // to decode.
         let cap = en.kv_total_blocks * en.block_size_tokens as u64;

@@ -554,6 +554,9 @@ pub struct EngineSpec {
     pub kv_oversubscription: f64,
     #[serde(default)]
     pub preemption: PreemptionSpec,
+    /// How a step is formed from the running requests and the queue: which engine's scheduler to mimic.
+    #[serde(default, skip_serializing_if = "BatchFormationSpec::is_vllm")]
+    pub batch_formation: BatchFormationSpec,
     /// Stop the run at this simulated time; requests still in the system are reported unfinished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub horizon_s: Option<f64>,
@@ -587,6 +590,7 @@ impl Default for EngineSpec {
             kv_capacity_tokens: None,
             kv_oversubscription: 1.0,
             preemption: PreemptionSpec::default(),
+            batch_formation: BatchFormationSpec::Vllm,
             horizon_s: None,
         }
     }
@@ -612,6 +616,28 @@ fn default_max_preempt() -> u32 {
 impl Default for PreemptionSpec {
     fn default() -> Self {
         PreemptionSpec { victim: VictimSpec::default(), backoff_ms: 0.0, max_preemptions: default_max_preempt() }
+    }
+}
+
+/// How a step's batch is formed (docs/model.md, "Batch formation", has each engine's source).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchFormationSpec {
+    /// vLLM V1: the running requests first, in admission order (a decode token each, or a prompt's next
+    /// chunk), then waiting prompts, all in one mixed step under the token budget.
+    #[default]
+    Vllm,
+    /// SGLang's default: a step that can prefill (the chunked prompt's next chunk, then waiting prompts)
+    /// prefills only, and decoding pauses for it; otherwise every running request decodes.
+    Sglang,
+    /// SGLang with `--enable-mixed-chunk`: every running request decodes, and prompts' chunks fill the rest
+    /// of the token budget in the same step.
+    SglangMixed,
+}
+
+impl BatchFormationSpec {
+    pub fn is_vllm(&self) -> bool {
+        *self == BatchFormationSpec::Vllm
     }
 }
 

@@ -304,3 +304,22 @@ test('a trace file replays, and a scenario file imports', async () => {
   assert.equal(Number(await page.inputValue('#c-oversub')), 2);
   await page.close();
 });
+
+test('the batch formation select writes engine.batch_formation, and the SGLang run equals the CLI', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const formation = page.getByLabel('Batch formation');
+  assert.equal(await formation.inputValue(), 'vllm', 'a scenario without the field shows the default');
+  await formation.focus();
+  await formation.selectOption('sglang');
+  const spec = JSON.parse(await page.inputValue('#scenario'));
+  assert.equal(spec.engine.batch_formation, 'sglang');
+  await runAndWait(page);
+  const exported = await download(page, '#x-json');
+  const file = join(ROOT, 'target', 'e2e-sglang.json');
+  writeFileSync(file, await page.inputValue('#scenario'));
+  assert.equal(exported.text, cli(['run', file]), 'browser JSON equals `inferscale run` on the same scenario');
+  assert.match(exported.text, /"batch_formation": "sglang"/);
+  assert.match(await page.textContent('#results'), /SGLang prefill-first batches/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});

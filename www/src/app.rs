@@ -68,6 +68,7 @@ const CONTROLS: &[(&str, &str, Kind, &str)] = &[
     ("c-block", "/engine/block_size_tokens", Kind::Int, "KV block (tokens)"),
     ("c-mem", "/engine/gpu_memory_utilization", Kind::Num, "Memory fraction"),
     ("c-oversub", "/engine/kv_oversubscription", Kind::Num, "Over-subscription (× KV)"),
+    ("c-formation", "/engine/batch_formation", Kind::Text, "Batch formation"),
     ("c-prompt", "/workload/classes/0/prompt_tokens", Kind::Num, "Prompt length (tokens)"),
     ("c-output", "/workload/classes/0/output_tokens", Kind::Num, "Output length (tokens)"),
     ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::OptNum, "TTFT SLO (ms)"),
@@ -301,6 +302,9 @@ impl App {
             let mut value = v.pointer(&path).cloned();
             if *id == "c-chunk" && value.is_none() {
                 value = v.pointer("/engine/max_num_batched_tokens").cloned();
+            }
+            if *id == "c-formation" && value.is_none() {
+                value = Some(json!("vllm")); // the default, which the format leaves out
             }
             let enabled = match *id {
                 "c-rate" => matches!(arrival, "poisson" | "constant" | "gamma"),
