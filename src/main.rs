@@ -328,7 +328,7 @@ fn run_calibrate(bundle: &Path, scenario: &Path, train: &[String], format: Study
     let base = load_spec(scenario, None)?;
     let c = truth::calibrate(&base, &b.cases, train).map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {
-        StudyFormat::Json => serde_json::to_string_pretty(&c).map_err(|e| Failure::Internal(e.to_string()))? + "\n",
+        StudyFormat::Json => export::calibration_json(&c),
         StudyFormat::Csv => export::calibration_csv(&c),
         StudyFormat::Md => export::calibration_markdown(&c),
     };

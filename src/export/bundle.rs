@@ -63,6 +63,11 @@ pub fn bundle_markdown(b: &Bundle) -> String {
     out
 }
 
+/// A calibration as JSON (what `inferscale calibrate` prints and the lab's Calibration panel exports).
+pub fn calibration_json(c: &Calibration) -> String {
+    serde_json::to_string_pretty(c).expect("a calibration serialises") + "\n"
+}
+
 /// A calibration's table: one row per case and metric.
 pub fn calibration_csv(c: &Calibration) -> String {
     let mut out = String::from("case,set,metric,measured_ms,baseline_ms,calibrated_ms,baseline_ape,calibrated_ape\n");

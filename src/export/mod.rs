@@ -3,7 +3,7 @@
 
 mod bundle;
 
-pub use bundle::{bundle_csv, bundle_markdown, calibration_csv, calibration_markdown};
+pub use bundle::{bundle_csv, bundle_markdown, calibration_csv, calibration_json, calibration_markdown};
 
 use std::fmt::Write;
 

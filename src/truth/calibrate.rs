@@ -102,7 +102,7 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
 /// Each case's predictions (ms, in `METRICS` order; None where the case has no measurement) at `m`: its
 /// validated scenario with every pool's prefill and decode multipliers scaled by `m` — what validating
 /// `cost_scale` × `m` gives, without validating each case again at every point of the search.
-fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers) -> Vec<[Option<f64>; 3]> {
+fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers, tick: &mut Ticker<'_>) -> Vec<[Option<f64>; 3]> {
     (scenarios.iter().zip(cases))
         .map(|(sc, c)| {
             let mut sc = sc.clone();
@@ -111,6 +111,7 @@ fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers) -> Vec<[Opti
                 p.cost = p.cost.clone().scaled(prefill * m.prefill, decode * m.decode);
             }
             let r = crate::simulate(&sc);
+            tick.tick();
             METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r)))
         })
         .collect()
@@ -140,8 +141,8 @@ fn objective(cases: &[&Case], preds: &[[Option<f64>; 3]]) -> f64 {
 }
 
 /// Minimise the training objective over the two multipliers: a 9 × 9 log grid, then a pattern search.
-fn fit(scenarios: &[Scenario], cases: &[&Case]) -> (Multipliers, f64) {
-    let eval = |m: Multipliers| objective(cases, &predict(scenarios, cases, m));
+fn fit(scenarios: &[Scenario], cases: &[&Case], tick: &mut Ticker<'_>) -> (Multipliers, f64) {
+    let mut eval = |m: Multipliers| objective(cases, &predict(scenarios, cases, m, tick));
     let at = |lp: f64, ld: f64| Multipliers { prefill: libm::exp2(lp), decode: libm::exp2(ld) };
     let (mut best, mut best_err) = ((0.0, 0.0), f64::INFINITY);
     for i in -4..=4 {
@@ -173,18 +174,47 @@ fn fit(scenarios: &[Scenario], cases: &[&Case]) -> (Multipliers, f64) {
     (at(best.0, best.1), best_err)
 }
 
-/// Calibrate on the `train` cases (by id; empty: every other case by offered load) and report every case.
+/// Grid points and pattern-search levels of [`fit`]: a fit runs at least `GRID + 8 × LEVELS` evaluations.
+const GRID: u64 = 81;
+const LEVELS: u64 = 7;
+
+/// Counts the simulations a calibration runs, for a progress bar: (done, expected so far).
+struct Ticker<'a> {
+    done: u64,
+    expected: u64,
+    progress: &'a mut dyn FnMut(u64, u64),
+}
+
+impl Ticker<'_> {
+    fn tick(&mut self) {
+        self.done += 1;
+        // The pattern search may move more often than its minimum: the estimate grows, never past done.
+        self.expected = self.expected.max(self.done);
+        (self.progress)(self.done, self.expected);
+    }
+}
+
+/// Calibrate on the `train` cases (by id; empty: [`default_training`] over the bundle) and report every case.
 pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Calibration, String> {
+    calibrate_with_progress(base, all_cases, train, &mut |_, _| {})
+}
+
+/// [`calibrate`], calling `progress(simulations done, simulations expected)` after each simulation (the
+/// expected count is the search's minimum, raised as it goes past it).
+pub fn calibrate_with_progress(base: &Spec, all_cases: &[Case], train: &[String], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibration, String> {
     if let Some(t) = train.iter().find(|t| !all_cases.iter().any(|c| &c.id == *t)) {
         return Err(format!("--train names `{t}`, which is not a case of the bundle"));
     }
-    // A case whose workload cannot be simulated is left out, and said.
-    let (mut cases, mut scenarios, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
-    for c in all_cases {
+    // The split is made over the whole bundle (so it does not depend on the base scenario, and a page can show
+    // it before anything runs); a case whose workload cannot be simulated is then left out, and said.
+    let bundle_split = training_split(all_cases, train);
+    let (mut cases, mut scenarios, mut is_train, mut skipped) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (c, t) in all_cases.iter().zip(bundle_split) {
         match scenario_of(base, c).and_then(|s| scenario::validate(&s).map_err(|e| format!("{}: {e}", c.id))) {
             Ok(sc) => {
                 cases.push(c.clone());
                 scenarios.push(sc);
+                is_train.push(t);
             }
             Err(why) => skipped.push(format!("left out: {why}")),
         }
@@ -196,7 +226,6 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
         return Err(format!("no case can be simulated ({})", skipped.join("; ")));
     }
     let cases = &cases[..];
-    let is_train = training_split(cases, train);
     let pick = |want: bool| -> (Vec<Scenario>, Vec<&Case>) {
         let idx: Vec<usize> = (0..cases.len()).filter(|&i| is_train[i] == want).collect();
         (idx.iter().map(|&i| scenarios[i].clone()).collect(), idx.iter().map(|&i| &cases[i]).collect())
@@ -207,9 +236,12 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
     }
     let all: Vec<&Case> = cases.iter().collect();
     let one = Multipliers { prefill: 1.0, decode: 1.0 };
-    let train_base = objective(&train_cases, &predict(&train_scenarios, &train_cases, one));
-    let (fitted, train_fit) = fit(&train_scenarios, &train_cases);
-    let (before, after) = (predict(&scenarios, &all, one), predict(&scenarios, &all, fitted));
+    let n_train = train_cases.len() as u64;
+    let mut tick = Ticker { done: 0, expected: n_train * (1 + GRID + 8 * LEVELS) + 2 * all.len() as u64, progress };
+    let train_base = objective(&train_cases, &predict(&train_scenarios, &train_cases, one, &mut tick));
+    let (fitted, train_fit) = fit(&train_scenarios, &train_cases, &mut tick);
+    let before = predict(&scenarios, &all, one, &mut tick);
+    let after = predict(&scenarios, &all, fitted, &mut tick);
     let rows = rows(cases, &is_train, &before, &after);
     Ok(Calibration {
         objective: "Σ over TTFT, TPOT and E2E medians of the median over training cases of |ln(predicted / measured)|",
@@ -221,6 +253,12 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
         notes: vec!["Calibration corrects a global scale of prefill and decode time; it cannot fix a scheduler or a cost the model does not have (a held-out error that stays high after calibration points to one).".into()],
         rows,
     })
+}
+
+/// The documented default split of `cases`: every other case in order of offered load (the first, third, …)
+/// trains, the others are held out.
+pub fn default_training(cases: &[Case]) -> Vec<bool> {
+    training_split(cases, &[])
 }
 
 /// The training cases: those named, or every other case in order of offered load (the first, third, …).

@@ -16,6 +16,11 @@ pub enum Input {
     Run { run_id: u32, scenario_json: String },
     /// One run of a study: answered with [`Output::JobDone`] (its `study::RunSummary` as JSON).
     Job { run_id: u32, job: u32, label: String, scenario_json: String },
+    /// Read benchmark result files, (name, text) each: answered with [`Output::Imported`].
+    Import { run_id: u32, files: Vec<(String, String)> },
+    /// Calibrate the scenario on a bundle's cases, training on the named ones: progress, then
+    /// [`Output::Calibrated`] or [`Output::Invalid`].
+    Calibrate { run_id: u32, bundle_json: String, scenario_json: String, train: Vec<String> },
     /// For the tests: panic inside the worker, to prove the page recovers.
     Crash { run_id: u32 },
 }
@@ -26,6 +31,8 @@ pub enum Output {
     Progress { run_id: u32, done: u64, expected: u64 },
     Done { run_id: u32, results: Results },
     JobDone { run_id: u32, job: u32, summary_json: String },
+    Imported { run_id: u32, imported: Imported },
+    Calibrated { run_id: u32, calibrated: Calibrated },
     /// The scenario was refused: (field path, message) pairs.
     Invalid { run_id: u32, errors: Vec<(String, String)> },
     /// The worker panicked (a bug); it is dead and the page must spawn a new one.
@@ -50,6 +57,44 @@ pub struct Results {
     pub compute_ms: f64,
     /// Of which simulating, ms.
     pub simulate_ms: f64,
+}
+
+/// Result files read: the bundle of every run that could be read (none if no run could), and one message per
+/// run or file that could not, naming the file, the line and the key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    pub bundle_json: Option<String>,
+    pub errors: Vec<String>,
+}
+
+/// A calibration in every export format; the JSON is `inferscale calibrate`'s byte for byte.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibrated {
+    pub json: String,
+    pub csv: String,
+    pub markdown: String,
+}
+
+/// Read result files (`inferscale import`'s parser): one bad run never loses the others.
+pub fn import_files(files: &[(String, String)]) -> Imported {
+    let (mut cases, mut errors) = (Vec::new(), Vec::new());
+    for (name, text) in files {
+        let (c, e) = inferscale::truth::import(name, text);
+        cases.extend(c);
+        errors.extend(e.iter().map(|e| e.to_string()));
+    }
+    let bundle_json = (!cases.is_empty()).then(|| inferscale::truth::Bundle::new(cases).json());
+    Imported { bundle_json, errors }
+}
+
+/// Calibrate the scenario on a bundle (`inferscale calibrate BUNDLE --scenario SCENARIO --train …`),
+/// reporting progress as (simulations done, expected). Errors name the bundle, the scenario's fields, or
+/// what calibration lacks.
+pub fn run_calibration(bundle_json: &str, scenario_json: &str, train: &[String], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibrated, Vec<(String, String)>> {
+    let bundle = inferscale::truth::Bundle::parse(bundle_json).map_err(|e| vec![("bundle".to_string(), e)])?;
+    let base = inferscale::scenario::parse(scenario_json).map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
+    let c = inferscale::truth::calibrate_with_progress(&base, &bundle.cases, train, progress).map_err(|e| vec![("calibration".to_string(), e)])?;
+    Ok(Calibrated { json: inferscale::export::calibration_json(&c), csv: inferscale::export::calibration_csv(&c), markdown: inferscale::export::calibration_markdown(&c) })
 }
 
 /// Points per CDF sent to the page.
@@ -151,11 +196,25 @@ mod web {
 
         fn received(&mut self, scope: &WorkerScope<Self>, msg: Input, id: HandlerId) {
             let run_id = match &msg {
-                Input::Run { run_id, .. } | Input::Job { run_id, .. } | Input::Crash { run_id } => *run_id,
+                Input::Run { run_id, .. } | Input::Job { run_id, .. } | Input::Import { run_id, .. } | Input::Calibrate { run_id, .. } | Input::Crash { run_id } => *run_id,
             };
             CURRENT.with(|c| *c.borrow_mut() = Some((scope.clone(), id, run_id)));
             match msg {
                 Input::Crash { .. } => panic!("a crash requested by the tests"),
+                Input::Import { run_id, files } => scope.respond(id, Output::Imported { run_id, imported: import_files(&files) }),
+                Input::Calibrate { run_id, bundle_json, scenario_json, train } => {
+                    let mut last = 0u64;
+                    let out = match run_calibration(&bundle_json, &scenario_json, &train, &mut |done, expected| {
+                        if done >= last + (expected / 200).max(1) {
+                            last = done;
+                            scope.respond(id, Output::Progress { run_id, done, expected });
+                        }
+                    }) {
+                        Ok(calibrated) => Output::Calibrated { run_id, calibrated },
+                        Err(errors) => Output::Invalid { run_id, errors },
+                    };
+                    scope.respond(id, out);
+                }
                 Input::Job { run_id, job, label, scenario_json } => {
                     let out = match run_job(&label, &scenario_json) {
                         Ok(summary_json) => Output::JobDone { run_id, job, summary_json },
@@ -218,6 +277,32 @@ mod tests {
         let spec = inferscale::scenario::parse(&text).unwrap();
         let direct = inferscale::study::run_job(&inferscale::study::Job { label: "x".into(), spec }).unwrap();
         assert_eq!(back, direct, "bit-exact through JSON");
+    }
+
+    /// The worker's calibration is the CLI's: the same bundle (read by the same parser) and base scenario give
+    /// the JSON `inferscale calibrate` prints, and a bad bundle or an unknown training case is an answer.
+    #[test]
+    fn a_calibration_in_the_worker_is_the_clis() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/results/");
+        let files: Vec<(String, String)> = ["vllm-runs-jsonl.json", "vllm-current.json", "broken.jsonl"].iter().map(|f| (f.to_string(), std::fs::read_to_string(format!("{dir}{f}")).unwrap())).collect();
+        let imported = import_files(&files);
+        assert!(!imported.errors.is_empty() && imported.errors.iter().all(|e| e.starts_with("broken.jsonl")), "{:?}", imported.errors);
+        let bundle_json = imported.bundle_json.unwrap();
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
+        let (mut calls, mut last) = (0, (0, 0));
+        let c = run_calibration(&bundle_json, &text, &[], &mut |d, e| {
+            calls += 1;
+            last = (d, e);
+        })
+        .unwrap();
+        assert!(calls > 100 && last.0 == last.1, "{calls} progress calls, last {last:?}");
+        let bundle = inferscale::truth::Bundle::parse(&bundle_json).unwrap();
+        let direct = inferscale::truth::calibrate(&inferscale::scenario::parse(&text).unwrap(), &bundle.cases, &[]).unwrap();
+        assert_eq!(c.json, inferscale::export::calibration_json(&direct));
+        assert_eq!(run_calibration("{", &text, &[], &mut |_, _| {}).unwrap_err()[0].0, "bundle");
+        let unknown = run_calibration(&bundle_json, &text, &["nope".into()], &mut |_, _| {}).unwrap_err();
+        assert!(unknown[0].1.contains("`nope`"), "{unknown:?}");
+        assert!(import_files(&[("x.json".into(), "not json".into())]).bundle_json.is_none());
     }
 
     #[test]

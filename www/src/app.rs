@@ -14,6 +14,8 @@ use web_sys::{Document, Element, HtmlElement, HtmlInputElement, HtmlSelectElemen
 mod lab;
 #[path = "study_panel.rs"]
 mod study_panel;
+#[path = "calibration.rs"]
+mod calibration;
 
 use crate::figure::{self, Figure};
 use crate::details;
@@ -111,6 +113,7 @@ struct App {
     /// The panel on screen: "lab" or a study's name.
     panel: String,
     study: study_panel::StudyState,
+    cal: calibration::CalState,
     /// Fields whose text is not an acceptable value (yet): (validator path, message). The scenario keeps
     /// the field's last good value; Run stays disabled until the text is fixed.
     field_errors: Vec<(String, String)>,
@@ -833,6 +836,7 @@ pub fn start() {
     lay_out(&app);
     wire_scenario(&app);
     wire_studies(&app);
+    wire_calibration(&app);
     wire_results(&app);
     open_shared_link(&app);
 }
@@ -859,6 +863,7 @@ fn new_app() -> Rc<RefCell<App>> {
         self_ref: std::rc::Weak::new(),
         panel: "lab".into(),
         study: Default::default(),
+        cal: Default::default(),
         field_errors: Vec::new(),
         undo: None,
         auto_name: String::new(),
@@ -881,6 +886,7 @@ fn lay_out(app: &Rc<RefCell<App>>) {
         a.el("lab-charts").set_inner_html(&figures);
         a.el("lab-exports").set_inner_html(&exports::bar("Exports", &[("x-json", "JSON"), ("x-csv", "CSV (requests)"), ("x-summary", "CSV (summary)"), ("x-md", "Markdown")]));
         a.el("study-exports").set_inner_html(&exports::bar("Study exports", &[("sx-json", "JSON"), ("sx-csv", "CSV"), ("sx-md", "Markdown")]));
+        a.el("cal-exports").set_inner_html(&exports::bar("Calibration exports", &[("cx-json", "JSON"), ("cx-csv", "CSV"), ("cx-md", "Markdown")]));
     }
 
     // Presets.
@@ -1010,6 +1016,62 @@ fn wire_studies(app: &Rc<RefCell<App>>) {
     });
 }
 
+/// The Calibration panel: files (chosen or dropped), training marks, Run/Cancel, results and exports.
+fn wire_calibration(app: &Rc<RefCell<App>>) {
+    let app = app.clone();
+    on(&app, "cal-files", "change", |app, e| {
+        let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+        if let Some(files) = input.files() {
+            app.borrow_mut().cal_files(files);
+        }
+        input.set_value("");
+    });
+    // A drop zone: dragover must be cancelled for the drop to reach the page instead of opening the file.
+    on(&app, "cal-drop", "dragover", |_, e| e.prevent_default());
+    on(&app, "cal-drop", "drop", |app, e| {
+        e.prevent_default();
+        if let Some(files) = e.dyn_ref::<web_sys::DragEvent>().and_then(|d| d.data_transfer()).and_then(|t| t.files()) {
+            app.borrow_mut().cal_files(files);
+        }
+    });
+    on(&app, "cal-clear", "click", |app, _| app.borrow_mut().cal_clear());
+    on(&app, "cal-bundle", "click", |app, _| app.borrow().export_calibration("bundle"));
+    on(&app, "cal-cases", "change", |app, e| {
+        if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
+            app.borrow_mut().cal_mark(&t);
+        }
+    });
+    on(&app, "cal-run", "click", |app, _| app.borrow_mut().run_calibration());
+    on(&app, "cal-cancel", "click", |app, _| app.borrow_mut().cancel_calibration());
+    on(&app, "cal-copy-link", "click", |app, _| app.borrow().copy_calibration_link());
+    on(&app, "cal-goto-lab", "click", |app, e| {
+        e.prevent_default();
+        app.borrow_mut().show_panel("lab");
+    });
+    for (id, what) in [("cx-json", "json"), ("cx-csv", "csv"), ("cx-md", "md")] {
+        on(&app, id, "click", move |app, _| app.borrow().export_calibration(what));
+    }
+    on(&app, "cal-results", "click", |app, e| {
+        if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
+            app.borrow_mut().cal_click(&t);
+        }
+    });
+    on(&app, "cal-results", "keydown", |app, e| {
+        let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return };
+        if k.key() == "Enter"
+            && let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok())
+        {
+            app.borrow_mut().cal_click(&t);
+        }
+    });
+    on(&app, "cal-charts", "mousemove", |app, e| {
+        if let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() {
+            let a = app.borrow();
+            a.hover(&a.cal.figures, m);
+        }
+    });
+}
+
 /// Run, Cancel, the link, the Serving Lab's exports, its table and charts.
 fn wire_results(app: &Rc<RefCell<App>>) {
     let app = app.clone();
@@ -1055,7 +1117,10 @@ fn open_shared_link(app: &Rc<RefCell<App>>) {
         (Some(text), Some(p)) => {
             app.borrow_mut().load_text(&text);
             app.borrow_mut().show_panel(&p);
-            app.borrow_mut().run_study();
+            // A calibration needs the user's result files, which links do not carry.
+            if p != "calibration" {
+                app.borrow_mut().run_study();
+            }
         }
         (Some(text), None) => {
             app.borrow_mut().load_text(&text);

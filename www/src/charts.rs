@@ -133,6 +133,8 @@ fn study_fmt(label: &str) -> Fmt {
         Fmt::Secs
     } else if l == "replicas" {
         Fmt::Num(0)
+    } else if l.ends_with("(ms)") {
+        Fmt::Num(1)
     } else {
         Fmt::Num(3)
     }

@@ -3,6 +3,9 @@
 
 #[cfg(target_arch = "wasm32")]
 mod app;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod cal_view;
+
 #[cfg(target_arch = "wasm32")]
 mod charts;
 #[cfg(target_arch = "wasm32")]

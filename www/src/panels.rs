@@ -4,8 +4,8 @@
 
 use crate::table::esc;
 
-/// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove; Agents and Ground truth come).
-pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove"];
+/// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove, Ground truth; Agents come).
+pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove", "Ground truth"];
 
 /// A panel of the page.
 pub trait Panel {
@@ -33,6 +33,25 @@ impl Panel for LabPanel {
     }
     fn section(&self) -> &'static str {
         "panel-lab"
+    }
+}
+
+/// Calibration: measured runs imported, the cost model fitted on some, the error shown on the others
+/// (`calibration.rs`).
+pub struct CalibrationPanel;
+
+impl Panel for CalibrationPanel {
+    fn name(&self) -> &'static str {
+        "calibration"
+    }
+    fn title(&self) -> &'static str {
+        "Calibration"
+    }
+    fn group(&self) -> &'static str {
+        "Ground truth"
+    }
+    fn section(&self) -> &'static str {
+        "panel-calibration"
     }
 }
 

@@ -6,7 +6,7 @@
 use inferscale::study::Kind;
 use serde_json::{json, Value};
 
-use crate::panels::{LabPanel, Panel};
+use crate::panels::{CalibrationPanel, LabPanel, Panel};
 
 /// A study's panel: its sidebar group, its sentence and its parameters. Its name and title are the core's
 /// (`study::Kind`), so the CLI's help and the sidebar say the same.
@@ -32,9 +32,9 @@ impl Panel for PanelDef {
     }
 }
 
-/// Every panel of the page, in sidebar order: the Serving Lab, then the study panels.
+/// Every panel of the page, in sidebar order: the Serving Lab, the study panels, then Calibration.
 pub(crate) fn registry() -> Vec<&'static dyn Panel> {
-    std::iter::once(&LabPanel as &'static dyn Panel).chain(PANELS.iter().map(|p| p as &'static dyn Panel)).collect()
+    std::iter::once(&LabPanel as &'static dyn Panel).chain(PANELS.iter().map(|p| p as &'static dyn Panel)).chain(std::iter::once(&CalibrationPanel as &'static dyn Panel)).collect()
 }
 
 pub(crate) fn sidebar_html() -> String {
@@ -170,7 +170,7 @@ mod tests {
         let kinds: Vec<Kind> = PANELS.iter().map(|p| p.kind).collect();
         assert_eq!(kinds, Kind::ALL.to_vec());
         let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
-        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity"]);
+        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity", "calibration"]);
     }
 
     /// A `study:` field edits an option of the study's options struct, and every option has a field — but

@@ -85,6 +85,9 @@ impl App {
                 if on { a.set_attribute("aria-current", "page").ok() } else { a.remove_attribute("aria-current").ok() };
             }
         }
+        if name == "calibration" {
+            self.show_calibration();
+        }
         if let Some(p) = panel(name) {
             self.el("study-title").set_text_content(Some(p.title()));
             self.el("study-intro").set_text_content(Some(p.sentence));

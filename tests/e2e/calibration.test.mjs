@@ -1,0 +1,115 @@
+// End-to-end tests of the Calibration panel in headless Chromium (dist/ served on 127.0.0.1): result files
+// chosen as a user chooses them, the cases and their notes, training marks toggled with the keyboard, the
+// run, the charts, and exports equal to the CLI's on the same files.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, browser, openLab, download, inkFraction, ROOT } from './browser.mjs';
+
+const CLI = join(ROOT, 'target/release/inferscale');
+const RESULTS = join(ROOT, 'tests/data/results');
+const FILES = ['vllm-runs-jsonl.json', 'vllm-current.json', 'sglang-bench-serving.jsonl', 'vllm-legacy.json', 'broken.jsonl'];
+let server, ctx;
+
+before(async () => { server = await serve(); ctx = await browser(); });
+after(async () => { await ctx?.close(); server?.stop(); });
+
+/** The CLI in the results folder, so that case ids are the bare file names the page sees. */
+function cli(args) {
+  return execFileSync(CLI, args, { cwd: RESULTS, encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
+}
+
+async function openCalibration() {
+  const opened = await openLab(ctx, server.url);
+  await opened.page.click('nav [data-panel="calibration"]');
+  assert.equal(await opened.page.isVisible('#panel-calibration'), true);
+  assert.equal(await opened.page.isVisible('#panel-lab'), false);
+  return opened;
+}
+
+async function importFiles(page, names) {
+  await page.setInputFiles('#cal-files', names.map((f) => join(RESULTS, f)));
+  await page.waitForFunction((n) => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length >= n && !/Reading/.test(document.getElementById('cal-status').textContent), 6, { timeout: 20000 });
+}
+
+async function runCalibration(page) {
+  await page.click('#cal-run');
+  await page.waitForFunction(() => /^Done in/.test(document.getElementById('cal-status').textContent), null, { timeout: 120000 });
+}
+
+test('with nothing imported the panel says how to produce the files, and Run waits for them', async () => {
+  const { page, errors } = await openCalibration();
+  assert.match(await page.textContent('#cal-how'), /vllm bench serve .*--save-result.*sglang\.bench_serving/s);
+  assert.equal(await page.isDisabled('#cal-run'), true);
+  assert.equal(await page.isDisabled('#cal-cancel'), true);
+  assert.equal(await page.isVisible('#cal-results'), false);
+  assert.match(await page.textContent('#cal-scenario'), /default: llama-3-8b on a100-80g/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('result files import with their notes; a bad file names its line and key; the run equals `inferscale calibrate`', async () => {
+  const { page, errors } = await openCalibration();
+  await importFiles(page, FILES);
+  const bundle = JSON.parse(cli(['import', ...FILES]));
+  const rows = await page.$$eval('#cal-cases-table tbody tr[data-set]', (trs) => trs.map((tr) => tr.children[1].textContent));
+  assert.deepEqual(rows, bundle.cases.map((c) => c.id), 'the same cases as `inferscale import`, in order');
+  assert.match(await page.textContent('#cal-cases'), /request_rate inf under max_concurrency 32: closed loop/);
+  assert.match(await page.textContent('#cal-import-errors'), /broken\.jsonl:2: `duration`: must be a finite number/);
+  assert.equal(await page.isVisible('#cal-how'), false);
+  // The exported bundle is the CLI's.
+  const b = await download(page, '#cal-bundle');
+  assert.equal(b.text, cli(['import', ...FILES]));
+  // The default split: every other case by offered load, as the CLI's default.
+  await runCalibration(page);
+  const exported = await download(page, '#cx-json');
+  writeFileSync(join(ROOT, 'target', 'e2e-bundle.json'), b.text);
+  const cliJson = cli(['calibrate', join(ROOT, 'target', 'e2e-bundle.json'), '--scenario', join(ROOT, 'scenarios/default.json')]);
+  assert.equal(exported.text, cliJson, 'browser JSON export equals `inferscale calibrate` byte for byte');
+  assert.match(exported.name, /^inferscale-calibration-default\.json$/);
+  const cal = JSON.parse(cliJson);
+  assert.match(await page.textContent('#cal-answer'), new RegExp(`prefill × ${cal.fitted.prefill.toFixed(3)}, decode × ${cal.fitted.decode.toFixed(3)}`));
+  assert.equal(await page.$$eval('#cal-rows tbody tr', (t) => t.length), cal.rows.length);
+  assert.match(await page.textContent('#cal-rows'), /held out: (within|better|worse)/);
+  assert.match(await page.textContent('#cal-notes'), /cannot fix a scheduler/);
+  for (const id of ['cal-chart-0', 'cal-chart-1', 'cal-chart-2']) {
+    assert.ok(await inkFraction(page, id) > 0.02, `${id} is drawn`);
+  }
+  const csv = await download(page, '#cx-csv');
+  assert.equal(csv.text, cli(['calibrate', join(ROOT, 'target', 'e2e-bundle.json'), '--scenario', join(ROOT, 'scenarios/default.json'), '--format', 'csv']));
+  const md = await download(page, '#cx-md');
+  assert.match(md.text, /^# Calibration/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('training marks toggle from the keyboard and the run trains on exactly those cases', async () => {
+  const { page, errors } = await openCalibration();
+  await importFiles(page, FILES.slice(0, 4));
+  const box = page.getByRole('checkbox', { name: 'Train on vllm-legacy.json' });
+  const was = await box.isChecked();
+  await box.focus();
+  await page.keyboard.press('Space');
+  assert.equal(await box.isChecked(), !was);
+  const train = await page.$$eval('#cal-cases-table tbody tr[data-set]', (trs) => trs.filter((tr) => tr.querySelector('input').checked).map((tr) => tr.children[1].textContent));
+  assert.ok(train.includes('vllm-legacy.json') !== was);
+  await runCalibration(page);
+  const exported = await download(page, '#cx-json');
+  const bundle = join(ROOT, 'target', 'e2e-bundle4.json');
+  writeFileSync(bundle, cli(['import', ...FILES.slice(0, 4)]));
+  assert.equal(exported.text, cli(['calibrate', bundle, '--scenario', join(ROOT, 'scenarios/default.json'), '--train', train.join(',')]));
+  // Unmarking every case leaves nothing to fit on: Run says why and stays off.
+  for (const b of await page.getByRole('checkbox', { name: /^Train on / }).all()) {
+    if (await b.isChecked()) { await b.focus(); await page.keyboard.press('Space'); }
+  }
+  assert.equal(await page.isDisabled('#cal-run'), true);
+  assert.match(await page.textContent('#cal-errors'), /mark at least one case for training/);
+  // The headers sort the table.
+  await page.click('#cal-rows th:has-text("Calibrated APE")');
+  const apes = await page.$$eval('#cal-rows tbody tr', (trs) => trs.map((tr) => parseFloat(tr.children[7].textContent)));
+  assert.deepEqual(apes, [...apes].sort((a, b) => a - b));
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});

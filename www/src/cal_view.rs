@@ -1,0 +1,312 @@
+//! The Calibration panel's views, computed from the core's bundle and calibration (no DOM, so its tests run
+//! natively): the imported cases with their training marks, the answer, the held-out error table, every
+//! case's rows with a verdict each, and the measured-vs-predicted charts.
+
+use inferscale::study::{Chart, ChartSeries};
+use inferscale::truth::{Case, Rate};
+use serde_json::Value;
+
+use crate::table::esc;
+
+/// What the page says before anything is imported: how to produce the files it reads.
+pub const HOW_TO: &str = "Nothing imported yet. The lab ships no measurements of its own: drop the files your benchmarks wrote — \
+`vllm bench serve … --save-result --result-dir DIR` (or the older `benchmarks/benchmark_serving.py --save-result`) writes one JSON per run, \
+SGLang's `python -m sglang.bench_serving … --output-file runs.jsonl` appends one line per run — or a bundle from `inferscale import`. \
+Each run becomes a case; calibration fits the cost model's prefill and decode scales on the cases marked for training and shows the error on the others.";
+
+/// A case's offered load in words.
+pub fn load(c: &Case) -> String {
+    let w = &c.workload;
+    match (w.request_rate, w.max_concurrency) {
+        (Some(Rate::PerSecond(r)), _) => match w.burstiness {
+            Some(b) if (b - 1.0).abs() > 1e-9 => format!("{} req/s, burstiness {}", num(r), num(b)),
+            _ => format!("{} req/s", num(r)),
+        },
+        (Some(Rate::Infinite), Some(n)) => format!("{n} clients, closed loop"),
+        (Some(Rate::Infinite), None) => "burst at t = 0".into(),
+        (None, _) => "unknown".into(),
+    }
+}
+
+/// A number with as few decimals as it needs (at most 3).
+fn num(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn ms(x: Option<f64>) -> String {
+    x.map_or("—".into(), |v| if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.1}") })
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("—".into(), |v| format!("{:.1} %", v * 100.0))
+}
+
+/// The imported cases as a table, each with its training checkbox (named for its case).
+pub fn cases_table(cases: &[Case], train: &[bool]) -> String {
+    let head = ["Train", "Case", "Engine · model", "Load", "Prompts", "In / out tokens (mean)", "TTFT median (ms)", "TPOT median (ms)", "E2E median (ms)"];
+    let th: String = head.iter().enumerate().map(|(k, h)| format!("<th{}>{}</th>", if matches!(k, 1..=3) { " class=\"text\"" } else { "" }, esc(h))).collect();
+    let rows: String = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let on = if train.get(i).copied().unwrap_or(false) { " checked" } else { "" };
+            let w = &c.workload;
+            let prompts = w.num_prompts.or(c.measured.completed).map_or("—".into(), |n| n.to_string());
+            let mean = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:.0}"));
+            let engine = match &c.model_id {
+                Some(m) => format!("{} · {m}", c.engine),
+                None => c.engine.clone(),
+            };
+            let cells = [
+                esc(&c.id),
+                esc(&engine),
+                esc(&load(c)),
+                prompts,
+                format!("{} / {}", mean(w.mean_input_tokens), mean(w.mean_output_tokens)),
+                ms(c.measured.ttft_ms.median),
+                ms(c.measured.tpot_ms.median),
+                ms(c.measured.e2e_ms.median),
+            ];
+            let cells: String = cells.iter().enumerate().map(|(k, x)| format!("<td{}>{x}</td>", if k < 3 { " class=\"text\"" } else { "" })).collect();
+            // Notes get a row of their own under the case, the width of the table.
+            let notes = if c.notes.is_empty() { String::new() } else { format!("<tr class=\"case-notes\"><td></td><td colspan=\"{}\" class=\"text\">{}</td></tr>", head.len() - 1, esc(&c.notes.join("; "))) };
+            format!(
+                "<tr data-set=\"{}\"><td><input type=\"checkbox\" data-case=\"{i}\" aria-label=\"Train on {}\"{on}></td>{cells}</tr>{notes}",
+                if on.is_empty() { "held-out" } else { "training" },
+                esc(&c.id)
+            )
+        })
+        .collect();
+    format!("<div class=\"table-wrap\"><table id=\"cal-cases-table\"><caption>{} case(s); checked cases train the fit, the others are held out</caption><thead><tr>{th}</tr></thead><tbody>{rows}</tbody></table></div>", cases.len())
+}
+
+/// The calibration's answer in one paragraph: the fit and what it did to the held-out error.
+pub fn answer(c: &Value) -> String {
+    let f = |v: &Value| v.as_f64();
+    let n_train = c["rows"].as_array().map_or(0, |r| distinct(r, true));
+    let n_held = c["rows"].as_array().map_or(0, |r| distinct(r, false));
+    let fit = format!("prefill × {:.3}, decode × {:.3}", f(&c["fitted"]["prefill"]).unwrap_or(1.0), f(&c["fitted"]["decode"]).unwrap_or(1.0));
+    if n_held == 0 {
+        return format!("Fitted {fit} on {n_train} training case(s). No case is held out, so there is no held-out error: the errors below are training errors, which a fit always makes small.");
+    }
+    let per: Vec<String> = c["held_out_mape"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["baseline"].is_number())
+        .map(|m| format!("{} {} → {}", m["metric"].as_str().unwrap_or(""), pct(f(&m["baseline"])), pct(f(&m["calibrated"]))))
+        .collect();
+    format!("Fitted {fit} on {n_train} training case(s). Held-out error (MAPE over {n_held} case(s), baseline → calibrated): {}.", per.join(", "))
+}
+
+fn distinct(rows: &[Value], training: bool) -> usize {
+    let mut ids: Vec<&str> = rows.iter().filter(|r| r["training"].as_bool() == Some(training)).filter_map(|r| r["case"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len()
+}
+
+/// Held-out MAPE per metric, baseline and calibrated.
+pub fn mape_table(c: &Value) -> String {
+    let rows: String = c["held_out_mape"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let (b, a) = (m["baseline"].as_f64(), m["calibrated"].as_f64());
+            let change = match (b, a) {
+                (Some(b), Some(a)) => format!("{:+.1} points", (a - b) * 100.0),
+                _ => "—".into(),
+            };
+            format!("<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{change}</td></tr>", esc(m["metric"].as_str().unwrap_or("")), pct(b), pct(a))
+        })
+        .collect();
+    format!("<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Held-out error (mean absolute percentage error)</caption><thead><tr><th>Metric</th><th>Baseline</th><th>Calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>")
+}
+
+/// The columns of the every-case table: (label, unit, the row's field).
+pub const COLUMNS: &[(&str, &str, &str)] = &[
+    ("Case", "", "case"),
+    ("Set", "", "training"),
+    ("Metric", "", "metric"),
+    ("Measured", "ms", "measured_ms"),
+    ("Baseline pred.", "ms", "baseline_ms"),
+    ("Calibrated pred.", "ms", "calibrated_ms"),
+    ("Baseline APE", "", "baseline_ape"),
+    ("Calibrated APE", "", "calibrated_ape"),
+    ("Verdict", "", "verdict"),
+];
+
+/// A row's verdict, from its numbers: what calibration did to it, and whether it was an extrapolation.
+pub fn verdict(row: &Value, warnings: &[String]) -> String {
+    let (b, a) = (row["baseline_ape"].as_f64().unwrap_or(0.0), row["calibrated_ape"].as_f64().unwrap_or(0.0));
+    let id = row["case"].as_str().unwrap_or("");
+    let mut v = if row["training"].as_bool() == Some(true) {
+        "fitted on".to_string()
+    } else if a <= 0.1 {
+        "held out: within 10 %".to_string()
+    } else if a < b {
+        "held out: better, still off (a cost or scheduler the model lacks?)".to_string()
+    } else {
+        "held out: worse (not a global scale error)".to_string()
+    };
+    if warnings.iter().any(|w| w.starts_with(&format!("{id}: its load"))) {
+        v.push_str(" · outside the training load range");
+    }
+    v
+}
+
+/// A cell of the every-case table as shown.
+pub fn cell(row: &Value, field: &str, warnings: &[String]) -> String {
+    match field {
+        "training" => (if row["training"].as_bool() == Some(true) { "training" } else { "held-out" }).into(),
+        "case" | "metric" => row[field].as_str().unwrap_or("").into(),
+        "verdict" => verdict(row, warnings),
+        f if f.ends_with("_ape") => pct(row[f].as_f64()),
+        f => ms(row[f].as_f64()),
+    }
+}
+
+/// The every-case table in `order`, sortable by its headers.
+pub fn rows_table(c: &Value, order: &[usize], sort: &crate::sort::Sort) -> String {
+    let warnings = warnings(c);
+    let rows = c["rows"].as_array().cloned().unwrap_or_default();
+    let th: String = COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, (label, unit, _))| {
+            let unit = if unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{unit}</span>") };
+            sort.th("data-ccol", i, &format!("{}{unit}", esc(label)), label)
+        })
+        .collect::<String>();
+    // The text columns' headers align with their cells.
+    let th = [0, 1, 2, 8].iter().fold(th, |h, i| h.replace(&format!("<th data-ccol=\"{i}\""), &format!("<th class=\"text\" data-ccol=\"{i}\"")));
+    let body: String = order
+        .iter()
+        .filter_map(|&i| rows.get(i))
+        .map(|r| {
+            let cells: String = COLUMNS.iter().map(|(_, _, f)| format!("<td{}>{}</td>", if matches!(*f, "case" | "training" | "metric" | "verdict") { " class=\"text\"" } else { "" }, esc(&cell(r, f, &warnings)))).collect();
+            let set = if r["training"].as_bool() == Some(true) { "training" } else { "held-out" };
+            format!("<tr data-set=\"{set}\">{cells}</tr>")
+        })
+        .collect();
+    format!("<div class=\"table-wrap\"><table id=\"cal-rows\"><caption>Every case and metric: measured, predicted before and after calibration</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>")
+}
+
+/// Row positions sorted by column `col` (numbers by value, text by its text).
+pub fn sorted(c: &Value, col: usize, desc: bool) -> Vec<usize> {
+    let rows = c["rows"].as_array().cloned().unwrap_or_default();
+    let warnings = warnings(c);
+    let field = COLUMNS.get(col).map_or("case", |c| c.2);
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&rows[a][field], &rows[b][field]);
+        let ord = match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => cell(&rows[a], field, &warnings).cmp(&cell(&rows[b], field, &warnings)),
+        };
+        if desc { ord.reverse() } else { ord }
+    });
+    order
+}
+
+pub fn warnings(c: &Value) -> Vec<String> {
+    c["warnings"].as_array().into_iter().flatten().filter_map(|w| w.as_str().map(str::to_string)).collect()
+}
+
+/// One chart per metric: each case's prediction against its measurement, before and after calibration, with
+/// the y = x line a perfect model would sit on. Milliseconds on both axes.
+pub fn charts(c: &Value) -> Vec<Chart> {
+    let rows = c["rows"].as_array().cloned().unwrap_or_default();
+    let mut metrics: Vec<String> = Vec::new();
+    for r in &rows {
+        if let Some(m) = r["metric"].as_str()
+            && !metrics.iter().any(|x| x == m)
+        {
+            metrics.push(m.to_string());
+        }
+    }
+    metrics
+        .iter()
+        .map(|m| {
+            let of: Vec<&Value> = rows.iter().filter(|r| r["metric"].as_str() == Some(m)).collect();
+            let s = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+            let series = |name: &str, k: &str, labels: bool| ChartSeries {
+                name: name.into(),
+                points: of.iter().map(|r| (s(r, "measured_ms"), s(r, k))).collect(),
+                band: Vec::new(),
+                labels: if labels { of.iter().map(|r| r["case"].as_str().unwrap_or("").to_string()).collect() } else { Vec::new() },
+                line: false,
+            };
+            let top = of.iter().flat_map(|r| [s(r, "measured_ms"), s(r, "baseline_ms"), s(r, "calibrated_ms")]).fold(0.0f64, f64::max);
+            Chart {
+                kind: "scatter".into(),
+                title: format!("{m}: predicted against measured"),
+                x_label: "measured (ms)".into(),
+                y_label: "predicted (ms)".into(),
+                categories: Vec::new(),
+                series: vec![
+                    series("baseline", "baseline_ms", false),
+                    series("calibrated", "calibrated_ms", true),
+                    ChartSeries { name: "y = x (exact)".into(), points: vec![(0.0, 0.0), (top, top)], band: Vec::new(), labels: Vec::new(), line: true },
+                ],
+                target: None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibration() -> Value {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/results/");
+        let mut cases = Vec::new();
+        for f in ["vllm-runs-jsonl.json", "vllm-current.json", "vllm-legacy.json", "sglang-bench-serving.jsonl"] {
+            cases.extend(inferscale::truth::import(f, &std::fs::read_to_string(format!("{dir}{f}")).unwrap()).0);
+        }
+        let base = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
+        let c = inferscale::truth::calibrate(&base, &cases, &[]).unwrap();
+        serde_json::from_str(&inferscale::export::calibration_json(&c)).unwrap()
+    }
+
+    #[test]
+    fn the_views_say_what_the_calibration_found() {
+        let c = calibration();
+        let a = answer(&c);
+        assert!(a.starts_with("Fitted prefill × ") && a.contains("Held-out error") && a.contains("TTFT median"), "{a}");
+        let rows = c["rows"].as_array().unwrap();
+        let html = rows_table(&c, &(0..rows.len()).collect::<Vec<_>>(), &Default::default());
+        assert_eq!(html.matches("<tr data-set=").count(), rows.len());
+        assert!(html.contains("held out") && html.contains("fitted on"));
+        // The extrapolated case is said in its verdict.
+        assert!(html.contains("outside the training load range"), "the sample has a held-out case at 32 clients");
+        assert!(mape_table(&c).contains("points"));
+        let charts = charts(&c);
+        assert_eq!(charts.len(), 3, "one chart per metric");
+        for ch in &charts {
+            let line = &ch.series[2];
+            assert!(line.line && line.points[1].0 == line.points[1].1);
+            assert!(ch.series[..2].iter().all(|s| s.points.iter().all(|p| p.0 <= line.points[1].0 && p.1 <= line.points[1].1)), "y = x spans every point");
+        }
+        // Sorting by calibrated APE descending puts the worst first.
+        let order = sorted(&c, 7, true);
+        let ape = |i: usize| rows[i]["calibrated_ape"].as_f64().unwrap();
+        assert!(order.windows(2).all(|w| ape(w[0]) >= ape(w[1])));
+    }
+
+    #[test]
+    fn the_cases_table_names_each_checkbox_and_says_the_load() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/results/");
+        let (cases, _) = inferscale::truth::import("s.jsonl", &std::fs::read_to_string(format!("{dir}sglang-bench-serving.jsonl")).unwrap());
+        let train = inferscale::truth::default_training(&cases);
+        let html = cases_table(&cases, &train);
+        assert!(html.contains("aria-label=\"Train on s.jsonl:1\" checked"), "{html}");
+        assert!(html.contains("32 clients, closed loop") && html.contains("4 req/s"));
+        let mut all_held = train.clone();
+        all_held.iter_mut().for_each(|t| *t = false);
+        assert!(!cases_table(&cases, &all_held).contains(" checked>"));
+    }
+}
