@@ -19,6 +19,8 @@ pub struct Model {
     pub kv_bytes_per_elem: f64,
     /// Mixture of experts; None: dense.
     pub moe: Option<Moe>,
+    /// The longest sequence it takes, tokens (None: not given for a custom model).
+    pub context_tokens: Option<u32>,
 }
 
 /// A mixture of experts: `experts` per layer, `per_token` run for each token, `expert_params` weights in all
@@ -131,6 +133,10 @@ impl Model {
             (None, None) => Ok(None),
         };
         let Ok(moe) = moe else { return None };
+        let context_tokens = m.context_tokens.or(base.map(|b| b.context_tokens));
+        if let Some(c) = context_tokens {
+            ok &= e.int("model.context_tokens", c as u64, 1, 100_000_000);
+        }
         ok.then(|| Model {
             name: m.preset.clone().unwrap_or_else(|| "custom".into()),
             params: params_b * 1e9,
@@ -142,6 +148,7 @@ impl Model {
             bytes_per_param: bpp,
             kv_bytes_per_elem: kvb,
             moe,
+            context_tokens,
         })
     }
 }

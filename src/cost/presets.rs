@@ -15,47 +15,50 @@ pub struct ModelPreset {
     pub kv_bytes_per_elem: f64,
     /// Mixture of experts: (experts, experts per token, parameters in all experts, billions).
     pub moe: Option<(u32, u32, f64)>,
+    /// The longest sequence the model takes (its `max_position_embeddings`), tokens.
+    pub context_tokens: u32,
 }
 
+/// A dense BF16 model with grouped-query attention, as most presets are; `shape` is (layers, hidden, heads,
+/// KV heads, head dim).
+const fn dense(name: &'static str, params_b: f64, shape: (u32, u32, u32, u32, u32), context_tokens: u32) -> ModelPreset {
+    let (layers, hidden, heads, kv_heads, head_dim) = shape;
+    ModelPreset { name, params_b, layers, hidden, heads, kv_heads, head_dim, bytes_per_param: 2.0, kv_bytes_per_elem: 2.0, moe: None, context_tokens }
+}
+
+/// Sources for every figure: docs/model.md, "Presets".
 pub const MODELS: &[ModelPreset] = &[
-    ModelPreset {
-        name: "llama-3-8b",
-        params_b: 8.03,
-        layers: 32,
-        hidden: 4096,
-        heads: 32,
-        kv_heads: 8,
-        head_dim: 128,
-        bytes_per_param: 2.0,
-        kv_bytes_per_elem: 2.0,
-        moe: None,
-    },
-    ModelPreset {
-        name: "llama-3-70b",
-        params_b: 70.6,
-        layers: 80,
-        hidden: 8192,
-        heads: 64,
-        kv_heads: 8,
-        head_dim: 128,
-        bytes_per_param: 2.0,
-        kv_bytes_per_elem: 2.0,
-        moe: None,
-    },
+    dense("llama-3-8b", 8.03, (32, 4096, 32, 8, 128), 8192),
+    dense("llama-3-70b", 70.6, (80, 8192, 64, 8, 128), 8192),
+    dense("llama-3.1-8b", 8.03, (32, 4096, 32, 8, 128), 131_072),
+    dense("llama-3.1-70b", 70.6, (80, 8192, 64, 8, 128), 131_072),
+    dense("llama-3.2-1b", 1.24, (16, 2048, 32, 8, 64), 131_072),
+    dense("llama-3.2-3b", 3.21, (28, 3072, 24, 8, 128), 131_072),
+    dense("qwen2.5-7b", 7.62, (28, 3584, 28, 4, 128), 32_768),
+    dense("qwen2.5-72b", 72.7, (80, 8192, 64, 8, 128), 32_768),
+    dense("mistral-7b", 7.25, (32, 4096, 32, 8, 128), 32_768),
     // Mixtral 8x7B (Jiang et al. 2024, arXiv:2401.04088: 46.7B parameters, 12.9B active; the config of
     // mistralai/Mixtral-8x7B-v0.1: 32 layers, hidden 4096, 32 heads, 8 KV heads, 8 experts, top 2, FFN 14336):
     // each expert is 3 × 4096 × 14336 weights a layer, 45.1B in all.
+    ModelPreset { moe: Some((8, 2, 45.1)), ..dense("mixtral-8x7b", 46.7, (32, 4096, 32, 8, 128), 32_768) },
+    // DeepSeek-V3 (arXiv:2412.19437; config of deepseek-ai/DeepSeek-V3): 671B parameters, 37B active, FP8
+    // weights as released; 61 layers, hidden 7168, 128 heads; 256 routed experts, 8 per token, in 58 MoE layers
+    // (the first 3 are dense), each expert 3 × 7168 × 2048 weights: 653.9B in the routed experts. Multi-head
+    // latent attention caches one 576-element latent (kv_lora_rank 512 + rope 64) per token and layer, shared
+    // by every head and held whole on every tensor-parallel rank: written as 1 KV head of dimension 288 (K and V
+    // make the 576).
     ModelPreset {
-        name: "mixtral-8x7b",
-        params_b: 46.7,
-        layers: 32,
-        hidden: 4096,
-        heads: 32,
-        kv_heads: 8,
-        head_dim: 128,
-        bytes_per_param: 2.0,
+        name: "deepseek-v3",
+        params_b: 671.0,
+        layers: 61,
+        hidden: 7168,
+        heads: 128,
+        kv_heads: 1,
+        head_dim: 288,
+        bytes_per_param: 1.0,
         kv_bytes_per_elem: 2.0,
-        moe: Some((8, 2, 45.1)),
+        moe: Some((256, 8, 653.9)),
+        context_tokens: 163_840,
     },
 ];
 
@@ -69,12 +72,20 @@ pub struct DevicePreset {
     pub interconnect_gbps: f64,
 }
 
+/// Sources for every figure: docs/model.md, "Presets". The interconnect is the per-direction bandwidth a GPU
+/// has to its tensor-parallel peers (NVLink, Infinity Fabric, RoCE, or PCIe).
 pub const DEVICES: &[DevicePreset] = &[
     DevicePreset { name: "a100-80g", peak_tflops: 312.0, hbm_bandwidth_gbps: 2039.0, hbm_gb: 80.0, interconnect_gbps: 300.0 },
     DevicePreset { name: "a100-40g", peak_tflops: 312.0, hbm_bandwidth_gbps: 1555.0, hbm_gb: 40.0, interconnect_gbps: 300.0 },
     DevicePreset { name: "h100-sxm", peak_tflops: 989.5, hbm_bandwidth_gbps: 3350.0, hbm_gb: 80.0, interconnect_gbps: 450.0 },
+    DevicePreset { name: "h100-pcie", peak_tflops: 756.0, hbm_bandwidth_gbps: 2000.0, hbm_gb: 80.0, interconnect_gbps: 64.0 },
     DevicePreset { name: "h200", peak_tflops: 989.5, hbm_bandwidth_gbps: 4800.0, hbm_gb: 141.0, interconnect_gbps: 450.0 },
+    DevicePreset { name: "h20", peak_tflops: 148.0, hbm_bandwidth_gbps: 4000.0, hbm_gb: 96.0, interconnect_gbps: 450.0 },
+    DevicePreset { name: "b200", peak_tflops: 2250.0, hbm_bandwidth_gbps: 8000.0, hbm_gb: 180.0, interconnect_gbps: 900.0 },
+    DevicePreset { name: "mi300x", peak_tflops: 1307.4, hbm_bandwidth_gbps: 5300.0, hbm_gb: 192.0, interconnect_gbps: 448.0 },
+    DevicePreset { name: "gaudi3", peak_tflops: 1835.0, hbm_bandwidth_gbps: 3700.0, hbm_gb: 128.0, interconnect_gbps: 525.0 },
     DevicePreset { name: "l40s", peak_tflops: 362.0, hbm_bandwidth_gbps: 864.0, hbm_gb: 48.0, interconnect_gbps: 32.0 },
+    DevicePreset { name: "l4", peak_tflops: 121.0, hbm_bandwidth_gbps: 300.0, hbm_gb: 24.0, interconnect_gbps: 32.0 },
 ];
 
 /// Efficiency defaults, fitted to the measured A100 step times (every row within 9 %; see docs/model.md).

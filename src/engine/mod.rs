@@ -26,7 +26,7 @@ use crate::metrics::{Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
-use crate::sched::admission::{self, AdmitContext, Admission, Backlog};
+use crate::sched::admission::{self, AdmitContext, Admission, Backlog, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::workload::{FollowUps, Generator, Request};
 
@@ -309,7 +309,8 @@ impl<'a> Simulation<'a> {
         };
         let estimate_ns = self.admission.needs_estimate().then(|| self.estimate_latency_ns(&req, target));
         let cx = AdmitContext { now_ns: self.now, waiting, estimate_ns, deadline_ns: class.slo.e2e_ns };
-        let verdict = self.admission.admit(&req, &cx);
+        let too_long = self.sc.pools[0].engine.max_model_len.is_some_and(|len| req.prompt_tokens as u64 + req.output_tokens as u64 > len as u64);
+        let verdict = if too_long { Err(Reject::TooLong) } else { self.admission.admit(&req, &cx) };
         let mut record = RequestRecord::new(&req);
         record.replica = target.map_or(u16::MAX, |r| r as u16);
         if let Err(why) = verdict {

@@ -26,6 +26,7 @@ fn outcome_name(o: Outcome) -> &'static str {
         Outcome::Rejected(Reject::DeadlineInfeasible) => "rejected_deadline",
         Outcome::Rejected(Reject::Dropped) => "rejected_dropped",
         Outcome::Rejected(Reject::RateLimited) => "rejected_rate_limited",
+        Outcome::Rejected(Reject::TooLong) => "rejected_too_long",
         Outcome::Failed => "failed",
         Outcome::Unfinished => "unfinished",
     }

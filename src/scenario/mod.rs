@@ -108,6 +108,8 @@ pub struct Engine {
     /// Σ reservations may reach `kv_total_blocks × kv_oversubscription`.
     pub kv_reserve_limit_blocks: u64,
     pub victim: VictimSpec,
+    /// Requests whose prompt + output exceed this are refused at arrival.
+    pub max_model_len: Option<u32>,
     /// Always `Vllm` on a decode pool: it has no prompts to put first.
     pub formation: BatchFormationSpec,
     pub backoff_ns: u64,
@@ -394,6 +396,14 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
     if let Some(c) = en.kv_capacity_tokens {
         e.int("engine.kv_capacity_tokens", c, 1, 1 << 40);
     }
+    if let Some(len) = en.max_model_len {
+        // vLLM refuses a max_model_len past the model's context (without an override flag).
+        let most = m.context_tokens.map_or(100_000_000, |c| c as u64);
+        let why = if m.context_tokens.is_some() { " (model.context_tokens)" } else { "" };
+        if !(1..=most).contains(&(len as u64)) {
+            e.push("engine.max_model_len", format!("must be 1 … {most}{why} (got {len})"));
+        }
+    }
     if e.0.len() > n0 {
         return None;
     }
@@ -435,6 +445,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         kv_total_blocks,
         kv_reserve_limit_blocks: (kv_total_blocks as f64 * en.kv_oversubscription).floor() as u64,
         victim: en.preemption.victim,
+        max_model_len: en.max_model_len,
         formation: en.batch_formation,
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,

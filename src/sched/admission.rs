@@ -47,6 +47,8 @@ pub enum Reject {
     DeadlineInfeasible,
     Dropped,
     RateLimited,
+    /// Prompt + output past the engine's `max_model_len` (vLLM answers such a request with an error).
+    TooLong,
 }
 
 /// An admission policy with its state (token buckets).

@@ -411,6 +411,9 @@ pub struct ModelSpec {
     /// Mixture of experts (absent: dense, or the preset's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moe: Option<MoeSpec>,
+    /// The longest sequence the model takes, tokens (its `max_position_embeddings`; a preset's by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u32>,
 }
 
 /// A mixture-of-experts model: `experts` expert FFNs per layer holding `expert_params_b` of the parameters
@@ -437,6 +440,7 @@ impl Default for ModelSpec {
             bytes_per_param: None,
             kv_bytes_per_elem: None,
             moe: None,
+            context_tokens: None,
         }
     }
 }
@@ -554,6 +558,10 @@ pub struct EngineSpec {
     pub kv_oversubscription: f64,
     #[serde(default)]
     pub preemption: PreemptionSpec,
+    /// Longest request served (prompt + output tokens); longer ones are refused at arrival, as vLLM refuses a
+    /// request past its `max_model_len`. Absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u32>,
     /// How a step is formed from the running requests and the queue: which engine's scheduler to mimic.
     #[serde(default, skip_serializing_if = "BatchFormationSpec::is_vllm")]
     pub batch_formation: BatchFormationSpec,
@@ -590,6 +598,7 @@ impl Default for EngineSpec {
             kv_capacity_tokens: None,
             kv_oversubscription: 1.0,
             preemption: PreemptionSpec::default(),
+            max_model_len: None,
             batch_formation: BatchFormationSpec::Vllm,
             horizon_s: None,
         }

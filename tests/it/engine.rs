@@ -370,3 +370,37 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
     // step; SGLang's never does) or a chunked prompt comes before decoders in the batch order.
     assert!(ran > 120 && differ_sglang > ran / 4 && differ_mixed > 0, "{ran} ran, {differ_sglang} and {differ_mixed} differ");
 }
+
+/// `engine.max_model_len` refuses at arrival every request whose prompt + output exceeds it, as vLLM answers
+/// such a request with an error, and touches no other; it may not exceed the model's context.
+#[test]
+fn max_model_len_refuses_requests_past_it_and_no_others() {
+    let base = super::small();
+    let mut capped = base.clone();
+    capped.engine.max_model_len = Some(2048);
+    let sc = super::valid(&capped);
+    let r = simulate(&sc);
+    let csv = inferscale::export::requests_csv(&r, &sc);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (p, o, outcome) = (col("prompt_tokens"), col("output_tokens"), col("outcome"));
+    let mut too_long = 0;
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let long = f[p].parse::<u64>().unwrap() + f[o].parse::<u64>().unwrap() > 2048;
+        assert_eq!(f[outcome] == "rejected_too_long", long, "{line}");
+        too_long += long as u64;
+    }
+    assert!(too_long > 20, "{too_long} of 400 refused");
+    assert_eq!(r.summary.rejected, too_long);
+    assert!(r.audits.ok);
+    // The same requests (common random numbers): every one under the limit has an outcome other than refused.
+    assert_eq!(r.summary.requests, simulate(&super::valid(&base)).summary.requests);
+    // Past the model's context (Llama-3-8B: 8192) it is refused at its field, naming the context.
+    capped.engine.max_model_len = Some(9000);
+    let e = inferscale::scenario::validate(&capped).unwrap_err();
+    assert_eq!(e.errors[0].path, "engine.max_model_len");
+    assert!(e.errors[0].message.contains("1 … 8192 (model.context_tokens)"), "{e}");
+    capped.engine.max_model_len = Some(0);
+    assert!(inferscale::scenario::validate(&capped).is_err());
+}

@@ -100,26 +100,94 @@ fn kv_capacity_follows_memory_minus_weights() {
 }
 
 /// A model written out with a preset's figures is the preset: the same report byte for byte, but for the
-/// model's name in the setup ("custom").
+/// model's name in the setup ("custom") — for every model preset, each on a device it fits.
 #[test]
 fn a_custom_model_with_a_presets_figures_reports_as_the_preset() {
-    let preset = super::small();
-    let mut custom = preset.clone();
-    custom.model = inferscale::scenario::ModelSpec {
-        preset: None,
-        params_b: Some(8.03),
-        layers: Some(32),
-        hidden: Some(4096),
-        heads: Some(32),
-        kv_heads: Some(8),
-        head_dim: Some(128),
-        bytes_per_param: Some(2.0),
-        kv_bytes_per_elem: Some(2.0),
-        moe: None,
-    };
-    let a = inferscale::export::json(&inferscale::simulate(&super::valid(&preset)));
-    let b = inferscale::export::json(&inferscale::simulate(&super::valid(&custom)));
-    assert_eq!(a.replace("\"model\": \"llama-3-8b\"", "\"model\": \"custom\""), b);
+    use inferscale::cost::presets;
+    for p in presets::MODELS {
+        let mut preset = super::small();
+        preset.workload.requests = Some(100);
+        preset.model.preset = Some(p.name.into());
+        (preset.hardware.device, preset.hardware.tp) = fitting_device(p);
+        let mut custom = preset.clone();
+        custom.model = inferscale::scenario::ModelSpec {
+            preset: None,
+            params_b: Some(p.params_b),
+            layers: Some(p.layers),
+            hidden: Some(p.hidden),
+            heads: Some(p.heads),
+            kv_heads: Some(p.kv_heads),
+            head_dim: Some(p.head_dim),
+            bytes_per_param: Some(p.bytes_per_param),
+            kv_bytes_per_elem: Some(p.kv_bytes_per_elem),
+            moe: p.moe.map(|(experts, experts_per_token, expert_params_b)| inferscale::scenario::MoeSpec { experts, experts_per_token, expert_params_b }),
+            context_tokens: Some(p.context_tokens),
+        };
+        let a = inferscale::export::json(&inferscale::simulate(&super::valid(&preset)));
+        let b = inferscale::export::json(&inferscale::simulate(&super::valid(&custom)));
+        assert_eq!(a.replace(&format!("\"model\": \"{}\"", p.name), "\"model\": \"custom\""), b, "{}", p.name);
+    }
+}
+
+/// A device and TP the model's weights fit with room for KV: H100 up to 70B at TP 4, H200 × 8 for more.
+fn fitting_device(p: &inferscale::cost::presets::ModelPreset) -> (Option<String>, u32) {
+    let gb = p.params_b * p.bytes_per_param;
+    match gb {
+        g if g < 40.0 => (Some("h100-sxm".into()), 1),
+        g if g < 200.0 => (Some("h100-sxm".into()), 4),
+        _ => (Some("h200".into()), 8),
+    }
+}
+
+/// Every model preset runs on every device preset it fits (weights under the 90 % of memory the engine may use, at the
+/// smallest power-of-two TP that holds them, up to 8), with every audit holding; a device too small says so at
+/// its field; the KV bytes per token follow from each preset's shape (DeepSeek-V3's latent: 576 elements a
+/// layer, whole on every rank).
+#[test]
+fn every_preset_model_runs_on_every_preset_device_it_fits() {
+    use inferscale::cost::presets;
+    let (mut ran, mut refused) = (0, 0);
+    for m in presets::MODELS {
+        for d in presets::DEVICES {
+            let Some(tp) = [1u32, 2, 4, 8].into_iter().find(|&tp| m.params_b * 1e9 * m.bytes_per_param / (tp as f64) < 0.9 * d.hbm_gb * 1e9) else {
+                let mut s = super::small();
+                (s.model.preset, s.hardware.device, s.hardware.tp) = (Some(m.name.into()), Some(d.name.into()), 8);
+                let e = inferscale::scenario::validate(&s).unwrap_err();
+                assert!(e.errors.iter().any(|f| f.path == "engine.gpu_memory_utilization" && f.message.contains("do not fit")), "{} on {}: {e}", m.name, d.name);
+                refused += 1;
+                continue;
+            };
+            let mut s = super::small();
+            s.workload.requests = Some(60);
+            (s.model.preset, s.hardware.device, s.hardware.tp) = (Some(m.name.into()), Some(d.name.into()), tp);
+            let sc = match inferscale::scenario::validate(&s) {
+                Ok(sc) => sc,
+                // A small device's KV may be too small for the class's longest request: said, not a panic.
+                Err(e) => {
+                    assert!(e.errors.iter().all(|f| f.message.contains("KV capacity")), "{} on {} × {tp}: {e}", m.name, d.name);
+                    refused += 1;
+                    continue;
+                }
+            };
+            let r = inferscale::simulate(&sc);
+            assert!(r.audits.ok, "{} on {} × {tp}", m.name, d.name);
+            assert!(r.summary.completed > 0);
+            ran += 1;
+        }
+    }
+    println!("presets: {ran} model × device pairs ran, {refused} refused");
+    assert!(ran >= 80, "{ran} pairs ran");
+    let kv = |name: &str| super::valid(&{
+        let mut s = super::small();
+        let tp = if name == "deepseek-v3" { 8 } else { 1 };
+        (s.model.preset, s.hardware.device, s.hardware.tp) = (Some(name.into()), Some("h200".into()), tp);
+        s
+    })
+    .model
+    .kv_bytes_per_token();
+    assert_eq!(kv("deepseek-v3"), 61.0 * 576.0 * 2.0, "MLA: one 576-element BF16 latent per layer");
+    assert_eq!(kv("llama-3.2-1b"), 2.0 * 16.0 * 8.0 * 64.0 * 2.0);
+    assert_eq!(kv("qwen2.5-7b"), 2.0 * 28.0 * 4.0 * 128.0 * 2.0);
 }
 
 /// A mixture of experts with every expert active is the dense model of its shape, byte for byte; with k of
@@ -135,7 +203,7 @@ fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
     dense.hardware.tp = 2;
     // The dense model of Mixtral's shape, every figure written out, and the same with all 8 of 8 experts active.
     let mut plain = dense.clone();
-    plain.model = inferscale::scenario::ModelSpec { preset: None, params_b: Some(46.7), layers: Some(32), hidden: Some(4096), heads: Some(32), kv_heads: Some(8), head_dim: Some(128), bytes_per_param: Some(2.0), kv_bytes_per_elem: Some(2.0), moe: None };
+    plain.model = inferscale::scenario::ModelSpec { preset: None, params_b: Some(46.7), layers: Some(32), hidden: Some(4096), heads: Some(32), kv_heads: Some(8), head_dim: Some(128), bytes_per_param: Some(2.0), kv_bytes_per_elem: Some(2.0), moe: None, context_tokens: Some(32_768) };
     let mut all_active = dense.clone();
     all_active.model = inferscale::scenario::ModelSpec { moe: Some(MoeSpec { experts: 8, experts_per_token: 8, expert_params_b: 45.1 }), ..plain.model.clone() };
     let json = |s: &inferscale::scenario::Spec| inferscale::export::json(&inferscale::simulate(&super::valid(s)));

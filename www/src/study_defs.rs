@@ -233,3 +233,24 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod preset_selects {
+    /// The option values of the page's select `id`.
+    fn options(id: &str) -> Vec<String> {
+        let html = include_str!("../../index.html");
+        let start = html.find(&format!("<select id=\"{id}\"")).unwrap_or_else(|| panic!("#{id} in index.html"));
+        let select = &html[start..start + html[start..].find("</select>").unwrap()];
+        select.split("<option value=\"").skip(1).map(|o| o[..o.find('"').unwrap()].to_string()).collect()
+    }
+
+    /// The Model and Device selects offer exactly the core's presets, in its order.
+    #[test]
+    fn the_model_and_device_selects_list_every_preset() {
+        let models: Vec<String> = inferscale::cost::presets::MODELS.iter().map(|m| m.name.to_string()).collect();
+        let devices: Vec<String> = inferscale::cost::presets::DEVICES.iter().map(|d| d.name.to_string()).collect();
+        assert_eq!(options("c-model"), models);
+        assert_eq!(options("c-device"), devices);
+        assert_eq!(options("c-formation"), ["vllm", "sglang", "sglang_mixed"]);
+    }
+}
