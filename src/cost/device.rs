@@ -66,6 +66,7 @@ pub struct Hardware {
     pub overlap_penalty: f64,
     pub step_overhead_ns: f64,
     pub allreduce_latency_ns: f64,
+    pub allreduce_bw_efficiency: f64,
 }
 
 /// Look a preset up by name; an unknown name is an error listing the known ones (with a suggestion).
@@ -196,7 +197,8 @@ impl Hardware {
         let kbe = h.kv_bw_efficiency.unwrap_or(presets::DEFAULT_KV_BW_EFFICIENCY);
         let olp = h.overlap_penalty.unwrap_or(presets::DEFAULT_OVERLAP_PENALTY);
         let ovh = h.step_overhead_ms.unwrap_or(presets::DEFAULT_STEP_OVERHEAD_MS);
-        let arl = h.allreduce_latency_us.unwrap_or(presets::DEFAULT_ALLREDUCE_LATENCY_US);
+        let arl = h.allreduce_latency_us.unwrap_or_else(|| presets::default_allreduce_latency_us(h.tp));
+        let are = h.allreduce_bw_efficiency.unwrap_or(presets::DEFAULT_ALLREDUCE_BW_EFFICIENCY);
         let share = "a share of the datasheet figure; below 1 % the roofline describes no real engine";
         ok &= e.within("hardware.mfu", mfu, 0.01, 1.0, share);
         ok &= e.within("hardware.weight_bw_efficiency", wbe, 0.01, 1.0, share);
@@ -204,6 +206,7 @@ impl Hardware {
         ok &= e.range("hardware.overlap_penalty", olp, 0.0, 1.0);
         ok &= e.range("hardware.step_overhead_ms", ovh, 0.0, 10_000.0);
         ok &= e.range("hardware.allreduce_latency_us", arl, 0.0, 1e6);
+        ok &= e.within("hardware.allreduce_bw_efficiency", are, 0.001, 1.0, "a share of hardware.interconnect_gbps");
         ok.then(|| Hardware {
             name: h.device.clone().unwrap_or_else(|| "custom".into()),
             tp: h.tp,
@@ -217,6 +220,7 @@ impl Hardware {
             overlap_penalty: olp,
             step_overhead_ns: ovh * NS_PER_MS,
             allreduce_latency_ns: arl * 1e3,
+            allreduce_bw_efficiency: are,
         })
     }
 }

@@ -9,7 +9,7 @@
 //! Mk = K · kv_bytes_per_token / (tp · bw · kv_bw_eff)                           KV reads
 //! M  = Mw + Mk
 //! step = max(C, M) + overlap_penalty · min(C, M) + comm + overhead
-//! comm = 2·layers·(allreduce_latency + T·hidden·2 B·2(tp−1)/tp / link_bw)      (tp > 1)
+//! comm = 2·layers·(allreduce_latency + T·hidden·2 B·2(tp−1)/tp / (link_bw · allreduce_bw_efficiency))  (tp > 1)
 //! ```
 //! See docs/model.md for the derivation and the fit to measured A100 step times.
 
@@ -133,7 +133,7 @@ impl Roofline {
         let kvb = m.kv_bytes_per_token();
         let (comm_fixed, comm_tok) = if h.tp > 1 {
             let bytes_per_token = m.hidden as f64 * 2.0 * 2.0 * (tp - 1.0) / tp;
-            let link = h.interconnect_bytes_per_s / 1e9;
+            let link = h.interconnect_bytes_per_s * h.allreduce_bw_efficiency / 1e9;
             (2.0 * m.layers as f64 * h.allreduce_latency_ns, 2.0 * m.layers as f64 * bytes_per_token / link)
         } else {
             (0.0, 0.0)

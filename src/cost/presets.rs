@@ -94,7 +94,19 @@ pub const DEFAULT_WEIGHT_BW_EFFICIENCY: f64 = 0.68;
 pub const DEFAULT_KV_BW_EFFICIENCY: f64 = 0.82;
 pub const DEFAULT_OVERLAP_PENALTY: f64 = 0.25;
 pub const DEFAULT_STEP_OVERHEAD_MS: f64 = 0.0;
-pub const DEFAULT_ALLREDUCE_LATENCY_US: f64 = 5.0;
+/// One all-reduce of n bytes at TP t takes `latency(t) + n · 2(t − 1)/t / (interconnect × efficiency)`, with
+/// latency(t) = 2.6 + 1.1 · log2(t) µs: fitted to SGLang's custom all-reduce on H100 (sgl-project/sglang PR
+/// #2904: 3.7 / 4.8 / 5.9 µs at 512 B, 19.9 / 31.1 / 33.8 µs at 1 MiB, TP 2 / 4 / 8), every one of its nine
+/// points within 21 % (tests/it/roofline.rs). Messages of a step's activations (≤ a few MiB) are latency
+/// bound: they reach about 14 % of NVLink's per-direction bandwidth.
+pub const DEFAULT_ALLREDUCE_LATENCY_BASE_US: f64 = 2.6;
+pub const DEFAULT_ALLREDUCE_LATENCY_PER_DOUBLING_US: f64 = 1.1;
+pub const DEFAULT_ALLREDUCE_BW_EFFICIENCY: f64 = 0.138;
+
+/// The default latency of one all-reduce at TP `tp`, µs.
+pub fn default_allreduce_latency_us(tp: u32) -> f64 {
+    DEFAULT_ALLREDUCE_LATENCY_BASE_US + DEFAULT_ALLREDUCE_LATENCY_PER_DOUBLING_US * tp.max(1).ilog2() as f64
+}
 
 pub fn model(name: &str) -> Option<&'static ModelPreset> {
     MODELS.iter().find(|m| m.name == name)

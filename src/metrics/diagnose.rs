@@ -103,13 +103,13 @@ pub fn diagnose(s: &Summary, e: &EngineSummary, st: &SteadySummary, o: &Objectiv
     } else if o.met {
         (
             "healthy",
-            format!("The objectives are met ({} of requests meet their SLOs, target {}). The device is time-busy {}; queueing is {} of mean TTFT.", pct(s.slo_attainment), pct(o.attainment_target), pct(busy), pct(queue_share)),
+            format!("The objectives are met ({} of requests meet their SLOs, target {}). The device is time-busy {}; queueing is {} of mean TTFT.", pct1(s.slo_attainment), pct1(o.attainment_target), pct(busy), pct(queue_share)),
             if busy < 0.5 { "There is headroom: fewer GPUs or a higher load would still meet the SLOs; measure it with the capacity planner.".into() } else { "Keep a margin: the device is well used; watch p99 as load grows.".into() },
         )
     } else if turned_away > 0.2 {
         (
             "overload_rejections",
-            format!("{} of requests were rejected or failed; SLO attainment is {}.", pct(turned_away), pct(s.slo_attainment)),
+            format!("{} of requests were rejected or failed; SLO attainment is {}.", pct1(turned_away), pct1(s.slo_attainment)),
             "The system sheds load: add capacity, or relax the admission policy if the rejections are premature.".into(),
         )
     } else if kv_limited > 0.2 || preempt_per_req > 0.1 {
@@ -142,7 +142,7 @@ pub fn diagnose(s: &Summary, e: &EngineSummary, st: &SteadySummary, o: &Objectiv
     } else {
         (
             "capacity",
-            format!("SLO attainment is {} with the device {} time-busy and {} of TTFT queueing: service itself is too slow for the SLOs.", pct(s.slo_attainment), pct(busy), pct(queue_share)),
+            format!("SLO attainment is {} with the device {} time-busy and {} of TTFT queueing: service itself is too slow for the SLOs.", pct1(s.slo_attainment), pct(busy), pct(queue_share)),
             "The per-request service time misses the SLO even without queueing: a faster GPU, more tensor parallelism, or a looser SLO.".into(),
         )
     };

@@ -481,9 +481,14 @@ pub struct HardwareSpec {
     /// Fixed time added to every step (scheduling, kernel launch), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_overhead_ms: Option<f64>,
-    /// Latency of one all-reduce, µs (tensor parallelism only).
+    /// Latency of one all-reduce, µs (tensor parallelism only); default 2.6 + 1.1 · log2(tp), fitted to a
+    /// published H100 measurement (docs/model.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allreduce_latency_us: Option<f64>,
+    /// The share of `interconnect_gbps` an all-reduce of a step's activations reaches (tensor parallelism
+    /// only); default fitted to the same measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce_bw_efficiency: Option<f64>,
 }
 
 fn one_u32() -> u32 {
@@ -505,6 +510,7 @@ impl Default for HardwareSpec {
             overlap_penalty: None,
             step_overhead_ms: None,
             allreduce_latency_us: None,
+            allreduce_bw_efficiency: None,
         }
     }
 }
