@@ -115,6 +115,10 @@ enum Command {
         /// The training cases' ids, comma-separated (default: every other case by offered load).
         #[arg(long, value_delimiter = ',')]
         train: Vec<String>,
+        /// Knobs to fit besides the prefill and decode multipliers, comma-separated: step_overhead (ms added
+        /// to every step), request_overhead (ms before a request queues), tp_comm (× the all-reduce time).
+        #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(["step_overhead", "request_overhead", "tp_comm"]))]
+        fit: Vec<String>,
         #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
         format: StudyFormat,
         /// Write here instead of standard output.
@@ -265,7 +269,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget),
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
-        Command::Calibrate { bundle, scenario, train, format, out } => run_calibrate(&bundle, &scenario, &train, format, out.as_deref()),
+        Command::Calibrate { bundle, scenario, train, fit, format, out } => run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref()),
     }
 }
 
@@ -322,11 +326,14 @@ fn run_fit_steps(table: &Path, scenario: &Path, format: TextOrJson, budget: &sce
     Ok(())
 }
 
-fn run_calibrate(bundle: &Path, scenario: &Path, train: &[String], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
-    use inferscale::truth::{self, Bundle};
+fn run_calibrate(bundle: &Path, scenario: &Path, train: &[String], fit: &[String], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
+    use inferscale::truth::{self, Bundle, Extra};
     let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?).map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
     let base = load_spec(scenario, None)?;
-    let c = truth::calibrate(&base, &b.cases, train).map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
+    // The parser admits only known names.
+    let mut extras: Vec<Extra> = fit.iter().filter_map(|f| Extra::parse(f)).collect();
+    extras.dedup();
+    let c = truth::calibrate_with_progress(&base, &b.cases, train, &extras, &mut |_, _| {}).map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {
         StudyFormat::Json => export::calibration_json(&c),
         StudyFormat::Csv => export::calibration_csv(&c),

@@ -72,7 +72,6 @@ pub enum CostModel {
 }
 
 impl CostModel {
-    /// The same model with its prefill and decode times multiplied.
     /// The prefill and decode multipliers in effect.
     pub fn scales(&self) -> (f64, f64) {
         match self {
@@ -81,6 +80,22 @@ impl CostModel {
         }
     }
 
+    /// The same model with its step overhead raised by `ns` (a linear model's base time) and its
+    /// tensor-parallel all-reduce time multiplied by `comm` (a linear model has none): calibration's extra
+    /// knobs.
+    pub fn adjusted(mut self, overhead_ns: f64, comm: f64) -> Self {
+        match &mut self {
+            CostModel::Roofline(r) => {
+                r.overhead_ns += overhead_ns;
+                r.comm_ns_fixed *= comm;
+                r.comm_ns_per_token *= comm;
+            }
+            CostModel::Linear(l) => l.base_ns += overhead_ns,
+        }
+        self
+    }
+
+    /// The same model with its prefill and decode times multiplied.
     pub fn scaled(mut self, prefill: f64, decode: f64) -> Self {
         match &mut self {
             CostModel::Roofline(r) => {

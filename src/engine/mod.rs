@@ -39,6 +39,8 @@ pub enum Event {
     StepEnd { replica: u32 },
     /// A preempted request's backoff ends; it may queue again.
     Retry { request: u32 },
+    /// An arrival's serving overhead (HTTP, tokenising) is over: it reaches the scheduler's queue.
+    Ready { request: u32 },
     /// Disaggregated: a prompt's KV reached its decode worker.
     TransferDone { request: u32 },
     /// The earliest follow-up request (one the workload created in answer to a completion) arrives.
@@ -248,6 +250,7 @@ impl<'a> Simulation<'a> {
                 Event::Arrival => self.on_arrival(),
                 Event::StepEnd { replica } => self.on_step_end(replica as usize),
                 Event::Retry { request } => self.on_retry(request),
+                Event::Ready { request } => self.on_ready(request),
                 Event::TransferDone { request } => self.on_transfer_done(request),
                 Event::FollowUp => self.on_follow_up(),
                 Event::Horizon => return false,
@@ -324,7 +327,21 @@ impl<'a> Simulation<'a> {
         }
         self.requests.push(record);
         self.rec.on_admitted();
+        let overhead_ns = self.sc.pools[0].engine.request_overhead_ns;
+        if overhead_ns > 0 {
+            // In the system (the API server holds it) but not yet in the scheduler's queue.
+            self.schedule(self.now + overhead_ns, Event::Ready { request: req.id });
+            return;
+        }
         let item = self.queue_item(req.id);
+        self.enqueue(item, target, false);
+    }
+
+    /// An arrival's serving overhead is over: it joins the queue of the replica it was routed to.
+    fn on_ready(&mut self, id: u32) {
+        let item = self.queue_item(id);
+        let replica = self.requests[id as usize].replica;
+        let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
         self.enqueue(item, target, false);
     }
 

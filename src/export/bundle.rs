@@ -82,8 +82,8 @@ pub fn calibration_csv(c: &Calibration) -> String {
 pub fn calibration_markdown(c: &Calibration) -> String {
     let pct = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
     let mut out = format!(
-        "# Calibration\n\nFitted on the training cases: prefill × {:.3}, decode × {:.3}. Objective ({}): {:.4} before, {:.4} after.\n\n## Held-out error (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n",
-        c.fitted.prefill, c.fitted.decode, c.objective, c.train_error_baseline, c.train_error_calibrated
+        "# Calibration\n\nFitted on the training cases: {}. Objective ({}): {:.4} before, {:.4} after.\n\n## Held-out error (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n",
+        c.fitted.sentence(), c.objective, c.train_error_baseline, c.train_error_calibrated
     );
     for m in &c.held_out_mape {
         out += &format!("| {} | {} | {} |\n", m.metric, pct(m.baseline), pct(m.calibrated));

@@ -325,7 +325,9 @@ struct Samples {
 }
 
 impl Samples {
-    fn collect<'a>(it: impl Iterator<Item = &'a RequestRecord>) -> Self {
+    /// `overhead_ns`: the serving overhead before a request can queue (`engine.request_overhead_ms`), which its
+    /// queue delay leaves out — it is not waiting for the engine.
+    fn collect<'a>(it: impl Iterator<Item = &'a RequestRecord>, overhead_ns: u64) -> Self {
         let mut s = Samples { ttft: vec![], tpot: vec![], e2e: vec![], queue: vec![], norm: vec![] };
         let it = it.filter(|r| r.outcome == Outcome::Completed);
         for r in it {
@@ -333,7 +335,7 @@ impl Samples {
             let ttft = r.first_token_ns - r.arrival_ns;
             s.ttft.push(ttft);
             s.e2e.push(e2e);
-            s.queue.push(r.first_scheduled_ns - r.arrival_ns);
+            s.queue.push(r.first_scheduled_ns - r.arrival_ns - overhead_ns);
             if r.output_tokens > 1 {
                 s.tpot.push(super::steady::tpot_s(r));
             }
@@ -356,7 +358,7 @@ fn group(name: &str, reqs: &[RequestRecord], pick: impl Fn(&RequestRecord) -> bo
         }
         met += meets(r, &sc.workload.classes[r.class as usize].slo) as u64;
     }
-    let mut s = Samples::collect(reqs.iter().filter(|r| pick(r)));
+    let mut s = Samples::collect(reqs.iter().filter(|r| pick(r)), sc.pools[0].engine.request_overhead_ns);
     let g = GroupSummary {
         name: name.to_string(),
         requests: n,

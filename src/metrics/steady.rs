@@ -237,14 +237,14 @@ pub struct ObjectivesReport {
 }
 
 /// The samples of `metric` (seconds) of completed requests of `class` (None: all), sorted.
-pub fn samples_s(reqs: &[RequestRecord], metric: LatencyMetric, class: Option<u32>) -> Vec<f64> {
+pub fn samples_s(reqs: &[RequestRecord], metric: LatencyMetric, class: Option<u32>, overhead_ns: u64) -> Vec<f64> {
     let mut v: Vec<f64> = reqs
         .iter()
         .filter(|r| r.outcome == Outcome::Completed && class.is_none_or(|c| r.class as u32 == c))
         .filter_map(|r| match metric {
             LatencyMetric::Ttft => Some((r.first_token_ns - r.arrival_ns) as f64 / 1e9),
             LatencyMetric::E2e => Some((r.done_ns - r.arrival_ns) as f64 / 1e9),
-            LatencyMetric::QueueDelay => Some((r.first_scheduled_ns - r.arrival_ns) as f64 / 1e9),
+            LatencyMetric::QueueDelay => Some((r.first_scheduled_ns - r.arrival_ns - overhead_ns) as f64 / 1e9),
             LatencyMetric::Tpot => (r.output_tokens > 1).then(|| tpot_s(r)),
         })
         .collect();
@@ -258,7 +258,7 @@ pub fn objectives(sc: &Scenario, reqs: &[RequestRecord], attainment: f64) -> Obj
         .percentiles
         .iter()
         .map(|p| {
-            let v = samples_s(reqs, p.metric, p.class);
+            let v = samples_s(reqs, p.metric, p.class, sc.pools[0].engine.request_overhead_ns);
             let value_s = super::percentile(&v, p.percentile);
             let max_s = p.max_ns as f64 / 1e9;
             PercentileResult {

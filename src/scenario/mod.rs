@@ -110,6 +110,8 @@ pub struct Engine {
     pub victim: VictimSpec,
     /// Requests whose prompt + output exceed this are refused at arrival.
     pub max_model_len: Option<u32>,
+    /// From arrival to the scheduler's queue (the serving stack's per-request work).
+    pub request_overhead_ns: u64,
     /// Always `Vllm` on a decode pool: it has no prompts to put first.
     pub formation: BatchFormationSpec,
     pub backoff_ns: u64,
@@ -389,6 +391,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
     e.range_open_lo("engine.gpu_memory_utilization", en.gpu_memory_utilization, 0.0, 1.0);
     e.range("engine.kv_oversubscription", en.kv_oversubscription, 0.1, 100.0);
     e.range("engine.preemption.backoff_ms", en.preemption.backoff_ms, 0.0, 1e6);
+    e.range("engine.request_overhead_ms", en.request_overhead_ms, 0.0, 1e6);
     e.int("engine.preemption.max_preemptions", en.preemption.max_preemptions as u64, 0, 10_000);
     if let Some(hz) = en.horizon_s {
         e.range_open_lo("engine.horizon_s", hz, 0.0, 1e8);
@@ -446,6 +449,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         kv_reserve_limit_blocks: (kv_total_blocks as f64 * en.kv_oversubscription).floor() as u64,
         victim: en.preemption.victim,
         max_model_len: en.max_model_len,
+        request_overhead_ns: ms_to_ns(en.request_overhead_ms),
         formation: en.batch_formation,
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,

@@ -564,6 +564,10 @@ pub struct EngineSpec {
     pub kv_oversubscription: f64,
     #[serde(default)]
     pub preemption: PreemptionSpec,
+    /// Time from a request's arrival until it reaches the scheduler's queue, ms: the serving stack's own work
+    /// per request (HTTP, tokenising), counted in TTFT and E2E.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub request_overhead_ms: f64,
     /// Longest request served (prompt + output tokens); longer ones are refused at arrival, as vLLM refuses a
     /// request past its `max_model_len`. Absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -574,6 +578,10 @@ pub struct EngineSpec {
     /// Stop the run at this simulated time; requests still in the system are reported unfinished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub horizon_s: Option<f64>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn default_max_seqs() -> u32 {
@@ -604,6 +612,7 @@ impl Default for EngineSpec {
             kv_capacity_tokens: None,
             kv_oversubscription: 1.0,
             preemption: PreemptionSpec::default(),
+            request_overhead_ms: 0.0,
             max_model_len: None,
             batch_formation: BatchFormationSpec::Vllm,
             horizon_s: None,

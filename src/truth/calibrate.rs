@@ -39,10 +39,98 @@ pub struct Calibration {
     pub notes: Vec<String>,
 }
 
+/// What calibration fitted: the prefill and decode multipliers always, and each extra knob it was asked to
+/// fit (absent otherwise).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Multipliers {
     pub prefill: f64,
     pub decode: f64,
+    /// Added to every step, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_overhead_ms: Option<f64>,
+    /// Added to every request before it queues (`engine.request_overhead_ms`), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_overhead_ms: Option<f64>,
+    /// Multiplies the tensor-parallel all-reduce time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tp_comm: Option<f64>,
+}
+
+/// A knob calibration may fit besides the prefill and decode multipliers (`--fit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extra {
+    StepOverhead,
+    RequestOverhead,
+    TpComm,
+}
+
+impl Extra {
+    pub const ALL: [Extra; 3] = [Extra::StepOverhead, Extra::RequestOverhead, Extra::TpComm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Extra::StepOverhead => "step_overhead",
+            Extra::RequestOverhead => "request_overhead",
+            Extra::TpComm => "tp_comm",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Extra> {
+        Extra::ALL.into_iter().find(|x| x.name() == name)
+    }
+
+    /// The search's coordinate for this knob: (lower bound, upper bound, its unit per pattern step of 1).
+    /// Overheads search in ms from 0; the all-reduce factor in log2, like the multipliers.
+    fn range(self) -> (f64, f64, f64) {
+        match self {
+            Extra::StepOverhead => (0.0, 50.0, 8.0),
+            Extra::RequestOverhead => (0.0, 2000.0, 80.0),
+            Extra::TpComm => (-3.0, 3.0, 1.0),
+        }
+    }
+
+    /// The coordinates the first grid tries for this knob (a coarse net: an overhead can stand in for a
+    /// larger prefill scale, so each must be tried with the other from the start).
+    fn grid(self) -> &'static [f64] {
+        match self {
+            Extra::StepOverhead => &[0.0, 2.0, 8.0],
+            Extra::RequestOverhead => &[0.0, 20.0, 80.0, 320.0],
+            Extra::TpComm => &[-1.0, 0.0, 1.0],
+        }
+    }
+}
+
+impl Multipliers {
+    /// "prefill × 1.016, decode × 0.692" and each extra fitted: "step overhead + 1.20 ms", "TP all-reduce × 1.40".
+    pub fn sentence(&self) -> String {
+        let mut parts = vec![format!("prefill × {:.3}", self.prefill), format!("decode × {:.3}", self.decode)];
+        if let Some(ms) = self.step_overhead_ms {
+            parts.push(format!("step overhead + {ms:.2} ms"));
+        }
+        if let Some(ms) = self.request_overhead_ms {
+            parts.push(format!("request overhead + {ms:.1} ms"));
+        }
+        if let Some(f) = self.tp_comm {
+            parts.push(format!("TP all-reduce × {f:.3}"));
+        }
+        parts.join(", ")
+    }
+
+    const ONE: Multipliers = Multipliers { prefill: 1.0, decode: 1.0, step_overhead_ms: None, request_overhead_ms: None, tp_comm: None };
+
+    /// The knobs at search point `x`: log2 prefill and decode, then each extra's coordinate.
+    fn at(x: &[f64], extras: &[Extra]) -> Multipliers {
+        let mut m = Multipliers { prefill: libm::exp2(x[0]), decode: libm::exp2(x[1]), ..Multipliers::ONE };
+        for (k, e) in extras.iter().enumerate() {
+            let v = x[2 + k];
+            match e {
+                Extra::StepOverhead => m.step_overhead_ms = Some(v),
+                Extra::RequestOverhead => m.request_overhead_ms = Some(v),
+                Extra::TpComm => m.tp_comm = Some(libm::exp2(v)),
+            }
+        }
+        m
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -108,7 +196,9 @@ fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers, tick: &mut T
             let mut sc = sc.clone();
             for p in &mut sc.pools {
                 let (prefill, decode) = p.cost.scales();
-                p.cost = p.cost.clone().scaled(prefill * m.prefill, decode * m.decode);
+                let overhead_ns = m.step_overhead_ms.unwrap_or(0.0) * 1e6;
+                p.cost = p.cost.clone().scaled(prefill * m.prefill, decode * m.decode).adjusted(overhead_ns, m.tp_comm.unwrap_or(1.0));
+                p.engine.request_overhead_ns += libm::round(m.request_overhead_ms.unwrap_or(0.0) * 1e6) as u64;
             }
             let r = crate::simulate(&sc);
             tick.tick();
@@ -117,17 +207,16 @@ fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers, tick: &mut T
         .collect()
 }
 
-/// The objective: over the metrics, the sum of the median over cases of |ln(pred / measured)| — each metric
-/// counts (a median over every figure at once would let two metrics right hide a third wrong), and one odd case
-/// cannot pull the fit.
+/// The objective: over the metrics, the sum of a trimmed mean over cases of |ln(pred / measured)| — the mean
+/// of the smallest three quarters (all of them below four cases). Each metric counts (one mean over every
+/// figure at once would let two metrics right hide a third wrong); the worst quarter of the cases cannot pull
+/// the fit, yet every case counts when there are few (a median of three ignores one, and left the search
+/// stranded where two cases fit and the third is far off).
 fn objective(cases: &[&Case], preds: &[[Option<f64>; 3]]) -> f64 {
-    let median = |mut v: Vec<f64>| {
+    let trimmed_mean = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        match v.len() {
-            0 => 0.0,
-            n if n % 2 == 1 => v[n / 2],
-            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        }
+        let keep = v.len() - v.len() / 4;
+        if keep == 0 { 0.0 } else { v[..keep].iter().sum::<f64>() / keep as f64 }
     };
     (0..METRICS.len())
         .map(|k| {
@@ -135,47 +224,147 @@ fn objective(cases: &[&Case], preds: &[[Option<f64>; 3]]) -> f64 {
                 (Some(m), Some(x)) if m > 0.0 => Some(if x > 0.0 { libm::fabs(libm::log(x / m)) } else { 10.0 }),
                 _ => None,
             });
-            median(errs.collect())
+            trimmed_mean(errs.collect())
         })
         .sum()
 }
 
-/// Minimise the training objective over the two multipliers: a 9 × 9 log grid, then a pattern search.
-fn fit(scenarios: &[Scenario], cases: &[&Case], tick: &mut Ticker<'_>) -> (Multipliers, f64) {
-    let mut eval = |m: Multipliers| objective(cases, &predict(scenarios, cases, m, tick));
-    let at = |lp: f64, ld: f64| Multipliers { prefill: libm::exp2(lp), decode: libm::exp2(ld) };
-    let (mut best, mut best_err) = ((0.0, 0.0), f64::INFINITY);
-    for i in -4..=4 {
-        for j in -4..=4 {
-            let (lp, ld) = (i as f64 * 0.5, j as f64 * 0.5);
-            let e = eval(at(lp, ld));
-            if e < best_err {
-                (best, best_err) = ((lp, ld), e);
-            }
+/// Minimise the training objective: a 9 × 9 log grid over the two multipliers, times a coarse net for each
+/// extra, then a pattern search over every knob, halving its step.
+fn fit(scenarios: &[Scenario], cases: &[&Case], extras: &[Extra], tick: &mut Ticker<'_>) -> (Multipliers, f64) {
+    let mut eval = |x: &[f64]| objective(cases, &predict(scenarios, cases, Multipliers::at(x, extras), tick));
+    let (mut best, mut best_err) = (vec![0.0; 2 + extras.len()], f64::INFINITY);
+    for x in grid(extras) {
+        let e = eval(&x);
+        if e < best_err {
+            (best, best_err) = (x, e);
         }
+    }
+    if !extras.is_empty() {
+        // An overhead and a scale can stand in for each other: a simplex follows the valley they make, which
+        // moves along the axes (below) cross only slowly.
+        (best, best_err) = nelder_mead(&mut eval, best, best_err, extras);
     }
     let mut step = 0.25;
     while step > 1.0 / 512.0 {
         let mut moved = false;
-        for (dp, dd) in [(step, 0.0), (-step, 0.0), (0.0, step), (0.0, -step), (step, step), (-step, -step), (step, -step), (-step, step)] {
-            let (lp, ld) = (best.0 + dp, best.1 + dd);
-            if lp.abs() > 2.0 || ld.abs() > 2.0 {
+        for d in moves(step, extras) {
+            let x: Vec<f64> = best.iter().zip(&d).map(|(a, b)| a + b).collect();
+            if !in_bounds(&x, extras) {
                 continue;
             }
-            let e = eval(at(lp, ld));
+            let e = eval(&x);
             if e < best_err {
-                (best, best_err, moved) = ((lp, ld), e, true);
+                (best, best_err, moved) = (x, e, true);
             }
         }
         if !moved {
             step /= 2.0;
         }
     }
-    (at(best.0, best.1), best_err)
+    (Multipliers::at(&best, extras), best_err)
 }
 
-/// Grid points and pattern-search levels of [`fit`]: a fit runs at least `GRID + 8 × LEVELS` evaluations.
-const GRID: u64 = 81;
+/// Nelder–Mead from `x0` (objective `f0`) in the search's coordinates, points clamped to the bounds; a fixed
+/// budget of evaluations, so it always ends. The best point and its objective.
+fn nelder_mead(eval: &mut impl FnMut(&[f64]) -> f64, x0: Vec<f64>, f0: f64, extras: &[Extra]) -> (Vec<f64>, f64) {
+    let n = x0.len();
+    let clamp = |mut x: Vec<f64>| {
+        x[0] = x[0].clamp(-2.0, 2.0);
+        x[1] = x[1].clamp(-2.0, 2.0);
+        for (k, e) in extras.iter().enumerate() {
+            x[2 + k] = x[2 + k].clamp(e.range().0, e.range().1);
+        }
+        x
+    };
+    let unit = |i: usize| if i < 2 { 0.25 } else { 0.25 * extras[i - 2].range().2 };
+    let mut simplex: Vec<(Vec<f64>, f64)> = vec![(x0.clone(), f0)];
+    for i in 0..n {
+        let mut x = x0.clone();
+        x[i] += unit(i);
+        let x = clamp(x);
+        let f = eval(&x);
+        simplex.push((x, f));
+    }
+    let towards = |a: &[f64], b: &[f64], t: f64| a.iter().zip(b).map(|(p, q)| p + t * (q - p)).collect::<Vec<f64>>();
+    for _ in 0..NM_ROUNDS * n {
+        simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let centroid: Vec<f64> = (0..n).map(|j| simplex[..n].iter().map(|p| p.0[j]).sum::<f64>() / n as f64).collect();
+        let worst = simplex[n].clone();
+        let reflected = clamp(towards(&centroid, &worst.0, -1.0));
+        let fr = eval(&reflected);
+        if fr < simplex[0].1 {
+            let expanded = clamp(towards(&centroid, &worst.0, -2.0));
+            let fe = eval(&expanded);
+            simplex[n] = if fe < fr { (expanded, fe) } else { (reflected, fr) };
+        } else if fr < simplex[n - 1].1 {
+            simplex[n] = (reflected, fr);
+        } else {
+            let contracted = clamp(towards(&centroid, &worst.0, 0.5));
+            let fc = eval(&contracted);
+            if fc < worst.1 {
+                simplex[n] = (contracted, fc);
+            } else {
+                let best = simplex[0].0.clone();
+                for p in simplex.iter_mut().skip(1) {
+                    let x = clamp(towards(&best, &p.0, 0.5));
+                    *p = (x.clone(), eval(&x));
+                }
+            }
+        }
+    }
+    simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+    simplex.swap_remove(0)
+}
+
+/// Rounds of the simplex per dimension.
+const NM_ROUNDS: usize = 40;
+
+/// The first grid: log2 prefill and decode in −2 … 2 by halves, times each extra's coarse net.
+fn grid(extras: &[Extra]) -> Vec<Vec<f64>> {
+    let mut points: Vec<Vec<f64>> = Vec::new();
+    for i in -4..=4 {
+        for j in -4..=4 {
+            points.push(vec![i as f64 * 0.5, j as f64 * 0.5]);
+        }
+    }
+    for e in extras {
+        points = points.into_iter().flat_map(|p| e.grid().iter().map(move |v| p.iter().copied().chain([*v]).collect())).collect();
+    }
+    points
+}
+
+/// The pattern search's moves at `step`: each multiplier alone and both together (in the order the two-knob
+/// fit always used), then each extra up and down in its own unit, alone and traded against each multiplier
+/// (an overhead up with a scale down: the valley an overhead and a scale make together).
+fn moves(step: f64, extras: &[Extra]) -> Vec<Vec<f64>> {
+    let n = 2 + extras.len();
+    let mut out = Vec::new();
+    for (dp, dd) in [(step, 0.0), (-step, 0.0), (0.0, step), (0.0, -step), (step, step), (-step, -step), (step, -step), (-step, step)] {
+        let mut d = vec![0.0; n];
+        (d[0], d[1]) = (dp, dd);
+        out.push(d);
+    }
+    for (k, e) in extras.iter().enumerate() {
+        for sign in [1.0, -1.0] {
+            for with in [None, Some(0), Some(1)] {
+                let mut d = vec![0.0; n];
+                d[2 + k] = sign * step * e.range().2;
+                if let Some(m) = with {
+                    d[m] = -sign * step;
+                }
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+fn in_bounds(x: &[f64], extras: &[Extra]) -> bool {
+    x[0].abs() <= 2.0 && x[1].abs() <= 2.0 && extras.iter().enumerate().all(|(k, e)| (e.range().0..=e.range().1).contains(&x[2 + k]))
+}
+
+/// Pattern-search levels of [`fit`]: a fit runs at least its grid's points and `LEVELS` rounds of moves.
 const LEVELS: u64 = 7;
 
 /// Counts the simulations a calibration runs, for a progress bar: (done, expected so far).
@@ -196,12 +385,13 @@ impl Ticker<'_> {
 
 /// Calibrate on the `train` cases (by id; empty: [`default_training`] over the bundle) and report every case.
 pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Calibration, String> {
-    calibrate_with_progress(base, all_cases, train, &mut |_, _| {})
+    calibrate_with_progress(base, all_cases, train, &[], &mut |_, _| {})
 }
 
 /// [`calibrate`], calling `progress(simulations done, simulations expected)` after each simulation (the
 /// expected count is the search's minimum, raised as it goes past it).
-pub fn calibrate_with_progress(base: &Spec, all_cases: &[Case], train: &[String], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibration, String> {
+/// `extras`: the knobs to fit besides the two multipliers.
+pub fn calibrate_with_progress(base: &Spec, all_cases: &[Case], train: &[String], extras: &[Extra], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibration, String> {
     if let Some(t) = train.iter().find(|t| !all_cases.iter().any(|c| &c.id == *t)) {
         return Err(format!("--train names `{t}`, which is not a case of the bundle"));
     }
@@ -235,16 +425,17 @@ pub fn calibrate_with_progress(base: &Spec, all_cases: &[Case], train: &[String]
         return Err("no training case: name some with --train, or import at least two runs".into());
     }
     let all: Vec<&Case> = cases.iter().collect();
-    let one = Multipliers { prefill: 1.0, decode: 1.0 };
+    let one = Multipliers::ONE;
     let n_train = train_cases.len() as u64;
-    let mut tick = Ticker { done: 0, expected: n_train * (1 + GRID + 8 * LEVELS) + 2 * all.len() as u64, progress };
+    let (grid_n, moves_n) = (grid(extras).len() as u64, moves(1.0, extras).len() as u64);
+    let mut tick = Ticker { done: 0, expected: n_train * (1 + grid_n + moves_n * LEVELS) + 2 * all.len() as u64, progress };
     let train_base = objective(&train_cases, &predict(&train_scenarios, &train_cases, one, &mut tick));
-    let (fitted, train_fit) = fit(&train_scenarios, &train_cases, &mut tick);
+    let (fitted, train_fit) = fit(&train_scenarios, &train_cases, extras, &mut tick);
     let before = predict(&scenarios, &all, one, &mut tick);
     let after = predict(&scenarios, &all, fitted, &mut tick);
     let rows = rows(cases, &is_train, &before, &after);
     Ok(Calibration {
-        objective: "Σ over TTFT, TPOT and E2E medians of the median over training cases of |ln(predicted / measured)|",
+        objective: "Σ over TTFT, TPOT and E2E medians of the mean over training cases of |ln(predicted / measured)|, the worst quarter of cases left out",
         fitted,
         train_error_baseline: train_base,
         train_error_calibrated: train_fit,

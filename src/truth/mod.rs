@@ -7,7 +7,7 @@ pub mod calibrate;
 mod import;
 pub mod steps;
 
-pub use calibrate::{calibrate, calibrate_with_progress, default_training, Calibration};
+pub use calibrate::{calibrate, calibrate_with_progress, default_training, Calibration, Extra};
 pub use import::{import, ImportError};
 
 use serde::{Deserialize, Serialize};

@@ -100,6 +100,14 @@ test('training marks toggle from the keyboard and the run trains on exactly thos
   const bundle = join(ROOT, 'target', 'e2e-bundle4.json');
   writeFileSync(bundle, cli(['import', ...FILES.slice(0, 4)]));
   assert.equal(exported.text, cli(['calibrate', bundle, '--scenario', join(ROOT, 'scenarios/default.json'), '--train', train.join(',')]));
+  // An extra knob, ticked from the keyboard, is fitted as `--fit` fits it.
+  const knob = page.getByRole('checkbox', { name: 'Request overhead' });
+  await knob.focus();
+  await page.keyboard.press('Space');
+  await runCalibration(page);
+  const withKnob = await download(page, '#cx-json');
+  assert.equal(withKnob.text, cli(['calibrate', bundle, '--scenario', join(ROOT, 'scenarios/default.json'), '--train', train.join(','), '--fit', 'request_overhead']));
+  assert.match(await page.textContent('#cal-answer'), /request overhead \+ [\d.]+ ms/);
   // Unmarking every case leaves nothing to fit on: Run says why and stays off.
   for (const b of await page.getByRole('checkbox', { name: /^Train on / }).all()) {
     if (await b.isChecked()) { await b.focus(); await page.keyboard.press('Space'); }

@@ -404,3 +404,37 @@ fn max_model_len_refuses_requests_past_it_and_no_others() {
     capped.engine.max_model_len = Some(0);
     assert!(inferscale::scenario::validate(&capped).is_err());
 }
+
+/// `engine.request_overhead_ms` (HTTP, tokenising) delays a request's arrival at the scheduler: its TTFT and
+/// E2E grow by exactly the overhead, its queue delay does not, and the audits hold (it is in the system all
+/// along) — with per-replica queues and with the central queue.
+#[test]
+fn the_request_overhead_adds_to_ttft_and_e2e_but_not_to_queueing() {
+    for router in [RouterSpec::RoundRobin, RouterSpec::CentralQueue] {
+        let mut s = linear(1000, 5, 1, 1.0);
+        s.engine.prefill_chunk_tokens = Some(8192);
+        s.cluster.router = router.clone();
+        s.engine.request_overhead_ms = 3.0;
+        let sc = super::valid(&s);
+        let r = simulate(&sc);
+        assert!((r.summary.ttft_s.mean - 0.023).abs() < 1e-9, "{router:?}: {}", r.summary.ttft_s.mean);
+        assert!((r.summary.e2e_s.mean - 0.063).abs() < 1e-9);
+        assert!(r.summary.queue_delay_s.max.abs() < 1e-12, "no queueing: {}", r.summary.queue_delay_s.max);
+        assert!(r.audits.ok, "{:?}", r.audits);
+        let csv = inferscale::export::requests_csv(&r, &sc);
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(row[6], "0", "CSV queue delay: {csv}");
+    }
+    // Under load every request pays it once; the report's mean TTFT moves by it and Little's law still holds.
+    let mut busy = super::small();
+    let before = simulate(&super::valid(&busy)).summary;
+    busy.engine.request_overhead_ms = 2.0;
+    let after = simulate(&super::valid(&busy));
+    assert!(after.audits.little.relative_error <= 0.01 && after.audits.ok);
+    assert!(after.summary.ttft_s.mean > before.ttft_s.mean + 0.0015, "{} vs {}", after.summary.ttft_s.mean, before.ttft_s.mean);
+    for bad in [-1.0, f64::NAN, 2e6] {
+        busy.engine.request_overhead_ms = bad;
+        let e = inferscale::scenario::validate(&busy).unwrap_err();
+        assert_eq!(e.errors[0].path, "engine.request_overhead_ms", "{bad}");
+    }
+}

@@ -221,6 +221,63 @@ fn calibration_recovers_known_multipliers_and_the_held_out_error_falls() {
     assert!(calibrate(&base, &with_odd, &[]).unwrap().warnings.iter().any(|w| w.starts_with("left out: rate1: no request rate")));
 }
 
+/// The extra knobs: runs made with a 40 ms request overhead and TP 2's all-reduce at 1.5× its time on an H100
+/// pair are fitted with `--fit request_overhead,tp_comm`: the overhead comes back within 3 ms and the held-out
+/// error falls below 2 % on every metric; without the knobs it stays higher. The cases differ in prompt length
+/// as well as load: with one prompt length a fixed overhead and the prefill scale cost TTFT alike and no fit
+/// can tell them apart. The all-reduce factor moves the right way but trades against the prefill and decode
+/// scales (all cost per token at one TP), so it is asserted only to rise: cases at several TPs would pin it.
+/// The fit is deterministic.
+#[test]
+fn calibration_fits_the_request_overhead_and_the_all_reduce_when_asked() {
+    use inferscale::scenario::LengthSpec;
+    use inferscale::truth::{calibrate_with_progress, CaseWorkload, Extra, LatencyMs, Measured, Source};
+    let mut base = super::shipped("default.json");
+    base.workload.classes.truncate(1);
+    (base.hardware.device, base.hardware.tp) = (Some("h100-sxm".into()), 2);
+    let ms = |p: f64| LatencyMs { median: Some(p * 1e3), ..LatencyMs::default() };
+    let cases: Vec<Case> = [(1.0, 128), (3.0, 2048), (6.0, 512), (10.0, 128), (15.0, 2048), (20.0, 512)]
+        .iter()
+        .map(|&(rate, prompt)| {
+            let workload = CaseWorkload { request_rate: Some(Rate::PerSecond(rate)), num_prompts: Some(300), mean_input_tokens: Some(prompt as f64), mean_output_tokens: Some(128.0), ..CaseWorkload::default() };
+            let mut truth = base.clone();
+            truth.workload.arrival = inferscale::scenario::ArrivalSpec::Poisson { rate_rps: rate };
+            truth.workload.requests = Some(300);
+            truth.workload.classes[0].prompt_tokens = LengthSpec::Fixed { tokens: prompt };
+            truth.workload.classes[0].output_tokens = LengthSpec::Fixed { tokens: 128 };
+            truth.engine.request_overhead_ms = 40.0;
+            let mut sc = super::valid(&truth);
+            for p in &mut sc.pools {
+                p.cost = p.cost.clone().adjusted(0.0, 1.5);
+            }
+            let r = inferscale::simulate(&sc);
+            let measured = Measured { ttft_ms: ms(r.summary.ttft_s.p50), tpot_ms: ms(r.summary.tpot_s.p50), e2e_ms: ms(r.summary.e2e_s.p50), ..Measured::default() };
+            Case { id: format!("rate{rate}"), source: Source { file: "made".into(), line: 1 }, engine: "vllm".into(), backend: None, model_id: None, workload, measured, notes: vec![] }
+        })
+        .collect();
+    let extras = [Extra::RequestOverhead, Extra::TpComm];
+    let (mut calls, mut last) = (0u64, (0, 0));
+    let c = calibrate_with_progress(&base, &cases, &[], &extras, &mut |d, e| {
+        calls += 1;
+        last = (d, e);
+    })
+    .unwrap();
+    let f = c.fitted;
+    println!("fitted {f:?}; held out {:?}", c.held_out_mape);
+    assert!((f.request_overhead_ms.unwrap() - 40.0).abs() < 3.0, "{f:?}");
+    assert!(f.tp_comm.unwrap() > 1.2, "{f:?}");
+    for m in &c.held_out_mape {
+        assert!(m.calibrated.unwrap() < 0.02, "{}: held-out MAPE {:?}", m.metric, m.calibrated);
+    }
+    assert_eq!(calls, last.0, "a progress call per simulation");
+    // Prefill and decode alone cannot place a fixed 40 ms before every request: the held-out TTFT stays off.
+    let plain = inferscale::truth::calibrate(&base, &cases, &[]).unwrap();
+    let ttft = |c: &inferscale::truth::Calibration| c.held_out_mape[0].calibrated.unwrap();
+    assert!(ttft(&plain) > 2.0 * ttft(&c), "TTFT held-out {} without the knobs vs {} with", ttft(&plain), ttft(&c));
+    assert_eq!(inferscale::export::calibration_json(&c), inferscale::export::calibration_json(&calibrate_with_progress(&base, &cases, &[], &extras, &mut |_, _| {}).unwrap()));
+    assert!(inferscale::export::calibration_markdown(&c).contains("request overhead + "));
+}
+
 #[test]
 fn the_calibrate_command_reads_a_bundle_and_a_base_scenario() {
     let bin = env!("CARGO_BIN_EXE_inferscale");

@@ -20,7 +20,7 @@ pub enum Input {
     Import { run_id: u32, files: Vec<(String, String)> },
     /// Calibrate the scenario on a bundle's cases, training on the named ones: progress, then
     /// [`Output::Calibrated`] or [`Output::Invalid`].
-    Calibrate { run_id: u32, bundle_json: String, scenario_json: String, train: Vec<String> },
+    Calibrate { run_id: u32, bundle_json: String, scenario_json: String, train: Vec<String>, fit: Vec<String> },
     /// For the tests: panic inside the worker, to prove the page recovers.
     Crash { run_id: u32 },
 }
@@ -90,10 +90,18 @@ pub fn import_files(files: &[(String, String)]) -> Imported {
 /// Calibrate the scenario on a bundle (`inferscale calibrate BUNDLE --scenario SCENARIO --train …`),
 /// reporting progress as (simulations done, expected). Errors name the bundle, the scenario's fields, or
 /// what calibration lacks.
-pub fn run_calibration(bundle_json: &str, scenario_json: &str, train: &[String], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibrated, Vec<(String, String)>> {
+pub fn run_calibration(bundle_json: &str, scenario_json: &str, train: &[String], fit: &[String], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibrated, Vec<(String, String)>> {
     let bundle = inferscale::truth::Bundle::parse(bundle_json).map_err(|e| vec![("bundle".to_string(), e)])?;
     let base = inferscale::scenario::parse(scenario_json).map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
-    let c = inferscale::truth::calibrate_with_progress(&base, &bundle.cases, train, progress).map_err(|e| vec![("calibration".to_string(), e)])?;
+    let mut extras = Vec::new();
+    for f in fit {
+        match inferscale::truth::Extra::parse(f) {
+            Some(x) if !extras.contains(&x) => extras.push(x),
+            Some(_) => {}
+            None => return Err(vec![("calibration.fit".to_string(), format!("unknown knob `{f}`; known: step_overhead, request_overhead, tp_comm"))]),
+        }
+    }
+    let c = inferscale::truth::calibrate_with_progress(&base, &bundle.cases, train, &extras, progress).map_err(|e| vec![("calibration".to_string(), e)])?;
     Ok(Calibrated { json: inferscale::export::calibration_json(&c), csv: inferscale::export::calibration_csv(&c), markdown: inferscale::export::calibration_markdown(&c) })
 }
 
@@ -202,9 +210,9 @@ mod web {
             match msg {
                 Input::Crash { .. } => panic!("a crash requested by the tests"),
                 Input::Import { run_id, files } => scope.respond(id, Output::Imported { run_id, imported: import_files(&files) }),
-                Input::Calibrate { run_id, bundle_json, scenario_json, train } => {
+                Input::Calibrate { run_id, bundle_json, scenario_json, train, fit } => {
                     let mut last = 0u64;
-                    let out = match run_calibration(&bundle_json, &scenario_json, &train, &mut |done, expected| {
+                    let out = match run_calibration(&bundle_json, &scenario_json, &train, &fit, &mut |done, expected| {
                         if done >= last + (expected / 200).max(1) {
                             last = done;
                             scope.respond(id, Output::Progress { run_id, done, expected });
@@ -290,7 +298,7 @@ mod tests {
         let bundle_json = imported.bundle_json.unwrap();
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
         let (mut calls, mut last) = (0, (0, 0));
-        let c = run_calibration(&bundle_json, &text, &[], &mut |d, e| {
+        let c = run_calibration(&bundle_json, &text, &[], &[], &mut |d, e| {
             calls += 1;
             last = (d, e);
         })
@@ -299,8 +307,9 @@ mod tests {
         let bundle = inferscale::truth::Bundle::parse(&bundle_json).unwrap();
         let direct = inferscale::truth::calibrate(&inferscale::scenario::parse(&text).unwrap(), &bundle.cases, &[]).unwrap();
         assert_eq!(c.json, inferscale::export::calibration_json(&direct));
-        assert_eq!(run_calibration("{", &text, &[], &mut |_, _| {}).unwrap_err()[0].0, "bundle");
-        let unknown = run_calibration(&bundle_json, &text, &["nope".into()], &mut |_, _| {}).unwrap_err();
+        assert_eq!(run_calibration("{", &text, &[], &[], &mut |_, _| {}).unwrap_err()[0].0, "bundle");
+        assert_eq!(run_calibration(&bundle_json, &text, &[], &["warp".into()], &mut |_, _| {}).unwrap_err()[0].0, "calibration.fit");
+        let unknown = run_calibration(&bundle_json, &text, &["nope".into()], &[], &mut |_, _| {}).unwrap_err();
         assert!(unknown[0].1.contains("`nope`"), "{unknown:?}");
         assert!(import_files(&[("x.json".into(), "not json".into())]).bundle_json.is_none());
     }

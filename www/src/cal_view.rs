@@ -86,7 +86,17 @@ pub fn answer(c: &Value) -> String {
     let f = |v: &Value| v.as_f64();
     let n_train = c["rows"].as_array().map_or(0, |r| distinct(r, true));
     let n_held = c["rows"].as_array().map_or(0, |r| distinct(r, false));
-    let fit = format!("prefill × {:.3}, decode × {:.3}", f(&c["fitted"]["prefill"]).unwrap_or(1.0), f(&c["fitted"]["decode"]).unwrap_or(1.0));
+    let fitted = &c["fitted"];
+    let mut fit = format!("prefill × {:.3}, decode × {:.3}", f(&fitted["prefill"]).unwrap_or(1.0), f(&fitted["decode"]).unwrap_or(1.0));
+    if let Some(ms) = f(&fitted["step_overhead_ms"]) {
+        fit += &format!(", step overhead + {ms:.2} ms");
+    }
+    if let Some(ms) = f(&fitted["request_overhead_ms"]) {
+        fit += &format!(", request overhead + {ms:.1} ms");
+    }
+    if let Some(x) = f(&fitted["tp_comm"]) {
+        fit += &format!(", TP all-reduce × {x:.3}");
+    }
     if n_held == 0 {
         return format!("Fitted {fit} on {n_train} training case(s). No case is held out, so there is no held-out error: the errors below are training errors, which a fit always makes small.");
     }

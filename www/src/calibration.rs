@@ -204,10 +204,20 @@ impl App {
         self.cal.running = true;
         self.cal.started_ms = now_ms();
         let run_id = self.cal.run_id;
-        self.cal_worker().send(0, Input::Calibrate { run_id, bundle_json, scenario_json: scenario, train });
+        let fit = self.cal_extras();
+        self.cal_worker().send(0, Input::Calibrate { run_id, bundle_json, scenario_json: scenario, train, fit });
         self.cal_progress(0.0);
         self.el("cal-status").set_text_content(Some("Running…"));
         self.cal_buttons();
+    }
+
+    /// The extra knobs checked under "Also fit".
+    fn cal_extras(&self) -> Vec<String> {
+        inferscale::truth::Extra::ALL
+            .iter()
+            .filter(|x| self.doc.get_element_by_id(&format!("cal-fit-{}", x.name())).and_then(|e| e.dyn_into::<HtmlInputElement>().ok()).is_some_and(|i| i.checked()))
+            .map(|x| x.name().to_string())
+            .collect()
     }
 
     /// Cancel: the worker is terminated at once; a fresh one takes the next import or run.
