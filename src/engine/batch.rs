@@ -15,9 +15,9 @@
 
 use super::{Running, Simulation};
 use crate::cost::StepWork;
-use crate::kv::{blocks_for, EntryId};
-use crate::metrics::{Limiter, Outcome};
-use crate::workload::NO_PREFIX;
+use crate::kv::{blocks_for, EntryId, ReuseCache};
+use crate::metrics::{Limiter, Outcome, RequestRecord};
+use crate::workload::{Chains, Prefix, NO_PREFIX};
 use crate::scenario::{BatchFormationSpec, Engine, Role};
 use crate::sched::victim;
 
@@ -67,6 +67,51 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
     } else {
         work.decode_seqs += 1;
         work.decode_context_tokens += s.kv_tokens as u64;
+    }
+}
+
+/// The leading prompt tokens of `rec` whose KV this worker's cache holds: its prefix group's (when the group
+/// is cached), or the longest cached leading run of its trace's block hashes — leaving at least one prompt
+/// token to compute, as vLLM does, so the step produces the first token. 0: none.
+pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix: Option<&Prefix>, rec: &RequestRecord) -> u32 {
+    if let Some(c) = chains {
+        let most = ((rec.prompt_tokens - 1) / c.block_tokens) as usize;
+        let k = c.full_blocks(rec.id, rec.prompt_tokens).iter().take(most).take_while(|&&h| cache.is_cached(EntryId::block(h))).count();
+        return k as u32 * c.block_tokens;
+    }
+    match prefix {
+        Some(p) if p.caching && rec.prefix_group != NO_PREFIX && cache.is_cached(EntryId::prefix(rec.prefix_group)) => p.shared_tokens,
+        _ => 0,
+    }
+}
+
+/// Pin the entries holding `rec`'s first `shared_tokens` tokens (nothing when 0).
+pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
+    if shared_tokens == 0 {
+        return;
+    }
+    match chains {
+        Some(c) => {
+            for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
+                cache.pin(EntryId::block(h));
+            }
+        }
+        None => cache.pin(EntryId::prefix(rec.prefix_group)),
+    }
+}
+
+/// Unpin what a request sharing its first `shared_tokens` tokens pinned (nothing when 0).
+pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
+    if shared_tokens == 0 {
+        return;
+    }
+    match chains {
+        Some(c) => {
+            for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
+                cache.unpin(EntryId::block(h));
+            }
+        }
+        None => cache.unpin(EntryId::prefix(rec.prefix_group)),
     }
 }
 
@@ -228,10 +273,8 @@ impl Simulation<'_> {
             let (prefill_target, mut start_tokens) = if rec.kv_ready { (rec.prompt_tokens, rec.prompt_tokens) } else { (rec.prompt_tokens + rec.generated, 0) };
             // A cached shared prefix: its KV is there already, prefill starts after it.
             let group = rec.prefix_group;
-            let shared_tokens = match &self.sc.prefix {
-                Some(p) if p.caching && group != NO_PREFIX && start_tokens == 0 && rep.kv.cache.is_cached(EntryId::prefix(group)) => p.shared_tokens,
-                _ => 0,
-            };
+            let chains = self.sc.workload.chains.as_ref();
+            let shared_tokens = if start_tokens == 0 { cached_shared(&rep.kv.cache, chains, self.sc.prefix.as_ref(), rec) } else { 0 };
             start_tokens += shared_tokens;
             // A prefill worker's part ends with the first token.
             let (target, reserve_tokens) = match pool.role {
@@ -254,14 +297,10 @@ impl Simulation<'_> {
                 return Limiter::TokenBudget;
             };
             let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
-            // Pin the cached prefix first, so the allocation cannot evict the very entry it will share.
-            if shared_tokens > 0 {
-                rep.kv.cache.pin(EntryId::prefix(group));
-            }
+            // Pin the cached prefix first, so the allocation cannot evict the very entries it will share.
+            pin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
             if !rep.kv.try_alloc(need) {
-                if shared_tokens > 0 {
-                    rep.kv.cache.unpin(EntryId::prefix(group));
-                }
+                unpin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
                 return Limiter::KvFree;
             }
             queue.pop();
@@ -270,7 +309,11 @@ impl Simulation<'_> {
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
                 // Cache statistics count a request once, at its first admission.
-                if group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching) && pool.role != Role::Decode {
+                let looks_up = match chains {
+                    Some(c) => !c.full_blocks(head.id, rec.prompt_tokens).is_empty(),
+                    None => group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching),
+                };
+                if looks_up && pool.role != Role::Decode {
                     self.rec.on_prefix_lookup(shared_tokens);
                 }
             }
@@ -303,9 +346,7 @@ impl Simulation<'_> {
         let rep = &mut self.replicas[r];
         let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
-        if s.shared_tokens > 0 {
-            rep.kv.cache.unpin(EntryId::prefix(self.requests[s.id as usize].prefix_group));
-        }
+        unpin_shared(&mut rep.kv.cache, self.sc.workload.chains.as_ref(), &self.requests[s.id as usize], s.shared_tokens);
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.requests[s.id as usize];
         rec.preemptions = rec.preemptions.saturating_add(1);

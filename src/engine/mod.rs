@@ -496,6 +496,7 @@ impl<'a> Simulation<'a> {
                 Some(p) if p.caching && pool.role != Role::Decode => p.shared_tokens,
                 _ => 0,
             },
+            chains: self.sc.workload.chains.as_ref(),
             tally: Tally::default(),
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),
@@ -526,7 +527,7 @@ impl<'a> Simulation<'a> {
         rep.kv.release(t.released);
         rep.reserved_blocks -= t.unreserved;
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
-        if self.sc.prefix.is_some() {
+        if self.sc.prefix.is_some() || self.sc.workload.chains.is_some() {
             let held = rep.kv.cache.held_blocks;
             self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
             self.prefix_held[r] = held;

@@ -21,7 +21,7 @@ use crate::cost::StepWork;
 use crate::kv::{blocks_for, BlockPool, EntryId};
 use crate::metrics::{Outcome, RequestRecord};
 use crate::scenario::Engine;
-use crate::workload::NO_PREFIX;
+use crate::workload::{Chains, NO_PREFIX};
 
 /// A request holding a batch slot.
 #[derive(Clone, Copy, Debug)]
@@ -407,6 +407,8 @@ pub(crate) struct RarePass<'a> {
     pub handoff: Vec<(u32, u64, Option<u16>)>,
     /// Tokens of a shared prefix when this worker caches prefixes (0: it does not).
     pub prefix: u32,
+    /// A replayed trace's block hashes, when they go into this worker's cache (instead of prefix groups).
+    pub chains: Option<&'a Chains>,
     pub block: u32,
     pub tally: Tally,
     /// The batch position at which an allocation failed: planning stops there.
@@ -455,10 +457,14 @@ impl RarePass<'_> {
         if !emitted {
             return false;
         }
-        if s.generated == 0 && self.prefix > 0 && s.shared_tokens == 0 {
-            let group = self.requests[s.id as usize].prefix_group;
-            if group != NO_PREFIX {
-                self.share_prefix(s, group);
+        if s.generated == 0 {
+            if let Some(c) = self.chains {
+                self.share_blocks(s, c);
+            } else if self.prefix > 0 && s.shared_tokens == 0 {
+                let group = self.requests[s.id as usize].prefix_group;
+                if group != NO_PREFIX {
+                    self.share_prefix(s, group);
+                }
             }
         }
         self.tally.emitted_n += 1;
@@ -482,9 +488,7 @@ impl RarePass<'_> {
             self.handoff.push((s.id, s.blocks as u64, shared));
             return;
         }
-        if let Some(g) = shared {
-            self.kv.cache.unpin(EntryId::prefix(g));
-        }
+        super::batch::unpin_shared(&mut self.kv.cache, self.chains, &self.requests[s.id as usize], s.shared_tokens);
         self.tally.released += s.blocks as u64;
         let rec = &mut self.requests[s.id as usize];
         rec.generated = s.generated;
@@ -494,6 +498,27 @@ impl RarePass<'_> {
         if let Some(c) = &mut self.completed {
             c.push(s.id);
         }
+    }
+
+    /// `s` just computed its prompt past the blocks it found cached: each whole hashed block it computed becomes
+    /// a cache entry (or, if another request cached that block meanwhile, `s` drops its copy and shares that
+    /// one), and it shares all its whole blocks from now on.
+    #[cold]
+    fn share_blocks(&mut self, s: &mut Running, c: &Chains) {
+        let hashes = c.full_blocks(s.id, self.requests[s.id as usize].prompt_tokens);
+        let per = (c.block_tokens / self.block) as u64;
+        let from = (s.shared_tokens / c.block_tokens) as usize;
+        for &h in &hashes[from..] {
+            let id = EntryId::block(h);
+            if self.kv.cache.is_cached(id) {
+                self.kv.cache.pin(id);
+                self.kv.release(per);
+            } else {
+                self.kv.cache.adopt(id, per);
+            }
+        }
+        s.blocks -= (per * (hashes.len() - from) as u64) as u32;
+        s.shared_tokens = hashes.len() as u32 * c.block_tokens;
     }
 
     /// `s` just computed its whole prompt, shared prefix included, itself (it missed the cache). If another

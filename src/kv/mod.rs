@@ -74,6 +74,11 @@ impl EntryId {
     pub fn prefix(g: u16) -> EntryId {
         EntryId(g as u64)
     }
+    /// The entry of a trace's hashed block `h` (≤ `workload::trace::MAX_HASH`): the top bit tells it from a
+    /// prefix group's.
+    pub fn block(h: u64) -> EntryId {
+        EntryId(1 << 63 | h)
+    }
 }
 
 /// One cached entry: its blocks, the running requests sharing it, and when it was last released.

@@ -224,6 +224,14 @@ pub struct PrefixSummary {
     pub prefill_tokens_saved: u64,
     pub shared_kv_peak_blocks: u64,
     pub evictions: u64,
+    /// Where the shared prefixes come from: absent for the scenario's prefix groups, `trace hash_ids` for a
+    /// replayed trace's block hashes (then `shared_tokens` is the tokens of one hashed block).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
+    /// A trace's hashes: prompt tokens not prefilled ÷ prompt tokens of the requests admitted (Mooncake's cache
+    /// hit rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_token_hit_rate: Option<f64>,
 }
 
 /// How the engine spent its time: the evidence behind a diagnosis.
@@ -633,6 +641,23 @@ fn transfer_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<Transf
 /// Shared prefixes: how many requests carried one and what the cache saved.
 fn prefix_summary(sc: &Scenario, rec: &Recorder) -> Option<PrefixSummary> {
     let reqs = &rec.requests;
+    if let Some(c) = &sc.workload.chains {
+        let admitted = reqs.iter().filter(|r| r.first_scheduled_ns != u64::MAX);
+        let prompt_tokens: u64 = admitted.map(|r| r.prompt_tokens as u64).sum();
+        return Some(PrefixSummary {
+            shared_tokens: c.block_tokens,
+            caching: true,
+            requests_with_prefix: reqs.iter().filter(|r| !c.full_blocks(r.id, r.prompt_tokens).is_empty()).count() as u64,
+            hit_rate: if reqs.is_empty() { 0.0 } else { rec.prefix_hits as f64 / reqs.len() as f64 },
+            lookups: rec.prefix_lookups,
+            hits: rec.prefix_hits,
+            prefill_tokens_saved: rec.prefix_saved_tokens,
+            shared_kv_peak_blocks: rec.prefix_peak_blocks,
+            evictions: rec.prefix_evictions,
+            source: Some("trace hash_ids"),
+            prompt_token_hit_rate: Some(if prompt_tokens == 0 { 0.0 } else { rec.prefix_saved_tokens as f64 / prompt_tokens as f64 }),
+        });
+    }
     sc.prefix.as_ref().map(|p| PrefixSummary {
         shared_tokens: p.shared_tokens,
         caching: p.caching,
@@ -643,5 +668,7 @@ fn prefix_summary(sc: &Scenario, rec: &Recorder) -> Option<PrefixSummary> {
         prefill_tokens_saved: rec.prefix_saved_tokens,
         shared_kv_peak_blocks: rec.prefix_peak_blocks,
         evictions: rec.prefix_evictions,
+        source: None,
+        prompt_token_hit_rate: None,
     })
 }

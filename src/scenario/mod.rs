@@ -308,6 +308,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     if let (Some(w), Some(en)) = (&workload, &engine) {
         check_fits(w, en, &mut e);
         check_deadlines(spec, w, &mut e);
+        check_chains(spec, w, en, &mut e);
     }
     let cost = scaled(spec.cost_scale, cost, &mut e);
     let disagg = match (&spec.cluster.disaggregation, &model, &hardware, &cost, &engine, &workload) {
@@ -454,6 +455,21 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,
     })
+}
+
+/// A trace's block hashes go into each worker's prefix cache: whole KV blocks per hashed block, on colocated
+/// workers, and not together with synthetic prefix groups (which also use the cache).
+fn check_chains(spec: &Spec, w: &Workload, en: &Engine, e: &mut Errors) {
+    let Some(c) = &w.chains else { return };
+    if c.block_tokens % en.block_size_tokens != 0 {
+        e.push("engine.block_size_tokens", format!("must divide the trace's hashed block of {} tokens (workload.arrival.hash_block_tokens) to reuse its hash_ids (got {})", c.block_tokens, en.block_size_tokens));
+    }
+    if spec.prefix.is_some() {
+        e.push("prefix", "a trace with hash_ids brings its own shared prefixes: remove `prefix`, or set workload.arrival.reuse_hash_ids to false");
+    }
+    if spec.cluster.disaggregation.is_some() {
+        e.push("cluster.disaggregation", "replaying a trace's hash_ids into the prefix cache is modelled for colocated serving only: set workload.arrival.reuse_hash_ids to false");
+    }
 }
 
 /// Every request must be able to run alone: its whole prompt + output fits in KV, and without chunked prefill

@@ -261,7 +261,26 @@ pub enum ArrivalSpec {
         /// Multiply every gap by this (0.5 replays twice as fast).
         #[serde(default = "one")]
         time_scale: f64,
+        /// Replay the trace's block hashes (Mooncake's `hash_ids`) into each worker's prefix cache: a request
+        /// reuses the longest leading run of its blocks already cached. Ignored by traces without them.
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        reuse_hash_ids: bool,
+        /// Tokens per hashed block (Mooncake's: 512).
+        #[serde(default = "default_hash_block", skip_serializing_if = "is_default_hash_block")]
+        hash_block_tokens: u32,
     },
+}
+
+fn is_true(x: &bool) -> bool {
+    *x
+}
+
+fn default_hash_block() -> u32 {
+    512
+}
+
+fn is_default_hash_block(x: &u32) -> bool {
+    *x == 512
 }
 
 fn one() -> f64 {

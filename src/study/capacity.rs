@@ -157,7 +157,7 @@ impl CapacityStudy {
             ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
                 ArrivalSpec::OnOff { rate_on_rps: rate_on_rps * f, rate_off_rps: rate_off_rps * f, mean_on_s, mean_off_s }
             }
-            ArrivalSpec::Trace { path, data, format, time_scale } => ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f },
+            ArrivalSpec::Trace { path, data, format, time_scale, reuse_hash_ids, hash_block_tokens } => ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f, reuse_hash_ids, hash_block_tokens },
             closed @ (ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) => closed, // refused by `new`
         };
         s

@@ -69,6 +69,24 @@ pub struct Workload {
     pub class_cdf: Vec<f64>,
     pub tenants: Vec<Tenant>,
     pub tenant_cdf: Vec<f64>,
+    /// A replayed trace's block hashes, when it has them and they are replayed into the prefix cache.
+    pub chains: Option<Chains>,
+}
+
+/// Block-hash chains of a trace (request i is row i), and the tokens each hashed block covers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chains {
+    pub block_tokens: u32,
+    pub hashes: super::trace::HashChains,
+}
+
+impl Chains {
+    /// The hashes of request `id`'s whole blocks of its first `prompt_tokens` tokens (a partial last block is
+    /// not reusable, as in vLLM's prefix cache).
+    pub fn full_blocks(&self, id: u32, prompt_tokens: u32) -> &[u64] {
+        let all = self.hashes.of(id as usize);
+        &all[..all.len().min((prompt_tokens / self.block_tokens) as usize)]
+    }
 }
 
 /// Shared prefixes (validated).
@@ -137,7 +155,17 @@ impl Workload {
         if e.0.len() > n0 {
             return None;
         }
-        let w = Workload { arrival: arrival?, max_requests, end_ns, classes, class_cdf, tenants, tenant_cdf };
+        let (arrival, hashes) = arrival?;
+        let chains = match (&w.arrival, hashes) {
+            (ArrivalSpec::Trace { reuse_hash_ids: true, hash_block_tokens, .. }, Some(hashes)) => {
+                if !e.int("workload.arrival.hash_block_tokens", *hash_block_tokens as u64, 1, 1 << 20) {
+                    return None;
+                }
+                Some(Chains { block_tokens: *hash_block_tokens, hashes })
+            }
+            _ => None,
+        };
+        let w = Workload { arrival, max_requests, end_ns, classes, class_cdf, tenants, tenant_cdf, chains };
         w.check_span(e);
         Some(w)
     }
@@ -158,9 +186,13 @@ impl Workload {
 }
 
 impl Arrival {
-    /// The arrival process of `a`; errors under `workload.arrival.`.
-    fn build(a: &ArrivalSpec, e: &mut Errors) -> Option<Arrival> {
-        match a {
+    /// The arrival process of `a`, and a trace's block-hash chains when it has them; errors under
+    /// `workload.arrival.`.
+    fn build(a: &ArrivalSpec, e: &mut Errors) -> Option<(Arrival, Option<super::trace::HashChains>)> {
+        if let ArrivalSpec::Trace { path, data, format, time_scale, .. } = a {
+            return trace(path.as_deref(), data.as_deref(), *format, *time_scale, e);
+        }
+        let arrival = match a {
             ArrivalSpec::Poisson { rate_rps } => e
                 .range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS)
                 .then(|| Arrival::Poisson { mean_gap_ns: NS_PER_S / rate_rps }),
@@ -182,8 +214,9 @@ impl Arrival {
                 (a && b).then(|| Arrival::ClosedLoop { clients: *clients as u64, think_ns: think_s * NS_PER_S })
             }
             ArrivalSpec::Burst {} => Some(Arrival::Burst),
-            ArrivalSpec::Trace { path, data, format, time_scale } => trace(path.as_deref(), data.as_deref(), *format, *time_scale, e),
-        }
+            ArrivalSpec::Trace { .. } => unreachable!("handled above"),
+        };
+        arrival.map(|a| (a, None))
     }
 }
 
@@ -215,7 +248,7 @@ fn on_off(rate_on_rps: f64, rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64, 
 }
 
 /// Trace replay: the rows of the trace's text, scaled in time.
-fn trace(path: Option<&str>, data: Option<&str>, format: TraceFormat, time_scale: f64, e: &mut Errors) -> Option<Arrival> {
+fn trace(path: Option<&str>, data: Option<&str>, format: TraceFormat, time_scale: f64, e: &mut Errors) -> Option<(Arrival, Option<super::trace::HashChains>)> {
 
         let ok = e.range_open_lo("workload.arrival.time_scale", time_scale, 0.0, 1e6);
         match data {
@@ -227,8 +260,8 @@ fn trace(path: Option<&str>, data: Option<&str>, format: TraceFormat, time_scale
                 e.push("workload.arrival.data", why);
                 None
             }
-            Some(text) => match super::trace::parse(text, format) {
-                Ok(rows) if ok => {
+            Some(text) => match super::trace::parse_with_chains(text, format) {
+                Ok((rows, chains)) if ok => {
                     // Scaled arrivals must stay on the clock: an arrival past it would be dropped unseen.
                     let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
                     if last > MAX_SPAN_NS {
@@ -238,7 +271,7 @@ fn trace(path: Option<&str>, data: Option<&str>, format: TraceFormat, time_scale
                         );
                         None
                     } else {
-                        Some(Arrival::Trace { rows: super::trace::scale(rows, time_scale) })
+                        Some((Arrival::Trace { rows: super::trace::scale(rows, time_scale) }, chains))
                     }
                 }
                 Ok(_) => None,

@@ -8,7 +8,7 @@ mod build;
 mod dist;
 pub mod trace;
 
-pub use build::{Arrival, Class, Predictor, Prefix, Slo, Tenant, Workload};
+pub use build::{Arrival, Chains, Class, Predictor, Prefix, Slo, Tenant, Workload};
 
 pub use dist::LengthDist;
 pub use trace::TraceRow;

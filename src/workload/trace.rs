@@ -11,20 +11,50 @@ pub struct TraceRow {
     pub output_tokens: u32,
 }
 
+/// Each request's chain of block hashes (Mooncake's `hash_ids`, one per block of the prompt; equal leading ids
+/// are a shared prefix), in row order: row i's are `flat[start[i]..start[i + 1]]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HashChains {
+    flat: Vec<u64>,
+    start: Vec<u32>,
+}
+
+impl HashChains {
+    /// Row `i`'s hashes (none past the last row).
+    pub fn of(&self, i: usize) -> &[u64] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.flat[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+    pub fn total(&self) -> usize {
+        self.flat.len()
+    }
+}
+
+/// The largest block hash taken: entries of the reuse cache keep the top bit for their kind.
+pub const MAX_HASH: u64 = (1 << 53) - 1;
+
 const MAX_ROWS: usize = 50_000_000;
 /// The longest span a trace may have, ns (`workload::MAX_SPAN_NS`).
 const MAX_SPAN_NS: i128 = 1_000_000_000_000_000_000;
 
 /// Parse a trace's text. Rows are sorted by arrival (stable), and times are made relative to the first.
 pub fn parse(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>, String> {
+    parse_with_chains(text, format).map(|(rows, _)| rows)
+}
+
+/// [`parse`], with the rows' block-hash chains when the trace has them (Mooncake's `hash_ids`), in the
+/// sorted rows' order.
+pub fn parse_with_chains(text: &str, format: TraceFormat) -> Result<(Vec<TraceRow>, Option<HashChains>), String> {
     let text = text.trim_start_matches('\u{feff}');
     let format = match format {
         TraceFormat::Auto => detect(text)?,
         f => f,
     };
-    let mut rows = match format {
+    let (mut rows, mut chains) = match format {
         TraceFormat::Mooncake => parse_mooncake(text)?,
-        _ => parse_csv(text, format)?,
+        _ => (parse_csv(text, format)?, Vec::new()),
     };
     if rows.is_empty() {
         return Err("the trace has no request rows".into());
@@ -32,7 +62,18 @@ pub fn parse(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>, String> {
     if rows.len() > MAX_ROWS {
         return Err(format!("the trace has {} rows; at most {MAX_ROWS} are supported", rows.len()));
     }
-    rows.sort_by_key(|r| r.0);
+    if chains.iter().all(Vec::is_empty) {
+        chains.clear();
+    }
+    if chains.is_empty() {
+        rows.sort_by_key(|r| r.0);
+    } else {
+        // Sort the chains with their rows (stable, as the rows alone are).
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by_key(|&i| rows[i].0);
+        rows = order.iter().map(|&i| rows[i]).collect();
+        chains = order.iter().map(|&i| std::mem::take(&mut chains[i])).collect();
+    }
     let t0 = rows[0].0;
     // Relative to the first row, every arrival must stay on the simulated clock (u64 ns, less the drain).
     let (last, _, _) = rows[rows.len() - 1];
@@ -43,7 +84,16 @@ pub fn parse(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>, String> {
             MAX_SPAN_NS as f64 / 1e9
         ));
     }
-    Ok(rows.into_iter().map(|(t, p, o)| TraceRow { arrival_ns: (t - t0) as u64, prompt_tokens: p, output_tokens: o }).collect())
+    let chains = (!chains.is_empty()).then(|| {
+        let mut h = HashChains { flat: Vec::with_capacity(chains.iter().map(Vec::len).sum()), start: Vec::with_capacity(chains.len() + 1) };
+        for c in &chains {
+            h.start.push(h.flat.len() as u32);
+            h.flat.extend_from_slice(c);
+        }
+        h.start.push(h.flat.len() as u32);
+        h
+    });
+    Ok((rows.into_iter().map(|(t, p, o)| TraceRow { arrival_ns: (t - t0) as u64, prompt_tokens: p, output_tokens: o }).collect(), chains))
 }
 
 /// Stretch or compress the gaps.
@@ -143,8 +193,13 @@ fn tokens(s: &str, name: &str, n: usize) -> Result<u32, String> {
     Ok(v as u32)
 }
 
-fn parse_mooncake(text: &str) -> Result<Vec<(i128, u32, u32)>, String> {
-    let mut rows = Vec::new();
+/// Rows as parsed: (arrival ns, prompt tokens, output tokens), and each row's block hashes.
+type Parsed = (Vec<(i128, u32, u32)>, Vec<Vec<u64>>);
+
+/// Mooncake's JSONL: `timestamp` (ms), `input_length`, `output_length`, and `hash_ids` when it has them.
+fn parse_mooncake(text: &str) -> Result<Parsed, String> {
+    let (mut rows, mut chains) = (Vec::new(), Vec::new());
+    let mut total_hashes = 0usize;
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("line {}: not a JSON object: {e}", n + 1))?;
         let num = |k: &str| {
@@ -160,9 +215,27 @@ fn parse_mooncake(text: &str) -> Result<Vec<(i128, u32, u32)>, String> {
         if p == 0 || o == 0 {
             return Err(format!("line {}: token counts must be ≥ 1", n + 1));
         }
+        let chain = hash_ids(&v, n)?;
+        total_hashes += chain.len();
+        if total_hashes > u32::MAX as usize / 2 {
+            return Err(format!("line {}: more than {} hash_ids in the trace", n + 1, u32::MAX / 2));
+        }
         rows.push((t, p, o));
+        chains.push(chain);
     }
-    Ok(rows)
+    Ok((rows, chains))
+}
+
+/// A row's `hash_ids`: absent, or an array of whole numbers 0 … 2^53 − 1 (at most 100,000: 51 M tokens at 512
+/// a block).
+fn hash_ids(v: &serde_json::Value, n: usize) -> Result<Vec<u64>, String> {
+    let Some(ids) = v.get("hash_ids") else { return Ok(Vec::new()) };
+    let bad = || format!("line {}: `hash_ids` must be an array of whole numbers from 0 to 2^53 − 1", n + 1);
+    let ids = ids.as_array().ok_or_else(bad)?;
+    if ids.len() > 100_000 {
+        return Err(format!("line {}: `hash_ids` has {} entries; at most 100,000", n + 1, ids.len()));
+    }
+    ids.iter().map(|x| x.as_u64().filter(|h| *h <= MAX_HASH).ok_or_else(bad)).collect()
 }
 
 /// `2023-11-16 18:15:46.6805900` → nanoseconds since 1970 (UTC assumed; only differences matter), by

@@ -288,6 +288,8 @@ fn decode_meets_a_long_prompt(formation: BatchFormationSpec) -> inferscale::Repo
         data: Some("arrived_at,num_prefill_tokens,num_decode_tokens\n0,16,101\n0.5,4000,2\n".into()),
         format: TraceFormat::Vidur,
         time_scale: 1.0,
+        reuse_hash_ids: true,
+        hash_block_tokens: 512,
     };
     s.workload.requests = None;
     s.engine.prefill_chunk_tokens = Some(1000);
@@ -437,4 +439,112 @@ fn the_request_overhead_adds_to_ttft_and_e2e_but_not_to_queueing() {
         let e = inferscale::scenario::validate(&busy).unwrap_err();
         assert_eq!(e.errors[0].path, "engine.request_overhead_ms", "{bad}");
     }
+}
+
+/// A Mooncake trace's rows as JSONL: (arrival ms, prompt tokens, output tokens, hash_ids).
+fn mooncake(rows: &[(f64, u32, u32, &[u64])]) -> String {
+    rows.iter().map(|(t, p, o, h)| format!("{{\"timestamp\": {t}, \"input_length\": {p}, \"output_length\": {o}, \"hash_ids\": {h:?}}}\n")).collect()
+}
+
+fn trace_spec(text: String, reuse: bool) -> Spec {
+    let mut s = linear(16, 2, 1, 1.0);
+    s.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(text.into()), format: TraceFormat::Mooncake, time_scale: 1.0, reuse_hash_ids: reuse, hash_block_tokens: 512 };
+    s.workload.requests = None;
+    s.engine.prefill_chunk_tokens = Some(8192);
+    s
+}
+
+/// Mooncake's `hash_ids` drive the prefix cache: B shares A's leading run of three 512-token blocks (its fourth
+/// differs), so it prefills 2148 − 1536 = 612 tokens: 10 + 6.12 ms instead of 10 + 21.48 ms on the linear cost.
+/// C repeats A's four blocks exactly and reuses three — a whole hashed block is left to compute so the step
+/// has a token to emit. Without reuse every prompt is prefilled whole and the report has no prefix section.
+#[test]
+fn a_traces_hash_ids_share_the_longest_cached_leading_run_of_blocks() {
+    let text = mooncake(&[(0.0, 2048, 2, &[1, 2, 3, 4]), (1000.0, 2148, 2, &[1, 2, 3, 9, 10]), (2000.0, 2048, 2, &[1, 2, 3, 4])]);
+    let r = simulate(&super::valid(&trace_spec(text.clone(), true)));
+    let ttft: Vec<f64> = {
+        let sc = super::valid(&trace_spec(text.clone(), true));
+        let csv = inferscale::export::requests_csv(&r, &sc);
+        csv.lines().skip(1).map(|l| l.split(',').nth(7).unwrap().parse().unwrap()).collect()
+    };
+    assert!((ttft[0] - 0.03048).abs() < 1e-9, "A prefills 2048 tokens: {ttft:?}");
+    assert!((ttft[1] - 0.01612).abs() < 1e-9, "B prefills 612 tokens: {ttft:?}");
+    assert!((ttft[2] - 0.01512).abs() < 1e-9, "C prefills its last 512-token block: {ttft:?}");
+    let p = r.prefix.as_ref().expect("a prefix section");
+    assert_eq!((p.source, p.shared_tokens, p.lookups, p.hits, p.prefill_tokens_saved), (Some("trace hash_ids"), 512, 3, 2, 3072));
+    assert!((p.prompt_token_hit_rate.unwrap() - 3072.0 / 6244.0).abs() < 1e-12);
+    assert!(r.audits.ok);
+    let plain = simulate(&super::valid(&trace_spec(text, false)));
+    assert!(plain.prefix.is_none());
+    assert!((plain.summary.ttft_s.max - 0.03148).abs() < 1e-9, "B whole: {}", plain.summary.ttft_s.max);
+}
+
+/// A trace with heavy sharing under KV pressure: entries are evicted and requests preempted, and every audit
+/// holds (KV `free + used == total` with the cached blocks), the lazy step end equals the general path, and
+/// reuse beats no reuse.
+#[test]
+fn hash_id_reuse_under_kv_pressure_keeps_every_audit() {
+    let mut rows = Vec::new();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let chains: Vec<Vec<u64>> = (0..600)
+        .map(|i| {
+            // 20 conversations; each request repeats its conversation's first blocks, then new ones.
+            let conv = next() % 20;
+            let shared = 1 + next() % 6;
+            (0..shared).map(|b| conv * 100 + b).chain((0..1 + next() % 4).map(|b| 1_000_000 + i * 10 + b)).collect()
+        })
+        .collect();
+    for (i, c) in chains.iter().enumerate() {
+        rows.push((i as f64 * 10.0, c.len() as u32 * 512 - (next() % 300) as u32, 100 + (next() % 400) as u32, c.as_slice()));
+    }
+    let mut s = trace_spec(mooncake(&rows), true);
+    s.cost = CostSpec::default();
+    s.engine.kv_capacity_tokens = Some(24_000);
+    s.engine.kv_oversubscription = 3.0;
+    s.engine.max_num_seqs = 64;
+    s.engine.prefill_chunk_tokens = Some(2048);
+    let sc = super::valid(&s);
+    let r = simulate(&sc);
+    let p = r.prefix.as_ref().unwrap();
+    assert!(r.audits.ok, "{:?}", r.audits);
+    assert!(p.hits > 100 && p.evictions > 0 && r.summary.preemptions > 0, "hits {}, evictions {}, preemptions {}", p.hits, p.evictions, r.summary.preemptions);
+    let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
+    assert_eq!(inferscale::export::json(&r), inferscale::export::json(&eager));
+    let none = simulate(&super::valid(&{
+        let mut n = s.clone();
+        if let ArrivalSpec::Trace { reuse_hash_ids, .. } = &mut n.workload.arrival {
+            *reuse_hash_ids = false;
+        }
+        n
+    }));
+    assert!(r.summary.ttft_s.mean < none.summary.ttft_s.mean, "{} vs {}", r.summary.ttft_s.mean, none.summary.ttft_s.mean);
+}
+
+/// What hash reuse cannot take is refused at its field; bad `hash_ids` name their line.
+#[test]
+fn hash_id_reuse_refuses_what_it_cannot_model() {
+    let text = mooncake(&[(0.0, 1024, 2, &[1, 2]), (5.0, 1024, 2, &[1, 3])]);
+    let field = |s: &Spec| inferscale::scenario::validate(s).unwrap_err().errors.into_iter().map(|f| f.path).collect::<Vec<_>>();
+    let mut s = trace_spec(text.clone(), true);
+    s.engine.block_size_tokens = 24;
+    assert!(field(&s).contains(&"engine.block_size_tokens".to_string()));
+    let mut s = trace_spec(text.clone(), true);
+    s.prefix = Some(PrefixSpec { prefix_tokens: 64, reuse_fraction: 0.5, groups: 2, zipf_s: 1.0, caching: true });
+    assert!(field(&s).contains(&"prefix".to_string()));
+    let mut s = trace_spec(text.clone(), true);
+    s.cluster.disaggregation = super::shipped("pd-llama3-8b-h100.json").cluster.disaggregation;
+    assert!(field(&s).contains(&"cluster.disaggregation".to_string()));
+    for (bad, why) in [("[1, -2]", "whole numbers"), ("\"abc\"", "whole numbers"), ("[9007199254740992]", "whole numbers")] {
+        let t = format!("{{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": {bad}}}\n");
+        let e = inferscale::scenario::validate(&trace_spec(t, true)).unwrap_err();
+        assert!(e.errors[0].message.contains("line 1: `hash_ids`") && e.errors[0].message.contains(why), "{bad}: {e}");
+    }
+    let many = format!("{{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": {:?}}}\n", vec![1u64; 100_001]);
+    assert!(inferscale::scenario::validate(&trace_spec(many, true)).unwrap_err().to_string().contains("at most 100,000"));
 }

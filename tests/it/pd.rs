@@ -27,7 +27,7 @@ fn traced(rows: &[(f64, u32, u32)]) -> Spec {
     for (t, p, o) in rows {
         data.push_str(&format!("{t},{p},{o}\n"));
     }
-    s.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(data.into()), format: TraceFormat::Auto, time_scale: 1.0 };
+    s.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(data.into()), format: TraceFormat::Auto, time_scale: 1.0, reuse_hash_ids: true, hash_block_tokens: 512 };
     s.workload.requests = None;
     s
 }

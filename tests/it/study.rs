@@ -358,7 +358,7 @@ fn a_studys_runs_share_the_trace_text() {
     assert!(text.len() > 500_000);
     let mut spec = shipped("default.json");
     spec.workload.requests = None;
-    spec.workload.arrival = scenario::ArrivalSpec::Trace { path: None, data: Some(text.into()), format: scenario::TraceFormat::Auto, time_scale: 1.0 };
+    spec.workload.arrival = scenario::ArrivalSpec::Trace { path: None, data: Some(text.into()), format: scenario::TraceFormat::Auto, time_scale: 1.0, reuse_hash_ids: true, hash_block_tokens: 512 };
     let original = match &spec.workload.arrival {
         scenario::ArrivalSpec::Trace { data: Some(d), .. } => d.clone(),
         _ => unreachable!(),
