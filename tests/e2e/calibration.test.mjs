@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve, browser, openLab, download, inkFraction, ROOT } from './browser.mjs';
 
@@ -118,6 +118,37 @@ test('training marks toggle from the keyboard and the run trains on exactly thos
   await page.click('#cal-rows th:has-text("Calibrated APE")');
   const apes = await page.$$eval('#cal-rows tbody tr', (trs) => trs.map((tr) => parseFloat(tr.children[7].textContent)));
   assert.deepEqual(apes, [...apes].sort((a, b) => a - b));
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('a long calibration shows its progress and Cancel stops it at once; the page stays usable', async () => {
+  // Twelve runs of 2,000 prompts each: long enough to cancel midway.
+  const template = JSON.parse(readFileSync(join(RESULTS, 'vllm-current.json'), 'utf8'));
+  const files = [];
+  for (let i = 0; i < 12; i++) {
+    const run = { ...template, request_rate: 1 + i, num_prompts: 2000, completed: 2000, total_input_tokens: 2000 * 1024, total_output_tokens: 2000 * 250 };
+    const f = join(ROOT, 'target', `e2e-long-${i}.json`);
+    writeFileSync(f, JSON.stringify(run));
+    files.push(f);
+  }
+  const { page, errors } = await openCalibration();
+  await page.setInputFiles('#cal-files', files);
+  await page.waitForFunction(() => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length === 12, null, { timeout: 20000 });
+  await page.click('#cal-run');
+  await page.waitForFunction(() => /^Running: \d+ of about \d+ simulations/.test(document.getElementById('cal-status').textContent), null, { timeout: 30000 });
+  assert.equal(await page.isDisabled('#cal-cancel'), false);
+  const t0 = Date.now();
+  await page.click('#cal-cancel');
+  assert.match(await page.textContent('#cal-status'), /Cancelled/);
+  assert.ok(Date.now() - t0 < 1000, 'Cancel answers at once');
+  assert.equal(await page.isDisabled('#cal-run'), false);
+  assert.equal(await page.isVisible('#cal-results'), false, 'no result was made');
+  // A fresh worker takes the next run: a small one completes.
+  await page.click('#cal-clear');
+  await importFiles(page, FILES.slice(0, 4));
+  await runCalibration(page);
+  assert.equal(await page.isVisible('#cal-results'), true);
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
