@@ -73,6 +73,7 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
 /// The leading prompt tokens of `rec` whose KV this worker's cache holds: its prefix group's (when the group
 /// is cached), or the longest cached leading run of its trace's block hashes — leaving at least one prompt
 /// token to compute, as vLLM does, so the step produces the first token. 0: none.
+#[inline]
 pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix: Option<&Prefix>, rec: &RequestRecord) -> u32 {
     if let Some(c) = chains {
         let most = ((rec.prompt_tokens - 1) / c.block_tokens) as usize;
@@ -86,6 +87,7 @@ pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix:
 }
 
 /// Pin the entries holding `rec`'s first `shared_tokens` tokens (nothing when 0).
+#[inline]
 pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
     if shared_tokens == 0 {
         return;
@@ -101,6 +103,7 @@ pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &
 }
 
 /// Unpin what a request sharing its first `shared_tokens` tokens pinned (nothing when 0).
+#[inline]
 pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
     if shared_tokens == 0 {
         return;
@@ -247,7 +250,8 @@ impl Simulation<'_> {
         preempted
     }
 
-    /// Step 2: admit waiting requests while everything allows.
+    /// Step 2: admit waiting requests while everything allows. Inlined into vLLM's formation, its hot caller.
+    #[inline(always)]
     fn admit(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) -> Limiter {
         let pool = &self.sc.pools[self.replicas[r].pool];
         let en = &pool.engine;
@@ -274,7 +278,7 @@ impl Simulation<'_> {
             // A cached shared prefix: its KV is there already, prefill starts after it.
             let group = rec.prefix_group;
             let chains = self.sc.workload.chains.as_ref();
-            let shared_tokens = if start_tokens == 0 { cached_shared(&rep.kv.cache, chains, self.sc.prefix.as_ref(), rec) } else { 0 };
+            let shared_tokens = if start_tokens == 0 && self.shares_prefixes { cached_shared(&rep.kv.cache, chains, self.sc.prefix.as_ref(), rec) } else { 0 };
             start_tokens += shared_tokens;
             // A prefill worker's part ends with the first token.
             let (target, reserve_tokens) = match pool.role {
@@ -298,9 +302,13 @@ impl Simulation<'_> {
             };
             let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
             // Pin the cached prefix first, so the allocation cannot evict the very entries it will share.
-            pin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
+            if shared_tokens > 0 {
+                pin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
+            }
             if !rep.kv.try_alloc(need) {
-                unpin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
+                if shared_tokens > 0 {
+                    unpin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
+                }
                 return Limiter::KvFree;
             }
             queue.pop();
@@ -346,7 +354,9 @@ impl Simulation<'_> {
         let rep = &mut self.replicas[r];
         let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
-        unpin_shared(&mut rep.kv.cache, self.sc.workload.chains.as_ref(), &self.requests[s.id as usize], s.shared_tokens);
+        if s.shared_tokens > 0 {
+            unpin_shared(&mut rep.kv.cache, self.sc.workload.chains.as_ref(), &self.requests[s.id as usize], s.shared_tokens);
+        }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.requests[s.id as usize];
         rec.preemptions = rec.preemptions.saturating_add(1);

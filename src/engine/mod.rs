@@ -151,6 +151,11 @@ pub struct Simulation<'a> {
     pub(crate) requeue: Vec<u32>,
     /// Steady decoders become lazy (see [`step_end`]); false only in [`run_eager`], the reference for tests.
     lazy_steps: bool,
+    /// The engine's `max_model_len` (u64::MAX: none) and per-request serving overhead, read at every arrival.
+    max_model_len: u64,
+    request_overhead_ns: u64,
+    /// The scenario shares prefixes at all (prefix groups, or a trace's block hashes).
+    pub(crate) shares_prefixes: bool,
 }
 
 impl<'a> Simulation<'a> {
@@ -206,6 +211,9 @@ impl<'a> Simulation<'a> {
             rec,
             requeue: Vec::new(),
             lazy_steps: true,
+            max_model_len: sc.pools[0].engine.max_model_len.map_or(u64::MAX, u64::from),
+            request_overhead_ns: sc.pools[0].engine.request_overhead_ns,
+            shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some(),
         };
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
@@ -312,7 +320,7 @@ impl<'a> Simulation<'a> {
         };
         let estimate_ns = self.admission.needs_estimate().then(|| self.estimate_latency_ns(&req, target));
         let cx = AdmitContext { now_ns: self.now, waiting, estimate_ns, deadline_ns: class.slo.e2e_ns };
-        let too_long = self.sc.pools[0].engine.max_model_len.is_some_and(|len| req.prompt_tokens as u64 + req.output_tokens as u64 > len as u64);
+        let too_long = req.prompt_tokens as u64 + req.output_tokens as u64 > self.max_model_len;
         let verdict = if too_long { Err(Reject::TooLong) } else { self.admission.admit(&req, &cx) };
         let mut record = RequestRecord::new(&req);
         record.replica = target.map_or(u16::MAX, |r| r as u16);
@@ -327,7 +335,7 @@ impl<'a> Simulation<'a> {
         }
         self.requests.push(record);
         self.rec.on_admitted();
-        let overhead_ns = self.sc.pools[0].engine.request_overhead_ns;
+        let overhead_ns = self.request_overhead_ns;
         if overhead_ns > 0 {
             // In the system (the API server holds it) but not yet in the scheduler's queue.
             self.schedule(self.now + overhead_ns, Event::Ready { request: req.id });
@@ -527,7 +535,7 @@ impl<'a> Simulation<'a> {
         rep.kv.release(t.released);
         rep.reserved_blocks -= t.unreserved;
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
-        if self.sc.prefix.is_some() || self.sc.workload.chains.is_some() {
+        if self.shares_prefixes {
             let held = rep.kv.cache.held_blocks;
             self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
             self.prefix_held[r] = held;

@@ -488,7 +488,9 @@ impl RarePass<'_> {
             self.handoff.push((s.id, s.blocks as u64, shared));
             return;
         }
-        super::batch::unpin_shared(&mut self.kv.cache, self.chains, &self.requests[s.id as usize], s.shared_tokens);
+        if s.shared_tokens > 0 {
+            super::batch::unpin_shared(&mut self.kv.cache, self.chains, &self.requests[s.id as usize], s.shared_tokens);
+        }
         self.tally.released += s.blocks as u64;
         let rec = &mut self.requests[s.id as usize];
         rec.generated = s.generated;
