@@ -638,37 +638,31 @@ fn transfer_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<Transf
     })
 }
 
-/// Shared prefixes: how many requests carried one and what the cache saved.
+/// Shared prefixes: how many requests carried one and what the cache saved — prefix groups' or, for a trace's
+/// block hashes, per hashed block with the share of prompt tokens not prefilled.
 fn prefix_summary(sc: &Scenario, rec: &Recorder) -> Option<PrefixSummary> {
     let reqs = &rec.requests;
-    if let Some(c) = &sc.workload.chains {
-        let admitted = reqs.iter().filter(|r| r.first_scheduled_ns != u64::MAX);
-        let prompt_tokens: u64 = admitted.map(|r| r.prompt_tokens as u64).sum();
-        return Some(PrefixSummary {
-            shared_tokens: c.block_tokens,
-            caching: true,
-            requests_with_prefix: reqs.iter().filter(|r| !c.full_blocks(r.id, r.prompt_tokens).is_empty()).count() as u64,
-            hit_rate: if reqs.is_empty() { 0.0 } else { rec.prefix_hits as f64 / reqs.len() as f64 },
-            lookups: rec.prefix_lookups,
-            hits: rec.prefix_hits,
-            prefill_tokens_saved: rec.prefix_saved_tokens,
-            shared_kv_peak_blocks: rec.prefix_peak_blocks,
-            evictions: rec.prefix_evictions,
-            source: Some("trace hash_ids"),
-            prompt_token_hit_rate: Some(if prompt_tokens == 0 { 0.0 } else { rec.prefix_saved_tokens as f64 / prompt_tokens as f64 }),
-        });
-    }
-    sc.prefix.as_ref().map(|p| PrefixSummary {
-        shared_tokens: p.shared_tokens,
-        caching: p.caching,
-        requests_with_prefix: reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count() as u64,
+    let (shared_tokens, caching, with_prefix, source, prompt_token_hit_rate) = match (&sc.workload.chains, &sc.prefix) {
+        (Some(c), _) => {
+            let prompt_tokens: u64 = reqs.iter().filter(|r| r.first_scheduled_ns != u64::MAX).map(|r| r.prompt_tokens as u64).sum();
+            let with = reqs.iter().filter(|r| !c.full_blocks(r.id, r.prompt_tokens).is_empty()).count();
+            let rate = if prompt_tokens == 0 { 0.0 } else { rec.prefix_saved_tokens as f64 / prompt_tokens as f64 };
+            (c.block_tokens, true, with, Some("trace hash_ids"), Some(rate))
+        }
+        (None, Some(p)) => (p.shared_tokens, p.caching, reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count(), None, None),
+        (None, None) => return None,
+    };
+    Some(PrefixSummary {
+        shared_tokens,
+        caching,
+        requests_with_prefix: with_prefix as u64,
         hit_rate: if reqs.is_empty() { 0.0 } else { rec.prefix_hits as f64 / reqs.len() as f64 },
         lookups: rec.prefix_lookups,
         hits: rec.prefix_hits,
         prefill_tokens_saved: rec.prefix_saved_tokens,
         shared_kv_peak_blocks: rec.prefix_peak_blocks,
         evictions: rec.prefix_evictions,
-        source: None,
-        prompt_token_hit_rate: None,
+        source,
+        prompt_token_hit_rate,
     })
 }
