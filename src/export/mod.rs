@@ -7,6 +7,7 @@ pub use bundle::{bundle_csv, bundle_markdown, calibration_csv, calibration_json,
 
 use std::fmt::Write;
 
+pub use crate::metrics::secs;
 use crate::metrics::{Outcome, Report, Stats};
 use crate::scenario::Scenario;
 use crate::sched::admission::Reject;
@@ -143,20 +144,6 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut String) {
 
 fn ms(s: f64) -> String {
     secs(s)
-}
-
-/// Seconds as every report and the lab show them: ms below 10 s (whole ms from 100 ms up, one decimal
-/// below, three below 1 ms), s with one decimal above.
-pub fn secs(x: f64) -> String {
-    if x >= 10.0 {
-        format!("{x:.1} s")
-    } else if x >= 0.1 {
-        format!("{:.0} ms", x * 1e3)
-    } else if x >= 0.001 {
-        format!("{:.1} ms", x * 1e3)
-    } else {
-        format!("{:.3} ms", x * 1e3)
-    }
 }
 
 fn pct(x: f64) -> String {

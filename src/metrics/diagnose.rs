@@ -34,10 +34,7 @@ fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
 }
 
-/// Seconds as the lab shows them: ms below 10 s, s above.
-fn secs(x: f64) -> String {
-    if x < 10.0 { format!("{:.0} ms", x * 1e3) } else { format!("{x:.1} s") }
-}
+use super::secs;
 
 /// "Missed: TTFT ≤ 1000 ms for chat (38.2 % of its requests; p95 2.3 s); p95 TTFT ≤ 1000 ms (measured 2.3 s,
 /// +131 %)." — empty when every objective was met.

@@ -15,6 +15,20 @@ pub use stats::{percentile, Cdf, LatencyCdfs, Stats, CDF_POINTS};
 
 use crate::cost::{StepCost, StepWork};
 use crate::scenario::{Arrival, Scenario};
+/// Seconds as every report, verdict and the lab show them: ms below 10 s (whole ms from 100 ms up, one decimal
+/// below, three below 1 ms), s with one decimal above.
+pub fn secs(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.1} s")
+    } else if x >= 0.1 {
+        format!("{:.0} ms", x * 1e3)
+    } else if x >= 0.001 {
+        format!("{:.1} ms", x * 1e3)
+    } else {
+        format!("{:.3} ms", x * 1e3)
+    }
+}
+
 pub use crate::request::{Outcome, RequestRecord};
 
 /// a × b exactly. wasm32 has no 64×64→128 multiply (it is a library call); when both fit in 32 bits — nearly

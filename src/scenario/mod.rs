@@ -53,7 +53,7 @@ pub fn load_for_browser(text: &str) -> Result<Scenario, ScenarioError> {
 /// serde says "unknown field `x`, expected one of `a`, `b`"; add "did you mean `a`?" when one is close.
 /// Its type errors ("invalid type: string \"\", expected f64 at line 1 column 429") are said in the user's
 /// words: "expected a number, got the text \"\" (line 1, column 429)".
-fn with_suggestion(msg: &str) -> String {
+pub(crate) fn with_suggestion(msg: &str) -> String {
     if let Some(rest) = msg.strip_prefix("invalid type: ").or_else(|| msg.strip_prefix("invalid value: ")) {
         return plain_type_error(rest);
     }

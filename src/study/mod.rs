@@ -568,9 +568,10 @@ impl Kind {
     }
 }
 
-/// A study's options from JSON, errors under `study.NAME`.
+/// A study's options from JSON, errors under `study.NAME` in the words the scenario's use ("expected a number,
+/// got the text \"x\"", "did you mean `seeds`?").
 fn options<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
-    serde_json::from_value(v.clone()).map_err(|e| ScenarioError::one(format!("study.{name}"), e.to_string()))
+    serde_json::from_value(v.clone()).map_err(|e| ScenarioError::one(format!("study.{name}"), crate::scenario::with_suggestion(&e.to_string())))
 }
 
 /// The study called `name` on `spec` (see [`Kind::build`]).

@@ -148,6 +148,13 @@ fn bad_study_inputs_name_the_option() {
         };
         assert!(err.errors.iter().any(|e| e.path.starts_with(path)), "{name} {params}: expected `{path}`, got {err}");
     }
+    // Type errors and misspellings in the user's words, as the scenario's are.
+    let said = |params: serde_json::Value| study::build("capacity", &spec, &params).err().unwrap().errors[0].message.clone();
+    let typed = said(serde_json::json!({"repetitions": "three"}));
+    assert!(typed.starts_with("expected a whole number ≥ 0, got the text \"three\""), "{typed}");
+    assert!(!typed.contains("invalid type"), "{typed}");
+    let misspelt = said(serde_json::json!({"targte": 0.9}));
+    assert!(misspelt.contains("did you mean `target`?"), "{misspelt}");
 }
 
 #[test]
