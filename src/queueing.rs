@@ -60,6 +60,7 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
             duration_s: None,
             classes: vec![ClassSpec { prompt_tokens: service, output_tokens: LengthSpec::Fixed { tokens: 1 }, ..ClassSpec::default() }],
             tenants: vec![Default::default()],
+            sessions: None,
         },
         model: Default::default(),
         hardware: Default::default(),

@@ -46,6 +46,9 @@ pub struct RequestRecord {
     pub kv_ready: bool,
     /// Disaggregated: when prefill handed the request to the link (`u64::MAX`: never).
     pub handoff_ns: u64,
+    /// The session it is a turn of (`workload::NO_SESSION`: none), and which turn (1 = the first).
+    pub session: u32,
+    pub turn: u16,
 }
 
 impl RequestRecord {
@@ -63,6 +66,7 @@ impl RequestRecord {
             pred_reserve_tokens: self.pred_reserve_tokens,
             drop_u: 0.0,
             prefix_group: self.prefix_group,
+            session: self.session,
         }
     }
 
@@ -87,6 +91,8 @@ impl RequestRecord {
             prefix_group: r.prefix_group,
             kv_ready: false,
             handoff_ns: u64::MAX,
+            session: r.session,
+            turn: 1,
         }
     }
 }

@@ -27,6 +27,10 @@ pub enum Stream {
     /// A request's shared-prefix draws (per request; a stream of its own so that turning the feature on or
     /// off never moves any other draw).
     Prefix = 5,
+    /// A session's program: its turns, lengths, tools and gaps (per session).
+    Session = 6,
+    /// A later turn's own draws (per session and turn).
+    Turn = 7,
 }
 
 /// splitmix64 finaliser: a bijective 64-bit mixer used only to derive seeds.

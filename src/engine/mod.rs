@@ -240,6 +240,8 @@ impl<'a> Simulation<'a> {
         }
         let _ = progress(self.progress());
         let evictions = self.replicas.iter().map(|r| r.kv.cache.evictions).sum();
+        self.rec.session_ends = self.generator.session_ends;
+        self.rec.programs = self.generator.take_programs();
         self.rec.finish(self.now, self.requests, evictions);
         Ok(self.rec)
     }
@@ -293,7 +295,8 @@ impl<'a> Simulation<'a> {
     fn answer_completions(&mut self) {
         for id in std::mem::take(&mut self.completed).drain(..) {
             let done = self.requests[id as usize].request();
-            if let Some(next) = self.generator.follow_up(&done, self.turns[id as usize], self.now) {
+            let completed = self.requests[id as usize].outcome == Outcome::Completed;
+            if let Some(next) = self.generator.follow_up(&done, self.turns[id as usize], self.now, completed) {
                 let at = next.arrival_ns.max(self.now);
                 self.follow_ups.push(Reverse((at, self.seq, FollowUp(next, self.turns[id as usize] + 1))));
                 self.schedule(at, Event::FollowUp);
@@ -323,6 +326,7 @@ impl<'a> Simulation<'a> {
         let too_long = req.prompt_tokens as u64 + req.output_tokens as u64 > self.max_model_len;
         let verdict = if too_long { Err(Reject::TooLong) } else { self.admission.admit(&req, &cx) };
         let mut record = RequestRecord::new(&req);
+        record.turn = turn.min(u16::MAX as u32) as u16;
         record.replica = target.map_or(u16::MAX, |r| r as u16);
         if let Err(why) = verdict {
             record.outcome = Outcome::Rejected(why);

@@ -146,6 +146,19 @@ fn ms(s: f64) -> String {
     secs(s)
 }
 
+/// The sessions section: how sessions ended, their turns, and TTFT by turn index.
+fn sessions_markdown(m: &mut String, x: &crate::metrics::SessionsSummary) {
+    let _ = writeln!(
+        m,
+        "\n## Sessions\n\n{} sessions: {} completed every turn, {} ended at the context limit, {} after a refused or failed turn, {} unfinished. {} turns ({:.2} a session), {} completed. Session E2E p50 {}, p95 {}; turn TTFT p50 {}, p95 {}. History re-sent: {} tokens, {} of them prefilled again.\n\n| turn | completed | TTFT p50 | TTFT p95 |\n|---|---|---|---|",
+        x.sessions, x.completed, x.ended_by_context, x.ended_by_failure, x.unfinished, x.turns, x.mean_turns_per_session, x.turns_completed,
+        secs(x.session_e2e_s.p50), secs(x.session_e2e_s.p95), secs(x.turn_ttft_s.p50), secs(x.turn_ttft_s.p95), x.history_tokens, x.recomputed_history_tokens
+    );
+    for t in &x.ttft_by_turn {
+        let _ = writeln!(m, "| {} | {} | {} | {} |", t.turn, t.count, secs(t.ttft_p50_s), secs(t.ttft_p95_s));
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
@@ -228,6 +241,9 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    if let Some(x) = &r.sessions {
+        sessions_markdown(&mut m, x);
+    }
     let e = &r.engine;
     let l = &e.limiter;
     m.push_str("\n## Engine\n\n| metric | value |\n|---|---|\n");
@@ -246,7 +262,11 @@ pub fn markdown(r: &Report) -> String {
     ] {
         let _ = writeln!(m, "| {k} | {v} |");
     }
-    let a = &r.audits;
+    audits_markdown(&mut m, &r.audits);
+    m
+}
+
+fn audits_markdown(m: &mut String, a: &crate::metrics::Audits) {
     let _ = writeln!(
         m,
         "\n## Audits\n\n| audit | result |\n|---|---|\n| Little's law: L = {:.4}, λW = {:.4} | relative error {:.2e} |\n| conservation: {} arrived = {} completed + {} rejected + {} failed + {} unfinished | {} |\n| KV free + used = total, {} checks | {} violations |",
@@ -262,7 +282,6 @@ pub fn markdown(r: &Report) -> String {
         a.kv.checks,
         a.kv.violations
     );
-    m
 }
 
 pub use crate::metrics::{Cdf, LatencyCdfs, CDF_POINTS};

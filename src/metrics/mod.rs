@@ -137,6 +137,9 @@ pub struct SeriesRecorder {
 pub struct Recorder {
     /// Empty until the run ends.
     pub requests: Vec<RequestRecord>,
+    /// Sessions: how they ended and each one's program (set when the run ends; empty without sessions).
+    pub session_ends: crate::workload::SessionEnds,
+    pub programs: Vec<crate::workload::Program>,
     /// Gauges the engine keeps current (changes take effect at the instant of the event).
     pub in_system: u64,
     pub waiting: u64,
@@ -192,6 +195,8 @@ impl Recorder {
         };
         Recorder {
             requests: Vec::new(),
+            session_ends: Default::default(),
+            programs: Vec::new(),
             in_system: 0,
             waiting: 0,
             preemptions: 0,

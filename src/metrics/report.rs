@@ -38,6 +38,9 @@ pub struct Report {
     /// Shared prefixes only: the cache's effect.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix: Option<PrefixSummary>,
+    /// Multi-turn sessions only: turns, sessions and how they ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionsSummary>,
     /// Per-request rows (CSV export); not part of the JSON report.
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,
@@ -478,10 +481,93 @@ impl Report {
             pools,
             transfer,
             prefix,
+            sessions: sessions_summary(sc, &rec),
             requests: rec.requests,
             latency_cdfs,
         }
     }
+}
+
+/// A session workload's figures. Turn latencies are per turn (a request); a session's E2E runs from its first
+/// turn's arrival to its last turn's completion, over sessions that completed every turn.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionsSummary {
+    pub sessions: u64,
+    /// Every turn completed.
+    pub completed: u64,
+    /// Ended early: the next turn would have passed the model's context.
+    pub ended_by_context: u64,
+    /// Ended early: a turn was refused or failed.
+    pub ended_by_failure: u64,
+    /// Still running when the run ended (a horizon).
+    pub unfinished: u64,
+    /// sessions = completed + ended early (context, failure) + unfinished.
+    pub conservation_ok: bool,
+    pub turns: u64,
+    pub turns_completed: u64,
+    pub mean_turns_per_session: f64,
+    pub turn_ttft_s: Stats,
+    pub turn_e2e_s: Stats,
+    pub session_e2e_s: Stats,
+    /// TTFT by turn index (1 = the first), up to turn 64: (turn, completed turns, p50, p95).
+    pub ttft_by_turn: Vec<TurnLatency>,
+    /// Σ over later turns of the history their prompt re-sends, and of it the tokens prefilled again.
+    pub history_tokens: u64,
+    pub recomputed_history_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TurnLatency {
+    pub turn: u32,
+    pub count: u64,
+    pub ttft_p50_s: f64,
+    pub ttft_p95_s: f64,
+}
+
+fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
+    sc.workload.sessions.as_ref()?;
+    let reqs = &rec.requests;
+    let e = rec.session_ends;
+    let done = |r: &&&RequestRecord| r.outcome == Outcome::Completed;
+    let turns: Vec<&RequestRecord> = reqs.iter().filter(|r| r.session != crate::workload::NO_SESSION).collect();
+    let mut ttft: Vec<u64> = turns.iter().filter(done).map(|r| r.first_token_ns - r.arrival_ns).collect();
+    let mut e2e: Vec<u64> = turns.iter().filter(done).map(|r| r.done_ns - r.arrival_ns).collect();
+    // A session's span: its first turn's arrival to its last turn's end, for sessions whose every turn completed.
+    let mut span: Vec<(u64, u64, u32, bool)> = vec![(u64::MAX, 0, 0, true); rec.programs.len()];
+    for r in &turns {
+        let s = &mut span[r.session as usize];
+        s.0 = s.0.min(r.arrival_ns);
+        s.1 = s.1.max(r.done_ns);
+        s.2 += 1;
+        s.3 &= r.outcome == Outcome::Completed;
+    }
+    let mut session_e2e: Vec<u64> = (span.iter().zip(&rec.programs)).filter(|(s, p)| s.3 && s.2 as usize == p.new_tokens.len()).map(|(s, _)| s.1 - s.0).collect();
+    let by_turn = (1..=64u16)
+        .map_while(|k| {
+            let mut v: Vec<f64> = turns.iter().filter(|r| r.turn == k && r.outcome == Outcome::Completed).map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
+        })
+        .collect();
+    let history_prefilled: u64 = turns.iter().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| (r.prompt_tokens - rec.programs[r.session as usize].new_tokens[r.turn as usize - 1]) as u64).sum();
+    let ended = e.completed + e.context + e.failed;
+    Some(SessionsSummary {
+        sessions: e.started,
+        completed: e.completed,
+        ended_by_context: e.context,
+        ended_by_failure: e.failed,
+        unfinished: e.started.saturating_sub(ended),
+        conservation_ok: ended <= e.started,
+        turns: turns.len() as u64,
+        turns_completed: ttft.len() as u64,
+        mean_turns_per_session: if e.started == 0 { 0.0 } else { turns.len() as f64 / e.started as f64 },
+        turn_ttft_s: Stats::from_ns(&mut ttft),
+        turn_e2e_s: Stats::from_ns(&mut e2e),
+        session_e2e_s: Stats::from_ns(&mut session_e2e),
+        ttft_by_turn: by_turn,
+        history_tokens: e.history_tokens,
+        recomputed_history_tokens: history_prefilled,
+    })
 }
 
 /// Conservation, the KV audit and Little's law over [0, end] — admitted requests only (a rejected request

@@ -282,7 +282,10 @@ impl Scenario {
 
     /// The requests of this scenario, in arrival order.
     pub fn generator(&self) -> Generator<'_> {
-        Generator::new(&self.workload, self.prefix.as_ref(), [self.order_predictor, self.reserve_predictor], self.seed)
+        // A session's turn that could not fit the model's context, or one worker's KV, ends the session.
+        let kv = self.pools.iter().map(|p| p.engine.kv_total_blocks * p.engine.block_size_tokens as u64).min().unwrap_or(u64::MAX);
+        let limit = self.model.context_tokens.map_or(kv, |c| (c as u64).min(kv)).min(u32::MAX as u64) as u32;
+        Generator::new(&self.workload, self.prefix.as_ref(), [self.order_predictor, self.reserve_predictor], self.seed).with_context(Some(limit))
     }
 }
 
@@ -309,6 +312,14 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         check_fits(w, en, &mut e);
         check_deadlines(spec, w, &mut e);
         check_chains(spec, w, en, &mut e);
+        if w.sessions.is_some() {
+            if spec.cluster.disaggregation.is_some() {
+                e.push("cluster.disaggregation", "sessions with disaggregated prefill and decode are not modelled: remove one of them");
+            }
+            if spec.prefix.is_some() {
+                e.push("prefix", "sessions with shared-prefix groups are not modelled yet: remove `prefix`");
+            }
+        }
     }
     let cost = scaled(spec.cost_scale, cost, &mut e);
     let disagg = match (&spec.cluster.disaggregation, &model, &hardware, &cost, &engine, &workload) {

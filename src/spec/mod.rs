@@ -220,6 +220,41 @@ pub struct WorkloadSpec {
     /// Tenants with mix weights. Default: one tenant.
     #[serde(default = "default_tenants", deserialize_with = "at_most::<_, _, 1024>")]
     pub tenants: Vec<TenantSpec>,
+    /// Multi-turn sessions: each arrival starts one (then `requests` counts sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionsSpec>,
+}
+
+/// Multi-turn agent sessions: each open-loop arrival starts a session of `turns` turns. Turn k's prompt is the
+/// session's whole history (every earlier turn's input and output) plus its new input; after a turn completes
+/// a tool, drawn from `tools`, runs for its latency before the next turn arrives. Everything a session will do
+/// is drawn when it starts, from its own stream.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsSpec {
+    /// Turns per session: a length distribution whose `tokens` are turns.
+    pub turns: LengthSpec,
+    /// The first turn's prompt (system prompt and task), tokens.
+    pub first_tokens: LengthSpec,
+    /// Each later turn's new input (the tool's result and what follows), tokens.
+    pub new_tokens: LengthSpec,
+    /// Each turn's output, tokens.
+    pub output_tokens: LengthSpec,
+    /// The tools a turn's end calls, picked by weight; none: the next turn follows at once.
+    #[serde(default, deserialize_with = "at_most::<_, _, 64>")]
+    pub tools: Vec<ToolSpec>,
+}
+
+/// A tool: its latency is lognormal with this mean and coefficient of variation (0: always the mean).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default = "one")]
+    pub weight: f64,
+    pub mean_s: f64,
+    #[serde(default)]
+    pub cv: f64,
 }
 
 fn default_classes() -> Vec<ClassSpec> {

@@ -3,7 +3,7 @@
 
 use super::{LengthDist, TraceRow};
 use crate::spec::{
-    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
+    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, SessionsSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
 };
 
 const MAX_RATE_RPS: f64 = 1e7;
@@ -71,6 +71,63 @@ pub struct Workload {
     pub tenant_cdf: Vec<f64>,
     /// A replayed trace's block hashes, when it has them and they are replayed into the prefix cache.
     pub chains: Option<Chains>,
+    /// Multi-turn sessions (each arrival starts one).
+    pub sessions: Option<Sessions>,
+}
+
+/// Multi-turn sessions (validated): the distributions a session's program is drawn from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sessions {
+    pub turns: LengthDist,
+    pub first: LengthDist,
+    pub new: LengthDist,
+    pub output: LengthDist,
+    pub tools: Vec<Tool>,
+    /// Cumulative normalised tool weights.
+    pub tool_cdf: Vec<f64>,
+}
+
+/// A tool's latency: lognormal by its mean (ns) and coefficient of variation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub mean_ns: f64,
+    /// ln-space parameters: the latency is exp(mu + sigma · z).
+    pub mu: f64,
+    pub sigma: f64,
+}
+
+impl Sessions {
+    /// The sessions of `s`; errors under `workload.sessions.`.
+    fn build(s: &SessionsSpec, e: &mut Errors) -> Option<Sessions> {
+        let p = "workload.sessions";
+        let turns = validate_length(&s.turns, &format!("{p}.turns"), e);
+        if let Some(t) = &turns
+            && t.max() > 10_000
+        {
+            e.push(format!("{p}.turns"), format!("at most 10,000 turns a session (got up to {})", t.max()));
+        }
+        let first = validate_length(&s.first_tokens, &format!("{p}.first_tokens"), e);
+        let new = validate_length(&s.new_tokens, &format!("{p}.new_tokens"), e);
+        let output = validate_length(&s.output_tokens, &format!("{p}.output_tokens"), e);
+        let mut tools = Vec::new();
+        for (i, t) in s.tools.iter().enumerate() {
+            let tp = format!("{p}.tools[{i}]");
+            let a = e.range(&format!("{tp}.mean_s"), t.mean_s, 0.0, 1e6);
+            let b = e.range(&format!("{tp}.cv"), t.cv, 0.0, 20.0);
+            if t.name.trim().is_empty() {
+                e.push(format!("{tp}.name"), "a tool needs a name");
+            }
+            if a && b {
+                let sigma = libm::sqrt(libm::log(1.0 + t.cv * t.cv));
+                let mean_ns = t.mean_s * NS_PER_S;
+                tools.push(Tool { name: t.name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)) - sigma * sigma / 2.0, sigma });
+            }
+        }
+        let tool_cdf = if s.tools.is_empty() { Vec::new() } else { cdf(s.tools.iter().map(|t| t.weight), &format!("{p}.tools"), e) };
+        let (turns, first, new, output) = (turns?, first?, new?, output?);
+        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf })
+    }
 }
 
 /// Block-hash chains of a trace (request i is row i), and the tokens each hashed block covers.
@@ -165,7 +222,17 @@ impl Workload {
             }
             _ => None,
         };
-        let w = Workload { arrival, max_requests, end_ns, classes, class_cdf, tenants, tenant_cdf, chains };
+        let sessions = match &w.sessions {
+            Some(spec) => {
+                if !matches!(w.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Constant { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. }) {
+                    e.push("workload.sessions", "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); a trace or closed loop of sessions is not modelled yet");
+                    return None;
+                }
+                Some(Sessions::build(spec, e)?)
+            }
+            None => None,
+        };
+        let w = Workload { arrival, max_requests, end_ns, classes, class_cdf, tenants, tenant_cdf, chains, sessions };
         w.check_span(e);
         Some(w)
     }

@@ -8,7 +8,7 @@ mod build;
 mod dist;
 pub mod trace;
 
-pub use build::{Arrival, Chains, Class, Predictor, Prefix, Slo, Tenant, Workload};
+pub use build::{Arrival, Chains, Class, Predictor, Prefix, Sessions, Slo, Tenant, Tool, Workload};
 
 pub use dist::LengthDist;
 pub use trace::TraceRow;
@@ -32,10 +32,38 @@ pub struct Request {
     pub drop_u: f64,
     /// The shared prefix the prompt starts with, or `NO_PREFIX`.
     pub prefix_group: u16,
+    /// The session the request is a turn of, or `NO_SESSION`.
+    pub session: u32,
 }
 
 /// `Request::prefix_group` of a request without a shared prefix.
 pub const NO_PREFIX: u16 = u16::MAX;
+/// `Request::session` of a request outside any session.
+pub const NO_SESSION: u32 = u32::MAX;
+
+/// Everything one session will do, drawn when it starts: per turn its new input (the first turn's is its
+/// whole prompt) and output, and after each turn but the last the tool it calls and the tool's latency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub new_tokens: Vec<u32>,
+    pub output_tokens: Vec<u32>,
+    pub tools: Vec<u16>,
+    pub gaps_ns: Vec<u64>,
+}
+
+/// How each session ended, counted by the generator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionEnds {
+    pub started: u64,
+    /// Every turn completed.
+    pub completed: u64,
+    /// The next turn's prompt and output would exceed the model's context.
+    pub context: u64,
+    /// A turn was refused or failed.
+    pub failed: u64,
+    /// Σ over later turns of the history their prompt re-sends.
+    pub history_tokens: u64,
+}
 
 /// Creates requests one at a time, in arrival order.
 pub struct Generator<'a> {
@@ -53,6 +81,11 @@ pub struct Generator<'a> {
     class_mean_output: Vec<f64>,
     /// Follow-ups: who answers a completion with a new request (none in open-loop workloads).
     follow_ups: FollowUps,
+    /// Sessions: each started one's program, by session index, and how they ended.
+    programs: Vec<Program>,
+    pub session_ends: SessionEnds,
+    /// The model's context length: a turn past it ends its session.
+    context_tokens: u64,
 }
 
 /// How a workload answers a completed request with a new one: the mechanism closed-loop clients and session
@@ -81,7 +114,28 @@ impl<'a> Generator<'a> {
             }
             _ => workload.classes.iter().map(|c| c.output.mean()).collect(),
         };
-        Generator { workload, prefix, predictors, seed, arrival_rng, next_idx: 0, t_ns: 0.0, on, left_ns, class_mean_output, follow_ups: FollowUps::None }
+        Generator {
+            workload,
+            prefix,
+            predictors,
+            seed,
+            arrival_rng,
+            next_idx: 0,
+            t_ns: 0.0,
+            on,
+            left_ns,
+            class_mean_output,
+            follow_ups: FollowUps::None,
+            programs: Vec::new(),
+            session_ends: SessionEnds::default(),
+            context_tokens: u64::MAX,
+        }
+    }
+
+    /// Sessions end when a turn's prompt and output would pass `tokens`.
+    pub fn with_context(mut self, tokens: Option<u32>) -> Self {
+        self.context_tokens = tokens.map_or(u64::MAX, u64::from);
+        self
     }
 
     /// The same requests, with completions answered as `f` says.
@@ -92,15 +146,19 @@ impl<'a> Generator<'a> {
 
     /// Whether any request's end can be answered (the engine then tells the workload of each).
     pub fn answers_completions(&self) -> bool {
-        self.follow_ups != FollowUps::None || matches!(self.workload.arrival, Arrival::ClosedLoop { .. })
+        self.follow_ups != FollowUps::None || matches!(self.workload.arrival, Arrival::ClosedLoop { .. }) || self.workload.sessions.is_some()
     }
 
     /// The request that answers the completion of `done` (turn `turn` of its chain, the first being 1) at
     /// `now_ns`, if any. Its id is the engine's to give; what it draws comes from its own stream, so the
     /// open-loop requests — and their random values — are the same with and without follow-ups.
-    pub fn follow_up(&mut self, done: &Request, turn: u32, now_ns: u64) -> Option<Request> {
+    /// `completed`: the request completed (not refused or failed).
+    pub fn follow_up(&mut self, done: &Request, turn: u32, now_ns: u64, completed: bool) -> Option<Request> {
         if let Arrival::ClosedLoop { think_ns, .. } = self.workload.arrival {
             return self.next_in_loop(think_ns, now_ns);
+        }
+        if done.session != NO_SESSION {
+            return self.next_turn(done, turn, now_ns, completed);
         }
         match self.follow_ups {
             FollowUps::None => None,
@@ -144,6 +202,9 @@ impl Iterator for Generator<'_> {
         let w = self.workload;
         if self.next_idx >= w.max_requests {
             return None;
+        }
+        if w.sessions.is_some() {
+            return self.next_session();
         }
         let idx = self.next_idx;
         let trace_row = match &w.arrival {
@@ -205,7 +266,72 @@ impl Generator<'_> {
             pred_reserve_tokens: predict(self.predictors[1], output_tokens, mean, z_reserve),
             drop_u,
             prefix_group,
+            session: NO_SESSION,
         }
+    }
+
+    /// The next session's first turn: the session's program is drawn now, from its own stream; the turn is
+    /// request `idx` drawn as any other (class, tenant, the predictors' noise), with the program's lengths.
+    fn next_session(&mut self) -> Option<Request> {
+        let (w, idx) = (self.workload, self.next_idx);
+        let s = w.sessions.as_ref().expect("a sessions workload");
+        let arrival = w.arrival.clone();
+        self.t_ns += self.gap_ns(&arrival);
+        let arrival_ns = self.t_ns.round() as u64;
+        if arrival_ns >= w.end_ns {
+            return None;
+        }
+        self.next_idx += 1;
+        let program = draw_program(s, &mut rng::stream(self.seed, Stream::Session, idx));
+        let mut r = self.draw(idx, arrival_ns, None);
+        r.prompt_tokens = program.new_tokens[0];
+        r.output_tokens = program.output_tokens[0];
+        self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, idx << 16));
+        r.session = self.programs.len() as u32;
+        self.programs.push(program);
+        self.session_ends.started += 1;
+        Some(r)
+    }
+
+    /// Turn `turn + 1` of `done`'s session, after `done` (turn `turn`) ended at `now_ns` and its tool ran;
+    /// None when the session is over — every turn done, a turn refused or failed, or the context full.
+    fn next_turn(&mut self, done: &Request, turn: u32, now_ns: u64, completed: bool) -> Option<Request> {
+        let p = &self.programs[done.session as usize];
+        let k = turn as usize;
+        let ends = &mut self.session_ends;
+        if !completed {
+            ends.failed += 1;
+            return None;
+        }
+        if k >= p.new_tokens.len() {
+            ends.completed += 1;
+            return None;
+        }
+        let history = done.prompt_tokens as u64 + done.output_tokens as u64;
+        let (prompt, output) = (history + p.new_tokens[k] as u64, p.output_tokens[k]);
+        if prompt + output as u64 > self.context_tokens.min(u32::MAX as u64) {
+            ends.context += 1;
+            return None;
+        }
+        ends.history_tokens += history;
+        let mut r = Request { arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]), prompt_tokens: prompt as u32, output_tokens: output, ..*done };
+        let key = (done.session as u64) << 16 | (k as u64).min(0xffff);
+        self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, key));
+        Some(r)
+    }
+
+    /// A session turn's predicted output on both channels, from `r`'s own stream.
+    fn predict_into(&self, req: &mut Request, r: &mut Rng64) {
+        let mean = self.workload.sessions.as_ref().map_or(0.0, |s| s.output.mean());
+        let (z_order, z_reserve) = (r.std_normal(), r.std_normal());
+        req.pred_order_tokens = predict(self.predictors[0], req.output_tokens, mean, z_order);
+        req.pred_reserve_tokens = predict(self.predictors[1], req.output_tokens, mean, z_reserve);
+    }
+
+    /// The sessions started so far, by index (a session's program is fixed when it starts), taken at the
+    /// run's end.
+    pub fn take_programs(&mut self) -> Vec<Program> {
+        std::mem::take(&mut self.programs)
     }
 
     /// A closed loop's next request, answering an end at `now_ns`: request `next_idx` (drawn as any other,
@@ -225,6 +351,30 @@ impl Generator<'_> {
         self.next_idx += 1;
         Some(self.draw(idx, arrival_ns, None))
     }
+}
+
+/// A session's program, in a fixed order of draws: the turn count, the first prompt, then per turn its output
+/// and, before every later turn, the tool, its latency and the new input.
+fn draw_program(s: &Sessions, r: &mut Rng64) -> Program {
+    let turns = s.turns.sample(r).max(1) as usize;
+    let mut p = Program { new_tokens: vec![s.first.sample(r)], output_tokens: Vec::with_capacity(turns), tools: Vec::new(), gaps_ns: Vec::new() };
+    for k in 0..turns {
+        p.output_tokens.push(s.output.sample(r));
+        if k + 1 < turns {
+            let (u, z) = (r.uniform(), r.std_normal());
+            let (tool, gap) = if s.tools.is_empty() {
+                (0, 0.0)
+            } else {
+                let t = pick(&s.tool_cdf, u);
+                let tool = &s.tools[t];
+                (t as u16, if tool.sigma > 0.0 { libm::exp(tool.mu + tool.sigma * z) } else { tool.mean_ns })
+            };
+            p.tools.push(tool);
+            p.gaps_ns.push(gap.round().min(1e17) as u64);
+            p.new_tokens.push(s.new.sample(r));
+        }
+    }
+    p
 }
 
 /// Index of the first cumulative weight above `u` (weights of 0 are never picked).

@@ -548,3 +548,116 @@ fn hash_id_reuse_refuses_what_it_cannot_model() {
     let many = format!("{{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": {:?}}}\n", vec![1u64; 100_001]);
     assert!(inferscale::scenario::validate(&trace_spec(many, true)).unwrap_err().to_string().contains("at most 100,000"));
 }
+
+/// One session of three turns on the linear cost: a 1000-token first prompt, 200 new tokens a turn, 5 output
+/// tokens, a tool of exactly 1 s between turns.
+fn one_session(turns: u32) -> Spec {
+    let mut s = linear(16, 2, 1, 1.0);
+    s.engine.prefill_chunk_tokens = Some(8192);
+    s.workload.sessions = Some(SessionsSpec {
+        turns: LengthSpec::Fixed { tokens: turns },
+        first_tokens: LengthSpec::Fixed { tokens: 1000 },
+        new_tokens: LengthSpec::Fixed { tokens: 200 },
+        output_tokens: LengthSpec::Fixed { tokens: 5 },
+        tools: vec![ToolSpec { name: "run_tests".into(), weight: 1.0, mean_s: 1.0, cv: 0.0 }],
+    });
+    s
+}
+
+/// A stateless session re-sends its whole history each turn: turn 2's prompt is 1000 + 5 + 200 = 1205 tokens
+/// (TTFT 10 + 12.05 ms), turn 3's 1410 (24.10 ms); each turn arrives 1 s after the previous one ends, so the
+/// session spans 60 + 1000 + 62.05 + 1000 + 64.10 ms. Every count and audit adds up.
+#[test]
+fn a_stateless_session_resends_its_history_every_turn() {
+    let sc = super::valid(&one_session(3));
+    let r = simulate(&sc);
+    let s = r.sessions.as_ref().expect("a sessions section");
+    assert_eq!((s.sessions, s.completed, s.turns, s.turns_completed, s.ended_by_context, s.unfinished), (1, 1, 3, 3, 0, 0));
+    assert!(s.conservation_ok && r.audits.ok);
+    let ttft: Vec<f64> = s.ttft_by_turn.iter().map(|t| t.ttft_p50_s).collect();
+    assert_eq!(ttft.len(), 3);
+    for (got, want) in ttft.iter().zip([0.020, 0.02205, 0.02410]) {
+        assert!((got - want).abs() < 1e-9, "{ttft:?}");
+    }
+    assert!((s.session_e2e_s.max - 2.18615).abs() < 1e-9, "{}", s.session_e2e_s.max);
+    assert_eq!((s.history_tokens, s.recomputed_history_tokens), (1005 + 1210, 1005 + 1210));
+    // Without sessions the report has no sessions section (and every other report is unchanged).
+    assert!(simulate(&super::valid(&super::small())).sessions.is_none());
+}
+
+/// Stateless sessions are their turns replayed as independent requests: the same arrival times and lengths,
+/// as a trace, give the same per-request latencies.
+#[test]
+fn stateless_sessions_equal_their_turns_replayed_as_a_trace() {
+    let mut s = one_session(4);
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 3.0 };
+    s.workload.requests = Some(40);
+    if let Some(x) = &mut s.workload.sessions {
+        x.turns = LengthSpec::Uniform { min: 1, max: 6 };
+        x.output_tokens = LengthSpec::Geometric { mean: 30.0, max: 200 };
+        x.tools = vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 }, ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 }];
+    }
+    let sc = super::valid(&s);
+    let r = simulate(&sc);
+    let csv = inferscale::export::requests_csv(&r, &sc);
+    let rows: Vec<Vec<String>> = csv.lines().skip(1).map(|l| l.split(',').map(str::to_string).collect()).collect();
+    let mut trace = String::from("arrived_at,num_prefill_tokens,num_decode_tokens\n");
+    for f in &rows {
+        trace += &format!("{},{},{}\n", f[5], f[10], f[11]);
+    }
+    let mut t = linear(16, 2, 1, 1.0);
+    t.engine.prefill_chunk_tokens = Some(8192);
+    t.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(trace.into()), format: TraceFormat::Vidur, time_scale: 1.0, reuse_hash_ids: true, hash_block_tokens: 512 };
+    t.workload.requests = None;
+    let tsc = super::valid(&t);
+    let tr = simulate(&tsc);
+    let tcsv = inferscale::export::requests_csv(&tr, &tsc);
+    let latencies = |csv: &str| -> Vec<(String, String)> { csv.lines().skip(1).map(|l| { let f: Vec<&str> = l.split(',').collect(); (f[7].to_string(), f[8].to_string()) }).collect() };
+    let (a, b) = (latencies(&csv), latencies(&tcsv));
+    assert!(a.len() > 80, "{} turns", a.len());
+    let mut a_sorted = a.clone();
+    let mut b_sorted = b.clone();
+    a_sorted.sort();
+    b_sorted.sort();
+    assert_eq!(a_sorted, b_sorted, "the same TTFT and E2E, turn for turn");
+    assert_eq!(r.summary.ttft_s, tr.summary.ttft_s);
+}
+
+/// Common random numbers: every policy sees the same programs (turns, lengths, tools, gaps), drawn when each
+/// session starts; the context limit ends a session early, counted; what sessions cannot take is refused.
+#[test]
+fn sessions_draw_their_programs_up_front_and_end_at_the_context() {
+    let mut s = one_session(5);
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 8.0 };
+    s.workload.requests = Some(60);
+    if let Some(x) = &mut s.workload.sessions {
+        x.turns = LengthSpec::Geometric { mean: 4.0, max: 30 };
+        x.tools = vec![ToolSpec { name: "read".into(), weight: 1.0, mean_s: 0.3, cv: 2.0 }];
+    }
+    let programs = |spec: &Spec| inferscale::engine::run(&super::valid(spec)).programs;
+    let mut sjf = s.clone();
+    sjf.scheduler = SchedulerSpec::Sjf;
+    sjf.engine.max_num_seqs = 2;
+    assert_eq!(programs(&s), programs(&sjf), "the same program trace under another policy");
+    // A context of 1400 tokens: turn 3 (1410 + 5) does not fit, so each session ends after turn 2.
+    let mut short = one_session(3);
+    short.model = ModelSpec { preset: Some("llama-3-8b".into()), context_tokens: Some(1400), ..ModelSpec::default() };
+    let r = simulate(&super::valid(&short));
+    let x = r.sessions.unwrap();
+    assert_eq!((x.turns, x.ended_by_context, x.completed), (2, 1, 0));
+    assert!(x.conservation_ok);
+    let field = |s: &Spec| inferscale::scenario::validate(s).unwrap_err().errors.into_iter().map(|f| f.path).collect::<Vec<_>>();
+    let mut bad = one_session(3);
+    bad.workload.sessions.as_mut().unwrap().tools[0].mean_s = -1.0;
+    assert!(field(&bad).contains(&"workload.sessions.tools[0].mean_s".to_string()));
+    let mut bad = one_session(3);
+    bad.workload.sessions.as_mut().unwrap().turns = LengthSpec::Fixed { tokens: 0 };
+    assert!(field(&bad).iter().any(|p| p.starts_with("workload.sessions.turns")), "{:?}", field(&bad));
+    let mut bad = one_session(3);
+    bad.cluster.disaggregation = super::shipped("pd-llama3-8b-h100.json").cluster.disaggregation;
+    assert!(field(&bad).contains(&"cluster.disaggregation".to_string()));
+    let mut bad = one_session(3);
+    bad.workload.arrival = ArrivalSpec::ClosedLoop { clients: 2, think_s: 0.0 };
+    assert!(field(&bad).contains(&"workload.sessions".to_string()));
+    assert!(inferscale::scenario::parse(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 1, "sessions": {"turns": {"kind": "fixed", "tokens": 2}, "first_tokens": {"kind": "fixed", "tokens": 10}, "new_tokens": {"kind": "fixed", "tokens": 10}, "output_tokens": {"kind": "fixed", "tokens": 10}, "tolls": []}}}"#).unwrap_err().to_string().contains("did you mean `tools`"));
+}

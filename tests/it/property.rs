@@ -171,3 +171,43 @@ fn lazy_step_ends_equal_the_general_path() {
         assert!(lazy == eager, "{name}: the lazy step end changed the report");
     }
 }
+
+/// Random session scenarios (the property generator's engines, routers, memory and policies, with sessions of
+/// random turns, lengths and heavy-tailed tools): no panic, every audit holds, sessions are conserved, and the
+/// lazy step end equals the general path.
+#[test]
+fn random_session_scenarios_pass_the_audits() {
+    let (mut ran, mut context_ends, mut multi) = (0, 0, 0);
+    for i in 0..150 {
+        let mut spec = random_spec(i);
+        if !matches!(spec.workload.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. } | ArrivalSpec::Constant { .. }) {
+            continue;
+        }
+        (spec.prefix, spec.cluster.disaggregation) = (None, None);
+        spec.workload.requests = spec.workload.requests.map(|n| n / 5 + 1);
+        let k = i as u32;
+        spec.workload.sessions = Some(SessionsSpec {
+            turns: [LengthSpec::Fixed { tokens: 1 }, LengthSpec::Uniform { min: 1, max: 8 }, LengthSpec::Geometric { mean: 5.0, max: 40 }][(k % 3) as usize].clone(),
+            first_tokens: LengthSpec::Lognormal { mean: 400.0, cv: 1.0, max: 3000 },
+            new_tokens: LengthSpec::Uniform { min: 1, max: 300 },
+            output_tokens: LengthSpec::Geometric { mean: 40.0, max: 400 },
+            tools: vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.1, cv: 1.0 }, ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 }],
+        });
+        if k.is_multiple_of(4) {
+            spec.model.context_tokens = Some(2048);
+        }
+        let Ok(sc) = scenario::validate(&spec) else { continue };
+        let r = inferscale::simulate(&sc);
+        let s = r.sessions.as_ref().unwrap();
+        assert!(r.audits.conservation.ok && r.audits.kv.violations == 0 && r.audits.little.relative_error <= 0.01, "scenario {i}: {:?}", r.audits);
+        assert!(s.conservation_ok && s.sessions == s.completed + s.ended_by_context + s.ended_by_failure + s.unfinished, "scenario {i}: {s:?}");
+        assert!(s.recomputed_history_tokens <= s.history_tokens);
+        let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
+        assert!(inferscale::export::json(&r) == inferscale::export::json(&eager), "scenario {i}: lazy and eager differ");
+        ran += 1;
+        context_ends += (s.ended_by_context > 0) as u32;
+        multi += (s.mean_turns_per_session > 2.0) as u32;
+    }
+    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session");
+    assert!(ran > 60 && context_ends > 3 && multi > 20, "{ran} ran, {context_ends} context ends, {multi} multi-turn");
+}
