@@ -17,7 +17,7 @@ use super::{Running, Simulation};
 use crate::cost::StepWork;
 use crate::kv::{blocks_for, EntryId, ReuseCache};
 use crate::metrics::{Limiter, Outcome, RequestRecord};
-use crate::workload::{Chains, Prefix, NO_PREFIX};
+use crate::workload::{Chains, Prefix, NO_PREFIX, NO_SESSION};
 use crate::scenario::{BatchFormationSpec, Engine, Role};
 use crate::sched::victim;
 
@@ -74,7 +74,13 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
 /// is cached), or the longest cached leading run of its trace's block hashes — leaving at least one prompt
 /// token to compute, as vLLM does, so the step produces the first token. 0: none.
 #[inline]
-pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix: Option<&Prefix>, rec: &RequestRecord) -> u32 {
+pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix: Option<&Prefix>, rec: &RequestRecord, block_tokens: u32) -> u32 {
+    if rec.session != NO_SESSION {
+        // A session's retained history (whole blocks), less at least one prompt token to compute.
+        let held = cache.blocks_of(EntryId::session(rec.session)) * block_tokens as u64;
+        let most = ((rec.prompt_tokens - 1) / block_tokens * block_tokens) as u64;
+        return held.min(most) as u32;
+    }
     if let Some(c) = chains {
         let most = ((rec.prompt_tokens - 1) / c.block_tokens) as usize;
         let k = c.full_blocks(rec.id, rec.prompt_tokens).iter().take(most).take_while(|&&h| cache.is_cached(EntryId::block(h))).count();
@@ -93,6 +99,7 @@ pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &
         return;
     }
     match chains {
+        _ if rec.session != NO_SESSION => cache.pin(EntryId::session(rec.session)),
         Some(c) => {
             for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
                 cache.pin(EntryId::block(h));
@@ -109,6 +116,7 @@ pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec:
         return;
     }
     match chains {
+        _ if rec.session != NO_SESSION => cache.unpin(EntryId::session(rec.session)),
         Some(c) => {
             for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
                 cache.unpin(EntryId::block(h));
@@ -278,7 +286,7 @@ impl Simulation<'_> {
             // A cached shared prefix: its KV is there already, prefill starts after it.
             let group = rec.prefix_group;
             let chains = self.sc.workload.chains.as_ref();
-            let shared_tokens = if start_tokens == 0 && self.shares_prefixes { cached_shared(&rep.kv.cache, chains, self.sc.prefix.as_ref(), rec) } else { 0 };
+            let shared_tokens = if start_tokens == 0 && self.shares_prefixes { cached_shared(&rep.kv.cache, chains, self.sc.prefix.as_ref(), rec, block) } else { 0 };
             start_tokens += shared_tokens;
             // A prefill worker's part ends with the first token.
             let (target, reserve_tokens) = match pool.role {
@@ -317,6 +325,9 @@ impl Simulation<'_> {
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
                 // Cache statistics count a request once, at its first admission.
+                if rec.session != NO_SESSION && shared_tokens > 0 {
+                    self.rec.session_reused_tokens += shared_tokens as u64;
+                }
                 let looks_up = match chains {
                     Some(c) => !c.full_blocks(head.id, rec.prompt_tokens).is_empty(),
                     None => group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching),

@@ -154,8 +154,9 @@ pub struct Simulation<'a> {
     /// The engine's `max_model_len` (u64::MAX: none) and per-request serving overhead, read at every arrival.
     max_model_len: u64,
     request_overhead_ns: u64,
-    /// The scenario shares prefixes at all (prefix groups, or a trace's block hashes).
+    /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
     pub(crate) shares_prefixes: bool,
+    retain_sessions: bool,
 }
 
 impl<'a> Simulation<'a> {
@@ -213,7 +214,8 @@ impl<'a> Simulation<'a> {
             lazy_steps: true,
             max_model_len: sc.pools[0].engine.max_model_len.map_or(u64::MAX, u64::from),
             request_overhead_ns: sc.pools[0].engine.request_overhead_ns,
-            shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some(),
+            shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || sc.workload.sessions.as_ref().is_some_and(|s| s.retain),
+            retain_sessions: sc.workload.sessions.as_ref().is_some_and(|s| s.retain),
         };
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
@@ -296,11 +298,30 @@ impl<'a> Simulation<'a> {
         for id in std::mem::take(&mut self.completed).drain(..) {
             let done = self.requests[id as usize].request();
             let completed = self.requests[id as usize].outcome == Outcome::Completed;
-            if let Some(next) = self.generator.follow_up(&done, self.turns[id as usize], self.now, completed) {
+            let next = self.generator.follow_up(&done, self.turns[id as usize], self.now, completed);
+            if next.is_none() && self.retain_sessions && done.session != crate::workload::NO_SESSION {
+                self.end_session(id);
+            }
+            if let Some(next) = next {
                 let at = next.arrival_ns.max(self.now);
                 self.follow_ups.push(Reverse((at, self.seq, FollowUp(next, self.turns[id as usize] + 1))));
                 self.schedule(at, Event::FollowUp);
             }
+        }
+    }
+
+    /// The session of request `id` is over: its retained KV, if still cached on the worker that served the
+    /// turn, is freed.
+    fn end_session(&mut self, id: u32) {
+        let rec = &self.requests[id as usize];
+        let Some(r) = (rec.replica != u16::MAX).then_some(rec.replica as usize) else { return };
+        let rep = &mut self.replicas[r];
+        let freed = rep.kv.cache.remove_idle(EntryId::session(rec.session));
+        if freed > 0 {
+            rep.kv.release(freed);
+            let (n, used) = (rep.batch.len() as u64, rep.kv.used());
+            self.rec.on_kv_change(r, n, used);
+            self.try_start(r);
         }
     }
 
@@ -509,6 +530,7 @@ impl<'a> Simulation<'a> {
                 _ => 0,
             },
             chains: self.sc.workload.chains.as_ref(),
+            retain_sessions: self.retain_sessions,
             tally: Tally::default(),
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),

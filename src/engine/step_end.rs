@@ -409,6 +409,8 @@ pub(crate) struct RarePass<'a> {
     pub prefix: u32,
     /// A replayed trace's block hashes, when they go into this worker's cache (instead of prefix groups).
     pub chains: Option<&'a Chains>,
+    /// Sessions keep their KV on this worker between turns.
+    pub retain_sessions: bool,
     pub block: u32,
     pub tally: Tally,
     /// The batch position at which an allocation failed: planning stops there.
@@ -491,7 +493,8 @@ impl RarePass<'_> {
         if s.shared_tokens > 0 {
             super::batch::unpin_shared(&mut self.kv.cache, self.chains, &self.requests[s.id as usize], s.shared_tokens);
         }
-        self.tally.released += s.blocks as u64;
+        let kept = if self.retain_sessions { self.retain(s) } else { 0 };
+        self.tally.released += s.blocks as u64 - kept;
         let rec = &mut self.requests[s.id as usize];
         rec.generated = s.generated;
         rec.done_ns = self.now;
@@ -500,6 +503,24 @@ impl RarePass<'_> {
         if let Some(c) = &mut self.completed {
             c.push(s.id);
         }
+    }
+
+    /// A session's turn `s` completed: its history's whole blocks stay on this worker as the session's cache
+    /// entry (the blocks the entry lacks move from the turn to it; a partial last block is freed). The blocks
+    /// kept, of the turn's own.
+    #[cold]
+    fn retain(&mut self, s: &Running) -> u64 {
+        let session = self.requests[s.id as usize].session;
+        if session == crate::workload::NO_SESSION {
+            return 0;
+        }
+        let id = EntryId::session(session);
+        let have = self.kv.cache.blocks_of(id);
+        let kept = ((s.kv_tokens / self.block) as u64).saturating_sub(have).min(s.blocks as u64);
+        if kept > 0 || have > 0 {
+            self.kv.cache.retain(id, kept);
+        }
+        kept
     }
 
     /// `s` just computed its prompt past the blocks it found cached: each whole hashed block it computed becomes

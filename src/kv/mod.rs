@@ -79,6 +79,10 @@ impl EntryId {
     pub fn block(h: u64) -> EntryId {
         EntryId(1 << 63 | h)
     }
+    /// The entry of session `s`'s retained history.
+    pub fn session(s: u32) -> EntryId {
+        EntryId(1 << 62 | s as u64)
+    }
 }
 
 /// One cached entry: its blocks, the running requests sharing it, and when it was last released.
@@ -139,6 +143,33 @@ impl ReuseCache {
         let old = self.entries.insert(id, Entry { blocks, pins: 1, last_use: 0 });
         debug_assert!(old.is_none(), "adopting an entry that is cached");
         self.held_blocks += blocks;
+    }
+    /// A session's turn ended: `blocks` more of the turn's own blocks join entry `id` (created if absent),
+    /// which is left unshared — idle, evictable — until the session's next turn pins it.
+    pub fn retain(&mut self, id: EntryId, blocks: u64) {
+        self.tick += 1;
+        let tick = self.tick;
+        let e = self.entries.entry(id).or_insert(Entry { blocks: 0, pins: 0, last_use: tick });
+        debug_assert_eq!(e.pins, 0, "retaining into an entry a running request shares");
+        let old = (e.last_use, e.blocks);
+        e.blocks += blocks;
+        e.last_use = tick;
+        if old.1 > 0 {
+            self.idle.remove(&(old.0, id));
+        }
+        self.idle.insert((tick, id));
+        self.idle_blocks += blocks;
+        self.held_blocks += blocks;
+    }
+    /// Drop unshared entry `id` (its session ended); the blocks it held, to free (0 if it is not cached).
+    pub fn remove_idle(&mut self, id: EntryId) -> u64 {
+        let Some(e) = self.entries.get(&id).copied() else { return 0 };
+        debug_assert_eq!(e.pins, 0, "removing an entry a running request shares");
+        self.entries.remove(&id);
+        self.idle.remove(&(e.last_use, id));
+        self.idle_blocks -= e.blocks;
+        self.held_blocks -= e.blocks;
+        e.blocks
     }
     /// Drop the least recently used unshared entry; its block count (to free).
     fn evict_lru(&mut self) -> u64 {

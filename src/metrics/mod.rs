@@ -139,6 +139,8 @@ pub struct Recorder {
     pub requests: Vec<RequestRecord>,
     /// Sessions: how they ended and each one's program (set when the run ends; empty without sessions).
     pub session_ends: crate::workload::SessionEnds,
+    /// History tokens session turns found retained (not prefilled again).
+    pub session_reused_tokens: u64,
     pub programs: Vec<crate::workload::Program>,
     /// Gauges the engine keeps current (changes take effect at the instant of the event).
     pub in_system: u64,
@@ -196,6 +198,7 @@ impl Recorder {
         Recorder {
             requests: Vec::new(),
             session_ends: Default::default(),
+            session_reused_tokens: 0,
             programs: Vec::new(),
             in_system: 0,
             waiting: 0,

@@ -566,7 +566,7 @@ fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
         session_e2e_s: Stats::from_ns(&mut session_e2e),
         ttft_by_turn: by_turn,
         history_tokens: e.history_tokens,
-        recomputed_history_tokens: history_prefilled,
+        recomputed_history_tokens: history_prefilled.saturating_sub(rec.session_reused_tokens),
     })
 }
 

@@ -243,6 +243,27 @@ pub struct SessionsSpec {
     /// The tools a turn's end calls, picked by weight; none: the next turn follows at once.
     #[serde(default, deserialize_with = "at_most::<_, _, 64>")]
     pub tools: Vec<ToolSpec>,
+    /// What happens to a session's KV when a turn completes.
+    #[serde(default, skip_serializing_if = "RetentionSpec::is_stateless")]
+    pub retention: RetentionSpec,
+}
+
+/// A session's KV between its turns.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RetentionSpec {
+    /// Freed: every turn recomputes its whole history.
+    #[default]
+    Stateless,
+    /// Kept in HBM, on the worker that served the turn, until the session ends — an idle cache entry that
+    /// pressure may evict (least recently used first) to make room for running requests.
+    Retain,
+}
+
+impl RetentionSpec {
+    pub fn is_stateless(&self) -> bool {
+        *self == RetentionSpec::Stateless
+    }
 }
 
 /// A tool: its latency is lognormal with this mean and coefficient of variation (0: always the mean).

@@ -85,6 +85,8 @@ pub struct Sessions {
     pub tools: Vec<Tool>,
     /// Cumulative normalised tool weights.
     pub tool_cdf: Vec<f64>,
+    /// A session's KV stays on its worker between turns.
+    pub retain: bool,
 }
 
 /// A tool's latency: lognormal by its mean (ns) and coefficient of variation.
@@ -126,7 +128,8 @@ impl Sessions {
         }
         let tool_cdf = if s.tools.is_empty() { Vec::new() } else { cdf(s.tools.iter().map(|t| t.weight), &format!("{p}.tools"), e) };
         let (turns, first, new, output) = (turns?, first?, new?, output?);
-        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf })
+        let retain = s.retention == crate::spec::RetentionSpec::Retain;
+        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf, retain })
     }
 }
 

@@ -192,6 +192,8 @@ fn random_session_scenarios_pass_the_audits() {
             new_tokens: LengthSpec::Uniform { min: 1, max: 300 },
             output_tokens: LengthSpec::Geometric { mean: 40.0, max: 400 },
             tools: vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.1, cv: 1.0 }, ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 }],
+            // Half the scenarios keep their KV between turns (under each one's memory pressure).
+            retention: if i % 2 == 0 { RetentionSpec::Retain } else { RetentionSpec::Stateless },
         });
         if k.is_multiple_of(4) {
             spec.model.context_tokens = Some(2048);
