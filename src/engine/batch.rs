@@ -95,34 +95,30 @@ pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix:
 /// Pin the entries holding `rec`'s first `shared_tokens` tokens (nothing when 0).
 #[inline]
 pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
-    if shared_tokens == 0 {
-        return;
-    }
-    match chains {
-        _ if rec.session != NO_SESSION => cache.pin(EntryId::session(rec.session)),
-        Some(c) => {
-            for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
-                cache.pin(EntryId::block(h));
-            }
-        }
-        None => cache.pin(EntryId::prefix(rec.prefix_group)),
-    }
+    for_each_shared(chains, rec, shared_tokens, |id| cache.pin(id));
 }
 
 /// Unpin what a request sharing its first `shared_tokens` tokens pinned (nothing when 0).
 #[inline]
 pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
+    for_each_shared(chains, rec, shared_tokens, |id| cache.unpin(id));
+}
+
+/// The cache entries holding `rec`'s first `shared_tokens` tokens: its session's retained history, the trace
+/// blocks of that run, or its prefix group's entry (none when 0).
+#[inline]
+fn for_each_shared(chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32, mut f: impl FnMut(EntryId)) {
     if shared_tokens == 0 {
         return;
     }
     match chains {
-        _ if rec.session != NO_SESSION => cache.unpin(EntryId::session(rec.session)),
+        _ if rec.session != NO_SESSION => f(EntryId::session(rec.session)),
         Some(c) => {
             for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
-                cache.unpin(EntryId::block(h));
+                f(EntryId::block(h));
             }
         }
-        None => cache.unpin(EntryId::prefix(rec.prefix_group)),
+        None => f(EntryId::prefix(rec.prefix_group)),
     }
 }
 

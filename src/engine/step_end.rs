@@ -532,13 +532,7 @@ impl RarePass<'_> {
         let per = (c.block_tokens / self.block) as u64;
         let from = (s.shared_tokens / c.block_tokens) as usize;
         for &h in &hashes[from..] {
-            let id = EntryId::block(h);
-            if self.kv.cache.is_cached(id) {
-                self.kv.cache.pin(id);
-                self.kv.release(per);
-            } else {
-                self.kv.cache.adopt(id, per);
-            }
+            self.kv.share_or_adopt(EntryId::block(h), per);
         }
         s.blocks -= (per * (hashes.len() - from) as u64) as u32;
         s.shared_tokens = hashes.len() as u32 * c.block_tokens;
@@ -550,14 +544,7 @@ impl RarePass<'_> {
     #[cold]
     fn share_prefix(&mut self, s: &mut Running, group: u16) {
         let blocks = (self.prefix / self.block) as u64;
-        let cache = &mut self.kv.cache;
-        let id = EntryId::prefix(group);
-        if cache.is_cached(id) {
-            cache.pin(id);
-            self.kv.release(blocks);
-        } else {
-            cache.adopt(id, blocks);
-        }
+        self.kv.share_or_adopt(EntryId::prefix(group), blocks);
         s.blocks -= blocks as u32;
         s.shared_tokens = self.prefix;
     }

@@ -59,6 +59,17 @@ impl BlockPool {
         self.used -= n;
         self.free += n;
     }
+    /// A request computed entry `id`'s KV itself, in `blocks` of its own blocks: if the cache holds the entry
+    /// already (another request cached it meanwhile), the request shares that copy and frees its own;
+    /// otherwise its blocks become the entry. Either way the request shares (pins) the entry from now on.
+    pub fn share_or_adopt(&mut self, id: EntryId, blocks: u64) {
+        if self.cache.is_cached(id) {
+            self.cache.pin(id);
+            self.release(blocks);
+        } else {
+            self.cache.adopt(id, blocks);
+        }
+    }
     /// The audit: free + used == total.
     pub fn consistent(&self) -> bool {
         self.free + self.used == self.total
