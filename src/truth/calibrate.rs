@@ -270,10 +270,9 @@ fn fit(scenarios: &[Scenario], cases: &[&Case], extras: &[Extra], tick: &mut Tic
 fn nelder_mead(eval: &mut impl FnMut(&[f64]) -> f64, x0: Vec<f64>, f0: f64, extras: &[Extra]) -> (Vec<f64>, f64) {
     let n = x0.len();
     let clamp = |mut x: Vec<f64>| {
-        x[0] = x[0].clamp(-2.0, 2.0);
-        x[1] = x[1].clamp(-2.0, 2.0);
-        for (k, e) in extras.iter().enumerate() {
-            x[2 + k] = x[2 + k].clamp(e.range().0, e.range().1);
+        for (i, v) in x.iter_mut().enumerate() {
+            let (lo, hi) = bounds(i, extras);
+            *v = v.clamp(lo, hi);
         }
         x
     };
@@ -361,7 +360,21 @@ fn moves(step: f64, extras: &[Extra]) -> Vec<Vec<f64>> {
 }
 
 fn in_bounds(x: &[f64], extras: &[Extra]) -> bool {
-    x[0].abs() <= 2.0 && x[1].abs() <= 2.0 && extras.iter().enumerate().all(|(k, e)| (e.range().0..=e.range().1).contains(&x[2 + k]))
+    x.iter().enumerate().all(|(i, v)| {
+        let (lo, hi) = bounds(i, extras);
+        (lo..=hi).contains(v)
+    })
+}
+
+/// The search's bounds on coordinate `i`: log2 of the multipliers within ±2 (¼ … 4), then each extra's range.
+fn bounds(i: usize, extras: &[Extra]) -> (f64, f64) {
+    match i {
+        0 | 1 => (-2.0, 2.0),
+        _ => {
+            let (lo, hi, _) = extras[i - 2].range();
+            (lo, hi)
+        }
+    }
 }
 
 /// Pattern-search levels of [`fit`]: a fit runs at least its grid's points and `LEVELS` rounds of moves.
