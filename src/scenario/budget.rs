@@ -13,9 +13,11 @@ use crate::workload::Arrival;
 /// of requests — inter-token latencies are exact. Part of the memory budget, so it lives here.
 pub(crate) const ITL_CAP: usize = 1 << 24;
 
-/// Bytes a request costs over a run and its report: its record (88 bytes, up to twice that while the list
+/// Bytes a request costs over a run and its report: its record (96 bytes, up to twice that while the list
 /// grows), five latency samples and their sorted copies, and its row in the per-request CSV.
 const BYTES_PER_REQUEST: f64 = 400.0;
+/// A session's program holds, per turn, its new input, output, tool and gap.
+const PROGRAM_BYTES_PER_TURN: f64 = 24.0;
 /// The ITL record's most entries (`metrics` compacts it there), 8 bytes each, twice over while the
 /// report sorts and sums it.
 const ITL_MAX_BYTES: f64 = (ITL_CAP as f64) * 8.0 * 2.0;
@@ -77,10 +79,16 @@ impl Scenario {
                     chunks += share * (c.prompt.mean() / chunk + 1.0);
                     worst = worst.max(c.output.max() as f64 + (c.prompt.max() as f64 / chunk).ceil());
                 }
+                // A session is many requests: its turns, each re-sending the history so far.
+                let mut turns = 1.0;
+                if let Some(s) = &w.sessions {
+                    (turns, out, chunks, worst) = self.session_load(s, chunk);
+                }
                 // Drawn lengths exceed their means by chance: a quarter more, and eight of the longest
-                // requests, cover small runs as well as large ones.
+                // requests (sessions), cover small runs as well as large ones.
                 let margin = |x: f64| 1.25 * n * x + 8.0 * worst;
-                (n, margin(out), margin(chunks), 0.0)
+                let programs = if w.sessions.is_some() { n * turns * PROGRAM_BYTES_PER_TURN } else { 0.0 };
+                (n * turns, margin(out), margin(chunks), programs)
             }
         };
         // A preempted request recomputes its prompt and what it generated — in prefill chunks — up to
@@ -89,6 +97,18 @@ impl Scenario {
         let steps = output + prompt_chunks + retries * (prompt_chunks + output / chunk);
         let itl_bytes = (8.0 * (steps + output) * 2.0).min(ITL_MAX_BYTES);
         Estimate { requests, output_tokens: output, steps, memory_bytes: requests * BYTES_PER_REQUEST + itl_bytes + trace_bytes }
+    }
+
+    /// One session's expected turns, output tokens and prefill chunks, and the most a session may take
+    /// (steps): turn k re-sends the history, until it would pass the model's context or one worker's KV,
+    /// where the session ends.
+    fn session_load(&self, s: &crate::workload::Sessions, chunk: f64) -> (f64, f64, f64, f64) {
+        let kv = self.pools.iter().map(|p| (p.engine.kv_total_blocks * p.engine.block_size_tokens as u64) as f64).fold(f64::INFINITY, f64::min);
+        let cap = self.model.context_tokens.map_or(kv, |c| kv.min(c as f64));
+        let (turns, per_turn) = (s.turns.mean(), s.new.mean() + s.output.mean());
+        let prompt_sum: f64 = (0..turns.ceil() as u32).map(|k| (s.first.mean() + k as f64 * per_turn).min(cap)).sum();
+        let worst = s.turns.max() as f64 * (s.output.max() as f64 + (cap / chunk).ceil() + 1.0);
+        (turns, turns * s.output.mean(), prompt_sum / chunk + turns, worst)
     }
 
     /// Refuse a run (or `runs` of them at once, as a study's threads do) that would exceed `budget`; the

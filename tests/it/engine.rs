@@ -661,6 +661,15 @@ fn sessions_draw_their_programs_up_front_and_end_at_the_context() {
     bad.workload.arrival = ArrivalSpec::ClosedLoop { clients: 2, think_s: 0.0 };
     assert!(field(&bad).contains(&"workload.sessions".to_string()));
     assert!(inferscale::scenario::parse(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 1, "sessions": {"turns": {"kind": "fixed", "tokens": 2}, "first_tokens": {"kind": "fixed", "tokens": 10}, "new_tokens": {"kind": "fixed", "tokens": 10}, "output_tokens": {"kind": "fixed", "tokens": 10}, "tolls": []}}}"#).unwrap_err().to_string().contains("did you mean `tools`"));
+    // The run budget counts turns, not sessions: 10^7 sessions of 10,000 turns are refused before they start.
+    let mut huge = one_session(10_000);
+    huge.workload.requests = Some(10_000_000);
+    huge.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1000.0 };
+    let sc = super::valid(&huge);
+    assert!(sc.estimate().requests >= 1e11, "{:?}", sc.estimate());
+    let e = sc.check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").unwrap_err();
+    assert!(e.errors.iter().all(|f| f.path == "workload.requests"), "{e}");
+    assert!(super::valid(&one_session(3)).check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").is_ok());
 }
 
 /// `retain` keeps a session's history on its worker between turns: turn 1 leaves 1004 tokens of KV (its last
