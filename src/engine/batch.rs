@@ -321,8 +321,8 @@ impl Simulation<'_> {
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
                 // Cache statistics count a request once, at its first admission.
-                if rec.session != NO_SESSION && shared_tokens > 0 {
-                    self.rec.session_reused_tokens += shared_tokens as u64;
+                if rec.session != NO_SESSION {
+                    super::sessions::note_turn_admitted(&mut self.sessions[rec.session as usize], &mut self.rec, rec, r, shared_tokens);
                 }
                 let looks_up = match chains {
                     Some(c) => !c.full_blocks(head.id, rec.prompt_tokens).is_empty(),

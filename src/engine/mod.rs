@@ -13,9 +13,11 @@
 //! function of its scenario. Only this module schedules events; policies return decisions.
 
 mod batch;
+mod sessions;
 mod step_end;
 
 use batch::Plan;
+use sessions::SessionKv;
 use step_end::{Batch, RarePass, Running, Tally};
 
 use std::cmp::Reverse;
@@ -45,6 +47,10 @@ pub enum Event {
     TransferDone { request: u32 },
     /// The earliest follow-up request (one the workload created in answer to a completion) arrives.
     FollowUp,
+    /// A session's history came back from host memory: the turn waiting for it queues.
+    Restored { request: u32 },
+    /// A session's TTL ran out (stale, and skipped without advancing the clock, if a turn came since).
+    Expire { session: u32, generation: u32 },
     /// The run's horizon: stop, report what is still in the system as unfinished.
     Horizon,
 }
@@ -156,7 +162,13 @@ pub struct Simulation<'a> {
     request_overhead_ns: u64,
     /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
     pub(crate) shares_prefixes: bool,
-    retain_sessions: bool,
+    /// Sessions' KV may outlive a turn (any retention but stateless).
+    tracks_retention: bool,
+    /// Per session (by index): where its history is and what its running turn's end does with it.
+    sessions: Vec<SessionKv>,
+    /// Per worker: when its host-to-HBM link is next free, and its retained-KV gauges as last reported.
+    host_link_free_ns: Vec<u64>,
+    retained: Vec<(u64, u64)>,
 }
 
 impl<'a> Simulation<'a> {
@@ -175,7 +187,7 @@ impl<'a> Simulation<'a> {
                 local,
                 batch: Batch::new(pl.engine.max_num_seqs, pl.engine.block_size_tokens),
                 queue: queue::build(&sc.scheduler, n_tenants),
-                kv: BlockPool::new(pl.engine.kv_total_blocks),
+                kv: BlockPool::new(pl.engine.kv_total_blocks).with_tiers(pl.engine.host.map(|h| h.capacity_blocks), pl.engine.retention_budget_blocks),
                 reserved_blocks: 0,
                 busy: false,
                 step_ns: 0,
@@ -184,6 +196,7 @@ impl<'a> Simulation<'a> {
             })
             .collect();
         let n_links = sc.link_count();
+        let keeps = sc.workload.sessions.as_ref().is_some_and(|s| s.retention.keeps());
         let mut generator = sc.generator().with_follow_ups(follow_ups);
         let rec = Recorder::new(sc);
         let pending = generator.next();
@@ -200,7 +213,7 @@ impl<'a> Simulation<'a> {
             replicas,
             central,
             idle: (0..sc.pools[0].replicas).collect(),
-            routers: sc.pools.iter().map(|p| router::build(&p.router)).collect(),
+            routers: (0..sc.pools.len()).map(|p| router::build(&sc.pools[p].router, sc.queue_penalty_ns(p))).collect(),
             router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
             loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
             link_free_ns: vec![0; n_links],
@@ -214,8 +227,11 @@ impl<'a> Simulation<'a> {
             lazy_steps: true,
             max_model_len: sc.pools[0].engine.max_model_len.map_or(u64::MAX, u64::from),
             request_overhead_ns: sc.pools[0].engine.request_overhead_ns,
-            shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || sc.workload.sessions.as_ref().is_some_and(|s| s.retain),
-            retain_sessions: sc.workload.sessions.as_ref().is_some_and(|s| s.retain),
+            shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
+            tracks_retention: keeps,
+            sessions: Vec::new(),
+            host_link_free_ns: vec![0; sc.worker_count() as usize],
+            retained: vec![(0, 0); sc.worker_count() as usize],
         };
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
@@ -242,6 +258,8 @@ impl<'a> Simulation<'a> {
         }
         let _ = progress(self.progress());
         let evictions = self.replicas.iter().map(|r| r.kv.cache.evictions).sum();
+        self.rec.sess.pressure_evictions = self.replicas.iter().map(|r| r.kv.pressure_evictions).sum();
+        self.rec.sess.host_evictions = self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum();
         self.rec.session_ends = self.generator.session_ends;
         self.rec.programs = self.generator.take_programs();
         self.rec.finish(self.now, self.requests, evictions);
@@ -256,6 +274,11 @@ impl<'a> Simulation<'a> {
     fn run_events(&mut self, n: u32) -> bool {
         for _ in 0..n {
             let Some(Reverse((t, _, ev))) = self.events.pop() else { return false };
+            if let Event::Expire { session, generation } = ev
+                && self.expiry_is_stale(session, generation)
+            {
+                continue;
+            }
             self.now = t;
             self.rec.advance(t);
             match ev {
@@ -265,6 +288,8 @@ impl<'a> Simulation<'a> {
                 Event::Ready { request } => self.on_ready(request),
                 Event::TransferDone { request } => self.on_transfer_done(request),
                 Event::FollowUp => self.on_follow_up(),
+                Event::Restored { request } => self.on_restored(request),
+                Event::Expire { session, .. } => self.on_expire(session),
                 Event::Horizon => return false,
             }
             if !self.completed.is_empty() {
@@ -299,29 +324,14 @@ impl<'a> Simulation<'a> {
             let done = self.requests[id as usize].request();
             let completed = self.requests[id as usize].outcome == Outcome::Completed;
             let next = self.generator.follow_up(&done, self.turns[id as usize], self.now, completed);
-            if next.is_none() && self.retain_sessions && done.session != crate::workload::NO_SESSION {
-                self.end_session(id);
+            if done.session != crate::workload::NO_SESSION {
+                self.after_turn(id, next.is_none());
             }
             if let Some(next) = next {
                 let at = next.arrival_ns.max(self.now);
                 self.follow_ups.push(Reverse((at, self.seq, FollowUp(next, self.turns[id as usize] + 1))));
                 self.schedule(at, Event::FollowUp);
             }
-        }
-    }
-
-    /// The session of request `id` is over: its retained KV, if still cached on the worker that served the
-    /// turn, is freed.
-    fn end_session(&mut self, id: u32) {
-        let rec = &self.requests[id as usize];
-        let Some(r) = (rec.replica != u16::MAX).then_some(rec.replica as usize) else { return };
-        let rep = &mut self.replicas[r];
-        let freed = rep.kv.cache.remove_idle(EntryId::session(rec.session));
-        if freed > 0 {
-            rep.kv.release(freed);
-            let (n, used) = (rep.batch.len() as u64, rep.kv.used());
-            self.rec.on_kv_change(r, n, used);
-            self.try_start(r);
         }
     }
 
@@ -332,10 +342,14 @@ impl<'a> Simulation<'a> {
         if self.generator.answers_completions() {
             self.turns.push(turn);
         }
+        if req.session != crate::workload::NO_SESSION {
+            self.session_turn_arrives(&req, turn);
+        }
         let class = &self.sc.workload.classes[req.class as usize];
         // Arrivals go to the first pool (colocated, or prefill).
+        let affinity = self.affinity(&req);
         let target = match &mut self.routers[0] {
-            Some(r) => Some(r.route(&req, &self.loads[0], &mut self.router_rngs[0])),
+            Some(r) => Some(r.route(&req, affinity, &self.loads[0], &mut self.router_rngs[0])),
             None => None,
         };
         let waiting = match target {
@@ -366,16 +380,14 @@ impl<'a> Simulation<'a> {
             self.schedule(self.now + overhead_ns, Event::Ready { request: req.id });
             return;
         }
-        let item = self.queue_item(req.id);
-        self.enqueue(item, target, false);
+        self.join_queue(req.id, target);
     }
 
     /// An arrival's serving overhead is over: it joins the queue of the replica it was routed to.
     fn on_ready(&mut self, id: u32) {
-        let item = self.queue_item(id);
         let replica = self.requests[id as usize].replica;
         let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
-        self.enqueue(item, target, false);
+        self.join_queue(id, target);
     }
 
     fn on_retry(&mut self, id: u32) {
@@ -460,6 +472,7 @@ impl<'a> Simulation<'a> {
             return;
         }
         let (work, limiter) = self.form_batch(r, plan);
+        self.note_retained(r);
         self.flush_requeue(r);
         if work.seqs() == 0 {
             debug_assert_eq!(self.replicas[r].batch.lazy_count(), 0, "lazy requests outside a step");
@@ -530,7 +543,8 @@ impl<'a> Simulation<'a> {
                 _ => 0,
             },
             chains: self.sc.workload.chains.as_ref(),
-            retain_sessions: self.retain_sessions,
+            retain_sessions: self.tracks_retention,
+            sessions: &self.sessions,
             tally: Tally::default(),
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),
@@ -575,6 +589,7 @@ impl<'a> Simulation<'a> {
         let kv_ok = rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();
         let (n_running, kv_between) = (rep.batch.len() as u64, rep.kv.used() - t.allocated);
         self.rec.on_step_end(r, rep.step_ns, t.bulk_itl, t.emitted_n, t.finished, n_running, kv_between, kv_ok);
+        self.note_retained(r);
     }
 
     /// Disaggregated: request `id` finished prefill on worker `from`, its prompt's KV (`blocks` there)
@@ -585,7 +600,7 @@ impl<'a> Simulation<'a> {
         let link = sc.link.expect("transfers happen only when disaggregated");
         let dec = &sc.pools[1];
         let local = match &mut self.routers[1] {
-            Some(r) => r.route(&self.requests[id as usize].request(), &self.loads[1], &mut self.router_rngs[1]),
+            Some(r) => r.route(&self.requests[id as usize].request(), None, &self.loads[1], &mut self.router_rngs[1]),
             None => unreachable!("validation refuses a central queue for pools"),
         };
         let d = dec.first as usize + local;

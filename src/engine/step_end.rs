@@ -409,8 +409,9 @@ pub(crate) struct RarePass<'a> {
     pub prefix: u32,
     /// A replayed trace's block hashes, when they go into this worker's cache (instead of prefix groups).
     pub chains: Option<&'a Chains>,
-    /// Sessions keep their KV on this worker between turns.
+    /// Sessions' KV may outlive a turn; what each session's running turn's end does with it.
     pub retain_sessions: bool,
+    pub sessions: &'a [super::SessionKv],
     pub block: u32,
     pub tally: Tally,
     /// The batch position at which an allocation failed: planning stops there.
@@ -505,9 +506,10 @@ impl RarePass<'_> {
         }
     }
 
-    /// A session's turn `s` completed: its history's whole blocks stay on this worker as the session's cache
-    /// entry (the blocks the entry lacks move from the turn to it; a partial last block is freed). The blocks
-    /// kept, of the turn's own.
+    /// A session's turn `s` completed: what its retention decided. `Hbm`: its history's whole blocks stay on
+    /// this worker as the session's cache entry (the blocks the entry lacks move from the turn to it, within
+    /// the retention budget; a partial last block is freed). `Host`: the whole history moves to the host tier
+    /// and HBM frees it. `Drop`: freed. The blocks kept, of the turn's own.
     #[cold]
     fn retain(&mut self, s: &Running) -> u64 {
         let session = self.requests[s.id as usize].session;
@@ -516,11 +518,21 @@ impl RarePass<'_> {
         }
         let id = EntryId::session(session);
         let have = self.kv.cache.blocks_of(id);
-        let kept = ((s.kv_tokens / self.block) as u64).saturating_sub(have).min(s.blocks as u64);
-        if kept > 0 || have > 0 {
-            self.kv.cache.retain(id, kept);
+        let own = ((s.kv_tokens / self.block) as u64).saturating_sub(have).min(s.blocks as u64);
+        match self.sessions[session as usize].keep {
+            super::sessions::Keep::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),
+            super::sessions::Keep::Host => {
+                self.kv.drop_idle(id);
+                if let Some(h) = &mut self.kv.host {
+                    h.store(id, have + own);
+                }
+                0
+            }
+            _ => {
+                self.kv.drop_idle(id);
+                0
+            }
         }
-        kept
     }
 
     /// `s` just computed its prompt past the blocks it found cached: each whole hashed block it computed becomes

@@ -3,7 +3,8 @@
 //! Architecture invariant: `free + used == total` after every operation; the engine audits it after every step.
 //! Which request holds which block does not matter to timing, so the pool counts blocks rather than naming them.
 
-/// Blocks of one replica, including those its prefix cache holds.
+/// Blocks of one replica, including those its prefix cache holds; and the replica's host tier, where evicted
+/// session history goes when there is one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockPool {
     total: u64,
@@ -11,11 +12,23 @@ pub struct BlockPool {
     used: u64,
     peak_used: u64,
     pub cache: ReuseCache,
+    /// Host memory for sessions' KV (None: evicted history is dropped).
+    pub host: Option<HostStore>,
+    /// Most blocks session entries may hold (u64::MAX: no budget).
+    retention_budget: u64,
+    /// Session entries evicted from HBM to make room (HBM pressure or the retention budget).
+    pub pressure_evictions: u64,
 }
 
 impl BlockPool {
     pub fn new(total: u64) -> Self {
-        BlockPool { total, free: total, used: 0, peak_used: 0, cache: ReuseCache::default() }
+        BlockPool { total, free: total, used: 0, peak_used: 0, cache: ReuseCache::default(), host: None, retention_budget: u64::MAX, pressure_evictions: 0 }
+    }
+    /// The same pool with a host tier of `host_blocks` blocks (None: none) and a retention budget.
+    pub fn with_tiers(mut self, host_blocks: Option<u64>, retention_budget: Option<u64>) -> Self {
+        self.host = host_blocks.map(HostStore::new);
+        self.retention_budget = retention_budget.unwrap_or(u64::MAX);
+        self
     }
     pub fn total(&self) -> u64 {
         self.total
@@ -42,9 +55,7 @@ impl BlockPool {
                 return false;
             }
             while self.free < n {
-                let b = self.cache.evict_lru();
-                self.used -= b;
-                self.free += b;
+                self.evict_one();
             }
         }
         self.free -= n;
@@ -70,9 +81,109 @@ impl BlockPool {
             self.cache.adopt(id, blocks);
         }
     }
-    /// The audit: free + used == total.
+    /// The audit: free + used == total, and the host tier within its capacity.
     pub fn consistent(&self) -> bool {
-        self.free + self.used == self.total
+        self.free + self.used == self.total && self.host.as_ref().is_none_or(|h| h.used_blocks <= h.capacity_blocks)
+    }
+    /// Evict the least recently used idle entry: a session's history moves to the host tier when there is
+    /// one; anything else is dropped. Its blocks are freed.
+    #[cold]
+    fn evict_one(&mut self) {
+        let (id, b) = self.cache.evict_lru();
+        if id.is_session() {
+            self.pressure_evictions += 1;
+            if let Some(h) = &mut self.host {
+                h.store(id, b);
+            }
+        }
+        self.used -= b;
+        self.free += b;
+    }
+    /// A session's turn ended: `blocks` of its own blocks join its history entry `id` in HBM, within the
+    /// retention budget — older idle histories yield (least recently used first) to make room, and if the
+    /// entry alone would pass the budget it is moved on (host tier, or freed) at once. The blocks taken from the
+    /// turn (those it keeps); the caller frees the rest.
+    pub fn retain(&mut self, id: EntryId, blocks: u64) -> u64 {
+        let have = self.cache.blocks_of(id);
+        if have + blocks > self.retention_budget {
+            self.offload(id);
+            let whole = have + blocks;
+            if let Some(h) = &mut self.host {
+                h.store(id, whole);
+            }
+            return 0;
+        }
+        self.cache.retain(id, blocks);
+        // Pinned entries (running turns') cannot yield; the idle ones go oldest first, this one last.
+        while self.cache.held_blocks > self.retention_budget && self.cache.idle_blocks > 0 {
+            self.evict_one();
+        }
+        blocks
+    }
+    /// Drop idle entry `id` from HBM (0 blocks if it is not there), freeing its blocks; the blocks it held.
+    pub fn drop_idle(&mut self, id: EntryId) -> u64 {
+        let b = self.cache.remove_idle(id);
+        self.release(b);
+        b
+    }
+    /// Move idle entry `id` from HBM to the host tier (freed when there is none); the blocks it held.
+    pub fn offload(&mut self, id: EntryId) -> u64 {
+        let b = self.drop_idle(id);
+        if let (Some(h), true) = (&mut self.host, b > 0) {
+            h.store(id, b);
+        }
+        b
+    }
+}
+
+/// A worker's host-memory KV: session histories moved out of HBM, each counted in HBM blocks, least recently
+/// stored dropped first when a new one needs room.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostStore {
+    pub capacity_blocks: u64,
+    pub used_blocks: u64,
+    entries: std::collections::BTreeMap<EntryId, (u64, u64)>,
+    lru: std::collections::BTreeSet<(u64, EntryId)>,
+    tick: u64,
+    /// Histories dropped from host memory to make room for newer ones, or too large to store at all.
+    pub evictions: u64,
+}
+
+impl HostStore {
+    pub fn new(capacity_blocks: u64) -> Self {
+        HostStore { capacity_blocks, used_blocks: 0, entries: Default::default(), lru: Default::default(), tick: 0, evictions: 0 }
+    }
+    /// Blocks entry `id` holds here (0: not here).
+    pub fn blocks_of(&self, id: EntryId) -> u64 {
+        self.entries.get(&id).map_or(0, |e| e.0)
+    }
+    /// Store `blocks` blocks of entry `id` (replacing what it held), dropping the least recently stored
+    /// entries while it does not fit; an entry larger than the whole tier is dropped itself.
+    pub fn store(&mut self, id: EntryId, blocks: u64) {
+        self.take(id);
+        if blocks == 0 {
+            return;
+        }
+        if blocks > self.capacity_blocks {
+            self.evictions += 1;
+            return;
+        }
+        while self.used_blocks + blocks > self.capacity_blocks {
+            let (_, old) = self.lru.pop_first().expect("used blocks belong to entries");
+            self.used_blocks -= self.entries.remove(&old).expect("an entry in the LRU").0;
+            self.evictions += 1;
+        }
+        self.tick += 1;
+        self.entries.insert(id, (blocks, self.tick));
+        self.lru.insert((self.tick, id));
+        self.used_blocks += blocks;
+    }
+    /// Remove entry `id` (restored to HBM, or its session ended); the blocks it held.
+    pub fn take(&mut self, id: EntryId) -> u64 {
+        let Some((b, t)) = self.entries.remove(&id) else { return 0 };
+        self.lru.remove(&(t, id));
+        self.used_blocks -= b;
+        b
     }
 }
 
@@ -93,6 +204,9 @@ impl EntryId {
     /// The entry of session `s`'s retained history.
     pub fn session(s: u32) -> EntryId {
         EntryId(1 << 62 | s as u64)
+    }
+    pub fn is_session(self) -> bool {
+        self.0 >> 62 == 1
     }
 }
 
@@ -182,14 +296,18 @@ impl ReuseCache {
         self.held_blocks -= e.blocks;
         e.blocks
     }
-    /// Drop the least recently used unshared entry; its block count (to free).
-    fn evict_lru(&mut self) -> u64 {
+    /// Blocks of cached entries no running request shares.
+    pub fn idle_blocks(&self) -> u64 {
+        self.idle_blocks
+    }
+    /// Drop the least recently used unshared entry; it and its block count (to free).
+    fn evict_lru(&mut self) -> (EntryId, u64) {
         let (_, id) = self.idle.pop_first().expect("the caller checked idle blocks");
         let b = self.entries.remove(&id).expect("an idle entry is cached").blocks;
         self.idle_blocks -= b;
         self.held_blocks -= b;
         self.evictions += 1;
-        b
+        (id, b)
     }
 }
 

@@ -6,11 +6,13 @@
 
 mod diagnose;
 mod report;
+mod sessions;
 mod stats;
 pub mod steady;
 
 pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
 pub use report::*;
+pub use sessions::SessionMetrics;
 pub use stats::{percentile, Cdf, LatencyCdfs, Stats, CDF_POINTS};
 
 use crate::cost::{StepCost, StepWork};
@@ -142,6 +144,8 @@ pub struct Recorder {
     /// History tokens session turns found retained (not prefilled again).
     pub session_reused_tokens: u64,
     pub programs: Vec<crate::workload::Program>,
+    /// Sessions in the system, retained KV, turns' cache outcomes and restores.
+    pub sess: SessionMetrics,
     /// Gauges the engine keeps current (changes take effect at the instant of the event).
     pub in_system: u64,
     pub waiting: u64,
@@ -200,6 +204,7 @@ impl Recorder {
             session_ends: Default::default(),
             session_reused_tokens: 0,
             programs: Vec::new(),
+            sess: SessionMetrics::new(sc.series_window_ns, 4 * sc.series_points as usize),
             in_system: 0,
             waiting: 0,
             preemptions: 0,
@@ -286,6 +291,35 @@ impl Recorder {
     /// The blocks all workers' prefix caches hold changed to `total`.
     pub fn on_prefix_held(&mut self, total: u64) {
         self.prefix_peak_blocks = self.prefix_peak_blocks.max(total);
+    }
+
+    /// A session started / ended (session `s`).
+    pub fn on_session_start(&mut self, now: u64) {
+        self.sess.on_start(now);
+    }
+    pub fn on_session_end(&mut self, s: u32, now: u64) {
+        self.sess.on_end(s, now);
+    }
+
+    /// A turn waits `wait_ns` for its history's `bytes` to come back from host memory.
+    pub fn on_restore(&mut self, wait_ns: u64, bytes: u64) {
+        self.sess.restore_ns.push(wait_ns);
+        self.sess.restore_bytes += bytes;
+    }
+
+    /// A session's later turn was first admitted: on its previous turn's worker (`local`), finding its history
+    /// in HBM (`hit`), brought there by a restore (`host_hit`).
+    pub fn on_turn_admitted(&mut self, local: bool, hit: bool, host_hit: bool) {
+        let s = &mut self.sess;
+        s.later_turns += 1;
+        s.local_turns += local as u64;
+        s.hits += hit as u64;
+        s.host_hits += host_hit as u64;
+    }
+
+    /// Sessions' retained blocks changed by these amounts (idle history in HBM, history in host memory).
+    pub fn on_retained(&mut self, now: u64, hbm: i64, host: i64) {
+        self.sess.on_retained(now, hbm, host);
     }
 
     /// A prompt's KV went onto link `link` for `send_ns`, `bytes` of it.
@@ -410,6 +444,9 @@ impl Recorder {
         self.requests = requests;
         self.prefix_evictions = evictions;
         self.advance(end_ns);
+        if !self.programs.is_empty() {
+            self.sess.finish(end_ns);
+        }
         self.end_ns = end_ns;
         let partial = end_ns - self.series.start_ns;
         if partial > 0 || self.series.points.is_empty() {

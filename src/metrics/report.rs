@@ -442,7 +442,9 @@ impl Report {
         let itl_s = Stats::from_packed_ns(&mut itl, super::ITL_COUNT_BITS);
         drop(itl);
         let reqs = &rec.requests;
-        let audits = audits(&rec, &overall);
+        let mut audits = audits(&rec, &overall);
+        let sessions = sessions_summary(sc, &rec);
+        audits.ok &= sessions.as_ref().is_none_or(|s| s.audit.ok && s.conservation_ok);
         // A lone class or tenant holds every request: its summary is the overall one, under its name (sorting
         // the same 100k latencies twice more was a tenth of a run's time).
         let groups = |names: Vec<&str>, key: fn(&RequestRecord) -> usize| match names.as_slice() {
@@ -481,7 +483,7 @@ impl Report {
             pools,
             transfer,
             prefix,
-            sessions: sessions_summary(sc, &rec),
+            sessions,
             requests: rec.requests,
             latency_cdfs,
         }
@@ -514,6 +516,64 @@ pub struct SessionsSummary {
     /// Σ over later turns of the history their prompt re-sends, and of it the tokens prefilled again.
     pub history_tokens: u64,
     pub recomputed_history_tokens: u64,
+    /// Share of the history not prefilled again (found retained in HBM, or restored from host memory).
+    pub reuse: f64,
+    /// Turns refused or failed (each ends its session).
+    pub failed_turns: u64,
+    /// Sessions that ended meeting `workload.sessions.slo` (every turn's TTFT and the session's span), of
+    /// those that ended; absent without a session objective.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_attainment: Option<f64>,
+    pub kv: SessionKvSummary,
+    pub audit: SessionAudit,
+}
+
+/// Where later turns found their history, and what retention held.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionKvSummary {
+    /// Turns after a session's first, admitted.
+    pub later_turns: u64,
+    /// Of them: history found in HBM (kept there), restored from host memory, or recomputed.
+    pub hbm_hit_rate: f64,
+    pub host_hit_rate: f64,
+    pub miss_rate: f64,
+    /// Of them, those served by the worker of their previous turn.
+    pub route_locality: f64,
+    /// Idle session history in HBM (all workers), GB: time mean and peak; and its integral, GB·s.
+    pub hbm_mean_gb: f64,
+    pub hbm_peak_gb: f64,
+    pub hbm_gb_s: f64,
+    /// History in host memory (all workers), GB: time mean and peak.
+    pub host_mean_gb: f64,
+    pub host_peak_gb: f64,
+    /// Histories moved out of HBM by a TTL, and by pressure (HBM full, or the retention budget); histories
+    /// dropped from host memory for room.
+    pub ttl_evictions: u64,
+    pub pressure_evictions: u64,
+    pub host_evictions: u64,
+    /// Restores from host memory: how many, the GB moved, and each one's wait (link queue, transfer, latency).
+    pub restores: u64,
+    pub restore_gb: f64,
+    pub restore_s: Stats,
+    /// Retained KV over time (window means), GB.
+    pub series: Vec<SessionKvPoint>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionKvPoint {
+    pub t_s: f64,
+    pub hbm_gb: f64,
+    pub host_gb: f64,
+}
+
+/// Little's law over sessions (time-mean sessions in the system vs rate × mean span), turns conserved (each
+/// session's turns no more than its program's, a completed session's all completed), host memory within its
+/// capacity (checked with the KV audit at every step).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionAudit {
+    pub little_relative_error: f64,
+    pub turns_conserved: bool,
+    pub ok: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -533,7 +593,9 @@ fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
     let mut ttft: Vec<u64> = turns.iter().filter(done).map(|r| r.first_token_ns - r.arrival_ns).collect();
     let mut e2e: Vec<u64> = turns.iter().filter(done).map(|r| r.done_ns - r.arrival_ns).collect();
     // A session's span: its first turn's arrival to its last turn's end, for sessions whose every turn completed.
-    let mut span: Vec<(u64, u64, u32, bool)> = vec![(u64::MAX, 0, 0, true); rec.programs.len()];
+    // Sessions that arrived (the generator may have drawn the next one's program when a horizon stopped the run).
+    let arrived = rec.sess.ended_ns.len();
+    let mut span: Vec<(u64, u64, u32, bool)> = vec![(u64::MAX, 0, 0, true); arrived];
     for r in &turns {
         let s = &mut span[r.session as usize];
         s.0 = s.0.min(r.arrival_ns);
@@ -552,22 +614,83 @@ fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
     let history_prefilled: u64 = turns.iter().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| (r.prompt_tokens - rec.programs[r.session as usize].new_tokens[r.turn as usize - 1]) as u64).sum();
     let ended = e.completed + e.context + e.failed;
     Some(SessionsSummary {
-        sessions: e.started,
+        sessions: arrived as u64,
         completed: e.completed,
         ended_by_context: e.context,
         ended_by_failure: e.failed,
-        unfinished: e.started.saturating_sub(ended),
-        conservation_ok: ended <= e.started,
+        unfinished: (arrived as u64).saturating_sub(ended),
+        conservation_ok: ended <= arrived as u64,
         turns: turns.len() as u64,
         turns_completed: ttft.len() as u64,
-        mean_turns_per_session: if e.started == 0 { 0.0 } else { turns.len() as f64 / e.started as f64 },
+        mean_turns_per_session: if arrived == 0 { 0.0 } else { turns.len() as f64 / arrived as f64 },
         turn_ttft_s: Stats::from_ns(&mut ttft),
         turn_e2e_s: Stats::from_ns(&mut e2e),
         session_e2e_s: Stats::from_ns(&mut session_e2e),
         ttft_by_turn: by_turn,
         history_tokens: e.history_tokens,
         recomputed_history_tokens: history_prefilled.saturating_sub(rec.session_reused_tokens),
+        reuse: if e.history_tokens == 0 { 0.0 } else { 1.0 - history_prefilled.saturating_sub(rec.session_reused_tokens) as f64 / e.history_tokens as f64 },
+        failed_turns: turns.iter().filter(|r| matches!(r.outcome, Outcome::Failed | Outcome::Rejected(_))).count() as u64,
+        slo_attainment: session_slo(sc, rec, &span),
+        kv: session_kv(sc, rec),
+        audit: session_audit(rec, &span),
     })
+}
+
+/// Share of ended sessions whose every turn completed within the turn TTFT objective and whose span met the
+/// session objective. `span`: per session (first arrival, last end, turns, all completed).
+fn session_slo(sc: &Scenario, rec: &Recorder, span: &[(u64, u64, u32, bool)]) -> Option<f64> {
+    let s = sc.workload.sessions.as_ref()?;
+    if s.turn_ttft_ns.is_none() && s.session_ns.is_none() {
+        return None;
+    }
+    let mut ttft_ok = vec![true; span.len()];
+    if let Some(t) = s.turn_ttft_ns {
+        for r in rec.requests.iter().filter(|r| r.session != crate::workload::NO_SESSION) {
+            ttft_ok[r.session as usize] &= r.outcome == Outcome::Completed && r.first_token_ns - r.arrival_ns <= t;
+        }
+    }
+    let ended = || (0..span.len()).filter(|&i| rec.sess.ended_ns[i] != u64::MAX);
+    let met = ended().filter(|&i| ttft_ok[i] && span[i].3 && s.session_ns.is_none_or(|d| span[i].1 - span[i].0 <= d)).count();
+    let n = ended().count();
+    Some(if n == 0 { 0.0 } else { met as f64 / n as f64 })
+}
+
+fn session_kv(sc: &Scenario, rec: &Recorder) -> SessionKvSummary {
+    let m = &rec.sess;
+    let gb = sc.model.kv_bytes_per_token() * sc.pools[0].engine.block_size_tokens as f64 / 1e9;
+    let t = rec.end_ns.max(1) as f64;
+    let share = |x: u64| if m.later_turns == 0 { 0.0 } else { x as f64 / m.later_turns as f64 };
+    let mut restore = m.restore_ns.clone();
+    SessionKvSummary {
+        later_turns: m.later_turns,
+        hbm_hit_rate: share(m.hits - m.host_hits),
+        host_hit_rate: share(m.host_hits),
+        miss_rate: share(m.later_turns - m.hits),
+        route_locality: share(m.local_turns),
+        hbm_mean_gb: m.area[1] as f64 / t * gb,
+        hbm_peak_gb: m.peak[1] as f64 * gb,
+        hbm_gb_s: m.area[1] as f64 / 1e9 * gb,
+        host_mean_gb: m.area[2] as f64 / t * gb,
+        host_peak_gb: m.peak[2] as f64 * gb,
+        ttl_evictions: m.ttl_evictions,
+        pressure_evictions: m.pressure_evictions,
+        host_evictions: m.host_evictions,
+        restores: m.restore_ns.len() as u64,
+        restore_gb: m.restore_bytes as f64 / 1e9,
+        restore_s: Stats::from_ns(&mut restore),
+        series: m.points.iter().map(|p| SessionKvPoint { t_s: p.0 as f64 / 1e9, hbm_gb: p.1 * gb, host_gb: p.2 * gb }).collect(),
+    }
+}
+
+fn session_audit(rec: &Recorder, span: &[(u64, u64, u32, bool)]) -> SessionAudit {
+    let (m, end) = (&rec.sess, rec.end_ns);
+    let t = end.max(1) as f64;
+    let time_in: u128 = (span.iter().zip(&m.ended_ns)).map(|(s, &e)| (e.min(end) - s.0.min(end)) as u128).sum();
+    let (l, lw) = (m.area[0] as f64 / t, time_in as f64 / t);
+    let little_relative_error = if lw > 0.0 { (l - lw).abs() / lw } else { l };
+    let turns_conserved = span.len() <= rec.programs.len() && (span.iter().zip(&rec.programs)).all(|(s, p)| s.2 >= 1 && s.2 as usize <= p.new_tokens.len());
+    SessionAudit { little_relative_error, turns_conserved, ok: turns_conserved && little_relative_error <= LITTLE_TOLERANCE }
 }
 
 /// Conservation, the KV audit and Little's law over [0, end] — admitted requests only (a rejected request

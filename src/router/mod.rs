@@ -70,15 +70,16 @@ impl Loads {
     }
 }
 
-/// A routing policy: picks a replica for a request from the load summaries. It sees the request it routes, so
-/// an affinity policy can send a session's turns, or a shared prefix, where its KV is cached; none of
-/// today's policies looks at it. Every decision stays O(log N).
+/// A routing policy: picks a replica for a request from the load summaries. It sees the request it routes and
+/// its affinity — for a session's later turn, the replica that served the previous turn (where its KV is, if
+/// it was kept) — so an affinity policy can send it back. Every decision stays O(log N).
 pub trait Router {
-    fn route(&mut self, req: &Request, loads: &Loads, rng: &mut Rng64) -> usize;
+    fn route(&mut self, req: &Request, affinity: Option<usize>, loads: &Loads, rng: &mut Rng64) -> usize;
 }
 
-/// The registry of routers. `None` for the central queue, which the engine handles itself.
-pub fn build(spec: &RouterSpec) -> Option<Box<dyn Router>> {
+/// The registry of routers. `None` for the central queue, which the engine handles itself. `penalty_ns` is
+/// the estimated queueing delay one outstanding request adds at a replica (bounded affinity weighs it).
+pub fn build(spec: &RouterSpec, penalty_ns: f64) -> Option<Box<dyn Router>> {
     Some(match spec {
         RouterSpec::RoundRobin => Box::new(RoundRobin(0)),
         RouterSpec::Random => Box::new(Random),
@@ -86,12 +87,34 @@ pub fn build(spec: &RouterSpec) -> Option<Box<dyn Router>> {
         RouterSpec::LeastKv => Box::new(LeastKv),
         RouterSpec::PowerOfTwo => Box::new(PowerOfTwo),
         RouterSpec::CentralQueue => return None,
+        RouterSpec::Sticky => Box::new(BoundedAffinity { slack_ns: f64::INFINITY, penalty_ns }),
+        RouterSpec::BoundedAffinity { slack_ms } => Box::new(BoundedAffinity { slack_ns: slack_ms * 1e6, penalty_ns }),
     })
+}
+
+/// Stay with the affinity replica unless its estimated queue penalty (outstanding requests × `penalty_ns`)
+/// exceeds the least-loaded replica's by more than `slack_ns`; without an affinity, the least loaded. Sticky
+/// is an infinite slack.
+struct BoundedAffinity {
+    slack_ns: f64,
+    penalty_ns: f64,
+}
+impl Router for BoundedAffinity {
+    fn route(&mut self, _: &Request, affinity: Option<usize>, loads: &Loads, _: &mut Rng64) -> usize {
+        let best = loads.outstanding.argmin();
+        match affinity {
+            Some(h) if h < loads.outstanding.len() => {
+                let extra = (loads.outstanding.get(h) - loads.outstanding.get(best)) as f64 * self.penalty_ns;
+                if extra <= self.slack_ns { h } else { best }
+            }
+            _ => best,
+        }
+    }
 }
 
 struct RoundRobin(usize);
 impl Router for RoundRobin {
-    fn route(&mut self, _: &Request, loads: &Loads, _: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, _: Option<usize>, loads: &Loads, _: &mut Rng64) -> usize {
         let r = self.0;
         self.0 = (self.0 + 1) % loads.outstanding.len();
         r
@@ -100,14 +123,14 @@ impl Router for RoundRobin {
 
 struct Random;
 impl Router for Random {
-    fn route(&mut self, _: &Request, loads: &Loads, rng: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, _: Option<usize>, loads: &Loads, rng: &mut Rng64) -> usize {
         rng.below(loads.outstanding.len() as u64) as usize
     }
 }
 
 struct LeastOutstanding;
 impl Router for LeastOutstanding {
-    fn route(&mut self, _: &Request, loads: &Loads, _: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, _: Option<usize>, loads: &Loads, _: &mut Rng64) -> usize {
         loads.outstanding.argmin()
     }
 }
@@ -115,14 +138,14 @@ impl Router for LeastOutstanding {
 struct LeastKv;
 impl Router for LeastKv {
     /// Least KV use; among equals the fewest outstanding requests is not tracked, so the lowest index wins.
-    fn route(&mut self, _: &Request, loads: &Loads, _: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, _: Option<usize>, loads: &Loads, _: &mut Rng64) -> usize {
         loads.kv.argmin()
     }
 }
 
 struct PowerOfTwo;
 impl Router for PowerOfTwo {
-    fn route(&mut self, _: &Request, loads: &Loads, rng: &mut Rng64) -> usize {
+    fn route(&mut self, _: &Request, _: Option<usize>, loads: &Loads, rng: &mut Rng64) -> usize {
         let n = loads.outstanding.len() as u64;
         if n == 1 {
             return 0;

@@ -116,6 +116,28 @@ pub struct Engine {
     pub formation: BatchFormationSpec,
     pub backoff_ns: u64,
     pub max_preemptions: u32,
+    /// Sessions' host-memory KV tier, per worker.
+    pub host: Option<HostTier>,
+    /// Most blocks sessions' retained history may hold in HBM per worker.
+    pub retention_budget_blocks: Option<u64>,
+}
+
+/// A worker's host-memory KV tier: its capacity in the pool's KV blocks and the host-to-HBM link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostTier {
+    pub capacity_blocks: u64,
+    /// Bytes of one KV block (the model's whole KV per token × block size).
+    pub block_bytes: f64,
+    /// Bytes per ns (= GB/s).
+    pub bytes_per_ns: f64,
+    pub latency_ns: u64,
+}
+
+impl HostTier {
+    /// Time `blocks` blocks occupy the host-to-HBM link, ns.
+    pub fn send_ns(&self, blocks: u64) -> u64 {
+        (blocks as f64 * self.block_bytes / self.bytes_per_ns).round() as u64
+    }
 }
 
 /// What a pool's workers do.
@@ -280,6 +302,15 @@ impl Scenario {
         }
     }
 
+    /// The queueing delay one outstanding request adds at a worker of pool `p`, as bounded affinity weighs
+    /// it: the workload's mean prompt at the pool's prefill rate (a chunk's step time per token).
+    pub fn queue_penalty_ns(&self, p: usize) -> f64 {
+        let pool = &self.pools[p];
+        let chunk = pool.engine.prefill_chunk_tokens.max(1);
+        let step = pool.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() });
+        self.workload.mean_prompt_tokens() * step.total_ns as f64 / chunk as f64
+    }
+
     /// The requests of this scenario, in arrival order.
     pub fn generator(&self) -> Generator<'_> {
         // A session's turn that could not fit the model's context, or one worker's KV, ends the session.
@@ -320,6 +351,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
                 e.push("prefix", "sessions with shared-prefix groups are not modelled yet: remove `prefix`");
             }
         }
+        check_session_kv(spec, w, &mut e);
     }
     let cost = scaled(spec.cost_scale, cost, &mut e);
     let disagg = match (&spec.cluster.disaggregation, &model, &hardware, &cost, &engine, &workload) {
@@ -360,6 +392,27 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         warmup_fraction: spec.metrics.warmup_fraction,
         objectives,
     })
+}
+
+/// The host tier and the retention budget hold sessions' KV: they need sessions; offloading needs a host tier;
+/// a restore is started where the router sends a turn, so the host tier needs a router.
+fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
+    let en = &spec.engine;
+    let Some(s) = &w.sessions else {
+        if en.host_kv.is_some() {
+            e.push("engine.host_kv", "the host tier holds sessions' KV between turns: it needs workload.sessions");
+        }
+        if en.retention_budget_blocks.is_some() {
+            e.push("engine.retention_budget_blocks", "the retention budget caps sessions' retained KV: it needs workload.sessions");
+        }
+        return;
+    };
+    if s.retention == crate::workload::Retention::HostOffload && en.host_kv.is_none() {
+        e.push("workload.sessions.retention", "host_offload moves a session's KV to host memory: it needs engine.host_kv (capacity_gb, bandwidth_gbps)");
+    }
+    if en.host_kv.is_some() && spec.cluster.router == RouterSpec::CentralQueue {
+        e.push("cluster.router", "a host tier restores a turn's KV on the worker a router picks at arrival: central_queue picks at dispatch; use a router (sticky, bounded_affinity, least_outstanding, …)");
+    }
 }
 
 /// Deadline admission tests each request against its class's end-to-end SLO: every class needs one.
@@ -419,9 +472,24 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
             e.push("engine.max_model_len", format!("must be 1 … {most}{why} (got {len})"));
         }
     }
+    if let Some(h) = &en.host_kv {
+        e.range_open_lo("engine.host_kv.capacity_gb", h.capacity_gb, 0.0, 1e5);
+        e.range_open_lo("engine.host_kv.bandwidth_gbps", h.bandwidth_gbps, 0.0, 1e4);
+        e.range("engine.host_kv.latency_ms", h.latency_ms, 0.0, 1e4);
+    }
+    if let Some(b) = en.retention_budget_blocks {
+        e.int("engine.retention_budget_blocks", b, 0, 1 << 40);
+    }
     if e.0.len() > n0 {
         return None;
     }
+    let block_bytes = m.kv_bytes_per_token() * en.block_size_tokens as f64;
+    let host = en.host_kv.as_ref().map(|h| HostTier {
+        capacity_blocks: (h.capacity_gb * 1e9 / block_bytes).floor() as u64,
+        block_bytes,
+        bytes_per_ns: h.bandwidth_gbps,
+        latency_ns: ms_to_ns(h.latency_ms),
+    });
     let kv_capacity_tokens = match en.kv_capacity_tokens {
         Some(c) => c,
         None => {
@@ -465,6 +533,8 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         formation: en.batch_formation,
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,
+        host,
+        retention_budget_blocks: en.retention_budget_blocks,
     })
 }
 
@@ -594,6 +664,15 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
 }
 
 fn validate_policies(spec: &Spec, e: &mut Errors) {
+    let mut routers = vec![("cluster.router".to_string(), &spec.cluster.router)];
+    if let Some(d) = &spec.cluster.disaggregation {
+        routers.extend([("cluster.disaggregation.prefill.router".to_string(), &d.prefill.router), ("cluster.disaggregation.decode.router".to_string(), &d.decode.router)]);
+    }
+    for (path, r) in routers {
+        if let RouterSpec::BoundedAffinity { slack_ms } = r {
+            e.range(&format!("{path}.slack_ms"), *slack_ms, 0.0, 1e9);
+        }
+    }
     if let SchedulerSpec::Drr { quantum_tokens } = spec.scheduler {
         e.int("scheduler.quantum_tokens", quantum_tokens as u64, 1, 100_000_000);
     }

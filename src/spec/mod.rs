@@ -246,18 +246,52 @@ pub struct SessionsSpec {
     /// What happens to a session's KV when a turn completes.
     #[serde(default, skip_serializing_if = "RetentionSpec::is_stateless")]
     pub retention: RetentionSpec,
+    /// A session meets its objective when every turn's TTFT and the whole session's time meet these.
+    #[serde(default, skip_serializing_if = "SessionSloSpec::is_empty")]
+    pub slo: SessionSloSpec,
+}
+
+/// A session's objectives: each turn's time to first token, and the session's time from its first arrival to
+/// its last token.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSloSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_s: Option<f64>,
+}
+
+impl SessionSloSpec {
+    pub fn is_empty(&self) -> bool {
+        self.turn_ttft_ms.is_none() && self.session_s.is_none()
+    }
 }
 
 /// A session's KV between its turns.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RetentionSpec {
     /// Freed: every turn recomputes its whole history.
     #[default]
     Stateless,
     /// Kept in HBM, on the worker that served the turn, until the session ends — an idle cache entry that
-    /// pressure may evict (least recently used first) to make room for running requests.
+    /// pressure may evict (least recently used first) to make room for running requests: to the host tier
+    /// (`engine.host_kv`) when there is one, else dropped.
     Retain,
+    /// Kept in HBM for `ttl_s` seconds after each turn, then moved to the host tier (when there is one) or
+    /// freed. Absent `ttl_s`: no expiry (`retain`); 0: at once (`stateless`, or `host_offload` with a host tier).
+    Ttl {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_s: Option<f64>,
+    },
+    /// Moved to the host tier (`engine.host_kv`) as soon as the turn ends; the next turn restores it over the
+    /// host link before its prefill.
+    HostOffload,
+    /// Sees the future: keeps the history in HBM exactly when its share of the worker's KV times the realised
+    /// tool gap is less than the GPU time recomputing it takes; else moves it to the host tier when restoring
+    /// is faster than recomputing; else frees it. An upper bound, not a policy an engine can run.
+    GapOracle,
 }
 
 impl RetentionSpec {
@@ -647,6 +681,13 @@ pub struct EngineSpec {
     /// request past its `max_model_len`. Absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_model_len: Option<u32>,
+    /// A host-memory tier for sessions' KV (vLLM's `--kv-offloading-size`, SGLang's HiCache), per worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_kv: Option<HostKvSpec>,
+    /// Most KV blocks per worker that sessions' retained history may hold in HBM (pinned or idle); past it the
+    /// least recently used idle history moves to the host tier or is freed. Absent: only HBM pressure bounds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_budget_blocks: Option<u64>,
     /// How a step is formed from the running requests and the queue: which engine's scheduler to mimic.
     #[serde(default, skip_serializing_if = "BatchFormationSpec::is_vllm")]
     pub batch_formation: BatchFormationSpec,
@@ -690,9 +731,24 @@ impl Default for EngineSpec {
             request_overhead_ms: 0.0,
             max_model_len: None,
             batch_formation: BatchFormationSpec::Vllm,
+            host_kv: None,
+            retention_budget_blocks: None,
             horizon_s: None,
         }
     }
+}
+
+/// A worker's host-memory KV tier and the link between it and HBM (PCIe, or NVLink-C2C on a superchip).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostKvSpec {
+    /// Host memory for KV per worker, GB (10^9 bytes).
+    pub capacity_gb: f64,
+    /// GB/s of the host-to-HBM direction; restores queue on it one at a time.
+    pub bandwidth_gbps: f64,
+    /// Fixed latency of a restore, ms (added once the bytes are sent; does not occupy the link).
+    #[serde(default)]
+    pub latency_ms: f64,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -916,6 +972,13 @@ pub enum RouterSpec {
     PowerOfTwo,
     /// One shared queue; the first replica with room takes the next request.
     CentralQueue,
+    /// A session's later turns go to the worker that served its previous turn (where its KV is); first
+    /// turns and requests outside sessions go to the fewest outstanding requests.
+    Sticky,
+    /// A session's turn stays on its previous worker unless that worker's estimated queue penalty exceeds
+    /// the least-loaded worker's by more than `slack_ms`; then it goes to the least-loaded one. 0: pure load
+    /// balancing (ties stay); very large: sticky.
+    BoundedAffinity { slack_ms: f64 },
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

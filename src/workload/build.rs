@@ -3,7 +3,7 @@
 
 use super::{LengthDist, TraceRow};
 use crate::spec::{
-    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, SessionsSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
+    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, RetentionSpec, SessionsSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
 };
 
 const MAX_RATE_RPS: f64 = 1e7;
@@ -85,8 +85,30 @@ pub struct Sessions {
     pub tools: Vec<Tool>,
     /// Cumulative normalised tool weights.
     pub tool_cdf: Vec<f64>,
-    /// A session's KV stays on its worker between turns.
-    pub retain: bool,
+    /// What happens to a session's KV when a turn ends.
+    pub retention: Retention,
+    /// The session objective: every turn's TTFT, and the session's span (ns; None: not set).
+    pub turn_ttft_ns: Option<u64>,
+    pub session_ns: Option<u64>,
+}
+
+/// A session's KV between turns (validated `RetentionSpec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retention {
+    Stateless,
+    /// Kept in HBM until the session ends (or pressure evicts it).
+    Retain,
+    /// Kept in HBM this long after each turn (ns; 0: not at all), then offloaded or freed.
+    Ttl(u64),
+    HostOffload,
+    GapOracle,
+}
+
+impl Retention {
+    /// Whether sessions' KV may outlive a turn anywhere (in HBM or in host memory).
+    pub fn keeps(self) -> bool {
+        self != Retention::Stateless
+    }
 }
 
 /// A tool's latency: lognormal by its mean (ns) and coefficient of variation.
@@ -128,8 +150,19 @@ impl Sessions {
         }
         let tool_cdf = if s.tools.is_empty() { Vec::new() } else { cdf(s.tools.iter().map(|t| t.weight), &format!("{p}.tools"), e) };
         let (turns, first, new, output) = (turns?, first?, new?, output?);
-        let retain = s.retention == crate::spec::RetentionSpec::Retain;
-        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf, retain })
+        let retention = match s.retention {
+            RetentionSpec::Stateless => Retention::Stateless,
+            RetentionSpec::Retain | RetentionSpec::Ttl { ttl_s: None } => Retention::Retain,
+            RetentionSpec::Ttl { ttl_s: Some(t) } => {
+                e.range(&format!("{p}.retention.ttl_s"), t, 0.0, 1e7);
+                Retention::Ttl(s_to_ns(t.clamp(0.0, 1e7)))
+            }
+            RetentionSpec::HostOffload => Retention::HostOffload,
+            RetentionSpec::GapOracle => Retention::GapOracle,
+        };
+        let turn_ttft_ns = s.slo.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
+        let session_ns = s.slo.session_s.filter(|&v| e.range_open_lo(&format!("{p}.slo.session_s"), v, 0.0, 1e8)).map(s_to_ns);
+        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf, retention, turn_ttft_ns, session_ns })
     }
 }
 
@@ -170,6 +203,19 @@ pub enum Predictor {
 }
 
 impl Workload {
+    /// Mean prompt of a request (for sessions, of a turn: the first prompt plus, on average, half the
+    /// session's later turns' new input and output).
+    pub fn mean_prompt_tokens(&self) -> f64 {
+        if let Some(s) = &self.sessions {
+            return s.first.mean() + (s.turns.mean() - 1.0).max(0.0) / 2.0 * (s.new.mean() + s.output.mean());
+        }
+        if let Arrival::Trace { rows } = &self.arrival {
+            return rows.iter().map(|r| r.prompt_tokens as f64).sum::<f64>() / rows.len().max(1) as f64;
+        }
+        let mut last = 0.0;
+        (self.classes.iter().zip(&self.class_cdf)).map(|(c, &cum)| (cum - std::mem::replace(&mut last, cum)) * c.prompt.mean()).sum()
+    }
+
     /// Mean gap between arrivals (long-run), ns.
     pub fn mean_gap_ns(&self) -> f64 {
         match &self.arrival {

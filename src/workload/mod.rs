@@ -8,7 +8,7 @@ mod build;
 mod dist;
 pub mod trace;
 
-pub use build::{Arrival, Chains, Class, Predictor, Prefix, Sessions, Slo, Tenant, Tool, Workload};
+pub use build::{Arrival, Chains, Class, Predictor, Prefix, Retention, Sessions, Slo, Tenant, Tool, Workload};
 
 pub use dist::LengthDist;
 pub use trace::TraceRow;
@@ -320,12 +320,29 @@ impl Generator<'_> {
         Some(r)
     }
 
+    /// Whether turn `turn` of `req`'s session is its last: its program has no more, or the next would pass
+    /// the context (as [`Generator::follow_up`] will find when the turn completes).
+    pub fn is_last_turn(&self, req: &Request, turn: u32) -> bool {
+        let p = &self.programs[req.session as usize];
+        let k = turn as usize;
+        if k >= p.new_tokens.len() {
+            return true;
+        }
+        let next = req.prompt_tokens as u64 + req.output_tokens as u64 + p.new_tokens[k] as u64 + p.output_tokens[k] as u64;
+        next > self.context_tokens.min(u32::MAX as u64)
+    }
+
     /// A session turn's predicted output on both channels, from `r`'s own stream.
     fn predict_into(&self, req: &mut Request, r: &mut Rng64) {
         let mean = self.workload.sessions.as_ref().map_or(0.0, |s| s.output.mean());
         let (z_order, z_reserve) = (r.std_normal(), r.std_normal());
         req.pred_order_tokens = predict(self.predictors[0], req.output_tokens, mean, z_order);
         req.pred_reserve_tokens = predict(self.predictors[1], req.output_tokens, mean, z_reserve);
+    }
+
+    /// Session `s`'s program (drawn when it started).
+    pub fn program(&self, s: u32) -> &Program {
+        &self.programs[s as usize]
     }
 
     /// The sessions started so far, by index (a session's program is fixed when it starts), taken at the

@@ -551,7 +551,7 @@ fn hash_id_reuse_refuses_what_it_cannot_model() {
 
 /// One session of three turns on the linear cost: a 1000-token first prompt, 200 new tokens a turn, 5 output
 /// tokens, a tool of exactly 1 s between turns.
-fn one_session(turns: u32) -> Spec {
+pub(super) fn one_session(turns: u32) -> Spec {
     let mut s = linear(16, 2, 1, 1.0);
     s.engine.prefill_chunk_tokens = Some(8192);
     s.workload.sessions = Some(SessionsSpec {
@@ -561,6 +561,7 @@ fn one_session(turns: u32) -> Spec {
         output_tokens: LengthSpec::Fixed { tokens: 5 },
         tools: vec![ToolSpec { name: "run_tests".into(), weight: 1.0, mean_s: 1.0, cv: 0.0 }],
         retention: RetentionSpec::Stateless,
+        slo: Default::default(),
     });
     s
 }

@@ -11,6 +11,7 @@ mod pd;
 mod property;
 mod references;
 mod roofline;
+mod sessions;
 mod study;
 mod truth;
 

@@ -177,7 +177,7 @@ fn lazy_step_ends_equal_the_general_path() {
 /// lazy step end equals the general path.
 #[test]
 fn random_session_scenarios_pass_the_audits() {
-    let (mut ran, mut context_ends, mut multi) = (0, 0, 0);
+    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed) = (0, 0, 0, 0, 0);
     for i in 0..150 {
         let mut spec = random_spec(i);
         if !matches!(spec.workload.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. } | ArrivalSpec::Constant { .. }) {
@@ -187,16 +187,38 @@ fn random_session_scenarios_pass_the_audits() {
         spec.workload.requests = spec.workload.requests.map(|n| n / 5 + 1);
         let k = i as u32;
         spec.workload.sessions = Some(SessionsSpec {
-            turns: [LengthSpec::Fixed { tokens: 1 }, LengthSpec::Uniform { min: 1, max: 8 }, LengthSpec::Geometric { mean: 5.0, max: 40 }][(k % 3) as usize].clone(),
+            turns: [LengthSpec::Fixed { tokens: 1 }, LengthSpec::Uniform { min: 1, max: 8 }, LengthSpec::Geometric { mean: 5.0, max: 40 }][((k + k / 6) % 3) as usize].clone(),
             first_tokens: LengthSpec::Lognormal { mean: 400.0, cv: 1.0, max: 3000 },
             new_tokens: LengthSpec::Uniform { min: 1, max: 300 },
             output_tokens: LengthSpec::Geometric { mean: 40.0, max: 400 },
             tools: vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.1, cv: 1.0 }, ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 }],
-            // Half the scenarios keep their KV between turns (under each one's memory pressure).
-            retention: if i % 2 == 0 { RetentionSpec::Retain } else { RetentionSpec::Stateless },
+            // Most scenarios keep their KV between turns somehow (under each one's memory pressure).
+            retention: match i % 6 {
+                0 => RetentionSpec::Retain,
+                1 => RetentionSpec::Stateless,
+                2 => RetentionSpec::Ttl { ttl_s: Some([0.0, 0.05, 1.0, 30.0][(k / 6 % 4) as usize]) },
+                3 => RetentionSpec::HostOffload,
+                4 => RetentionSpec::GapOracle,
+                _ => RetentionSpec::Retain,
+            },
+            slo: SessionSloSpec { turn_ttft_ms: Some(500.0), session_s: None },
         });
+        // A host tier (small enough to fill) for host offload and a third of the rest; a retention budget on
+        // a fifth; affinity routers on a third.
+        if spec.cluster.router != RouterSpec::CentralQueue && (i % 6 == 3 || k.is_multiple_of(3)) {
+            spec.engine.host_kv = Some(HostKvSpec { capacity_gb: [0.05, 0.5, 20.0][(k % 3) as usize], bandwidth_gbps: [2.0, 25.0, 400.0][(k / 3 % 3) as usize], latency_ms: 0.01 });
+        }
+        if k % 5 == 1 {
+            spec.engine.retention_budget_blocks = Some([0, 64, 2000][(k / 5 % 3) as usize]);
+        }
+        if k % 3 == 1 && spec.cluster.router != RouterSpec::CentralQueue {
+            spec.cluster.router = [RouterSpec::Sticky, RouterSpec::BoundedAffinity { slack_ms: 0.0 }, RouterSpec::BoundedAffinity { slack_ms: 50.0 }][(k / 3 % 3) as usize].clone();
+        }
         if k.is_multiple_of(4) {
             spec.model.context_tokens = Some(2048);
+        }
+        if k % 4 == 2 {
+            spec.engine.kv_capacity_tokens = Some(16_384); // tight: retained history yields to running turns
         }
         let Ok(sc) = scenario::validate(&spec) else { continue };
         let r = inferscale::simulate(&sc);
@@ -204,12 +226,22 @@ fn random_session_scenarios_pass_the_audits() {
         assert!(r.audits.conservation.ok && r.audits.kv.violations == 0 && r.audits.little.relative_error <= 0.01, "scenario {i}: {:?}", r.audits);
         assert!(s.conservation_ok && s.sessions == s.completed + s.ended_by_context + s.ended_by_failure + s.unfinished, "scenario {i}: {s:?}");
         assert!(s.recomputed_history_tokens <= s.history_tokens);
+        assert!(s.audit.ok && r.audits.ok, "scenario {i}: {:?}", s.audit);
+        if let Some(h) = &spec.engine.host_kv {
+            assert!(s.kv.host_peak_gb <= h.capacity_gb * sc.pools[0].replicas as f64 + 1e-9, "scenario {i}: host over capacity");
+            hosted += (s.kv.restores > 0) as u32;
+        }
+        if let Some(b) = spec.engine.retention_budget_blocks {
+            let block_gb = sc.model.kv_bytes_per_token() * sc.pools[0].engine.block_size_tokens as f64 / 1e9;
+            assert!(s.kv.hbm_peak_gb <= (b * sc.pools[0].replicas as u64) as f64 * block_gb + 1e-9, "scenario {i}: over the retention budget");
+        }
         let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
         assert!(inferscale::export::json(&r) == inferscale::export::json(&eager), "scenario {i}: lazy and eager differ");
         ran += 1;
         context_ends += (s.ended_by_context > 0) as u32;
         multi += (s.mean_turns_per_session > 2.0) as u32;
+        pressed += (s.kv.pressure_evictions > 0) as u32;
     }
-    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session");
-    assert!(ran > 60 && context_ends > 3 && multi > 20, "{ran} ran, {context_ends} context ends, {multi} multi-turn");
+    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure");
+    assert!(ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8, "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed");
 }

@@ -1,0 +1,251 @@
+//! Sessions' KV between turns: where each session's history is (the worker of its last turn, in HBM or in
+//! that worker's host memory), what a turn's end does with it (the retention policy's decision, made when the
+//! turn arrives), TTL expiry, restores over the host link, and the session's end.
+//!
+//! ```text
+//!  turn arrives ─▶ routed to r ─▶ r holds it in host memory? ─yes─▶ restore (link FIFO) ─▶ Restored ─┐
+//!                                   │ no                                                             ▼
+//!                                   └──────────────────────────────────────────────────────────▶ queue ─▶ prefill what HBM lacks
+//!  turn ends ─▶ keep: Hbm (idle entry; TTL expiry → host or freed) │ Host (moved at once) │ Drop
+//! ```
+
+use super::Simulation;
+use crate::cost::StepWork;
+use crate::kv::EntryId;
+use crate::workload::{Request, Retention, NO_SESSION};
+
+/// What the end of a session's running turn does with its history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    Drop,
+    /// An idle entry in the worker's HBM cache.
+    Hbm,
+    /// Moved to the worker's host tier.
+    Host,
+}
+
+/// One session's KV state, the engine's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionKv {
+    /// The worker that served the session's latest completed turn (u32::MAX: none yet).
+    pub holder: u32,
+    pub keep: Keep,
+    /// Bumped at every turn's arrival and at the session's end: a TTL expiry made before is stale.
+    pub generation: u32,
+    /// Blocks of a restore in flight (0: none); set when a restore brought the history for the turn waiting.
+    pub restoring_blocks: u64,
+    pub restored: bool,
+}
+
+const NO_HOLDER: u32 = u32::MAX;
+
+impl Simulation<'_> {
+    /// A session's turn `turn` arrives: a new session's state; a later turn's makes any TTL expiry stale.
+    /// Decides what the turn's end will do with the history.
+    pub(super) fn session_turn_arrives(&mut self, req: &Request, turn: u32) {
+        let s = req.session as usize;
+        if s >= self.sessions.len() {
+            self.sessions.resize(s + 1, SessionKv { holder: NO_HOLDER, keep: Keep::Drop, generation: 0, restoring_blocks: 0, restored: false });
+            self.rec.on_session_start(self.now);
+        }
+        let keep = self.keep_for(req, turn);
+        let st = &mut self.sessions[s];
+        st.generation = st.generation.wrapping_add(1);
+        st.keep = keep;
+    }
+
+    /// The affinity of `req` for routing: the worker of its session's previous turn.
+    pub(super) fn affinity(&self, req: &Request) -> Option<usize> {
+        let st = self.sessions.get(req.session as usize)?;
+        (req.session != NO_SESSION && st.holder != NO_HOLDER).then_some(st.holder as usize)
+    }
+
+    /// The retention policy's decision for turn `turn`'s end.
+    fn keep_for(&self, req: &Request, turn: u32) -> Keep {
+        let Some(s) = &self.sc.workload.sessions else { return Keep::Drop };
+        if self.generator.is_last_turn(req, turn) {
+            return Keep::Drop; // the session ends with this turn: nothing to keep for
+        }
+        let host = self.sc.pools[0].engine.host.is_some();
+        match s.retention {
+            Retention::Stateless => Keep::Drop,
+            Retention::Retain => Keep::Hbm,
+            Retention::Ttl(0) | Retention::HostOffload if host => Keep::Host,
+            Retention::Ttl(0) | Retention::HostOffload => Keep::Drop,
+            Retention::Ttl(_) => Keep::Hbm,
+            Retention::GapOracle => self.oracle(req, turn),
+        }
+    }
+
+    /// The gap oracle: it knows the tool gap after this turn and the next turn's new input. Keeping the
+    /// history's share of the worker's KV for the gap costs that share × gap of HBM-seconds; recomputing it
+    /// costs the GPU time its prefill adds to the next turn's. Keep the cheaper; when not kept in HBM, restore
+    /// from host memory if that is faster than recomputing, else free.
+    fn oracle(&self, req: &Request, turn: u32) -> Keep {
+        let program = self.generator.program(req.session);
+        let k = turn as usize;
+        let pool = &self.sc.pools[0];
+        let block = pool.engine.block_size_tokens as u64;
+        let blocks = (req.prompt_tokens as u64 + req.output_tokens as u64).saturating_sub(1) / block;
+        let prefill_ns = |tokens: u64| {
+            let t = tokens.min(u32::MAX as u64);
+            pool.cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: t as u32, prefill_attention_pairs: t * (t + 1) / 2, ..Default::default() }).total_ns as f64
+        };
+        let new = program.new_tokens[k] as u64;
+        let recompute_ns = prefill_ns(blocks * block + new) - prefill_ns(new);
+        let hold = blocks as f64 / pool.engine.kv_total_blocks as f64 * program.gaps_ns[k - 1] as f64;
+        match pool.engine.host {
+            _ if hold <= recompute_ns => Keep::Hbm,
+            Some(h) if ((h.send_ns(blocks) + h.latency_ns) as f64) < recompute_ns => Keep::Host,
+            _ => Keep::Drop,
+        }
+    }
+
+    /// An admitted turn reaches the scheduler: if its worker holds its history in host memory (and not in
+    /// HBM), the history comes back over the host link first; otherwise it queues now.
+    pub(super) fn join_queue(&mut self, id: u32, target: Option<usize>) {
+        let session = self.requests[id as usize].session;
+        if let (Some(r), true) = (target, session != NO_SESSION && self.sc.pools[0].engine.host.is_some()) {
+            let holds = self.sessions[session as usize].holder == r as u32;
+            let e = EntryId::session(session);
+            let kv = &self.replicas[r].kv;
+            if holds && !kv.cache.is_cached(e) && kv.host.as_ref().is_some_and(|h| h.blocks_of(e) > 0) {
+                self.start_restore(id, r);
+                return;
+            }
+        }
+        let item = self.queue_item(id);
+        self.enqueue(item, target, false);
+    }
+
+    /// Restore request `id`'s history from worker `r`'s host memory: HBM blocks now (if they cannot be had
+    /// the history is dropped and the turn recomputes), then the link — a FIFO server, bytes ÷ bandwidth —
+    /// and its latency.
+    fn start_restore(&mut self, id: u32, r: usize) {
+        let session = self.requests[id as usize].session;
+        let e = EntryId::session(session);
+        let host = self.sc.pools[0].engine.host.expect("restores need a host tier");
+        let rep = &mut self.replicas[r];
+        let blocks = rep.kv.host.as_mut().expect("a host tier").take(e);
+        if blocks > self.sc.pools[0].engine.retention_budget_blocks.unwrap_or(u64::MAX) || !rep.kv.try_alloc(blocks) {
+            self.note_retained(r);
+            let item = self.queue_item(id);
+            self.enqueue(item, Some(r), false);
+            return;
+        }
+        rep.transfer_blocks += blocks;
+        self.sessions[session as usize].restoring_blocks = blocks;
+        let send_ns = host.send_ns(blocks);
+        let start = self.now.max(self.host_link_free_ns[r]);
+        self.host_link_free_ns[r] = start + send_ns;
+        let done = start + send_ns + host.latency_ns;
+        self.rec.on_restore(done - self.now, (blocks as f64 * host.block_bytes).round() as u64);
+        self.note_retained(r);
+        self.schedule(done, super::Event::Restored { request: id });
+    }
+
+    /// A restore landed: the history is an idle entry in HBM again, and the turn queues.
+    pub(super) fn on_restored(&mut self, id: u32) {
+        let (session, r) = (self.requests[id as usize].session, self.requests[id as usize].replica as usize);
+        let st = &mut self.sessions[session as usize];
+        let blocks = std::mem::take(&mut st.restoring_blocks);
+        st.restored = true;
+        let rep = &mut self.replicas[r];
+        rep.transfer_blocks -= blocks;
+        // Within the retention budget: older idle histories yield to it.
+        rep.kv.retain(EntryId::session(session), blocks);
+        let item = self.queue_item(id);
+        self.enqueue(item, Some(r), false);
+        self.note_retained(r);
+    }
+
+    /// A session's turn ended (completed, refused or failed) and `next` says whether another follows. A
+    /// completed turn's worker becomes the holder (a copy left on an earlier holder is freed); a session's
+    /// end frees what it holds; a TTL starts.
+    pub(super) fn after_turn(&mut self, id: u32, ends: bool) {
+        let rec = &self.requests[id as usize];
+        let (s, completed, r) = (rec.session, rec.outcome == crate::metrics::Outcome::Completed, rec.replica as u32);
+        let keeps = self.sc.workload.sessions.as_ref().is_some_and(|x| x.retention.keeps());
+        let old = self.sessions[s as usize].holder;
+        if completed && old != r {
+            if keeps && old != NO_HOLDER {
+                self.free_session_kv(old as usize, s);
+            }
+            self.sessions[s as usize].holder = r;
+        }
+        if ends {
+            let holder = self.sessions[s as usize].holder;
+            if keeps && holder != NO_HOLDER {
+                self.free_session_kv(holder as usize, s);
+            }
+            let st = &mut self.sessions[s as usize];
+            st.generation = st.generation.wrapping_add(1);
+            self.rec.on_session_end(s, self.now);
+            return;
+        }
+        let Some(Retention::Ttl(ttl)) = self.sc.workload.sessions.as_ref().map(|x| x.retention) else { return };
+        let st = self.sessions[s as usize];
+        if completed && st.keep == Keep::Hbm && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s)) {
+            self.schedule(self.now.saturating_add(ttl), super::Event::Expire { session: s, generation: st.generation });
+        }
+    }
+
+    /// Whether a TTL expiry is stale (a turn arrived, or the session ended, since it was set).
+    pub(super) fn expiry_is_stale(&self, session: u32, generation: u32) -> bool {
+        self.sessions[session as usize].generation != generation
+    }
+
+    /// A session's TTL ran out in a tool gap: its idle history leaves HBM for the host tier, or is freed.
+    pub(super) fn on_expire(&mut self, session: u32) {
+        let r = self.sessions[session as usize].holder as usize;
+        let rep = &mut self.replicas[r];
+        if rep.kv.offload(EntryId::session(session)) > 0 {
+            self.rec.sess.ttl_evictions += 1;
+            self.kv_changed(r);
+        }
+    }
+
+    /// Free what worker `r` holds of session `s`, in HBM (when idle) and in host memory.
+    fn free_session_kv(&mut self, r: usize, s: u32) {
+        let e = EntryId::session(s);
+        let rep = &mut self.replicas[r];
+        let freed = rep.kv.drop_idle(e);
+        let hosted = rep.kv.host.as_mut().map_or(0, |h| h.take(e));
+        if freed + hosted > 0 {
+            self.kv_changed(r);
+        }
+    }
+
+    /// Worker `r`'s KV changed outside a step: the recorder's gauges, and a step if the room lets one start.
+    fn kv_changed(&mut self, r: usize) {
+        let rep = &self.replicas[r];
+        self.rec.on_kv_change(r, rep.batch.len() as u64, rep.kv.used());
+        self.note_retained(r);
+        self.try_start(r);
+    }
+
+    /// Keep the recorder's retained-KV gauges (idle session history in HBM, history in host memory) current
+    /// for worker `r`.
+    pub(super) fn note_retained(&mut self, r: usize) {
+        if !self.tracks_retention {
+            return;
+        }
+        let kv = &self.replicas[r].kv;
+        let (hbm, host) = (kv.cache.idle_blocks(), kv.host.as_ref().map_or(0, |h| h.used_blocks));
+        let (old_hbm, old_host) = std::mem::replace(&mut self.retained[r], (hbm, host));
+        if (hbm, host) != (old_hbm, old_host) {
+            self.rec.on_retained(self.now, hbm as i64 - old_hbm as i64, host as i64 - old_host as i64);
+        }
+    }
+}
+
+/// A turn's first admission, on worker `r`, found `shared_tokens` of its history in HBM: count the tokens
+/// reused and, for a later turn, the hit (from HBM, or restored from host memory) or the miss, and whether it
+/// ran where its last turn did.
+pub(super) fn note_turn_admitted(st: &mut SessionKv, rec: &mut crate::metrics::Recorder, turn: &crate::metrics::RequestRecord, r: usize, shared_tokens: u32) {
+    rec.session_reused_tokens += shared_tokens as u64;
+    if turn.turn > 1 {
+        let restored = std::mem::take(&mut st.restored);
+        rec.on_turn_admitted(st.holder == r as u32, shared_tokens > 0, restored && shared_tokens > 0);
+    }
+}

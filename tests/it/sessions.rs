@@ -1,0 +1,239 @@
+//! Sessions' KV between turns: TTL, the host tier and its link, the gap oracle, the retention budget and
+//! affinity routing — exact timings on the linear cost, identities between policies, and the audits.
+
+use super::engine::one_session;
+use inferscale::scenario::*;
+use inferscale::{simulate, Report};
+
+/// Llama-3-8B's KV: 2 × 32 layers × 8 heads × 128 × 2 bytes per token, 16 tokens a block.
+const BLOCK_BYTES: f64 = 131_072.0 * 16.0;
+
+fn with(retention: RetentionSpec) -> Spec {
+    let mut s = one_session(3);
+    s.workload.sessions.as_mut().unwrap().retention = retention;
+    s
+}
+
+fn host(spec: &mut Spec, gbps: f64, latency_ms: f64) {
+    spec.engine.host_kv = Some(HostKvSpec { capacity_gb: 100.0, bandwidth_gbps: gbps, latency_ms });
+}
+
+fn ttfts(r: &Report) -> Vec<f64> {
+    r.sessions.as_ref().unwrap().ttft_by_turn.iter().map(|t| t.ttft_p50_s).collect()
+}
+
+fn close(got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-9, "{got:?} vs {want:?}");
+    }
+}
+
+/// A turn's cost in each tier, exactly. HBM hit: prefill only what is new (turn 2: 213 tokens, 12.13 ms). Miss:
+/// the whole history (22.05 ms). Host hit: the restore — 62 blocks of 2 MiB at 10 GB/s is 13.0023424 ms, plus
+/// 1 ms latency — then the new tokens: 26.1323424 ms; turn 3 restores 75 blocks (16.72864 ms) and prefills 210.
+#[test]
+fn a_turn_costs_a_restore_then_its_new_tokens_on_a_host_hit() {
+    let hbm = simulate(&super::valid(&with(RetentionSpec::Retain)));
+    close(&ttfts(&hbm), &[0.020, 0.01213, 0.01210]);
+    let mut s = with(RetentionSpec::HostOffload);
+    host(&mut s, 10.0, 1.0);
+    let r = simulate(&super::valid(&s));
+    let restore = [62.0 * BLOCK_BYTES / 10e9 + 0.001, 75.0 * BLOCK_BYTES / 10e9 + 0.001];
+    close(&ttfts(&r), &[0.020, restore[0] + 0.01213, restore[1] + 0.01210]);
+    let x = r.sessions.as_ref().unwrap();
+    assert_eq!((x.kv.restores, x.kv.later_turns), (2, 2));
+    assert_eq!((x.kv.host_hit_rate, x.kv.hbm_hit_rate, x.kv.miss_rate, x.kv.route_locality), (1.0, 0.0, 0.0, 1.0));
+    assert!((x.kv.restore_s.max - restore[1]).abs() < 1e-9 && (x.kv.restore_s.mean - (restore[0] + restore[1]) / 2.0).abs() < 1e-9);
+    assert!((x.kv.restore_gb - 137.0 * BLOCK_BYTES / 1e9).abs() < 1e-9);
+    // The history sat in host memory through both tool gaps, never idle in HBM.
+    assert_eq!(x.kv.hbm_peak_gb, 0.0);
+    assert!((x.kv.host_peak_gb - 75.0 * BLOCK_BYTES / 1e9).abs() < 1e-9);
+    assert!(r.audits.ok && x.audit.ok, "{:?} {:?}", r.audits, x.audit);
+    assert_eq!(x.recomputed_history_tokens, 2215 - 992 - 1200);
+}
+
+/// Two sessions whose second turns are ready 20 ms apart each restore ~130 ms of KV at 1 GB/s: the second
+/// waits for the first on the worker's one host link.
+#[test]
+fn two_restores_on_one_link_serialize() {
+    let mut s = with(RetentionSpec::HostOffload);
+    host(&mut s, 1.0, 0.0);
+    s.workload.requests = Some(2);
+    s.workload.arrival = ArrivalSpec::Constant { rate_rps: 1000.0 };
+    let sc = super::valid(&s);
+    let rec = inferscale::engine::run(&sc);
+    let turn2: Vec<u64> = rec.requests.iter().filter(|r| r.turn == 2).map(|r| r.arrival_ns).collect();
+    let send = (62.0 * BLOCK_BYTES / 1.0).round() as u64; // ns at 1 byte/ns
+    let (a, b) = (turn2[0], turn2[1]);
+    assert!(b > a && b - a < send, "the second is ready while the first is on the link: {a} {b}");
+    assert_eq!(rec.sess.restore_ns[..2], [send, a + 2 * send - b]);
+}
+
+/// TTL 0 is stateless (without a host tier) or host offload (with one); no TTL, or one longer than any gap,
+/// is full retention — byte for byte, on a pressured multi-replica scenario. A TTL inside the tool gap
+/// expires the history: the next turn misses (or, with a host tier, restores).
+#[test]
+fn ttl_spans_stateless_to_full_retention() {
+    let json = |s: &Spec| inferscale::export::json(&simulate(&super::valid(s)));
+    let pressured = |retention: RetentionSpec, host_tier: bool| {
+        let mut s = one_session(8);
+        s.cost = CostSpec::default();
+        s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 6.0 };
+        s.workload.requests = Some(80);
+        s.engine.kv_capacity_tokens = Some(30_000);
+        s.cluster.replicas = 2;
+        s.cluster.router = RouterSpec::Sticky;
+        let x = s.workload.sessions.as_mut().unwrap();
+        x.retention = retention;
+        x.turns = LengthSpec::Uniform { min: 2, max: 10 };
+        x.output_tokens = LengthSpec::Geometric { mean: 60.0, max: 400 };
+        x.tools = vec![ToolSpec { name: "test".into(), weight: 1.0, mean_s: 2.0, cv: 2.0 }];
+        if host_tier {
+            host(&mut s, 25.0, 0.02);
+        }
+        s
+    };
+    let ttl = |t: Option<f64>| RetentionSpec::Ttl { ttl_s: t };
+    assert_eq!(json(&pressured(ttl(Some(0.0)), false)), json(&pressured(RetentionSpec::Stateless, false)));
+    assert_eq!(json(&pressured(ttl(Some(0.0)), true)), json(&pressured(RetentionSpec::HostOffload, true)));
+    let full = json(&pressured(RetentionSpec::Retain, false));
+    assert_eq!(json(&pressured(ttl(None), false)), full);
+    assert_eq!(json(&pressured(ttl(Some(1e6)), false)), full);
+    assert_ne!(json(&pressured(ttl(Some(1.0)), false)), full);
+    // One session, tools of exactly 1 s: a TTL of 0.5 s expires both histories, one of 2 s keeps them.
+    let short = simulate(&super::valid(&with(ttl(Some(0.5)))));
+    close(&ttfts(&short), &[0.020, 0.02205, 0.02410]);
+    assert_eq!(short.sessions.as_ref().unwrap().kv.ttl_evictions, 2);
+    close(&ttfts(&simulate(&super::valid(&with(ttl(Some(2.0)))))), &[0.020, 0.01213, 0.01210]);
+    let mut to_host = with(ttl(Some(0.5)));
+    host(&mut to_host, 10.0, 1.0);
+    let r = simulate(&super::valid(&to_host));
+    close(&ttfts(&r), &[0.020, 62.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01213, 75.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01210]);
+    let x = r.sessions.unwrap();
+    // Each history was idle in HBM for exactly the TTL: 0.5 s × (62 + 75) blocks.
+    assert!((x.kv.hbm_gb_s - 0.5 * 137.0 * BLOCK_BYTES / 1e9).abs() < 1e-9, "{}", x.kv.hbm_gb_s);
+    assert_eq!((x.kv.ttl_evictions, x.kv.restores), (2, 2));
+}
+
+/// The gap oracle keeps a history in HBM when its share of KV × the gap costs less than recomputing it, and
+/// otherwise restores it (when that is faster than recomputing) or frees it.
+#[test]
+fn the_gap_oracle_keeps_what_is_cheaper_to_keep() {
+    // A 1 s gap: 62 of 64k blocks for 1 s is 0.95 ms of HBM-seconds, recomputing 992 tokens 9.92 ms: keep.
+    close(&ttfts(&simulate(&super::valid(&with(RetentionSpec::GapOracle)))), &[0.020, 0.01213, 0.01210]);
+    let mut long = with(RetentionSpec::GapOracle);
+    long.workload.sessions.as_mut().unwrap().tools[0].mean_s = 1000.0;
+    // A 1000 s gap: keeping costs ~0.95 s: recompute (no host tier).
+    close(&ttfts(&simulate(&super::valid(&long))), &[0.020, 0.02205, 0.02410]);
+    // With a slow host link (14 ms > 9.92 ms) still recompute; with a fast one (1.4 ms), restore.
+    host(&mut long, 10.0, 1.0);
+    close(&ttfts(&simulate(&super::valid(&long))), &[0.020, 0.02205, 0.02410]);
+    host(&mut long, 100.0, 0.1);
+    let r = simulate(&super::valid(&long));
+    close(&ttfts(&r), &[0.020, 62.0 * BLOCK_BYTES / 100e9 + 0.0001 + 0.01213, 75.0 * BLOCK_BYTES / 100e9 + 0.0001 + 0.01210]);
+}
+
+/// The retention budget caps the history HBM holds per worker: 0 blocks is stateless byte for byte; a small
+/// budget keeps the idle history under it, pushing the rest to the host tier, whose use stays within its
+/// capacity (dropping the least recently stored).
+#[test]
+fn the_retention_budget_and_host_capacity_bound_what_is_kept() {
+    let many = |budget: Option<u64>, host_gb: Option<f64>| {
+        let mut s = one_session(6);
+        s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 4.0 };
+        s.workload.requests = Some(40);
+        s.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+        s.engine.retention_budget_blocks = budget;
+        if let Some(gb) = host_gb {
+            s.engine.host_kv = Some(HostKvSpec { capacity_gb: gb, bandwidth_gbps: 25.0, latency_ms: 0.0 });
+        }
+        simulate(&super::valid(&s))
+    };
+    let stateless = {
+        let mut s = one_session(6);
+        s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 4.0 };
+        s.workload.requests = Some(40);
+        inferscale::export::json(&simulate(&super::valid(&s)))
+    };
+    assert_eq!(inferscale::export::json(&many(Some(0), None)), stateless);
+    let free = many(None, None);
+    let capped = many(Some(300), Some(1.0));
+    let (f, c) = (free.sessions.as_ref().unwrap(), capped.sessions.as_ref().unwrap());
+    assert!(f.kv.hbm_peak_gb > 300.0 * BLOCK_BYTES / 1e9, "the free run holds more than the budget: {}", f.kv.hbm_peak_gb);
+    assert!(c.kv.hbm_peak_gb <= 300.0 * BLOCK_BYTES / 1e9 + 1e-12, "{}", c.kv.hbm_peak_gb);
+    assert!(c.kv.host_peak_gb <= 1.0 + 1e-12 && c.kv.host_peak_gb > 0.0, "{}", c.kv.host_peak_gb);
+    assert!(c.kv.pressure_evictions > 0 && c.kv.host_evictions > 0 && c.kv.host_hit_rate > 0.0, "{:?}", c.kv);
+    assert!(capped.audits.ok && free.audits.ok);
+    assert!(c.reuse < f.reuse && c.reuse > 0.0, "{} vs {}", c.reuse, f.reuse);
+}
+
+/// Routing: sticky sends every later turn home; bounded affinity with a huge slack is sticky, byte for byte;
+/// round robin scatters turns (lower locality, more recomputation). The router sees the same programs.
+#[test]
+fn affinity_routers_keep_turns_where_their_kv_is() {
+    let run = |router: RouterSpec| {
+        let mut s = one_session(6);
+        s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 8.0 };
+        s.workload.requests = Some(60);
+        s.cluster.replicas = 3;
+        s.cluster.router = router;
+        s.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+        simulate(&super::valid(&s))
+    };
+    let sticky = run(RouterSpec::Sticky);
+    let wide = run(RouterSpec::BoundedAffinity { slack_ms: 1e9 });
+    assert_eq!(inferscale::export::json(&sticky), inferscale::export::json(&wide));
+    let rr = run(RouterSpec::RoundRobin);
+    let tight = run(RouterSpec::BoundedAffinity { slack_ms: 0.0 });
+    let (s, r, t) = (sticky.sessions.unwrap(), rr.sessions.unwrap(), tight.sessions.unwrap());
+    assert_eq!(s.kv.route_locality, 1.0);
+    assert!(r.kv.route_locality < 0.6 && t.kv.route_locality < 1.0, "{} {}", r.kv.route_locality, t.kv.route_locality);
+    assert!(s.recomputed_history_tokens < r.recomputed_history_tokens);
+    assert_eq!(s.history_tokens, r.history_tokens, "the same programs");
+}
+
+/// What the new fields refuse, each at its field.
+#[test]
+fn session_kv_fields_refuse_bad_input_at_their_field() {
+    let paths = |s: &Spec| inferscale::scenario::validate(s).map(|_| vec![]).unwrap_or_else(|e| e.errors.into_iter().map(|f| f.path).collect::<Vec<_>>());
+    let mut s = with(RetentionSpec::HostOffload);
+    assert_eq!(paths(&s), ["workload.sessions.retention"]);
+    for (bw, cap, lat, path) in [(0.0, 1.0, 0.0, "bandwidth_gbps"), (-1.0, 1.0, 0.0, "bandwidth_gbps"), (1e308, 1.0, 0.0, "bandwidth_gbps"), (1.0, 0.0, 0.0, "capacity_gb"), (1.0, f64::NAN, 0.0, "capacity_gb"), (1.0, 1.0, -1.0, "latency_ms")] {
+        s.engine.host_kv = Some(HostKvSpec { capacity_gb: cap, bandwidth_gbps: bw, latency_ms: lat });
+        assert_eq!(paths(&s), [format!("engine.host_kv.{path}")]);
+    }
+    for t in [-1.0, 1e300, f64::NAN] {
+        assert_eq!(paths(&with(RetentionSpec::Ttl { ttl_s: Some(t) })), ["workload.sessions.retention.ttl_s"]);
+    }
+    let mut s = with(RetentionSpec::Retain);
+    s.cluster.router = RouterSpec::BoundedAffinity { slack_ms: -1.0 };
+    assert_eq!(paths(&s), ["cluster.router.slack_ms"]);
+    s.cluster.router = RouterSpec::CentralQueue;
+    host(&mut s, 10.0, 0.0);
+    assert_eq!(paths(&s), ["cluster.router"]);
+    let mut plain = super::small();
+    plain.engine.retention_budget_blocks = Some(10);
+    host(&mut plain, 10.0, 0.0);
+    assert_eq!(paths(&plain), ["engine.host_kv", "engine.retention_budget_blocks"]);
+    let mut s = with(RetentionSpec::Retain);
+    s.engine.retention_budget_blocks = Some(1 << 41);
+    assert_eq!(paths(&s), ["engine.retention_budget_blocks"]);
+    let mut s = with(RetentionSpec::Retain);
+    s.workload.sessions.as_mut().unwrap().slo = SessionSloSpec { turn_ttft_ms: Some(0.0), session_s: Some(-2.0) };
+    assert_eq!(paths(&s), ["workload.sessions.slo.turn_ttft_ms", "workload.sessions.slo.session_s"]);
+    assert!(inferscale::scenario::parse(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 1, "sessions": {"turns": {"kind": "fixed", "tokens": 2}, "first_tokens": {"kind": "fixed", "tokens": 10}, "new_tokens": {"kind": "fixed", "tokens": 10}, "output_tokens": {"kind": "fixed", "tokens": 10}, "retention": {"kind": "ttl", "ttl": 3}}}}"#).unwrap_err().to_string().contains("ttl_s"));
+}
+
+/// Session objectives: a turn TTFT objective between the hit and the miss separates retention from stateless.
+#[test]
+fn session_slo_attainment_counts_sessions_whose_every_turn_met_it() {
+    let slo = |retention: RetentionSpec| {
+        let mut s = with(retention);
+        s.workload.sessions.as_mut().unwrap().slo = SessionSloSpec { turn_ttft_ms: Some(21.0), session_s: Some(10.0) };
+        simulate(&super::valid(&s)).sessions.unwrap().slo_attainment
+    };
+    assert_eq!(slo(RetentionSpec::Retain), Some(1.0));
+    assert_eq!(slo(RetentionSpec::Stateless), Some(0.0));
+    assert_eq!(simulate(&super::valid(&with(RetentionSpec::Retain))).sessions.unwrap().slo_attainment, None);
+}
