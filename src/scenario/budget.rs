@@ -88,7 +88,12 @@ impl Scenario {
                 // requests (sessions), cover small runs as well as large ones.
                 let margin = |x: f64| 1.25 * n * x + 8.0 * worst;
                 let programs = if w.sessions.is_some() { n * turns * PROGRAM_BYTES_PER_TURN } else { 0.0 };
-                (n * turns, margin(out), margin(chunks), programs)
+                // Turns per session vary too: a quarter more, and eight sessions of the most turns.
+                let requests = match &w.sessions {
+                    Some(s) => 1.25 * n * turns + 8.0 * s.turns.max() as f64,
+                    None => n,
+                };
+                (requests, margin(out), margin(chunks), programs)
             }
         };
         // A preempted request recomputes its prompt and what it generated — in prefill chunks — up to

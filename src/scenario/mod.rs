@@ -303,12 +303,13 @@ impl Scenario {
     }
 
     /// The queueing delay one outstanding request adds at a worker of pool `p`, as bounded affinity weighs
-    /// it: the workload's mean prompt at the pool's prefill rate (a chunk's step time per token).
+    /// it: the prompt tokens a request makes a worker prefill on average (a retained session turn's new input;
+    /// otherwise the whole prompt) at the pool's prefill rate (a chunk's step time per token).
     pub fn queue_penalty_ns(&self, p: usize) -> f64 {
         let pool = &self.pools[p];
         let chunk = pool.engine.prefill_chunk_tokens.max(1);
         let step = pool.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() });
-        self.workload.mean_prompt_tokens() * step.total_ns as f64 / chunk as f64
+        self.workload.mean_computed_prompt_tokens() * step.total_ns as f64 / chunk as f64
     }
 
     /// The requests of this scenario, in arrival order.

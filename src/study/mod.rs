@@ -12,6 +12,7 @@
 //!                                                  then Study::report() ─▶ StudyReport (JSON, CSV, Markdown)
 //! ```
 
+pub mod agents;
 pub mod capacity;
 pub mod explorer;
 pub mod paired;
@@ -72,6 +73,61 @@ pub struct RunSummary {
     /// The run's own diagnosis.
     pub diagnosis_kind: String,
     pub diagnosis_verdict: String,
+    /// Sessions: what the agent studies read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionRun>,
+}
+
+/// A session run's figures (from the report's `sessions` section).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionRun {
+    pub turn_ttft_p95_s: f64,
+    pub session_e2e_p95_s: f64,
+    pub slo_attainment: Option<f64>,
+    pub reuse: f64,
+    pub hbm_hit_rate: f64,
+    pub host_hit_rate: f64,
+    pub route_locality: f64,
+    pub history_tokens: u64,
+    pub recomputed_history_tokens: u64,
+    pub hbm_mean_gb: f64,
+    pub hbm_peak_gb: f64,
+    pub hbm_gb_s: f64,
+    pub host_mean_gb: f64,
+    pub ttl_evictions: u64,
+    pub pressure_evictions: u64,
+    pub restore_p95_s: f64,
+    pub failed_turns: u64,
+    pub later_turns: u64,
+    /// The busiest worker's busy fraction (a hot replica when far above the mean).
+    pub busy_max_fraction: f64,
+}
+
+impl SessionRun {
+    fn of(r: &Report) -> Option<SessionRun> {
+        let s = r.sessions.as_ref()?;
+        Some(SessionRun {
+            turn_ttft_p95_s: s.turn_ttft_s.p95,
+            session_e2e_p95_s: s.session_e2e_s.p95,
+            slo_attainment: s.slo_attainment,
+            reuse: s.reuse,
+            hbm_hit_rate: s.kv.hbm_hit_rate,
+            host_hit_rate: s.kv.host_hit_rate,
+            route_locality: s.kv.route_locality,
+            history_tokens: s.history_tokens,
+            recomputed_history_tokens: s.recomputed_history_tokens,
+            hbm_mean_gb: s.kv.hbm_mean_gb,
+            hbm_peak_gb: s.kv.hbm_peak_gb,
+            hbm_gb_s: s.kv.hbm_gb_s,
+            host_mean_gb: s.kv.host_mean_gb,
+            ttl_evictions: s.kv.ttl_evictions,
+            pressure_evictions: s.kv.pressure_evictions,
+            restore_p95_s: s.kv.restore_s.p95,
+            failed_turns: s.failed_turns,
+            later_turns: s.kv.later_turns,
+            busy_max_fraction: r.replicas.iter().map(|x| x.busy_fraction).fold(0.0, f64::max),
+        })
+    }
 }
 
 impl RunSummary {
@@ -114,6 +170,7 @@ impl RunSummary {
             percentiles_met: r.objectives.percentiles.iter().all(|p| p.met),
             diagnosis_kind: r.diagnosis.kind.to_string(),
             diagnosis_verdict: r.diagnosis.verdict.clone(),
+            sessions: SessionRun::of(r),
         }
     }
 }
@@ -480,6 +537,10 @@ pub enum Kind {
     Explorer,
     Paired,
     Sensitivity,
+    AgentPolicies,
+    TtlSweep,
+    TieredKv,
+    AffinitySlack,
 }
 
 /// What a study is called and what it answers.
@@ -495,7 +556,7 @@ pub struct About {
 
 impl Kind {
     /// Every study, in the order the CLI's help and the lab's sidebar list them.
-    pub const ALL: [Kind; 6] = [Kind::Ranking, Kind::Capacity, Kind::Pd, Kind::Explorer, Kind::Paired, Kind::Sensitivity];
+    pub const ALL: [Kind; 10] = [Kind::Ranking, Kind::Capacity, Kind::Pd, Kind::Explorer, Kind::Paired, Kind::Sensitivity, Kind::AgentPolicies, Kind::TtlSweep, Kind::TieredKv, Kind::AffinitySlack];
 
     pub const fn about(self) -> About {
         let (name, title, question) = match self {
@@ -505,6 +566,10 @@ impl Kind {
             Kind::Explorer => ("explorer", "Design explorer", "which candidate deployments are on the goodput / p95 TTFT frontier?"),
             Kind::Paired => ("paired", "Paired experiment", "does a change make a difference beyond run-to-run noise?"),
             Kind::Sensitivity => ("sensitivity", "Sensitivity", "does a change still win if the cost profile is off?"),
+            Kind::AgentPolicies => ("agent-policies", "Agent policies", "which KV retention and routing policy serves these agent sessions best?"),
+            Kind::TtlSweep => ("ttl-sweep", "TTL sweep", "how long should a session's KV stay in HBM after a turn?"),
+            Kind::TieredKv => ("tiered-kv", "Tiered KV", "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?"),
+            Kind::AffinitySlack => ("affinity-slack", "Affinity slack", "how much imbalance should a turn accept to stay where its KV is?"),
         };
         About { name, title, question }
     }
@@ -531,6 +596,10 @@ impl Kind {
             Kind::Explorer => Box::new(explorer::ExplorerStudy::new(spec, &options(name, params)?)?),
             Kind::Paired => Box::new(paired::PairedStudy::new(spec, &options(name, params)?)?),
             Kind::Sensitivity => Box::new(sensitivity::SensitivityStudy::new(spec, &options(name, params)?)?),
+            Kind::AgentPolicies => Box::new(agents::AgentPoliciesStudy::new(spec, &options(name, params)?)?),
+            Kind::TtlSweep => Box::new(agents::TtlSweepStudy::new(spec, &options(name, params)?)?),
+            Kind::TieredKv => Box::new(agents::TieredKvStudy::new(spec, &options(name, params)?)?),
+            Kind::AffinitySlack => Box::new(agents::AffinitySlackStudy::new(spec, &options(name, params)?)?),
         })
     }
 
@@ -543,6 +612,10 @@ impl Kind {
             Kind::Explorer => serde_json::to_value(explorer::ExplorerParams::default()),
             Kind::Paired => serde_json::to_value(paired::PairedParams::default()),
             Kind::Sensitivity => serde_json::to_value(sensitivity::SensitivityParams::default()),
+            Kind::AgentPolicies => serde_json::to_value(agents::AgentPoliciesParams::default()),
+            Kind::TtlSweep => serde_json::to_value(agents::TtlSweepParams::default()),
+            Kind::TieredKv => serde_json::to_value(agents::TieredKvParams::default()),
+            Kind::AffinitySlack => serde_json::to_value(agents::AffinitySlackParams::default()),
         };
         v.expect("options serialise")
     }
@@ -564,6 +637,10 @@ impl Kind {
             Kind::Explorer => fields::<explorer::ExplorerParams>(),
             Kind::Paired => fields::<paired::PairedParams>(),
             Kind::Sensitivity => fields::<sensitivity::SensitivityParams>(),
+            Kind::AgentPolicies => fields::<agents::AgentPoliciesParams>(),
+            Kind::TtlSweep => fields::<agents::TtlSweepParams>(),
+            Kind::TieredKv => fields::<agents::TieredKvParams>(),
+            Kind::AffinitySlack => fields::<agents::AffinitySlackParams>(),
         }
     }
 }

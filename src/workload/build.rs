@@ -216,6 +216,18 @@ impl Workload {
         (self.classes.iter().zip(&self.class_cdf)).map(|(c, &cum)| (cum - std::mem::replace(&mut last, cum)) * c.prompt.mean()).sum()
     }
 
+    /// Mean prompt tokens a request makes a worker prefill: for sessions that keep their KV, a turn's new
+    /// input (the first turn's whole prompt), as when its history is found; otherwise the whole prompt.
+    pub fn mean_computed_prompt_tokens(&self) -> f64 {
+        match &self.sessions {
+            Some(s) if s.retention.keeps() => {
+                let t = s.turns.mean().max(1.0);
+                (s.first.mean() + (t - 1.0) * s.new.mean()) / t
+            }
+            _ => self.mean_prompt_tokens(),
+        }
+    }
+
     /// Mean gap between arrivals (long-run), ns.
     pub fn mean_gap_ns(&self) -> f64 {
         match &self.arrival {

@@ -381,3 +381,73 @@ fn a_studys_runs_share_the_trace_text() {
         }
     }
 }
+
+/// The agent studies on the shipped agent scenario: byte-identical on 1 or 3 threads, every run replaying the
+/// same sessions (the same history re-sent), the tables complete, and the findings a user reads: keeping KV
+/// beats recomputing it, TTL 0 with a host tier is host offload and no TTL is full retention, a wide slack is
+/// sticky, and a shrinking HBM budget costs reuse.
+#[test]
+fn agent_studies_compare_policies_on_one_program_trace() {
+    let mut spec = shipped("agent-sessions.json");
+    spec.workload.requests = Some(60);
+    let col = |r: &study::StudyReport, label: &str| r.columns.iter().position(|c| c.label == label).unwrap_or_else(|| panic!("{label}"));
+    let num = |c: &Cell| if let Cell::Num(x) = c { *x } else { f64::NAN };
+    for name in ["agent-policies", "ttl-sweep", "tiered-kv", "affinity-slack"] {
+        let one = run(name, &spec, serde_json::json!({}), 1);
+        let three = run(name, &spec, serde_json::json!({}), 3);
+        assert_eq!(one.json(), three.json(), "{name}: 1 vs 3 threads");
+        assert!(!one.rows.is_empty() && !one.answer.is_empty() && !one.charts.is_empty() && one.best_row.is_some(), "{name}");
+        assert!(one.rows.iter().all(|r| r.len() == one.columns.len()), "{name}: ragged table");
+        let history: Vec<u64> = one.runs.iter().map(|r| r.sessions.as_ref().unwrap().history_tokens).collect();
+        assert!(history.iter().all(|h| *h == history[0] && *h > 0), "{name}: the same sessions in every run: {history:?}");
+        let diag = col(&one, "Diagnosis");
+        assert!(one.rows.iter().all(|r| matches!(&r[diag], Cell::Text(t) if !t.is_empty())), "{name}: a sentence per row");
+    }
+    let p = run("agent-policies", &spec, serde_json::json!({}), 2);
+    let ttft = col(&p, "p95 turn TTFT");
+    let stateless = num(&p.rows[0][ttft]);
+    assert!(p.rows[1..].iter().all(|r| num(&r[ttft]) < stateless), "every retention beats recomputing: {p:?}");
+    assert_eq!(num(&p.rows[0][col(&p, "Cache hit")]), 0.0);
+    assert_eq!(num(&p.rows[3][col(&p, "Route locality")]), 1.0, "retain + sticky stays home");
+    let t = run("ttl-sweep", &spec, serde_json::json!({"ttl_s": [0, 5, null]}), 2);
+    let direct = |retention: scenario::RetentionSpec| {
+        let mut s = spec.clone();
+        s.workload.sessions.as_mut().unwrap().retention = retention;
+        study::run_job(&study::Job { label: "x".into(), spec: s }).unwrap().sessions.unwrap()
+    };
+    assert_eq!(t.runs[0].sessions.as_ref().unwrap(), &direct(scenario::RetentionSpec::HostOffload), "TTL 0 with a host tier is host offload");
+    assert_eq!(t.runs[2].sessions.as_ref().unwrap(), &direct(scenario::RetentionSpec::Retain), "no TTL is full retention");
+    let a = run("affinity-slack", &spec, serde_json::json!({"slack_ms": [0, 1e9]}), 2);
+    let mut sticky = spec.clone();
+    sticky.cluster.router = scenario::RouterSpec::Sticky;
+    assert_eq!(a.runs[1].sessions.as_ref().unwrap(), &study::run_job(&study::Job { label: "x".into(), spec: sticky }).unwrap().sessions.unwrap(), "a huge slack is sticky");
+    let k = run("tiered-kv", &spec, serde_json::json!({"budgets": [1, 0.1]}), 2);
+    assert_eq!(k.rows.len(), 15, "5 policies without a budget, then at each of 2 budgets");
+    let reuse = col(&k, "Reuse");
+    assert!(num(&k.rows[11][reuse]) < num(&k.rows[1][reuse]), "TTL at 0.1 × the working set reuses less than without a budget");
+    assert!(k.best_row.unwrap() < 4, "the best row is a real policy without a budget, not the oracle");
+}
+
+#[test]
+fn agent_studies_refuse_what_they_cannot_run_at_the_option() {
+    let spec = shipped("agent-sessions.json");
+    let cases = [
+        ("agent-policies", serde_json::json!({"ttl_s": -1}), "study.agent-policies.ttl_s"),
+        ("agent-policies", serde_json::json!({"slack_ms": f64::MAX}), "study.agent-policies.slack_ms"),
+        ("agent-policies", serde_json::json!({"host_kv": {"capacity_gb": 1, "bandwidth_gbps": 0}}), "study.agent-policies.host_kv.bandwidth_gbps"),
+        ("ttl-sweep", serde_json::json!({"ttl_s": []}), "study.ttl-sweep.ttl_s"),
+        ("ttl-sweep", serde_json::json!({"ttl_s": [1, -2]}), "study.ttl-sweep.ttl_s[1]"),
+        ("ttl-sweep", serde_json::json!({"ttl_s": ["a"]}), "study.ttl-sweep"),
+        ("tiered-kv", serde_json::json!({"budgets": [0]}), "study.tiered-kv.budgets[0]"),
+        ("tiered-kv", serde_json::json!({"budgets": [1e300]}), "study.tiered-kv.budgets[0]"),
+        ("affinity-slack", serde_json::json!({"slack_ms": [-1]}), "study.affinity-slack.slack_ms[0]"),
+        ("affinity-slack", serde_json::json!({"slack_ms": vec![1.0; 65]}), "study.affinity-slack.slack_ms"),
+    ];
+    for (name, params, path) in cases {
+        let err = study::build(name, &spec, &params).err().unwrap_or_else(|| panic!("{name} {params}: accepted"));
+        assert!(err.errors.iter().any(|e| e.path == path), "{name} {params}: expected `{path}`, got {err}");
+    }
+    // Without sessions there is nothing to compare: refused naming the study and what to load.
+    let e = study::build("ttl-sweep", &shipped("default.json"), &serde_json::json!({})).err().unwrap();
+    assert!(e.errors[0].path == "study.ttl-sweep" && e.errors[0].message.contains("workload.sessions"), "{e}");
+}

@@ -142,6 +142,52 @@ PanelDef {
         Param { id: "o-range", label: "Range", unit: "× (each scale in [1/range, range])", title: "How far the profile may be off", ptr: "study:range", kind: PKind::Num },
     ],
 },
+PanelDef {
+    kind: Kind::AgentPolicies,
+    group: "Agents",
+    sentence: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
+    params: &[
+        Param { id: "a-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second (each arrival of the scenario's process starts one)", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
+        Param { id: "a-sessions", label: "Sessions", unit: "", title: "Sessions the run starts", ptr: "/workload/requests", kind: PKind::Int },
+        Param { id: "a-replicas", label: "Replicas", unit: "", title: "Workers the router spreads turns over", ptr: "/cluster/replicas", kind: PKind::Int },
+        Param { id: "a-ttl", label: "TTL", unit: "s", title: "How long the TTL policy keeps a history in HBM after a turn", ptr: "study:ttl_s", kind: PKind::Num },
+        Param { id: "a-slack", label: "Affinity slack", unit: "ms", title: "Bounded affinity leaves a session's worker when its queue penalty passes the best one's by more than this", ptr: "study:slack_ms", kind: PKind::Num },
+        Param { id: "a-host", label: "Host tier", unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)", title: "Host memory per worker and its link, for host offload", ptr: "study:host_kv", kind: PKind::Json },
+    ],
+},
+PanelDef {
+    kind: Kind::TtlSweep,
+    group: "Agents",
+    sentence: "How long to keep a session's KV in HBM after a turn: each TTL's p95 turn TTFT against the HBM it holds, with the Pareto frontier of the two.",
+    params: &[
+        Param { id: "t-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
+        Param { id: "t-replicas", label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int },
+        Param { id: "t-ttls", label: "TTLs", unit: "JSON list of s; null = ∞ (no expiry)", title: "The TTLs to try, e.g. [0, 1, 5, 30, null]", ptr: "study:ttl_s", kind: PKind::Json },
+    ],
+},
+PanelDef {
+    kind: Kind::TieredKv,
+    group: "Agents",
+    sentence: "HBM, host memory or recomputation for a session's KV — stateless, TTL, bounded affinity, host offload and the gap oracle's bound — then the same policies as the HBM budget for retention shrinks.",
+    params: &[
+        Param { id: "k-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
+        Param { id: "k-replicas", label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int },
+        Param { id: "k-ttl", label: "TTL", unit: "s", title: "The TTL policy's time to live", ptr: "study:ttl_s", kind: PKind::Num },
+        Param { id: "k-slack", label: "Affinity slack", unit: "ms", title: "Bounded affinity's slack", ptr: "study:slack_ms", kind: PKind::Num },
+        Param { id: "k-host", label: "Host tier", unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)", title: "Host memory per worker and its link", ptr: "study:host_kv", kind: PKind::Json },
+        Param { id: "k-budgets", label: "HBM budgets", unit: "JSON list, × the reference working set", title: "Per-replica retention budgets as multiples of the most idle history a worker holds under full retention", ptr: "study:budgets", kind: PKind::Json },
+    ],
+},
+PanelDef {
+    kind: Kind::AffinitySlack,
+    group: "Agents",
+    sentence: "How much load imbalance a turn should accept to stay where its KV is: bounded affinity's slack swept from load balancing to sticky.",
+    params: &[
+        Param { id: "f-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
+        Param { id: "f-replicas", label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int },
+        Param { id: "f-slacks", label: "Slacks", unit: "JSON list of ms", title: "The slacks to try, e.g. [0, 50, 250, 1000]", ptr: "study:slack_ms", kind: PKind::Json },
+    ],
+},
 ];
 
 /// The options a panel starts with: the study's defaults, and an example treatment where one is required.
@@ -170,7 +216,7 @@ mod tests {
         let kinds: Vec<Kind> = PANELS.iter().map(|p| p.kind).collect();
         assert_eq!(kinds, Kind::ALL.to_vec());
         let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
-        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity", "calibration"]);
+        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity", "agent-policies", "ttl-sweep", "tiered-kv", "affinity-slack", "calibration"]);
     }
 
     /// A `study:` field edits an option of the study's options struct, and every option has a field — but
@@ -227,8 +273,10 @@ mod tests {
     #[test]
     fn default_options_are_accepted_by_the_study() {
         let spec = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
+        let agents = inferscale::scenario::parse(include_str!("../../scenarios/agent-sessions.json")).unwrap();
         for p in PANELS {
-            let built = p.kind.build(&spec, &default_options(p.name()));
+            let on = if p.group == "Agents" { &agents } else { &spec };
+            let built = p.kind.build(on, &default_options(p.name()));
             assert!(built.is_ok(), "{}: {:?}", p.name(), built.err());
         }
     }
