@@ -13,6 +13,14 @@ pub fn peer_spec(rate_rps: f64, requests: u64) -> Spec {
     spec
 }
 
+/// The agent benchmark: scenarios/agent-sessions.json (a coding agent, ~10 turns a session, TTL + host tier +
+/// sticky routing on two H100s) with `sessions` sessions.
+pub fn agent_spec(sessions: u64) -> Spec {
+    let mut spec = scenario::parse(include_str!("../scenarios/agent-sessions.json")).expect("the shipped agent scenario parses");
+    spec.workload.requests = Some(sessions);
+    spec
+}
+
 /// Measured saturation throughput (requests/s) of a spec: every request arrives at once (a closed burst),
 /// and throughput is completions over the time the last one took. Capacity is measured, never derived.
 pub fn saturation_rps(spec: &Spec, requests: u64) -> f64 {

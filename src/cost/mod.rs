@@ -199,7 +199,7 @@ impl Roofline {
         let core = hi + self.overlap_penalty * lo;
         let total = core + comm + self.overhead_ns;
         StepCost {
-            total_ns: (total.round() as u64).max(1),
+            total_ns: round_ns(total).max(1),
             prefill_compute_ns: prefill_c,
             decode_compute_ns: decode_c,
             weights_ns: weights,
@@ -209,6 +209,15 @@ impl Roofline {
             compute_bound: c >= m,
         }
     }
+}
+
+/// `x.round() as u64`, exactly (half away from zero; negative and NaN give 0, huge saturates), without the
+/// library call `f64::round` is on x86-64's baseline and on wasm32: below 2^53 the truncation and the
+/// remainder are exact, and above it x is whole.
+#[inline(always)]
+pub fn round_ns(x: f64) -> u64 {
+    let i = x as u64;
+    if x - i as f64 >= 0.5 { i + 1 } else { i }
 }
 
 /// step = base + per_seq·seqs + per_prefill_token·prefill tokens + per_kv_token·context tokens read.
@@ -231,7 +240,7 @@ impl Linear {
         let base = self.base_ns * self.decode_scale;
         let total = base + seqs + prefill + kv;
         StepCost {
-            total_ns: (total.round() as u64).max(1),
+            total_ns: round_ns(total).max(1),
             prefill_compute_ns: prefill,
             decode_compute_ns: seqs,
             weights_ns: 0.0,

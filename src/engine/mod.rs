@@ -49,8 +49,9 @@ pub enum Event {
     FollowUp,
     /// A session's history came back from host memory: the turn waiting for it queues.
     Restored { request: u32 },
-    /// A session's TTL ran out (stale, and skipped without advancing the clock, if a turn came since).
-    Expire { session: u32, generation: u32 },
+    /// A session's TTL ran out (stale, and skipped without advancing the clock, if a turn came since: the
+    /// session's pending expiry is no longer this instant). One u32, so an event stays 8 bytes.
+    Expire { session: u32 },
     /// The run's horizon: stop, report what is still in the system as unfinished.
     Horizon,
 }
@@ -125,6 +126,10 @@ pub struct Simulation<'a> {
     pub(crate) sc: &'a Scenario,
     now: u64,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    /// The earliest of the scheduled events when it was scheduled after the heap's: a step's end is most
+    /// often the next event, and holding it here spares the heap a push and a pop per step. Events pop in
+    /// (time, sequence) order from this slot and the heap together.
+    soon: Option<(u64, u64, Event)>,
     seq: u64,
     generator: Generator<'a>,
     pending: Option<Request>,
@@ -142,6 +147,8 @@ pub struct Simulation<'a> {
     routers: Vec<Option<Box<dyn Router>>>,
     router_rngs: Vec<Rng64>,
     loads: Vec<Loads>,
+    /// Per pool: its router reads the KV load.
+    kv_routed: Vec<bool>,
     /// Disaggregated: each link's next free instant and busy time, and the transfers in flight.
     link_free_ns: Vec<u64>,
     transfers: std::collections::BTreeMap<u32, Transfer>,
@@ -204,6 +211,7 @@ impl<'a> Simulation<'a> {
             sc,
             now: 0,
             events: BinaryHeap::new(),
+            soon: None,
             seq: 0,
             generator,
             pending,
@@ -216,6 +224,7 @@ impl<'a> Simulation<'a> {
             routers: (0..sc.pools.len()).map(|p| router::build(&sc.pools[p].router, sc.queue_penalty_ns(p))).collect(),
             router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
             loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
+            kv_routed: sc.pools.iter().map(|p| p.router == RouterSpec::LeastKv).collect(),
             link_free_ns: vec![0; n_links],
             transfers: Default::default(),
             prefix_held: vec![0; sc.worker_count() as usize],
@@ -244,8 +253,29 @@ impl<'a> Simulation<'a> {
 
     fn schedule(&mut self, at_ns: u64, ev: Event) {
         debug_assert!(at_ns >= self.now, "an event in the past");
-        self.events.push(Reverse((at_ns, self.seq, ev)));
+        let e = (at_ns, self.seq, ev);
+        match self.soon {
+            None => self.soon = Some(e),
+            Some(s) if e < s => {
+                self.events.push(Reverse(s));
+                self.soon = Some(e);
+            }
+            Some(_) => self.events.push(Reverse(e)),
+        }
         self.seq += 1;
+    }
+
+    /// The earliest scheduled event (FIFO on equal times), from the slot or the heap.
+    #[inline(always)]
+    fn pop_event(&mut self) -> Option<(u64, u64, Event)> {
+        match (self.soon, self.events.peek()) {
+            (Some(s), Some(Reverse(h))) if *h < s => self.events.pop().map(|r| r.0),
+            (Some(s), _) => {
+                self.soon = None;
+                Some(s)
+            }
+            (None, _) => self.events.pop().map(|r| r.0),
+        }
     }
 
     /// Run to the end (all requests final, or the horizon). `progress` is called now and then; returning
@@ -273,9 +303,9 @@ impl<'a> Simulation<'a> {
     #[inline(never)]
     fn run_events(&mut self, n: u32) -> bool {
         for _ in 0..n {
-            let Some(Reverse((t, _, ev))) = self.events.pop() else { return false };
-            if let Event::Expire { session, generation } = ev
-                && self.expiry_is_stale(session, generation)
+            let Some((t, _, ev)) = self.pop_event() else { return false };
+            if let Event::Expire { session } = ev
+                && self.expiry_is_stale(session, t)
             {
                 continue;
             }
@@ -289,7 +319,7 @@ impl<'a> Simulation<'a> {
                 Event::TransferDone { request } => self.on_transfer_done(request),
                 Event::FollowUp => self.on_follow_up(),
                 Event::Restored { request } => self.on_restored(request),
-                Event::Expire { session, .. } => self.on_expire(session),
+                Event::Expire { session } => self.on_expire(session),
                 Event::Horizon => return false,
             }
             if !self.completed.is_empty() {
@@ -488,8 +518,11 @@ impl<'a> Simulation<'a> {
         if self.central.is_some() {
             self.idle.remove(&(r as u32));
         }
-        let kv_load = (rep.kv.used() << 32) / rep.kv.total();
-        self.loads[rep.pool].kv.set(rep.local, kv_load);
+        // Only `least_kv` reads the KV load (a division and a tree update per step otherwise spent for nothing).
+        if self.kv_routed[rep.pool] {
+            let kv_load = (rep.kv.used() << 32) / rep.kv.total();
+            self.loads[rep.pool].kv.set(rep.local, kv_load);
+        }
         self.rec.on_step(r, &work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
         self.schedule(self.now + cost.total_ns, Event::StepEnd { replica: r as u32 });
     }

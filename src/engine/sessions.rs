@@ -30,8 +30,9 @@ pub(crate) struct SessionKv {
     /// The worker that served the session's latest completed turn (u32::MAX: none yet).
     pub holder: u32,
     pub keep: Keep,
-    /// Bumped at every turn's arrival and at the session's end: a TTL expiry made before is stale.
-    pub generation: u32,
+    /// When the pending TTL expiry fires (u64::MAX: none); a turn's arrival and the session's end clear it,
+    /// so an expiry event at another instant is stale.
+    pub expire_at_ns: u64,
     /// Blocks of a restore in flight (0: none); set when a restore brought the history for the turn waiting.
     pub restoring_blocks: u64,
     pub restored: bool,
@@ -45,12 +46,12 @@ impl Simulation<'_> {
     pub(super) fn session_turn_arrives(&mut self, req: &Request, turn: u32) {
         let s = req.session as usize;
         if s >= self.sessions.len() {
-            self.sessions.resize(s + 1, SessionKv { holder: NO_HOLDER, keep: Keep::Drop, generation: 0, restoring_blocks: 0, restored: false });
+            self.sessions.resize(s + 1, SessionKv { holder: NO_HOLDER, keep: Keep::Drop, expire_at_ns: u64::MAX, restoring_blocks: 0, restored: false });
             self.rec.on_session_start(self.now);
         }
         let keep = self.keep_for(req, turn);
         let st = &mut self.sessions[s];
-        st.generation = st.generation.wrapping_add(1);
+        st.expire_at_ns = u64::MAX;
         st.keep = keep;
     }
 
@@ -178,25 +179,26 @@ impl Simulation<'_> {
             if keeps && holder != NO_HOLDER {
                 self.free_session_kv(holder as usize, s);
             }
-            let st = &mut self.sessions[s as usize];
-            st.generation = st.generation.wrapping_add(1);
+            self.sessions[s as usize].expire_at_ns = u64::MAX;
             self.rec.on_session_end(s, self.now);
             return;
         }
         let Some(Retention::Ttl(ttl)) = self.sc.workload.sessions.as_ref().map(|x| x.retention) else { return };
-        let st = self.sessions[s as usize];
-        if completed && st.keep == Keep::Hbm && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s)) {
-            self.schedule(self.now.saturating_add(ttl), super::Event::Expire { session: s, generation: st.generation });
+        if completed && self.sessions[s as usize].keep == Keep::Hbm && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s)) {
+            let at = self.now.saturating_add(ttl);
+            self.sessions[s as usize].expire_at_ns = at;
+            self.schedule(at, super::Event::Expire { session: s });
         }
     }
 
-    /// Whether a TTL expiry is stale (a turn arrived, or the session ended, since it was set).
-    pub(super) fn expiry_is_stale(&self, session: u32, generation: u32) -> bool {
-        self.sessions[session as usize].generation != generation
+    /// Whether a TTL expiry firing at `at_ns` is stale (a turn arrived, or the session ended, since it was set).
+    pub(super) fn expiry_is_stale(&self, session: u32, at_ns: u64) -> bool {
+        self.sessions[session as usize].expire_at_ns != at_ns
     }
 
     /// A session's TTL ran out in a tool gap: its idle history leaves HBM for the host tier, or is freed.
     pub(super) fn on_expire(&mut self, session: u32) {
+        self.sessions[session as usize].expire_at_ns = u64::MAX;
         let r = self.sessions[session as usize].holder as usize;
         let rep = &mut self.replicas[r];
         if rep.kv.offload(EntryId::session(session)) > 0 {
