@@ -451,10 +451,20 @@ impl OneBatchStudy for AffinitySlackStudy {
                 crate::export::secs(self.slacks[b] / 1e3), crate::export::secs(s.turn_ttft_p95_s), s.route_locality * 100.0, cache_hit(s) * 100.0
             );
         }
-        let pts = |f: fn(&SessionRun) -> f64| (r.iter().zip(&self.slacks)).map(|(x, &s)| (s, f(sess(x)))).collect::<Vec<_>>();
+        // Slacks span decades: one bar slot each, named by its slack, reads better than a linear axis.
+        let bar_series = |name: &str, f: fn(&SessionRun) -> f64| ChartSeries { name: name.into(), points: r.iter().enumerate().map(|(i, x)| (i as f64, f(sess(x)))).collect(), band: vec![], labels: vec![], line: false };
+        let chart = |title: &str, y_label: &str, series: Vec<ChartSeries>| Chart {
+            kind: "bars".into(),
+            title: title.into(),
+            x_label: "affinity slack".into(),
+            y_label: y_label.into(),
+            categories: self.slacks.iter().map(|&s| if s == 0.0 { "slack 0 (balance)".into() } else { format!("slack {}", crate::export::secs(s / 1e3)) }).collect(),
+            series,
+            target: None,
+        };
         rep.charts = vec![
-            lines("p95 turn TTFT vs affinity slack", "slack (ms)", "p95 turn TTFT (s)", vec![line("p95 turn TTFT", pts(|s| s.turn_ttft_p95_s))]),
-            lines("Route locality and cache hit vs affinity slack", "slack (ms)", "share of later turns", vec![line("route locality", pts(|s| s.route_locality)), line("cache hit", pts(cache_hit))]),
+            chart("p95 turn TTFT by affinity slack", "p95 turn TTFT (s)", vec![bar_series("p95 turn TTFT", |s| s.turn_ttft_p95_s)]),
+            chart("Route locality and cache hit by affinity slack", "share of later turns", vec![bar_series("route locality", |s| s.route_locality), bar_series("cache hit", cache_hit)]),
         ];
         rep.notes = vec![
             program_note(&self.base),
@@ -629,8 +639,11 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     }
     let y = |s: &SessionRun| s.slo_attainment.unwrap_or(s.reuse);
     let y_label = if rest.first().is_some_and(|x| sess(x).slo_attainment.is_some()) { "session SLO attainment" } else { "reuse (no session SLO set)" };
-    let series = (0..n).map(|i| line(&st.policies[i].label, (0..=st.p.budgets.len()).filter_map(|j| rest.get(j * n + i).map(|x| (if j == 0 { st.p.budgets.iter().fold(1.0, |a: f64, b| a.max(*b)) * 1.5 } else { st.p.budgets[j - 1] }, y(sess(x))))).collect()));
-    rep.charts = vec![lines(&format!("{y_label} vs HBM budget (× reference working set; rightmost: no budget)"), "HBM budget per replica (× reference)", y_label, series.collect())];
+    // No budget is drawn to the right of the largest budget.
+    let unbounded = st.p.budgets.iter().fold(1.0, |a: f64, b| a.max(*b)) * 1.5;
+    let series = (0..n).map(|i| line(&st.policies[i].label, (0..=st.p.budgets.len()).filter_map(|j| rest.get(j * n + i).map(|x| (if j == 0 { unbounded } else { st.p.budgets[j - 1] }, y(sess(x))))).collect()));
+    let title = if y_label.starts_with("session") { "Session SLO vs HBM budget" } else { "Reuse vs HBM budget" };
+    rep.charts = vec![lines(title, &format!("HBM budget per replica, × reference working set ({unbounded} = no budget)"), y_label, series.collect())];
     rep.notes = vec![
         program_note(&st.base),
         format!("Reference working set: {reference:.0} blocks per replica — the most idle session history a worker held under full retention, sticky routing and no budget. Rows with a budget cap what retention may hold in HBM per worker; past it the least recently used history moves to host memory (or is freed when the policy has no host tier)."),

@@ -186,6 +186,52 @@ test('every study panel: progress, Cancel, a result, and a JSON export equal to 
   await page.close();
 });
 
+const AGENT_PANELS = [
+  ['agent-policies', /has the lowest p95 turn TTFT/],
+  ['ttl-sweep', /is the knee/],
+  ['tiered-kv', /lowest p95 turn TTFT without a budget/],
+  ['affinity-slack', /gives the lowest p95 turn TTFT/],
+];
+
+test('every Agents study panel, on the shipped agent scenario: progress, Cancel, a result, and the CLI\'s JSON', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/agent-sessions.json'), 'utf8'));
+  // The sidebar's Agents group lists the four studies.
+  const agents = await page.$$eval('nav h2', (hs) => hs.map((h) => h.textContent));
+  assert.ok(agents.includes('Agents'), agents.join(', '));
+  // On a scenario without sessions the study says what it needs, at the study.
+  await page.click('nav [data-panel="ttl-sweep"]');
+  assert.match(await page.textContent('#study-errors'), /study\.ttl-sweep: .*needs workload\.sessions/);
+  assert.equal(await page.isDisabled('#study-run'), true, 'nothing to run without sessions');
+  for (const [name, answer] of AGENT_PANELS) {
+    await setLabScenario(page, { ...base, workload: { ...base.workload, requests: 4000 } });
+    await page.click(`nav [data-panel="${name}"]`);
+    await page.fill('#study-workers', '2');
+    await page.click('#study-run');
+    await page.waitForFunction(() => /Running/.test(document.getElementById('study-status').textContent));
+    await page.click('#study-cancel');
+    assert.match(await page.textContent('#study-status'), /Cancelled/, name);
+    await setLabScenario(page, base);
+    await page.click(`nav [data-panel="${name}"]`);
+    const statuses = await recordTexts(page, 'study-status');
+    const t0 = Date.now();
+    await runStudy(page);
+    console.log(`# ${name} on agent-sessions: ${Date.now() - t0} ms in the browser with 2 workers`);
+    const seen = await statuses();
+    assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown (${seen.slice(0, 4)})`);
+    assert.match(await page.textContent('#study-answer'), answer, name);
+    assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= 4, name);
+    assert.ok(await inkFraction(page, 'study-chart-0') > 0.02, `${name}: chart drawn`);
+    const json = await download(page, '#sx-json');
+    assert.match(json.name, new RegExp(`^inferscale-study-${name}-agent-sessions-seed7\\.json$`));
+    const params = await optionsInLink(page);
+    const cli = execFileSync(CLI, ['study', name, 'scenarios/agent-sessions.json', '--params', params, '--threads', '1'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+    assert.equal(json.text, cli, `${name}: the browser's JSON equals the CLI's`);
+  }
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('study options are validated by the core and named on their field', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await page.click('nav [data-panel="capacity"]');

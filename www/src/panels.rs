@@ -4,8 +4,8 @@
 
 use crate::table::esc;
 
-/// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove, Ground truth; Agents come).
-pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove", "Ground truth"];
+/// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove, Agents, Ground truth).
+pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove", "Agents", "Ground truth"];
 
 /// A panel of the page.
 pub trait Panel {
