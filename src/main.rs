@@ -445,6 +445,13 @@ fn load_spec(path: &Path, seed: Option<u64>) -> Result<Spec, Failure> {
             let t = read_file(&full, &format!("{}: workload.arrival.path", path.display()), MAX_TRACE_BYTES)?;
             *data = Some(t.into());
         }
+    if let Some(scenario::SessionTraceSpec { path: Some(tp), data, .. }) = spec.workload.sessions.as_mut().and_then(|s| s.trace.as_mut())
+        && data.is_none()
+    {
+        let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
+        let t = read_file(&full, &format!("{}: workload.sessions.trace.path", path.display()), MAX_TRACE_BYTES)?;
+        *data = Some(t.into());
+    }
     Ok(spec)
 }
 

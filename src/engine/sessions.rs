@@ -49,6 +49,11 @@ impl Simulation<'_> {
             self.sessions.resize(s + 1, SessionKv { holder: NO_HOLDER, keep: Keep::Drop, expire_at_ns: u64::MAX, restoring_blocks: 0, restored: false });
             self.rec.on_session_start(self.now);
         }
+        let holder = self.sessions[s].holder;
+        if turn > 1 && holder != NO_HOLDER && self.tracks_retention && !self.generator.continues_history(req, turn) {
+            // A traced agent compacted its history: what was kept is no prefix of this prompt.
+            self.free_session_kv(holder as usize, req.session);
+        }
         let keep = self.keep_for(req, turn);
         let st = &mut self.sessions[s];
         st.expire_at_ns = u64::MAX;

@@ -611,7 +611,7 @@ fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
             (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
         })
         .collect();
-    let history_prefilled: u64 = turns.iter().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| (r.prompt_tokens - rec.programs[r.session as usize].new_tokens[r.turn as usize - 1]) as u64).sum();
+    let history_prefilled: u64 = turns.iter().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| rec.programs[r.session as usize].history(r.turn as usize - 1, r.prompt_tokens)).sum();
     let ended = e.completed + e.context + e.failed;
     Some(SessionsSummary {
         sessions: arrived as u64,

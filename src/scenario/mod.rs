@@ -581,6 +581,15 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
             }
         }
     }
+    // A session's first turn runs whatever its size (later turns past the KV end their session).
+    match w.sessions.as_ref().map(|s| (s, &s.trace)) {
+        Some((_, Some(t))) => {
+            let widest = t.programs.iter().max_by_key(|p| p.new_tokens[0] as u64 + p.output_tokens[0] as u64).expect("a trace has a session");
+            check(e, "workload.sessions.trace".into(), widest.new_tokens[0] as u64, widest.output_tokens[0] as u64);
+        }
+        Some((s, None)) => check(e, "workload.sessions".into(), s.first.max() as u64, s.output.max() as u64),
+        None => {}
+    }
 }
 
 /// The prefill and decode pools and the link. Each pool's device and TP give it its own cost model and KV

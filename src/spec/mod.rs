@@ -232,23 +232,54 @@ pub struct WorkloadSpec {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsSpec {
-    /// Turns per session: a length distribution whose `tokens` are turns.
-    pub turns: LengthSpec,
+    /// Turns per session: a length distribution whose `tokens` are turns (not with a `trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<LengthSpec>,
     /// The first turn's prompt (system prompt and task), tokens.
-    pub first_tokens: LengthSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tokens: Option<LengthSpec>,
     /// Each later turn's new input (the tool's result and what follows), tokens.
-    pub new_tokens: LengthSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_tokens: Option<LengthSpec>,
     /// Each turn's output, tokens.
-    pub output_tokens: LengthSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<LengthSpec>,
     /// The tools a turn's end calls, picked by weight; none: the next turn follows at once.
-    #[serde(default, deserialize_with = "at_most::<_, _, 64>")]
+    #[serde(default, deserialize_with = "at_most::<_, _, 64>", skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// Recorded sessions to replay instead of drawing programs from the distributions above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<SessionTraceSpec>,
     /// What happens to a session's KV when a turn completes.
     #[serde(default, skip_serializing_if = "RetentionSpec::is_stateless")]
     pub retention: RetentionSpec,
     /// A session meets its objective when every turn's TTFT and the whole session's time meet these.
     #[serde(default, skip_serializing_if = "SessionSloSpec::is_empty")]
     pub slo: SessionSloSpec,
+}
+
+/// A session trace (JSONL, one session a line; docs/scenario.md, "Session traces").
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionTraceSpec {
+    /// Where the file is; front ends read it and put its text in `data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The trace's text. Shared, not copied, by the specs a study derives from this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<std::sync::Arc<str>>,
+    #[serde(default)]
+    pub format: SessionTraceFormat,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionTraceFormat {
+    /// Detect from the first session: `turns` (InferScale's) or `steps` (inference-lab's).
+    #[default]
+    Auto,
+    Inferscale,
+    InferenceLab,
 }
 
 /// A session's objectives: each turn's time to first token, and the session's time from its first arrival to

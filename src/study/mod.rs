@@ -686,6 +686,7 @@ pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, 
         scenario::ArrivalSpec::Trace { data, .. } => data.take(),
         _ => None,
     };
+    let session_trace = bare.workload.sessions.as_mut().and_then(|s| s.trace.as_mut()).and_then(|t| t.data.take());
     let mut v = serde_json::to_value(&bare).expect("a spec serialises");
     for (ptr, x) in patch {
         if !ptr.starts_with('/') {
@@ -704,6 +705,11 @@ pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, 
     let mut out = scenario::parse(&text).map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))?;
     if let scenario::ArrivalSpec::Trace { data: data @ None, .. } = &mut out.workload.arrival {
         *data = trace;
+    }
+    if let Some(t) = out.workload.sessions.as_mut().and_then(|s| s.trace.as_mut())
+        && t.data.is_none()
+    {
+        t.data = session_trace;
     }
     Ok(out)
 }

@@ -90,6 +90,9 @@ pub struct Sessions {
     /// The session objective: every turn's TTFT, and the session's span (ns; None: not set).
     pub turn_ttft_ns: Option<u64>,
     pub session_ns: Option<u64>,
+    /// Recorded sessions replayed instead of drawn programs (the distributions above are then the trace's
+    /// own, for estimates).
+    pub trace: Option<std::sync::Arc<super::sessions_trace::SessionTrace>>,
 }
 
 /// A session's KV between turns (validated `RetentionSpec`).
@@ -125,15 +128,25 @@ impl Sessions {
     /// The sessions of `s`; errors under `workload.sessions.`.
     fn build(s: &SessionsSpec, e: &mut Errors) -> Option<Sessions> {
         let p = "workload.sessions";
-        let turns = validate_length(&s.turns, &format!("{p}.turns"), e);
+        if let Some(t) = &s.trace {
+            return Sessions::from_trace(s, t, e);
+        }
+        let length = |x: &Option<LengthSpec>, name: &str, e: &mut Errors| match x {
+            Some(x) => validate_length(x, &format!("{p}.{name}"), e),
+            None => {
+                e.push(format!("{p}.{name}"), "required (a length distribution), unless the sessions come from a `trace`");
+                None
+            }
+        };
+        let turns = length(&s.turns, "turns", e);
         if let Some(t) = &turns
             && t.max() > 10_000
         {
             e.push(format!("{p}.turns"), format!("at most 10,000 turns a session (got up to {})", t.max()));
         }
-        let first = validate_length(&s.first_tokens, &format!("{p}.first_tokens"), e);
-        let new = validate_length(&s.new_tokens, &format!("{p}.new_tokens"), e);
-        let output = validate_length(&s.output_tokens, &format!("{p}.output_tokens"), e);
+        let first = length(&s.first_tokens, "first_tokens", e);
+        let new = length(&s.new_tokens, "new_tokens", e);
+        let output = length(&s.output_tokens, "output_tokens", e);
         let mut tools = Vec::new();
         for (i, t) in s.tools.iter().enumerate() {
             let tp = format!("{p}.tools[{i}]");
@@ -150,6 +163,58 @@ impl Sessions {
         }
         let tool_cdf = if s.tools.is_empty() { Vec::new() } else { cdf(s.tools.iter().map(|t| t.weight), &format!("{p}.tools"), e) };
         let (turns, first, new, output) = (turns?, first?, new?, output?);
+        let (retention, turn_ttft_ns, session_ns) = session_policy(s, e);
+        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf, retention, turn_ttft_ns, session_ns, trace: None })
+    }
+
+    /// Sessions replayed from a trace: its programs, its tools (named, each at its mean recorded latency), and
+    /// empirical distributions of its lengths for the estimates.
+    fn from_trace(s: &SessionsSpec, t: &crate::spec::SessionTraceSpec, e: &mut Errors) -> Option<Sessions> {
+        use super::sessions_trace::{parse, Shape};
+        let p = "workload.sessions";
+        for (given, name) in [(s.turns.is_some(), "turns"), (s.first_tokens.is_some(), "first_tokens"), (s.new_tokens.is_some(), "new_tokens"), (s.output_tokens.is_some(), "output_tokens"), (!s.tools.is_empty(), "tools")] {
+            if given {
+                e.push(format!("{p}.{name}"), "comes from the session trace: remove it, or remove `trace`");
+            }
+        }
+        let Some(text) = &t.data else {
+            e.push(format!("{p}.trace"), "the trace's text is missing: give `path` (the CLI reads it) or `data`");
+            return None;
+        };
+        let shape = match t.format {
+            crate::spec::SessionTraceFormat::Auto => None,
+            crate::spec::SessionTraceFormat::Inferscale => Some(Shape::Ours),
+            crate::spec::SessionTraceFormat::InferenceLab => Some(Shape::InferenceLab),
+        };
+        let trace = match parse(text, shape) {
+            Ok(x) => x,
+            Err(why) => {
+                e.push(format!("{p}.trace"), why);
+                return None;
+            }
+        };
+        let empirical = |v: Vec<u32>| LengthDist::Empirical(if v.is_empty() { vec![1] } else { v });
+        let progs = &trace.programs;
+        let turns = empirical(progs.iter().map(|x| x.new_tokens.len() as u32).collect());
+        let first = empirical(progs.iter().map(|x| x.new_tokens[0]).collect());
+        let new = empirical(progs.iter().flat_map(|x| x.new_tokens[1..].iter().copied()).collect());
+        let output = empirical(progs.iter().flat_map(|x| x.output_tokens.iter().copied()).collect());
+        let tools = (trace.tools.iter().enumerate())
+            .map(|(i, name)| {
+                let gaps: Vec<f64> = progs.iter().flat_map(|x| x.tools.iter().zip(&x.gaps_ns).filter(|(t, _)| **t as usize == i).map(|(_, g)| *g as f64)).collect();
+                let mean_ns = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+                Tool { name: name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)), sigma: 0.0 }
+            })
+            .collect();
+        let (retention, turn_ttft_ns, session_ns) = session_policy(s, e);
+        Some(Sessions { turns, first, new, output, tools, tool_cdf: Vec::new(), retention, turn_ttft_ns, session_ns, trace: Some(std::sync::Arc::new(trace)) })
+    }
+}
+
+/// A session spec's retention and objectives.
+fn session_policy(s: &SessionsSpec, e: &mut Errors) -> (Retention, Option<u64>, Option<u64>) {
+    let p = "workload.sessions";
+    {
         let retention = match s.retention {
             RetentionSpec::Stateless => Retention::Stateless,
             RetentionSpec::Retain | RetentionSpec::Ttl { ttl_s: None } => Retention::Retain,
@@ -162,7 +227,7 @@ impl Sessions {
         };
         let turn_ttft_ns = s.slo.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
         let session_ns = s.slo.session_s.filter(|&v| e.range_open_lo(&format!("{p}.slo.session_s"), v, 0.0, 1e8)).map(s_to_ns);
-        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf, retention, turn_ttft_ns, session_ns })
+        (retention, turn_ttft_ns, session_ns)
     }
 }
 

@@ -5,6 +5,7 @@
 //! their scheduler, router or engine.
 
 mod build;
+pub mod sessions_trace;
 mod dist;
 pub mod trace;
 
@@ -41,14 +42,48 @@ pub const NO_PREFIX: u16 = u16::MAX;
 /// `Request::session` of a request outside any session.
 pub const NO_SESSION: u32 = u32::MAX;
 
-/// Everything one session will do, drawn when it starts: per turn its new input (the first turn's is its
-/// whole prompt) and output, and after each turn but the last the tool it calls and the tool's latency.
+/// Everything one session will do, drawn when it starts (or read from a session trace): per turn its new input
+/// (the first turn's is its whole prompt) and output, and after each turn but the last the tool it calls and
+/// the tool's latency.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     pub new_tokens: Vec<u32>,
     pub output_tokens: Vec<u32>,
     pub tools: Vec<u16>,
     pub gaps_ns: Vec<u64>,
+    /// Each turn's whole prompt when a trace gives it (inference-lab's `input`); empty: the history so far
+    /// plus the new input.
+    pub prompt_tokens: Vec<u32>,
+}
+
+impl Program {
+    /// Turn k's (0-based) prompt, after a turn of `prev_prompt` + `prev_output` tokens.
+    pub fn prompt(&self, k: usize, prev_prompt: u32, prev_output: u32) -> u64 {
+        match self.prompt_tokens.get(k) {
+            Some(&p) => p as u64,
+            None => prev_prompt as u64 + prev_output as u64 + self.new_tokens[k] as u64,
+        }
+    }
+
+    /// The history turn k (0-based, ≥ 1) of `prompt` tokens re-sends: its prompt less its new input, and no
+    /// more than the previous turn's prompt and output (a trace may claim more).
+    pub fn history(&self, k: usize, prompt: u32) -> u64 {
+        let h = (prompt - self.new_tokens[k].min(prompt)) as u64;
+        match self.prompt_tokens.get(k - 1) {
+            Some(&prev) => h.min(prev as u64 + self.output_tokens[k - 1] as u64),
+            None => h,
+        }
+    }
+
+    /// Whether turn k (0-based) carries the previous turn's whole prompt and output as its prefix; a traced
+    /// agent that compacted or edited its history does not, and the kept KV is of no use.
+    pub fn continues_history(&self, k: usize) -> bool {
+        let p = &self.prompt_tokens;
+        if p.is_empty() || k == 0 {
+            return true;
+        }
+        (p[k] - self.new_tokens[k].min(p[k])) as u64 >= p[k - 1] as u64 + self.output_tokens[k - 1] as u64
+    }
 }
 
 /// How each session ended, counted by the generator.
@@ -86,6 +121,8 @@ pub struct Generator<'a> {
     pub session_ends: SessionEnds,
     /// The model's context length: a turn past it ends its session.
     context_tokens: u64,
+    /// Sessions' mean output (the class-mean predictor's guess), computed once: a trace's is a long list.
+    session_output_mean: f64,
 }
 
 /// How a workload answers a completed request with a new one: the mechanism closed-loop clients and session
@@ -129,6 +166,7 @@ impl<'a> Generator<'a> {
             programs: Vec::new(),
             session_ends: SessionEnds::default(),
             context_tokens: u64::MAX,
+            session_output_mean: workload.sessions.as_ref().map_or(0.0, |s| s.output.mean()),
         }
     }
 
@@ -275,14 +313,24 @@ impl Generator<'_> {
     fn next_session(&mut self) -> Option<Request> {
         let (w, idx) = (self.workload, self.next_idx);
         let s = w.sessions.as_ref().expect("a sessions workload");
-        let arrival = w.arrival.clone();
-        self.t_ns += self.gap_ns(&arrival);
-        let arrival_ns = self.t_ns.round() as u64;
+        // A trace's sessions start at their recorded times; otherwise the arrival process starts them.
+        let arrival_ns = match &s.trace {
+            Some(t) if !t.arrivals_ns.is_empty() => *t.arrivals_ns.get(idx as usize)?,
+            _ => {
+                let arrival = w.arrival.clone();
+                self.t_ns += self.gap_ns(&arrival);
+                self.t_ns.round() as u64
+            }
+        };
         if arrival_ns >= w.end_ns {
             return None;
         }
         self.next_idx += 1;
-        let program = draw_program(s, &mut rng::stream(self.seed, Stream::Session, idx));
+        // A trace's programs are replayed in file order (cycling when the arrival process starts more).
+        let program = match &s.trace {
+            Some(t) => t.programs[idx as usize % t.programs.len()].clone(),
+            None => draw_program(s, &mut rng::stream(self.seed, Stream::Session, idx)),
+        };
         let mut r = self.draw(idx, arrival_ns, None);
         r.prompt_tokens = program.new_tokens[0];
         r.output_tokens = program.output_tokens[0];
@@ -307,13 +355,12 @@ impl Generator<'_> {
             ends.completed += 1;
             return None;
         }
-        let history = done.prompt_tokens as u64 + done.output_tokens as u64;
-        let (prompt, output) = (history + p.new_tokens[k] as u64, p.output_tokens[k]);
+        let (prompt, output) = (p.prompt(k, done.prompt_tokens, done.output_tokens), p.output_tokens[k]);
         if prompt + output as u64 > self.context_tokens.min(u32::MAX as u64) {
             ends.context += 1;
             return None;
         }
-        ends.history_tokens += history;
+        ends.history_tokens += p.history(k, prompt as u32);
         let mut r = Request { arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]), prompt_tokens: prompt as u32, output_tokens: output, ..*done };
         let key = (done.session as u64) << 16 | (k as u64).min(0xffff);
         self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, key));
@@ -328,13 +375,19 @@ impl Generator<'_> {
         if k >= p.new_tokens.len() {
             return true;
         }
-        let next = req.prompt_tokens as u64 + req.output_tokens as u64 + p.new_tokens[k] as u64 + p.output_tokens[k] as u64;
+        let next = p.prompt(k, req.prompt_tokens, req.output_tokens) + p.output_tokens[k] as u64;
         next > self.context_tokens.min(u32::MAX as u64)
+    }
+
+    /// Whether turn `turn` (1-based) of `req`'s session starts with its previous turn's whole prompt and output
+    /// (see [`Program::continues_history`]).
+    pub fn continues_history(&self, req: &Request, turn: u32) -> bool {
+        self.programs[req.session as usize].continues_history(turn as usize - 1)
     }
 
     /// A session turn's predicted output on both channels, from `r`'s own stream.
     fn predict_into(&self, req: &mut Request, r: &mut Rng64) {
-        let mean = self.workload.sessions.as_ref().map_or(0.0, |s| s.output.mean());
+        let mean = self.session_output_mean;
         let (z_order, z_reserve) = (r.std_normal(), r.std_normal());
         req.pred_order_tokens = predict(self.predictors[0], req.output_tokens, mean, z_order);
         req.pred_reserve_tokens = predict(self.predictors[1], req.output_tokens, mean, z_reserve);
@@ -374,7 +427,7 @@ impl Generator<'_> {
 /// and, before every later turn, the tool, its latency and the new input.
 fn draw_program(s: &Sessions, r: &mut Rng64) -> Program {
     let turns = s.turns.sample(r).max(1) as usize;
-    let mut p = Program { new_tokens: vec![s.first.sample(r)], output_tokens: Vec::with_capacity(turns), tools: Vec::new(), gaps_ns: Vec::new() };
+    let mut p = Program { new_tokens: vec![s.first.sample(r)], output_tokens: Vec::with_capacity(turns), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new() };
     for k in 0..turns {
         p.output_tokens.push(s.output.sample(r));
         if k + 1 < turns {

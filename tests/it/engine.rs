@@ -555,13 +555,14 @@ pub(super) fn one_session(turns: u32) -> Spec {
     let mut s = linear(16, 2, 1, 1.0);
     s.engine.prefill_chunk_tokens = Some(8192);
     s.workload.sessions = Some(SessionsSpec {
-        turns: LengthSpec::Fixed { tokens: turns },
-        first_tokens: LengthSpec::Fixed { tokens: 1000 },
-        new_tokens: LengthSpec::Fixed { tokens: 200 },
-        output_tokens: LengthSpec::Fixed { tokens: 5 },
+        turns: Some(LengthSpec::Fixed { tokens: turns }),
+        first_tokens: Some(LengthSpec::Fixed { tokens: 1000 }),
+        new_tokens: Some(LengthSpec::Fixed { tokens: 200 }),
+        output_tokens: Some(LengthSpec::Fixed { tokens: 5 }),
         tools: vec![ToolSpec { name: "run_tests".into(), weight: 1.0, mean_s: 1.0, cv: 0.0 }],
         retention: RetentionSpec::Stateless,
         slo: Default::default(),
+        trace: None,
     });
     s
 }
@@ -595,8 +596,8 @@ fn stateless_sessions_equal_their_turns_replayed_as_a_trace() {
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 3.0 };
     s.workload.requests = Some(40);
     if let Some(x) = &mut s.workload.sessions {
-        x.turns = LengthSpec::Uniform { min: 1, max: 6 };
-        x.output_tokens = LengthSpec::Geometric { mean: 30.0, max: 200 };
+        x.turns = Some(LengthSpec::Uniform { min: 1, max: 6 });
+        x.output_tokens = Some(LengthSpec::Geometric { mean: 30.0, max: 200 });
         x.tools = vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 }, ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 }];
     }
     let sc = super::valid(&s);
@@ -633,7 +634,7 @@ fn sessions_draw_their_programs_up_front_and_end_at_the_context() {
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 8.0 };
     s.workload.requests = Some(60);
     if let Some(x) = &mut s.workload.sessions {
-        x.turns = LengthSpec::Geometric { mean: 4.0, max: 30 };
+        x.turns = Some(LengthSpec::Geometric { mean: 4.0, max: 30 });
         x.tools = vec![ToolSpec { name: "read".into(), weight: 1.0, mean_s: 0.3, cv: 2.0 }];
     }
     let programs = |spec: &Spec| inferscale::engine::run(&super::valid(spec)).programs;
@@ -653,7 +654,7 @@ fn sessions_draw_their_programs_up_front_and_end_at_the_context() {
     bad.workload.sessions.as_mut().unwrap().tools[0].mean_s = -1.0;
     assert!(field(&bad).contains(&"workload.sessions.tools[0].mean_s".to_string()));
     let mut bad = one_session(3);
-    bad.workload.sessions.as_mut().unwrap().turns = LengthSpec::Fixed { tokens: 0 };
+    bad.workload.sessions.as_mut().unwrap().turns = Some(LengthSpec::Fixed { tokens: 0 });
     assert!(field(&bad).iter().any(|p| p.starts_with("workload.sessions.turns")), "{:?}", field(&bad));
     let mut bad = one_session(3);
     bad.cluster.disaggregation = super::shipped("pd-llama3-8b-h100.json").cluster.disaggregation;
@@ -709,8 +710,8 @@ fn retained_sessions_yield_to_pressure_and_keep_every_audit() {
         s.cluster.router = router.clone();
         let x = s.workload.sessions.as_mut().unwrap();
         x.retention = RetentionSpec::Retain;
-        x.turns = LengthSpec::Uniform { min: 2, max: 10 };
-        x.output_tokens = LengthSpec::Geometric { mean: 60.0, max: 400 };
+        x.turns = Some(LengthSpec::Uniform { min: 2, max: 10 });
+        x.output_tokens = Some(LengthSpec::Geometric { mean: 60.0, max: 400 });
         x.tools = vec![ToolSpec { name: "test".into(), weight: 1.0, mean_s: 2.0, cv: 2.0 }];
         let sc = super::valid(&s);
         let r = simulate(&sc);

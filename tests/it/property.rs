@@ -187,10 +187,10 @@ fn random_session_scenarios_pass_the_audits() {
         spec.workload.requests = spec.workload.requests.map(|n| n / 5 + 1);
         let k = i as u32;
         spec.workload.sessions = Some(SessionsSpec {
-            turns: [LengthSpec::Fixed { tokens: 1 }, LengthSpec::Uniform { min: 1, max: 8 }, LengthSpec::Geometric { mean: 5.0, max: 40 }][((k + k / 6) % 3) as usize].clone(),
-            first_tokens: LengthSpec::Lognormal { mean: 400.0, cv: 1.0, max: 3000 },
-            new_tokens: LengthSpec::Uniform { min: 1, max: 300 },
-            output_tokens: LengthSpec::Geometric { mean: 40.0, max: 400 },
+            turns: Some([LengthSpec::Fixed { tokens: 1 }, LengthSpec::Uniform { min: 1, max: 8 }, LengthSpec::Geometric { mean: 5.0, max: 40 }][((k + k / 6) % 3) as usize].clone()),
+            first_tokens: Some(LengthSpec::Lognormal { mean: 400.0, cv: 1.0, max: 3000 }),
+            new_tokens: Some(LengthSpec::Uniform { min: 1, max: 300 }),
+            output_tokens: Some(LengthSpec::Geometric { mean: 40.0, max: 400 }),
             tools: vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.1, cv: 1.0 }, ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 }],
             // Most scenarios keep their KV between turns somehow (under each one's memory pressure).
             retention: match i % 6 {
@@ -202,6 +202,7 @@ fn random_session_scenarios_pass_the_audits() {
                 _ => RetentionSpec::Retain,
             },
             slo: SessionSloSpec { turn_ttft_ms: Some(500.0), session_s: None },
+            trace: None,
         });
         // A host tier (small enough to fill) for host offload and a third of the rest; a retention budget on
         // a fifth; affinity routers on a third.

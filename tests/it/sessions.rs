@@ -86,8 +86,8 @@ fn ttl_spans_stateless_to_full_retention() {
         s.cluster.router = RouterSpec::Sticky;
         let x = s.workload.sessions.as_mut().unwrap();
         x.retention = retention;
-        x.turns = LengthSpec::Uniform { min: 2, max: 10 };
-        x.output_tokens = LengthSpec::Geometric { mean: 60.0, max: 400 };
+        x.turns = Some(LengthSpec::Uniform { min: 2, max: 10 });
+        x.output_tokens = Some(LengthSpec::Geometric { mean: 60.0, max: 400 });
         x.tools = vec![ToolSpec { name: "test".into(), weight: 1.0, mean_s: 2.0, cv: 2.0 }];
         if host_tier {
             host(&mut s, 25.0, 0.02);
@@ -236,4 +236,153 @@ fn session_slo_attainment_counts_sessions_whose_every_turn_met_it() {
     assert_eq!(slo(RetentionSpec::Retain), Some(1.0));
     assert_eq!(slo(RetentionSpec::Stateless), Some(0.0));
     assert_eq!(simulate(&super::valid(&with(RetentionSpec::Retain))).sessions.unwrap().slo_attainment, None);
+}
+
+fn traced(text: &str, format: SessionTraceFormat) -> Spec {
+    let mut s = one_session(2);
+    let x = s.workload.sessions.as_mut().unwrap();
+    (x.turns, x.first_tokens, x.new_tokens, x.output_tokens, x.tools) = (None, None, None, None, vec![]);
+    x.trace = Some(SessionTraceSpec { path: None, data: Some(text.into()), format });
+    s
+}
+
+fn trace_errors(s: &Spec) -> Vec<(String, String)> {
+    inferscale::scenario::validate(s).err().map(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect()).unwrap_or_default()
+}
+
+/// A synthetic run's sessions written out in our trace shape (arrivals, turns, tools) replay as the same
+/// run: every turn's timing, every session figure. (Oracle predictors: a trace's length distribution is its
+/// own, so a class-mean guess would differ.)
+#[test]
+fn a_session_trace_of_a_run_replays_that_run() {
+    let mut s = one_session(6);
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 3.0 };
+    s.workload.requests = Some(30);
+    s.estimator = EstimatorSpec { order: PredictorSpec::Oracle, reserve: PredictorSpec::Oracle };
+    s.cluster.replicas = 2;
+    s.cluster.router = RouterSpec::Sticky;
+    let x = s.workload.sessions.as_mut().unwrap();
+    x.retention = RetentionSpec::Retain;
+    x.turns = Some(LengthSpec::Uniform { min: 1, max: 8 });
+    x.output_tokens = Some(LengthSpec::Geometric { mean: 30.0, max: 200 });
+    x.tools = vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 }, ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 }];
+    let sc = super::valid(&s);
+    let rec = inferscale::engine::run(&sc);
+    let first: Vec<u64> = rec.requests.iter().filter(|r| r.turn == 1).map(|r| r.arrival_ns).collect();
+    let names = ["read", "build"];
+    let mut text = String::new();
+    for (p, t0) in rec.programs.iter().zip(&first) {
+        let turns: Vec<serde_json::Value> = (0..p.new_tokens.len())
+            .map(|k| match p.tools.get(k) {
+                Some(&t) => serde_json::json!({"new_tokens": p.new_tokens[k], "output_tokens": p.output_tokens[k], "tool": names[t as usize], "tool_s": p.gaps_ns[k] as f64 / 1e9}),
+                None => serde_json::json!({"new_tokens": p.new_tokens[k], "output_tokens": p.output_tokens[k]}),
+            })
+            .collect();
+        text += &format!("{}\n", serde_json::json!({"id": text.len(), "arrival_s": *t0 as f64 / 1e9, "turns": turns}));
+    }
+    let mut t = traced(&text, SessionTraceFormat::Auto);
+    (t.workload.requests, t.estimator, t.cluster) = (s.workload.requests, s.estimator.clone(), s.cluster.clone());
+    t.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+    let tsc = super::valid(&t);
+    let (a, b) = (simulate(&sc), simulate(&tsc));
+    // Arrivals are relative to the first session's; the synthetic run's first started at `first[0]`.
+    let shift = |csv: &str, by: f64| csv.lines().skip(1).map(|l| { let f: Vec<&str> = l.split(',').collect(); (format!("{:.6}", f[5].parse::<f64>().unwrap() - by), f[7].to_string(), f[8].to_string(), f[10].to_string()) }).collect::<Vec<_>>();
+    let (ca, cb) = (inferscale::export::requests_csv(&a, &sc), inferscale::export::requests_csv(&b, &tsc));
+    assert_eq!(shift(&ca, first[0] as f64 / 1e9), shift(&cb, 0.0), "every turn's arrival, TTFT, E2E and prompt");
+    let (sa, sb) = (a.sessions.unwrap(), b.sessions.unwrap());
+    assert_eq!((sa.turns, sa.history_tokens, sa.recomputed_history_tokens, sa.turn_ttft_s), (sb.turns, sb.history_tokens, sb.recomputed_history_tokens, sb.turn_ttft_s));
+    assert!(b.audits.ok && sb.audit.ok);
+}
+
+/// inference-lab's shape, with the quirks of real files (a byte-order mark, CRLF, a blank line, extra keys, a
+/// numeric id, no `gap` or `kind`, a zero output, a session without steps), read as that simulator reads it;
+/// and its two steps time exactly as our one session of two turns does.
+#[test]
+fn inference_lab_session_files_replay_with_their_quirks() {
+    let text = std::fs::read_to_string(super::root().join("tests/data/sessions/inference-lab.jsonl")).unwrap();
+    let mut s = traced(&text, SessionTraceFormat::Auto);
+    s.workload.requests = Some(2);
+    s.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+    let rec = inferscale::engine::run(&super::valid(&s));
+    assert_eq!(rec.programs.len(), 2, "the session without steps is dropped");
+    assert_eq!(rec.programs[0].new_tokens, [1000, 200]);
+    assert_eq!(rec.programs[0].gaps_ns, [1_000_000_000]);
+    assert_eq!(rec.programs[1].output_tokens, [1, 7], "a zero output counts as one, as inference-lab reads it");
+    // Session 17 alone: input 1000 then 1205 after a 1 s gap = our one_session(2) with retention.
+    s.workload.requests = Some(1);
+    let r = simulate(&super::valid(&s));
+    let mut ours = one_session(2);
+    ours.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+    let o = simulate(&super::valid(&ours));
+    assert_eq!(ttfts(&r), ttfts(&o));
+    close(&ttfts(&r), &[0.020, 0.01213]);
+    // A step whose input drops the history (the agent compacted it) finds nothing kept: 700 tokens recomputed.
+    let compacted = std::fs::read_to_string(super::root().join("tests/data/sessions/compacted.jsonl")).unwrap();
+    let mut c = traced(&compacted, SessionTraceFormat::InferenceLab);
+    c.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+    let r = simulate(&super::valid(&c));
+    close(&ttfts(&r), &[0.020, 0.017]);
+    let x = r.sessions.unwrap();
+    assert_eq!((x.history_tokens, x.recomputed_history_tokens), (500, 500));
+}
+
+/// Malformed traces are refused at workload.sessions.trace with the line and the key; distributions given
+/// beside a trace are refused at their field.
+#[test]
+fn malformed_session_traces_name_the_line_and_key() {
+    let good = r#"{"id": "a", "turns": [{"new_tokens": 100, "output_tokens": 5, "tool": "t", "tool_s": 1}, {"new_tokens": 10, "output_tokens": 5}]}"#;
+    for (text, want) in [
+        (format!("{good}\n{{bad\n"), "line 2: not JSON"),
+        ("[1, 2]\n".to_string(), "line 1: a session is a JSON object, got a list"),
+        (r#"{"id": "a", "rounds": []}"#.to_string(), "line 1: neither `turns`"),
+        (r#"{"id": "a", "turns": []}"#.to_string(), "line 1: `turns` is empty"),
+        (r#"{"id": "a", "turns": [{"new_token": 100, "output_tokens": 5}]}"#.to_string(), "did you mean `new_tokens`?"),
+        (r#"{"id": "a", "turns": [{"new_tokens": -3, "output_tokens": 5}]}"#.to_string(), "line 1: `turns[0]`: `new_tokens` must be a whole number of tokens"),
+        (r#"{"id": "a", "turns": [{"new_tokens": 1e300, "output_tokens": 5}]}"#.to_string(), "`new_tokens` must be a whole number"),
+        (r#"{"id": "a", "turns": [{"new_tokens": "many", "output_tokens": 5}]}"#.to_string(), "got text"),
+        (r#"{"id": "a", "turns": [{"new_tokens": 100}]}"#.to_string(), "`output_tokens` is required"),
+        (r#"{"id": "a", "turns": [{"new_tokens": 10, "output_tokens": 5, "tool_s": -1}, {"new_tokens": 1, "output_tokens": 1}]}"#.to_string(), "`tool_s` must be seconds, 0 … 1000000"),
+        (format!("{}\n{good}\n", good.replace("{\"id\": \"a\",", "{\"id\": \"a\", \"arrival_s\": 3,")), "session 2 has no `arrival_s`"),
+        (format!("{}\n{}\n", good.replace("{\"id\": \"a\",", "{\"id\": \"a\", \"arrival_s\": 3,"), good.replace("{\"id\": \"a\",", "{\"id\": \"b\", \"arrival_s\": 1,")), "goes back in time"),
+        (r#"{"id": "a", "steps": [{"input": 10, "output": 1}]}"#.to_string(), "line 1: `steps[0]`: `new` is required"),
+        (r#"{"id": "a", "steps": {"input": 10}}"#.to_string(), "`steps` must be a list"),
+        (format!("{{\"id\": \"a\", \"turns\": [{}]}}", vec![r#"{"new_tokens": 1, "output_tokens": 1}"#; 10_001].join(",")), "at most 10000 a session"),
+        (String::new(), "no session with a turn"),
+    ] {
+        let errs = trace_errors(&traced(&text, SessionTraceFormat::Auto));
+        assert!(errs.iter().any(|(p, m)| p == "workload.sessions.trace" && m.contains(want)), "{want}: {errs:?}");
+    }
+    // Our shape read as inference-lab's is refused, not misread.
+    let errs = trace_errors(&traced(good, SessionTraceFormat::InferenceLab));
+    assert!(errs.iter().any(|(_, m)| m.contains("`steps` is required")), "{errs:?}");
+    let mut both = traced(good, SessionTraceFormat::Auto);
+    both.workload.sessions.as_mut().unwrap().turns = Some(LengthSpec::Fixed { tokens: 3 });
+    assert!(trace_errors(&both).iter().any(|(p, m)| p == "workload.sessions.turns" && m.contains("comes from the session trace")));
+    let mut none = traced(good, SessionTraceFormat::Auto);
+    none.workload.sessions.as_mut().unwrap().trace = None;
+    assert!(trace_errors(&none).iter().any(|(p, m)| p == "workload.sessions.turns" && m.contains("required")), "{:?}", trace_errors(&none));
+    let mut huge = traced(r#"{"id": "a", "turns": [{"new_tokens": 90000000, "output_tokens": 5}]}"#, SessionTraceFormat::Auto);
+    huge.workload.requests = Some(1);
+    assert!(trace_errors(&huge).iter().any(|(p, m)| p == "workload.sessions.trace" && m.contains("exceeds the KV capacity")));
+}
+
+/// The shipped sample session trace runs from its path through the CLI, exit 0, with every audit.
+#[test]
+fn the_cli_reads_a_session_trace_by_path() {
+    let dir = std::env::temp_dir().join(format!("inferscale-sessions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(super::root().join("scenarios/traces/sample-sessions.jsonl"), dir.join("s.jsonl")).unwrap();
+    let mut spec = super::shipped("agent-sessions.json");
+    let x = spec.workload.sessions.as_mut().unwrap();
+    (x.turns, x.first_tokens, x.new_tokens, x.output_tokens, x.tools) = (None, None, None, None, vec![]);
+    x.trace = Some(SessionTraceSpec { path: Some("s.jsonl".into()), data: None, format: SessionTraceFormat::Auto });
+    spec.workload.requests = Some(1000);
+    std::fs::write(dir.join("scenario.json"), serde_json::to_string(&spec).unwrap()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["run", "scenario.json", "--format", "json"]).current_dir(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["sessions"]["sessions"], 24, "every session of the trace, once (it has arrival times)");
+    assert_eq!(r["sessions"]["turns"], 215);
+    assert_eq!(r["audits"]["ok"], true);
+    std::fs::remove_dir_all(&dir).ok();
 }
