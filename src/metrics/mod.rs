@@ -199,6 +199,8 @@ impl Recorder {
             _ if w.end_ns == u64::MAX => w.max_requests,
             _ => w.max_requests.min((w.end_ns as f64 / w.mean_gap_ns()) as u64),
         };
+        // A session is its turns.
+        let expected = w.sessions.as_ref().map_or(expected, |s| (expected as f64 * s.turns.mean().max(1.0)).round() as u64);
         Recorder {
             requests: Vec::new(),
             session_ends: Default::default(),

@@ -101,6 +101,16 @@ pub struct SessionRun {
     pub later_turns: u64,
     /// The busiest worker's busy fraction (a hot replica when far above the mean).
     pub busy_max_fraction: f64,
+    pub sessions: u64,
+    pub turns: u64,
+    pub turn_ttft_p50_s: f64,
+    pub host_peak_gb: f64,
+    pub host_evictions: u64,
+    pub ended_by_context: u64,
+    /// TTFT by turn index: (turn, p50, p95), turns 1 … 64.
+    pub ttft_by_turn: Vec<(u32, f64, f64)>,
+    /// Retained KV over time: (t, HBM GB, host GB), at most 100 points (pairs of windows merged).
+    pub kv_series: Vec<(f64, f64, f64)>,
 }
 
 impl SessionRun {
@@ -126,6 +136,14 @@ impl SessionRun {
             failed_turns: s.failed_turns,
             later_turns: s.kv.later_turns,
             busy_max_fraction: r.replicas.iter().map(|x| x.busy_fraction).fold(0.0, f64::max),
+            sessions: s.sessions,
+            turns: s.turns,
+            turn_ttft_p50_s: s.turn_ttft_s.p50,
+            host_peak_gb: s.kv.host_peak_gb,
+            host_evictions: s.kv.host_evictions,
+            ended_by_context: s.ended_by_context,
+            ttft_by_turn: s.ttft_by_turn.iter().map(|t| (t.turn, t.ttft_p50_s, t.ttft_p95_s)).collect(),
+            kv_series: thin(s.kv.series.iter().map(|p| (p.t_s, p.hbm_gb, p.host_gb)).collect(), 100),
         })
     }
 }
@@ -175,6 +193,14 @@ impl RunSummary {
     }
 }
 
+/// At most `n` points: neighbours averaged in pairs (the first of each keeps its time) until they fit.
+fn thin(mut v: Vec<(f64, f64, f64)>, n: usize) -> Vec<(f64, f64, f64)> {
+    while v.len() > n {
+        v = v.chunks(2).map(|c| if let [a, b] = c { (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0) } else { c[0] }).collect();
+    }
+    v
+}
+
 /// Run one job: validate its scenario and simulate it. The only place a study touches the engine.
 pub fn run_job(job: &Job) -> Result<RunSummary, ScenarioError> {
     let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
@@ -187,6 +213,19 @@ pub fn run_job_within(job: &Job, budget: &scenario::Budget, raise: &str) -> Resu
     let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
     sc.check_budget(budget, 1, raise)?;
     Ok(RunSummary::from_report(&job.label, &crate::simulate(&sc)))
+}
+
+/// [`run_job_within`], telling `progress(done, expected)` how far the run's requests are (a study of one long
+/// run shows it).
+pub fn run_job_within_progress(job: &Job, budget: &scenario::Budget, raise: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<RunSummary, ScenarioError> {
+    let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
+    sc.check_budget(budget, 1, raise)?;
+    let report = crate::simulate_with_progress(&sc, &mut |p| {
+        progress(p.done, p.expected);
+        true
+    })
+    .expect("a run that is never cancelled cannot fail");
+    Ok(RunSummary::from_report(&job.label, &report))
 }
 
 /// A job's scenario error, naming the job.
@@ -537,6 +576,7 @@ pub enum Kind {
     Explorer,
     Paired,
     Sensitivity,
+    AgentSessions,
     AgentPolicies,
     TtlSweep,
     TieredKv,
@@ -556,7 +596,7 @@ pub struct About {
 
 impl Kind {
     /// Every study, in the order the CLI's help and the lab's sidebar list them.
-    pub const ALL: [Kind; 10] = [Kind::Ranking, Kind::Capacity, Kind::Pd, Kind::Explorer, Kind::Paired, Kind::Sensitivity, Kind::AgentPolicies, Kind::TtlSweep, Kind::TieredKv, Kind::AffinitySlack];
+    pub const ALL: [Kind; 11] = [Kind::Ranking, Kind::Capacity, Kind::Pd, Kind::Explorer, Kind::Paired, Kind::Sensitivity, Kind::AgentSessions, Kind::AgentPolicies, Kind::TtlSweep, Kind::TieredKv, Kind::AffinitySlack];
 
     pub const fn about(self) -> About {
         let (name, title, question) = match self {
@@ -566,6 +606,7 @@ impl Kind {
             Kind::Explorer => ("explorer", "Design explorer", "which candidate deployments are on the goodput / p95 TTFT frontier?"),
             Kind::Paired => ("paired", "Paired experiment", "does a change make a difference beyond run-to-run noise?"),
             Kind::Sensitivity => ("sensitivity", "Sensitivity", "does a change still win if the cost profile is off?"),
+            Kind::AgentSessions => ("agent-sessions", "Agent sessions", "what do these agent sessions see, turn by turn, and what holds them back?"),
             Kind::AgentPolicies => ("agent-policies", "Agent policies", "which KV retention and routing policy serves these agent sessions best?"),
             Kind::TtlSweep => ("ttl-sweep", "TTL sweep", "how long should a session's KV stay in HBM after a turn?"),
             Kind::TieredKv => ("tiered-kv", "Tiered KV", "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?"),
@@ -596,6 +637,7 @@ impl Kind {
             Kind::Explorer => Box::new(explorer::ExplorerStudy::new(spec, &options(name, params)?)?),
             Kind::Paired => Box::new(paired::PairedStudy::new(spec, &options(name, params)?)?),
             Kind::Sensitivity => Box::new(sensitivity::SensitivityStudy::new(spec, &options(name, params)?)?),
+            Kind::AgentSessions => Box::new(agents::SessionsStudy::new(spec, &options(name, params)?)?),
             Kind::AgentPolicies => Box::new(agents::AgentPoliciesStudy::new(spec, &options(name, params)?)?),
             Kind::TtlSweep => Box::new(agents::TtlSweepStudy::new(spec, &options(name, params)?)?),
             Kind::TieredKv => Box::new(agents::TieredKvStudy::new(spec, &options(name, params)?)?),
@@ -612,6 +654,7 @@ impl Kind {
             Kind::Explorer => serde_json::to_value(explorer::ExplorerParams::default()),
             Kind::Paired => serde_json::to_value(paired::PairedParams::default()),
             Kind::Sensitivity => serde_json::to_value(sensitivity::SensitivityParams::default()),
+            Kind::AgentSessions => serde_json::to_value(agents::SessionsParams::default()),
             Kind::AgentPolicies => serde_json::to_value(agents::AgentPoliciesParams::default()),
             Kind::TtlSweep => serde_json::to_value(agents::TtlSweepParams::default()),
             Kind::TieredKv => serde_json::to_value(agents::TieredKvParams::default()),
@@ -637,6 +680,7 @@ impl Kind {
             Kind::Explorer => fields::<explorer::ExplorerParams>(),
             Kind::Paired => fields::<paired::PairedParams>(),
             Kind::Sensitivity => fields::<sensitivity::SensitivityParams>(),
+            Kind::AgentSessions => fields::<agents::SessionsParams>(),
             Kind::AgentPolicies => fields::<agents::AgentPoliciesParams>(),
             Kind::TtlSweep => fields::<agents::TtlSweepParams>(),
             Kind::TieredKv => fields::<agents::TieredKvParams>(),

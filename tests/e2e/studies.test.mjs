@@ -187,6 +187,7 @@ test('every study panel: progress, Cancel, a result, and a JSON export equal to 
 });
 
 const AGENT_PANELS = [
+  ['agent-sessions', /p95 turn TTFT .* over \d+ turns of \d+ sessions/],
   ['agent-policies', /has the lowest p95 turn TTFT/],
   ['ttl-sweep', /is the knee/],
   ['tiered-kv', /lowest p95 turn TTFT without a budget/],

@@ -451,3 +451,24 @@ fn agent_studies_refuse_what_they_cannot_run_at_the_option() {
     let e = study::build("ttl-sweep", &shipped("default.json"), &serde_json::json!({})).err().unwrap();
     assert!(e.errors[0].path == "study.ttl-sweep" && e.errors[0].message.contains("workload.sessions"), "{e}");
 }
+
+/// The Agent sessions panel's study: one run of the scenario, its figures the report's own, its charts the
+/// TTFT by turn index and the retained KV over time.
+#[test]
+fn agent_sessions_reads_one_run_as_a_session_workload() {
+    let spec = shipped("agent-sessions.json");
+    let rep = run("agent-sessions", &spec, serde_json::json!({"turns_shown": 20}), 1);
+    let report = inferscale::simulate(&super::valid(&spec));
+    let s = report.sessions.as_ref().unwrap();
+    let value = |name: &str| rep.rows.iter().find(|r| r[0] == Cell::from(name)).map(|r| r[2].clone()).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(value("p95 turn TTFT"), Cell::from(s.turn_ttft_s.p95));
+    assert_eq!(value("Turns"), Cell::from(s.turns));
+    assert_eq!(value("History reused"), Cell::from(s.reuse));
+    assert_eq!(value("Peak retained HBM"), Cell::from(s.kv.hbm_peak_gb));
+    assert!(rep.answer.starts_with("p95 turn TTFT") && rep.answer.contains("turns of 200 sessions"), "{}", rep.answer);
+    let by_turn = &rep.charts[0].series[1].points;
+    assert_eq!(by_turn.len(), 20, "turns 1 … 20 shown");
+    assert_eq!(by_turn[0], (1.0, s.ttft_by_turn[0].ttft_p95_s));
+    assert!(rep.charts[1].series[0].points.len() > 10 && rep.charts[1].series[0].points.len() <= 100);
+    assert!(study::build("agent-sessions", &spec, &serde_json::json!({"turns_shown": 0})).is_err());
+}

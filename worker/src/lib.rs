@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
     Run { run_id: u32, scenario_json: String },
-    /// One run of a study: answered with [`Output::JobDone`] (its `study::RunSummary` as JSON).
-    Job { run_id: u32, job: u32, label: String, scenario_json: String },
+    /// One run of a study: answered with [`Output::JobDone`] (its `study::RunSummary` as JSON); with
+    /// `progress`, [`Output::Progress`] on the way (a study of one long run).
+    Job { run_id: u32, job: u32, label: String, scenario_json: String, progress: bool },
     /// Read benchmark result files, (name, text) each: answered with [`Output::Imported`].
     Import { run_id: u32, files: Vec<(String, String)> },
     /// Calibrate the scenario on a bundle's cases, training on the named ones: progress, then
@@ -137,11 +138,11 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
 }
 
 /// Run one study job; its summary as JSON (f64s round-trip exactly through serde_json).
-pub fn run_job(label: &str, scenario_json: &str) -> Result<String, Vec<(String, String)>> {
+pub fn run_job(label: &str, scenario_json: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<String, Vec<(String, String)>> {
     let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
     let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
     let job = inferscale::study::Job { label: label.to_string(), spec };
-    let summary = inferscale::study::run_job_within(&job, &inferscale::scenario::Budget::BROWSER, inferscale::scenario::BROWSER_RAISE).map_err(errors)?;
+    let summary = inferscale::study::run_job_within_progress(&job, &inferscale::scenario::Budget::BROWSER, inferscale::scenario::BROWSER_RAISE, progress).map_err(errors)?;
     Ok(serde_json::to_string(&summary).expect("a summary serialises"))
 }
 
@@ -223,8 +224,14 @@ mod web {
                     };
                     scope.respond(id, out);
                 }
-                Input::Job { run_id, job, label, scenario_json } => {
-                    let out = match run_job(&label, &scenario_json) {
+                Input::Job { run_id, job, label, scenario_json, progress } => {
+                    let mut last = 0u64;
+                    let out = match run_job(&label, &scenario_json, &mut |done, expected| {
+                        if progress && (done >= last + (expected / 200).max(1) || done == expected) {
+                            last = done;
+                            scope.respond(id, Output::Progress { run_id, done, expected });
+                        }
+                    }) {
                         Ok(summary_json) => Output::JobDone { run_id, job, summary_json },
                         Err(errors) => Output::Invalid { run_id, errors },
                     };
@@ -280,7 +287,7 @@ mod tests {
     #[test]
     fn a_study_job_summary_round_trips_exactly() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
-        let json = run_job("x", &text).unwrap();
+        let json = run_job("x", &text, &mut |_, _| {}).unwrap();
         let back: inferscale::study::RunSummary = serde_json::from_str(&json).unwrap();
         let spec = inferscale::scenario::parse(&text).unwrap();
         let direct = inferscale::study::run_job(&inferscale::study::Job { label: "x".into(), spec }).unwrap();

@@ -143,6 +143,25 @@ PanelDef {
     ],
 },
 PanelDef {
+    kind: Kind::AgentSessions,
+    group: "Agents",
+    sentence: "One run of the session workload — turns that re-send a growing history, tool calls between them, a retention policy, a host tier and a router — on the Serving Lab's model, GPUs and engine: turn latency by turn index, what retention holds over time, and what holds the sessions back.",
+    params: &[
+        Param { id: "g-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second (each arrival of the scenario's process starts one)", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
+        Param { id: "g-sessions", label: "Sessions", unit: "", title: "Sessions the run starts", ptr: "/workload/requests", kind: PKind::Int },
+        Param { id: "g-turns", label: "Turns", unit: "mean per session", title: "Mean turns a session (the distribution's mean)", ptr: "/workload/sessions/turns/mean", kind: PKind::Num },
+        Param { id: "g-first", label: "First prompt", unit: "tokens, mean", title: "The first turn's prompt: system prompt and task", ptr: "/workload/sessions/first_tokens/mean", kind: PKind::Num },
+        Param { id: "g-new", label: "New input", unit: "tokens a later turn, mean", title: "A later turn's new input: the tool's result and what follows", ptr: "/workload/sessions/new_tokens/mean", kind: PKind::Num },
+        Param { id: "g-output", label: "Output", unit: "tokens a turn, mean", title: "Each turn's output", ptr: "/workload/sessions/output_tokens/mean", kind: PKind::Num },
+        Param { id: "g-replicas", label: "Replicas", unit: "", title: "Workers the router spreads turns over", ptr: "/cluster/replicas", kind: PKind::Int },
+        Param { id: "g-shown", label: "Turns on the chart", unit: "1 … 64", title: "TTFT by turn index shows turns up to this", ptr: "study:turns_shown", kind: PKind::Int },
+        Param { id: "g-tools", label: "Tools", unit: "JSON: [{name, weight, mean_s, cv}] — latency lognormal by mean and CV", title: "The tools a turn's end calls, picked by weight", ptr: "/workload/sessions/tools", kind: PKind::Json },
+        Param { id: "g-retention", label: "Retention", unit: "JSON: {kind: stateless | retain | ttl (with ttl_s) | host_offload | gap_oracle}", title: "What a turn's end does with the session's KV", ptr: "/workload/sessions/retention", kind: PKind::Json },
+        Param { id: "g-router", label: "Router", unit: "JSON: {kind: sticky | bounded_affinity (with slack_ms) | least_outstanding | round_robin | …}", title: "How turns pick a worker", ptr: "/cluster/router", kind: PKind::Json },
+        Param { id: "g-host", label: "Host tier", unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} per worker; null: none", title: "Host memory for sessions' KV and its link to HBM", ptr: "/engine/host_kv", kind: PKind::Json },
+    ],
+},
+PanelDef {
     kind: Kind::AgentPolicies,
     group: "Agents",
     sentence: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
@@ -216,7 +235,7 @@ mod tests {
         let kinds: Vec<Kind> = PANELS.iter().map(|p| p.kind).collect();
         assert_eq!(kinds, Kind::ALL.to_vec());
         let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
-        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity", "agent-policies", "ttl-sweep", "tiered-kv", "affinity-slack", "calibration"]);
+        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity", "agent-sessions", "agent-policies", "ttl-sweep", "tiered-kv", "affinity-slack", "calibration"]);
     }
 
     /// A `study:` field edits an option of the study's options struct, and every option has a field — but

@@ -190,10 +190,11 @@ impl App {
         let cores = window().navigator().hardware_concurrency() as usize;
         self.el("study-workers").set_attribute("placeholder", &cores.clamp(1, 16).to_string()).ok();
         let name = v.pointer("/name").and_then(Value::as_str).unwrap_or("unnamed");
-        let n = v.pointer("/workload/requests").map(|x| x.to_string()).unwrap_or_else(|| "trace".into());
+        let unit = if v.pointer("/workload/sessions").is_some() { "sessions" } else { "requests" };
+        let n = v.pointer("/workload/requests").map(|x| format!("{x} {unit}")).unwrap_or_else(|| format!("trace {unit}"));
         let model = v.pointer("/model/preset").and_then(Value::as_str).unwrap_or("custom model");
         let device = v.pointer("/hardware/device").and_then(Value::as_str).unwrap_or("custom device");
-        self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n} requests")));
+        self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}")));
     }
 
     /// A parameter field changed: write it (and the rest of its block, if the scenario had none) into the
@@ -352,7 +353,8 @@ impl App {
             self.study_progress(1.0);
             let status = self.el("study-status");
             status.set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
-            status.set_text_content(Some(&format!("Done: {} runs in {secs:.2} s on {} workers", a.done_before, self.workers_len())));
+            let runs = if a.done_before == 1 { "1 run".to_string() } else { format!("{} runs", a.done_before) };
+            status.set_text_content(Some(&format!("Done: {runs} in {secs:.2} s on {} workers", self.workers_len())));
             if self.panel == a.name {
                 self.study.sort = Sort::default();
                 self.render_study(&report);
@@ -374,7 +376,9 @@ impl App {
             return;
         }
         let job = &a.batch[a.next_job];
-        let msg = Input::Job { run_id, job: a.next_job as u32, label: job.label.clone(), scenario_json: serde_json::to_string(&job.spec).unwrap_or_default() };
+        // A batch of one run reports its requests' progress (a study of many shows runs done).
+        let progress = a.batch.len() == 1;
+        let msg = Input::Job { run_id, job: a.next_job as u32, label: job.label.clone(), scenario_json: serde_json::to_string(&job.spec).unwrap_or_default(), progress };
         a.next_job += 1;
         if let Some(p) = &self.study.workers {
             p.send(w, msg);
@@ -409,6 +413,11 @@ impl App {
                 } else {
                     self.dispatch(w);
                 }
+            }
+            Output::Progress { run_id, done, expected } if run_id == self.study.run_id => {
+                let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
+                self.study_progress(f);
+                self.el("study-status").set_text_content(Some(&format!("Running: 0 of 1 runs done, its requests {:.0} % done", f * 100.0)));
             }
             Output::Invalid { run_id, errors } if run_id == self.study.run_id => {
                 self.stop_study("A run of the study was refused");
