@@ -56,6 +56,7 @@ impl BlockPool {
             }
             while self.free < n {
                 self.evict_one();
+                self.cache.evictions += 1;
             }
         }
         self.free -= n;
@@ -231,6 +232,7 @@ pub struct ReuseCache {
     /// Blocks held by every cached entry.
     pub held_blocks: u64,
     tick: u64,
+    /// Entries evicted to make an allocation succeed.
     pub evictions: u64,
 }
 
@@ -306,7 +308,6 @@ impl ReuseCache {
         let b = self.entries.remove(&id).expect("an idle entry is cached").blocks;
         self.idle_blocks -= b;
         self.held_blocks -= b;
-        self.evictions += 1;
         (id, b)
     }
 }

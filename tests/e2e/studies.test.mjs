@@ -152,35 +152,45 @@ const PANELS = [
   ['sensitivity', /nominal profile/],
 ];
 
+/**
+ * One study panel end to end: a long version cancelled mid-way (the panel stays usable), then `base` run with
+ * its progress recorded, its answer, table and chart checked, and its JSON export compared with the CLI's on
+ * `file`. Returns the browser's wall time of the run, ms.
+ */
+async function cancelThenMatchCli(page, name, answer, { file, base, long, minRows, exportName }) {
+  await setLabScenario(page, long);
+  await page.click(`nav [data-panel="${name}"]`);
+  await page.fill('#study-workers', '2');
+  await page.click('#study-run');
+  await page.waitForFunction(() => /Running/.test(document.getElementById('study-status').textContent));
+  await page.click('#study-cancel');
+  assert.match(await page.textContent('#study-status'), /Cancelled/, name);
+  assert.equal(await page.isDisabled('#study-run'), false, name);
+  await setLabScenario(page, base);
+  await page.click(`nav [data-panel="${name}"]`);
+  const statuses = await recordTexts(page, 'study-status');
+  const t0 = Date.now();
+  await runStudy(page);
+  const ms = Date.now() - t0;
+  const seen = await statuses();
+  assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown (${seen.slice(0, 4)})`);
+  assert.match(await page.textContent('#study-answer'), answer, name);
+  assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= minRows, name);
+  assert.ok(await inkFraction(page, 'study-chart-0') > 0.02, `${name}: chart drawn`);
+  const json = await download(page, '#sx-json');
+  assert.match(json.name, new RegExp(`^inferscale-study-${name}-${exportName}\\.json$`));
+  const params = await optionsInLink(page);
+  const cli = execFileSync(CLI, ['study', name, file, '--params', params, '--threads', '1'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+  assert.equal(json.text, cli, `${name}: the browser's JSON equals the CLI's`);
+  return ms;
+}
+
 test('every study panel: progress, Cancel, a result, and a JSON export equal to the CLI\'s', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/default.json'), 'utf8'));
+  const long = { ...base, workload: { ...base.workload, requests: 60000 } };
   for (const [name, answer] of PANELS) {
-    // A long version first: Cancel stops it mid-way and the panel stays usable.
-    await setLabScenario(page, { ...base, workload: { ...base.workload, requests: 60000 } });
-    await page.click(`nav [data-panel="${name}"]`);
-    await page.fill('#study-workers', '2');
-    await page.click('#study-run');
-    await page.waitForFunction(() => /Running/.test(document.getElementById('study-status').textContent));
-    await page.click('#study-cancel');
-    assert.match(await page.textContent('#study-status'), /Cancelled/, name);
-    assert.equal(await page.isDisabled('#study-run'), false, name);
-    // Then the real one.
-    await setLabScenario(page, base);
-    await page.click(`nav [data-panel="${name}"]`);
-    const statuses = await recordTexts(page, 'study-status');
-    await runStudy(page);
-    const seen = await statuses();
-    assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown (${seen.slice(0, 4)})`);
-    assert.match(await page.textContent('#study-answer'), answer, name);
-    assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= 1, name);
-    const inked = await inkFraction(page, 'study-chart-0');
-    assert.ok(inked > 0.02, `${name}: chart drawn`);
-    const json = await download(page, '#sx-json');
-    assert.match(json.name, new RegExp(`^inferscale-study-${name}-default-seed42\\.json$`));
-    const params = await optionsInLink(page);
-    const cli = execFileSync(CLI, ['study', name, 'scenarios/default.json', '--params', params, '--threads', '1'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
-    assert.equal(json.text, cli, `${name}: the browser's JSON equals the CLI's`);
+    await cancelThenMatchCli(page, name, answer, { file: 'scenarios/default.json', base, long, minRows: 1, exportName: 'default-seed42' });
   }
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
@@ -197,37 +207,17 @@ const AGENT_PANELS = [
 test('every Agents study panel, on the shipped agent scenario: progress, Cancel, a result, and the CLI\'s JSON', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/agent-sessions.json'), 'utf8'));
-  // The sidebar's Agents group lists the four studies.
+  // The sidebar has an Agents group.
   const agents = await page.$$eval('nav h2', (hs) => hs.map((h) => h.textContent));
   assert.ok(agents.includes('Agents'), agents.join(', '));
   // On a scenario without sessions the study says what it needs, at the study.
   await page.click('nav [data-panel="ttl-sweep"]');
   assert.match(await page.textContent('#study-errors'), /study\.ttl-sweep: .*needs workload\.sessions/);
   assert.equal(await page.isDisabled('#study-run'), true, 'nothing to run without sessions');
+  const long = { ...base, workload: { ...base.workload, requests: 4000 } };
   for (const [name, answer] of AGENT_PANELS) {
-    await setLabScenario(page, { ...base, workload: { ...base.workload, requests: 4000 } });
-    await page.click(`nav [data-panel="${name}"]`);
-    await page.fill('#study-workers', '2');
-    await page.click('#study-run');
-    await page.waitForFunction(() => /Running/.test(document.getElementById('study-status').textContent));
-    await page.click('#study-cancel');
-    assert.match(await page.textContent('#study-status'), /Cancelled/, name);
-    await setLabScenario(page, base);
-    await page.click(`nav [data-panel="${name}"]`);
-    const statuses = await recordTexts(page, 'study-status');
-    const t0 = Date.now();
-    await runStudy(page);
-    console.log(`# ${name} on agent-sessions: ${Date.now() - t0} ms in the browser with 2 workers`);
-    const seen = await statuses();
-    assert.ok(seen.some((s) => /Running: \d+ of \d+ runs/.test(s)), `${name}: progress shown (${seen.slice(0, 4)})`);
-    assert.match(await page.textContent('#study-answer'), answer, name);
-    assert.ok(await page.$$eval('#study-table-el tbody tr', (x) => x.length) >= 4, name);
-    assert.ok(await inkFraction(page, 'study-chart-0') > 0.02, `${name}: chart drawn`);
-    const json = await download(page, '#sx-json');
-    assert.match(json.name, new RegExp(`^inferscale-study-${name}-agent-sessions-seed7\\.json$`));
-    const params = await optionsInLink(page);
-    const cli = execFileSync(CLI, ['study', name, 'scenarios/agent-sessions.json', '--params', params, '--threads', '1'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
-    assert.equal(json.text, cli, `${name}: the browser's JSON equals the CLI's`);
+    const ms = await cancelThenMatchCli(page, name, answer, { file: 'scenarios/agent-sessions.json', base, long, minRows: 4, exportName: 'agent-sessions-seed7' });
+    console.log(`# ${name} on agent-sessions: ${ms} ms in the browser with 2 workers`);
   }
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
