@@ -65,6 +65,15 @@ for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity'])
   await page.screenshot({ path: join(out, `study-${name}.png`), fullPage: true });
   await page.locator('#study-results').screenshot({ path: join(out, `study-${name}-results.png`) });
 }
+// The Agents panels, on the shipped agent scenario.
+await page.click('nav [data-panel="lab"]');
+await page.selectOption('#preset', 'agent-sessions');
+for (const name of ['agent-sessions', 'agent-policies', 'ttl-sweep', 'tiered-kv', 'affinity-slack']) {
+  await page.click(`nav [data-panel="${name}"]`);
+  await page.click('#study-run');
+  await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+  await page.locator('#study-results').screenshot({ path: join(out, `agents-${name}-results.png`) });
+}
 await ctx.close();
 server.stop();
 console.log(`screenshots written to ${out}`);
