@@ -351,7 +351,7 @@ impl Workload {
         let sessions = match &w.sessions {
             Some(spec) => {
                 if !matches!(w.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Constant { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. }) {
-                    e.push("workload.sessions", "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); a trace or closed loop of sessions is not modelled yet");
+                    e.push("workload.sessions", "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); to replay recorded sessions use workload.sessions.trace (a closed loop of sessions is not modelled)");
                     return None;
                 }
                 Some(Sessions::build(spec, e)?)
