@@ -143,8 +143,8 @@ impl Simulation<'_> {
         self.sessions[session as usize].restoring_blocks = blocks;
         let send_ns = host.send_ns(blocks);
         let start = self.now.max(self.host_link_free_ns[r]);
-        self.host_link_free_ns[r] = start + send_ns;
-        let done = start + send_ns + host.latency_ns;
+        self.host_link_free_ns[r] = start.saturating_add(send_ns);
+        let done = start.saturating_add(send_ns).saturating_add(host.latency_ns);
         self.rec.on_restore(done - self.now, (blocks as f64 * host.block_bytes).round() as u64);
         self.note_retained(r);
         self.schedule(done, super::Event::Restored { request: id });

@@ -475,7 +475,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
     }
     if let Some(h) = &en.host_kv {
         e.range_open_lo("engine.host_kv.capacity_gb", h.capacity_gb, 0.0, 1e5);
-        e.range_open_lo("engine.host_kv.bandwidth_gbps", h.bandwidth_gbps, 0.0, 1e4);
+        e.within("engine.host_kv.bandwidth_gbps", h.bandwidth_gbps, 1e-3, 1e4, "a restore takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock");
         e.range("engine.host_kv.latency_ms", h.latency_ms, 0.0, 1e4);
     }
     if let Some(b) = en.retention_budget_blocks {

@@ -199,7 +199,7 @@ fn session_kv_fields_refuse_bad_input_at_their_field() {
     let paths = |s: &Spec| inferscale::scenario::validate(s).map(|_| vec![]).unwrap_or_else(|e| e.errors.into_iter().map(|f| f.path).collect::<Vec<_>>());
     let mut s = with(RetentionSpec::HostOffload);
     assert_eq!(paths(&s), ["workload.sessions.retention"]);
-    for (bw, cap, lat, path) in [(0.0, 1.0, 0.0, "bandwidth_gbps"), (-1.0, 1.0, 0.0, "bandwidth_gbps"), (1e308, 1.0, 0.0, "bandwidth_gbps"), (1.0, 0.0, 0.0, "capacity_gb"), (1.0, f64::NAN, 0.0, "capacity_gb"), (1.0, 1.0, -1.0, "latency_ms")] {
+    for (bw, cap, lat, path) in [(0.0, 1.0, 0.0, "bandwidth_gbps"), (-1.0, 1.0, 0.0, "bandwidth_gbps"), (1e308, 1.0, 0.0, "bandwidth_gbps"), (1e-300, 1.0, 0.0, "bandwidth_gbps"), (1.0, 0.0, 0.0, "capacity_gb"), (1.0, f64::NAN, 0.0, "capacity_gb"), (1.0, 1.0, -1.0, "latency_ms")] {
         s.engine.host_kv = Some(HostKvSpec { capacity_gb: cap, bandwidth_gbps: bw, latency_ms: lat });
         assert_eq!(paths(&s), [format!("engine.host_kv.{path}")]);
     }
