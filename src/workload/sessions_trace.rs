@@ -162,7 +162,7 @@ fn ours(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>, arrivals: &mu
     let turns = list(o, "turns", n)?;
     arrivals.push(match o.get("arrival_s") {
         None | Some(Value::Null) => None,
-        _ => Some(seconds(o, "arrival_s", &format!("line {n}"), 1e9)?),
+        _ => Some(seconds(o, "arrival_s", &format!("line {n}"), 1e8)?),
     });
     if turns.is_empty() {
         return Err(format!("line {n}: `turns` is empty (a session has at least one turn)"));

@@ -345,6 +345,7 @@ fn malformed_session_traces_name_the_line_and_key() {
         (format!("{}\n{good}\n", good.replace("{\"id\": \"a\",", "{\"id\": \"a\", \"arrival_s\": 3,")), "session 2 has no `arrival_s`"),
         (format!("{}\n{}\n", good.replace("{\"id\": \"a\",", "{\"id\": \"a\", \"arrival_s\": 3,"), good.replace("{\"id\": \"a\",", "{\"id\": \"b\", \"arrival_s\": 1,")), "goes back in time"),
         (r#"{"id": "a", "steps": [{"input": 10, "output": 1}]}"#.to_string(), "line 1: `steps[0]`: `new` is required"),
+        (good.replace("{\"id\": \"a\",", "{\"id\": \"a\", \"arrival_s\": 1e300,"), "`arrival_s` must be seconds, 0 … 100000000"),
         (r#"{"id": "a", "steps": {"input": 10}}"#.to_string(), "`steps` must be a list"),
         (format!("{{\"id\": \"a\", \"turns\": [{}]}}", vec![r#"{"new_tokens": 1, "output_tokens": 1}"#; 10_001].join(",")), "at most 10000 a session"),
         (String::new(), "no session with a turn"),
