@@ -171,7 +171,7 @@ impl Simulation<'_> {
     pub(super) fn after_turn(&mut self, id: u32, ends: bool) {
         let rec = &self.requests[id as usize];
         let (s, completed, r) = (rec.session, rec.outcome == crate::metrics::Outcome::Completed, rec.replica as u32);
-        let keeps = self.sc.workload.sessions.as_ref().is_some_and(|x| x.retention.keeps());
+        let keeps = self.tracks_retention;
         let old = self.sessions[s as usize].holder;
         if completed && old != r {
             if keeps && old != NO_HOLDER {

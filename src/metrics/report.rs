@@ -658,7 +658,7 @@ fn session_slo(sc: &Scenario, rec: &Recorder, span: &[(u64, u64, u32, bool)]) ->
 
 fn session_kv(sc: &Scenario, rec: &Recorder) -> SessionKvSummary {
     let m = &rec.sess;
-    let gb = sc.model.kv_bytes_per_token() * sc.pools[0].engine.block_size_tokens as f64 / 1e9;
+    let gb = sc.kv_block_bytes() / 1e9;
     let t = rec.end_ns.max(1) as f64;
     let share = |x: u64| if m.later_turns == 0 { 0.0 } else { x as f64 / m.later_turns as f64 };
     let mut restore = m.restore_ns.clone();

@@ -312,6 +312,12 @@ impl Scenario {
         self.workload.mean_computed_prompt_tokens() * step.total_ns as f64 / chunk as f64
     }
 
+    /// Bytes of one KV block of the (first) pool: the model's whole KV per token × the block size — what a
+    /// session's retained blocks weigh in reports and studies.
+    pub fn kv_block_bytes(&self) -> f64 {
+        self.model.kv_bytes_per_token() * self.pools[0].engine.block_size_tokens as f64
+    }
+
     /// The requests of this scenario, in arrival order.
     pub fn generator(&self) -> Generator<'_> {
         // A session's turn that could not fit the model's context, or one worker's KV, ends the session.

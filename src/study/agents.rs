@@ -45,13 +45,13 @@ fn variant(spec: &Spec, p: &Policy, host: &HostKvSpec, budget: Option<u64>) -> S
     s
 }
 
-/// The scenario must be valid and have sessions; every derived run must be valid too.
-fn check_base(spec: &Spec, study: Kind) -> Result<(), ScenarioError> {
-    scenario::validate(spec)?;
+/// The scenario must be valid and have sessions (every derived run must be valid too); the validated one.
+fn check_base(spec: &Spec, study: Kind) -> Result<crate::Scenario, ScenarioError> {
+    let sc = scenario::validate(spec)?;
     if spec.workload.sessions.is_none() {
         return Err(ScenarioError::one(format!("study.{}", study.name()), "this study compares what sessions do with their KV: the scenario needs workload.sessions (e.g. scenarios/agent-sessions.json)"));
     }
-    Ok(())
+    Ok(sc)
 }
 
 fn check_jobs(jobs: &[Job]) -> Result<(), ScenarioError> {
@@ -502,6 +502,9 @@ pub struct TieredKvStudy {
     base: Spec,
     p: TieredKvParams,
     policies: Vec<Policy>,
+    /// GB of one KV block, and the workers: to read the reference run's GB as blocks per worker.
+    block_gb: f64,
+    workers: f64,
     /// The reference run (full retention, sticky, no budget) first, then each policy without a budget; then
     /// each budget × policy.
     results: Vec<RunSummary>,
@@ -510,7 +513,7 @@ pub struct TieredKvStudy {
 
 impl TieredKvStudy {
     pub fn new(spec: &Spec, p: &TieredKvParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Kind::TieredKv)?;
+        let sc = check_base(spec, Kind::TieredKv)?;
         let mut e = Errors::default();
         e.range("study.tiered-kv.ttl_s", p.ttl_s, 0.0, 1e7);
         e.range("study.tiered-kv.slack_ms", p.slack_ms, 0.0, 1e9);
@@ -528,7 +531,8 @@ impl TieredKvStudy {
             policy("host offload", RetentionSpec::HostOffload, sticky.clone(), true),
             policy("gap oracle (bound)", RetentionSpec::GapOracle, sticky, true),
         ];
-        let s = TieredKvStudy { base: spec.clone(), p: p.clone(), policies, results: Vec::new(), handed: 0 };
+        let (block_gb, workers) = (sc.kv_block_bytes() / 1e9, sc.pools[0].replicas as f64);
+        let s = TieredKvStudy { base: spec.clone(), p: p.clone(), policies, block_gb, workers, results: Vec::new(), handed: 0 };
         check_jobs(&s.first_jobs())?;
         Ok(s)
     }
@@ -540,9 +544,7 @@ impl TieredKvStudy {
 
     /// The reference working set per worker, blocks: the reference run's peak idle history ÷ workers.
     fn reference_blocks(&self) -> f64 {
-        let sc = scenario::validate(&self.base).expect("checked");
-        let block_gb = sc.model.kv_bytes_per_token() * sc.pools[0].engine.block_size_tokens as f64 / 1e9;
-        sess(&self.results[0]).hbm_peak_gb / block_gb / sc.pools[0].replicas as f64
+        sess(&self.results[0]).hbm_peak_gb / self.block_gb / self.workers
     }
 
     fn budget_jobs(&self) -> Vec<Job> {

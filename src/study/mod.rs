@@ -208,16 +208,9 @@ pub fn run_job(job: &Job) -> Result<RunSummary, ScenarioError> {
 }
 
 /// Run one job if its scenario fits `budget` (`raise` says how to allow more): validated once, for the check
-/// and the run both.
-pub fn run_job_within(job: &Job, budget: &scenario::Budget, raise: &str) -> Result<RunSummary, ScenarioError> {
-    let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
-    sc.check_budget(budget, 1, raise)?;
-    Ok(RunSummary::from_report(&job.label, &crate::simulate(&sc)))
-}
-
-/// [`run_job_within`], telling `progress(done, expected)` how far the run's requests are (a study of one long
-/// run shows it).
-pub fn run_job_within_progress(job: &Job, budget: &scenario::Budget, raise: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<RunSummary, ScenarioError> {
+/// and the run both; `progress(done, expected)` hears how far the run's requests are (a study of one long run
+/// shows it).
+pub fn run_job_within(job: &Job, budget: &scenario::Budget, raise: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<RunSummary, ScenarioError> {
     let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
     sc.check_budget(budget, 1, raise)?;
     let report = crate::simulate_with_progress(&sc, &mut |p| {

@@ -89,7 +89,6 @@ impl Program {
 /// How each session ended, counted by the generator.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SessionEnds {
-    pub started: u64,
     /// Every turn completed.
     pub completed: u64,
     /// The next turn's prompt and output would exceed the model's context.
@@ -337,7 +336,6 @@ impl Generator<'_> {
         self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, idx << 16));
         r.session = self.programs.len() as u32;
         self.programs.push(program);
-        self.session_ends.started += 1;
         Some(r)
     }
 

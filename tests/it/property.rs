@@ -233,7 +233,7 @@ fn random_session_scenarios_pass_the_audits() {
             hosted += (s.kv.restores > 0) as u32;
         }
         if let Some(b) = spec.engine.retention_budget_blocks {
-            let block_gb = sc.model.kv_bytes_per_token() * sc.pools[0].engine.block_size_tokens as f64 / 1e9;
+            let block_gb = sc.kv_block_bytes() / 1e9;
             assert!(s.kv.hbm_peak_gb <= (b * sc.pools[0].replicas as u64) as f64 * block_gb + 1e-9, "scenario {i}: over the retention budget");
         }
         let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));

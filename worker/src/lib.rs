@@ -142,7 +142,7 @@ pub fn run_job(label: &str, scenario_json: &str, progress: &mut dyn FnMut(u64, u
     let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
     let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
     let job = inferscale::study::Job { label: label.to_string(), spec };
-    let summary = inferscale::study::run_job_within_progress(&job, &inferscale::scenario::Budget::BROWSER, inferscale::scenario::BROWSER_RAISE, progress).map_err(errors)?;
+    let summary = inferscale::study::run_job_within(&job, &inferscale::scenario::Budget::BROWSER, inferscale::scenario::BROWSER_RAISE, progress).map_err(errors)?;
     Ok(serde_json::to_string(&summary).expect("a summary serialises"))
 }
 
