@@ -522,10 +522,7 @@ impl RarePass<'_> {
         match self.sessions[session as usize].keep {
             super::sessions::Keep::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),
             super::sessions::Keep::Host => {
-                self.kv.drop_idle(id);
-                if let Some(h) = &mut self.kv.host {
-                    h.store(id, have + own);
-                }
+                self.kv.move_to_host(id, own);
                 0
             }
             _ => {

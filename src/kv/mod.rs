@@ -105,13 +105,8 @@ impl BlockPool {
     /// entry alone would pass the budget it is moved on (host tier, or freed) at once. The blocks taken from the
     /// turn (those it keeps); the caller frees the rest.
     pub fn retain(&mut self, id: EntryId, blocks: u64) -> u64 {
-        let have = self.cache.blocks_of(id);
-        if have + blocks > self.retention_budget {
-            self.offload(id);
-            let whole = have + blocks;
-            if let Some(h) = &mut self.host {
-                h.store(id, whole);
-            }
+        if self.cache.blocks_of(id) + blocks > self.retention_budget {
+            self.move_to_host(id, blocks);
             return 0;
         }
         self.cache.retain(id, blocks);
@@ -120,6 +115,14 @@ impl BlockPool {
             self.evict_one();
         }
         blocks
+    }
+    /// Session history `id` moves to the host tier (dropped without one): its idle HBM entry is freed and the
+    /// host stores it with `more` blocks of the turn's (which the caller frees).
+    pub fn move_to_host(&mut self, id: EntryId, more: u64) {
+        let have = self.drop_idle(id);
+        if let Some(h) = &mut self.host {
+            h.store(id, have + more);
+        }
     }
     /// Drop idle entry `id` from HBM (0 blocks if it is not there), freeing its blocks; the blocks it held.
     pub fn drop_idle(&mut self, id: EntryId) -> u64 {
