@@ -31,6 +31,8 @@ pub enum Stream {
     Session = 6,
     /// A later turn's own draws (per session and turn).
     Turn = 7,
+    /// A session's class (per session; apart from its program, so weights move no program draw).
+    SessionClass = 8,
 }
 
 /// splitmix64 finaliser: a bijective 64-bit mixer used only to derive seeds.

@@ -251,6 +251,7 @@ impl Simulation<'_> {
 /// ran where its last turn did.
 pub(super) fn note_turn_admitted(st: &mut SessionKv, rec: &mut crate::metrics::Recorder, turn: &crate::metrics::RequestRecord, r: usize, shared_tokens: u32) {
     rec.session_reused_tokens += shared_tokens as u64;
+    rec.sess.reused_tokens[turn.session as usize] += shared_tokens as u64;
     if turn.turn > 1 {
         let restored = std::mem::take(&mut st.restored);
         rec.on_turn_admitted(st.holder == r as u32, shared_tokens > 0, restored && shared_tokens > 0);

@@ -157,6 +157,14 @@ fn sessions_markdown(m: &mut String, x: &crate::metrics::SessionsSummary) {
     for t in &x.ttft_by_turn {
         let _ = writeln!(m, "| {} | {} | {} | {} |", t.turn, t.count, secs(t.ttft_p50_s), secs(t.ttft_p95_s));
     }
+    if x.classes.is_empty() {
+        return;
+    }
+    m.push_str("\n| session class | sessions | completed | turns a session | turn TTFT p95 | session E2E p95 | reuse | session SLO |\n|---|---|---|---|---|---|---|---|\n");
+    for c in &x.classes {
+        let slo = c.slo_attainment.map_or("–".to_string(), pct);
+        let _ = writeln!(m, "| {} | {} | {} | {:.2} | {} | {} | {} | {slo} |", md_cell(&c.name), c.sessions, c.completed, c.mean_turns_per_session, secs(c.turn_ttft_s.p95), secs(c.session_e2e_s.p95), pct(c.reuse));
+    }
 }
 
 fn pct(x: f64) -> String {

@@ -6,12 +6,14 @@
 
 mod diagnose;
 mod report;
+mod session_report;
 mod sessions;
 mod stats;
 pub mod steady;
 
 pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
 pub use report::*;
+pub use session_report::*;
 pub use sessions::SessionMetrics;
 pub use stats::{percentile, Cdf, LatencyCdfs, Stats, CDF_POINTS};
 
@@ -200,7 +202,7 @@ impl Recorder {
             _ => w.max_requests.min((w.end_ns as f64 / w.mean_gap_ns()) as u64),
         };
         // A session is its turns.
-        let expected = w.sessions.as_ref().map_or(expected, |s| (expected as f64 * s.turns.mean().max(1.0)).round() as u64);
+        let expected = w.sessions.as_ref().map_or(expected, |s| (expected as f64 * s.mean_of(|c| c.turns.mean().max(1.0))).round() as u64);
         Recorder {
             requests: Vec::new(),
             session_ends: Default::default(),

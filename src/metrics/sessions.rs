@@ -21,6 +21,8 @@ pub struct SessionMetrics {
     area_before: [u128; GAUGES],
     /// When each session (by index) ended (u64::MAX: still in the system).
     pub ended_ns: Vec<u64>,
+    /// History tokens each session's later turns found kept (in HBM, or restored), by session.
+    pub reused_tokens: Vec<u64>,
     /// Later turns admitted, those on the worker of their previous turn, and those that found their history
     /// in HBM (with `host_hits` of those restored from host memory for it).
     pub later_turns: u64,
@@ -76,6 +78,7 @@ impl SessionMetrics {
     pub fn on_start(&mut self, now: u64) {
         self.change(now, 0, 1);
         self.ended_ns.push(u64::MAX);
+        self.reused_tokens.push(0);
     }
 
     pub fn on_end(&mut self, s: u32, now: u64) {

@@ -90,7 +90,7 @@ impl Scenario {
                 let programs = if w.sessions.is_some() { n * turns * PROGRAM_BYTES_PER_TURN } else { 0.0 };
                 // Turns per session vary too: a quarter more, and eight sessions of the most turns.
                 let requests = match &w.sessions {
-                    Some(s) => 1.25 * n * turns + 8.0 * s.turns.max() as f64,
+                    Some(s) => 1.25 * n * turns + 8.0 * s.max_of(|c| c.turns.max()) as f64,
                     None => n,
                 };
                 (requests, margin(out), margin(chunks), programs)
@@ -107,13 +107,18 @@ impl Scenario {
     /// One session's expected turns, output tokens and prefill chunks, and the most a session may take
     /// (steps): turn k re-sends the history, until it would pass the model's context or one worker's KV,
     /// where the session ends.
+    /// Sessions of several classes: the means over sessions, and the worst class's worst.
     fn session_load(&self, s: &crate::workload::Sessions, chunk: f64) -> (f64, f64, f64, f64) {
         let kv = self.pools.iter().map(|p| (p.engine.kv_total_blocks * p.engine.block_size_tokens as u64) as f64).fold(f64::INFINITY, f64::min);
         let cap = self.model.context_tokens.map_or(kv, |c| kv.min(c as f64));
-        let (turns, per_turn) = (s.turns.mean(), s.new.mean() + s.output.mean());
-        let prompt_sum: f64 = (0..turns.ceil() as u32).map(|k| (s.first.mean() + k as f64 * per_turn).min(cap)).sum();
-        let worst = s.turns.max() as f64 * (s.output.max() as f64 + (cap / chunk).ceil() + 1.0);
-        (turns, turns * s.output.mean(), prompt_sum / chunk + turns, worst)
+        let load = |c: &crate::workload::SessionClass| {
+            let (turns, per_turn) = (c.turns.mean(), c.new.mean() + c.output.mean());
+            let prompt_sum: f64 = (0..turns.ceil() as u32).map(|k| (c.first.mean() + k as f64 * per_turn).min(cap)).sum();
+            let worst = c.turns.max() as f64 * (c.output.max() as f64 + (cap / chunk).ceil() + 1.0);
+            (turns, turns * c.output.mean(), prompt_sum / chunk + turns, worst)
+        };
+        let worst = s.classes.iter().map(|c| load(c).3).fold(0.0, f64::max);
+        (s.mean_of(|c| load(c).0), s.mean_of(|c| load(c).1), s.mean_of(|c| load(c).2), worst)
     }
 
     /// Refuse a run (or `runs` of them at once, as a study's threads do) that would exceed `budget`; the

@@ -593,7 +593,12 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
             let widest = t.programs.iter().max_by_key(|p| p.new_tokens[0] as u64 + p.output_tokens[0] as u64).expect("a trace has a session");
             check(e, "workload.sessions.trace".into(), widest.new_tokens[0] as u64, widest.output_tokens[0] as u64);
         }
-        Some((s, None)) => check(e, "workload.sessions".into(), s.first.max() as u64, s.output.max() as u64),
+        Some((s, None)) => {
+            for (i, c) in s.classes.iter().enumerate() {
+                let at = if s.named_classes { format!("workload.sessions.classes[{i}]") } else { "workload.sessions".into() };
+                check(e, at, c.first.max() as u64, c.output.max() as u64);
+            }
+        }
         None => {}
     }
 }

@@ -34,6 +34,14 @@ fn at_most<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize
     d.deserialize_seq(Bounded::<T, N>(std::marker::PhantomData))
 }
 
+/// `at_most` for an optional list (absent and null are None).
+fn at_most_opt<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(bound = "T: Deserialize<'de>")]
+    struct Wrap<T, const N: usize>(#[serde(deserialize_with = "at_most::<_, _, N>")] Vec<T>);
+    Ok(Option::<Wrap<T, N>>::deserialize(d)?.map(|w| w.0))
+}
+
 /// Nanoseconds per second.
 pub const NS_PER_S: f64 = 1e9;
 /// Nanoseconds per millisecond.
@@ -256,6 +264,39 @@ pub struct SessionsSpec {
     /// A session meets its objective when every turn's TTFT and the whole session's time meet these.
     #[serde(default, skip_serializing_if = "SessionSloSpec::is_empty")]
     pub slo: SessionSloSpec,
+    /// Session classes, picked by weight when a session starts: each may give its own turns, lengths, tools
+    /// and objectives (what it leaves out it takes from the fields above) and the request class its turns
+    /// are scheduled as. None: every session is of one class, the fields above.
+    #[serde(default, deserialize_with = "at_most::<_, _, 64>", skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<SessionClassSpec>,
+}
+
+/// A kind of session (a quick fix, a refactor, a chat): its share of sessions and what sets it apart.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionClassSpec {
+    pub name: String,
+    /// Relative share of sessions (weights are normalised).
+    #[serde(default = "one")]
+    pub weight: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<LengthSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tokens: Option<LengthSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_tokens: Option<LengthSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<LengthSpec>,
+    /// The class's own tools (an empty list: none, the next turn follows at once); absent: the sessions'.
+    #[serde(default, deserialize_with = "at_most_opt::<_, _, 64>", skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolSpec>>,
+    /// Each field it gives replaces the sessions' one.
+    #[serde(default, skip_serializing_if = "SessionSloSpec::is_empty")]
+    pub slo: SessionSloSpec,
+    /// The request class (a `workload.classes` name) its turns are scheduled and reported as; absent: each
+    /// session's is drawn from the class mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_class: Option<String>,
 }
 
 /// A session trace (JSONL, one session a line; docs/scenario.md, "Session traces").

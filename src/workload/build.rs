@@ -3,7 +3,7 @@
 
 use super::{LengthDist, TraceRow};
 use crate::spec::{
-    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, RetentionSpec, SessionsSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
+    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
 };
 
 const MAX_RATE_RPS: f64 = 1e7;
@@ -72,163 +72,7 @@ pub struct Workload {
     /// A replayed trace's block hashes, when it has them and they are replayed into the prefix cache.
     pub chains: Option<Chains>,
     /// Multi-turn sessions (each arrival starts one).
-    pub sessions: Option<Sessions>,
-}
-
-/// Multi-turn sessions (validated): the distributions a session's program is drawn from.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sessions {
-    pub turns: LengthDist,
-    pub first: LengthDist,
-    pub new: LengthDist,
-    pub output: LengthDist,
-    pub tools: Vec<Tool>,
-    /// Cumulative normalised tool weights.
-    pub tool_cdf: Vec<f64>,
-    /// What happens to a session's KV when a turn ends.
-    pub retention: Retention,
-    /// The session objective: every turn's TTFT, and the session's span (ns; None: not set).
-    pub turn_ttft_ns: Option<u64>,
-    pub session_ns: Option<u64>,
-    /// Recorded sessions replayed instead of drawn programs (the distributions above are then the trace's
-    /// own, for estimates).
-    pub trace: Option<std::sync::Arc<super::sessions_trace::SessionTrace>>,
-}
-
-/// A session's KV between turns (validated `RetentionSpec`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Retention {
-    Stateless,
-    /// Kept in HBM until the session ends (or pressure evicts it).
-    Retain,
-    /// Kept in HBM this long after each turn (ns; 0: not at all), then offloaded or freed.
-    Ttl(u64),
-    HostOffload,
-    GapOracle,
-}
-
-impl Retention {
-    /// Whether sessions' KV may outlive a turn anywhere (in HBM or in host memory).
-    pub fn keeps(self) -> bool {
-        self != Retention::Stateless
-    }
-}
-
-/// A tool's latency: lognormal by its mean (ns) and coefficient of variation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tool {
-    pub name: String,
-    pub mean_ns: f64,
-    /// ln-space parameters: the latency is exp(mu + sigma · z).
-    pub mu: f64,
-    pub sigma: f64,
-}
-
-impl Sessions {
-    /// The sessions of `s`; errors under `workload.sessions.`.
-    fn build(s: &SessionsSpec, e: &mut Errors) -> Option<Sessions> {
-        let p = "workload.sessions";
-        if let Some(t) = &s.trace {
-            return Sessions::from_trace(s, t, e);
-        }
-        let length = |x: &Option<LengthSpec>, name: &str, e: &mut Errors| match x {
-            Some(x) => validate_length(x, &format!("{p}.{name}"), e),
-            None => {
-                e.push(format!("{p}.{name}"), "required (a length distribution), unless the sessions come from a `trace`");
-                None
-            }
-        };
-        let turns = length(&s.turns, "turns", e);
-        if let Some(t) = &turns
-            && t.max() > 10_000
-        {
-            e.push(format!("{p}.turns"), format!("at most 10,000 turns a session (got up to {})", t.max()));
-        }
-        let first = length(&s.first_tokens, "first_tokens", e);
-        let new = length(&s.new_tokens, "new_tokens", e);
-        let output = length(&s.output_tokens, "output_tokens", e);
-        let mut tools = Vec::new();
-        for (i, t) in s.tools.iter().enumerate() {
-            let tp = format!("{p}.tools[{i}]");
-            let a = e.range(&format!("{tp}.mean_s"), t.mean_s, 0.0, 1e6);
-            let b = e.range(&format!("{tp}.cv"), t.cv, 0.0, 20.0);
-            if t.name.trim().is_empty() {
-                e.push(format!("{tp}.name"), "a tool needs a name");
-            }
-            if a && b {
-                let sigma = libm::sqrt(libm::log(1.0 + t.cv * t.cv));
-                let mean_ns = t.mean_s * NS_PER_S;
-                tools.push(Tool { name: t.name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)) - sigma * sigma / 2.0, sigma });
-            }
-        }
-        let tool_cdf = if s.tools.is_empty() { Vec::new() } else { cdf(s.tools.iter().map(|t| t.weight), &format!("{p}.tools"), e) };
-        let (turns, first, new, output) = (turns?, first?, new?, output?);
-        let (retention, turn_ttft_ns, session_ns) = session_policy(s, e);
-        (tools.len() == s.tools.len()).then_some(Sessions { turns, first, new, output, tools, tool_cdf, retention, turn_ttft_ns, session_ns, trace: None })
-    }
-
-    /// Sessions replayed from a trace: its programs, its tools (named, each at its mean recorded latency), and
-    /// empirical distributions of its lengths for the estimates.
-    fn from_trace(s: &SessionsSpec, t: &crate::spec::SessionTraceSpec, e: &mut Errors) -> Option<Sessions> {
-        use super::sessions_trace::{parse, Shape};
-        let p = "workload.sessions";
-        for (given, name) in [(s.turns.is_some(), "turns"), (s.first_tokens.is_some(), "first_tokens"), (s.new_tokens.is_some(), "new_tokens"), (s.output_tokens.is_some(), "output_tokens"), (!s.tools.is_empty(), "tools")] {
-            if given {
-                e.push(format!("{p}.{name}"), "comes from the session trace: remove it, or remove `trace`");
-            }
-        }
-        let Some(text) = &t.data else {
-            e.push(format!("{p}.trace"), "the trace's text is missing: give `path` (the CLI reads it) or `data`");
-            return None;
-        };
-        let shape = match t.format {
-            crate::spec::SessionTraceFormat::Auto => None,
-            crate::spec::SessionTraceFormat::Inferscale => Some(Shape::Ours),
-            crate::spec::SessionTraceFormat::InferenceLab => Some(Shape::InferenceLab),
-        };
-        let trace = match parse(text, shape) {
-            Ok(x) => x,
-            Err(why) => {
-                e.push(format!("{p}.trace"), why);
-                return None;
-            }
-        };
-        let empirical = |v: Vec<u32>| LengthDist::Empirical(if v.is_empty() { vec![1] } else { v });
-        let progs = &trace.programs;
-        let turns = empirical(progs.iter().map(|x| x.new_tokens.len() as u32).collect());
-        let first = empirical(progs.iter().map(|x| x.new_tokens[0]).collect());
-        let new = empirical(progs.iter().flat_map(|x| x.new_tokens[1..].iter().copied()).collect());
-        let output = empirical(progs.iter().flat_map(|x| x.output_tokens.iter().copied()).collect());
-        let tools = (trace.tools.iter().enumerate())
-            .map(|(i, name)| {
-                let gaps: Vec<f64> = progs.iter().flat_map(|x| x.tools.iter().zip(&x.gaps_ns).filter(|(t, _)| **t as usize == i).map(|(_, g)| *g as f64)).collect();
-                let mean_ns = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
-                Tool { name: name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)), sigma: 0.0 }
-            })
-            .collect();
-        let (retention, turn_ttft_ns, session_ns) = session_policy(s, e);
-        Some(Sessions { turns, first, new, output, tools, tool_cdf: Vec::new(), retention, turn_ttft_ns, session_ns, trace: Some(std::sync::Arc::new(trace)) })
-    }
-}
-
-/// A session spec's retention and objectives.
-fn session_policy(s: &SessionsSpec, e: &mut Errors) -> (Retention, Option<u64>, Option<u64>) {
-    let p = "workload.sessions";
-    {
-        let retention = match s.retention {
-            RetentionSpec::Stateless => Retention::Stateless,
-            RetentionSpec::Retain | RetentionSpec::Ttl { ttl_s: None } => Retention::Retain,
-            RetentionSpec::Ttl { ttl_s: Some(t) } => {
-                e.range(&format!("{p}.retention.ttl_s"), t, 0.0, 1e7);
-                Retention::Ttl(s_to_ns(t.clamp(0.0, 1e7)))
-            }
-            RetentionSpec::HostOffload => Retention::HostOffload,
-            RetentionSpec::GapOracle => Retention::GapOracle,
-        };
-        let turn_ttft_ns = s.slo.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
-        let session_ns = s.slo.session_s.filter(|&v| e.range_open_lo(&format!("{p}.slo.session_s"), v, 0.0, 1e8)).map(s_to_ns);
-        (retention, turn_ttft_ns, session_ns)
-    }
+    pub sessions: Option<super::sessions::Sessions>,
 }
 
 /// Block-hash chains of a trace (request i is row i), and the tokens each hashed block covers.
@@ -272,7 +116,7 @@ impl Workload {
     /// session's later turns' new input and output).
     pub fn mean_prompt_tokens(&self) -> f64 {
         if let Some(s) = &self.sessions {
-            return s.first.mean() + (s.turns.mean() - 1.0).max(0.0) / 2.0 * (s.new.mean() + s.output.mean());
+            return s.mean_of(|c| c.first.mean() + (c.turns.mean() - 1.0).max(0.0) / 2.0 * (c.new.mean() + c.output.mean()));
         }
         if let Arrival::Trace { rows } = &self.arrival {
             return rows.iter().map(|r| r.prompt_tokens as f64).sum::<f64>() / rows.len().max(1) as f64;
@@ -285,10 +129,10 @@ impl Workload {
     /// input (the first turn's whole prompt), as when its history is found; otherwise the whole prompt.
     pub fn mean_computed_prompt_tokens(&self) -> f64 {
         match &self.sessions {
-            Some(s) if s.retention.keeps() => {
-                let t = s.turns.mean().max(1.0);
-                (s.first.mean() + (t - 1.0) * s.new.mean()) / t
-            }
+            Some(s) if s.retention.keeps() => s.mean_of(|c| {
+                let t = c.turns.mean().max(1.0);
+                (c.first.mean() + (t - 1.0) * c.new.mean()) / t
+            }),
             _ => self.mean_prompt_tokens(),
         }
     }
@@ -354,7 +198,7 @@ impl Workload {
                     e.push("workload.sessions", "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); to replay recorded sessions use workload.sessions.trace (a closed loop of sessions is not modelled)");
                     return None;
                 }
-                Some(Sessions::build(spec, e)?)
+                Some(super::sessions::Sessions::build(spec, &classes, e)?)
             }
             None => None,
         };
@@ -535,8 +379,9 @@ fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec<f64>) {
     (tenants, cdf(specs.iter().map(|t| t.weight), "workload.tenants", e))
 }
 
-/// Normalised cumulative weights; an error if they do not sum to something positive.
-fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors) -> Vec<f64> {
+/// Normalised cumulative weights; an error if they do not sum to something positive (each weight is checked
+/// at its field, 0 … 1e9, by the caller).
+pub(super) fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors) -> Vec<f64> {
     let w: Vec<f64> = weights.collect();
     let total: f64 = w.iter().sum();
     if !(total > 0.0 && total.is_finite()) {
@@ -554,7 +399,7 @@ fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors) -> Vec<f6
     out
 }
 
-fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
+pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
     let max_t = MAX_TOKENS as u64;
     match l {
         LengthSpec::Fixed { tokens } => e.int(&format!("{p}.tokens"), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens)),

@@ -5,11 +5,13 @@
 //! their scheduler, router or engine.
 
 mod build;
+mod sessions;
 pub mod sessions_trace;
 mod dist;
 pub mod trace;
 
-pub use build::{Arrival, Chains, Class, Predictor, Prefix, Retention, Sessions, Slo, Tenant, Tool, Workload};
+pub use build::{Arrival, Chains, Class, Predictor, Prefix, Slo, Tenant, Workload};
+pub use sessions::{Retention, SessionClass, Sessions, Tool};
 
 pub use dist::LengthDist;
 pub use trace::TraceRow;
@@ -54,6 +56,8 @@ pub struct Program {
     /// Each turn's whole prompt when a trace gives it (inference-lab's `input`); empty: the history so far
     /// plus the new input.
     pub prompt_tokens: Vec<u32>,
+    /// Its session class (`Sessions::classes`).
+    pub class: u16,
 }
 
 impl Program {
@@ -95,8 +99,6 @@ pub struct SessionEnds {
     pub context: u64,
     /// A turn was refused or failed.
     pub failed: u64,
-    /// Σ over later turns of the history their prompt re-sends.
-    pub history_tokens: u64,
 }
 
 /// Creates requests one at a time, in arrival order.
@@ -120,8 +122,9 @@ pub struct Generator<'a> {
     pub session_ends: SessionEnds,
     /// The model's context length: a turn past it ends its session.
     context_tokens: u64,
-    /// Sessions' mean output (the class-mean predictor's guess), computed once: a trace's is a long list.
-    session_output_mean: f64,
+    /// Each session class's mean output (the class-mean predictor's guess), computed once: a trace's is a
+    /// long list.
+    session_output_mean: Vec<f64>,
 }
 
 /// How a workload answers a completed request with a new one: the mechanism closed-loop clients and session
@@ -165,7 +168,7 @@ impl<'a> Generator<'a> {
             programs: Vec::new(),
             session_ends: SessionEnds::default(),
             context_tokens: u64::MAX,
-            session_output_mean: workload.sessions.as_ref().map_or(0.0, |s| s.output.mean()),
+            session_output_mean: workload.sessions.as_ref().map_or(Vec::new(), |s| s.classes.iter().map(|c| c.output.mean()).collect()),
         }
     }
 
@@ -328,14 +331,22 @@ impl Generator<'_> {
         // A trace's programs are replayed in file order (cycling when the arrival process starts more).
         let program = match &s.trace {
             Some(t) => t.programs[idx as usize % t.programs.len()].clone(),
-            None => draw_program(s, &mut rng::stream(self.seed, Stream::Session, idx)),
+            None => {
+                // The class from a stream of its own: a mix's weights move which class a session is, never
+                // what a class's session draws.
+                let class = if s.classes.len() > 1 { pick(&s.class_cdf, rng::stream(self.seed, Stream::SessionClass, idx).uniform()) } else { 0 };
+                draw_program(s, class, &mut rng::stream(self.seed, Stream::Session, idx))
+            }
         };
         let mut r = self.draw(idx, arrival_ns, None);
         r.prompt_tokens = program.new_tokens[0];
         r.output_tokens = program.output_tokens[0];
-        self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, idx << 16));
+        if let Some(k) = s.classes[program.class as usize].request_class {
+            r.class = k;
+        }
         r.session = self.programs.len() as u32;
         self.programs.push(program);
+        self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, idx << 16));
         Some(r)
     }
 
@@ -358,7 +369,6 @@ impl Generator<'_> {
             ends.context += 1;
             return None;
         }
-        ends.history_tokens += p.history(k, prompt as u32);
         let mut r = Request { arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]), prompt_tokens: prompt as u32, output_tokens: output, ..*done };
         let key = (done.session as u64) << 16 | (k as u64).min(0xffff);
         self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, key));
@@ -385,7 +395,7 @@ impl Generator<'_> {
 
     /// A session turn's predicted output on both channels, from `r`'s own stream.
     fn predict_into(&self, req: &mut Request, r: &mut Rng64) {
-        let mean = self.session_output_mean;
+        let mean = self.session_output_mean[self.programs.get(req.session as usize).map_or(0, |p| p.class as usize)];
         let (z_order, z_reserve) = (r.std_normal(), r.std_normal());
         req.pred_order_tokens = predict(self.predictors[0], req.output_tokens, mean, z_order);
         req.pred_reserve_tokens = predict(self.predictors[1], req.output_tokens, mean, z_reserve);
@@ -423,23 +433,24 @@ impl Generator<'_> {
 
 /// A session's program, in a fixed order of draws: the turn count, the first prompt, then per turn its output
 /// and, before every later turn, the tool, its latency and the new input.
-fn draw_program(s: &Sessions, r: &mut Rng64) -> Program {
-    let turns = s.turns.sample(r).max(1) as usize;
-    let mut p = Program { new_tokens: vec![s.first.sample(r)], output_tokens: Vec::with_capacity(turns), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new() };
+fn draw_program(s: &Sessions, class: usize, r: &mut Rng64) -> Program {
+    let c = &s.classes[class];
+    let turns = c.turns.sample(r).max(1) as usize;
+    let mut p = Program { new_tokens: vec![c.first.sample(r)], output_tokens: Vec::with_capacity(turns), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new(), class: class as u16 };
     for k in 0..turns {
-        p.output_tokens.push(s.output.sample(r));
+        p.output_tokens.push(c.output.sample(r));
         if k + 1 < turns {
             let (u, z) = (r.uniform(), r.std_normal());
-            let (tool, gap) = if s.tools.is_empty() {
+            let (tool, gap) = if c.tools.is_empty() {
                 (0, 0.0)
             } else {
-                let t = pick(&s.tool_cdf, u);
-                let tool = &s.tools[t];
-                (t as u16, if tool.sigma > 0.0 { libm::exp(tool.mu + tool.sigma * z) } else { tool.mean_ns })
+                let t = c.tools[pick(&c.tool_cdf, u)];
+                let tool = &s.tools[t as usize];
+                (t, if tool.sigma > 0.0 { libm::exp(tool.mu + tool.sigma * z) } else { tool.mean_ns })
             };
             p.tools.push(tool);
             p.gaps_ns.push(gap.round().min(1e17) as u64);
-            p.new_tokens.push(s.new.sample(r));
+            p.new_tokens.push(c.new.sample(r));
         }
     }
     p

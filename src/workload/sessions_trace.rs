@@ -167,7 +167,7 @@ fn ours(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>, arrivals: &mu
     if turns.is_empty() {
         return Err(format!("line {n}: `turns` is empty (a session has at least one turn)"));
     }
-    let mut p = Program { new_tokens: Vec::new(), output_tokens: Vec::new(), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new() };
+    let mut p = Program { new_tokens: Vec::new(), output_tokens: Vec::new(), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new(), class: 0 };
     for (k, t) in turns.iter().enumerate() {
         let at = format!("line {n}: `turns[{k}]`");
         let Value::Object(t) = t else { return Err(format!("{at} must be an object, got {}", kind_of(t))) };
@@ -193,7 +193,7 @@ fn inference_lab(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>) -> R
     if steps.is_empty() {
         return Ok(None);
     }
-    let mut p = Program { new_tokens: Vec::new(), output_tokens: Vec::new(), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new() };
+    let mut p = Program { new_tokens: Vec::new(), output_tokens: Vec::new(), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new(), class: 0 };
     for (k, s) in steps.iter().enumerate() {
         let at = format!("line {n}: `steps[{k}]`");
         let Value::Object(s) = s else { return Err(format!("{at} must be an object, got {}", kind_of(s))) };

@@ -563,6 +563,7 @@ pub(super) fn one_session(turns: u32) -> Spec {
         retention: RetentionSpec::Stateless,
         slo: Default::default(),
         trace: None,
+        classes: Vec::new(),
     });
     s
 }

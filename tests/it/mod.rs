@@ -11,6 +11,7 @@ mod pd;
 mod property;
 mod references;
 mod roofline;
+mod session_classes;
 mod sessions;
 mod study;
 mod truth;

@@ -177,7 +177,7 @@ fn lazy_step_ends_equal_the_general_path() {
 /// lazy step end equals the general path.
 #[test]
 fn random_session_scenarios_pass_the_audits() {
-    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed) = (0, 0, 0, 0, 0);
+    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed, mut classed) = (0, 0, 0, 0, 0, 0);
     for i in 0..150 {
         let mut spec = random_spec(i);
         if !matches!(spec.workload.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. } | ArrivalSpec::Constant { .. }) {
@@ -203,7 +203,16 @@ fn random_session_scenarios_pass_the_audits() {
             },
             slo: SessionSloSpec { turn_ttft_ms: Some(500.0), session_s: None },
             trace: None,
+            classes: Vec::new(),
         });
+        // Session classes on a quarter: quick ones without tools, and long ones with their own objective.
+        if k % 4 == 1 {
+            spec.workload.sessions.as_mut().unwrap().classes = serde_json::from_value(serde_json::json!([
+                {"name": "quick", "weight": 3, "turns": {"kind": "uniform", "min": 1, "max": 3}, "tools": []},
+                {"name": "long", "first_tokens": {"kind": "fixed", "tokens": 1500}, "slo": {"session_s": 60}}
+            ]))
+            .unwrap();
+        }
         // A host tier (small enough to fill) for host offload and a third of the rest; a retention budget on
         // a fifth; affinity routers on a third.
         if spec.cluster.router != RouterSpec::CentralQueue && (i % 6 == 3 || k.is_multiple_of(3)) {
@@ -236,6 +245,12 @@ fn random_session_scenarios_pass_the_audits() {
             let block_gb = sc.kv_block_bytes() / 1e9;
             assert!(s.kv.hbm_peak_gb <= (b * sc.pools[0].replicas as u64) as f64 * block_gb + 1e-9, "scenario {i}: over the retention budget");
         }
+        if !s.classes.is_empty() {
+            let sum = |f: fn(&inferscale::metrics::SessionClassSummary) -> u64| s.classes.iter().map(f).sum::<u64>();
+            assert!(sum(|c| c.sessions) == s.sessions && sum(|c| c.turns) == s.turns && sum(|c| c.completed) <= s.sessions, "scenario {i}: classes do not add up");
+            assert!(sum(|c| c.recomputed_history_tokens) >= s.recomputed_history_tokens && sum(|c| c.history_tokens) == s.history_tokens, "scenario {i}: class history {} vs {}", sum(|c| c.history_tokens), s.history_tokens);
+            classed += 1;
+        }
         let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
         assert!(inferscale::export::json(&r) == inferscale::export::json(&eager), "scenario {i}: lazy and eager differ");
         ran += 1;
@@ -243,6 +258,6 @@ fn random_session_scenarios_pass_the_audits() {
         multi += (s.mean_turns_per_session > 2.0) as u32;
         pressed += (s.kv.pressure_evictions > 0) as u32;
     }
-    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure");
-    assert!(ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8, "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed");
+    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure, {classed} with session classes");
+    assert!(ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8 && classed > 15, "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed, {classed} classed");
 }

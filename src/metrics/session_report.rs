@@ -1,0 +1,281 @@
+//! The report's `sessions` section: turns and sessions, where later turns found their history, what retention
+//! held, the session audits, and a block per session class.
+
+use serde::Serialize;
+
+use super::report::LITTLE_TOLERANCE;
+use super::{Outcome, Recorder, RequestRecord, Stats};
+use crate::scenario::Scenario;
+
+/// A session workload's figures. Turn latencies are per turn (a request); a session's E2E runs from its first
+/// turn's arrival to its last turn's completion, over sessions that completed every turn.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionsSummary {
+    pub sessions: u64,
+    /// Every turn completed.
+    pub completed: u64,
+    /// Ended early: the next turn would have passed the model's context.
+    pub ended_by_context: u64,
+    /// Ended early: a turn was refused or failed.
+    pub ended_by_failure: u64,
+    /// Still running when the run ended (a horizon).
+    pub unfinished: u64,
+    /// sessions = completed + ended early (context, failure) + unfinished.
+    pub conservation_ok: bool,
+    pub turns: u64,
+    pub turns_completed: u64,
+    pub mean_turns_per_session: f64,
+    pub turn_ttft_s: Stats,
+    pub turn_e2e_s: Stats,
+    pub session_e2e_s: Stats,
+    /// TTFT by turn index (1 = the first), up to turn 64: (turn, completed turns, p50, p95).
+    pub ttft_by_turn: Vec<TurnLatency>,
+    /// Σ over later turns of the history their prompt re-sends, and of it the tokens prefilled again.
+    pub history_tokens: u64,
+    pub recomputed_history_tokens: u64,
+    /// Share of the history not prefilled again (found retained in HBM, or restored from host memory).
+    pub reuse: f64,
+    /// Turns refused or failed (each ends its session).
+    pub failed_turns: u64,
+    /// Sessions that ended meeting `workload.sessions.slo` (every turn's TTFT and the session's span), of
+    /// those that ended; absent without a session objective.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_attainment: Option<f64>,
+    pub kv: SessionKvSummary,
+    pub audit: SessionAudit,
+    /// By session class, when the scenario names them (`workload.sessions.classes`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<SessionClassSummary>,
+}
+
+/// One session class's figures: as the section's, over its sessions and their turns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionClassSummary {
+    pub name: String,
+    pub sessions: u64,
+    /// Sessions whose every turn completed.
+    pub completed: u64,
+    pub turns: u64,
+    pub mean_turns_per_session: f64,
+    pub turn_ttft_s: Stats,
+    pub session_e2e_s: Stats,
+    pub history_tokens: u64,
+    pub recomputed_history_tokens: u64,
+    pub reuse: f64,
+    /// Against the class's objective (its own, or the sessions'); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_attainment: Option<f64>,
+}
+
+/// Where later turns found their history, and what retention held.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionKvSummary {
+    /// Turns after a session's first, admitted.
+    pub later_turns: u64,
+    /// Of them: history found in HBM (kept there), restored from host memory, or recomputed.
+    pub hbm_hit_rate: f64,
+    pub host_hit_rate: f64,
+    pub miss_rate: f64,
+    /// Of them, those served by the worker of their previous turn.
+    pub route_locality: f64,
+    /// Idle session history in HBM (all workers), GB: time mean and peak; and its integral, GB·s.
+    pub hbm_mean_gb: f64,
+    pub hbm_peak_gb: f64,
+    pub hbm_gb_s: f64,
+    /// History in host memory (all workers), GB: time mean and peak.
+    pub host_mean_gb: f64,
+    pub host_peak_gb: f64,
+    /// Histories moved out of HBM by a TTL, and by pressure (HBM full, or the retention budget); histories
+    /// dropped from host memory for room.
+    pub ttl_evictions: u64,
+    pub pressure_evictions: u64,
+    pub host_evictions: u64,
+    /// Restores from host memory: how many, the GB moved, and each one's wait (link queue, transfer, latency).
+    pub restores: u64,
+    pub restore_gb: f64,
+    pub restore_s: Stats,
+    /// Retained KV over time (window means), GB.
+    pub series: Vec<SessionKvPoint>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionKvPoint {
+    pub t_s: f64,
+    pub hbm_gb: f64,
+    pub host_gb: f64,
+}
+
+/// Little's law over sessions (time-mean sessions in the system vs rate × mean span), turns conserved (each
+/// session's turns no more than its program's, a completed session's all completed), host memory within its
+/// capacity (checked with the KV audit at every step).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionAudit {
+    pub little_relative_error: f64,
+    pub turns_conserved: bool,
+    pub ok: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TurnLatency {
+    pub turn: u32,
+    pub count: u64,
+    pub ttft_p50_s: f64,
+    pub ttft_p95_s: f64,
+}
+
+pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
+    sc.workload.sessions.as_ref()?;
+    let reqs = &rec.requests;
+    let e = rec.session_ends;
+    let done = |r: &&&RequestRecord| r.outcome == Outcome::Completed;
+    let turns: Vec<&RequestRecord> = reqs.iter().filter(|r| r.session != crate::workload::NO_SESSION).collect();
+    let mut ttft: Vec<u64> = turns.iter().filter(done).map(|r| r.first_token_ns - r.arrival_ns).collect();
+    let mut e2e: Vec<u64> = turns.iter().filter(done).map(|r| r.done_ns - r.arrival_ns).collect();
+    // A session's span: its first turn's arrival to its last turn's end, for sessions whose every turn completed.
+    // Sessions that arrived (the generator may have drawn the next one's program when a horizon stopped the run).
+    let arrived = rec.sess.ended_ns.len();
+    let mut span: Vec<(u64, u64, u32, bool)> = vec![(u64::MAX, 0, 0, true); arrived];
+    for r in &turns {
+        let s = &mut span[r.session as usize];
+        s.0 = s.0.min(r.arrival_ns);
+        s.1 = s.1.max(r.done_ns);
+        s.2 += 1;
+        s.3 &= r.outcome == Outcome::Completed;
+    }
+    let mut session_e2e: Vec<u64> = (span.iter().zip(&rec.programs)).filter(|(s, p)| s.3 && s.2 as usize == p.new_tokens.len()).map(|(s, _)| s.1 - s.0).collect();
+    let by_turn = (1..=64u16)
+        .map_while(|k| {
+            let mut v: Vec<f64> = turns.iter().filter(|r| r.turn == k && r.outcome == Outcome::Completed).map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
+        })
+        .collect();
+    // The history later turns that arrived re-send, and of it what was prefilled (turns never admitted
+    // prefilled nothing).
+    let history = |r: &&&RequestRecord| rec.programs[r.session as usize].history(r.turn as usize - 1, r.prompt_tokens);
+    let history_tokens: u64 = turns.iter().filter(|r| r.turn > 1).map(|r| history(&r)).sum();
+    let history_prefilled: u64 = turns.iter().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| history(&r)).sum();
+    let ended = e.completed + e.context + e.failed;
+    let met = slo_met(sc, rec, &span);
+    Some(SessionsSummary {
+        sessions: arrived as u64,
+        completed: e.completed,
+        ended_by_context: e.context,
+        ended_by_failure: e.failed,
+        unfinished: (arrived as u64).saturating_sub(ended),
+        conservation_ok: ended <= arrived as u64,
+        turns: turns.len() as u64,
+        turns_completed: ttft.len() as u64,
+        mean_turns_per_session: if arrived == 0 { 0.0 } else { turns.len() as f64 / arrived as f64 },
+        turn_ttft_s: Stats::from_ns(&mut ttft),
+        turn_e2e_s: Stats::from_ns(&mut e2e),
+        session_e2e_s: Stats::from_ns(&mut session_e2e),
+        ttft_by_turn: by_turn,
+        history_tokens,
+        recomputed_history_tokens: history_prefilled.saturating_sub(rec.session_reused_tokens),
+        reuse: if history_tokens == 0 { 0.0 } else { 1.0 - history_prefilled.saturating_sub(rec.session_reused_tokens) as f64 / history_tokens as f64 },
+        failed_turns: turns.iter().filter(|r| matches!(r.outcome, Outcome::Failed | Outcome::Rejected(_))).count() as u64,
+        slo_attainment: attainment(met.iter().copied(), sc.workload.sessions.as_ref().is_some_and(|s| s.has_slo())),
+        classes: class_summaries(sc, rec, &turns, &span, &met),
+        kv: session_kv(sc, rec),
+        audit: session_audit(rec, &span),
+    })
+}
+
+/// Per arrived session, whether it met its class's objective (every turn completed within the turn TTFT
+/// objective, and its span within the session objective); None while it runs or when its class has none.
+/// `span`: per session (first arrival, last end, turns, all completed).
+fn slo_met(sc: &Scenario, rec: &Recorder, span: &[(u64, u64, u32, bool)]) -> Vec<Option<bool>> {
+    let Some(s) = sc.workload.sessions.as_ref().filter(|s| s.has_slo()) else { return vec![None; span.len()] };
+    let class = |i: usize| &s.classes[rec.programs[i].class as usize];
+    let mut ttft_ok = vec![true; span.len()];
+    for r in rec.requests.iter().filter(|r| r.session != crate::workload::NO_SESSION) {
+        if let Some(t) = class(r.session as usize).turn_ttft_ns {
+            ttft_ok[r.session as usize] &= r.outcome == Outcome::Completed && r.first_token_ns - r.arrival_ns <= t;
+        }
+    }
+    (0..span.len())
+        .map(|i| {
+            let c = class(i);
+            let judged = rec.sess.ended_ns[i] != u64::MAX && (c.turn_ttft_ns.is_some() || c.session_ns.is_some());
+            judged.then(|| ttft_ok[i] && span[i].3 && c.session_ns.is_none_or(|d| span[i].1 - span[i].0 <= d))
+        })
+        .collect()
+}
+
+/// The share of judged sessions that met their objective (0 when none is judged yet); None when `judged` is
+/// false (no objective applies).
+fn attainment(met: impl Iterator<Item = Option<bool>>, judged: bool) -> Option<f64> {
+    let (n, ok) = met.flatten().fold((0u64, 0u64), |(n, ok), m| (n + 1, ok + m as u64));
+    judged.then(|| if n == 0 { 0.0 } else { ok as f64 / n as f64 })
+}
+
+fn session_kv(sc: &Scenario, rec: &Recorder) -> SessionKvSummary {
+    let m = &rec.sess;
+    let gb = sc.kv_block_bytes() / 1e9;
+    let t = rec.end_ns.max(1) as f64;
+    let share = |x: u64| if m.later_turns == 0 { 0.0 } else { x as f64 / m.later_turns as f64 };
+    let mut restore = m.restore_ns.clone();
+    SessionKvSummary {
+        later_turns: m.later_turns,
+        hbm_hit_rate: share(m.hits - m.host_hits),
+        host_hit_rate: share(m.host_hits),
+        miss_rate: share(m.later_turns - m.hits),
+        route_locality: share(m.local_turns),
+        hbm_mean_gb: m.area[1] as f64 / t * gb,
+        hbm_peak_gb: m.peak[1] as f64 * gb,
+        hbm_gb_s: m.area[1] as f64 / 1e9 * gb,
+        host_mean_gb: m.area[2] as f64 / t * gb,
+        host_peak_gb: m.peak[2] as f64 * gb,
+        ttl_evictions: m.ttl_evictions,
+        pressure_evictions: m.pressure_evictions,
+        host_evictions: m.host_evictions,
+        restores: m.restore_ns.len() as u64,
+        restore_gb: m.restore_bytes as f64 / 1e9,
+        restore_s: Stats::from_ns(&mut restore),
+        series: m.points.iter().map(|p| SessionKvPoint { t_s: p.0 as f64 / 1e9, hbm_gb: p.1 * gb, host_gb: p.2 * gb }).collect(),
+    }
+}
+
+fn session_audit(rec: &Recorder, span: &[(u64, u64, u32, bool)]) -> SessionAudit {
+    let (m, end) = (&rec.sess, rec.end_ns);
+    let t = end.max(1) as f64;
+    let time_in: u128 = (span.iter().zip(&m.ended_ns)).map(|(s, &e)| (e.min(end) - s.0.min(end)) as u128).sum();
+    let (l, lw) = (m.area[0] as f64 / t, time_in as f64 / t);
+    let little_relative_error = if lw > 0.0 { (l - lw).abs() / lw } else { l };
+    let turns_conserved = span.len() <= rec.programs.len() && (span.iter().zip(&rec.programs)).all(|(s, p)| s.2 >= 1 && s.2 as usize <= p.new_tokens.len());
+    SessionAudit { little_relative_error, turns_conserved, ok: turns_conserved && little_relative_error <= LITTLE_TOLERANCE }
+}
+
+/// The named session classes' blocks (none without names). `met`: per session, as `slo_met` gives it.
+fn class_summaries(sc: &Scenario, rec: &Recorder, turns: &[&RequestRecord], span: &[(u64, u64, u32, bool)], met: &[Option<bool>]) -> Vec<SessionClassSummary> {
+    let Some(s) = sc.workload.sessions.as_ref().filter(|s| s.named_classes) else { return Vec::new() };
+    let class_of = |i: usize| rec.programs[i].class as usize;
+    (s.classes.iter().enumerate())
+        .map(|(k, c)| {
+            let mine: Vec<usize> = (0..span.len()).filter(|&i| class_of(i) == k).collect();
+            let its_turns = || turns.iter().filter(|r| class_of(r.session as usize) == k);
+            let mut ttft: Vec<u64> = its_turns().filter(|r| r.outcome == Outcome::Completed).map(|r| r.first_token_ns - r.arrival_ns).collect();
+            let whole = |i: &&usize| span[**i].3 && span[**i].2 as usize == rec.programs[**i].new_tokens.len();
+            let mut e2e: Vec<u64> = mine.iter().filter(whole).map(|&i| span[i].1 - span[i].0).collect();
+            let history = |r: &&&RequestRecord| rec.programs[r.session as usize].history(r.turn as usize - 1, r.prompt_tokens);
+            let history_tokens: u64 = its_turns().filter(|r| r.turn > 1).map(|r| history(&r)).sum();
+            let prefilled: u64 = its_turns().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| history(&r)).sum();
+            let recomputed = prefilled.saturating_sub(mine.iter().map(|&i| rec.sess.reused_tokens[i]).sum());
+            let n_turns = its_turns().count() as u64;
+            SessionClassSummary {
+                name: c.name.clone(),
+                sessions: mine.len() as u64,
+                completed: mine.iter().filter(whole).count() as u64,
+                turns: n_turns,
+                mean_turns_per_session: if mine.is_empty() { 0.0 } else { n_turns as f64 / mine.len() as f64 },
+                turn_ttft_s: Stats::from_ns(&mut ttft),
+                session_e2e_s: Stats::from_ns(&mut e2e),
+                history_tokens,
+                recomputed_history_tokens: recomputed,
+                reuse: if history_tokens == 0 { 0.0 } else { 1.0 - recomputed as f64 / history_tokens as f64 },
+                slo_attainment: attainment(mine.iter().map(|&i| met[i]), c.turn_ttft_ns.is_some() || c.session_ns.is_some()),
+            }
+        })
+        .collect()
+}

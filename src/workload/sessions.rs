@@ -1,0 +1,300 @@
+//! Sessions, validated: the session classes a program is drawn from (turns, lengths, tools, objectives), the
+//! retention policy, or a replayed session trace.
+
+use super::build::{cdf, validate_length, Class};
+use super::sessions_trace::SessionTrace;
+use super::LengthDist;
+use crate::spec::{ms_to_ns, s_to_ns, Errors, LengthSpec, RetentionSpec, SessionClassSpec, SessionSloSpec, SessionTraceSpec, SessionsSpec, ToolSpec, NS_PER_S};
+use std::sync::Arc;
+
+const P: &str = "workload.sessions";
+
+/// Multi-turn sessions (validated): the classes a session's program is drawn from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sessions {
+    /// One class (the sessions' own fields) unless the spec names classes.
+    pub classes: Vec<SessionClass>,
+    /// Cumulative normalised class weights.
+    pub class_cdf: Vec<f64>,
+    /// The spec named its classes: the report then breaks its figures down by class.
+    pub named_classes: bool,
+    /// Every class's tools (a program's tools index this list).
+    pub tools: Vec<Tool>,
+    /// What happens to a session's KV when a turn ends.
+    pub retention: Retention,
+    /// Recorded sessions replayed instead of drawn programs (the one class's distributions are then the
+    /// trace's own, for estimates).
+    pub trace: Option<Arc<SessionTrace>>,
+}
+
+/// A kind of session (validated `SessionClassSpec`, or the sessions' own fields).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionClass {
+    pub name: String,
+    /// Share of sessions (the normalised weight).
+    pub share: f64,
+    pub turns: LengthDist,
+    pub first: LengthDist,
+    pub new: LengthDist,
+    pub output: LengthDist,
+    /// The tools it calls (indices into `Sessions::tools`) and their cumulative weights.
+    pub tools: Vec<u16>,
+    pub tool_cdf: Vec<f64>,
+    /// The session objective: every turn's TTFT, and the session's span (ns; None: not set).
+    pub turn_ttft_ns: Option<u64>,
+    pub session_ns: Option<u64>,
+    /// The request class its turns are (None: drawn from the class mix).
+    pub request_class: Option<u16>,
+}
+
+/// A session's KV between turns (validated `RetentionSpec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retention {
+    Stateless,
+    /// Kept in HBM until the session ends (or pressure evicts it).
+    Retain,
+    /// Kept in HBM this long after each turn (ns; 0: not at all), then offloaded or freed.
+    Ttl(u64),
+    HostOffload,
+    GapOracle,
+}
+
+impl Retention {
+    /// Whether sessions' KV may outlive a turn anywhere (in HBM or in host memory).
+    pub fn keeps(self) -> bool {
+        self != Retention::Stateless
+    }
+}
+
+/// A tool's latency: lognormal by its mean (ns) and coefficient of variation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub mean_ns: f64,
+    /// ln-space parameters: the latency is exp(mu + sigma · z).
+    pub mu: f64,
+    pub sigma: f64,
+}
+
+impl Sessions {
+    /// The mean over sessions of a per-class figure: Σ share × `f(class)`.
+    pub fn mean_of(&self, f: impl Fn(&SessionClass) -> f64) -> f64 {
+        self.classes.iter().map(|c| c.share * f(c)).sum()
+    }
+
+    /// The largest per-class figure.
+    pub fn max_of(&self, f: impl Fn(&SessionClass) -> u32) -> u32 {
+        self.classes.iter().map(f).max().unwrap_or(0)
+    }
+
+    /// Whether any class has a session objective.
+    pub fn has_slo(&self) -> bool {
+        self.classes.iter().any(|c| c.turn_ttft_ns.is_some() || c.session_ns.is_some())
+    }
+
+    /// The sessions of `s` (request classes named by `request_classes`); errors under `workload.sessions.`.
+    pub(super) fn build(s: &SessionsSpec, request_classes: &[Class], e: &mut Errors) -> Option<Sessions> {
+        let retention = retention(s, e);
+        if let Some(t) = &s.trace {
+            return Sessions::from_trace(s, t, retention, e);
+        }
+        let n0 = e.0.len();
+        let mut tools = Vec::new();
+        let base = Base {
+            turns: s.turns.as_ref().map(|x| validate_turns(x, &format!("{P}.turns"), e)),
+            first: s.first_tokens.as_ref().map(|x| validate_length(x, &format!("{P}.first_tokens"), e)),
+            new: s.new_tokens.as_ref().map(|x| validate_length(x, &format!("{P}.new_tokens"), e)),
+            output: s.output_tokens.as_ref().map(|x| validate_length(x, &format!("{P}.output_tokens"), e)),
+            tools: tool_mix(&s.tools, &format!("{P}.tools"), &mut tools, e),
+            slo: slo(&s.slo, P, e),
+        };
+        let classes: Vec<SessionClass> = if s.classes.is_empty() {
+            base.class("default".into(), 1.0, None, P, e).into_iter().collect()
+        } else {
+            class_list(&s.classes, &base, request_classes, &mut tools, e)
+        };
+        let class_cdf = if s.classes.is_empty() { vec![1.0] } else { cdf(s.classes.iter().map(|c| c.weight), &format!("{P}.classes"), e) };
+        if e.0.len() > n0 {
+            return None;
+        }
+        let mut last = 0.0;
+        let classes = (classes.into_iter().zip(&class_cdf)).map(|(c, &cum)| SessionClass { share: cum - std::mem::replace(&mut last, cum), ..c }).collect();
+        Some(Sessions { classes, class_cdf, named_classes: !s.classes.is_empty(), tools, retention, trace: None })
+    }
+
+    /// Sessions replayed from a trace: its programs, its tools (named, each at its mean recorded latency), and
+    /// empirical distributions of its lengths for the estimates.
+    fn from_trace(s: &SessionsSpec, t: &SessionTraceSpec, retention: Retention, e: &mut Errors) -> Option<Sessions> {
+        use super::sessions_trace::{parse, Shape};
+        for (given, name) in [(s.turns.is_some(), "turns"), (s.first_tokens.is_some(), "first_tokens"), (s.new_tokens.is_some(), "new_tokens"), (s.output_tokens.is_some(), "output_tokens"), (!s.tools.is_empty(), "tools"), (!s.classes.is_empty(), "classes")] {
+            if given {
+                e.push(format!("{P}.{name}"), "comes from the session trace: remove it, or remove `trace`");
+            }
+        }
+        let (turn_ttft_ns, session_ns) = slo(&s.slo, P, e);
+        let Some(text) = &t.data else {
+            e.push(format!("{P}.trace"), "the trace's text is missing: give `path` (the CLI reads it) or `data`");
+            return None;
+        };
+        let shape = match t.format {
+            crate::spec::SessionTraceFormat::Auto => None,
+            crate::spec::SessionTraceFormat::Inferscale => Some(Shape::Ours),
+            crate::spec::SessionTraceFormat::InferenceLab => Some(Shape::InferenceLab),
+        };
+        let trace = parse(text, shape).map_err(|why| e.push(format!("{P}.trace"), why)).ok()?;
+        let empirical = |v: Vec<u32>| LengthDist::Empirical(if v.is_empty() { vec![1] } else { v });
+        let progs = &trace.programs;
+        let tools: Vec<Tool> = (trace.tools.iter().enumerate())
+            .map(|(i, name)| {
+                let gaps: Vec<f64> = progs.iter().flat_map(|x| x.tools.iter().zip(&x.gaps_ns).filter(|(t, _)| **t as usize == i).map(|(_, g)| *g as f64)).collect();
+                let mean_ns = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+                Tool { name: name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)), sigma: 0.0 }
+            })
+            .collect();
+        let class = SessionClass {
+            name: "default".into(),
+            share: 1.0,
+            turns: empirical(progs.iter().map(|x| x.new_tokens.len() as u32).collect()),
+            first: empirical(progs.iter().map(|x| x.new_tokens[0]).collect()),
+            new: empirical(progs.iter().flat_map(|x| x.new_tokens[1..].iter().copied()).collect()),
+            output: empirical(progs.iter().flat_map(|x| x.output_tokens.iter().copied()).collect()),
+            tools: (0..tools.len() as u16).collect(),
+            tool_cdf: Vec::new(),
+            turn_ttft_ns,
+            session_ns,
+            request_class: None,
+        };
+        Some(Sessions { classes: vec![class], class_cdf: vec![1.0], named_classes: false, tools, retention, trace: Some(Arc::new(trace)) })
+    }
+}
+
+/// The sessions' own fields, validated, that a class takes what it leaves out from.
+struct Base {
+    turns: Field,
+    first: Field,
+    new: Field,
+    output: Field,
+    tools: Option<(Vec<u16>, Vec<f64>)>,
+    slo: (Option<u64>, Option<u64>),
+}
+
+/// A length field: not given (None), given but not valid (its error pushed), or valid.
+type Field = Option<Option<LengthDist>>;
+
+impl Base {
+    /// The class of the sessions' fields alone (at `p`, `workload.sessions`): each is required.
+    fn class(&self, name: String, share: f64, request_class: Option<u16>, p: &str, e: &mut Errors) -> Option<SessionClass> {
+        let need = |x: &Field, field: &str, e: &mut Errors| match x {
+            Some(x) => x.clone(),
+            None => {
+                e.push(format!("{p}.{field}"), "required (a length distribution), unless the sessions come from a `trace`");
+                None
+            }
+        };
+        let (turns, first, new, output) = (need(&self.turns, "turns", e), need(&self.first, "first_tokens", e), need(&self.new, "new_tokens", e), need(&self.output, "output_tokens", e));
+        let (tools, tool_cdf) = self.tools.clone()?;
+        let (turn_ttft_ns, session_ns) = self.slo;
+        Some(SessionClass { name, share, turns: turns?, first: first?, new: new?, output: output?, tools, tool_cdf, turn_ttft_ns, session_ns, request_class })
+    }
+}
+
+/// The named classes: each field a class gives replaces the sessions' one.
+fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class], tools: &mut Vec<Tool>, e: &mut Errors) -> Vec<SessionClass> {
+    let mut out = Vec::new();
+    for (i, c) in specs.iter().enumerate() {
+        let p = format!("{P}.classes[{i}]");
+        e.range(&format!("{p}.weight"), c.weight, 0.0, 1e9);
+        if c.name.trim().is_empty() {
+            e.push(format!("{p}.name"), "a session class needs a name");
+        } else if specs[..i].iter().any(|o| o.name == c.name) {
+            e.push(format!("{p}.name"), format!("the name {:?} is taken by an earlier session class", c.name));
+        }
+        let own = |x: &Option<LengthSpec>, field: &str, turns: bool, e: &mut Errors| -> Field {
+            let path = format!("{p}.{field}");
+            match x {
+                Some(x) if turns => Some(validate_turns(x, &path, e)),
+                Some(x) => Some(validate_length(x, &path, e)),
+                None => None,
+            }
+        };
+        let merged = Base {
+            turns: own(&c.turns, "turns", true, e).or_else(|| base.turns.clone()),
+            first: own(&c.first_tokens, "first_tokens", false, e).or_else(|| base.first.clone()),
+            new: own(&c.new_tokens, "new_tokens", false, e).or_else(|| base.new.clone()),
+            output: own(&c.output_tokens, "output_tokens", false, e).or_else(|| base.output.clone()),
+            tools: match &c.tools {
+                Some(t) => tool_mix(t, &format!("{p}.tools"), tools, e),
+                None => base.tools.clone(),
+            },
+            slo: {
+                let (t, s) = slo(&c.slo, &p, e);
+                (t.or(base.slo.0), s.or(base.slo.1))
+            },
+        };
+        let request_class = c.request_class.as_ref().and_then(|name| match request_classes.iter().position(|rc| &rc.name == name) {
+            Some(k) => Some(k as u16),
+            None => {
+                let known: Vec<&str> = request_classes.iter().map(|rc| rc.name.as_str()).collect();
+                e.push(format!("{p}.request_class"), format!("no request class is named {name:?} (workload.classes has {})", known.join(", ")));
+                None
+            }
+        });
+        // A field neither the class nor the sessions give is the class's to give.
+        out.extend(merged.class(c.name.clone(), 0.0, request_class, &p, e));
+    }
+    out
+}
+
+/// A turn-count distribution: a length distribution of at most 10,000 turns.
+fn validate_turns(x: &LengthSpec, path: &str, e: &mut Errors) -> Option<LengthDist> {
+    let t = validate_length(x, path, e)?;
+    if t.max() > 10_000 {
+        e.push(path, format!("at most 10,000 turns a session (got up to {})", t.max()));
+        return None;
+    }
+    Some(t)
+}
+
+/// Tools at `path` added to `all`: their indices there and cumulative weights (None when one is invalid).
+fn tool_mix(specs: &[ToolSpec], path: &str, all: &mut Vec<Tool>, e: &mut Errors) -> Option<(Vec<u16>, Vec<f64>)> {
+    let n0 = e.0.len();
+    let mut ix = Vec::new();
+    for (i, t) in specs.iter().enumerate() {
+        let tp = format!("{path}[{i}]");
+        e.range(&format!("{tp}.weight"), t.weight, 0.0, 1e9);
+        let a = e.range(&format!("{tp}.mean_s"), t.mean_s, 0.0, 1e6);
+        let b = e.range(&format!("{tp}.cv"), t.cv, 0.0, 20.0);
+        if t.name.trim().is_empty() {
+            e.push(format!("{tp}.name"), "a tool needs a name");
+        }
+        if a && b {
+            let sigma = libm::sqrt(libm::log(1.0 + t.cv * t.cv));
+            let mean_ns = t.mean_s * NS_PER_S;
+            ix.push(all.len() as u16);
+            all.push(Tool { name: t.name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)) - sigma * sigma / 2.0, sigma });
+        }
+    }
+    let tool_cdf = if specs.is_empty() { Vec::new() } else { cdf(specs.iter().map(|t| t.weight), path, e) };
+    (e.0.len() == n0).then_some((ix, tool_cdf))
+}
+
+/// A session spec's retention policy.
+fn retention(s: &SessionsSpec, e: &mut Errors) -> Retention {
+    match s.retention {
+        RetentionSpec::Stateless => Retention::Stateless,
+        RetentionSpec::Retain | RetentionSpec::Ttl { ttl_s: None } => Retention::Retain,
+        RetentionSpec::Ttl { ttl_s: Some(t) } => {
+            e.range(&format!("{P}.retention.ttl_s"), t, 0.0, 1e7);
+            Retention::Ttl(s_to_ns(t.clamp(0.0, 1e7)))
+        }
+        RetentionSpec::HostOffload => Retention::HostOffload,
+        RetentionSpec::GapOracle => Retention::GapOracle,
+    }
+}
+
+/// Session objectives at `p` (ns).
+fn slo(s: &SessionSloSpec, p: &str, e: &mut Errors) -> (Option<u64>, Option<u64>) {
+    let turn_ttft_ns = s.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
+    let session_ns = s.session_s.filter(|&v| e.range_open_lo(&format!("{p}.slo.session_s"), v, 0.0, 1e8)).map(s_to_ns);
+    (turn_ttft_ns, session_ns)
+}
