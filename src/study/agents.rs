@@ -89,7 +89,7 @@ pub fn session_brief(r: &RunSummary) -> String {
     if r.busy_fraction > 0.0 && s.busy_max_fraction > 1.3 * r.busy_fraction && s.busy_max_fraction > 0.5 {
         return format!("hot replica: the busiest worker is {:.0} % busy against a mean of {:.0} %", s.busy_max_fraction * 100.0, r.busy_fraction * 100.0);
     }
-    format!("history reused ({:.0} %); {}", s.reuse * 100.0, super::brief(r))
+    format!("history reused ({:.1} %); {}", s.reuse * 100.0, super::brief(r))
 }
 
 fn cache_hit(s: &SessionRun) -> f64 {
@@ -724,6 +724,33 @@ fn session_figures(s: &SessionRun) -> Vec<(&'static str, String, f64, &'static s
     ]
 }
 
+/// A session class's rows: (name, shown, value in its unit, unit).
+fn class_figures(c: &crate::study::SessionClassRun) -> Vec<(&'static str, String, f64, &'static str)> {
+    let secs = crate::export::secs;
+    let pct = |x: f64| format!("{:.1} %", x * 100.0);
+    vec![
+        ("sessions", c.sessions.to_string(), c.sessions as f64, ""),
+        ("p95 turn TTFT", secs(c.turn_ttft_p95_s), c.turn_ttft_p95_s, "s"),
+        ("p95 session E2E", secs(c.session_e2e_p95_s), c.session_e2e_p95_s, "s"),
+        ("history reused", pct(c.reuse), c.reuse, "fraction"),
+        ("session SLO attainment", c.slo_attainment.map_or("– (no session objective)".into(), pct), c.slo_attainment.unwrap_or(f64::NAN), "fraction"),
+    ]
+}
+
+/// p95 turn TTFT of each session class, a bar each.
+fn class_bars(classes: &[crate::study::SessionClassRun]) -> Chart {
+    let points = classes.iter().enumerate().map(|(i, c)| (i as f64, c.turn_ttft_p95_s)).collect();
+    Chart {
+        kind: "bars".into(),
+        title: "p95 turn TTFT by session class".into(),
+        x_label: "session class".into(),
+        y_label: "p95 turn TTFT (s)".into(),
+        categories: classes.iter().map(|c| c.name.clone()).collect(),
+        series: vec![ChartSeries { name: "p95 turn TTFT".into(), points, band: vec![], labels: vec![], line: false }],
+        target: None,
+    }
+}
+
 impl OneBatchStudy for SessionsStudy {
     fn batch(&self) -> &OneBatch {
         &self.batch
@@ -733,10 +760,16 @@ impl OneBatchStudy for SessionsStudy {
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(Kind::AgentSessions, &self.base, "what do these agent sessions see, turn by turn, and what holds them back?".into());
-        rep.columns = vec![col("Figure", "", Format::Text), col("Shown", "", Format::Text), col("Value", "in its unit", Format::Num), col("Unit", "", Format::Text)];
+        rep.columns = vec![col("Figure", "", Format::Text), col("Shown", "", Format::Text), col("Value", "in its unit", Format::Figure), col("Unit", "", Format::Text)];
         let Some(run) = r.first() else { return rep };
         let s = sess(run);
-        rep.rows = session_figures(s).into_iter().map(|(n, shown, v, u)| vec![Cell::from(n), shown.into(), if v.is_nan() { Cell::Empty } else { v.into() }, u.into()]).collect();
+        let row = |n: String, shown: String, v: f64, u: &str| vec![Cell::from(n), shown.into(), if v.is_nan() { Cell::Empty } else { v.into() }, u.into()];
+        rep.rows = session_figures(s).into_iter().map(|(n, shown, v, u)| row(n.into(), shown, v, u)).collect();
+        for c in &s.classes {
+            for (n, shown, v, u) in class_figures(c) {
+                rep.rows.push(row(format!("{}: {n}", c.name), shown, v, u));
+            }
+        }
         rep.answer = format!("p95 turn TTFT {} over {} turns of {} sessions; {}.", crate::export::secs(s.turn_ttft_p95_s), s.turns, s.sessions, session_brief(run));
         let shown: Vec<&(u32, f64, f64)> = s.ttft_by_turn.iter().filter(|t| t.0 <= self.turns_shown).collect();
         let by_turn = |f: fn(&(u32, f64, f64)) -> f64| shown.iter().map(|t| (t.0 as f64, f(t))).collect::<Vec<_>>();
@@ -744,6 +777,9 @@ impl OneBatchStudy for SessionsStudy {
             lines("TTFT by turn index", "turn index", "TTFT (s)", vec![line("p50", by_turn(|t| t.1)), line("p95", by_turn(|t| t.2))]),
             lines("Retained KV over time", "time (s)", "retained KV (GB)", vec![line("HBM (idle history)", s.kv_series.iter().map(|p| (p.0, p.1)).collect()), line("host memory", s.kv_series.iter().map(|p| (p.0, p.2)).collect())]),
         ];
+        if !s.classes.is_empty() {
+            rep.charts.push(class_bars(&s.classes));
+        }
         rep.notes = vec![
             "One run of the scenario as it stands (its retention, host tier and router); the Agents studies compare policies on the same sessions.".into(),
             "Hits, misses and locality are of turns after a session's first, at their first admission. Retained HBM is idle session history (what retention holds between turns); host KV is history in host memory.".into(),

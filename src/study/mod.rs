@@ -111,6 +111,20 @@ pub struct SessionRun {
     pub ttft_by_turn: Vec<(u32, f64, f64)>,
     /// Retained KV over time: (t, HBM GB, host GB), at most 100 points (pairs of windows merged).
     pub kv_series: Vec<(f64, f64, f64)>,
+    /// By session class, when the scenario names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<SessionClassRun>,
+}
+
+/// A session class's figures in a run (from the report's `sessions.classes`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionClassRun {
+    pub name: String,
+    pub sessions: u64,
+    pub turn_ttft_p95_s: f64,
+    pub session_e2e_p95_s: f64,
+    pub reuse: f64,
+    pub slo_attainment: Option<f64>,
 }
 
 impl SessionRun {
@@ -144,6 +158,9 @@ impl SessionRun {
             ended_by_context: s.ended_by_context,
             ttft_by_turn: s.ttft_by_turn.iter().map(|t| (t.turn, t.ttft_p50_s, t.ttft_p95_s)).collect(),
             kv_series: thin(s.kv.series.iter().map(|p| (p.t_s, p.hbm_gb, p.host_gb)).collect(), 100),
+            classes: (s.classes.iter())
+                .map(|c| SessionClassRun { name: c.name.clone(), sessions: c.sessions, turn_ttft_p95_s: c.turn_ttft_s.p95, session_e2e_p95_s: c.session_e2e_s.p95, reuse: c.reuse, slo_attainment: c.slo_attainment })
+                .collect(),
         })
     }
 }
@@ -291,6 +308,8 @@ pub enum Format {
     /// A fraction, shown as a percentage.
     Percent,
     Bool,
+    /// A column of figures in mixed units: as `Num`, but a whole number (a count) shows as the integer.
+    Figure,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -486,6 +505,7 @@ pub fn show(c: &Cell, f: Format) -> String {
         // The reports' rule: ms below 10 s, s above; the cell carries its unit.
         (Cell::Num(x), Format::Seconds) => crate::export::secs(*x),
         (Cell::Num(x), Format::Int) => format!("{x:.0}"),
+        (Cell::Num(x), Format::Figure) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         (Cell::Num(x), _) => {
             if x.abs() >= 100.0 {
                 format!("{x:.0}")

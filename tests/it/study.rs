@@ -472,3 +472,27 @@ fn agent_sessions_reads_one_run_as_a_session_workload() {
     assert!(rep.charts[1].series[0].points.len() > 10 && rep.charts[1].series[0].points.len() <= 100);
     assert!(study::build("agent-sessions", &spec, &serde_json::json!({"turns_shown": 0})).is_err());
 }
+
+/// With session classes, the Agent sessions study adds each class's rows (its report block's figures) and a
+/// chart of p95 turn TTFT by class; counts show as the integers they are.
+#[test]
+fn agent_sessions_shows_each_session_class() {
+    let spec = shipped("agent-mix.json");
+    let rep = run("agent-sessions", &spec, serde_json::json!({}), 1);
+    let report = inferscale::simulate(&super::valid(&spec));
+    let classes = &report.sessions.as_ref().unwrap().classes;
+    assert_eq!(classes.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["chat", "quick_fix", "feature"]);
+    let row = |name: &str| rep.rows.iter().find(|r| r[0] == Cell::from(name)).unwrap_or_else(|| panic!("{name}"));
+    for c in classes {
+        assert_eq!(row(&format!("{}: sessions", c.name))[2], Cell::from(c.sessions));
+        assert_eq!(row(&format!("{}: p95 turn TTFT", c.name))[2], Cell::from(c.turn_ttft_s.p95));
+        assert_eq!(row(&format!("{}: history reused", c.name))[2], Cell::from(c.reuse));
+    }
+    assert_eq!(study::show(&row("feature: sessions")[2], rep.columns[2].format), classes[2].sessions.to_string());
+    let chart = rep.charts.iter().find(|c| c.title == "p95 turn TTFT by session class").expect("the class chart");
+    assert_eq!(chart.categories, ["chat", "quick_fix", "feature"]);
+    assert_eq!(chart.series[0].points[2], (2.0, classes[2].turn_ttft_s.p95));
+    // Without classes, neither.
+    let plain = run("agent-sessions", &shipped("agent-sessions.json"), serde_json::json!({}), 1);
+    assert!(plain.rows.iter().all(|r| !matches!(&r[0], Cell::Text(t) if t.contains(": "))) && plain.charts.len() == 2);
+}

@@ -36,6 +36,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("peer-llama3-8b-h100", include_str!("../../scenarios/peer-llama3-8b-h100.json")),
     ("pd-llama3-8b-h100", include_str!("../../scenarios/pd-llama3-8b-h100.json")),
     ("agent-sessions", include_str!("../../scenarios/agent-sessions.json")),
+    ("agent-mix", include_str!("../../scenarios/agent-mix.json")),
 ];
 const SAMPLE_TRACE: (&str, &str) = ("traces/sample-vidur.csv", include_str!("../../scenarios/traces/sample-vidur.csv"));
 
