@@ -223,6 +223,87 @@ test('every Agents study panel, on the shipped agent scenario: progress, Cancel,
   await page.close();
 });
 
+test('Agent sessions panel: retention, router and host tier are selects with their numbers, typed and checked by the core', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await page.selectOption('#preset', 'agent-sessions');
+  await page.click('nav [data-panel="agent-sessions"]');
+  const scenario = async () => JSON.parse(await page.inputValue('#scenario'));
+  const retention = page.getByRole('combobox', { name: /Retention/ });
+  const ttl = page.getByRole('spinbutton', { name: /^TTL/ });
+  const router = page.getByRole('combobox', { name: /Router/ });
+  const slack = page.getByRole('spinbutton', { name: /Affinity slack/ });
+  const host = page.getByRole('combobox', { name: /Host tier/ });
+  const capacity = page.getByRole('spinbutton', { name: /Host capacity/ });
+  const typeInto = async (field, text) => {
+    await field.click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.type(text);
+    await page.keyboard.press('Tab');
+  };
+  // The shipped scenario, shown: TTL 10 s, sticky (no slack to set), a 256 GB host tier.
+  assert.equal(await retention.inputValue(), 'ttl');
+  assert.equal(await ttl.inputValue(), '10');
+  assert.equal(await router.inputValue(), 'sticky');
+  assert.equal(await slack.isVisible(), false, 'sticky takes no slack');
+  assert.equal(await host.inputValue(), 'host');
+  assert.equal(await capacity.inputValue(), '256');
+  // Another kind drops the TTL, from the field and the scenario; back to TTL writes its default.
+  await retention.selectOption('retain');
+  assert.equal(await ttl.isVisible(), false);
+  assert.deepEqual((await scenario()).workload.sessions.retention, { kind: 'retain' });
+  await retention.selectOption('ttl');
+  assert.equal(await ttl.inputValue(), '10');
+  await typeInto(ttl, '2.5');
+  assert.deepEqual((await scenario()).workload.sessions.retention, { kind: 'ttl', ttl_s: 2.5 });
+  await typeInto(ttl, '1e-300');
+  assert.equal((await scenario()).workload.sessions.retention.ttl_s, 1e-300);
+  assert.equal(await page.isDisabled('#study-run'), false);
+  // Out of range: refused at the TTL field, Run disabled; nothing typed is lost.
+  await typeInto(ttl, '-1');
+  assert.match(await page.textContent('#study-errors'), /workload\.sessions\.retention\.ttl_s/);
+  assert.equal(await ttl.getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.isDisabled('#study-run'), true);
+  assert.equal(await ttl.inputValue(), '-1');
+  await typeInto(ttl, '');
+  assert.deepEqual((await scenario()).workload.sessions.retention, { kind: 'ttl' }, 'empty: no expiry');
+  // Bounded affinity shows its slack, with a default; typed, it reaches the scenario.
+  await router.selectOption('bounded_affinity');
+  assert.equal(await slack.inputValue(), '50');
+  await typeInto(slack, '20');
+  assert.deepEqual((await scenario()).cluster.router, { kind: 'bounded_affinity', slack_ms: 20 });
+  // No host tier: the block goes; host offload then needs one, said at the Retention select.
+  await host.selectOption('none');
+  assert.equal((await scenario()).engine.host_kv, undefined);
+  assert.equal(await capacity.isVisible(), false);
+  await retention.selectOption('host_offload');
+  assert.match(await page.textContent('#study-errors'), /workload\.sessions\.retention: host_offload .*needs engine\.host_kv/);
+  assert.equal(await retention.getAttribute('aria-invalid'), 'true');
+  await host.selectOption('host');
+  assert.deepEqual((await scenario()).engine.host_kv, { capacity_gb: 256, bandwidth_gbps: 25, latency_ms: 0.05 });
+  await typeInto(capacity, '0.5');
+  assert.equal((await scenario()).engine.host_kv.capacity_gb, 0.5);
+  assert.equal(await page.isDisabled('#study-run'), false);
+  await runStudy(page);
+  assert.match(await page.textContent('#study-answer'), /p95 turn TTFT .* over \d+ turns of 200 sessions/);
+  // With session classes, a field of the sessions' own says which classes take it, and is disabled when
+  // every class sets its own; the result has each class's rows.
+  await page.click('nav [data-panel="lab"]');
+  await page.selectOption('#preset', 'agent-mix');
+  await page.click('nav [data-panel="agent-sessions"]');
+  assert.match(await page.textContent('#study-scenario'), /session classes chat, quick_fix, feature/);
+  assert.equal(await page.getByRole('spinbutton', { name: /^Turns mean/ }).isDisabled(), true);
+  const first = page.getByRole('spinbutton', { name: /First prompt/ });
+  assert.equal(await first.isDisabled(), false);
+  assert.match(await first.getAttribute('title'), /used by the session classes quick_fix$/);
+  await runStudy(page);
+  const figures = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => tr.children[0].textContent));
+  for (const c of ['chat', 'quick_fix', 'feature']) assert.ok(figures.includes(`${c}: p95 turn TTFT`), figures.join(' | '));
+  assert.ok(await inkFraction(page, 'study-chart-2') > 0.01, 'the by-class chart is drawn');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('study options are validated by the core and named on their field', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await page.click('nav [data-panel="capacity"]');

@@ -27,6 +27,8 @@ mod study_defs;
 // Used by the wasm app; natively only its tests run.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod table;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod variant;
 
 #[cfg(target_arch = "wasm32")]
 fn main() {

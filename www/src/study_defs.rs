@@ -51,6 +51,8 @@ pub(crate) enum PKind {
     /// A JSON value edited as text (a candidate list, a treatment).
     Json,
     Select(&'static [(&'static str, &'static str)]),
+    /// The kind of a block and the numbers that kind takes (`variant.rs`).
+    Variant(&'static crate::variant::Variant),
 }
 
 /// A parameter field: it edits the scenario at `ptr` (scenario fields are the study's inputs) or, with a
@@ -155,10 +157,10 @@ PanelDef {
         Param { id: "g-output", label: "Output", unit: "tokens a turn, mean", title: "Each turn's output", ptr: "/workload/sessions/output_tokens/mean", kind: PKind::Num },
         Param { id: "g-replicas", label: "Replicas", unit: "", title: "Workers the router spreads turns over", ptr: "/cluster/replicas", kind: PKind::Int },
         Param { id: "g-shown", label: "Turns on the chart", unit: "1 … 64", title: "TTFT by turn index shows turns up to this", ptr: "study:turns_shown", kind: PKind::Int },
+        Param { id: "g-retention", label: "Retention", unit: "", title: "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to host memory or freed; moved to host memory at once; or the gap oracle, which sees each tool's duration (a bound)", ptr: "/workload/sessions/retention", kind: PKind::Variant(&crate::variant::RETENTION) },
+        Param { id: "g-router", label: "Router", unit: "", title: "How turns pick a worker: sticky keeps a session where its KV is; bounded affinity leaves when the worker's queue penalty passes the best one's by more than the slack", ptr: "/cluster/router", kind: PKind::Variant(&crate::variant::ROUTER) },
+        Param { id: "g-host", label: "Host tier", unit: "", title: "Host memory for sessions' KV and its link to HBM", ptr: "/engine/host_kv", kind: PKind::Variant(&crate::variant::HOST_TIER) },
         Param { id: "g-tools", label: "Tools", unit: "JSON: [{name, weight, mean_s, cv}] — latency lognormal by mean and CV", title: "The tools a turn's end calls, picked by weight", ptr: "/workload/sessions/tools", kind: PKind::Json },
-        Param { id: "g-retention", label: "Retention", unit: "JSON: {kind: stateless | retain | ttl (with ttl_s) | host_offload | gap_oracle}", title: "What a turn's end does with the session's KV", ptr: "/workload/sessions/retention", kind: PKind::Json },
-        Param { id: "g-router", label: "Router", unit: "JSON: {kind: sticky | bounded_affinity (with slack_ms) | least_outstanding | round_robin | …}", title: "How turns pick a worker", ptr: "/cluster/router", kind: PKind::Json },
-        Param { id: "g-host", label: "Host tier", unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} per worker; null: none", title: "Host memory for sessions' KV and its link to HBM", ptr: "/engine/host_kv", kind: PKind::Json },
     ],
 },
 PanelDef {
@@ -274,12 +276,17 @@ mod tests {
         let base: Value = serde_json::from_str(include_str!("../../scenarios/default.json")).unwrap();
         let mut checked = 0;
         for f in PANELS.iter().flat_map(|p| p.params).filter(|f| f.ptr.starts_with('/')) {
+            let mut v = base.clone();
             let value = match f.kind {
                 PKind::Select(opts) => json!(opts.last().unwrap().0),
                 PKind::Int => json!(2),
+                // Every choice of a variant, with its numbers (variant.rs checks each against the core).
+                PKind::Variant(var) => {
+                    var.choose(&mut v, f.ptr, var.choices.last().unwrap().value);
+                    v.pointer(f.ptr).cloned().unwrap_or(Value::Null)
+                }
                 _ => json!(0.5),
             };
-            let mut v = base.clone();
             crate::details::set(&mut v, f.ptr, value);
             if let Err(e) = inferscale::scenario::parse(&v.to_string()) {
                 assert!(!e.to_string().contains("unknown field"), "{}: {e}", f.ptr);

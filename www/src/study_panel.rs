@@ -18,7 +18,8 @@ use crate::workers::Pool;
 use crate::charts;
 use crate::details;
 use crate::panels::{LabPanel, Panel};
-use crate::study_defs::{default_options, panel, registry, PKind, PanelDef};
+use crate::study_defs::{default_options, panel, registry, PKind, PanelDef, Param};
+use crate::variant::Variant;
 
 /// A study running in the page.
 pub(super) struct Active {
@@ -122,6 +123,7 @@ impl App {
                     PKind::Num | PKind::OptNum => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
                     PKind::Bool => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"checkbox\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
                     PKind::Json => format!("<textarea id=\"{}\" data-ptr=\"{}\" rows=\"6\" spellcheck=\"false\" title=\"{}\"></textarea>", f.id, f.ptr, esc(f.title)),
+                    PKind::Variant(var) => return variant_html(f, var),
                 };
                 let unit = if f.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(f.unit)) };
                 let wide = if f.kind == PKind::Json { " class=\"wide\"" } else { "" };
@@ -130,6 +132,46 @@ impl App {
             .collect();
         let legend = if p.params.iter().all(|f| f.ptr.starts_with('/')) { "Study inputs <span class=\"unit\">saved in the scenario</span>" } else { "Study options <span class=\"unit\">in the link; the CLI's --params</span>" };
         self.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
+    }
+
+    /// With session classes, a field of the sessions' own applies only to the classes that do not set it:
+    /// its title says which, and it is disabled when none does (its value would change nothing).
+    fn mark_inherited(&self, p: &PanelDef, v: &Value) {
+        for f in p.params {
+            let Some(el) = self.doc.get_element_by_id(f.id) else { continue };
+            let users = crate::variant::inherited_by(v, f.ptr);
+            let title = match &users {
+                None => f.title.to_string(),
+                Some(u) if u.is_empty() => format!("{} — not used: every session class sets its own", f.title),
+                Some(u) => format!("{} — used by the session classes {}", f.title, u.join(", ")),
+            };
+            el.set_attribute("title", &title).ok();
+            el.toggle_attribute_with_force("disabled", users.is_some_and(|u| u.is_empty())).ok();
+        }
+    }
+
+    /// A variant field's select and the inputs of its chosen kind's numbers (the others hidden).
+    fn sync_variant(&self, f: &Param, var: &Variant, v: &Value) {
+        let focused = |el: &Element| self.doc.active_element().as_ref() == Some(el);
+        let sel = self.el(f.id);
+        if !focused(&sel)
+            && let Ok(s) = sel.dyn_into::<HtmlSelectElement>()
+        {
+            s.set_value(var.chosen(v, f.ptr));
+        }
+        for n in var.numbers() {
+            let id = format!("{}-{}", f.id, n.key);
+            if let Some(label) = self.doc.get_element_by_id(&format!("{id}-label")) {
+                label.toggle_attribute_with_force("hidden", !var.takes(v, f.ptr, n.key)).ok();
+            }
+            let el = self.el(&id);
+            let shown = v.pointer(&format!("{}/{}", f.ptr, n.key)).map_or(String::new(), crate::variant::shown);
+            if !focused(&el)
+                && let Ok(i) = el.dyn_into::<HtmlInputElement>()
+            {
+                i.set_value(&shown);
+            }
+        }
     }
 
     /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
@@ -148,6 +190,10 @@ impl App {
         }
         let options = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
         for f in p.params {
+            if let PKind::Variant(var) = f.kind {
+                self.sync_variant(f, var, &full);
+                continue;
+            }
             let raw = match f.ptr.strip_prefix("study:") {
                 Some(key) => match (key, options.get(key)) {
                     // An explorer without a list shows the candidates it will derive from the scenario.
@@ -194,7 +240,10 @@ impl App {
         let n = v.pointer("/workload/requests").map(|x| format!("{x} {unit}")).unwrap_or_else(|| format!("trace {unit}"));
         let model = v.pointer("/model/preset").and_then(Value::as_str).unwrap_or("custom model");
         let device = v.pointer("/hardware/device").and_then(Value::as_str).unwrap_or("custom device");
-        self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}")));
+        let classes: Vec<&str> = v.pointer("/workload/sessions/classes").and_then(Value::as_array).map_or(vec![], |c| c.iter().filter_map(|x| x.get("name").and_then(Value::as_str)).collect());
+        let mix = if classes.is_empty() { String::new() } else { format!(", session classes {} (each field below that a class sets for itself does not apply to it)", classes.join(", ")) };
+        self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}{mix}")));
+        self.mark_inherited(p, &v);
     }
 
     /// A parameter field changed: write it (and the rest of its block, if the scenario had none) into the
@@ -202,6 +251,13 @@ impl App {
     pub(super) fn study_param_changed(&mut self, target: &Element) {
         let Some(ptr) = target.get_attribute("data-ptr") else { return };
         let Some(p) = panel(&self.panel) else { return };
+        if let Some((f, var)) = p.params.iter().find_map(|f| match f.kind {
+            PKind::Variant(var) if ptr == f.ptr || ptr.starts_with(&format!("{}/", f.ptr)) => Some((f, var)),
+            _ => None,
+        }) {
+            self.variant_changed(f, var, &ptr, target);
+            return;
+        }
         let Some(f) = p.params.iter().find(|f| f.ptr == ptr) else { return };
         let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
             if f.kind == PKind::Bool { i.checked().to_string() } else { i.value() }
@@ -227,7 +283,7 @@ impl App {
                         return;
                     }
                 },
-                PKind::Select(_) => json!(raw),
+                PKind::Select(_) | PKind::Variant(_) => json!(raw),
             };
             let mut opts = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
             opts[key] = value;
@@ -260,6 +316,26 @@ impl App {
             PKind::Int => details::set(&mut v, &ptr, raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw))),
             PKind::Num | PKind::OptNum => details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw))),
             PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
+            PKind::Variant(_) => {} // variant_changed wrote it
+        }
+        self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        self.sync_controls();
+        self.validate();
+        self.sync_study_params();
+        self.validate_study();
+    }
+
+    /// A variant's select (a kind chosen) or one of its numbers (typed) changed: written into the scenario.
+    fn variant_changed(&mut self, f: &Param, var: &Variant, ptr: &str, target: &Element) {
+        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
+            self.show_study_errors(&[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
+            return;
+        };
+        if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
+            var.choose(&mut v, f.ptr, &s.value());
+        } else if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
+            let key = ptr.rsplit_once('/').map_or("", |x| x.1);
+            var.set_number(&mut v, f.ptr, key, &i.value());
         }
         self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
         self.sync_controls();
@@ -290,8 +366,18 @@ impl App {
                     Some(key) => format!("study.{}.{key}", self.panel),
                     None => details::dotted(f.ptr),
                 };
-                let hit = errors.iter().find(|(path, _)| *path == d || path.starts_with(&format!("{d}.")));
-                super::mark_field(&self.el(f.id), hit.map(|h| h.1.as_str()));
+                let at = |d: &str| errors.iter().find(|(path, _)| path == d || path.starts_with(&format!("{d}."))).map(|h| h.1.as_str());
+                if let PKind::Variant(var) = f.kind {
+                    // A number's error at its input; the rest of the block's at the select.
+                    let numbers = var.numbers();
+                    for n in &numbers {
+                        super::mark_field(&self.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
+                    }
+                    let rest = errors.iter().find(|(path, _)| (*path == d || path.starts_with(&format!("{d}."))) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key))));
+                    super::mark_field(&self.el(f.id), rest.map(|h| h.1.as_str()));
+                    continue;
+                }
+                super::mark_field(&self.el(f.id), at(&d));
             }
         }
         if let Ok(b) = self.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
@@ -541,4 +627,22 @@ impl App {
         super::copy_link_to(&super::share_hash_for(&self.panel, &self.study_options(), &self.editor().value()));
         self.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
     }
+}
+
+/// A variant field: its select of kinds, then a labelled number input per number any kind takes.
+fn variant_html(f: &Param, var: &Variant) -> String {
+    let options: String = var.choices.iter().map(|c| format!("<option value=\"{}\">{}</option>", c.value, esc(c.label))).collect();
+    let mut html = format!("<label>{}<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{options}</select></label>", esc(f.label), f.id, f.ptr, esc(f.title));
+    for n in var.numbers() {
+        let id = format!("{}-{}", f.id, n.key);
+        html.push_str(&format!(
+            "<label id=\"{id}-label\">{} <span class=\"unit\">{}</span><input id=\"{id}\" data-ptr=\"{}/{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\"></label>",
+            esc(n.label),
+            esc(n.unit),
+            f.ptr,
+            n.key,
+            esc(n.label)
+        ));
+    }
+    html
 }
