@@ -222,7 +222,7 @@ impl OneBatchStudy for AgentPoliciesStudy {
         if let (Some(b), Some(base)) = (rep.best_row, r.first()) {
             let (x, s0) = (sess(&r[b]), sess(base));
             rep.answer = format!(
-                "{} has the lowest p95 turn TTFT, {} against {} stateless, with {:.0} % of later turns hitting their cache and {:.2} GB of HBM held on average ({:.0} GB·s).",
+                "{} has the lowest p95 turn TTFT, {} against {} stateless, with {:.1} % of later turns hitting their cache and {:.2} GB of HBM held on average ({:.0} GB·s).",
                 r[b].label, crate::export::secs(x.turn_ttft_p95_s), crate::export::secs(s0.turn_ttft_p95_s), cache_hit(x) * 100.0, x.hbm_mean_gb, x.hbm_gb_s
             );
         }
@@ -447,7 +447,7 @@ impl OneBatchStudy for AffinitySlackStudy {
         if let Some(b) = rep.best_row {
             let s = sess(&r[b]);
             rep.answer = format!(
-                "A slack of {} gives the lowest p95 turn TTFT, {}, with {:.0} % of later turns staying on their worker and {:.0} % hitting their cache.",
+                "A slack of {} gives the lowest p95 turn TTFT, {}, with {:.1} % of later turns staying on their worker and {:.1} % hitting their cache.",
                 crate::export::secs(self.slacks[b] / 1e3), crate::export::secs(s.turn_ttft_p95_s), s.route_locality * 100.0, cache_hit(s) * 100.0
             );
         }
@@ -580,8 +580,6 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     let mut rep = report_head(Kind::TieredKv, &st.base, "where should a session's KV wait for its next turn — HBM, host memory, or nowhere — and what if HBM shrinks?".into());
     rep.columns = vec![
         col("Policy", "", Format::Text),
-        col("Budget / replica", "blocks", Format::Int),
-        col("Reference ×", "", Format::Num),
         col("p95 turn TTFT", "s", Format::Seconds),
         col("p95 session E2E", "s", Format::Seconds),
         col("Session SLO", "", Format::Percent),
@@ -592,22 +590,17 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
         col("Mean host", "GB", Format::Num),
         col("Transfer p95", "s", Format::Seconds),
         col("Recomputed", "tokens", Format::Int),
-        col("Pressure evictions", "", Format::Int),
-        col("Failed turns", "", Format::Int),
         col("Diagnosis", "", Format::Text),
     ];
     let n = st.policies.len();
     let Some(rest) = st.results.get(1..) else { return rep };
     let reference = if st.results.is_empty() { 0.0 } else { st.reference_blocks() };
-    let factor = |k: usize| if k < n { None } else { st.p.budgets.get(k / n - 1).copied() };
-    rep.rows = (rest.iter().enumerate())
+    let (free, budgeted) = rest.split_at(n.min(rest.len()));
+    rep.rows = (free.iter().enumerate())
         .map(|(k, x)| {
             let s = sess(x);
-            let f = factor(k);
             vec![
-                Cell::from(st.policies[k % n].label.as_str()),
-                f.map(|f| (f * reference).round().max(1.0)).into(),
-                f.into(),
+                Cell::from(st.policies[k].label.as_str()),
                 s.turn_ttft_p95_s.into(),
                 s.session_e2e_p95_s.into(),
                 s.slo_attainment.into(),
@@ -618,19 +611,18 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
                 s.host_mean_gb.into(),
                 (s.host_hit_rate > 0.0).then_some(s.restore_p95_s).into(),
                 s.recomputed_history_tokens.into(),
-                s.pressure_evictions.into(),
-                s.failed_turns.into(),
                 session_brief(x).into(),
             ]
         })
         .collect();
+    rep.tables = vec![budget_table(st, budgeted, reference)];
     // The best real policy without a budget (the oracle is a bound, not a choice).
     rep.best_row = fastest(&rest[..n.min(rest.len()) - 1]);
     if let Some(b) = rep.best_row {
         let s = sess(&rest[b]);
         let oracle = rest.get(n - 1).map(sess);
         rep.answer = format!(
-            "{} has the lowest p95 turn TTFT without a budget, {} (reuse {:.0} %, {:.2} GB HBM and {:.2} GB host on average){}.",
+            "{} has the lowest p95 turn TTFT without a budget, {} (reuse {:.1} %, {:.2} GB HBM and {:.2} GB host on average){}.",
             st.policies[b].label,
             crate::export::secs(s.turn_ttft_p95_s),
             s.reuse * 100.0,
@@ -653,6 +645,44 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     ];
     rep.runs = st.results.clone();
     rep
+}
+
+/// The tiered-kv study's second table: the same policies under each per-replica HBM budget.
+fn budget_table(st: &TieredKvStudy, budgeted: &[RunSummary], reference: f64) -> crate::study::Table {
+    let n = st.policies.len();
+    let columns = vec![
+        col("Policy", "", Format::Text),
+        col("Budget / replica", "blocks", Format::Int),
+        col("Reference ×", "", Format::Num),
+        col("p95 turn TTFT", "s", Format::Seconds),
+        col("Session SLO", "", Format::Percent),
+        col("Reuse", "of history", Format::Percent),
+        col("Mean HBM", "GB", Format::Num),
+        col("Mean host", "GB", Format::Num),
+        col("Pressure evictions", "", Format::Int),
+        col("Failed turns", "", Format::Int),
+        col("Diagnosis", "", Format::Text),
+    ];
+    let rows = (budgeted.iter().enumerate())
+        .map(|(k, x)| {
+            let s = sess(x);
+            let f = st.p.budgets[k / n];
+            vec![
+                Cell::from(st.policies[k % n].label.as_str()),
+                (f * reference).round().max(1.0).into(),
+                f.into(),
+                s.turn_ttft_p95_s.into(),
+                s.slo_attainment.into(),
+                s.reuse.into(),
+                s.hbm_mean_gb.into(),
+                s.host_mean_gb.into(),
+                s.pressure_evictions.into(),
+                s.failed_turns.into(),
+                session_brief(x).into(),
+            ]
+        })
+        .collect();
+    crate::study::Table { title: "Under a shrinking HBM budget per replica".into(), columns, rows }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -415,6 +415,17 @@ pub struct StudyReport {
     pub notes: Vec<String>,
     /// The runs behind the table, in job order.
     pub runs: Vec<RunSummary>,
+    /// Further tables after the first (the same runs from another side).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<Table>,
+}
+
+/// A table after a report's first: its title, columns and rows (cells as the first table's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    pub title: String,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<Cell>>,
 }
 
 impl StudyReport {
@@ -425,24 +436,13 @@ impl StudyReport {
         s
     }
 
-    /// The table as CSV, numbers in full precision, headers with units.
+    /// The table as CSV, numbers in full precision, headers with units; each further table after a blank
+    /// line and a line with its title.
     pub fn csv(&self) -> String {
-        // Full-precision numbers are in the column's own unit (seconds for a seconds column).
-        let head: Vec<String> = self.columns.iter().map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) })).collect();
-        let mut out = head.join(",");
-        out.push('\n');
-        for row in &self.rows {
-            let cells: Vec<String> = row
-                .iter()
-                .map(|c| match c {
-                    Cell::Num(x) => format!("{x}"),
-                    Cell::Text(t) => csv_field(t),
-                    Cell::Bool(b) => b.to_string(),
-                    Cell::Empty => String::new(),
-                })
-                .collect();
-            out.push_str(&cells.join(","));
-            out.push('\n');
+        let mut out = csv_table(&self.columns, &self.rows);
+        for t in &self.tables {
+            out.push_str(&format!("\n{}\n", csv_field(&t.title)));
+            out.push_str(&csv_table(&t.columns, &t.rows));
         }
         out
     }
@@ -451,17 +451,10 @@ impl StudyReport {
     pub fn markdown(&self) -> String {
         let mut out = format!("# InferScale study: {} — {}\n\nScenario `{}`, seed {}.\n\n", self.study, self.question, self.scenario, self.seed);
         out.push_str(&format!("**Answer:** {}\n\n", self.answer));
-        let head: Vec<String> = self.columns.iter().map(header).collect();
-        out.push_str(&format!("| {} |\n", head.join(" | ")));
-        out.push_str(&format!("|{}\n", self.columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()));
-        for (i, row) in self.rows.iter().enumerate() {
-            let mut cells: Vec<String> = row.iter().zip(&self.columns).map(|(c, col)| show(c, col.format).replace('|', "\\|")).collect();
-            if Some(i) == self.best_row
-                && let Some(first) = cells.first_mut()
-            {
-                *first = format!("**{first}** (best)");
-            }
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        out.push_str(&md_table(&self.columns, &self.rows, self.best_row));
+        for t in &self.tables {
+            out.push_str(&format!("\n### {}\n\n", t.title));
+            out.push_str(&md_table(&t.columns, &t.rows, None));
         }
         if !self.notes.is_empty() {
             out.push_str("\nNotes:\n\n");
@@ -471,6 +464,44 @@ impl StudyReport {
         }
         out
     }
+}
+
+/// Columns and rows as CSV: headers with units, numbers in full precision (in the column's own unit).
+fn csv_table(columns: &[Column], rows: &[Vec<Cell>]) -> String {
+    let head: Vec<String> = columns.iter().map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) })).collect();
+    let mut out = head.join(",");
+    out.push('\n');
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|c| match c {
+                Cell::Num(x) => format!("{x}"),
+                Cell::Text(t) => csv_field(t),
+                Cell::Bool(b) => b.to_string(),
+                Cell::Empty => String::new(),
+            })
+            .collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Columns and rows as a Markdown table, numbers as the lab shows them, the best row marked.
+fn md_table(columns: &[Column], rows: &[Vec<Cell>], best_row: Option<usize>) -> String {
+    let head: Vec<String> = columns.iter().map(header).collect();
+    let mut out = format!("| {} |\n", head.join(" | "));
+    out.push_str(&format!("|{}\n", columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()));
+    for (i, row) in rows.iter().enumerate() {
+        let mut cells: Vec<String> = row.iter().zip(columns).map(|(c, col)| show(c, col.format).replace('|', "\\|")).collect();
+        if Some(i) == best_row
+            && let Some(first) = cells.first_mut()
+        {
+            *first = format!("**{first}** (best)");
+        }
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
 }
 
 fn header(c: &Column) -> String {
@@ -728,6 +759,7 @@ fn report_head(study: Kind, spec: &Spec, question: String) -> StudyReport {
         charts: Vec::new(),
         notes: Vec::new(),
         runs: Vec::new(),
+        tables: Vec::new(),
     }
 }
 

@@ -219,6 +219,14 @@ test('every Agents study panel, on the shipped agent scenario: progress, Cancel,
     const ms = await cancelThenMatchCli(page, name, answer, { file: 'scenarios/agent-sessions.json', base, long, minRows: 4, exportName: 'agent-sessions-seed7' });
     console.log(`# ${name} on agent-sessions: ${ms} ms in the browser with 2 workers`);
   }
+  // Tiered KV's second table: the same five policies at each of the four budgets, under its title.
+  await page.click('nav [data-panel="tiered-kv"]');
+  assert.equal(await page.$$eval('#study-table-el tbody tr', (x) => x.length), 5);
+  const budgetRows = await page.$$eval('#study-table-1 tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.equal(budgetRows.length, 20);
+  assert.deepEqual(budgetRows.slice(0, 5).map((r) => r[2]), ['1.00', '1.00', '1.00', '1.00', '1.00']);
+  assert.equal(budgetRows[19][2], '0.100');
+  assert.match(await page.textContent('#study-table'), /Under a shrinking HBM budget per replica/);
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

@@ -422,10 +422,21 @@ fn agent_studies_compare_policies_on_one_program_trace() {
     sticky.cluster.router = scenario::RouterSpec::Sticky;
     assert_eq!(a.runs[1].sessions.as_ref().unwrap(), &study::run_job(&study::Job { label: "x".into(), spec: sticky }).unwrap().sessions.unwrap(), "a huge slack is sticky");
     let k = run("tiered-kv", &spec, serde_json::json!({"budgets": [1, 0.1]}), 2);
-    assert_eq!(k.rows.len(), 15, "5 policies without a budget, then at each of 2 budgets");
+    assert_eq!(k.rows.len(), 5, "5 policies without a budget");
+    let [budgets] = &k.tables[..] else { panic!("one budget table: {:?}", k.tables) };
+    assert_eq!(budgets.rows.len(), 10, "the 5 policies at each of 2 budgets");
+    assert!(budgets.rows.iter().all(|r| r.len() == budgets.columns.len()));
+    let labels: Vec<&str> = budgets.columns.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["Policy", "Budget / replica", "Reference ×", "p95 turn TTFT", "Session SLO", "Reuse", "Mean HBM", "Mean host", "Pressure evictions", "Failed turns", "Diagnosis"]);
     let reuse = col(&k, "Reuse");
-    assert!(num(&k.rows[11][reuse]) < num(&k.rows[1][reuse]), "TTL at 0.1 × the working set reuses less than without a budget");
+    assert_eq!(budgets.rows[6][2], Cell::from(0.1));
+    assert!(num(&budgets.rows[6][5]) < num(&k.rows[1][reuse]), "TTL at 0.1 × the working set reuses less than without a budget");
     assert!(k.best_row.unwrap() < 4, "the best row is a real policy without a budget, not the oracle");
+    // The budget table is in every export: Markdown under its title, CSV after a blank line and its title.
+    assert!(k.markdown().contains("\n### Under a shrinking HBM budget per replica\n\n| Policy | Budget / replica (blocks) |"));
+    let csv = k.csv();
+    let (first, second) = csv.split_once("\n\nUnder a shrinking HBM budget per replica\n").expect("the second table in the CSV");
+    assert_eq!((first.lines().count(), second.lines().count()), (6, 11));
 }
 
 #[test]

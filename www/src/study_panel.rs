@@ -584,7 +584,8 @@ impl App {
                 format!("<tr{best}>{cells}</tr>")
             })
             .collect();
-        self.el("study-table").set_inner_html(&format!("<div class=\"table-wrap\"><table id=\"study-table-el\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"));
+        let more: String = r.tables.iter().enumerate().map(|(k, t)| extra_table(k, t)).collect();
+        self.el("study-table").set_inner_html(&format!("<div class=\"table-wrap\"><table id=\"study-table-el\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"));
     }
 
     pub(super) fn study_click(&mut self, target: &Element) {
@@ -645,4 +646,19 @@ fn variant_html(f: &Param, var: &Variant) -> String {
         ));
     }
     html
+}
+
+/// A report's further table, under its title, in its own order (the first table's sort does not move it).
+fn extra_table(k: usize, t: &study::Table) -> String {
+    let cell_class = |col: &study::Column| if col.format == Format::Text { " class=\"text\"" } else { "" };
+    let head: String = (t.columns.iter())
+        .map(|c| match study::display_unit(c) {
+            "" => format!("<th>{}</th>", esc(&c.label)),
+            u => format!("<th>{} <span class=\"unit\">{}</span></th>", esc(&c.label), esc(u)),
+        })
+        .collect();
+    let body: String = (t.rows.iter())
+        .map(|row| format!("<tr>{}</tr>", row.iter().zip(&t.columns).map(|(c, col)| format!("<td{}>{}</td>", cell_class(col), esc(&study::show(c, col.format)))).collect::<String>()))
+        .collect();
+    format!("<h3 class=\"table-title\">{}</h3><div class=\"table-wrap\"><table id=\"study-table-{}\" aria-label=\"{}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>", esc(&t.title), k + 1, esc(&t.title))
 }
