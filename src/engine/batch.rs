@@ -76,10 +76,16 @@ pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work
 #[inline]
 pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix: Option<&Prefix>, rec: &RequestRecord, block_tokens: u32) -> u32 {
     if rec.session != NO_SESSION {
-        // A session's retained history (whole blocks), less at least one prompt token to compute.
+        // A session's shared prefix, when it has one, then its retained history after it (whole blocks), less
+        // at least one prompt token to compute. Without its prefix the history is of no use (its KV follows
+        // the prefix's, as a block's hash chains on its parent's).
+        let p = session_prefix_tokens(cached_prefix_tokens(prefix), rec);
+        if p > 0 && !cache.is_cached(EntryId::prefix(rec.prefix_group)) {
+            return 0;
+        }
         let held = cache.blocks_of(EntryId::session(rec.session)) * block_tokens as u64;
         let most = ((rec.prompt_tokens - 1) / block_tokens * block_tokens) as u64;
-        return held.min(most) as u32;
+        return (p as u64 + held).min(most) as u32;
     }
     if let Some(c) = chains {
         let most = ((rec.prompt_tokens - 1) / c.block_tokens) as usize;
@@ -92,27 +98,49 @@ pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix:
     }
 }
 
+/// The tokens of a shared prefix a worker caches (0: none, or prefix caching off).
+#[inline]
+pub(crate) fn cached_prefix_tokens(prefix: Option<&Prefix>) -> u32 {
+    prefix.filter(|p| p.caching).map_or(0, |p| p.shared_tokens)
+}
+
+/// The shared prefix a session turn starts with and shares, on a worker caching prefixes of `prefix_tokens`
+/// (its tokens; 0: none).
+#[inline]
+fn session_prefix_tokens(prefix_tokens: u32, rec: &RequestRecord) -> u32 {
+    if rec.prefix_group != NO_PREFIX { prefix_tokens } else { 0 }
+}
+
 /// Pin the entries holding `rec`'s first `shared_tokens` tokens (nothing when 0).
 #[inline]
-pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
-    for_each_shared(chains, rec, shared_tokens, |id| cache.pin(id));
+pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, prefix_tokens: u32, rec: &RequestRecord, shared_tokens: u32) {
+    for_each_shared(chains, prefix_tokens, rec, shared_tokens, |id| cache.pin(id));
 }
 
 /// Unpin what a request sharing its first `shared_tokens` tokens pinned (nothing when 0).
 #[inline]
-pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32) {
-    for_each_shared(chains, rec, shared_tokens, |id| cache.unpin(id));
+pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, prefix_tokens: u32, rec: &RequestRecord, shared_tokens: u32) {
+    for_each_shared(chains, prefix_tokens, rec, shared_tokens, |id| cache.unpin(id));
 }
 
-/// The cache entries holding `rec`'s first `shared_tokens` tokens: its session's retained history, the trace
-/// blocks of that run, or its prefix group's entry (none when 0).
+/// The cache entries holding `rec`'s first `shared_tokens` tokens: a session turn's shared prefix and its
+/// session's retained history after it, the trace blocks of that run, or its prefix group's entry (none when
+/// 0).
 #[inline]
-fn for_each_shared(chains: Option<&Chains>, rec: &RequestRecord, shared_tokens: u32, mut f: impl FnMut(EntryId)) {
+fn for_each_shared(chains: Option<&Chains>, prefix_tokens: u32, rec: &RequestRecord, shared_tokens: u32, mut f: impl FnMut(EntryId)) {
     if shared_tokens == 0 {
         return;
     }
     match chains {
-        _ if rec.session != NO_SESSION => f(EntryId::session(rec.session)),
+        _ if rec.session != NO_SESSION => {
+            let p = session_prefix_tokens(prefix_tokens, rec);
+            if p > 0 {
+                f(EntryId::prefix(rec.prefix_group));
+            }
+            if shared_tokens > p {
+                f(EntryId::session(rec.session));
+            }
+        }
         Some(c) => {
             for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
                 f(EntryId::block(h));
@@ -307,11 +335,11 @@ impl Simulation<'_> {
             let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
             // Pin the cached prefix first, so the allocation cannot evict the very entries it will share.
             if shared_tokens > 0 {
-                pin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
+                pin_shared(&mut rep.kv.cache, chains, cached_prefix_tokens(self.sc.prefix.as_ref()), rec, shared_tokens);
             }
             if !rep.kv.try_alloc(need) {
                 if shared_tokens > 0 {
-                    unpin_shared(&mut rep.kv.cache, chains, rec, shared_tokens);
+                    unpin_shared(&mut rep.kv.cache, chains, cached_prefix_tokens(self.sc.prefix.as_ref()), rec, shared_tokens);
                 }
                 return Limiter::KvFree;
             }
@@ -321,15 +349,16 @@ impl Simulation<'_> {
             if rec.first_scheduled_ns == u64::MAX {
                 rec.first_scheduled_ns = self.now;
                 // Cache statistics count a request once, at its first admission.
+                let session_prefix = if rec.session != NO_SESSION { session_prefix_tokens(cached_prefix_tokens(self.sc.prefix.as_ref()), rec).min(shared_tokens) } else { shared_tokens };
                 if rec.session != NO_SESSION {
-                    super::sessions::note_turn_admitted(&mut self.sessions[rec.session as usize], &mut self.rec, rec, r, shared_tokens);
+                    super::sessions::note_turn_admitted(&mut self.sessions[rec.session as usize], &mut self.rec, rec, r, shared_tokens, session_prefix);
                 }
                 let looks_up = match chains {
                     Some(c) => !c.full_blocks(head.id, rec.prompt_tokens).is_empty(),
                     None => group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching),
                 };
                 if looks_up && pool.role != Role::Decode {
-                    self.rec.on_prefix_lookup(shared_tokens);
+                    self.rec.on_prefix_lookup(session_prefix);
                 }
             }
             if self.central.is_some() {
@@ -362,7 +391,7 @@ impl Simulation<'_> {
         let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
         if s.shared_tokens > 0 {
-            unpin_shared(&mut rep.kv.cache, self.sc.workload.chains.as_ref(), &self.requests[s.id as usize], s.shared_tokens);
+            unpin_shared(&mut rep.kv.cache, self.sc.workload.chains.as_ref(), cached_prefix_tokens(self.sc.prefix.as_ref()), &self.requests[s.id as usize], s.shared_tokens);
         }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.requests[s.id as usize];

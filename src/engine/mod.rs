@@ -287,7 +287,7 @@ impl<'a> Simulation<'a> {
             }
         }
         let _ = progress(self.progress());
-        let evictions = self.replicas.iter().map(|r| r.kv.cache.evictions).sum();
+        let evictions = self.replicas.iter().map(|r| r.kv.prefix_evictions).sum();
         self.rec.sess.pressure_evictions = self.replicas.iter().map(|r| r.kv.pressure_evictions).sum();
         self.rec.sess.host_evictions = self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum();
         self.rec.session_ends = self.generator.session_ends;
@@ -609,7 +609,7 @@ impl<'a> Simulation<'a> {
         rep.reserved_blocks -= t.unreserved;
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
         if self.shares_prefixes {
-            let held = rep.kv.cache.held_blocks;
+            let held = rep.kv.cache.held_blocks - rep.kv.cache.session_held;
             self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
             self.prefix_held[r] = held;
             self.rec.on_prefix_held(self.prefix_held_total);

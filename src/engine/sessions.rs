@@ -97,12 +97,14 @@ impl Simulation<'_> {
             let t = tokens.min(u32::MAX as u64);
             pool.cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: t as u32, prefill_attention_pairs: t * (t + 1) / 2, ..Default::default() }).total_ns as f64
         };
-        let new = program.new_tokens[k] as u64;
-        let recompute_ns = prefill_ns(blocks * block + new) - prefill_ns(new);
-        let hold = blocks as f64 / pool.engine.kv_total_blocks as f64 * program.gaps_ns[k - 1] as f64;
+        // A shared prefix stays cached apart from the session: what is kept, or recomputed, is what follows it.
+        let prefix = super::batch::cached_prefix_tokens(self.sc.prefix.as_ref()) as u64 / block * (req.prefix_group != crate::workload::NO_PREFIX) as u64;
+        let (new, kept) = (program.new_tokens[k] as u64 + prefix * block, blocks.saturating_sub(prefix));
+        let recompute_ns = prefill_ns(kept * block + new) - prefill_ns(new);
+        let hold = kept as f64 / pool.engine.kv_total_blocks as f64 * program.gaps_ns[k - 1] as f64;
         match pool.engine.host {
             _ if hold <= recompute_ns => Keep::Hbm,
-            Some(h) if ((h.send_ns(blocks) + h.latency_ns) as f64) < recompute_ns => Keep::Host,
+            Some(h) if ((h.send_ns(kept) + h.latency_ns) as f64) < recompute_ns => Keep::Host,
             _ => Keep::Drop,
         }
     }
@@ -238,7 +240,7 @@ impl Simulation<'_> {
             return;
         }
         let kv = &self.replicas[r].kv;
-        let (hbm, host) = (kv.cache.idle_blocks(), kv.host.as_ref().map_or(0, |h| h.used_blocks));
+        let (hbm, host) = (kv.cache.idle_session_blocks(), kv.host.as_ref().map_or(0, |h| h.used_blocks));
         let (old_hbm, old_host) = std::mem::replace(&mut self.retained[r], (hbm, host));
         if (hbm, host) != (old_hbm, old_host) {
             self.rec.on_retained(self.now, hbm as i64 - old_hbm as i64, host as i64 - old_host as i64);
@@ -246,14 +248,17 @@ impl Simulation<'_> {
     }
 }
 
-/// A turn's first admission, on worker `r`, found `shared_tokens` of its history in HBM: count the tokens
+/// A turn's first admission, on worker `r`, found `shared_tokens` of its prompt in HBM: count the tokens
 /// reused and, for a later turn, the hit (from HBM, or restored from host memory) or the miss, and whether it
 /// ran where its last turn did.
-pub(super) fn note_turn_admitted(st: &mut SessionKv, rec: &mut crate::metrics::Recorder, turn: &crate::metrics::RequestRecord, r: usize, shared_tokens: u32) {
-    rec.session_reused_tokens += shared_tokens as u64;
-    rec.sess.reused_tokens[turn.session as usize] += shared_tokens as u64;
+/// `prefix_tokens` of them are its shared prefix (a hit is history found past it; the prefix, part of the
+/// history a later turn re-sends, counts as reused).
+pub(super) fn note_turn_admitted(st: &mut SessionKv, rec: &mut crate::metrics::Recorder, turn: &crate::metrics::RequestRecord, r: usize, shared_tokens: u32, prefix_tokens: u32) {
     if turn.turn > 1 {
+        rec.session_reused_tokens += shared_tokens as u64;
+        rec.sess.reused_tokens[turn.session as usize] += shared_tokens as u64;
         let restored = std::mem::take(&mut st.restored);
-        rec.on_turn_admitted(st.holder == r as u32, shared_tokens > 0, restored && shared_tokens > 0);
+        let hit = shared_tokens > prefix_tokens;
+        rec.on_turn_admitted(st.holder == r as u32, hit, restored && hit);
     }
 }

@@ -492,7 +492,7 @@ impl RarePass<'_> {
             return;
         }
         if s.shared_tokens > 0 {
-            super::batch::unpin_shared(&mut self.kv.cache, self.chains, &self.requests[s.id as usize], s.shared_tokens);
+            super::batch::unpin_shared(&mut self.kv.cache, self.chains, self.prefix, &self.requests[s.id as usize], s.shared_tokens);
         }
         let kept = if self.retain_sessions { self.retain(s) } else { 0 };
         self.tally.released += s.blocks as u64 - kept;
@@ -518,7 +518,9 @@ impl RarePass<'_> {
         }
         let id = EntryId::session(session);
         let have = self.kv.cache.blocks_of(id);
-        let own = ((s.kv_tokens / self.block) as u64).saturating_sub(have).min(s.blocks as u64);
+        // The session's entry holds its history after its shared prefix (which the turn shares by now).
+        let prefix = if self.requests[s.id as usize].prefix_group != crate::workload::NO_PREFIX { (self.prefix / self.block) as u64 } else { 0 };
+        let own = ((s.kv_tokens / self.block) as u64).saturating_sub(have + prefix).min(s.blocks as u64);
         match self.sessions[session as usize].keep {
             super::sessions::Keep::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),
             super::sessions::Keep::Host => {

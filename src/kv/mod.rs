@@ -18,11 +18,13 @@ pub struct BlockPool {
     retention_budget: u64,
     /// Session entries evicted from HBM to make room (HBM pressure or the retention budget).
     pub pressure_evictions: u64,
+    /// Shared prefixes (and trace blocks) evicted to make an allocation succeed.
+    pub prefix_evictions: u64,
 }
 
 impl BlockPool {
     pub fn new(total: u64) -> Self {
-        BlockPool { total, free: total, used: 0, peak_used: 0, cache: ReuseCache::default(), host: None, retention_budget: u64::MAX, pressure_evictions: 0 }
+        BlockPool { total, free: total, used: 0, peak_used: 0, cache: ReuseCache::default(), host: None, retention_budget: u64::MAX, pressure_evictions: 0, prefix_evictions: 0 }
     }
     /// The same pool with a host tier of `host_blocks` blocks (None: none) and a retention budget.
     pub fn with_tiers(mut self, host_blocks: Option<u64>, retention_budget: Option<u64>) -> Self {
@@ -55,7 +57,7 @@ impl BlockPool {
                 return false;
             }
             while self.free < n {
-                self.evict_one();
+                self.evict_one(false);
                 self.cache.evictions += 1;
             }
         }
@@ -89,13 +91,15 @@ impl BlockPool {
     /// Evict the least recently used idle entry: a session's history moves to the host tier when there is
     /// one; anything else is dropped. Its blocks are freed.
     #[cold]
-    fn evict_one(&mut self) {
-        let (id, b) = self.cache.evict_lru();
+    fn evict_one(&mut self, session_only: bool) {
+        let (id, b) = self.cache.evict_lru(session_only);
         if id.is_session() {
             self.pressure_evictions += 1;
             if let Some(h) = &mut self.host {
                 h.store(id, b);
             }
+        } else {
+            self.prefix_evictions += 1;
         }
         self.used -= b;
         self.free += b;
@@ -110,9 +114,10 @@ impl BlockPool {
             return 0;
         }
         self.cache.retain(id, blocks);
-        // Pinned entries (running turns') cannot yield; the idle ones go oldest first, this one last.
-        while self.cache.held_blocks > self.retention_budget && self.cache.idle_blocks > 0 {
-            self.evict_one();
+        // Pinned entries (running turns') cannot yield; the idle ones go oldest first, this one last. The
+        // budget is sessions': shared prefixes neither count nor yield.
+        while self.cache.session_held > self.retention_budget && self.cache.idle_session_blocks() > 0 {
+            self.evict_one(true);
         }
         blocks
     }
@@ -237,6 +242,10 @@ pub struct ReuseCache {
     tick: u64,
     /// Entries evicted to make an allocation succeed.
     pub evictions: u64,
+    /// Of the blocks held, and of the idle ones, those of session histories (the rest are shared prefixes
+    /// and trace blocks).
+    pub session_held: u64,
+    session_idle: u64,
 }
 
 impl ReuseCache {
@@ -254,6 +263,9 @@ impl ReuseCache {
         if e.pins == 1 {
             self.idle.remove(&(e.last_use, id));
             self.idle_blocks -= e.blocks;
+            if id.is_session() {
+                self.session_idle -= e.blocks;
+            }
         }
     }
     /// A request stops sharing entry `id` (it completed, was preempted, or its KV left for decode).
@@ -265,6 +277,9 @@ impl ReuseCache {
         if e.pins == 0 {
             self.idle.insert((self.tick, id));
             self.idle_blocks += e.blocks;
+            if id.is_session() {
+                self.session_idle += e.blocks;
+            }
         }
     }
     /// A request that computed entry `id`'s KV itself hands those `blocks` blocks to the cache and shares them
@@ -290,6 +305,9 @@ impl ReuseCache {
         self.idle.insert((tick, id));
         self.idle_blocks += blocks;
         self.held_blocks += blocks;
+        debug_assert!(id.is_session(), "only sessions retain");
+        self.session_idle += blocks;
+        self.session_held += blocks;
     }
     /// Drop unshared entry `id` (its session ended); the blocks it held, to free (0 if it is not cached).
     pub fn remove_idle(&mut self, id: EntryId) -> u64 {
@@ -297,21 +315,35 @@ impl ReuseCache {
         debug_assert_eq!(e.pins, 0, "removing an entry a running request shares");
         self.entries.remove(&id);
         self.idle.remove(&(e.last_use, id));
-        self.idle_blocks -= e.blocks;
-        self.held_blocks -= e.blocks;
+        self.forget(id, e.blocks);
         e.blocks
     }
     /// Blocks of cached entries no running request shares.
     pub fn idle_blocks(&self) -> u64 {
         self.idle_blocks
     }
-    /// Drop the least recently used unshared entry; it and its block count (to free).
-    fn evict_lru(&mut self) -> (EntryId, u64) {
-        let (_, id) = self.idle.pop_first().expect("the caller checked idle blocks");
+    /// Blocks of session histories no running turn shares (what retention holds idle in HBM).
+    pub fn idle_session_blocks(&self) -> u64 {
+        self.session_idle
+    }
+    /// Drop the least recently used unshared entry (of a session, when `session_only`); it and its block
+    /// count (to free).
+    fn evict_lru(&mut self, session_only: bool) -> (EntryId, u64) {
+        let key = if session_only { *self.idle.iter().find(|(_, id)| id.is_session()).expect("the caller checked idle session blocks") } else { *self.idle.first().expect("the caller checked idle blocks") };
+        self.idle.remove(&key);
+        let id = key.1;
         let b = self.entries.remove(&id).expect("an idle entry is cached").blocks;
+        self.forget(id, b);
+        (id, b)
+    }
+    /// The books of an idle entry of `b` blocks that left.
+    fn forget(&mut self, id: EntryId, b: u64) {
         self.idle_blocks -= b;
         self.held_blocks -= b;
-        (id, b)
+        if id.is_session() {
+            self.session_idle -= b;
+            self.session_held -= b;
+        }
     }
 }
 

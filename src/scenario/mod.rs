@@ -350,13 +350,8 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         check_fits(w, en, &mut e);
         check_deadlines(spec, w, &mut e);
         check_chains(spec, w, en, &mut e);
-        if w.sessions.is_some() {
-            if spec.cluster.disaggregation.is_some() {
-                e.push("cluster.disaggregation", "sessions with disaggregated prefill and decode are not modelled: remove one of them");
-            }
-            if spec.prefix.is_some() {
-                e.push("prefix", "sessions with shared-prefix groups are not modelled yet: remove `prefix`");
-            }
+        if w.sessions.is_some() && spec.cluster.disaggregation.is_some() {
+            e.push("cluster.disaggregation", "sessions with disaggregated prefill and decode are not modelled: remove one of them");
         }
         check_session_kv(spec, w, &mut e);
     }

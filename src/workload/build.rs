@@ -449,8 +449,10 @@ impl Prefix {
         if e.0.len() > n0 {
             return None;
         }
-        let longest = match &w.arrival {
-            Arrival::Trace { rows } => rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
+        // A session's prefix is its first turn's (the system prompt every later turn re-sends).
+        let longest = match (&w.sessions, &w.arrival) {
+            (Some(s), _) => s.max_of(|c| c.first.max()),
+            (None, Arrival::Trace { rows }) => rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
             _ => w.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(0),
         };
         if p.prefix_tokens > 0 && p.prefix_tokens >= longest {

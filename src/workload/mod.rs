@@ -286,15 +286,7 @@ impl Generator<'_> {
             None => (c.prompt.sample(&mut r), c.output.sample(&mut r)),
         };
         let mean = self.class_mean_output[class];
-        // Drawn from a stream of its own, so requests are the same with and without the feature.
-        let prefix_group = match self.prefix {
-            Some(p) => {
-                let mut pr = rng::stream(self.seed, Stream::Prefix, idx);
-                let (u_reuse, u_group) = (pr.uniform(), pr.uniform());
-                if u_reuse < p.reuse_fraction && prompt_tokens > p.shared_tokens { pick(&p.group_cdf, u_group) as u16 } else { NO_PREFIX }
-            }
-            None => NO_PREFIX,
-        };
+        let prefix_group = self.prefix_group(idx, prompt_tokens);
         Request {
             id: idx as u32,
             arrival_ns,
@@ -308,6 +300,15 @@ impl Generator<'_> {
             prefix_group,
             session: NO_SESSION,
         }
+    }
+
+    /// Request `idx`'s shared prefix, for a prompt of `prompt_tokens`: drawn from a stream of its own, so
+    /// requests are the same with and without the feature (a prompt no longer than the prefix has none).
+    fn prefix_group(&self, idx: u64, prompt_tokens: u32) -> u16 {
+        let Some(p) = self.prefix else { return NO_PREFIX };
+        let mut pr = rng::stream(self.seed, Stream::Prefix, idx);
+        let (u_reuse, u_group) = (pr.uniform(), pr.uniform());
+        if u_reuse < p.reuse_fraction && prompt_tokens > p.shared_tokens { pick(&p.group_cdf, u_group) as u16 } else { NO_PREFIX }
     }
 
     /// The next session's first turn: the session's program is drawn now, from its own stream; the turn is
@@ -341,6 +342,8 @@ impl Generator<'_> {
         let mut r = self.draw(idx, arrival_ns, None);
         r.prompt_tokens = program.new_tokens[0];
         r.output_tokens = program.output_tokens[0];
+        // The session's system prompt: every turn starts with its first turn's shared prefix.
+        r.prefix_group = self.prefix_group(idx, r.prompt_tokens);
         if let Some(k) = s.classes[program.class as usize].request_class {
             r.class = k;
         }
@@ -370,6 +373,9 @@ impl Generator<'_> {
             return None;
         }
         let mut r = Request { arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]), prompt_tokens: prompt as u32, output_tokens: output, ..*done };
+        if self.prefix.is_some_and(|x| r.prompt_tokens <= x.shared_tokens) {
+            r.prefix_group = NO_PREFIX; // a traced agent compacted its history below the shared prefix
+        }
         let key = (done.session as u64) << 16 | (k as u64).min(0xffff);
         self.predict_into(&mut r, &mut rng::stream(self.seed, Stream::Turn, key));
         Some(r)

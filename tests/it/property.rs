@@ -177,7 +177,7 @@ fn lazy_step_ends_equal_the_general_path() {
 /// lazy step end equals the general path.
 #[test]
 fn random_session_scenarios_pass_the_audits() {
-    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed, mut classed) = (0, 0, 0, 0, 0, 0);
+    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed, mut classed, mut prefixed) = (0, 0, 0, 0, 0, 0, 0);
     for i in 0..150 {
         let mut spec = random_spec(i);
         if !matches!(spec.workload.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. } | ArrivalSpec::Constant { .. }) {
@@ -230,6 +230,10 @@ fn random_session_scenarios_pass_the_audits() {
         if k % 4 == 2 {
             spec.engine.kv_capacity_tokens = Some(16_384); // tight: retained history yields to running turns
         }
+        // A shared system prompt on a fifth (cached or not).
+        if k % 5 == 3 {
+            spec.prefix = Some(scenario::PrefixSpec { prefix_tokens: 256, reuse_fraction: 0.8, groups: 1 + k % 3, zipf_s: 1.0, caching: k % 10 != 8 });
+        }
         let Ok(sc) = scenario::validate(&spec) else { continue };
         let r = inferscale::simulate(&sc);
         let s = r.sessions.as_ref().unwrap();
@@ -251,6 +255,7 @@ fn random_session_scenarios_pass_the_audits() {
             assert!(sum(|c| c.recomputed_history_tokens) >= s.recomputed_history_tokens && sum(|c| c.history_tokens) == s.history_tokens, "scenario {i}: class history {} vs {}", sum(|c| c.history_tokens), s.history_tokens);
             classed += 1;
         }
+        prefixed += r.prefix.as_ref().is_some_and(|p| p.hits > 0) as u32;
         let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
         assert!(inferscale::export::json(&r) == inferscale::export::json(&eager), "scenario {i}: lazy and eager differ");
         ran += 1;
@@ -258,6 +263,6 @@ fn random_session_scenarios_pass_the_audits() {
         multi += (s.mean_turns_per_session > 2.0) as u32;
         pressed += (s.kv.pressure_evictions > 0) as u32;
     }
-    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure, {classed} with session classes");
-    assert!(ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8 && classed > 15, "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed, {classed} classed");
+    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure, {classed} with session classes, {prefixed} sharing a prefix");
+    assert!(ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8 && classed > 15 && prefixed > 10, "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed, {classed} classed, {prefixed} prefixed");
 }

@@ -387,3 +387,54 @@ fn the_cli_reads_a_session_trace_by_path() {
     assert_eq!(r["audits"]["ok"], true);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Sessions with a shared system prompt (`prefix` groups): every turn of a session starts with its first
+/// turn's prefix, shared across sessions in the prefix cache; the session's retained history is what follows
+/// it. Exact on the linear cost (a 1000-token first prompt, 512 shared, 200 new and 5 out a turn).
+#[test]
+fn sessions_share_a_system_prompt_across_sessions() {
+    let prefixed = |retention: RetentionSpec, sessions: u64| {
+        let mut s = with(retention);
+        s.prefix = Some(PrefixSpec { prefix_tokens: 512, reuse_fraction: 1.0, groups: 1, zipf_s: 1.0, caching: true });
+        s.workload.requests = Some(sessions);
+        s
+    };
+    // Stateless: turn 1 computes its whole prompt (20 ms); later turns find the prefix and compute the rest,
+    // 10 + (1205 − 512) × 0.01 = 16.93 ms and 10 + (1410 − 512) × 0.01 = 18.98 ms.
+    let r = simulate(&super::valid(&prefixed(RetentionSpec::Stateless, 1)));
+    close(&ttfts(&r), &[0.020, 0.01693, 0.01898]);
+    let (x, p) = (r.sessions.as_ref().unwrap(), r.prefix.as_ref().unwrap());
+    assert_eq!((x.history_tokens, x.recomputed_history_tokens), (2215, 2215 - 2 * 512), "the prefix is history a later turn does not recompute");
+    assert_eq!((x.kv.miss_rate, x.kv.hbm_hit_rate), (1.0, 0.0), "a hit is history found past the prefix");
+    assert_eq!((p.lookups, p.hits, p.prefill_tokens_saved), (3, 2, 1024));
+    assert!(r.audits.ok && x.audit.ok);
+    assert_eq!((x.kv.hbm_peak_gb, p.shared_kv_peak_blocks), (0.0, 32), "the idle prefix is the prefix cache's, not retained history");
+    // A retention budget of 0 is sessions': the prefix stays cached, so retain times as stateless.
+    let mut s = prefixed(RetentionSpec::Retain, 1);
+    s.engine.retention_budget_blocks = Some(0);
+    close(&ttfts(&simulate(&super::valid(&s))), &[0.020, 0.01693, 0.01898]);
+    // Retain: the prefix and the history after it (62 − 32 blocks) are found — the turn times of a session
+    // without a prefix.
+    let r = simulate(&super::valid(&prefixed(RetentionSpec::Retain, 1)));
+    close(&ttfts(&r), &[0.020, 0.01213, 0.01210]);
+    let x = r.sessions.as_ref().unwrap();
+    assert_eq!((x.kv.hbm_hit_rate, x.recomputed_history_tokens), (1.0, 2215 - 992 - 1200));
+    assert_eq!(r.prefix.as_ref().unwrap().prefill_tokens_saved, 1024, "the prefix part of what later turns found");
+    assert_eq!(r.prefix.as_ref().unwrap().shared_kv_peak_blocks, 32);
+    assert!((x.kv.hbm_peak_gb - 43.0 * BLOCK_BYTES / 1e9).abs() < 1e-12, "the history after the prefix: {}", x.kv.hbm_peak_gb);
+    // Host offload: only the history after the prefix crosses the link (30 and 43 blocks, not 62 and 75).
+    let mut s = prefixed(RetentionSpec::HostOffload, 1);
+    host(&mut s, 10.0, 1.0);
+    let r = simulate(&super::valid(&s));
+    close(&ttfts(&r), &[0.020, 30.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01213, 43.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01210]);
+    assert!((r.sessions.as_ref().unwrap().kv.restore_gb - 73.0 * BLOCK_BYTES / 1e9).abs() < 1e-9);
+    // Two sessions a second apart: the second's first turn finds the prefix the first one cached,
+    // 10 + (1000 − 512) × 0.01 = 14.88 ms.
+    let rec = inferscale::engine::run(&super::valid(&prefixed(RetentionSpec::Retain, 2)));
+    let first: Vec<u64> = rec.requests.iter().filter(|q| q.turn == 1).map(|q| q.first_token_ns - q.arrival_ns).collect();
+    assert_eq!(first, [20_000_000, 14_880_000]);
+    // Without prefix caching the same requests recompute every prefix: the stateless figures of no prefix.
+    let mut off = prefixed(RetentionSpec::Stateless, 1);
+    off.prefix.as_mut().unwrap().caching = false;
+    close(&ttfts(&simulate(&super::valid(&off))), &[0.020, 0.02205, 0.02410]);
+}
