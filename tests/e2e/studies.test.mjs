@@ -312,6 +312,33 @@ test('Agent sessions panel: retention, router and host tier are selects with the
   await page.close();
 });
 
+test('a session trace uploads in the Serving Lab and the Agent sessions study replays it; a malformed one is named and changes nothing', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await page.selectOption('#preset', 'agent-sessions');
+  const scenario = async () => JSON.parse(await page.inputValue('#scenario'));
+  assert.equal(await page.inputValue('#c-router'), 'sticky', 'the Serving Lab shows the session routers too');
+  await page.setInputFiles('#c-session-trace', join(ROOT, 'scenarios/traces/sample-sessions.jsonl'));
+  await page.waitForFunction(() => document.getElementById('scenario').value.includes('"sample-sessions.jsonl"'));
+  const s = (await scenario()).workload.sessions;
+  assert.deepEqual(s.trace, { path: 'sample-sessions.jsonl', format: 'auto' });
+  for (const k of ['turns', 'first_tokens', 'new_tokens', 'output_tokens', 'tools']) assert.equal(s[k], undefined, `${k} comes from the trace`);
+  assert.deepEqual(s.retention, { kind: 'ttl', ttl_s: 10 }, 'the retention policy stays');
+  assert.equal(await page.isDisabled('#run'), false);
+  // A malformed trace: named by line and key; the scenario keeps the trace it had.
+  const bad = '{"id": "a", "turns": [{"new_tokens": 10, "output_tokens": 5}]}\n{"id": "b", "turns": [{"new_tokens": -3, "output_tokens": 5}]}\n';
+  await page.setInputFiles('#c-session-trace', { name: 'bad.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(bad) });
+  await page.waitForFunction(() => !document.getElementById('notice').hidden);
+  assert.match(await page.textContent('#notice'), /Session trace bad\.jsonl was not loaded: workload\.sessions\.trace: line 2.*new_tokens/);
+  assert.equal(await page.getAttribute('#c-session-trace', 'aria-invalid'), 'true');
+  assert.deepEqual((await scenario()).workload.sessions.trace, { path: 'sample-sessions.jsonl', format: 'auto' });
+  // The study replays the recorded sessions: 24 of them, 215 turns.
+  await page.click('nav [data-panel="agent-sessions"]');
+  await runStudy(page);
+  assert.match(await page.textContent('#study-answer'), /over 215 turns of 24 sessions/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('study options are validated by the core and named on their field', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await page.click('nav [data-panel="capacity"]');

@@ -39,6 +39,8 @@ const PRESETS: &[(&str, &str)] = &[
     ("agent-mix", include_str!("../../scenarios/agent-mix.json")),
 ];
 const SAMPLE_TRACE: (&str, &str) = ("traces/sample-vidur.csv", include_str!("../../scenarios/traces/sample-vidur.csv"));
+/// The shipped session trace, for a scenario that names it (`workload.sessions.trace.path`).
+const SAMPLE_SESSIONS: (&str, &str) = ("traces/sample-sessions.jsonl", include_str!("../../scenarios/traces/sample-sessions.jsonl"));
 
 const PAGE_ROWS: usize = 50;
 
@@ -99,6 +101,8 @@ struct App {
     started_ms: f64,
     /// An uploaded trace: (name written in `path`, text).
     trace: Option<(String, String)>,
+    /// An uploaded session trace (name, text): the scenario names it, this carries its text.
+    session_trace: Option<(String, String)>,
     results: Option<Results>,
     report: Value,
     table: Table,
@@ -150,11 +154,17 @@ impl App {
     /// The editor's text with an uploaded trace's data put in, ready to validate or run.
     fn scenario_text(&self) -> String {
         let text = self.editor().value();
-        let (Some((name, data)), Ok(mut v)) = (&self.trace, serde_json::from_str::<Value>(&text)) else { return text };
-        let arrival = v.pointer_mut("/workload/arrival");
-        if let Some(a) = arrival.and_then(Value::as_object_mut)
+        if self.trace.is_none() && self.session_trace.is_none() {
+            return text;
+        }
+        let Ok(mut v) = serde_json::from_str::<Value>(&text) else { return text };
+        if let (Some((name, data)), Some(a)) = (&self.trace, v.pointer_mut("/workload/arrival").and_then(Value::as_object_mut))
             && a.get("kind").and_then(Value::as_str) == Some("trace") && a.get("path").and_then(Value::as_str) == Some(name) && !a.contains_key("data") {
                 a.insert("data".into(), Value::String(data.clone()));
+            }
+        if let (Some((name, data)), Some(t)) = (&self.session_trace, v.pointer_mut("/workload/sessions/trace").and_then(Value::as_object_mut))
+            && t.get("path").and_then(Value::as_str) == Some(name) && !t.contains_key("data") {
+                t.insert("data".into(), Value::String(data.clone()));
             }
         v.to_string()
     }
@@ -474,7 +484,7 @@ impl App {
         let n = self.html("notice");
         n.set_text_content(Some(text));
         n.set_hidden(text.is_empty());
-        for id in ["c-import", "c-trace"] {
+        for id in ["c-import", "c-trace", "c-session-trace"] {
             mark_field(&self.el(id), (field == Some(id)).then_some(text));
         }
     }
@@ -510,6 +520,39 @@ impl App {
         }
         self.trace = Some((name.to_string(), text));
         self.replace_scenario(&format!("trace upload ({name})"), &serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+
+    /// An uploaded session trace: the sessions become its programs (the distributions and classes they
+    /// replace leave the scenario; an arrival process that cannot start sessions becomes Poisson at 1 /s; no
+    /// count: the file's sessions), checked before anything changes — a trace the core refuses is named by
+    /// line and key and leaves the scenario as it was.
+    fn upload_session_trace(&mut self, name: &str, text: String) {
+        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
+            self.notice("Fix the scenario JSON first: the session trace goes into it.", Some("c-session-trace"));
+            return;
+        };
+        let mut sessions = v.pointer("/workload/sessions").and_then(Value::as_object).cloned().unwrap_or_default();
+        for k in ["turns", "first_tokens", "new_tokens", "output_tokens", "tools", "classes"] {
+            sessions.remove(k);
+        }
+        sessions.insert("trace".into(), json!({"path": name, "format": "auto"}));
+        details::set(&mut v, "/workload/sessions", Value::Object(sessions));
+        let open_loop = matches!(v.pointer("/workload/arrival/kind").and_then(Value::as_str), Some("poisson" | "constant" | "gamma" | "on_off"));
+        if !open_loop {
+            details::set(&mut v, "/workload/arrival", json!({"kind": "poisson", "rate_rps": 1.0}));
+        }
+        if v.pointer("/workload/requests").is_none() && v.pointer("/workload/duration_s").is_none() {
+            details::set(&mut v, "/workload/requests", json!(text.lines().filter(|l| !l.trim().is_empty()).count().max(1)));
+        }
+        let mut with_data = v.clone();
+        details::set(&mut with_data, "/workload/sessions/trace/data", json!(text));
+        if let Err(e) = inferscale::scenario::load_for_browser(&with_data.to_string()) {
+            let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
+            self.notice(&format!("Session trace {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some("c-session-trace"));
+            return;
+        }
+        self.session_trace = Some((name.to_string(), text));
+        self.replace_scenario(&format!("session trace upload ({name})"), &serde_json::to_string_pretty(&v).unwrap_or_default());
     }
 
     fn load_text(&mut self, text: &str) {
@@ -696,6 +739,7 @@ fn kind_object(k: &str) -> Value {
         "random_drop" => json!({"kind": k, "probability": 0.1}),
         "token_bucket" => json!({"kind": k, "rate_tokens_per_s": 20000.0, "burst_tokens": 100000.0}),
         "drr" => json!({"kind": k, "quantum_tokens": 2048}),
+        "bounded_affinity" => json!({"kind": k, "slack_ms": 50.0}),
         _ => json!({"kind": k}),
     }
 }
@@ -853,6 +897,7 @@ fn new_app() -> Rc<RefCell<App>> {
         running: false,
         started_ms: 0.0,
         trace: Some((SAMPLE_TRACE.0.to_string(), SAMPLE_TRACE.1.to_string())),
+        session_trace: Some((SAMPLE_SESSIONS.0.to_string(), SAMPLE_SESSIONS.1.to_string())),
         results: None,
         report: Value::Null,
         table: Table::default(),
@@ -951,6 +996,7 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         a.validate();
     });
     on(&app, "c-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_trace(&name, text)));
+    on(&app, "c-session-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_session_trace(&name, text)));
     // One listener per generated section serves every row in it.
     for id in ["d-arrival", "d-classes", "d-tenants", "d-objectives"] {
         for event in ["change", "click"] {

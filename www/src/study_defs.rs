@@ -326,5 +326,12 @@ mod preset_selects {
         assert_eq!(options("c-model"), models);
         assert_eq!(options("c-device"), devices);
         assert_eq!(options("c-formation"), ["vllm", "sglang", "sglang_mixed"]);
+        // The Router select offers every router the core has, as the Agent sessions panel's does.
+        let routers: Vec<&str> = crate::variant::ROUTER.choices.iter().map(|c| c.value).collect();
+        let mut lab = options("c-router");
+        lab.sort();
+        let mut core = routers.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        core.sort();
+        assert_eq!(lab, core);
     }
 }
