@@ -74,6 +74,14 @@ for (const name of ['agent-sessions', 'agent-policies', 'ttl-sweep', 'tiered-kv'
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
   await page.locator('#study-results').screenshot({ path: join(out, `agents-${name}-results.png`) });
 }
+// Session classes and the Agent sessions panel's options.
+await page.click('nav [data-panel="lab"]');
+await page.selectOption('#preset', 'agent-mix');
+await page.click('nav [data-panel="agent-sessions"]');
+await page.locator('#study-params').screenshot({ path: join(out, 'agents-agent-sessions-options.png') });
+await page.click('#study-run');
+await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+await page.locator('#study-results').screenshot({ path: join(out, 'agents-agent-mix-results.png') });
 await ctx.close();
 server.stop();
 console.log(`screenshots written to ${out}`);
