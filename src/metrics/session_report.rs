@@ -150,11 +150,8 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<Sessions
             (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
         })
         .collect();
-    // The history later turns that arrived re-send, and of it what was prefilled (turns never admitted
-    // prefilled nothing).
-    let history = |r: &&&RequestRecord| rec.programs[r.session as usize].history(r.turn as usize - 1, r.prompt_tokens);
-    let history_tokens: u64 = turns.iter().filter(|r| r.turn > 1).map(|r| history(&r)).sum();
-    let history_prefilled: u64 = turns.iter().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| history(&r)).sum();
+    // Over the turns that arrived (a horizon may stop the next one's).
+    let (history_tokens, history_prefilled) = history_of(rec, turns.iter().copied());
     let ended = e.completed + e.context + e.failed;
     let met = slo_met(sc, rec, &span);
     Some(SessionsSummary {
@@ -258,9 +255,7 @@ fn class_summaries(sc: &Scenario, rec: &Recorder, turns: &[&RequestRecord], span
             let mut ttft: Vec<u64> = its_turns().filter(|r| r.outcome == Outcome::Completed).map(|r| r.first_token_ns - r.arrival_ns).collect();
             let whole = |i: &&usize| span[**i].3 && span[**i].2 as usize == rec.programs[**i].new_tokens.len();
             let mut e2e: Vec<u64> = mine.iter().filter(whole).map(|&i| span[i].1 - span[i].0).collect();
-            let history = |r: &&&RequestRecord| rec.programs[r.session as usize].history(r.turn as usize - 1, r.prompt_tokens);
-            let history_tokens: u64 = its_turns().filter(|r| r.turn > 1).map(|r| history(&r)).sum();
-            let prefilled: u64 = its_turns().filter(|r| r.turn > 1 && r.first_scheduled_ns != u64::MAX).map(|r| history(&r)).sum();
+            let (history_tokens, prefilled) = history_of(rec, its_turns().copied());
             let recomputed = prefilled.saturating_sub(mine.iter().map(|&i| rec.sess.reused_tokens[i]).sum());
             let n_turns = its_turns().count() as u64;
             SessionClassSummary {
@@ -278,4 +273,18 @@ fn class_summaries(sc: &Scenario, rec: &Recorder, turns: &[&RequestRecord], span
             }
         })
         .collect()
+}
+
+/// Of `turns`, the history the later ones re-send, and of it what was prefilled (turns never admitted
+/// prefilled nothing).
+fn history_of<'a>(rec: &Recorder, turns: impl Iterator<Item = &'a RequestRecord>) -> (u64, u64) {
+    let (mut sent, mut prefilled) = (0, 0);
+    for r in turns.filter(|r| r.turn > 1) {
+        let h = rec.programs[r.session as usize].history(r.turn as usize - 1, r.prompt_tokens);
+        sent += h;
+        if r.first_scheduled_ns != u64::MAX {
+            prefilled += h;
+        }
+    }
+    (sent, prefilled)
 }

@@ -158,14 +158,12 @@ impl App {
             return text;
         }
         let Ok(mut v) = serde_json::from_str::<Value>(&text) else { return text };
-        if let (Some((name, data)), Some(a)) = (&self.trace, v.pointer_mut("/workload/arrival").and_then(Value::as_object_mut))
-            && a.get("kind").and_then(Value::as_str) == Some("trace") && a.get("path").and_then(Value::as_str) == Some(name) && !a.contains_key("data") {
-                a.insert("data".into(), Value::String(data.clone()));
-            }
-        if let (Some((name, data)), Some(t)) = (&self.session_trace, v.pointer_mut("/workload/sessions/trace").and_then(Value::as_object_mut))
-            && t.get("path").and_then(Value::as_str) == Some(name) && !t.contains_key("data") {
-                t.insert("data".into(), Value::String(data.clone()));
-            }
+        if let Some((name, data)) = &self.trace {
+            with_trace_text(&mut v, "/workload/arrival", name, data);
+        }
+        if let Some((name, data)) = &self.session_trace {
+            with_trace_text(&mut v, "/workload/sessions/trace", name, data);
+        }
         v.to_string()
     }
 
@@ -511,15 +509,22 @@ impl App {
             w.remove("requests");
             w.remove("duration_s");
         }
-        let mut with_data = v.clone();
-        details::set(&mut with_data, "/workload/arrival/data", json!(text));
-        if let Err(e) = inferscale::scenario::load_for_browser(&with_data.to_string()) {
-            let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
-            self.notice(&format!("Trace {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some("c-trace"));
+        if !self.upload_accepted(&v, "/workload/arrival", name, &text, "Trace", "c-trace") {
             return;
         }
         self.trace = Some((name.to_string(), text));
         self.replace_scenario(&format!("trace upload ({name})"), &serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+
+    /// Whether the core accepts scenario `v` with the uploaded file's `text` in its trace block at `ptr`;
+    /// if not, the notice at `field` says why ("`what` `name` was not loaded: …") and nothing changes.
+    fn upload_accepted(&self, v: &Value, ptr: &str, name: &str, text: &str, what: &str, field: &str) -> bool {
+        let mut with_data = v.clone();
+        with_trace_text(&mut with_data, ptr, name, text);
+        let Err(e) = inferscale::scenario::load_for_browser(&with_data.to_string()) else { return true };
+        let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
+        self.notice(&format!("{what} {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some(field));
+        false
     }
 
     /// An uploaded session trace: the sessions become its programs (the distributions and classes they
@@ -544,11 +549,7 @@ impl App {
         if v.pointer("/workload/requests").is_none() && v.pointer("/workload/duration_s").is_none() {
             details::set(&mut v, "/workload/requests", json!(text.lines().filter(|l| !l.trim().is_empty()).count().max(1)));
         }
-        let mut with_data = v.clone();
-        details::set(&mut with_data, "/workload/sessions/trace/data", json!(text));
-        if let Err(e) = inferscale::scenario::load_for_browser(&with_data.to_string()) {
-            let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
-            self.notice(&format!("Session trace {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some("c-session-trace"));
+        if !self.upload_accepted(&v, "/workload/sessions/trace", name, &text, "Session trace", "c-session-trace") {
             return;
         }
         self.session_trace = Some((name.to_string(), text));
@@ -807,6 +808,19 @@ fn share_hash_for(panel: &str, options: &Value, scenario: &str) -> String {
         share_hash(scenario)
     } else {
         format!("panel={panel}&params={}&{}", String::from(js_sys::encode_uri_component(&options.to_string())), share_hash(scenario))
+    }
+}
+
+/// Put an uploaded trace's text into the trace block at `ptr` (an arrival of kind `trace`, or a session
+/// trace) when the block names the file `name` and carries no text of its own (the editor shows the scenario
+/// without it).
+fn with_trace_text(v: &mut Value, ptr: &str, name: &str, data: &str) {
+    if let Some(b) = v.pointer_mut(ptr).and_then(Value::as_object_mut)
+        && b.get("kind").is_none_or(|k| k.as_str() == Some("trace"))
+        && b.get("path").and_then(Value::as_str) == Some(name)
+        && !b.contains_key("data")
+    {
+        b.insert("data".into(), Value::String(data.to_string()));
     }
 }
 
