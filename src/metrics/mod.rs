@@ -478,7 +478,7 @@ mod tests {
         let mut packed = exact.clone();
         compact_itl(&mut packed);
         assert!(packed.len() <= 44 << 11, "{} entries left", packed.len());
-        let (a, b) = (Stats::from_packed_ns(&mut exact, ITL_COUNT_BITS), Stats::from_packed_ns(&mut packed, ITL_COUNT_BITS));
+        let (a, b) = (Stats::from_packed_ns(&exact, ITL_COUNT_BITS), Stats::from_packed_ns(&packed, ITL_COUNT_BITS));
         assert_eq!(a.count, b.count);
         for (x, y) in [(a.mean, b.mean), (a.p50, b.p50), (a.p95, b.p95), (a.p99, b.p99), (a.max, b.max)] {
             assert!((x - y).abs() <= x * (1.0 / 2048.0), "{x} vs {y}");

@@ -123,6 +123,21 @@ pub struct TurnLatency {
     pub ttft_p95_s: f64,
 }
 
+/// TTFT percentiles of completed turns by turn index, up to the first index (≤ 64) none completed at — one
+/// pass over the turns, not one per index.
+fn ttft_by_turn(turns: &[&RequestRecord]) -> Vec<TurnLatency> {
+    let mut by: Vec<Vec<f64>> = vec![Vec::new(); 65];
+    for r in turns.iter().filter(|r| r.outcome == Outcome::Completed && (1..=64).contains(&r.turn)) {
+        by[r.turn as usize].push((r.first_token_ns - r.arrival_ns) as f64 / 1e9);
+    }
+    (by.into_iter().enumerate().skip(1))
+        .map_while(|(k, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
+        })
+        .collect()
+}
+
 pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
     sc.workload.sessions.as_ref()?;
     let reqs = &rec.requests;
@@ -143,13 +158,7 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<Sessions
         s.3 &= r.outcome == Outcome::Completed;
     }
     let mut session_e2e: Vec<u64> = (span.iter().zip(&rec.programs)).filter(|(s, p)| s.3 && s.2 as usize == p.new_tokens.len()).map(|(s, _)| s.1 - s.0).collect();
-    let by_turn = (1..=64u16)
-        .map_while(|k| {
-            let mut v: Vec<f64> = turns.iter().filter(|r| r.turn == k && r.outcome == Outcome::Completed).map(|r| (r.first_token_ns - r.arrival_ns) as f64 / 1e9).collect();
-            v.sort_by(f64::total_cmp);
-            (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
-        })
-        .collect();
+    let by_turn = ttft_by_turn(&turns);
     // Over the turns that arrived (a horizon may stop the next one's).
     let (history_tokens, history_prefilled) = history_of(rec, turns.iter().copied());
     let ended = e.completed + e.context + e.failed;

@@ -1,7 +1,8 @@
 //! Nothing valid changes: every shipped scenario, at its own seed and at seed 7, reports the numbers it reported
 //! at `eca0f37` (the commit before the steady-state window, the objectives and the setup were added) — but
 //! `chat-70b-h100-tp4`, re-made when its rate went from 14 to 8 req/s and the all-reduce model was fitted to a
-//! measurement (the commit after `7e7efbc`'s issue-12 work; `git log -- tests/data/reference-hashes.txt`). The JSON
+//! measurement (the commit after `7e7efbc`'s issue-12 work), and the last digits of means since they are exact
+//! (`git log -- tests/data/reference-hashes.txt` lists every re-made entry). The JSON
 //! is compared with those added fields — and the diagnosis's wording, which now names what was missed — left
 //! out; the per-request CSV is compared whole. The references are FNV-1a hashes, made by running
 //! `reference_hashes_of_saved_reports` (ignored) over that commit's outputs.
@@ -109,7 +110,8 @@ fn canonical_base(json: &str) -> String {
 /// JSON, CSV and Markdown, or its error); and the property generator's first 200 random scenarios (JSON
 /// report, or the validator's error). Reshaping the core must leave every one of them byte-identical.
 /// `INFERSCALE_BLESS=1` rewrites the file — only on a commit meant to change reports, which says so (the first
-/// was the all-reduce fit and the chat scenario's new rate, with the verdict's attainment to one decimal).
+/// was the all-reduce fit and the chat scenario's new rate, with the verdict's attainment to one decimal; a
+/// later one made every mean of times exact, which moved last digits; `git log -- tests/data` lists them).
 const FULL: &str = include_str!("../data/reference-full.txt");
 
 fn full_reports() -> Vec<(String, String)> {
