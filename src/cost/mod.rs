@@ -18,8 +18,11 @@ pub mod presets;
 
 pub use device::{Hardware, Model};
 
-/// What one step does: the inputs of the cost model.
+/// What one step does: the inputs of the cost model. In declaration order (`repr(C)`), which keeps the two
+/// u64 counts the cost model scales alike apart: adjacent, they were read as one 16-byte load right after the
+/// batch formation wrote them as two 8-byte stores, and the store could not forward to it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct StepWork {
     /// Sequences producing one decode token each.
     pub decode_seqs: u32,
@@ -183,14 +186,14 @@ impl Roofline {
     }
 
     pub fn step(&self, w: &StepWork) -> StepCost {
-        let tokens = w.tokens() as f64;
+        let tokens = real(w.tokens());
         let prefill_c =
-            (w.prefill_tokens as f64 * self.compute_ns_per_token + w.prefill_attention_pairs as f64 * self.compute_ns_per_pair) * self.prefill_scale;
+            (w.prefill_tokens as f64 * self.compute_ns_per_token + real(w.prefill_attention_pairs) * self.compute_ns_per_pair) * self.prefill_scale;
         let decode_c =
-            (w.decode_seqs as f64 * self.compute_ns_per_token + w.decode_context_tokens as f64 * self.compute_ns_per_pair) * self.decode_scale;
+            (w.decode_seqs as f64 * self.compute_ns_per_token + real(w.decode_context_tokens) * self.compute_ns_per_pair) * self.decode_scale;
         let c = prefill_c + decode_c;
         let weights = (self.weights_read_ns(tokens) + tokens * self.kv_write_ns_per_token) * self.decode_scale;
-        let kv_read = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.kv_read_ns_per_token * self.decode_scale;
+        let kv_read = real(w.decode_context_tokens + w.prefill_context_tokens) * self.kv_read_ns_per_token * self.decode_scale;
         let m = weights + kv_read;
         let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };
         // A comparison, not f64::max/min: wasm's min/max instructions treat NaN differently from Rust's, so
@@ -213,11 +216,23 @@ impl Roofline {
 
 /// `x.round() as u64`, exactly (half away from zero; negative and NaN give 0, huge saturates), without the
 /// library call `f64::round` is on x86-64's baseline and on wasm32: below 2^53 the truncation and the
-/// remainder are exact, and above it x is whole.
+/// remainder are exact, and above it x is whole. The common case goes through i64, whose conversions are one
+/// instruction each way on x86-64 (u64's are a sequence, and this is on every step's critical path).
 #[inline(always)]
 pub fn round_ns(x: f64) -> u64 {
+    if (0.0..9_007_199_254_740_992.0).contains(&x) {
+        let i = x as i64;
+        return (i + (x - i as f64 >= 0.5) as i64) as u64;
+    }
     let i = x as u64;
     if x - i as f64 >= 0.5 { i + 1 } else { i }
+}
+
+/// A count as f64, through i64 (one instruction on x86-64, where u64's conversion is a sequence); the same
+/// value for every count below 2^63, which every token count and product of counts here is.
+#[inline(always)]
+fn real(x: u64) -> f64 {
+    x.min(i64::MAX as u64) as i64 as f64
 }
 
 /// step = base + per_seq·seqs + per_prefill_token·prefill tokens + per_kv_token·context tokens read.
@@ -236,7 +251,7 @@ impl Linear {
     pub fn step(&self, w: &StepWork) -> StepCost {
         let prefill = w.prefill_tokens as f64 * self.per_prefill_token_ns * self.prefill_scale;
         let seqs = w.seqs() as f64 * self.per_seq_ns * self.decode_scale;
-        let kv = (w.decode_context_tokens + w.prefill_context_tokens) as f64 * self.per_kv_token_ns * self.decode_scale;
+        let kv = real(w.decode_context_tokens + w.prefill_context_tokens) * self.per_kv_token_ns * self.decode_scale;
         let base = self.base_ns * self.decode_scale;
         let total = base + seqs + prefill + kv;
         StepCost {

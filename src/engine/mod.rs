@@ -13,6 +13,7 @@
 //! function of its scenario. Only this module schedules events; policies return decisions.
 
 mod batch;
+mod events;
 mod sessions;
 mod step_end;
 
@@ -125,12 +126,7 @@ struct Transfer {
 pub struct Simulation<'a> {
     pub(crate) sc: &'a Scenario,
     now: u64,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
-    /// The earliest of the scheduled events when it was scheduled after the heap's: a step's end is most
-    /// often the next event, and holding it here spares the heap a push and a pop per step. Events pop in
-    /// (time, sequence) order from this slot and the heap together.
-    soon: Option<(u64, u64, Event)>,
-    seq: u64,
+    events: events::EventQueue,
     generator: Generator<'a>,
     pending: Option<Request>,
     /// Follow-up requests not yet arrived, earliest first (FIFO on ties), each with its turn in its chain.
@@ -210,9 +206,7 @@ impl<'a> Simulation<'a> {
         let mut sim = Simulation {
             sc,
             now: 0,
-            events: BinaryHeap::new(),
-            soon: None,
-            seq: 0,
+            events: events::EventQueue::new(),
             generator,
             pending,
             follow_ups: BinaryHeap::new(),
@@ -253,29 +247,7 @@ impl<'a> Simulation<'a> {
 
     fn schedule(&mut self, at_ns: u64, ev: Event) {
         debug_assert!(at_ns >= self.now, "an event in the past");
-        let e = (at_ns, self.seq, ev);
-        match self.soon {
-            None => self.soon = Some(e),
-            Some(s) if e < s => {
-                self.events.push(Reverse(s));
-                self.soon = Some(e);
-            }
-            Some(_) => self.events.push(Reverse(e)),
-        }
-        self.seq += 1;
-    }
-
-    /// The earliest scheduled event (FIFO on equal times), from the slot or the heap.
-    #[inline(always)]
-    fn pop_event(&mut self) -> Option<(u64, u64, Event)> {
-        match (self.soon, self.events.peek()) {
-            (Some(s), Some(Reverse(h))) if *h < s => self.events.pop().map(|r| r.0),
-            (Some(s), _) => {
-                self.soon = None;
-                Some(s)
-            }
-            (None, _) => self.events.pop().map(|r| r.0),
-        }
+        self.events.push(at_ns, ev);
     }
 
     /// Run to the end (all requests final, or the horizon). `progress` is called now and then; returning
@@ -303,7 +275,7 @@ impl<'a> Simulation<'a> {
     #[inline(never)]
     fn run_events(&mut self, n: u32) -> bool {
         for _ in 0..n {
-            let Some((t, _, ev)) = self.pop_event() else { return false };
+            let Some((t, _, ev)) = self.events.pop() else { return false };
             if let Event::Expire { session } = ev
                 && self.expiry_is_stale(session, t)
             {
@@ -359,7 +331,7 @@ impl<'a> Simulation<'a> {
             }
             if let Some(next) = next {
                 let at = next.arrival_ns.max(self.now);
-                self.follow_ups.push(Reverse((at, self.seq, FollowUp(next, self.turns[id as usize] + 1))));
+                self.follow_ups.push(Reverse((at, self.events.next_seq(), FollowUp(next, self.turns[id as usize] + 1))));
                 self.schedule(at, Event::FollowUp);
             }
         }
