@@ -108,9 +108,18 @@ pub enum Limiter {
 }
 
 impl Limiter {
+    /// In declaration order: `ALL[l as usize] == l`.
     pub const ALL: [Limiter; 6] =
         [Limiter::QueueEmpty, Limiter::MaxSeqs, Limiter::TokenBudget, Limiter::KvReservation, Limiter::KvFree, Limiter::Preemption];
 }
+
+const _: () = {
+    let mut i = 0;
+    while i < Limiter::ALL.len() {
+        assert!(Limiter::ALL[i] as usize == i, "Limiter::ALL is in declaration order");
+        i += 1;
+    }
+};
 
 /// Per-replica counters.
 #[derive(Clone, Debug, Default)]
@@ -394,7 +403,7 @@ impl Recorder {
     /// A step started on replica `r` (after batch formation and its KV allocation).
     pub fn on_step(&mut self, r: usize, w: &StepWork, c: &StepCost, limiter: Limiter, running: u64, kv_used: u64) {
         self.steps += 1;
-        self.limiter_steps[Limiter::ALL.iter().position(|l| *l == limiter).unwrap()] += 1;
+        self.limiter_steps[limiter as usize] += 1; // ALL lists the variants in declaration order
         self.compute_bound_steps += c.compute_bound as u64;
         self.batch_area += mul_wide(w.seqs() as u64, c.total_ns);
         self.prefill_tokens += w.prefill_tokens as u64;
