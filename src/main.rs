@@ -535,17 +535,18 @@ fn run_agent_bench(sessions: u64) -> Result<(), Failure> {
     let sc = scenario::validate(&bench::agent_spec(sessions)).map_err(|e| Failure::Internal(e.to_string()))?;
     let mut walls = Vec::new();
     let mut report = None;
-    for _ in 0..3 {
+    // Five runs, the median, as the 100k cases: three let one slow run of a shared machine set the figure.
+    for _ in 0..5 {
         let t = Instant::now();
         report = Some(inferscale::simulate(&sc));
         walls.push(t.elapsed().as_secs_f64());
     }
     walls.sort_by(f64::total_cmp);
-    let (wall, r) = (walls[1], report.expect("three runs"));
+    let (wall, r) = (walls[2], report.expect("five runs"));
     let s = r.sessions.as_ref().expect("a session scenario");
     println!();
     println!(
-        "agent sessions (scenarios/agent-sessions.json): {sessions} sessions, {} turns  median {wall:.3} s (best {:.3}, n=3)  {:.0} turns/wall-s  (target ≥ 300k)  [{} steps; p95 turn TTFT {:.3} s, reuse {:.1} %]",
+        "agent sessions (scenarios/agent-sessions.json): {sessions} sessions, {} turns  median {wall:.3} s (best {:.3}, n=5)  {:.0} turns/wall-s  (target ≥ 300k)  [{} steps; p95 turn TTFT {:.3} s, reuse {:.1} %]",
         s.turns,
         walls[0],
         s.turns as f64 / wall,
