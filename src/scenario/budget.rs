@@ -18,8 +18,8 @@ pub(crate) const ITL_CAP: usize = 1 << 24;
 const BYTES_PER_REQUEST: f64 = 400.0;
 /// A session's program holds, per turn, its new input, output, tool and gap.
 const PROGRAM_BYTES_PER_TURN: f64 = 24.0;
-/// The ITL record's most entries (`metrics` compacts it there), 8 bytes each, twice over while the
-/// report sorts and sums it.
+/// The ITL record's most entries (`metrics` compacts it there), 8 bytes each, twice over while it grows
+/// (a doubling holds the old copy and the new; the report reads it in place, through a fixed histogram).
 const ITL_MAX_BYTES: f64 = (ITL_CAP as f64) * 8.0 * 2.0;
 
 /// What one run may use.

@@ -85,6 +85,19 @@ test('result files import with their notes; a bad file names its line and key; t
   await page.close();
 });
 
+test('files chosen together keep their order, whatever finishes reading first; a file chosen twice is read once', async () => {
+  const { page, errors } = await openCalibration();
+  // The largest file first: sent as each read finished, the small ones used to overtake it.
+  const order = ['sglang-bench-serving.jsonl', 'vllm-current.json', 'vllm-legacy.json', 'vllm-runs-jsonl.json'];
+  await page.setInputFiles('#cal-files', [...order, 'vllm-legacy.json'].map((f) => join(RESULTS, f)));
+  await page.waitForFunction(() => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length >= 6 && !/Reading/.test(document.getElementById('cal-status').textContent), null, { timeout: 20000 });
+  const rows = await page.$$eval('#cal-cases-table tbody tr[data-set]', (trs) => trs.map((tr) => tr.children[1].textContent));
+  assert.deepEqual(rows, JSON.parse(cli(['import', ...order])).cases.map((c) => c.id));
+  assert.match(await page.textContent('#cal-import-errors'), /vllm-legacy\.json: chosen twice; read once/);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('training marks toggle from the keyboard and the run trains on exactly those cases', async () => {
   const { page, errors } = await openCalibration();
   await importFiles(page, FILES.slice(0, 4));

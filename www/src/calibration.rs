@@ -6,6 +6,9 @@
 use inferscale::truth::{default_training, Bundle, Case};
 use inferscale_worker::{Calibrated, Imported, Input, Output};
 use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlInputElement};
@@ -17,6 +20,9 @@ use crate::figure::Figure;
 use crate::sort::Sort;
 use crate::workers::Pool;
 
+/// An import's files by position: (name, text) once read.
+type Texts = RefCell<Vec<Option<(String, String)>>>;
+
 #[derive(Default)]
 pub(super) struct CalState {
     /// Every case imported so far, and which of them train the fit.
@@ -24,8 +30,10 @@ pub(super) struct CalState {
     pub train: Vec<bool>,
     /// Runs or files that could not be read, as the importer said.
     pub import_errors: Vec<String>,
-    /// Files sent to the worker and not yet answered.
+    /// Files being read or sent to the worker and not yet answered.
     pub importing: usize,
+    /// How many files each import in flight carries, oldest first (the worker answers in order).
+    pub import_batches: std::collections::VecDeque<usize>,
     /// The panel's own worker: importing and calibrating never wait on the Serving Lab's.
     pub worker: Option<Pool>,
     pub run_id: u32,
@@ -69,39 +77,77 @@ impl App {
 
     /// Files chosen or dropped: each is read (never on the main thread's critical path: `FileReader` is
     /// asynchronous) and sent to the worker to import.
+    /// Files chosen or dropped together are read, then sent to the worker as one import in the order they
+    /// were given — the order `inferscale import` lists their cases in. (Sent as each read finished, a small
+    /// file overtook a larger one and the table's order depended on timing.)
     pub(super) fn cal_files(&mut self, files: web_sys::FileList) {
+        let mut chosen = Vec::new();
         for i in 0..files.length() {
             let Some(file) = files.get(i) else { continue };
             let name = file.name();
             if file.size() > MAX_RESULT_BYTES {
                 self.cal.import_errors.push(format!("{name}: {:.0} MB, over the limit of {} MB for a result file", file.size() / 1e6, MAX_RESULT_BYTES / 1e6));
-                continue;
-            }
-            if self.cal.cases.iter().any(|c| c.source.file == name) {
+            } else if self.cal.cases.iter().any(|c| c.source.file == name) {
                 self.cal.import_errors.push(format!("{name}: already imported (its cases are in the table)"));
-                continue;
+            } else if chosen.iter().any(|f: &web_sys::File| f.name() == name) {
+                self.cal.import_errors.push(format!("{name}: chosen twice; read once"));
+            } else {
+                chosen.push(file);
             }
-            let Ok(reader) = web_sys::FileReader::new() else { continue };
-            let (r2, weak) = (reader.clone(), self.self_ref.clone());
-            let onload = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
-                let Some(app) = weak.upgrade() else { return };
-                let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
-                let mut a = app.borrow_mut();
-                let run_id = a.cal.run_id;
-                a.cal_worker().send(0, Input::Import { run_id, files: vec![(name.clone(), text)] });
-            });
-            reader.set_onload(Some(onload.as_ref().unchecked_ref()));
-            if reader.read_as_text(&file).is_ok() {
-                self.cal.importing += 1;
-            }
-            self.listeners.push(onload);
+        }
+        if !chosen.is_empty() {
+            self.read_then_import(chosen);
         }
         self.render_cases();
     }
 
+    /// Read every file, then send the texts that could be read, in order, as one import.
+    fn read_then_import(&mut self, files: Vec<web_sys::File>) {
+        let texts: Rc<Texts> = Rc::new(RefCell::new(vec![None; files.len()]));
+        let left = Rc::new(Cell::new(files.len()));
+        self.cal.importing += files.len();
+        self.cal.import_batches.push_back(files.len());
+        for (k, file) in files.into_iter().enumerate() {
+            let name = file.name();
+            let Some(reader) = web_sys::FileReader::new().ok() else {
+                self.file_read(&texts, &left, k, &name, None);
+                continue;
+            };
+            let (texts2, left2, weak, r2, name2) = (texts.clone(), left.clone(), self.self_ref.clone(), reader.clone(), name.clone());
+            // On load or on error: keep what was read (nothing, for an error).
+            let done = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
+                let Some(app) = weak.upgrade() else { return };
+                let text = r2.result().ok().and_then(|v| v.as_string());
+                app.borrow_mut().file_read(&texts2, &left2, k, &name2, text);
+            });
+            reader.set_onload(Some(done.as_ref().unchecked_ref()));
+            reader.set_onerror(Some(done.as_ref().unchecked_ref()));
+            if reader.read_as_text(&file).is_err() {
+                self.file_read(&texts, &left, k, &name, None);
+            }
+            self.listeners.push(done);
+        }
+    }
+
+    /// File `k` of an import was read (`text`) or could not be; once every file is in, the import goes to
+    /// the worker.
+    fn file_read(&mut self, texts: &Texts, left: &Cell<usize>, k: usize, name: &str, text: Option<String>) {
+        match text {
+            Some(t) => texts.borrow_mut()[k] = Some((name.to_string(), t)),
+            None => self.cal.import_errors.push(format!("{name}: the browser could not read the file")),
+        }
+        left.set(left.get() - 1);
+        if left.get() == 0 {
+            let run_id = self.cal.run_id;
+            let files: Vec<(String, String)> = texts.borrow_mut().drain(..).flatten().collect();
+            self.cal_worker().send(0, Input::Import { run_id, files });
+        }
+    }
+
     /// A file's runs came back: their cases join the table (the default split is made again over them all).
     fn cal_imported(&mut self, imported: Imported) {
-        self.cal.importing = self.cal.importing.saturating_sub(1);
+        let files = self.cal.import_batches.pop_front().unwrap_or(1);
+        self.cal.importing = self.cal.importing.saturating_sub(files);
         self.cal.import_errors.extend(imported.errors);
         if let Some(b) = imported.bundle_json.as_deref().and_then(|j| Bundle::parse(j).ok()) {
             for c in b.cases {
@@ -228,6 +274,7 @@ impl App {
         self.cal.worker = None;
         self.cal.running = false;
         self.cal.importing = 0;
+        self.cal.import_batches.clear();
         self.cal_progress(0.0);
         self.el("cal-status").set_text_content(Some("Cancelled (the last result stays on screen)"));
         self.cal_buttons();
