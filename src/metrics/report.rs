@@ -442,7 +442,7 @@ impl Report {
         let itl_s = Stats::from_packed_ns(&std::mem::take(&mut rec.itl_packed), super::ITL_COUNT_BITS);
         let reqs = &rec.requests;
         let mut audits = audits(&rec, &overall);
-        let sessions = sessions_summary(sc, &rec);
+        let sessions = sessions_summary(sc, &rec, &overall);
         audits.ok &= sessions.as_ref().is_none_or(|s| s.audit.ok && s.conservation_ok);
         // A lone class or tenant holds every request: its summary is the overall one, under its name (sorting
         // the same 100k latencies twice more was a tenth of a run's time).

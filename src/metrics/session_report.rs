@@ -123,6 +123,19 @@ pub struct TurnLatency {
     pub ttft_p95_s: f64,
 }
 
+/// Completed turns, their TTFT and their E2E: the overall figures when every request is a turn (the same
+/// samples, and a mean does not depend on their order; sorting them again was a tenth of the report), else the
+/// turns' own.
+fn turn_latencies(turns: &[&RequestRecord], requests: usize, overall: &super::report::GroupSummary) -> (u64, Stats, Stats) {
+    if turns.len() == requests {
+        return (overall.completed, overall.ttft_s, overall.e2e_s);
+    }
+    let done = |r: &&&RequestRecord| r.outcome == Outcome::Completed;
+    let mut ttft: Vec<u64> = turns.iter().filter(done).map(|r| r.first_token_ns - r.arrival_ns).collect();
+    let mut e2e: Vec<u64> = turns.iter().filter(done).map(|r| r.done_ns - r.arrival_ns).collect();
+    (ttft.len() as u64, Stats::from_ns(&mut ttft), Stats::from_ns(&mut e2e))
+}
+
 /// TTFT percentiles of completed turns by turn index, up to the first index (≤ 64) none completed at — one
 /// pass over the turns, not one per index.
 fn ttft_by_turn(turns: &[&RequestRecord]) -> Vec<TurnLatency> {
@@ -132,20 +145,18 @@ fn ttft_by_turn(turns: &[&RequestRecord]) -> Vec<TurnLatency> {
     }
     (by.into_iter().enumerate().skip(1))
         .map_while(|(k, mut v)| {
-            v.sort_by(f64::total_cmp);
+            super::stats::sort_f64(&mut v);
             (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
         })
         .collect()
 }
 
-pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<SessionsSummary> {
+pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder, overall: &super::report::GroupSummary) -> Option<SessionsSummary> {
     sc.workload.sessions.as_ref()?;
     let reqs = &rec.requests;
     let e = rec.session_ends;
-    let done = |r: &&&RequestRecord| r.outcome == Outcome::Completed;
     let turns: Vec<&RequestRecord> = reqs.iter().filter(|r| r.session != crate::workload::NO_SESSION).collect();
-    let mut ttft: Vec<u64> = turns.iter().filter(done).map(|r| r.first_token_ns - r.arrival_ns).collect();
-    let mut e2e: Vec<u64> = turns.iter().filter(done).map(|r| r.done_ns - r.arrival_ns).collect();
+    let (turns_completed, turn_ttft_s, turn_e2e_s) = turn_latencies(&turns, reqs.len(), overall);
     // A session's span: its first turn's arrival to its last turn's end, for sessions whose every turn completed.
     // Sessions that arrived (the generator may have drawn the next one's program when a horizon stopped the run).
     let arrived = rec.sess.ended_ns.len();
@@ -171,10 +182,10 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder) -> Option<Sessions
         unfinished: (arrived as u64).saturating_sub(ended),
         conservation_ok: ended <= arrived as u64,
         turns: turns.len() as u64,
-        turns_completed: ttft.len() as u64,
+        turns_completed,
         mean_turns_per_session: if arrived == 0 { 0.0 } else { turns.len() as f64 / arrived as f64 },
-        turn_ttft_s: Stats::from_ns(&mut ttft),
-        turn_e2e_s: Stats::from_ns(&mut e2e),
+        turn_ttft_s,
+        turn_e2e_s,
         session_e2e_s: Stats::from_ns(&mut session_e2e),
         ttft_by_turn: by_turn,
         history_tokens,
