@@ -168,10 +168,11 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder, overall: &super::r
         s.2 += 1;
         s.3 &= r.outcome == Outcome::Completed;
     }
-    let mut session_e2e: Vec<u64> = (span.iter().zip(&rec.programs)).filter(|(s, p)| s.3 && s.2 as usize == p.new_tokens.len()).map(|(s, _)| s.1 - s.0).collect();
+    let mut session_e2e: Vec<u64> = (0..arrived).filter(|&i| whole(rec, &span, i)).map(|i| span[i].1 - span[i].0).collect();
     let by_turn = ttft_by_turn(&turns);
     // Over the turns that arrived (a horizon may stop the next one's).
     let (history_tokens, history_prefilled) = history_of(rec, turns.iter().copied());
+    let recomputed = history_prefilled.saturating_sub(rec.session_reused_tokens);
     let ended = e.completed + e.context + e.failed;
     let met = slo_met(sc, rec, &span);
     Some(SessionsSummary {
@@ -189,8 +190,8 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder, overall: &super::r
         session_e2e_s: Stats::from_ns(&mut session_e2e),
         ttft_by_turn: by_turn,
         history_tokens,
-        recomputed_history_tokens: history_prefilled.saturating_sub(rec.session_reused_tokens),
-        reuse: if history_tokens == 0 { 0.0 } else { 1.0 - history_prefilled.saturating_sub(rec.session_reused_tokens) as f64 / history_tokens as f64 },
+        recomputed_history_tokens: recomputed,
+        reuse: reuse(history_tokens, recomputed),
         failed_turns: turns.iter().filter(|r| matches!(r.outcome, Outcome::Failed | Outcome::Rejected(_))).count() as u64,
         slo_attainment: attainment(met.iter().copied(), sc.workload.sessions.as_ref().is_some_and(|s| s.has_slo())),
         classes: class_summaries(sc, rec, &turns, &span, &met),
@@ -214,7 +215,7 @@ fn slo_met(sc: &Scenario, rec: &Recorder, span: &[(u64, u64, u32, bool)]) -> Vec
     (0..span.len())
         .map(|i| {
             let c = class(i);
-            let judged = rec.sess.ended_ns[i] != u64::MAX && (c.turn_ttft_ns.is_some() || c.session_ns.is_some());
+            let judged = rec.sess.ended_ns[i] != u64::MAX && c.has_slo();
             judged.then(|| ttft_ok[i] && span[i].3 && c.session_ns.is_none_or(|d| span[i].1 - span[i].0 <= d))
         })
         .collect()
@@ -273,26 +274,37 @@ fn class_summaries(sc: &Scenario, rec: &Recorder, turns: &[&RequestRecord], span
             let mine: Vec<usize> = (0..span.len()).filter(|&i| class_of(i) == k).collect();
             let its_turns = || turns.iter().filter(|r| class_of(r.session as usize) == k);
             let mut ttft: Vec<u64> = its_turns().filter(|r| r.outcome == Outcome::Completed).map(|r| r.first_token_ns - r.arrival_ns).collect();
-            let whole = |i: &&usize| span[**i].3 && span[**i].2 as usize == rec.programs[**i].new_tokens.len();
-            let mut e2e: Vec<u64> = mine.iter().filter(whole).map(|&i| span[i].1 - span[i].0).collect();
+            let done = |i: &&usize| whole(rec, span, **i);
+            let mut e2e: Vec<u64> = mine.iter().filter(done).map(|&i| span[i].1 - span[i].0).collect();
             let (history_tokens, prefilled) = history_of(rec, its_turns().copied());
             let recomputed = prefilled.saturating_sub(mine.iter().map(|&i| rec.sess.reused_tokens[i]).sum());
             let n_turns = its_turns().count() as u64;
             SessionClassSummary {
                 name: c.name.clone(),
                 sessions: mine.len() as u64,
-                completed: mine.iter().filter(whole).count() as u64,
+                completed: mine.iter().filter(done).count() as u64,
                 turns: n_turns,
                 mean_turns_per_session: if mine.is_empty() { 0.0 } else { n_turns as f64 / mine.len() as f64 },
                 turn_ttft_s: Stats::from_ns(&mut ttft),
                 session_e2e_s: Stats::from_ns(&mut e2e),
                 history_tokens,
                 recomputed_history_tokens: recomputed,
-                reuse: if history_tokens == 0 { 0.0 } else { 1.0 - recomputed as f64 / history_tokens as f64 },
-                slo_attainment: attainment(mine.iter().map(|&i| met[i]), c.turn_ttft_ns.is_some() || c.session_ns.is_some()),
+                reuse: reuse(history_tokens, recomputed),
+                slo_attainment: attainment(mine.iter().map(|&i| met[i]), c.has_slo()),
             }
         })
         .collect()
+}
+
+/// Whether session `i` is over and whole: every turn of its program arrived and completed (`span` as
+/// `sessions_summary` makes it).
+fn whole(rec: &Recorder, span: &[(u64, u64, u32, bool)], i: usize) -> bool {
+    span[i].3 && rec.programs.get(i).is_some_and(|p| span[i].2 as usize == p.new_tokens.len())
+}
+
+/// The share of re-sent history not recomputed (0 when none was re-sent).
+fn reuse(history_tokens: u64, recomputed: u64) -> f64 {
+    if history_tokens == 0 { 0.0 } else { 1.0 - recomputed as f64 / history_tokens as f64 }
 }
 
 /// Of `turns`, the history the later ones re-send, and of it what was prefilled (turns never admitted

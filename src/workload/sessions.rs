@@ -47,6 +47,13 @@ pub struct SessionClass {
     pub request_class: Option<u16>,
 }
 
+impl SessionClass {
+    /// Whether its sessions are judged: it has a turn TTFT or a session objective.
+    pub fn has_slo(&self) -> bool {
+        self.turn_ttft_ns.is_some() || self.session_ns.is_some()
+    }
+}
+
 /// A session's KV between turns (validated `RetentionSpec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retention {
@@ -89,7 +96,7 @@ impl Sessions {
 
     /// Whether any class has a session objective.
     pub fn has_slo(&self) -> bool {
-        self.classes.iter().any(|c| c.turn_ttft_ns.is_some() || c.session_ns.is_some())
+        self.classes.iter().any(SessionClass::has_slo)
     }
 
     /// The sessions of `s` (request classes named by `request_classes`); errors under `workload.sessions.`.
@@ -100,11 +107,12 @@ impl Sessions {
         }
         let n0 = e.0.len();
         let mut tools = Vec::new();
+        let (turns, first, new, output) = given_lengths([&s.turns, &s.first_tokens, &s.new_tokens, &s.output_tokens], P, e);
         let base = Base {
-            turns: s.turns.as_ref().map(|x| validate_turns(x, &format!("{P}.turns"), e)),
-            first: s.first_tokens.as_ref().map(|x| validate_length(x, &format!("{P}.first_tokens"), e)),
-            new: s.new_tokens.as_ref().map(|x| validate_length(x, &format!("{P}.new_tokens"), e)),
-            output: s.output_tokens.as_ref().map(|x| validate_length(x, &format!("{P}.output_tokens"), e)),
+            turns,
+            first,
+            new,
+            output,
             tools: tool_mix(&s.tools, &format!("{P}.tools"), &mut tools, e),
             slo: slo(&s.slo, P, e),
         };
@@ -209,19 +217,12 @@ fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class]
         } else if specs[..i].iter().any(|o| o.name == c.name) {
             e.push(format!("{p}.name"), format!("the name {:?} is taken by an earlier session class", c.name));
         }
-        let own = |x: &Option<LengthSpec>, field: &str, turns: bool, e: &mut Errors| -> Field {
-            let path = format!("{p}.{field}");
-            match x {
-                Some(x) if turns => Some(validate_turns(x, &path, e)),
-                Some(x) => Some(validate_length(x, &path, e)),
-                None => None,
-            }
-        };
+        let (turns, first, new, output) = given_lengths([&c.turns, &c.first_tokens, &c.new_tokens, &c.output_tokens], &p, e);
         let merged = Base {
-            turns: own(&c.turns, "turns", true, e).or_else(|| base.turns.clone()),
-            first: own(&c.first_tokens, "first_tokens", false, e).or_else(|| base.first.clone()),
-            new: own(&c.new_tokens, "new_tokens", false, e).or_else(|| base.new.clone()),
-            output: own(&c.output_tokens, "output_tokens", false, e).or_else(|| base.output.clone()),
+            turns: turns.or_else(|| base.turns.clone()),
+            first: first.or_else(|| base.first.clone()),
+            new: new.or_else(|| base.new.clone()),
+            output: output.or_else(|| base.output.clone()),
             tools: match &c.tools {
                 Some(t) => tool_mix(t, &format!("{p}.tools"), tools, e),
                 None => base.tools.clone(),
@@ -243,6 +244,14 @@ fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class]
         out.extend(merged.class(c.name.clone(), 0.0, request_class, &p, e));
     }
     out
+}
+
+/// The turns, first prompt, new input and output given at `p` (the sessions' or a class's), each validated;
+/// None where not given.
+fn given_lengths(x: [&Option<LengthSpec>; 4], p: &str, e: &mut Errors) -> (Field, Field, Field, Field) {
+    let length = |x: &Option<LengthSpec>, field: &str, e: &mut Errors| x.as_ref().map(|x| validate_length(x, &format!("{p}.{field}"), e));
+    let turns = x[0].as_ref().map(|t| validate_turns(t, &format!("{p}.turns"), e));
+    (turns, length(x[1], "first_tokens", e), length(x[2], "new_tokens", e), length(x[3], "output_tokens", e))
 }
 
 /// A turn-count distribution: a length distribution of at most 10,000 turns.
