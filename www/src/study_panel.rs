@@ -366,14 +366,15 @@ impl App {
                     Some(key) => format!("study.{}.{key}", self.panel),
                     None => details::dotted(f.ptr),
                 };
-                let at = |d: &str| errors.iter().find(|(path, _)| path == d || path.starts_with(&format!("{d}."))).map(|h| h.1.as_str());
+                let under = |path: &str, d: &str| path == d || path.starts_with(&format!("{d}."));
+                let at = |d: &str| errors.iter().find(|(path, _)| under(path, d)).map(|h| h.1.as_str());
                 if let PKind::Variant(var) = f.kind {
                     // A number's error at its input; the rest of the block's at the select.
                     let numbers = var.numbers();
                     for n in &numbers {
                         super::mark_field(&self.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
                     }
-                    let rest = errors.iter().find(|(path, _)| (*path == d || path.starts_with(&format!("{d}."))) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key))));
+                    let rest = errors.iter().find(|(path, _)| under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key))));
                     super::mark_field(&self.el(f.id), rest.map(|h| h.1.as_str()));
                     continue;
                 }
@@ -559,27 +560,14 @@ impl App {
             .columns
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                let unit = match study::display_unit(c) {
-                    "" => String::new(),
-                    u => format!(" <span class=\"unit\">{}</span>", esc(u)),
-                };
-                self.study.sort.th("data-scol", i, &format!("{}{unit}", esc(&c.label)), &c.label)
-            })
+            .map(|(i, c)| self.study.sort.th("data-scol", i, &header_html(c), &c.label))
             .collect();
         let body: String = self
             .study
             .order
             .iter()
             .map(|&i| {
-                let cells: String = r.rows[i]
-                    .iter()
-                    .zip(&r.columns)
-                    .map(|(c, col)| {
-                        let class = if col.format == Format::Text { " class=\"text\"" } else { "" };
-                        format!("<td{class}>{}</td>", esc(&study::show(c, col.format)))
-                    })
-                    .collect();
+                let cells: String = r.rows[i].iter().zip(&r.columns).map(|(c, col)| cell_html(c, col)).collect();
                 let best = if Some(i) == r.best_row { " class=\"best\" aria-label=\"best\"" } else { "" };
                 format!("<tr{best}>{cells}</tr>")
             })
@@ -648,17 +636,23 @@ fn variant_html(f: &Param, var: &Variant) -> String {
     html
 }
 
+/// A column's header: its label, and its unit when it has one.
+fn header_html(c: &study::Column) -> String {
+    match study::display_unit(c) {
+        "" => esc(&c.label),
+        u => format!("{} <span class=\"unit\">{}</span>", esc(&c.label), esc(u)),
+    }
+}
+
+/// A table cell as its column shows it (text left-aligned).
+fn cell_html(c: &study::Cell, col: &study::Column) -> String {
+    let class = if col.format == Format::Text { " class=\"text\"" } else { "" };
+    format!("<td{class}>{}</td>", esc(&study::show(c, col.format)))
+}
+
 /// A report's further table, under its title, in its own order (the first table's sort does not move it).
 fn extra_table(k: usize, t: &study::Table) -> String {
-    let cell_class = |col: &study::Column| if col.format == Format::Text { " class=\"text\"" } else { "" };
-    let head: String = (t.columns.iter())
-        .map(|c| match study::display_unit(c) {
-            "" => format!("<th>{}</th>", esc(&c.label)),
-            u => format!("<th>{} <span class=\"unit\">{}</span></th>", esc(&c.label), esc(u)),
-        })
-        .collect();
-    let body: String = (t.rows.iter())
-        .map(|row| format!("<tr>{}</tr>", row.iter().zip(&t.columns).map(|(c, col)| format!("<td{}>{}</td>", cell_class(col), esc(&study::show(c, col.format)))).collect::<String>()))
-        .collect();
+    let head: String = t.columns.iter().map(|c| format!("<th>{}</th>", header_html(c))).collect();
+    let body: String = (t.rows.iter()).map(|row| format!("<tr>{}</tr>", row.iter().zip(&t.columns).map(|(c, col)| cell_html(c, col)).collect::<String>())).collect();
     format!("<h3 class=\"table-title\">{}</h3><div class=\"table-wrap\"><table id=\"study-table-{}\" aria-label=\"{}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>", esc(&t.title), k + 1, esc(&t.title))
 }
