@@ -282,6 +282,21 @@ impl Simulation<'_> {
         preempted
     }
 
+    /// What stops admission to replica `r` (with `budget` tokens left in the step) before it looks at a
+    /// request: a full batch, no budget, nothing waiting. None: the queue's head may be admitted.
+    #[inline(always)]
+    pub(super) fn admission_closed(&self, r: usize, budget: u32) -> Option<Limiter> {
+        let rep = &self.replicas[r];
+        if rep.batch.len() >= self.sc.pools[rep.pool].engine.max_num_seqs as usize {
+            return Some(Limiter::MaxSeqs);
+        }
+        if budget == 0 {
+            return Some(Limiter::TokenBudget);
+        }
+        let waiting = self.central.as_ref().map_or(rep.queue.len(), |q| q.len());
+        (waiting == 0).then_some(Limiter::QueueEmpty)
+    }
+
     /// Step 2: admit waiting requests while everything allows. Inlined into vLLM's formation, its hot caller.
     #[inline(always)]
     fn admit(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) -> Limiter {
@@ -289,20 +304,15 @@ impl Simulation<'_> {
         let en = &pool.engine;
         let block = en.block_size_tokens;
         loop {
+            if let Some(limiter) = self.admission_closed(r, *budget) {
+                return limiter;
+            }
             let rep = &mut self.replicas[r];
-            if rep.batch.len() >= en.max_num_seqs as usize {
-                return Limiter::MaxSeqs;
-            }
-            if *budget == 0 {
-                return Limiter::TokenBudget;
-            }
             let queue = match &mut self.central {
                 Some(q) => q,
                 None => &mut rep.queue,
             };
-            let Some(head) = queue.peek() else {
-                return Limiter::QueueEmpty;
-            };
+            let head = queue.peek().expect("admission is open only with a request waiting");
             let rec = &self.requests[head.id as usize];
             // Where the request starts: holding its prompt's KV (it crossed the link to this decode worker),
             // or from nothing (a new prompt, or a recompute after preemption: prompt + tokens so far).

@@ -25,7 +25,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::kv::{BlockPool, EntryId};
-use crate::metrics::{Outcome, Recorder, RequestRecord};
+use crate::cost::StepWork;
+use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
@@ -483,8 +484,13 @@ impl<'a> Simulation<'a> {
             }
             return;
         }
+        self.launch(r, &work, limiter);
+    }
+
+    /// Start replica `r`'s formed step, of `work` (not empty); `limiter` stopped its admission.
+    fn launch(&mut self, r: usize, work: &StepWork, limiter: Limiter) {
         let rep = &mut self.replicas[r];
-        let cost = self.sc.pools[rep.pool].cost.step(&work);
+        let cost = self.sc.pools[rep.pool].cost.step(work);
         rep.busy = true;
         rep.step_ns = cost.total_ns;
         if self.central.is_some() {
@@ -495,7 +501,7 @@ impl<'a> Simulation<'a> {
             let kv_load = (rep.kv.used() << 32) / rep.kv.total();
             self.loads[rep.pool].kv.set(rep.local, kv_load);
         }
-        self.rec.on_step(r, &work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
+        self.rec.on_step(r, work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
         self.schedule(self.now + cost.total_ns, Event::StepEnd { replica: r as u32 });
     }
 
@@ -534,6 +540,9 @@ impl<'a> Simulation<'a> {
         let pool = &self.sc.pools[rep.pool];
         let en = &pool.engine;
         rep.busy = false;
+        if let Some(c) = rep.batch.coast(&mut rep.kv, en) {
+            return self.coasted(r, c);
+        }
         let mut pass = RarePass {
             now: self.now,
             step_ns: rep.step_ns,
@@ -565,6 +574,23 @@ impl<'a> Simulation<'a> {
         self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from });
         for (id, blocks, shared_group) in handoff {
             self.start_transfer(id, r, blocks, shared_group);
+        }
+        if self.central.is_some() {
+            self.kick_idle();
+        }
+    }
+
+    /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may
+    /// still admit from the queue).
+    fn coasted(&mut self, r: usize, c: step_end::Coasted) {
+        self.rec.coasted_steps += 1;
+        let tally = Tally { bulk_itl: c.emitted, emitted_n: c.emitted as u64, allocated: c.allocated, ..Tally::default() };
+        self.settle_step_end(r, &tally, c.ended.held_blocks, &[]);
+        // Every running request is planned; unless formation may admit, the step is formed (and nothing
+        // formation would note — retained KV, preemptions — changed).
+        match self.admission_closed(r, c.ended.budget) {
+            Some(limiter) => self.launch(r, &c.ended.work, limiter),
+            None => self.start_step(r, Plan { work: c.ended.work, budget: c.ended.budget, from: c.ended.from }),
         }
         if self.central.is_some() {
             self.kick_idle();

@@ -14,6 +14,10 @@
 //! token of budget, counted in batch order, and the others are still handled one by one in batch order
 //! (`engine::run_eager` is the reference, and a property test compares the two byte for byte).
 //!
+//! When every running request is lazy and none leaves at a step end — nine step ends in ten of a decoding
+//! batch — the pass would only count them: [`Batch::coast`] gives its result without it, and the engine then
+//! skips formation too unless it may admit.
+//!
 //! Invariant: a batch has lazy requests only while its step is in flight, and they are all in it.
 
 use super::batch::{take, want_need};
@@ -120,6 +124,9 @@ pub(crate) struct Batch {
     exit_step: Vec<u64>,
     /// Step ends so far; numbers the step ends for `exit_step`.
     steps: u64,
+    /// The earliest step end at which a lazy request stops being one, or 0 when not known yet: only a general
+    /// step end changes which requests are lazy, and it clears this; [`Batch::coast`] finds it when it needs it.
+    first_exit: u64,
     lazy: Lazy,
     /// Lazy requests by the step ends at which they need a new block: `phase[k mod block size]` of them
     /// take one at step end k (see [`Running::lazy_phase`]).
@@ -145,6 +152,7 @@ impl Batch {
             running: Vec::with_capacity(cap),
             exit_step: Vec::with_capacity(cap),
             steps: 0,
+            first_exit: 0,
             lazy: Lazy::default(),
             phase: vec![0; block_tokens as usize],
             exceptions: Vec::new(),
@@ -207,7 +215,38 @@ impl Batch {
         let swept = self.sweep(pass, en, budget, k, lazy_steps);
         debug_assert!(!bulk || (pass.stuck_at.is_none() && pass.kv.cache.evictions == evictions_before), "the bound on the exceptions' blocks failed");
         let crossing = self.phase[(k % block) as usize] as u64 - swept.fresh_crossing_now;
+        self.first_exit = 0;
         self.settle_lazy(pass, swept, crossing)
+    }
+
+    /// The step end when every running request is lazy and none stops being lazy at it — most step ends of a
+    /// batch that is decoding. The general pass would only count them (no exception, a run the budget
+    /// covers, crossings the free blocks cover); this gives its result without the pass. None, with nothing
+    /// changed, when the general pass must run.
+    #[inline(always)]
+    pub fn coast(&mut self, kv: &mut BlockPool, en: &Engine) -> Option<Coasted> {
+        let (n, k, block) = (self.running.len() as u64, self.steps + 1, en.block_size_tokens as u64);
+        if n == 0 || self.lazy.n != n {
+            return None;
+        }
+        if self.first_exit == 0 {
+            self.first_exit = self.exit_step.iter().copied().min().unwrap_or(0); // all lazy: none is 0
+        }
+        let crossing = self.phase[(k % block) as usize] as u64;
+        if k >= self.first_exit || n > en.max_num_batched_tokens as u64 || crossing > kv.free() {
+            return None;
+        }
+        self.steps = k;
+        if crossing > 0 {
+            let ok = kv.try_alloc(crossing);
+            debug_assert!(ok, "the crossings were checked to fit");
+        }
+        let lazy = &mut self.lazy;
+        lazy.blocks += crossing;
+        lazy.kv_tokens += n;
+        let work = StepWork { decode_seqs: n as u32, decode_context_tokens: lazy.kv_tokens, ..StepWork::default() };
+        let ended = Ended { work, budget: en.max_num_batched_tokens - n as u32, from: n as usize, held_blocks: lazy.blocks };
+        Some(Coasted { ended, emitted: n as u32, allocated: crossing })
     }
 
     /// The positions of the requests that are not lazy, or whose laziness ends at step end `k`. Eight at a
@@ -362,6 +401,14 @@ impl Batch {
         lazy.blocks += swept.fresh.blocks;
         Ended { work: t.work, budget: swept.budget, from: pass.stuck_at.unwrap_or(swept.kept), held_blocks }
     }
+}
+
+/// A step end [`Batch::coast`] made: what the general pass would have left, the tokens emitted (each one
+/// step after its request's last), and the blocks taken for the next step.
+pub(crate) struct Coasted {
+    pub ended: Ended,
+    pub emitted: u32,
+    pub allocated: u64,
 }
 
 /// What the pass over the batch found.

@@ -180,6 +180,9 @@ pub struct Recorder {
     pub itl_coarsened: bool,
     pub replicas: Vec<ReplicaCounters>,
     pub steps: u64,
+    /// Step ends the engine made without the pass over the batch (every request lazy; not reported: tests
+    /// check that the comparison with the general path covers them).
+    pub coasted_steps: u64,
     pub limiter_steps: [u64; 6],
     pub compute_bound_steps: u64,
     /// Σ seqs × step duration, for the time-weighted batch size.
@@ -235,6 +238,7 @@ impl Recorder {
             itl_coarsened: false,
             replicas: vec![ReplicaCounters::default(); sc.worker_count() as usize],
             steps: 0,
+            coasted_steps: 0,
             limiter_steps: [0; 6],
             compute_bound_steps: 0,
             batch_area: 0,

@@ -138,13 +138,15 @@ fn random_valid_scenarios_run_and_pass_audits() {
     assert!(preempted > 5 && failed > 0 && rejected > 10 && unfinished > 5, "the generator must reach the rare paths");
 }
 
-/// The step end leaves steady decoders lazy (`engine::Lazy`) instead of touching each one every step; it must
-/// make exactly the plan the general path makes. The same random scenarios, ten times longer ones (more
-/// steady stretches, more block boundaries), ones whose token budget binds every step, and the shipped
-/// scenarios give byte-identical reports both ways.
+/// The step end leaves steady decoders lazy (`engine::Lazy`) instead of touching each one every step, and
+/// when every running request is lazy it skips the pass over the batch (it coasts); it must make exactly the
+/// plan the general path makes. The same random scenarios, ten times longer ones (more steady stretches, more
+/// block boundaries), ones whose token budget binds every step, and the shipped scenarios give byte-identical
+/// reports both ways.
 #[test]
 fn lazy_step_ends_equal_the_general_path() {
-    let (mut compared, mut lazy_heavy) = (0, 0);
+    let (mut compared, mut lazy_heavy, mut coasting) = (0, 0, 0);
+    let (mut steps, mut coasted) = (0, 0);
     // The third set has a token budget far smaller than the batch slots, so most steps are budget-bound.
     for (scale, n, tight_budget) in [(1, 300, false), (10, 100, false), (3, 100, true)] {
         for i in 0..n {
@@ -155,14 +157,18 @@ fn lazy_step_ends_equal_the_general_path() {
                 (e.max_num_seqs, e.max_num_batched_tokens, e.chunked_prefill, e.prefill_chunk_tokens) = (256, 48, true, Some(32));
             }
             let Ok(sc) = scenario::validate(&spec) else { continue };
-            let lazy = inferscale::export::json(&inferscale::simulate(&sc));
+            let rec = inferscale::engine::run(&sc);
+            (steps, coasted, coasting) = (steps + rec.steps, coasted + rec.coasted_steps, coasting + usize::from(rec.coasted_steps > 0));
+            let lazy = inferscale::export::json(&inferscale::Report::build(&sc, rec));
             let eager = inferscale::export::json(&inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc)));
             assert!(lazy == eager, "scenario {i} ×{scale}: the lazy step end changed the report");
             compared += 1;
             lazy_heavy += usize::from(sc.pools[0].engine.max_num_seqs >= 32);
         }
     }
+    println!("{compared} compared, {lazy_heavy} with batches of 32 or more, {coasting} coasting; {coasted} of {steps} step ends coasted");
     assert!(compared > 400 && lazy_heavy > 150, "{compared} compared, {lazy_heavy} with batches of 32 or more");
+    assert!(coasting > 200 && coasted * 4 > steps, "{coasting} scenarios coasting, {coasted} of {steps} step ends");
     // And every shipped scenario (P/D with shared prefixes, KV pressure, bursts, a trace, 70B on TP 4).
     for name in super::shipped_names() {
         let sc = scenario::validate(&super::shipped(&name)).unwrap();
