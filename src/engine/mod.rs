@@ -601,6 +601,7 @@ impl<'a> Simulation<'a> {
     /// link (they keep their blocks here until the transfer ends), the prefix cache's size, the router's
     /// loads, the audit, and the recorder's gauges — which see the state between the steps: after the
     /// releases, before the next step's allocations.
+    #[inline(always)]
     fn settle_step_end(&mut self, r: usize, t: &Tally, held_blocks: u64, handoff: &[(u32, u64, Option<u16>)]) {
         let rep = &mut self.replicas[r];
         rep.kv.release(t.released);

@@ -122,8 +122,10 @@ pub(crate) struct Batch {
     /// Parallel to `running`: 0, or for a lazy request the step end at which it stops being one, when its
     /// next token is its last.
     exit_step: Vec<u64>,
-    /// Step ends so far; numbers the step ends for `exit_step`.
+    /// Step ends so far; numbers the step ends for `exit_step`. And the next one's number mod the block size,
+    /// kept rather than divided for at every step end.
     steps: u64,
+    next_in_block: usize,
     /// The earliest step end at which a lazy request stops being one, or 0 when not known yet: only a general
     /// step end changes which requests are lazy, and it clears this; [`Batch::coast`] finds it when it needs it.
     first_exit: u64,
@@ -152,6 +154,7 @@ impl Batch {
             running: Vec::with_capacity(cap),
             exit_step: Vec::with_capacity(cap),
             steps: 0,
+            next_in_block: 1 % block_tokens.max(1) as usize,
             first_exit: 0,
             lazy: Lazy::default(),
             phase: vec![0; block_tokens as usize],
@@ -198,8 +201,8 @@ impl Batch {
     /// order, the batch compacting over requests that left. `lazy_steps` false: none is left lazy.
     #[inline]
     pub fn end_step(&mut self, pass: &mut RarePass<'_>, en: &Engine, budget: u32, lazy_steps: bool) -> Ended {
-        let k = self.steps + 1;
-        self.steps = k;
+        let (k, at) = (self.steps + 1, self.next_in_block);
+        self.count_step_end(en);
         let block = en.block_size_tokens as u64;
         let prev_end_ns = pass.now - pass.step_ns;
         self.find_exceptions(k);
@@ -207,14 +210,14 @@ impl Batch {
         // result in any order as long as every allocation of the step succeeds without evicting: if free blocks
         // might not cover them all, every lazy request is brought up to date and the whole batch takes the
         // general path, in order.
-        let bulk = self.lazy.n > 0 && self.blocks_bound(k, block) <= pass.kv.free();
+        let bulk = self.lazy.n > 0 && self.blocks_bound(at, block) <= pass.kv.free();
         let evictions_before = pass.kv.cache.evictions;
         if self.lazy.n > 0 && !bulk {
             self.wake_all(k, prev_end_ns, en.block_size_tokens);
         }
-        let swept = self.sweep(pass, en, budget, k, lazy_steps);
+        let swept = self.sweep(pass, en, budget, (k, at), lazy_steps);
         debug_assert!(!bulk || (pass.stuck_at.is_none() && pass.kv.cache.evictions == evictions_before), "the bound on the exceptions' blocks failed");
-        let crossing = self.phase[(k % block) as usize] as u64 - swept.fresh_crossing_now;
+        let crossing = self.phase[at] as u64 - swept.fresh_crossing_now;
         self.first_exit = 0;
         self.settle_lazy(pass, swept, crossing)
     }
@@ -225,18 +228,18 @@ impl Batch {
     /// changed, when the general pass must run.
     #[inline(always)]
     pub fn coast(&mut self, kv: &mut BlockPool, en: &Engine) -> Option<Coasted> {
-        let (n, k, block) = (self.running.len() as u64, self.steps + 1, en.block_size_tokens as u64);
+        let (n, k, at) = (self.running.len() as u64, self.steps + 1, self.next_in_block);
         if n == 0 || self.lazy.n != n {
             return None;
         }
         if self.first_exit == 0 {
             self.first_exit = self.exit_step.iter().copied().min().unwrap_or(0); // all lazy: none is 0
         }
-        let crossing = self.phase[(k % block) as usize] as u64;
+        let crossing = self.phase[at] as u64;
         if k >= self.first_exit || n > en.max_num_batched_tokens as u64 || crossing > kv.free() {
             return None;
         }
-        self.steps = k;
+        self.count_step_end(en);
         if crossing > 0 {
             let ok = kv.try_alloc(crossing);
             debug_assert!(ok, "the crossings were checked to fit");
@@ -276,10 +279,20 @@ impl Batch {
         }
     }
 
-    /// A bound on the blocks step end `k` may take: the lazy requests crossing into a block, and the
-    /// exceptions' most each.
-    fn blocks_bound(&self, k: u64, block: u64) -> u64 {
-        let crossing = self.phase[(k % block) as usize] as u64;
+    /// Count a step end: the next one's number, and that mod the block size.
+    #[inline(always)]
+    fn count_step_end(&mut self, en: &Engine) {
+        self.steps += 1;
+        self.next_in_block += 1;
+        if self.next_in_block == en.block_size_tokens as usize {
+            self.next_in_block = 0;
+        }
+    }
+
+    /// A bound on the blocks the step end at `at` (mod the block size) may take: the lazy requests crossing
+    /// into a block, and the exceptions' most each.
+    fn blocks_bound(&self, at: usize, block: u64) -> u64 {
+        let crossing = self.phase[at] as u64;
         crossing + self.exceptions.iter().map(|&j| self.running[j as usize].blocks_bound(block)).sum::<u64>()
     }
 
@@ -303,7 +316,7 @@ impl Batch {
     /// stops (the budget ran out, or an allocation failed) every later request only ends its step, so from
     /// there on lazy requests take the general path too.
     #[inline(always)]
-    fn sweep(&mut self, pass: &mut RarePass<'_>, en: &Engine, mut budget: u32, k: u64, lazy_steps: bool) -> Swept {
+    fn sweep(&mut self, pass: &mut RarePass<'_>, en: &Engine, mut budget: u32, (k, in_block): (u64, usize), lazy_steps: bool) -> Swept {
         let block = en.block_size_tokens as u64;
         let prev_end_ns = pass.now - pass.step_ns;
         let Batch { running, exit_step: exit, phase, lazy, exceptions: exc, .. } = self;
@@ -359,7 +372,7 @@ impl Batch {
                 let p = s.lazy_phase(e, block);
                 phase[p] += 1;
                 // Its block for this step's token was planned just now, not by the lazy crossing.
-                fresh_crossing_now += u64::from(p == (k % block) as usize);
+                fresh_crossing_now += u64::from(p == in_block);
                 e
             } else {
                 0

@@ -432,6 +432,7 @@ impl Recorder {
 
     /// A step ended on replica `r`; `finished` requests completed; `running` and `kv_used` are after it.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn on_step_end(&mut self, r: usize, step_ns: u64, bulk_itl: u32, emitted: u64, finished: u32, running: u64, kv_used: u64, kv_ok: bool) {
         if bulk_itl > 0 {
             self.push_itl(step_ns, bulk_itl as u64);
