@@ -71,6 +71,18 @@ pub fn pack_itl(ns: u64, count: u64) -> u64 {
 
 pub(crate) use crate::scenario::ITL_CAP;
 
+/// A short ITL entry, `ns << SHORT_COUNT_BITS | count` in half a word, holds a latency below 2^26 ns (67 ms)
+/// and a count below 64: nearly every step's entry (a step's tokens at that step's time). A run's record —
+/// one entry a step — then takes half the memory, and half the page faults a fresh run pays for it.
+pub(crate) const SHORT_COUNT_BITS: u32 = 6;
+const SHORT_MAX_NS: u64 = (1 << (32 - SHORT_COUNT_BITS)) - 1;
+
+/// A short entry as a packed word with `bits` count bits.
+#[inline(always)]
+pub(crate) fn widen_itl(s: u32, bits: u32) -> u64 {
+    ((s >> SHORT_COUNT_BITS) as u64) << bits | (s & ((1 << SHORT_COUNT_BITS) - 1)) as u64
+}
+
 /// Bound the ITL record: each gap keeps its 11 leading significant bits (relative error ≤ 2^-11, 0.05 %),
 /// and equal gaps merge into one entry with their counts summed. At most 44 × 2^11 distinct gaps remain, so
 /// the record stays under `ITL_CAP` entries whatever the run's length (a 10M-token output used to grow it
@@ -174,7 +186,9 @@ pub struct Recorder {
     /// was exactly that step, one per token otherwise (after a skipped step or a preemption). 8 bytes a step
     /// keeps a million-request run small; sorting the packed words sorts by latency.
     pub itl_packed: Vec<u64>,
-    /// `itl_packed`'s length at which it is next compacted ([`compact_itl`]); set once it was, so a report
+    /// The entries that fit in half a word ([`SHORT_COUNT_BITS`]); with `itl_packed`, one sample.
+    pub itl_short: Vec<u32>,
+    /// The record's length (both parts) at which it is next compacted ([`compact_itl`]); set once it was, so a report
     /// can say its ITL percentiles are to 0.05 %.
     itl_compact_at: usize,
     pub itl_coarsened: bool,
@@ -234,6 +248,7 @@ impl Recorder {
             waiting: 0,
             preemptions: 0,
             itl_packed: Vec::new(),
+            itl_short: Vec::new(),
             itl_compact_at: ITL_CAP,
             itl_coarsened: false,
             replicas: vec![ReplicaCounters::default(); sc.worker_count() as usize],
@@ -266,8 +281,13 @@ impl Recorder {
     }
 
     /// Record `count` inter-token latencies of `ns` each.
+    #[inline(always)]
     pub fn push_itl(&mut self, ns: u64, count: u64) {
-        self.itl_packed.push(pack_itl(ns, count));
+        if ns <= SHORT_MAX_NS && count < 1 << SHORT_COUNT_BITS {
+            self.itl_short.push((ns as u32) << SHORT_COUNT_BITS | count as u32);
+        } else {
+            self.itl_packed.push(pack_itl(ns, count));
+        }
     }
 
     /// Of `created` requests so far, those that reached a final outcome.
@@ -437,7 +457,8 @@ impl Recorder {
         if bulk_itl > 0 {
             self.push_itl(step_ns, bulk_itl as u64);
         }
-        if self.itl_packed.len() >= self.itl_compact_at {
+        if self.itl_packed.len() + self.itl_short.len() >= self.itl_compact_at {
+            self.itl_packed.extend(self.itl_short.drain(..).map(|s| widen_itl(s, ITL_COUNT_BITS)));
             compact_itl(&mut self.itl_packed);
             self.itl_compact_at = ITL_CAP.max(2 * self.itl_packed.len());
             self.itl_coarsened = true;
@@ -501,7 +522,7 @@ mod tests {
         let mut packed = exact.clone();
         compact_itl(&mut packed);
         assert!(packed.len() <= 44 << 11, "{} entries left", packed.len());
-        let (a, b) = (Stats::from_packed_ns(&exact, ITL_COUNT_BITS), Stats::from_packed_ns(&packed, ITL_COUNT_BITS));
+        let (a, b) = (Stats::from_packed_ns(&exact, &[], ITL_COUNT_BITS), Stats::from_packed_ns(&packed, &[], ITL_COUNT_BITS));
         assert_eq!(a.count, b.count);
         for (x, y) in [(a.mean, b.mean), (a.p50, b.p50), (a.p95, b.p95), (a.p99, b.p99), (a.max, b.max)] {
             assert!((x - y).abs() <= x * (1.0 / 2048.0), "{x} vs {y}");

@@ -439,7 +439,7 @@ impl Report {
             tpot: super::stats::cdf_of_sorted_s(&s.tpot),
             e2e: super::stats::cdf_of_sorted_ns(&s.e2e),
         };
-        let itl_s = Stats::from_packed_ns(&std::mem::take(&mut rec.itl_packed), super::ITL_COUNT_BITS);
+        let itl_s = Stats::from_packed_ns(&std::mem::take(&mut rec.itl_packed), &std::mem::take(&mut rec.itl_short), super::ITL_COUNT_BITS);
         let reqs = &rec.requests;
         let mut audits = audits(&rec, &overall);
         let sessions = sessions_summary(sc, &rec, &overall);

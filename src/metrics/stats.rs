@@ -50,8 +50,8 @@ impl Stats {
     /// latencies are one word per step — millions — so the percentiles come from a selection, not a sort
     /// (which was a fifth of an agent run's time): [`Weighted`] finds the buckets the percentiles' ranks fall
     /// in, and only those buckets' words are sorted. The order statistics are a full sort's exactly.
-    pub fn from_packed_ns(v: &[u64], bits: u32) -> Self {
-        let w = Weighted::new(v, bits);
+    pub fn from_packed_ns(v: &[u64], short: &[u32], bits: u32) -> Self {
+        let w = Weighted::new(v, short, bits);
         if w.n == 0 {
             return Stats::default();
         }
@@ -82,9 +82,11 @@ fn bucket_of(ns: u64) -> usize {
     }
 }
 
-/// A weighted sample's histogram: the count at or below each bucket, and the exact sum and max.
+/// A weighted sample's histogram: the count at or below each bucket, and the exact sum and max. The sample
+/// is packed words and short ones (`metrics::widen_itl`).
 struct Weighted<'a> {
     words: &'a [u64],
+    short: &'a [u32],
     bits: u32,
     cum: Vec<u64>,
     n: u64,
@@ -93,22 +95,22 @@ struct Weighted<'a> {
 }
 
 impl<'a> Weighted<'a> {
-    fn new(words: &'a [u64], bits: u32) -> Self {
+    fn new(words: &'a [u64], short: &'a [u32], bits: u32) -> Self {
         let mask = (1u64 << bits) - 1;
         let mut cum = vec![0u64; BUCKETS];
         let (mut sum_ns, mut max_ns) = (0u128, 0u64);
-        for &x in words {
+        each_word(words, short, bits, |x| {
             let (ns, count) = (x >> bits, x & mask);
             cum[bucket_of(ns)] += count;
             sum_ns += (ns as u128) * count as u128;
             max_ns = max_ns.max(ns);
-        }
+        });
         let mut n = 0;
         for c in cum.iter_mut() {
             n += *c;
             *c = n;
         }
-        Weighted { words, bits, cum, n, sum_ns, max_ns }
+        Weighted { words, short, bits, cum, n, sum_ns, max_ns }
     }
 
     /// The bucket holding rank `i` (0-based, in the expanded ascending order).
@@ -122,7 +124,12 @@ impl<'a> Weighted<'a> {
         for i in ranks {
             wanted[self.bucket_of_rank(i)] = true;
         }
-        let mut words: Vec<u64> = self.words.iter().copied().filter(|&x| wanted[bucket_of(x >> self.bits)]).collect();
+        let mut words: Vec<u64> = Vec::new();
+        each_word(self.words, self.short, self.bits, |x| {
+            if wanted[bucket_of(x >> self.bits)] {
+                words.push(x);
+            }
+        });
         words.sort_unstable();
         let mut runs: Vec<(u64, u64)> = Vec::new(); // (first rank of the word's run, ns), ascending
         let (mut last_bucket, mut at) = (usize::MAX, 0);
@@ -139,6 +146,17 @@ impl<'a> Weighted<'a> {
             }
         }
         Picked { runs }
+    }
+}
+
+/// Every word of a sample of packed words and short ones, the short ones widened to `bits` count bits.
+#[inline(always)]
+fn each_word(words: &[u64], short: &[u32], bits: u32, mut f: impl FnMut(u64)) {
+    for &x in words {
+        f(x);
+    }
+    for &s in short {
+        f(super::widen_itl(s, bits));
     }
 }
 
@@ -323,7 +341,7 @@ mod tests {
         let pairs = [(5_000_000_000u64, 3u64), (1_000_000_000, 2), (2_000_000_000, 1)];
         let packed: Vec<u64> = pairs.iter().map(|(v, c)| v << 20 | c).collect();
         let mut flat: Vec<u64> = pairs.iter().flat_map(|(v, c)| std::iter::repeat_n(*v, *c as usize)).collect();
-        assert_eq!(Stats::from_packed_ns(&packed, 20), Stats::from_ns(&mut flat));
+        assert_eq!(Stats::from_packed_ns(&packed, &[], 20), Stats::from_ns(&mut flat));
     }
 
     /// The reference for the selection: sort every word, then read ranks off the running counts.
@@ -360,11 +378,23 @@ mod tests {
                     ns << ITL_BITS | count
                 })
                 .collect();
-            assert_eq!(Stats::from_packed_ns(&v, ITL_BITS), packed_by_sorting(&v, ITL_BITS), "{n} words of {width} bits");
+            let expected = packed_by_sorting(&v, ITL_BITS);
+            assert_eq!(Stats::from_packed_ns(&v, &[], ITL_BITS), expected, "{n} words of {width} bits");
+            // The same sample with the words that fit in half a word stored that way (as the recorder does).
+            let (mut long, mut short) = (Vec::new(), Vec::new());
+            for &x in &v {
+                let (ns, count) = (x >> ITL_BITS, x & ((1 << ITL_BITS) - 1));
+                if ns < 1 << (32 - crate::metrics::SHORT_COUNT_BITS) && count < 1 << crate::metrics::SHORT_COUNT_BITS {
+                    short.push((ns as u32) << crate::metrics::SHORT_COUNT_BITS | count as u32);
+                } else {
+                    long.push(x);
+                }
+            }
+            assert_eq!(Stats::from_packed_ns(&long, &short, ITL_BITS), expected, "{n} words of {width} bits, {} short", short.len());
         }
         let same = vec![(7_000_123u64 << ITL_BITS) | 5; 1000];
-        assert_eq!(Stats::from_packed_ns(&same, ITL_BITS), packed_by_sorting(&same, ITL_BITS));
-        assert_eq!(Stats::from_packed_ns(&[], ITL_BITS), Stats::default());
+        assert_eq!(Stats::from_packed_ns(&same, &[], ITL_BITS), packed_by_sorting(&same, ITL_BITS));
+        assert_eq!(Stats::from_packed_ns(&[], &[], ITL_BITS), Stats::default());
     }
 
     const ITL_BITS: u32 = crate::metrics::ITL_COUNT_BITS;
