@@ -540,8 +540,13 @@ impl<'a> Simulation<'a> {
         let pool = &self.sc.pools[rep.pool];
         let en = &pool.engine;
         rep.busy = false;
-        if let Some(c) = rep.batch.coast(&mut rep.kv, en) {
-            return self.coasted(r, c);
+        // Only vLLM's formation is planned in the step end's pass (SGLang's is planned from scratch).
+        let (budget, lazy) = match en.formation {
+            BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.lazy_steps),
+            _ => (0, false),
+        };
+        if let Some((ended, tally)) = rep.batch.coast(&mut rep.kv, en, budget) {
+            return self.coasted(r, ended, &tally);
         }
         let mut pass = RarePass {
             now: self.now,
@@ -563,11 +568,6 @@ impl<'a> Simulation<'a> {
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),
         };
-        // Only vLLM's formation is planned in the step end's pass (SGLang's is planned from scratch).
-        let (budget, lazy) = match en.formation {
-            BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.lazy_steps),
-            _ => (0, false),
-        };
         let ended = rep.batch.end_step(&mut pass, en, budget, lazy);
         let RarePass { tally, handoff, .. } = pass;
         self.settle_step_end(r, &tally, ended.held_blocks, &handoff);
@@ -582,15 +582,14 @@ impl<'a> Simulation<'a> {
 
     /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may
     /// still admit from the queue).
-    fn coasted(&mut self, r: usize, c: step_end::Coasted) {
+    fn coasted(&mut self, r: usize, ended: step_end::Ended, tally: &Tally) {
         self.rec.coasted_steps += 1;
-        let tally = Tally { bulk_itl: c.emitted, emitted_n: c.emitted as u64, allocated: c.allocated, ..Tally::default() };
-        self.settle_step_end(r, &tally, c.ended.held_blocks, &[]);
+        self.settle_step_end(r, tally, ended.held_blocks, &[]);
         // Every running request is planned; unless formation may admit, the step is formed (and nothing
         // formation would note — retained KV, preemptions — changed).
-        match self.admission_closed(r, c.ended.budget) {
-            Some(limiter) => self.launch(r, &c.ended.work, limiter),
-            None => self.start_step(r, Plan { work: c.ended.work, budget: c.ended.budget, from: c.ended.from }),
+        match self.admission_closed(r, ended.budget) {
+            Some(limiter) => self.launch(r, &ended.work, limiter),
+            None => self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from }),
         }
         if self.central.is_some() {
             self.kick_idle();

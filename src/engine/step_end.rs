@@ -223,11 +223,11 @@ impl Batch {
     }
 
     /// The step end when every running request is lazy and none stops being lazy at it — most step ends of a
-    /// batch that is decoding. The general pass would only count them (no exception, a run the budget
-    /// covers, crossings the free blocks cover); this gives its result without the pass. None, with nothing
-    /// changed, when the general pass must run.
+    /// batch that is decoding. The general pass from `budget` tokens would only count them (no exception, a
+    /// run the budget covers, crossings the free blocks cover); this gives what it leaves and its tally
+    /// without the pass. None, with nothing changed, when the general pass must run.
     #[inline(always)]
-    pub fn coast(&mut self, kv: &mut BlockPool, en: &Engine) -> Option<Coasted> {
+    pub fn coast(&mut self, kv: &mut BlockPool, en: &Engine, budget: u32) -> Option<(Ended, Tally)> {
         let (n, k, at) = (self.running.len() as u64, self.steps + 1, self.next_in_block);
         if n == 0 || self.lazy.n != n {
             return None;
@@ -236,7 +236,7 @@ impl Batch {
             self.first_exit = self.exit_step.iter().copied().min().unwrap_or(0); // all lazy: none is 0
         }
         let crossing = self.phase[at] as u64;
-        if k >= self.first_exit || n > en.max_num_batched_tokens as u64 || crossing > kv.free() {
+        if k >= self.first_exit || n > budget as u64 || crossing > kv.free() {
             return None;
         }
         self.count_step_end(en);
@@ -247,8 +247,8 @@ impl Batch {
         lazy.blocks += crossing;
         lazy.kv_tokens += n;
         let work = StepWork { decode_seqs: n as u32, decode_context_tokens: lazy.kv_tokens, ..StepWork::default() };
-        let ended = Ended { work, budget: en.max_num_batched_tokens - n as u32, from: n as usize, held_blocks: lazy.blocks };
-        Some(Coasted { ended, emitted: n as u32, allocated: crossing })
+        let ended = Ended { work, budget: budget - n as u32, from: n as usize, held_blocks: lazy.blocks };
+        Some((ended, Tally { bulk_itl: n as u32, emitted_n: n, allocated: crossing, ..Tally::default() }))
     }
 
     /// The positions of the requests that are not lazy, or whose laziness ends at step end `k`. Eight at a
@@ -413,14 +413,6 @@ impl Batch {
         lazy.blocks += swept.fresh.blocks;
         Ended { work: t.work, budget: swept.budget, from: pass.stuck_at.unwrap_or(swept.kept), held_blocks }
     }
-}
-
-/// A step end [`Batch::coast`] made: what the general pass would have left, the tokens emitted (each one
-/// step after its request's last), and the blocks taken for the next step.
-pub(crate) struct Coasted {
-    pub ended: Ended,
-    pub emitted: u32,
-    pub allocated: u64,
 }
 
 /// What the pass over the batch found.

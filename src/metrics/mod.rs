@@ -74,8 +74,14 @@ pub(crate) use crate::scenario::ITL_CAP;
 /// A short ITL entry, `ns << SHORT_COUNT_BITS | count` in half a word, holds a latency below 2^26 ns (67 ms)
 /// and a count below 64: nearly every step's entry (a step's tokens at that step's time). A run's record —
 /// one entry a step — then takes half the memory, and half the page faults a fresh run pays for it.
-pub(crate) const SHORT_COUNT_BITS: u32 = 6;
+const SHORT_COUNT_BITS: u32 = 6;
 const SHORT_MAX_NS: u64 = (1 << (32 - SHORT_COUNT_BITS)) - 1;
+
+/// `count` latencies of `ns` each as a short entry, if they fit in one.
+#[inline(always)]
+pub(crate) fn short_itl(ns: u64, count: u64) -> Option<u32> {
+    (ns <= SHORT_MAX_NS && count < 1 << SHORT_COUNT_BITS).then_some((ns as u32) << SHORT_COUNT_BITS | count as u32)
+}
 
 /// A short entry as a packed word with `bits` count bits.
 #[inline(always)]
@@ -182,11 +188,12 @@ pub struct Recorder {
     pub in_system: u64,
     pub waiting: u64,
     pub preemptions: u64,
-    /// Inter-token latencies, packed `ns << ITL_COUNT_BITS | count`: one entry per step for the tokens whose ITL
-    /// was exactly that step, one per token otherwise (after a skipped step or a preemption). 8 bytes a step
-    /// keeps a million-request run small; sorting the packed words sorts by latency.
+    /// Inter-token latencies: one entry per step for the tokens whose ITL was exactly that step, one per token
+    /// otherwise (after a skipped step or a preemption). A step's entry goes into `itl_short` in half a word
+    /// when it fits ([`short_itl`]: nearly always), else here packed `ns << ITL_COUNT_BITS | count`, as every
+    /// irregular one the step end writes ([`Recorder::itl_sink`]). The two parts are one sample; a step's few
+    /// bytes keep a million-request run small, and sorting the packed words sorts by latency.
     pub itl_packed: Vec<u64>,
-    /// The entries that fit in half a word ([`SHORT_COUNT_BITS`]); with `itl_packed`, one sample.
     pub itl_short: Vec<u32>,
     /// The record's length (both parts) at which it is next compacted ([`compact_itl`]); set once it was, so a report
     /// can say its ITL percentiles are to 0.05 %.
@@ -283,10 +290,9 @@ impl Recorder {
     /// Record `count` inter-token latencies of `ns` each.
     #[inline(always)]
     pub fn push_itl(&mut self, ns: u64, count: u64) {
-        if ns <= SHORT_MAX_NS && count < 1 << SHORT_COUNT_BITS {
-            self.itl_short.push((ns as u32) << SHORT_COUNT_BITS | count as u32);
-        } else {
-            self.itl_packed.push(pack_itl(ns, count));
+        match short_itl(ns, count) {
+            Some(s) => self.itl_short.push(s),
+            None => self.itl_packed.push(pack_itl(ns, count)),
         }
     }
 

@@ -383,11 +383,9 @@ mod tests {
             // The same sample with the words that fit in half a word stored that way (as the recorder does).
             let (mut long, mut short) = (Vec::new(), Vec::new());
             for &x in &v {
-                let (ns, count) = (x >> ITL_BITS, x & ((1 << ITL_BITS) - 1));
-                if ns < 1 << (32 - crate::metrics::SHORT_COUNT_BITS) && count < 1 << crate::metrics::SHORT_COUNT_BITS {
-                    short.push((ns as u32) << crate::metrics::SHORT_COUNT_BITS | count as u32);
-                } else {
-                    long.push(x);
+                match crate::metrics::short_itl(x >> ITL_BITS, x & ((1 << ITL_BITS) - 1)) {
+                    Some(s) => short.push(s),
+                    None => long.push(x),
                 }
             }
             assert_eq!(Stats::from_packed_ns(&long, &short, ITL_BITS), expected, "{n} words of {width} bits, {} short", short.len());
