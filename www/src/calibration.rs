@@ -30,9 +30,8 @@ pub(super) struct CalState {
     pub train: Vec<bool>,
     /// Runs or files that could not be read, as the importer said.
     pub import_errors: Vec<String>,
-    /// Files being read or sent to the worker and not yet answered.
-    pub importing: usize,
-    /// How many files each import in flight carries, oldest first (the worker answers in order).
+    /// How many files each import in flight (being read, or sent to the worker and not yet answered)
+    /// carries, oldest first: the worker answers in order.
     pub import_batches: std::collections::VecDeque<usize>,
     /// The panel's own worker: importing and calibrating never wait on the Serving Lab's.
     pub worker: Option<Pool>,
@@ -44,6 +43,13 @@ pub(super) struct CalState {
     pub figures: Vec<Figure>,
     pub order: Vec<usize>,
     pub sort: Sort,
+}
+
+impl CalState {
+    /// Files being read, or sent to the worker and not yet answered.
+    pub fn importing(&self) -> usize {
+        self.import_batches.iter().sum()
+    }
 }
 
 /// The largest result file the panel reads, bytes (the CLI's limit).
@@ -75,8 +81,6 @@ impl App {
         }
     }
 
-    /// Files chosen or dropped: each is read (never on the main thread's critical path: `FileReader` is
-    /// asynchronous) and sent to the worker to import.
     /// Files chosen or dropped together are read, then sent to the worker as one import in the order they
     /// were given — the order `inferscale import` lists their cases in. (Sent as each read finished, a small
     /// file overtook a larger one and the table's order depended on timing.)
@@ -101,11 +105,11 @@ impl App {
         self.render_cases();
     }
 
-    /// Read every file, then send the texts that could be read, in order, as one import.
+    /// Read every file (off the main thread's critical path: `FileReader` is asynchronous), then send the
+    /// texts that could be read, in order, as one import.
     fn read_then_import(&mut self, files: Vec<web_sys::File>) {
         let texts: Rc<Texts> = Rc::new(RefCell::new(vec![None; files.len()]));
         let left = Rc::new(Cell::new(files.len()));
-        self.cal.importing += files.len();
         self.cal.import_batches.push_back(files.len());
         for (k, file) in files.into_iter().enumerate() {
             let name = file.name();
@@ -146,8 +150,7 @@ impl App {
 
     /// A file's runs came back: their cases join the table (the default split is made again over them all).
     fn cal_imported(&mut self, imported: Imported) {
-        let files = self.cal.import_batches.pop_front().unwrap_or(1);
-        self.cal.importing = self.cal.importing.saturating_sub(files);
+        self.cal.import_batches.pop_front();
         self.cal.import_errors.extend(imported.errors);
         if let Some(b) = imported.bundle_json.as_deref().and_then(|j| Bundle::parse(j).ok()) {
             for c in b.cases {
@@ -190,8 +193,8 @@ impl App {
         self.el("cal-import-errors").set_inner_html(&errors);
         self.el("cal-cases").set_inner_html(&if c.cases.is_empty() { String::new() } else { cal_view::cases_table(&c.cases, &c.train) });
         let shown = self.el("cal-status").text_content().unwrap_or_default();
-        let status = if c.importing > 0 {
-            format!("Reading {} file(s)…", c.importing)
+        let status = if c.importing() > 0 {
+            format!("Reading {} file(s)…", c.importing())
         } else if c.running {
             "Running…".into()
         } else if shown.starts_with("Reading") || shown == "Ready" {
@@ -208,7 +211,7 @@ impl App {
         let c = &self.cal;
         if c.cases.is_empty() {
             Some("import result files first")
-        } else if c.importing > 0 {
+        } else if c.importing() > 0 {
             Some("files are still being read")
         } else if !c.train.iter().any(|t| *t) {
             Some("mark at least one case for training")
@@ -273,7 +276,6 @@ impl App {
         }
         self.cal.worker = None;
         self.cal.running = false;
-        self.cal.importing = 0;
         self.cal.import_batches.clear();
         self.cal_progress(0.0);
         self.el("cal-status").set_text_content(Some("Cancelled (the last result stays on screen)"));
@@ -313,7 +315,7 @@ impl App {
             Output::Failed { message, .. } => {
                 self.cal.worker = None;
                 self.cal.running = false;
-                self.cal.importing = 0;
+                self.cal.import_batches.clear();
                 self.cal_progress(0.0);
                 self.el("cal-status").set_text_content(Some("The simulator failed; it was restarted"));
                 self.cal_buttons();
