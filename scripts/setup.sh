@@ -17,6 +17,13 @@ if need rustup && ! rustup target list --installed 2>/dev/null | grep -qx wasm32
   rustup target add wasm32-unknown-unknown
 fi
 
+# rustfmt and clippy: the test command checks formatting and lints.
+if need rustup; then
+  for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+  done
+fi
+
 # Trunk 0.21.14 (0.22 needs a newer rustc than 1.95).
 if ! trunk --version 2>/dev/null | grep -q "^trunk 0.21.14$"; then
   cargo install trunk --version 0.21.14 --locked

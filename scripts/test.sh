@@ -7,6 +7,9 @@ bash scripts/setup.sh
 # Trunk runs wasm-opt from npm's binaryen (node_modules/.bin).
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
+echo "== formatting (rustfmt.toml): cargo fmt --check"
+cargo fmt --all --check
+
 echo "== native tests (core, worker protocol, UI table; unit + integration)"
 log=$(mktemp)
 # --show-output: passing tests' printed figures (the fuzz test's case count, the module order) reach the log.

@@ -16,7 +16,8 @@ pub fn peer_spec(rate_rps: f64, requests: u64) -> Spec {
 /// The agent benchmark: scenarios/agent-sessions.json (a coding agent, ~10 turns a session, TTL + host tier +
 /// sticky routing on two H100s) with `sessions` sessions.
 pub fn agent_spec(sessions: u64) -> Spec {
-    let mut spec = scenario::parse(include_str!("../scenarios/agent-sessions.json")).expect("the shipped agent scenario parses");
+    let mut spec =
+        scenario::parse(include_str!("../scenarios/agent-sessions.json")).expect("the shipped agent scenario parses");
     spec.workload.requests = Some(sessions);
     spec
 }
@@ -55,7 +56,8 @@ pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
     }
     let b = pool.engine.max_num_seqs;
     let ctx = ((mean_prompt + mean_out / 2.0) * b as f64) as u64;
-    let step = pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
+    let step =
+        pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
     (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use inferscale::scenario::{self, ArrivalSpec, Spec};
-use inferscale::{bench, export, queueing, Report, Scenario};
+use inferscale::{Report, Scenario, bench, export, queueing};
 
 #[derive(Parser)]
 #[command(name = "inferscale", version, about = "Deterministic discrete-event simulator of LLM serving")]
@@ -57,9 +57,7 @@ enum Command {
         repeat: u32,
     },
     /// Check a scenario file without running it.
-    Check {
-        scenario: PathBuf,
-    },
+    Check { scenario: PathBuf },
     /// Hold the engine to queueing closed forms (M/D/1, M/G/1, M/M/c).
     Validate {
         #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
@@ -193,7 +191,9 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("inferscale: internal error: {info}");
     }));
-    let result = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or_else(|_| Err(Failure::Internal("the simulator panicked (a bug: please report it with the scenario)".into())));
+    let result = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or_else(|_| {
+        Err(Failure::Internal("the simulator panicked (a bug: please report it with the scenario)".into()))
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Input(m)) => {
@@ -226,7 +226,10 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
                 let report = inferscale::simulate(&sc);
                 best_sim_ms = best_sim_ms.min(t.elapsed().as_secs_f64() * 1e3);
                 // The same work as the lab's worker: every export and the three latency CDFs it draws.
-                bytes = [Format::Json, Format::Csv, Format::SummaryCsv, Format::Md].iter().map(|f| render(&report, &sc, *f).len()).sum::<usize>();
+                bytes = [Format::Json, Format::Csv, Format::SummaryCsv, Format::Md]
+                    .iter()
+                    .map(|f| render(&report, &sc, *f).len())
+                    .sum::<usize>();
                 let c = export::latency_cdfs(&report);
                 bytes += (c.ttft.len() + c.tpot.len() + c.e2e.len()) * 16;
                 best_ms = best_ms.min(t.elapsed().as_secs_f64() * 1e3);
@@ -244,7 +247,14 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
                 sc.gpu_count(),
                 sc.pools
                     .iter()
-                    .map(|p| format!("{} {} worker(s) of {} × tp {} with KV for {} tokens", p.replicas, p.role.name(), p.hardware.name, p.hardware.tp, p.engine.kv_capacity_tokens))
+                    .map(|p| format!(
+                        "{} {} worker(s) of {} × tp {} with KV for {} tokens",
+                        p.replicas,
+                        p.role.name(),
+                        p.hardware.name,
+                        p.hardware.tp,
+                        p.engine.kv_capacity_tokens
+                    ))
                     .collect::<Vec<_>>()
                     .join(", "),
                 sc.workload.max_requests,
@@ -258,18 +268,32 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             if format == TextOrJson::Json {
                 println!("{}", serde_json::to_string_pretty(&checks).map_err(|e| Failure::Internal(e.to_string()))?);
             } else {
-                println!("{:<40} {:>12} {:>12} {:>10} {:>9} {:>5}", "name", "simulated", "analytic", "rel_error", "tolerance", "pass");
+                println!(
+                    "{:<40} {:>12} {:>12} {:>10} {:>9} {:>5}",
+                    "name", "simulated", "analytic", "rel_error", "tolerance", "pass"
+                );
                 for c in &checks {
-                    println!("{:<40} {:>12.6} {:>12.6} {:>10.5} {:>9.3} {:>5}", c.name, c.simulated, c.analytic, c.relative_error, c.tolerance, c.pass);
+                    println!(
+                        "{:<40} {:>12.6} {:>12.6} {:>10.5} {:>9.3} {:>5}",
+                        c.name, c.simulated, c.analytic, c.relative_error, c.tolerance, c.pass
+                    );
                 }
             }
-            if checks.iter().all(|c| c.pass) { Ok(()) } else { Err(Failure::Internal("a closed-form check failed".into())) }
+            if checks.iter().all(|c| c.pass) {
+                Ok(())
+            } else {
+                Err(Failure::Internal("a closed-form check failed".into()))
+            }
         }
         Command::Bench { quick } => run_bench(quick),
-        Command::Study { name, scenario, params, params_file, common } => run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget),
+        Command::Study { name, scenario, params, params_file, common } => {
+            run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget)
+        }
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
-        Command::Calibrate { bundle, scenario, train, fit, format, out } => run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref()),
+        Command::Calibrate { bundle, scenario, train, fit, format, out } => {
+            run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref())
+        }
     }
 }
 
@@ -307,7 +331,8 @@ fn run_import(files: &[PathBuf], format: StudyFormat, out: Option<&Path>) -> Res
 
 fn run_fit_steps(table: &Path, scenario: &Path, format: TextOrJson, budget: &scenario::Budget) -> Result<(), Failure> {
     use inferscale::truth::steps;
-    let rows = steps::parse_steps(&read_file(table, "the step table", MAX_RESULT_BYTES)?).map_err(|e| Failure::Input(format!("{}: {e}", table.display())))?;
+    let rows = steps::parse_steps(&read_file(table, "the step table", MAX_RESULT_BYTES)?)
+        .map_err(|e| Failure::Input(format!("{}: {e}", table.display())))?;
     let sc = load(scenario, None, budget)?;
     let fit = steps::fit_steps(&sc.model, &sc.pools[0].hardware, &rows);
     if format == TextOrJson::Json {
@@ -315,25 +340,63 @@ fn run_fit_steps(table: &Path, scenario: &Path, format: TextOrJson, budget: &sce
         return Ok(());
     }
     let (b, f) = (fit.baseline, fit.fitted);
-    println!("fitted on every other row: mfu {:.3} (was {:.3}), weight bw {:.3} ({:.3}), kv bw {:.3} ({:.3}), overhead {:.3} ms ({:.3})", f.mfu, b.mfu, f.weight_bw_efficiency, b.weight_bw_efficiency, f.kv_bw_efficiency, b.kv_bw_efficiency, f.step_overhead_ms, b.step_overhead_ms);
-    println!("{:<6} {:>8} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>9} {:>9}", "line", "phase", "batch", "tokens", "ctx", "measured", "baseline", "fitted", "base APE", "fit APE");
+    println!(
+        "fitted on every other row: mfu {:.3} (was {:.3}), weight bw {:.3} ({:.3}), kv bw {:.3} ({:.3}), overhead {:.3} ms ({:.3})",
+        f.mfu,
+        b.mfu,
+        f.weight_bw_efficiency,
+        b.weight_bw_efficiency,
+        f.kv_bw_efficiency,
+        b.kv_bw_efficiency,
+        f.step_overhead_ms,
+        b.step_overhead_ms
+    );
+    println!(
+        "{:<6} {:>8} {:>7} {:>6} {:>6} {:>11} {:>11} {:>9} {:>9} {:>9}",
+        "line", "phase", "batch", "tokens", "ctx", "measured", "baseline", "fitted", "base APE", "fit APE"
+    );
     for r in &fit.rows {
         let set = if r.training { "" } else { " held out" };
         let p = if r.row.decode { "decode" } else { "prefill" };
-        println!("{:<6} {:>8} {:>7} {:>6} {:>6} {:>8.2} ms {:>8.2} ms {:>6.2} ms {:>8.1} % {:>8.1} %{set}", r.row.line, p, r.row.batch, r.row.new_tokens, r.row.kv_context, r.row.measured_ms, r.baseline_ms, r.fitted_ms, r.baseline_ape * 100.0, r.fitted_ape * 100.0);
+        println!(
+            "{:<6} {:>8} {:>7} {:>6} {:>6} {:>8.2} ms {:>8.2} ms {:>6.2} ms {:>8.1} % {:>8.1} %{set}",
+            r.row.line,
+            p,
+            r.row.batch,
+            r.row.new_tokens,
+            r.row.kv_context,
+            r.row.measured_ms,
+            r.baseline_ms,
+            r.fitted_ms,
+            r.baseline_ape * 100.0,
+            r.fitted_ape * 100.0
+        );
     }
-    println!("held-out MAPE: {:.1} % before, {:.1} % after", fit.held_out_mape_baseline * 100.0, fit.held_out_mape_fitted * 100.0);
+    println!(
+        "held-out MAPE: {:.1} % before, {:.1} % after",
+        fit.held_out_mape_baseline * 100.0,
+        fit.held_out_mape_fitted * 100.0
+    );
     Ok(())
 }
 
-fn run_calibrate(bundle: &Path, scenario: &Path, train: &[String], fit: &[String], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
+fn run_calibrate(
+    bundle: &Path,
+    scenario: &Path,
+    train: &[String],
+    fit: &[String],
+    format: StudyFormat,
+    out: Option<&Path>,
+) -> Result<(), Failure> {
     use inferscale::truth::{self, Bundle, Extra};
-    let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?).map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
+    let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?)
+        .map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
     let base = load_spec(scenario, None)?;
     // The parser admits only known names.
     let mut extras: Vec<Extra> = fit.iter().filter_map(|f| Extra::parse(f)).collect();
     extras.dedup();
-    let c = truth::calibrate_with_progress(&base, &b.cases, train, &extras, &mut |_, _| {}).map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
+    let c = truth::calibrate_with_progress(&base, &b.cases, train, &extras, &mut |_, _| {})
+        .map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {
         StudyFormat::Json => export::calibration_json(&c),
         StudyFormat::Csv => export::calibration_csv(&c),
@@ -348,23 +411,34 @@ fn study_names() -> clap::builder::PossibleValuesParser {
     Kind::ALL.map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about().question)).into()
 }
 
-fn run_study(name: &str, scenario: &Path, params: &str, params_file: Option<&Path>, common: StudyOpts, budget: &scenario::Budget) -> Result<(), Failure> {
+fn run_study(
+    name: &str,
+    scenario: &Path,
+    params: &str,
+    params_file: Option<&Path>,
+    common: StudyOpts,
+    budget: &scenario::Budget,
+) -> Result<(), Failure> {
     use inferscale::study::{self, StudyError};
     let spec = load_spec(scenario, common.seed)?;
     let text = match params_file {
         Some(p) => read_file(p, "--params-file", MAX_PARAMS_BYTES)?,
         None => params.to_string(),
     };
-    let params: serde_json::Value = serde_json::from_str(&text).map_err(|e| Failure::Input(format!("--params is not JSON: {e}")))?;
-    let mut st = study::build(name, &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
+    let params: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("--params is not JSON: {e}")))?;
+    let mut st =
+        study::build(name, &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let threads = common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     // The runs are like the scenario: `threads` of them in memory at once, and all of them in time.
     let sc = scenario::validate(&spec).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let jobs = st.progress().1.max(1) as u32;
     let raise = ", or raise the budget with --budget-gb";
-    sc.check_budget(budget, (threads as u32).min(jobs), raise).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
+    sc.check_budget(budget, (threads as u32).min(jobs), raise)
+        .map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let per_job = scenario::Budget { memory_bytes: f64::INFINITY, steps: budget.steps };
-    sc.check_budget(&per_job, jobs, raise).map_err(|e| Failure::Input(format!("{}: the study's {jobs} runs: {e}", scenario.display())))?;
+    sc.check_budget(&per_job, jobs, raise)
+        .map_err(|e| Failure::Input(format!("{}: the study's {jobs} runs: {e}", scenario.display())))?;
     let report = study::run_native(st.as_mut(), threads, &mut |_, _| true).map_err(|e| match e {
         StudyError::Invalid(e) => Failure::Input(e.to_string()),
         StudyError::Cancelled => Failure::Internal("cancelled".into()),
@@ -395,7 +469,9 @@ fn write_out(out: Option<&Path>, text: &str) -> Result<(), Failure> {
             // A closed pipe (`| head`) is the reader's choice, not a failure; any other write error (a full
             // disk, `> /dev/full`) is, and must not exit 0.
             match so.write_all(text.as_bytes()).and_then(|()| so.flush()) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Internal(format!("cannot write the output: {e}"))),
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(Failure::Internal(format!("cannot write the output: {e}")))
+                }
                 _ => Ok(()),
             }
         }
@@ -440,12 +516,14 @@ fn load_spec(path: &Path, seed: Option<u64>) -> Result<Spec, Failure> {
         spec.seed = s;
     }
     if let ArrivalSpec::Trace { path: Some(tp), data, .. } = &mut spec.workload.arrival
-        && data.is_none() {
-            let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
-            let t = read_file(&full, &format!("{}: workload.arrival.path", path.display()), MAX_TRACE_BYTES)?;
-            *data = Some(t.into());
-        }
-    if let Some(scenario::SessionTraceSpec { path: Some(tp), data, .. }) = spec.workload.sessions.as_mut().and_then(|s| s.trace.as_mut())
+        && data.is_none()
+    {
+        let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
+        let t = read_file(&full, &format!("{}: workload.arrival.path", path.display()), MAX_TRACE_BYTES)?;
+        *data = Some(t.into());
+    }
+    if let Some(scenario::SessionTraceSpec { path: Some(tp), data, .. }) =
+        spec.workload.sessions.as_mut().and_then(|s| s.trace.as_mut())
         && data.is_none()
     {
         let full = path.parent().unwrap_or(Path::new(".")).join(&*tp);
@@ -476,7 +554,9 @@ fn run_bench(quick: bool) -> Result<(), Failure> {
     let t0 = Instant::now();
     let sat = bench::saturation_rps(&base, 20_000 / scale);
     let textbook = bench::textbook_rps(&base).unwrap_or(f64::NAN);
-    println!("workload: Llama-3-8B BF16, 1x H100-SXM, budget 8192, 256 seqs, FCFS, chunked prefill, block 16, Poisson, 1024/256 tokens");
+    println!(
+        "workload: Llama-3-8B BF16, 1x H100-SXM, budget 8192, 256 seqs, FCFS, chunked prefill, block 16, Poisson, 1024/256 tokens"
+    );
     println!(
         "saturation throughput (measured, burst of {} requests): {sat:.2} req/s  [{:.2} s]; textbook (peak decode tokens/s ÷ output length): {textbook:.2} req/s; gap {:+.1} %",
         20_000 / scale,
@@ -485,7 +565,8 @@ fn run_bench(quick: bool) -> Result<(), Failure> {
     );
     // Each case runs `reps` times; the median wall time is the figure (the best is shown too).
     let run = |label: &str, frac: f64, reqs: u64, reps: usize| -> Result<(f64, Report), Failure> {
-        let sc = scenario::validate(&bench::peer_spec(frac * sat, reqs)).map_err(|e| Failure::Internal(e.to_string()))?;
+        let sc =
+            scenario::validate(&bench::peer_spec(frac * sat, reqs)).map_err(|e| Failure::Internal(e.to_string()))?;
         let mut walls = Vec::new();
         let mut report = None;
         for _ in 0..reps {

@@ -5,7 +5,9 @@
 //! distribution is the prompt-length distribution scaled by `c`. Several replicas behind the central queue
 //! make it M/·/c.
 
-use crate::scenario::{self, ArrivalSpec, ClassSpec, ClusterSpec, CostSpec, EngineSpec, LengthSpec, RouterSpec, Spec, WorkloadSpec};
+use crate::scenario::{
+    self, ArrivalSpec, ClassSpec, ClusterSpec, CostSpec, EngineSpec, LengthSpec, RouterSpec, Spec, WorkloadSpec,
+};
 use serde::Serialize;
 
 /// M/G/1 mean wait in queue (Pollaczek–Khinchine): Wq = λ E[S²] / (2 (1 − ρ)).
@@ -58,13 +60,22 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
             arrival: ArrivalSpec::Poisson { rate_rps: lambda_rps },
             requests: Some(requests),
             duration_s: None,
-            classes: vec![ClassSpec { prompt_tokens: service, output_tokens: LengthSpec::Fixed { tokens: 1 }, ..ClassSpec::default() }],
+            classes: vec![ClassSpec {
+                prompt_tokens: service,
+                output_tokens: LengthSpec::Fixed { tokens: 1 },
+                ..ClassSpec::default()
+            }],
             tenants: vec![Default::default()],
             sessions: None,
         },
         model: Default::default(),
         hardware: Default::default(),
-        cost: CostSpec::Linear { base_ms: 0.0, per_seq_ms: 0.0, per_prefill_token_ms: MS_PER_TOKEN, per_kv_token_ms: 0.0 },
+        cost: CostSpec::Linear {
+            base_ms: 0.0,
+            per_seq_ms: 0.0,
+            per_prefill_token_ms: MS_PER_TOKEN,
+            per_kv_token_ms: 0.0,
+        },
         engine: EngineSpec {
             max_num_seqs: 1,
             max_num_batched_tokens: 1 << 22,
@@ -87,7 +98,8 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
 fn simulate_queue(lambda: f64, servers: u32, service: &LengthSpec, requests: u64, seeds: u64) -> (f64, f64) {
     let (mut wq, mut p99) = (0.0, 0.0);
     for seed in 1..=seeds {
-        let sc = scenario::validate(&queue_spec(lambda, servers, service.clone(), requests, seed)).expect("the reduced scenarios are valid");
+        let sc = scenario::validate(&queue_spec(lambda, servers, service.clone(), requests, seed))
+            .expect("the reduced scenarios are valid");
         let r = crate::simulate(&sc);
         wq += r.summary.queue_delay_s.mean;
         p99 += r.summary.e2e_s.p99;
@@ -110,7 +122,15 @@ pub fn checks(scale: f64) -> Vec<Check> {
     let mut out = Vec::new();
     let mut push = |name: String, sim: f64, ana: f64, tol: f64, reqs: u64| {
         let rel = (sim - ana).abs() / ana;
-        out.push(Check { name, simulated: sim, analytic: ana, relative_error: rel, tolerance: tol, pass: rel <= tol, requests: reqs });
+        out.push(Check {
+            name,
+            simulated: sim,
+            analytic: ana,
+            relative_error: rel,
+            tolerance: tol,
+            pass: rel <= tol,
+            requests: reqs,
+        });
     };
     let fixed = LengthSpec::Fixed { tokens: MEAN_TOKENS as u32 };
     let uniform = LengthSpec::Uniform { min: 1, max: 1999 };

@@ -2,8 +2,8 @@
 //! spec (a preset's figures, each overridable) with the errors it finds, as rand's distributions own their
 //! constructors. `scenario::validate` assembles them.
 
-use super::{presets, CostModel, Linear, Roofline};
-use crate::spec::{suggest, CostSpec, Errors, HardwareSpec, ModelSpec, NS_PER_MS};
+use super::{CostModel, Linear, Roofline, presets};
+use crate::spec::{CostSpec, Errors, HardwareSpec, ModelSpec, NS_PER_MS, suggest};
 
 /// Model shape with derived byte figures.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,7 +71,14 @@ pub struct Hardware {
 
 /// Look a preset up by name; an unknown name is an error listing the known ones (with a suggestion).
 /// Ok(None) when no name was given.
-fn lookup<T: Copy>(name: Option<&str>, all: &[T], name_of: fn(&T) -> &'static str, path: &str, what: &str, e: &mut Errors) -> Result<Option<T>, ()> {
+fn lookup<T: Copy>(
+    name: Option<&str>,
+    all: &[T],
+    name_of: fn(&T) -> &'static str,
+    path: &str,
+    what: &str,
+    e: &mut Errors,
+) -> Result<Option<T>, ()> {
     let Some(name) = name else { return Ok(None) };
     if let Some(p) = all.iter().find(|p| name_of(p) == name) {
         return Ok(Some(*p));
@@ -156,10 +163,22 @@ impl Model {
 
 impl Moe {
     /// Errors under `model.moe.`.
-    fn build(experts: u32, per_token: u32, expert_params_b: f64, params_b: f64, e: &mut Errors) -> Result<Option<Moe>, ()> {
+    fn build(
+        experts: u32,
+        per_token: u32,
+        expert_params_b: f64,
+        params_b: f64,
+        e: &mut Errors,
+    ) -> Result<Option<Moe>, ()> {
         let mut ok = e.int("model.moe.experts", experts as u64, 2, 1024);
         ok &= e.int("model.moe.experts_per_token", per_token as u64, 1, experts.max(1) as u64);
-        ok &= e.within("model.moe.expert_params_b", expert_params_b, 1e-3, params_b, "the parameters in all experts, a part of model.params_b");
+        ok &= e.within(
+            "model.moe.expert_params_b",
+            expert_params_b,
+            1e-3,
+            params_b,
+            "the parameters in all experts, a part of model.params_b",
+        );
         if ok { Ok(Some(Moe { experts, per_token, expert_params: expert_params_b * 1e9 })) } else { Err(()) }
     }
 }
@@ -174,7 +193,8 @@ impl Hardware {
                 from_preset!(e, h, base, "hardware", "required when hardware.device is not given", $f)
             };
         }
-        let (peak, bw, mem, link) = (field!(peak_tflops), field!(hbm_bandwidth_gbps), field!(hbm_gb), field!(interconnect_gbps));
+        let (peak, bw, mem, link) =
+            (field!(peak_tflops), field!(hbm_bandwidth_gbps), field!(hbm_gb), field!(interconnect_gbps));
         let (peak, bw, mem, link) = (peak?, bw?, mem?, link?);
         let mut ok = e.int("hardware.tp", h.tp as u64, 1, 64);
         if ok && !h.tp.is_power_of_two() {
@@ -182,14 +202,27 @@ impl Hardware {
             ok = false;
         }
         if let (true, Some(m)) = (ok, model)
-            && m.heads % h.tp != 0 {
-                e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
-                ok = false;
-            }
+            && m.heads % h.tp != 0
+        {
+            e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
+            ok = false;
+        }
         // Physical bounds: below them a single step would outlast the 584-year nanosecond clock, or the figure
         // describes no device; above them, none that exists.
-        ok &= e.within("hardware.peak_tflops", peak, 0.01, 1e5, "dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this");
-        ok &= e.within("hardware.hbm_bandwidth_gbps", bw, 1.0, 1e5, "memory bandwidth per GPU; every decode step reads the weights through it");
+        ok &= e.within(
+            "hardware.peak_tflops",
+            peak,
+            0.01,
+            1e5,
+            "dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this",
+        );
+        ok &= e.within(
+            "hardware.hbm_bandwidth_gbps",
+            bw,
+            1.0,
+            1e5,
+            "memory bandwidth per GPU; every decode step reads the weights through it",
+        );
         ok &= e.within("hardware.hbm_gb", mem, 0.1, 1e4, "memory per GPU for weights and KV");
         ok &= e.within("hardware.interconnect_gbps", link, 0.01, 1e5, "tensor-parallel all-reduce bandwidth per GPU");
         let mfu = h.mfu.unwrap_or(presets::DEFAULT_MFU);
@@ -227,7 +260,12 @@ impl Hardware {
 
 impl CostModel {
     /// The step-time model of `spec` (a roofline needs the model and the device); errors under `cost`.
-    pub(crate) fn build(spec: &CostSpec, model: Option<&Model>, hardware: Option<&Hardware>, e: &mut Errors) -> Option<CostModel> {
+    pub(crate) fn build(
+        spec: &CostSpec,
+        model: Option<&Model>,
+        hardware: Option<&Hardware>,
+        e: &mut Errors,
+    ) -> Option<CostModel> {
         match (spec, model, hardware) {
             (CostSpec::Linear { base_ms, per_seq_ms, per_prefill_token_ms, per_kv_token_ms }, _, _) => {
                 let mut ok = true;

@@ -182,18 +182,25 @@ impl Roofline {
     /// uniform routing, so a batch of one reads k of E experts and a large batch reads them all.
     #[inline(always)]
     fn weights_read_ns(&self, tokens: f64) -> f64 {
-        if self.expert_weights_ns > 0.0 { self.weights_ns - self.expert_weights_ns * libm::pow(self.expert_untouched, tokens) } else { self.weights_ns }
+        if self.expert_weights_ns > 0.0 {
+            self.weights_ns - self.expert_weights_ns * libm::pow(self.expert_untouched, tokens)
+        } else {
+            self.weights_ns
+        }
     }
 
     pub fn step(&self, w: &StepWork) -> StepCost {
         let tokens = real(w.tokens());
-        let prefill_c =
-            (w.prefill_tokens as f64 * self.compute_ns_per_token + real(w.prefill_attention_pairs) * self.compute_ns_per_pair) * self.prefill_scale;
-        let decode_c =
-            (w.decode_seqs as f64 * self.compute_ns_per_token + real(w.decode_context_tokens) * self.compute_ns_per_pair) * self.decode_scale;
+        let prefill_c = (w.prefill_tokens as f64 * self.compute_ns_per_token
+            + real(w.prefill_attention_pairs) * self.compute_ns_per_pair)
+            * self.prefill_scale;
+        let decode_c = (w.decode_seqs as f64 * self.compute_ns_per_token
+            + real(w.decode_context_tokens) * self.compute_ns_per_pair)
+            * self.decode_scale;
         let c = prefill_c + decode_c;
         let weights = (self.weights_read_ns(tokens) + tokens * self.kv_write_ns_per_token) * self.decode_scale;
-        let kv_read = real(w.decode_context_tokens + w.prefill_context_tokens) * self.kv_read_ns_per_token * self.decode_scale;
+        let kv_read =
+            real(w.decode_context_tokens + w.prefill_context_tokens) * self.kv_read_ns_per_token * self.decode_scale;
         let m = weights + kv_read;
         let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };
         // A comparison, not f64::max/min: wasm's min/max instructions treat NaN differently from Rust's, so

@@ -21,9 +21,26 @@ pub struct ModelPreset {
 
 /// A dense BF16 model with grouped-query attention, as most presets are; `shape` is (layers, hidden, heads,
 /// KV heads, head dim).
-const fn dense(name: &'static str, params_b: f64, shape: (u32, u32, u32, u32, u32), context_tokens: u32) -> ModelPreset {
+const fn dense(
+    name: &'static str,
+    params_b: f64,
+    shape: (u32, u32, u32, u32, u32),
+    context_tokens: u32,
+) -> ModelPreset {
     let (layers, hidden, heads, kv_heads, head_dim) = shape;
-    ModelPreset { name, params_b, layers, hidden, heads, kv_heads, head_dim, bytes_per_param: 2.0, kv_bytes_per_elem: 2.0, moe: None, context_tokens }
+    ModelPreset {
+        name,
+        params_b,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim,
+        bytes_per_param: 2.0,
+        kv_bytes_per_elem: 2.0,
+        moe: None,
+        context_tokens,
+    }
 }
 
 /// Sources for every figure: docs/model.md, "Presets".
@@ -75,15 +92,69 @@ pub struct DevicePreset {
 /// Sources for every figure: docs/model.md, "Presets". The interconnect is the per-direction bandwidth a GPU
 /// has to its tensor-parallel peers (NVLink, Infinity Fabric, RoCE, or PCIe).
 pub const DEVICES: &[DevicePreset] = &[
-    DevicePreset { name: "a100-80g", peak_tflops: 312.0, hbm_bandwidth_gbps: 2039.0, hbm_gb: 80.0, interconnect_gbps: 300.0 },
-    DevicePreset { name: "a100-40g", peak_tflops: 312.0, hbm_bandwidth_gbps: 1555.0, hbm_gb: 40.0, interconnect_gbps: 300.0 },
-    DevicePreset { name: "h100-sxm", peak_tflops: 989.5, hbm_bandwidth_gbps: 3350.0, hbm_gb: 80.0, interconnect_gbps: 450.0 },
-    DevicePreset { name: "h100-pcie", peak_tflops: 756.0, hbm_bandwidth_gbps: 2000.0, hbm_gb: 80.0, interconnect_gbps: 64.0 },
-    DevicePreset { name: "h200", peak_tflops: 989.5, hbm_bandwidth_gbps: 4800.0, hbm_gb: 141.0, interconnect_gbps: 450.0 },
-    DevicePreset { name: "h20", peak_tflops: 148.0, hbm_bandwidth_gbps: 4000.0, hbm_gb: 96.0, interconnect_gbps: 450.0 },
-    DevicePreset { name: "b200", peak_tflops: 2250.0, hbm_bandwidth_gbps: 8000.0, hbm_gb: 180.0, interconnect_gbps: 900.0 },
-    DevicePreset { name: "mi300x", peak_tflops: 1307.4, hbm_bandwidth_gbps: 5300.0, hbm_gb: 192.0, interconnect_gbps: 448.0 },
-    DevicePreset { name: "gaudi3", peak_tflops: 1835.0, hbm_bandwidth_gbps: 3700.0, hbm_gb: 128.0, interconnect_gbps: 525.0 },
+    DevicePreset {
+        name: "a100-80g",
+        peak_tflops: 312.0,
+        hbm_bandwidth_gbps: 2039.0,
+        hbm_gb: 80.0,
+        interconnect_gbps: 300.0,
+    },
+    DevicePreset {
+        name: "a100-40g",
+        peak_tflops: 312.0,
+        hbm_bandwidth_gbps: 1555.0,
+        hbm_gb: 40.0,
+        interconnect_gbps: 300.0,
+    },
+    DevicePreset {
+        name: "h100-sxm",
+        peak_tflops: 989.5,
+        hbm_bandwidth_gbps: 3350.0,
+        hbm_gb: 80.0,
+        interconnect_gbps: 450.0,
+    },
+    DevicePreset {
+        name: "h100-pcie",
+        peak_tflops: 756.0,
+        hbm_bandwidth_gbps: 2000.0,
+        hbm_gb: 80.0,
+        interconnect_gbps: 64.0,
+    },
+    DevicePreset {
+        name: "h200",
+        peak_tflops: 989.5,
+        hbm_bandwidth_gbps: 4800.0,
+        hbm_gb: 141.0,
+        interconnect_gbps: 450.0,
+    },
+    DevicePreset {
+        name: "h20",
+        peak_tflops: 148.0,
+        hbm_bandwidth_gbps: 4000.0,
+        hbm_gb: 96.0,
+        interconnect_gbps: 450.0,
+    },
+    DevicePreset {
+        name: "b200",
+        peak_tflops: 2250.0,
+        hbm_bandwidth_gbps: 8000.0,
+        hbm_gb: 180.0,
+        interconnect_gbps: 900.0,
+    },
+    DevicePreset {
+        name: "mi300x",
+        peak_tflops: 1307.4,
+        hbm_bandwidth_gbps: 5300.0,
+        hbm_gb: 192.0,
+        interconnect_gbps: 448.0,
+    },
+    DevicePreset {
+        name: "gaudi3",
+        peak_tflops: 1835.0,
+        hbm_bandwidth_gbps: 3700.0,
+        hbm_gb: 128.0,
+        interconnect_gbps: 525.0,
+    },
     DevicePreset { name: "l40s", peak_tflops: 362.0, hbm_bandwidth_gbps: 864.0, hbm_gb: 48.0, interconnect_gbps: 32.0 },
     DevicePreset { name: "l4", peak_tflops: 121.0, hbm_bandwidth_gbps: 300.0, hbm_gb: 24.0, interconnect_gbps: 32.0 },
 ];

@@ -13,142 +13,15 @@
 //! take its token and fills the rest of the budget with prompts. Both are planned from scratch at each step
 //! (no lazy step end: a decoder does not take a token every step).
 
-use super::{Running, Simulation};
+use super::Simulation;
+use super::running::{Plan, Running, take, want_need};
+use super::shared::{cached_prefix_tokens, cached_shared, pin_shared, session_prefix_tokens, unpin_shared};
 use crate::cost::StepWork;
-use crate::kv::{blocks_for, EntryId, ReuseCache};
+use crate::kv::blocks_for;
 use crate::metrics::{Limiter, Outcome, RequestRecord};
-use crate::workload::{Chains, Prefix, NO_PREFIX, NO_SESSION};
 use crate::scenario::{BatchFormationSpec, Engine, Role};
 use crate::sched::victim;
-
-/// A step being formed: the running requests before `from` are planned, `work` sums them, `budget` is left.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Plan {
-    pub work: StepWork,
-    pub budget: u32,
-    pub from: usize,
-}
-
-impl Plan {
-    pub fn new(en: &Engine) -> Self {
-        Plan { work: StepWork::default(), budget: en.max_num_batched_tokens, from: 0 }
-    }
-}
-
-/// Tokens a running request takes in the next step under `budget`, and the blocks it must add for them.
-#[inline(always)]
-pub(crate) fn want_need(s: &Running, budget: u32, en: &Engine) -> (u32, u64) {
-    let left = s.prefill_target - s.prefilled;
-    let want = if left > 0 {
-        if en.chunked_prefill { left.min(en.prefill_chunk_tokens).min(budget) } else if left <= budget { left } else { 0 }
-    } else {
-        u32::from(budget >= 1)
-    };
-    // Multiply rather than divide: most decode tokens fit in the last block.
-    // Blocks are the request's own: a shared prefix's tokens sit in the cache's blocks.
-    let tokens_after = (s.kv_tokens - s.shared_tokens) as u64 + want as u64;
-    let block = en.block_size_tokens as u64;
-    let need = if tokens_after <= s.blocks as u64 * block { 0 } else { blocks_for(tokens_after, en.block_size_tokens) - s.blocks as u64 };
-    (want, need)
-}
-
-/// Record that `s` takes `want` tokens in the step (its `need` new blocks already allocated) and add it to
-/// the step's work.
-#[inline(always)]
-pub(crate) fn take(s: &mut Running, want: u32, need: u64, budget: &mut u32, work: &mut StepWork) {
-    s.blocks += need as u32;
-    s.step_tokens = want;
-    *budget -= want;
-    if s.prefilled < s.prefill_target {
-        work.prefill_seqs += 1;
-        work.prefill_tokens += want;
-        work.prefill_attention_pairs += want as u64 * s.prefilled as u64 + (want as u64 * (want as u64 + 1)) / 2;
-        work.prefill_context_tokens += s.prefilled as u64;
-    } else {
-        work.decode_seqs += 1;
-        work.decode_context_tokens += s.kv_tokens as u64;
-    }
-}
-
-/// The leading prompt tokens of `rec` whose KV this worker's cache holds: its prefix group's (when the group
-/// is cached), or the longest cached leading run of its trace's block hashes — leaving at least one prompt
-/// token to compute, as vLLM does, so the step produces the first token. 0: none.
-#[inline]
-pub(crate) fn cached_shared(cache: &ReuseCache, chains: Option<&Chains>, prefix: Option<&Prefix>, rec: &RequestRecord, block_tokens: u32) -> u32 {
-    if rec.session != NO_SESSION {
-        // A session's shared prefix, when it has one, then its retained history after it (whole blocks), less
-        // at least one prompt token to compute. Without its prefix the history is of no use (its KV follows
-        // the prefix's, as a block's hash chains on its parent's).
-        let p = session_prefix_tokens(cached_prefix_tokens(prefix), rec);
-        if p > 0 && !cache.is_cached(EntryId::prefix(rec.prefix_group)) {
-            return 0;
-        }
-        let held = cache.blocks_of(EntryId::session(rec.session)) * block_tokens as u64;
-        let most = ((rec.prompt_tokens - 1) / block_tokens * block_tokens) as u64;
-        return (p as u64 + held).min(most) as u32;
-    }
-    if let Some(c) = chains {
-        let most = ((rec.prompt_tokens - 1) / c.block_tokens) as usize;
-        let k = c.full_blocks(rec.id, rec.prompt_tokens).iter().take(most).take_while(|&&h| cache.is_cached(EntryId::block(h))).count();
-        return k as u32 * c.block_tokens;
-    }
-    match prefix {
-        Some(p) if p.caching && rec.prefix_group != NO_PREFIX && cache.is_cached(EntryId::prefix(rec.prefix_group)) => p.shared_tokens,
-        _ => 0,
-    }
-}
-
-/// The tokens of a shared prefix a worker caches (0: none, or prefix caching off).
-#[inline]
-pub(crate) fn cached_prefix_tokens(prefix: Option<&Prefix>) -> u32 {
-    prefix.filter(|p| p.caching).map_or(0, |p| p.shared_tokens)
-}
-
-/// The shared prefix a session turn starts with and shares, on a worker caching prefixes of `prefix_tokens`
-/// (its tokens; 0: none).
-#[inline]
-fn session_prefix_tokens(prefix_tokens: u32, rec: &RequestRecord) -> u32 {
-    if rec.prefix_group != NO_PREFIX { prefix_tokens } else { 0 }
-}
-
-/// Pin the entries holding `rec`'s first `shared_tokens` tokens (nothing when 0).
-#[inline]
-pub(crate) fn pin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, prefix_tokens: u32, rec: &RequestRecord, shared_tokens: u32) {
-    for_each_shared(chains, prefix_tokens, rec, shared_tokens, |id| cache.pin(id));
-}
-
-/// Unpin what a request sharing its first `shared_tokens` tokens pinned (nothing when 0).
-#[inline]
-pub(crate) fn unpin_shared(cache: &mut ReuseCache, chains: Option<&Chains>, prefix_tokens: u32, rec: &RequestRecord, shared_tokens: u32) {
-    for_each_shared(chains, prefix_tokens, rec, shared_tokens, |id| cache.unpin(id));
-}
-
-/// The cache entries holding `rec`'s first `shared_tokens` tokens: a session turn's shared prefix and its
-/// session's retained history after it, the trace blocks of that run, or its prefix group's entry (none when
-/// 0).
-#[inline]
-fn for_each_shared(chains: Option<&Chains>, prefix_tokens: u32, rec: &RequestRecord, shared_tokens: u32, mut f: impl FnMut(EntryId)) {
-    if shared_tokens == 0 {
-        return;
-    }
-    match chains {
-        _ if rec.session != NO_SESSION => {
-            let p = session_prefix_tokens(prefix_tokens, rec);
-            if p > 0 {
-                f(EntryId::prefix(rec.prefix_group));
-            }
-            if shared_tokens > p {
-                f(EntryId::session(rec.session));
-            }
-        }
-        Some(c) => {
-            for &h in &c.full_blocks(rec.id, rec.prompt_tokens)[..(shared_tokens / c.block_tokens) as usize] {
-                f(EntryId::block(h));
-            }
-        }
-        None => f(EntryId::prefix(rec.prefix_group)),
-    }
-}
+use crate::workload::{NO_PREFIX, NO_SESSION};
 
 impl Simulation<'_> {
     /// Finish forming the next step of replica `r` from `plan` (the requests before `plan.from` are planned);
@@ -206,7 +79,8 @@ impl Simulation<'_> {
     fn victim(&self, r: usize, from: usize) -> usize {
         let en = &self.sc.pools[self.replicas[r].pool].engine;
         let running = self.replicas[r].batch.requests();
-        let priority = |j: usize| self.sc.workload.classes[self.requests[running[j].id as usize].class as usize].priority;
+        let priority =
+            |j: usize| self.sc.workload.classes[self.requests[running[j].id as usize].class as usize].priority;
         victim::pick(en.victim, from, running.len(), |j| running[j].prefilled + running[j].generated, priority)
     }
 
@@ -300,9 +174,12 @@ impl Simulation<'_> {
     /// Step 2: admit waiting requests while everything allows. Inlined into vLLM's formation, its hot caller.
     #[inline(always)]
     fn admit(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) -> Limiter {
-        let pool = &self.sc.pools[self.replicas[r].pool];
+        let sc = self.sc;
+        let pool = &sc.pools[self.replicas[r].pool];
         let en = &pool.engine;
         let block = en.block_size_tokens;
+        let chains = sc.workload.chains.as_ref();
+        let prefix_tokens = cached_prefix_tokens(sc.prefix.as_ref());
         loop {
             if let Some(limiter) = self.admission_closed(r, *budget) {
                 return limiter;
@@ -312,86 +189,71 @@ impl Simulation<'_> {
                 Some(q) => q,
                 None => &mut rep.queue,
             };
-            let head = queue.peek().expect("admission is open only with a request waiting");
-            let rec = &self.requests[head.id as usize];
-            // Where the request starts: holding its prompt's KV (it crossed the link to this decode worker),
-            // or from nothing (a new prompt, or a recompute after preemption: prompt + tokens so far).
-            let (prefill_target, mut start_tokens) = if rec.kv_ready { (rec.prompt_tokens, rec.prompt_tokens) } else { (rec.prompt_tokens + rec.generated, 0) };
-            // A cached shared prefix: its KV is there already, prefill starts after it.
-            let group = rec.prefix_group;
-            let chains = self.sc.workload.chains.as_ref();
-            let shared_tokens = if start_tokens == 0 && self.shares_prefixes { cached_shared(&rep.kv.cache, chains, self.sc.prefix.as_ref(), rec, block) } else { 0 };
-            start_tokens += shared_tokens;
-            // A prefill worker's part ends with the first token.
-            let (target, reserve_tokens) = match pool.role {
-                Role::Prefill => (1, rec.prompt_tokens as u64 + 1),
-                _ => (rec.output_tokens, rec.prompt_tokens as u64 + (rec.pred_reserve_tokens.max(rec.generated)) as u64),
-            };
-            let reserve = blocks_for(reserve_tokens, block);
-            let alone = rep.batch.is_empty();
-            if !alone && rep.reserved_blocks + reserve > en.kv_reserve_limit_blocks {
+            let id = queue.peek().expect("admission is open only with a request waiting").id;
+            let rec = &self.requests[id as usize];
+            let mut entry = Entry::of(rec, pool.role);
+            if entry.start_tokens == 0 && self.shares_prefixes {
+                entry.shared_tokens = cached_shared(&rep.kv.cache, chains, sc.prefix.as_ref(), rec, block);
+                entry.start_tokens = entry.shared_tokens;
+            }
+            let reserve = blocks_for(entry.reserve_tokens, block);
+            if !rep.batch.is_empty() && rep.reserved_blocks + reserve > en.kv_reserve_limit_blocks {
                 return Limiter::KvReservation;
             }
-            let left = prefill_target - start_tokens;
-            let want = if left == 0 {
-                1 // a decode token
-            } else if en.chunked_prefill {
-                left.min(en.prefill_chunk_tokens).min(*budget)
-            } else if left <= *budget {
-                left
-            } else {
-                return Limiter::TokenBudget;
-            };
-            let need = blocks_for((start_tokens - shared_tokens) as u64 + want as u64, block);
+            let Some(want) = entry.first_want(en, *budget) else { return Limiter::TokenBudget };
+            let shared_tokens = entry.shared_tokens;
+            let need = blocks_for((entry.start_tokens - shared_tokens) as u64 + want as u64, block);
             // Pin the cached prefix first, so the allocation cannot evict the very entries it will share.
             if shared_tokens > 0 {
-                pin_shared(&mut rep.kv.cache, chains, cached_prefix_tokens(self.sc.prefix.as_ref()), rec, shared_tokens);
+                pin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
             }
             if !rep.kv.try_alloc(need) {
                 if shared_tokens > 0 {
-                    unpin_shared(&mut rep.kv.cache, chains, cached_prefix_tokens(self.sc.prefix.as_ref()), rec, shared_tokens);
+                    unpin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
                 }
                 return Limiter::KvFree;
             }
             queue.pop();
             self.rec.on_dequeued();
-            let rec = &mut self.requests[head.id as usize];
-            if rec.first_scheduled_ns == u64::MAX {
-                rec.first_scheduled_ns = self.now;
-                // Cache statistics count a request once, at its first admission.
-                let session_prefix = if rec.session != NO_SESSION { session_prefix_tokens(cached_prefix_tokens(self.sc.prefix.as_ref()), rec).min(shared_tokens) } else { shared_tokens };
-                if rec.session != NO_SESSION {
-                    super::sessions::note_turn_admitted(&mut self.sessions[rec.session as usize], &mut self.rec, rec, r, shared_tokens, session_prefix);
-                }
-                let looks_up = match chains {
-                    Some(c) => !c.full_blocks(head.id, rec.prompt_tokens).is_empty(),
-                    None => group != NO_PREFIX && self.sc.prefix.as_ref().is_some_and(|p| p.caching),
-                };
-                if looks_up && pool.role != Role::Decode {
-                    self.rec.on_prefix_lookup(session_prefix);
-                }
-            }
+            self.on_admitted(id, r, shared_tokens, pool.role);
+            let rep = &mut self.replicas[r];
             if self.central.is_some() {
                 // Taken from the central queue: from now on it belongs to this replica (until preempted).
-                rec.replica = r as u16;
+                self.requests[id as usize].replica = r as u16;
                 rep.outstanding += 1;
             }
             rep.reserved_blocks += reserve;
-            let mut s = Running {
-                id: head.id,
-                prefill_target,
-                prefilled: start_tokens,
-                generated: rec.generated,
-                target,
-                kv_tokens: start_tokens,
-                blocks: 0,
-                reserve_blocks: reserve as u32,
-                step_tokens: 0,
-                last_token_ns: rec.last_token_ns,
-                shared_tokens,
-            };
+            let mut s = entry.running(id, &self.requests[id as usize], reserve as u32);
             take(&mut s, want, need, budget, work);
             rep.batch.push(s);
+        }
+    }
+
+    /// A request enters a batch: its first admission stamps its time and counts its cache lookup (cache
+    /// statistics count a request once), and a session's turn tells the session.
+    #[inline(always)]
+    fn on_admitted(&mut self, id: u32, r: usize, shared_tokens: u32, role: Role) {
+        let rec = &mut self.requests[id as usize];
+        if rec.first_scheduled_ns != u64::MAX {
+            return;
+        }
+        rec.first_scheduled_ns = self.now;
+        let prefix = self.sc.prefix.as_ref();
+        let session_prefix = if rec.session != NO_SESSION {
+            session_prefix_tokens(cached_prefix_tokens(prefix), rec).min(shared_tokens)
+        } else {
+            shared_tokens
+        };
+        if rec.session != NO_SESSION {
+            let session = &mut self.sessions[rec.session as usize];
+            super::sessions::note_turn_admitted(session, &mut self.rec, rec, r, shared_tokens, session_prefix);
+        }
+        let looks_up = match self.sc.workload.chains.as_ref() {
+            Some(c) => !c.full_blocks(id, rec.prompt_tokens).is_empty(),
+            None => rec.prefix_group != NO_PREFIX && prefix.is_some_and(|p| p.caching),
+        };
+        if looks_up && role != Role::Decode {
+            self.rec.on_prefix_lookup(session_prefix);
         }
     }
 
@@ -401,7 +263,13 @@ impl Simulation<'_> {
         let s = rep.batch.remove(v);
         rep.kv.release(s.blocks as u64);
         if s.shared_tokens > 0 {
-            unpin_shared(&mut rep.kv.cache, self.sc.workload.chains.as_ref(), cached_prefix_tokens(self.sc.prefix.as_ref()), &self.requests[s.id as usize], s.shared_tokens);
+            unpin_shared(
+                &mut rep.kv.cache,
+                self.sc.workload.chains.as_ref(),
+                cached_prefix_tokens(self.sc.prefix.as_ref()),
+                &self.requests[s.id as usize],
+                s.shared_tokens,
+            );
         }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.requests[s.id as usize];
@@ -425,6 +293,62 @@ impl Simulation<'_> {
             }
         } else {
             self.requeue.push(s.id);
+        }
+    }
+}
+
+/// Where an admitted request starts and what it reserves.
+struct Entry {
+    /// Tokens its prefill covers: the prompt (and, for a recompute after preemption, the tokens so far).
+    prefill_target: u32,
+    /// KV tokens it holds on entry: its prompt's (it crossed the link to this decode worker), a cached
+    /// shared prefix's, or none.
+    start_tokens: u32,
+    shared_tokens: u32,
+    /// Tokens it generates here (a prefill worker's part ends with the first token).
+    target: u32,
+    reserve_tokens: u64,
+}
+
+impl Entry {
+    #[inline(always)]
+    fn of(rec: &RequestRecord, role: Role) -> Entry {
+        let (prefill_target, start_tokens) =
+            if rec.kv_ready { (rec.prompt_tokens, rec.prompt_tokens) } else { (rec.prompt_tokens + rec.generated, 0) };
+        let (target, reserve_tokens) = match role {
+            Role::Prefill => (1, rec.prompt_tokens as u64 + 1),
+            _ => (rec.output_tokens, rec.prompt_tokens as u64 + (rec.pred_reserve_tokens.max(rec.generated)) as u64),
+        };
+        Entry { prefill_target, start_tokens, shared_tokens: 0, target, reserve_tokens }
+    }
+
+    /// Tokens its first step takes under `budget`; None when a prompt that cannot be chunked does not fit.
+    #[inline(always)]
+    fn first_want(&self, en: &Engine, budget: u32) -> Option<u32> {
+        let left = self.prefill_target - self.start_tokens;
+        if left == 0 {
+            Some(1) // a decode token
+        } else if en.chunked_prefill {
+            Some(left.min(en.prefill_chunk_tokens).min(budget))
+        } else {
+            (left <= budget).then_some(left)
+        }
+    }
+
+    #[inline(always)]
+    fn running(&self, id: u32, rec: &RequestRecord, reserve_blocks: u32) -> Running {
+        Running {
+            id,
+            prefill_target: self.prefill_target,
+            prefilled: self.start_tokens,
+            generated: rec.generated,
+            target: self.target,
+            kv_tokens: self.start_tokens,
+            blocks: 0,
+            reserve_blocks,
+            step_tokens: 0,
+            last_token_ns: rec.last_token_ns,
+            shared_tokens: self.shared_tokens,
         }
     }
 }

@@ -14,23 +14,25 @@
 
 mod batch;
 mod events;
+mod running;
 mod sessions;
+mod shared;
 mod step_end;
 
-use batch::Plan;
+use running::Plan;
 use sessions::SessionKv;
-use step_end::{Batch, RarePass, Running, Tally};
+use step_end::{Batch, RarePass, Tally};
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
-use crate::kv::{BlockPool, EntryId};
 use crate::cost::StepWork;
+use crate::kv::{BlockPool, EntryId};
 use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
-use crate::sched::admission::{self, AdmitContext, Admission, Backlog, Reject};
+use crate::sched::admission::{self, Admission, AdmitContext, Backlog, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::workload::{FollowUps, Generator, Request};
 
@@ -183,7 +185,8 @@ impl<'a> Simulation<'a> {
     /// A simulation whose workload answers completions as `follow_ups` says.
     pub fn with_follow_ups(sc: &'a Scenario, follow_ups: FollowUps) -> Self {
         let n_tenants = sc.workload.tenants.len();
-        let central = matches!(sc.pools[0].router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
+        let central =
+            matches!(sc.pools[0].router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
         let replicas = (sc.pools.iter().enumerate())
             .flat_map(|(p, pool)| (0..pool.replicas as usize).map(move |local| (p, local, pool)))
             .map(|(pool, local, pl)| Replica {
@@ -191,7 +194,8 @@ impl<'a> Simulation<'a> {
                 local,
                 batch: Batch::new(pl.engine.max_num_seqs, pl.engine.block_size_tokens),
                 queue: queue::build(&sc.scheduler, n_tenants),
-                kv: BlockPool::new(pl.engine.kv_total_blocks).with_tiers(pl.engine.host.map(|h| h.capacity_blocks), pl.engine.retention_budget_blocks),
+                kv: BlockPool::new(pl.engine.kv_total_blocks)
+                    .with_tiers(pl.engine.host.map(|h| h.capacity_blocks), pl.engine.retention_budget_blocks),
                 reserved_blocks: 0,
                 busy: false,
                 step_ns: 0,
@@ -262,7 +266,8 @@ impl<'a> Simulation<'a> {
         let _ = progress(self.progress());
         let evictions = self.replicas.iter().map(|r| r.kv.prefix_evictions).sum();
         self.rec.sess.pressure_evictions = self.replicas.iter().map(|r| r.kv.pressure_evictions).sum();
-        self.rec.sess.host_evictions = self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum();
+        self.rec.sess.host_evictions =
+            self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum();
         self.rec.session_ends = self.generator.session_ends;
         self.rec.programs = self.generator.take_programs();
         self.rec.finish(self.now, self.requests, evictions);
@@ -332,7 +337,11 @@ impl<'a> Simulation<'a> {
             }
             if let Some(next) = next {
                 let at = next.arrival_ns.max(self.now);
-                self.follow_ups.push(Reverse((at, self.events.next_seq(), FollowUp(next, self.turns[id as usize] + 1))));
+                self.follow_ups.push(Reverse((
+                    at,
+                    self.events.next_seq(),
+                    FollowUp(next, self.turns[id as usize] + 1),
+                )));
                 self.schedule(at, Event::FollowUp);
             }
         }
@@ -406,7 +415,11 @@ impl<'a> Simulation<'a> {
         match target {
             Some(r) => {
                 let rep = &mut self.replicas[r];
-                if preempted { rep.queue.requeue(item) } else { rep.queue.push(item) }
+                if preempted {
+                    rep.queue.requeue(item)
+                } else {
+                    rep.queue.push(item)
+                }
                 if !preempted {
                     rep.outstanding += 1;
                     self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
@@ -415,7 +428,11 @@ impl<'a> Simulation<'a> {
             }
             None => {
                 let q = self.central.as_mut().expect("no target means the central queue");
-                if preempted { q.requeue(item) } else { q.push(item) }
+                if preempted {
+                    q.requeue(item)
+                } else {
+                    q.push(item)
+                }
                 self.kick_idle();
             }
         }
@@ -453,7 +470,9 @@ impl<'a> Simulation<'a> {
     fn estimate_latency_ns(&self, req: &Request, target: Option<usize>) -> f64 {
         // With a central queue, the queue ahead is shared by every replica.
         let backlog = match target {
-            Some(r) => Backlog { ahead: self.replicas[r].queue.len(), running: self.replicas[r].batch.len(), servers: 1.0 },
+            Some(r) => {
+                Backlog { ahead: self.replicas[r].queue.len(), running: self.replicas[r].batch.len(), servers: 1.0 }
+            }
             None => Backlog {
                 ahead: self.central.as_ref().map_or(0, |q| q.len()),
                 running: self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
@@ -617,7 +636,8 @@ impl<'a> Simulation<'a> {
         if left > 0 {
             self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
         }
-        let kv_ok = rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();
+        let kv_ok =
+            rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();
         let (n_running, kv_between) = (rep.batch.len() as u64, rep.kv.used() - t.allocated);
         self.rec.on_step_end(r, rep.step_ns, t.bulk_itl, t.emitted_n, t.finished, n_running, kv_between, kv_ok);
         self.note_retained(r);
@@ -706,4 +726,3 @@ pub fn run_with_follow_ups(sc: &Scenario, follow_ups: FollowUps) -> Recorder {
 pub fn run_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Recorder, RunError> {
     Simulation::new(sc).run(progress)
 }
-

@@ -12,7 +12,7 @@
 use super::Simulation;
 use crate::cost::StepWork;
 use crate::kv::EntryId;
-use crate::workload::{Request, Retention, NO_SESSION};
+use crate::workload::{NO_SESSION, Request, Retention};
 
 /// What the end of a session's running turn does with its history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,16 @@ impl Simulation<'_> {
     pub(super) fn session_turn_arrives(&mut self, req: &Request, turn: u32) {
         let s = req.session as usize;
         if s >= self.sessions.len() {
-            self.sessions.resize(s + 1, SessionKv { holder: NO_HOLDER, keep: Keep::Drop, expire_at_ns: u64::MAX, restoring_blocks: 0, restored: false });
+            self.sessions.resize(
+                s + 1,
+                SessionKv {
+                    holder: NO_HOLDER,
+                    keep: Keep::Drop,
+                    expire_at_ns: u64::MAX,
+                    restoring_blocks: 0,
+                    restored: false,
+                },
+            );
             self.rec.on_session_start(self.now);
         }
         let holder = self.sessions[s].holder;
@@ -95,10 +104,18 @@ impl Simulation<'_> {
         let blocks = (req.prompt_tokens as u64 + req.output_tokens as u64).saturating_sub(1) / block;
         let prefill_ns = |tokens: u64| {
             let t = tokens.min(u32::MAX as u64);
-            pool.cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: t as u32, prefill_attention_pairs: t * (t + 1) / 2, ..Default::default() }).total_ns as f64
+            pool.cost
+                .step(&StepWork {
+                    prefill_seqs: 1,
+                    prefill_tokens: t as u32,
+                    prefill_attention_pairs: t * (t + 1) / 2,
+                    ..Default::default()
+                })
+                .total_ns as f64
         };
         // A shared prefix stays cached apart from the session: what is kept, or recomputed, is what follows it.
-        let prefix = super::batch::cached_prefix_tokens(self.sc.prefix.as_ref()) as u64 / block * (req.prefix_group != crate::workload::NO_PREFIX) as u64;
+        let prefix = super::shared::cached_prefix_tokens(self.sc.prefix.as_ref()) as u64 / block
+            * (req.prefix_group != crate::workload::NO_PREFIX) as u64;
         let (new, kept) = (program.new_tokens[k] as u64 + prefix * block, blocks.saturating_sub(prefix));
         let recompute_ns = prefill_ns(kept * block + new) - prefill_ns(new);
         let hold = kept as f64 / pool.engine.kv_total_blocks as f64 * program.gaps_ns[k - 1] as f64;
@@ -191,7 +208,10 @@ impl Simulation<'_> {
             return;
         }
         let Some(Retention::Ttl(ttl)) = self.sc.workload.sessions.as_ref().map(|x| x.retention) else { return };
-        if completed && self.sessions[s as usize].keep == Keep::Hbm && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s)) {
+        if completed
+            && self.sessions[s as usize].keep == Keep::Hbm
+            && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s))
+        {
             let at = self.now.saturating_add(ttl);
             self.sessions[s as usize].expire_at_ns = at;
             self.schedule(at, super::Event::Expire { session: s });
@@ -253,7 +273,14 @@ impl Simulation<'_> {
 /// ran where its last turn did.
 /// `prefix_tokens` of them are its shared prefix (a hit is history found past it; the prefix, part of the
 /// history a later turn re-sends, counts as reused).
-pub(super) fn note_turn_admitted(st: &mut SessionKv, rec: &mut crate::metrics::Recorder, turn: &crate::metrics::RequestRecord, r: usize, shared_tokens: u32, prefix_tokens: u32) {
+pub(super) fn note_turn_admitted(
+    st: &mut SessionKv,
+    rec: &mut crate::metrics::Recorder,
+    turn: &crate::metrics::RequestRecord,
+    r: usize,
+    shared_tokens: u32,
+    prefix_tokens: u32,
+) {
     if turn.turn > 1 {
         rec.session_reused_tokens += shared_tokens as u64;
         rec.sess.reused_tokens[turn.session as usize] += shared_tokens as u64;

@@ -20,79 +20,12 @@
 //!
 //! Invariant: a batch has lazy requests only while its step is in flight, and they are all in it.
 
-use super::batch::{take, want_need};
+use super::running::{Running, take, want_need};
 use crate::cost::StepWork;
-use crate::kv::{blocks_for, BlockPool, EntryId};
+use crate::kv::{BlockPool, EntryId, blocks_for};
 use crate::metrics::{Outcome, RequestRecord};
 use crate::scenario::Engine;
 use crate::workload::{Chains, NO_PREFIX};
-
-/// A request holding a batch slot.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Running {
-    pub id: u32,
-    /// Tokens to prefill: the prompt, plus tokens generated before a recompute preemption.
-    pub prefill_target: u32,
-    pub prefilled: u32,
-    /// Output tokens emitted so far (kept across preemptions).
-    pub generated: u32,
-    pub target: u32,
-    /// Tokens whose KV is held.
-    pub kv_tokens: u32,
-    pub blocks: u32,
-    pub reserve_blocks: u32,
-    /// Tokens scheduled in the current step (0: not in this step).
-    pub step_tokens: u32,
-    pub last_token_ns: u64,
-    /// Leading tokens whose KV is a cached shared prefix (in the cache's blocks, not in `blocks`). Which
-    /// prefix, and the request's priority, are in its record: the rare paths that need them look them up,
-    /// so that a `Running` stays at 48 bytes — the step end's order-preserving compaction copies them.
-    pub shared_tokens: u32,
-}
-
-impl Running {
-    /// Steady: just planned one decode token, one step after its last (`now`), with more to come after it.
-    /// Such a request can be left lazy until its last token: every step end until then is the same for it.
-    #[inline(always)]
-    fn is_steady(&self, now: u64) -> bool {
-        self.step_tokens == 1 && self.prefilled == self.prefill_target && self.generated + 1 < self.target && self.last_token_ns == now
-    }
-
-    /// The most blocks a request may take at one step end: one for a decoder, the chunk's blocks (and one
-    /// for its partial first and last block) for a prefill.
-    #[inline(always)]
-    fn blocks_bound(&self, block: u64) -> u64 {
-        let left = (self.prefill_target - self.prefilled) as u64;
-        if left > 0 { left / block + 2 } else { 1 }
-    }
-
-    /// The step end at which this lazy request (lazy until step end `exit`) became lazy: its counters are as
-    /// they were then, and it leaves at its last token, `target − generated` step ends later.
-    #[inline(always)]
-    fn lazy_since(&self, exit: u64) -> u64 {
-        exit - (self.target - self.generated) as u64
-    }
-
-    /// Bring this lazy request (lazy until step end `exit`) to where the step ends before step end `k` left
-    /// it: a token emitted at each, the last at `prev_end_ns`, and the blocks for the token planned then.
-    #[inline(always)]
-    fn wake(&mut self, exit: u64, k: u64, prev_end_ns: u64, block_tokens: u32) {
-        let d = (k - 1 - self.lazy_since(exit)) as u32;
-        self.kv_tokens += d;
-        self.generated += d;
-        self.last_token_ns = prev_end_ns;
-        self.blocks = self.blocks.max(blocks_for((self.kv_tokens - self.shared_tokens) as u64 + 1, block_tokens) as u32);
-    }
-
-    /// The step ends at which this lazy request needs a new block are those ≡ this (mod the block size):
-    /// after `d` steps its KV holds `kv + d` tokens, and the next token starts a block when `kv + d − shared`
-    /// is a multiple of the block size.
-    #[inline(always)]
-    fn lazy_phase(&self, exit: u64, block: u64) -> usize {
-        let since = self.lazy_since(exit);
-        ((since % block + self.shared_tokens as u64 % block + block - self.kv_tokens as u64 % block) % block) as usize
-    }
-}
 
 /// The lazy requests of a batch, summed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -176,7 +109,10 @@ impl Batch {
 
     /// The requests for batch formation to plan, from position `from` on: none of those is lazy.
     pub fn unplanned(&mut self, from: usize) -> &mut [Running] {
-        debug_assert!(self.exit_step[from.min(self.running.len())..].iter().all(|&e| e == 0), "lazy requests left to plan");
+        debug_assert!(
+            self.exit_step[from.min(self.running.len())..].iter().all(|&e| e == 0),
+            "lazy requests left to plan"
+        );
         &mut self.running
     }
 
@@ -216,7 +152,10 @@ impl Batch {
             self.wake_all(k, prev_end_ns, en.block_size_tokens);
         }
         let swept = self.sweep(pass, en, budget, (k, at), lazy_steps);
-        debug_assert!(!bulk || (pass.stuck_at.is_none() && pass.kv.cache.evictions == evictions_before), "the bound on the exceptions' blocks failed");
+        debug_assert!(
+            !bulk || (pass.stuck_at.is_none() && pass.kv.cache.evictions == evictions_before),
+            "the bound on the exceptions' blocks failed"
+        );
         let crossing = self.phase[at] as u64 - swept.fresh_crossing_now;
         self.first_exit = 0;
         self.settle_lazy(pass, swept, crossing)
@@ -261,7 +200,14 @@ impl Batch {
         let mut chunks = self.exit_step.chunks_exact(8);
         let mut base = 0;
         for c in chunks.by_ref() {
-            let any = (c[0] <= k) | (c[1] <= k) | (c[2] <= k) | (c[3] <= k) | (c[4] <= k) | (c[5] <= k) | (c[6] <= k) | (c[7] <= k);
+            let any = (c[0] <= k)
+                | (c[1] <= k)
+                | (c[2] <= k)
+                | (c[3] <= k)
+                | (c[4] <= k)
+                | (c[5] <= k)
+                | (c[6] <= k)
+                | (c[7] <= k);
             if any {
                 for (i, &e) in c.iter().enumerate() {
                     if e <= k {
@@ -315,7 +261,14 @@ impl Batch {
     /// stops (the budget ran out, or an allocation failed) every later request only ends its step, so from
     /// there on lazy requests take the general path too.
     #[inline(always)]
-    fn sweep(&mut self, pass: &mut RarePass<'_>, en: &Engine, mut budget: u32, (k, in_block): (u64, usize), lazy_steps: bool) -> Swept {
+    fn sweep(
+        &mut self,
+        pass: &mut RarePass<'_>,
+        en: &Engine,
+        mut budget: u32,
+        (k, in_block): (u64, usize),
+        lazy_steps: bool,
+    ) -> Swept {
         let block = en.block_size_tokens as u64;
         let prev_end_ns = pass.now - pass.step_ns;
         let Batch { running, exit_step: exit, phase, lazy, exceptions: exc, .. } = self;
@@ -365,7 +318,10 @@ impl Batch {
             planning &= pass.stuck_at.is_none();
             held_blocks += s.blocks as u64;
             exit[kept] = if planning && lazy_steps && s.is_steady(pass.now) {
-                debug_assert_eq!(s.blocks as u64, blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, en.block_size_tokens));
+                debug_assert_eq!(
+                    s.blocks as u64,
+                    blocks_for((s.kv_tokens - s.shared_tokens) as u64 + 1, en.block_size_tokens)
+                );
                 fresh.add(s);
                 let e = k + (s.target - s.generated) as u64;
                 let p = s.lazy_phase(e, block);
@@ -543,7 +499,13 @@ impl RarePass<'_> {
             return;
         }
         if s.shared_tokens > 0 {
-            super::batch::unpin_shared(&mut self.kv.cache, self.chains, self.prefix, &self.requests[s.id as usize], s.shared_tokens);
+            super::shared::unpin_shared(
+                &mut self.kv.cache,
+                self.chains,
+                self.prefix,
+                &self.requests[s.id as usize],
+                s.shared_tokens,
+            );
         }
         let kept = if self.retain_sessions { self.retain(s) } else { 0 };
         self.tally.released += s.blocks as u64 - kept;
@@ -570,7 +532,11 @@ impl RarePass<'_> {
         let id = EntryId::session(session);
         let have = self.kv.cache.blocks_of(id);
         // The session's entry holds its history after its shared prefix (which the turn shares by now).
-        let prefix = if self.requests[s.id as usize].prefix_group != crate::workload::NO_PREFIX { (self.prefix / self.block) as u64 } else { 0 };
+        let prefix = if self.requests[s.id as usize].prefix_group != crate::workload::NO_PREFIX {
+            (self.prefix / self.block) as u64
+        } else {
+            0
+        };
         let own = ((s.kv_tokens / self.block) as u64).saturating_sub(have + prefix).min(s.blocks as u64);
         match self.sessions[session as usize].keep {
             super::sessions::Keep::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),

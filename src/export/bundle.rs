@@ -49,7 +49,12 @@ pub fn bundle_csv(b: &Bundle) -> String {
 
 pub fn bundle_markdown(b: &Bundle) -> String {
     let cols = &COLUMNS[..COLUMNS.len() - 1];
-    let mut out = format!("# Measured runs\n\n{} case(s).\n\n| {} |\n|{}\n", b.cases.len(), cols.iter().map(|c| c.0).collect::<Vec<_>>().join(" | "), "---|".repeat(cols.len()));
+    let mut out = format!(
+        "# Measured runs\n\n{} case(s).\n\n| {} |\n|{}\n",
+        b.cases.len(),
+        cols.iter().map(|c| c.0).collect::<Vec<_>>().join(" | "),
+        "---|".repeat(cols.len())
+    );
     for case in &b.cases {
         out += &format!("| {} |\n", cols.iter().map(|c| md_cell(&(c.1)(case))).collect::<Vec<_>>().join(" | "));
     }
@@ -73,7 +78,16 @@ pub fn calibration_csv(c: &Calibration) -> String {
     let mut out = String::from("case,set,metric,measured_ms,baseline_ms,calibrated_ms,baseline_ape,calibrated_ape\n");
     for r in &c.rows {
         let set = if r.training { "training" } else { "held-out" };
-        out += &format!("{},{set},{},{},{},{},{},{}\n", csv_field(&r.case), r.metric, num(Some(r.measured_ms)), num(Some(r.baseline_ms)), num(Some(r.calibrated_ms)), num(Some(r.baseline_ape)), num(Some(r.calibrated_ape)));
+        out += &format!(
+            "{},{set},{},{},{},{},{},{}\n",
+            csv_field(&r.case),
+            r.metric,
+            num(Some(r.measured_ms)),
+            num(Some(r.baseline_ms)),
+            num(Some(r.calibrated_ms)),
+            num(Some(r.baseline_ape)),
+            num(Some(r.calibrated_ape))
+        );
     }
     out
 }
@@ -83,7 +97,10 @@ pub fn calibration_markdown(c: &Calibration) -> String {
     let pct = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
     let mut out = format!(
         "# Calibration\n\nFitted on the training cases: {}. Objective ({}): {:.4} before, {:.4} after.\n\n## Held-out error (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n",
-        c.fitted.sentence(), c.objective, c.train_error_baseline, c.train_error_calibrated
+        c.fitted.sentence(),
+        c.objective,
+        c.train_error_baseline,
+        c.train_error_calibrated
     );
     for m in &c.held_out_mape {
         out += &format!("| {} | {} | {} |\n", m.metric, pct(m.baseline), pct(m.calibrated));
@@ -91,7 +108,16 @@ pub fn calibration_markdown(c: &Calibration) -> String {
     out += "\n## Every case\n\n| case | set | metric | measured (ms) | baseline pred. (ms) | calibrated pred. (ms) | baseline APE | calibrated APE |\n|---|---|---|---|---|---|---|---|\n";
     for r in &c.rows {
         let set = if r.training { "training" } else { "held-out" };
-        out += &format!("| {} | {set} | {} | {:.1} | {:.1} | {:.1} | {} | {} |\n", md_cell(&r.case), r.metric, r.measured_ms, r.baseline_ms, r.calibrated_ms, pct(Some(r.baseline_ape)), pct(Some(r.calibrated_ape)));
+        out += &format!(
+            "| {} | {set} | {} | {:.1} | {:.1} | {:.1} | {} | {} |\n",
+            md_cell(&r.case),
+            r.metric,
+            r.measured_ms,
+            r.baseline_ms,
+            r.calibrated_ms,
+            pct(Some(r.baseline_ape)),
+            pct(Some(r.calibrated_ape))
+        );
     }
     for (title, list) in [("Warnings", &c.warnings), ("Notes", &c.notes)] {
         if !list.is_empty() {

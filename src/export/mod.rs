@@ -74,7 +74,14 @@ pub fn requests_csv(r: &Report, sc: &Scenario) -> String {
         if q.outcome == Outcome::Completed && q.output_tokens > 1 {
             let _ = write!(s, "{}", (q.done_ns - q.first_token_ns) as f64 / (q.output_tokens - 1) as f64 / 1e9);
         }
-        for v in [q.prompt_tokens, q.output_tokens, q.generated, q.pred_order_tokens, q.pred_reserve_tokens, q.preemptions as u32] {
+        for v in [
+            q.prompt_tokens,
+            q.output_tokens,
+            q.generated,
+            q.pred_order_tokens,
+            q.pred_reserve_tokens,
+            q.preemptions as u32,
+        ] {
             s.push(',');
             s.push_str(int.format(v));
         }
@@ -151,8 +158,20 @@ fn sessions_markdown(m: &mut String, x: &crate::metrics::SessionsSummary) {
     let _ = writeln!(
         m,
         "\n## Sessions\n\n{} sessions: {} completed every turn, {} ended at the context limit, {} after a refused or failed turn, {} unfinished. {} turns ({:.2} a session), {} completed. Session E2E p50 {}, p95 {}; turn TTFT p50 {}, p95 {}. History re-sent: {} tokens, {} of them prefilled again.\n\n| turn | completed | TTFT p50 | TTFT p95 |\n|---|---|---|---|",
-        x.sessions, x.completed, x.ended_by_context, x.ended_by_failure, x.unfinished, x.turns, x.mean_turns_per_session, x.turns_completed,
-        secs(x.session_e2e_s.p50), secs(x.session_e2e_s.p95), secs(x.turn_ttft_s.p50), secs(x.turn_ttft_s.p95), x.history_tokens, x.recomputed_history_tokens
+        x.sessions,
+        x.completed,
+        x.ended_by_context,
+        x.ended_by_failure,
+        x.unfinished,
+        x.turns,
+        x.mean_turns_per_session,
+        x.turns_completed,
+        secs(x.session_e2e_s.p50),
+        secs(x.session_e2e_s.p95),
+        secs(x.turn_ttft_s.p50),
+        secs(x.turn_ttft_s.p95),
+        x.history_tokens,
+        x.recomputed_history_tokens
     );
     for t in &x.ttft_by_turn {
         let _ = writeln!(m, "| {} | {} | {} | {} |", t.turn, t.count, secs(t.ttft_p50_s), secs(t.ttft_p95_s));
@@ -163,7 +182,17 @@ fn sessions_markdown(m: &mut String, x: &crate::metrics::SessionsSummary) {
     m.push_str("\n| session class | sessions | completed | turns a session | turn TTFT p95 | session E2E p95 | reuse | session SLO |\n|---|---|---|---|---|---|---|---|\n");
     for c in &x.classes {
         let slo = c.slo_attainment.map_or("–".to_string(), pct);
-        let _ = writeln!(m, "| {} | {} | {} | {:.2} | {} | {} | {} | {slo} |", md_cell(&c.name), c.sessions, c.completed, c.mean_turns_per_session, secs(c.turn_ttft_s.p95), secs(c.session_e2e_s.p95), pct(c.reuse));
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {:.2} | {} | {} | {} | {slo} |",
+            md_cell(&c.name),
+            c.sessions,
+            c.completed,
+            c.mean_turns_per_session,
+            secs(c.turn_ttft_s.p95),
+            secs(c.session_e2e_s.p95),
+            pct(c.reuse)
+        );
     }
 }
 
@@ -182,7 +211,15 @@ fn md_cell(t: &str) -> String {
 }
 
 fn stats_row(name: &str, st: &Stats) -> String {
-    format!("| {name} | {} | {} | {} | {} | {} | {} |\n", ms(st.mean), ms(st.p50), ms(st.p90), ms(st.p95), ms(st.p99), ms(st.max))
+    format!(
+        "| {name} | {} | {} | {} | {} | {} | {} |\n",
+        ms(st.mean),
+        ms(st.p50),
+        ms(st.p90),
+        ms(st.p95),
+        ms(st.p99),
+        ms(st.max)
+    )
 }
 
 /// A readable report with tables.
@@ -217,42 +254,97 @@ pub fn markdown(r: &Report) -> String {
     ] {
         let _ = writeln!(m, "| {k} | {v} |");
     }
+    steady_markdown(&mut m, st);
+    objectives_markdown(&mut m, &r.objectives);
     let _ = writeln!(
         m,
-        "\n## Steady state\n\nWindow {:.2}–{:.2} s ({:.0} % warm-up left out, the drain after the last arrival too): {} arrivals, {} completions; in system {} → {}.",
-        st.start_s, st.end_s, st.warmup_fraction * 100.0, st.arrivals, st.completions, st.in_system_start, st.in_system_end
+        "\n## Diagnosis ({})\n\n{}\n\n**Advice:** {}",
+        r.diagnosis.kind, r.diagnosis.verdict, r.diagnosis.advice
     );
-    for w in &st.warnings {
-        let _ = writeln!(m, "\n> Warning: {w}");
-    }
-    let o = &r.objectives;
-    let _ = writeln!(m, "\n## Objectives\n\n| objective | measured | met |\n|---|---|---|");
-    let _ = writeln!(m, "| SLO attainment ≥ {} | {} | {} |", pct(o.attainment_target), pct(o.attainment), yes(o.attainment_met));
-    for p in &o.percentiles {
-        let of = p.class.as_ref().map(|c| format!(" ({})", md_cell(c))).unwrap_or_default();
-        let _ = writeln!(m, "| p{} {}{of} ≤ {} | {} | {} |", p.percentile, p.metric.label(), ms(p.max_s), ms(p.value_s), yes(p.met));
-    }
-    let _ = writeln!(m, "\n## Diagnosis ({})\n\n{}\n\n**Advice:** {}", r.diagnosis.kind, r.diagnosis.verdict, r.diagnosis.advice);
     m.push_str("\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n");
     m.push_str(&stats_row("TTFT", &s.ttft_s));
     m.push_str(&stats_row("TPOT", &s.tpot_s));
     m.push_str(&stats_row("ITL", &s.itl_s));
     m.push_str(&stats_row("E2E", &s.e2e_s));
     m.push_str(&stats_row("queue delay", &s.queue_delay_s));
+    groups_markdown(&mut m, r);
+    if let Some(x) = &r.sessions {
+        sessions_markdown(&mut m, x);
+    }
+    engine_markdown(&mut m, &r.engine);
+    audits_markdown(&mut m, &r.audits);
+    m
+}
+
+/// The steady-state window and its warnings.
+fn steady_markdown(m: &mut String, st: &crate::metrics::steady::SteadySummary) {
+    let _ = writeln!(
+        m,
+        "\n## Steady state\n\nWindow {:.2}–{:.2} s ({:.0} % warm-up left out, the drain after the last arrival too): {} arrivals, {} completions; in system {} → {}.",
+        st.start_s,
+        st.end_s,
+        st.warmup_fraction * 100.0,
+        st.arrivals,
+        st.completions,
+        st.in_system_start,
+        st.in_system_end
+    );
+    for w in &st.warnings {
+        let _ = writeln!(m, "\n> Warning: {w}");
+    }
+}
+
+/// Each objective, measured and met.
+fn objectives_markdown(m: &mut String, o: &crate::metrics::steady::ObjectivesReport) {
+    let _ = writeln!(m, "\n## Objectives\n\n| objective | measured | met |\n|---|---|---|");
+    let _ = writeln!(
+        m,
+        "| SLO attainment ≥ {} | {} | {} |",
+        pct(o.attainment_target),
+        pct(o.attainment),
+        yes(o.attainment_met)
+    );
+    for p in &o.percentiles {
+        let of = p.class.as_ref().map(|c| format!(" ({})", md_cell(c))).unwrap_or_default();
+        let _ = writeln!(
+            m,
+            "| p{} {}{of} ≤ {} | {} | {} |",
+            p.percentile,
+            p.metric.label(),
+            ms(p.max_s),
+            ms(p.value_s),
+            yes(p.met)
+        );
+    }
+}
+
+/// The classes' and the tenants' tables.
+fn groups_markdown(m: &mut String, r: &Report) {
     for (title, groups) in [("Classes", &r.classes), ("Tenants", &r.tenants)] {
-        let _ = writeln!(m, "\n## {title}\n\n| name | requests | completed | rejected | SLO attainment | goodput (req/s) | p95 TTFT | p95 TPOT | p95 E2E |\n|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            m,
+            "\n## {title}\n\n| name | requests | completed | rejected | SLO attainment | goodput (req/s) | p95 TTFT | p95 TPOT | p95 E2E |\n|---|---|---|---|---|---|---|---|---|"
+        );
         for g in groups.iter() {
             let _ = writeln!(
                 m,
                 "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
-                md_cell(&g.name), g.requests, g.completed, g.rejected, pct(g.slo_attainment), g.goodput_rps, ms(g.ttft_s.p95), ms(g.tpot_s.p95), ms(g.e2e_s.p95)
+                md_cell(&g.name),
+                g.requests,
+                g.completed,
+                g.rejected,
+                pct(g.slo_attainment),
+                g.goodput_rps,
+                ms(g.ttft_s.p95),
+                ms(g.tpot_s.p95),
+                ms(g.e2e_s.p95)
             );
         }
     }
-    if let Some(x) = &r.sessions {
-        sessions_markdown(&mut m, x);
-    }
-    let e = &r.engine;
+}
+
+/// The engine's steps and what limited them.
+fn engine_markdown(m: &mut String, e: &crate::metrics::EngineSummary) {
     let l = &e.limiter;
     m.push_str("\n## Engine\n\n| metric | value |\n|---|---|\n");
     for (k, v) in [
@@ -270,8 +362,6 @@ pub fn markdown(r: &Report) -> String {
     ] {
         let _ = writeln!(m, "| {k} | {v} |");
     }
-    audits_markdown(&mut m, &r.audits);
-    m
 }
 
 fn audits_markdown(m: &mut String, a: &crate::metrics::Audits) {
@@ -292,7 +382,7 @@ fn audits_markdown(m: &mut String, a: &crate::metrics::Audits) {
     );
 }
 
-pub use crate::metrics::{Cdf, LatencyCdfs, CDF_POINTS};
+pub use crate::metrics::{CDF_POINTS, Cdf, LatencyCdfs};
 
 /// The TTFT, TPOT and E2E CDFs of completed requests, as (seconds, cumulative fraction), thinned to at most
 /// `CDF_POINTS` + 1 points (evenly spaced ranks, always the last). The report computes them while its
@@ -308,7 +398,22 @@ mod tests {
     #[test]
     fn seconds_are_written_as_float_display_would() {
         let mut r = crate::rng::stream(7, crate::rng::Stream::Study, 0);
-        let edges = [0, 1, 9, 10, 100, 999_999_999, 1_000_000_000, 1_000_000_001, 1_500_000_000, 123_456_789_012, 999_999_999_999_999, 1_000_000_000_000_000, 1_234_567_890_123_456_789, u64::MAX - 1];
+        let edges = [
+            0,
+            1,
+            9,
+            10,
+            100,
+            999_999_999,
+            1_000_000_000,
+            1_000_000_001,
+            1_500_000_000,
+            123_456_789_012,
+            999_999_999_999_999,
+            1_000_000_000_000_000,
+            1_234_567_890_123_456_789,
+            u64::MAX - 1,
+        ];
         // Random magnitudes from 1 ns to ~10^18 ns, so both branches and every digit count are hit.
         let random = (0..200_000).map(|_| {
             let digits = 1 + r.below(18) as u32;

@@ -24,7 +24,17 @@ pub struct BlockPool {
 
 impl BlockPool {
     pub fn new(total: u64) -> Self {
-        BlockPool { total, free: total, used: 0, peak_used: 0, cache: ReuseCache::default(), host: None, retention_budget: u64::MAX, pressure_evictions: 0, prefix_evictions: 0 }
+        BlockPool {
+            total,
+            free: total,
+            used: 0,
+            peak_used: 0,
+            cache: ReuseCache::default(),
+            host: None,
+            retention_budget: u64::MAX,
+            pressure_evictions: 0,
+            prefix_evictions: 0,
+        }
     }
     /// The same pool with a host tier of `host_blocks` blocks (None: none) and a retention budget.
     pub fn with_tiers(mut self, host_blocks: Option<u64>, retention_budget: Option<u64>) -> Self {
@@ -160,7 +170,14 @@ pub struct HostStore {
 
 impl HostStore {
     pub fn new(capacity_blocks: u64) -> Self {
-        HostStore { capacity_blocks, used_blocks: 0, entries: Default::default(), lru: Default::default(), tick: 0, evictions: 0 }
+        HostStore {
+            capacity_blocks,
+            used_blocks: 0,
+            entries: Default::default(),
+            lru: Default::default(),
+            tick: 0,
+            evictions: 0,
+        }
     }
     /// Blocks entry `id` holds here (0: not here).
     pub fn blocks_of(&self, id: EntryId) -> u64 {
@@ -329,7 +346,11 @@ impl ReuseCache {
     /// Drop the least recently used unshared entry (of a session, when `session_only`); it and its block
     /// count (to free).
     fn evict_lru(&mut self, session_only: bool) -> (EntryId, u64) {
-        let key = if session_only { *self.idle.iter().find(|(_, id)| id.is_session()).expect("the caller checked idle session blocks") } else { *self.idle.first().expect("the caller checked idle blocks") };
+        let key = if session_only {
+            *self.idle.iter().find(|(_, id)| id.is_session()).expect("the caller checked idle session blocks")
+        } else {
+            *self.idle.first().expect("the caller checked idle blocks")
+        };
         self.idle.remove(&key);
         let id = key.1;
         let b = self.entries.remove(&id).expect("an idle entry is cached").blocks;

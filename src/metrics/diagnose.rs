@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::report::{EngineSummary, PoolSummary, PrefixSummary, Summary, TransferSummary};
 use super::steady::{Miss, ObjectivesReport, SteadySummary};
+use super::summary::{EngineSummary, PoolSummary, PrefixSummary, Summary, TransferSummary};
 
 /// One number behind the verdict.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -43,7 +43,14 @@ fn missed_sentence(o: &ObjectivesReport, missed: &[Miss]) -> String {
     for m in missed {
         parts.push(match m.objective {
             "served" => format!("{} of {} requests were not served", pct1(m.missed_fraction), m.class),
-            obj => format!("{} ≤ {} for {} ({} of its requests over; p95 {})", obj.to_uppercase(), secs(m.max_s), m.class, pct1(m.missed_fraction), secs(m.p95_s)),
+            obj => format!(
+                "{} ≤ {} for {} ({} of its requests over; p95 {})",
+                obj.to_uppercase(),
+                secs(m.max_s),
+                m.class,
+                pct1(m.missed_fraction),
+                secs(m.p95_s)
+            ),
         });
     }
     for p in o.percentiles.iter().filter(|p| !p.met) {
@@ -65,30 +72,80 @@ fn pct1(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-/// Diagnose from the summary, engine figures, the steady window and the objectives.
-pub fn diagnose(s: &Summary, e: &EngineSummary, st: &SteadySummary, o: &ObjectivesReport, missed: Vec<Miss>) -> Diagnosis {
-    let queue_share = if s.ttft_s.mean > 0.0 { (s.queue_delay_s.mean / s.ttft_s.mean).min(1.0) } else { 0.0 };
-    let busy = e.busy_fraction;
-    let kv_limited = e.limiter.kv_free + e.limiter.kv_reservation + e.limiter.preemption;
-    let preempt_per_req = if s.requests > 0 { s.preemptions as f64 / s.requests as f64 } else { 0.0 };
-    let step_total: f64 = [e.cost_breakdown_s.prefill_compute, e.cost_breakdown_s.decode_compute, e.cost_breakdown_s.weights, e.cost_breakdown_s.kv_read]
+/// The figures a verdict is decided on.
+#[derive(Clone, Copy)]
+struct Evidence {
+    queue_share: f64,
+    busy: f64,
+    kv_limited: f64,
+    preempt_per_req: f64,
+    prefill_share: f64,
+    turned_away: f64,
+}
+
+impl Evidence {
+    fn of(s: &Summary, e: &EngineSummary) -> Evidence {
+        let queue_share = if s.ttft_s.mean > 0.0 { (s.queue_delay_s.mean / s.ttft_s.mean).min(1.0) } else { 0.0 };
+        let busy = e.busy_fraction;
+        let kv_limited = e.limiter.kv_free + e.limiter.kv_reservation + e.limiter.preemption;
+        let preempt_per_req = if s.requests > 0 { s.preemptions as f64 / s.requests as f64 } else { 0.0 };
+        let step_total: f64 = [
+            e.cost_breakdown_s.prefill_compute,
+            e.cost_breakdown_s.decode_compute,
+            e.cost_breakdown_s.weights,
+            e.cost_breakdown_s.kv_read,
+        ]
         .iter()
         .sum::<f64>()
         .max(1e-12);
-    let prefill_share = e.cost_breakdown_s.prefill_compute / step_total;
-    let turned_away = if s.requests > 0 { (s.rejected + s.failed) as f64 / s.requests as f64 } else { 0.0 };
-    let findings = vec![
-        Finding { label: "SLO attainment".into(), value: s.slo_attainment, unit: "fraction" },
-        Finding { label: "device time-busy (share of time stepping, not of capacity)".into(), value: busy, unit: "fraction" },
-        Finding { label: "queueing share of mean TTFT".into(), value: queue_share, unit: "fraction" },
-        Finding { label: "steps limited by KV memory".into(), value: kv_limited, unit: "fraction" },
-        Finding { label: "steps limited by the batch cap".into(), value: e.limiter.max_seqs, unit: "fraction" },
-        Finding { label: "steps limited by the token budget".into(), value: e.limiter.token_budget, unit: "fraction" },
-        Finding { label: "preemptions per request".into(), value: preempt_per_req, unit: "number" },
-        Finding { label: "prefill share of compute+memory time".into(), value: prefill_share, unit: "fraction" },
-        Finding { label: "requests rejected or failed".into(), value: turned_away, unit: "fraction" },
-    ];
-    let (kind, verdict, advice) = if o.met && st.overloaded {
+        let prefill_share = e.cost_breakdown_s.prefill_compute / step_total;
+        let turned_away = if s.requests > 0 { (s.rejected + s.failed) as f64 / s.requests as f64 } else { 0.0 };
+        Evidence { queue_share, busy, kv_limited, preempt_per_req, prefill_share, turned_away }
+    }
+
+    fn findings(&self, s: &Summary, e: &EngineSummary) -> Vec<Finding> {
+        let Evidence { queue_share, busy, kv_limited, preempt_per_req, prefill_share, turned_away } = *self;
+        vec![
+            Finding { label: "SLO attainment".into(), value: s.slo_attainment, unit: "fraction" },
+            Finding {
+                label: "device time-busy (share of time stepping, not of capacity)".into(),
+                value: busy,
+                unit: "fraction",
+            },
+            Finding { label: "queueing share of mean TTFT".into(), value: queue_share, unit: "fraction" },
+            Finding { label: "steps limited by KV memory".into(), value: kv_limited, unit: "fraction" },
+            Finding { label: "steps limited by the batch cap".into(), value: e.limiter.max_seqs, unit: "fraction" },
+            Finding {
+                label: "steps limited by the token budget".into(),
+                value: e.limiter.token_budget,
+                unit: "fraction",
+            },
+            Finding { label: "preemptions per request".into(), value: preempt_per_req, unit: "number" },
+            Finding { label: "prefill share of compute+memory time".into(), value: prefill_share, unit: "fraction" },
+            Finding { label: "requests rejected or failed".into(), value: turned_away, unit: "fraction" },
+        ]
+    }
+}
+
+/// Diagnose from the summary, engine figures, the steady window and the objectives.
+pub fn diagnose(
+    s: &Summary,
+    e: &EngineSummary,
+    st: &SteadySummary,
+    o: &ObjectivesReport,
+    missed: Vec<Miss>,
+) -> Diagnosis {
+    let ev = Evidence::of(s, e);
+    let findings = ev.findings(s, e);
+    let (kind, verdict, advice) = verdict(&ev, s, st, o);
+    let verdict = if o.met { verdict } else { format!("{verdict}{}", missed_sentence(o, &missed)) };
+    Diagnosis { kind, verdict, advice, findings, missed }
+}
+
+/// The kind, the verdict and the advice, from the first rule that applies.
+fn verdict(ev: &Evidence, s: &Summary, st: &SteadySummary, o: &ObjectivesReport) -> (&'static str, String, String) {
+    let Evidence { queue_share, busy, kv_limited, preempt_per_req, prefill_share, turned_away } = *ev;
+    if o.met && st.overloaded {
         (
             "capacity",
             format!(
@@ -100,14 +157,29 @@ pub fn diagnose(s: &Summary, e: &EngineSummary, st: &SteadySummary, o: &Objectiv
     } else if o.met {
         (
             "healthy",
-            format!("The objectives are met ({} of requests meet their SLOs, target {}). The device is time-busy {}; queueing is {} of mean TTFT.", pct1(s.slo_attainment), pct1(o.attainment_target), pct(busy), pct(queue_share)),
-            if busy < 0.5 { "There is headroom: fewer GPUs or a higher load would still meet the SLOs; measure it with the capacity planner.".into() } else { "Keep a margin: the device is well used; watch p99 as load grows.".into() },
+            format!(
+                "The objectives are met ({} of requests meet their SLOs, target {}). The device is time-busy {}; queueing is {} of mean TTFT.",
+                pct1(s.slo_attainment),
+                pct1(o.attainment_target),
+                pct(busy),
+                pct(queue_share)
+            ),
+            if busy < 0.5 {
+                "There is headroom: fewer GPUs or a higher load would still meet the SLOs; measure it with the capacity planner.".into()
+            } else {
+                "Keep a margin: the device is well used; watch p99 as load grows.".into()
+            },
         )
     } else if turned_away > 0.2 {
         (
             "overload_rejections",
-            format!("{} of requests were rejected or failed; SLO attainment is {}.", pct1(turned_away), pct1(s.slo_attainment)),
-            "The system sheds load: add capacity, or relax the admission policy if the rejections are premature.".into(),
+            format!(
+                "{} of requests were rejected or failed; SLO attainment is {}.",
+                pct1(turned_away),
+                pct1(s.slo_attainment)
+            ),
+            "The system sheds load: add capacity, or relax the admission policy if the rejections are premature."
+                .into(),
         )
     } else if kv_limited > 0.2 || preempt_per_req > 0.1 {
         (
@@ -142,14 +214,19 @@ pub fn diagnose(s: &Summary, e: &EngineSummary, st: &SteadySummary, o: &Objectiv
             format!("SLO attainment is {} with the device {} time-busy and {} of TTFT queueing: service itself is too slow for the SLOs.", pct1(s.slo_attainment), pct(busy), pct(queue_share)),
             "The per-request service time misses the SLO even without queueing: a faster GPU, more tensor parallelism, or a looser SLO.".into(),
         )
-    };
-    let verdict = if o.met { verdict } else { format!("{verdict}{}", missed_sentence(o, &missed)) };
-    Diagnosis { kind, verdict, advice, findings, missed }
+    }
 }
 
 /// Disaggregated and prefix-sharing runs: add their evidence, and when the link or a pool is what limits the
 /// run, say so instead of the colocated verdict. Colocated runs are left as they are.
-pub fn diagnose_pools(d: &mut Diagnosis, s: &Summary, o: &ObjectivesReport, pools: Option<&[PoolSummary]>, transfer: Option<&TransferSummary>, prefix: Option<&PrefixSummary>) {
+pub fn diagnose_pools(
+    d: &mut Diagnosis,
+    s: &Summary,
+    o: &ObjectivesReport,
+    pools: Option<&[PoolSummary]>,
+    transfer: Option<&TransferSummary>,
+    prefix: Option<&PrefixSummary>,
+) {
     if let Some(p) = prefix {
         d.findings.push(Finding { label: "prefix cache hit rate".into(), value: p.hit_rate, unit: "fraction" });
     }
@@ -159,7 +236,11 @@ pub fn diagnose_pools(d: &mut Diagnosis, s: &Summary, o: &ObjectivesReport, pool
     let transfer_share = if s.ttft_s.p95 > 0.0 { (t.latency_s.p95 / s.ttft_s.p95).min(1.0) } else { 0.0 };
     d.findings.push(Finding { label: "prefill pool busy".into(), value: busy("prefill"), unit: "fraction" });
     d.findings.push(Finding { label: "decode pool busy".into(), value: busy("decode"), unit: "fraction" });
-    d.findings.push(Finding { label: "busiest transfer link busy".into(), value: t.link_busy_max_fraction, unit: "fraction" });
+    d.findings.push(Finding {
+        label: "busiest transfer link busy".into(),
+        value: t.link_busy_max_fraction,
+        unit: "fraction",
+    });
     d.findings.push(Finding { label: "KV transfer share of p95 TTFT".into(), value: transfer_share, unit: "fraction" });
     if o.met {
         return;
@@ -175,12 +256,18 @@ pub fn diagnose_pools(d: &mut Diagnosis, s: &Summary, o: &ObjectivesReport, pool
         d.advice = "A faster interconnect, a link per prefill/decode pair, fewer KV bytes per token (FP8 KV), or prefix caching on the prefill side.".into();
     } else if busy("prefill") > 0.9 && d.kind != "memory" {
         d.kind = "capacity";
-        d.verdict = format!("The prefill pool is the bottleneck: busy {} while the decode pool is busy {}; TTFT is prefill queueing.", pct(busy("prefill")), pct(busy("decode")));
+        d.verdict = format!(
+            "The prefill pool is the bottleneck: busy {} while the decode pool is busy {}; TTFT is prefill queueing.",
+            pct(busy("prefill")),
+            pct(busy("decode"))
+        );
         d.advice = "Move workers from decode to prefill (or add prefill workers), or cache shared prefixes to cut prefill work.".into();
     } else if kv_peak("decode") > 0.95 {
         d.kind = "memory";
-        d.verdict = format!("Decode KV is full (peak {}): transferred prompts wait for decode memory.", pct(kv_peak("decode")));
-        d.advice = "More decode workers or decode memory (TP, FP8 KV), or reserve KV closer to the true output length.".into();
+        d.verdict =
+            format!("Decode KV is full (peak {}): transferred prompts wait for decode memory.", pct(kv_peak("decode")));
+        d.advice =
+            "More decode workers or decode memory (TP, FP8 KV), or reserve KV closer to the true output length.".into();
     } else {
         return; // the colocated verdict stands, with its sentence on what was missed
     }

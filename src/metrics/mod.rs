@@ -10,12 +10,14 @@ mod session_report;
 mod sessions;
 mod stats;
 pub mod steady;
+mod summary;
 
-pub use diagnose::{diagnose, diagnose_pools, Diagnosis, Finding};
+pub use diagnose::{Diagnosis, Finding, diagnose, diagnose_pools};
 pub use report::*;
 pub use session_report::*;
 pub use sessions::SessionMetrics;
-pub use stats::{percentile, Cdf, LatencyCdfs, Stats, CDF_POINTS};
+pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, percentile};
+pub use summary::*;
 
 use crate::cost::{StepCost, StepWork};
 use crate::scenario::{Arrival, Scenario};
@@ -110,7 +112,9 @@ pub(crate) fn compact_itl(v: &mut Vec<u64>) {
     let mut out: Vec<u64> = Vec::with_capacity(v.len().min(1 << 20));
     for &x in v.iter() {
         match out.last_mut() {
-            Some(last) if *last >> ITL_COUNT_BITS == x >> ITL_COUNT_BITS && (*last & mask) + (x & mask) <= mask => *last += x & mask,
+            Some(last) if *last >> ITL_COUNT_BITS == x >> ITL_COUNT_BITS && (*last & mask) + (x & mask) <= mask => {
+                *last += x & mask
+            }
             _ => out.push(x),
         }
     }
@@ -136,8 +140,14 @@ pub enum Limiter {
 
 impl Limiter {
     /// In declaration order: `ALL[l as usize] == l`.
-    pub const ALL: [Limiter; 6] =
-        [Limiter::QueueEmpty, Limiter::MaxSeqs, Limiter::TokenBudget, Limiter::KvReservation, Limiter::KvFree, Limiter::Preemption];
+    pub const ALL: [Limiter; 6] = [
+        Limiter::QueueEmpty,
+        Limiter::MaxSeqs,
+        Limiter::TokenBudget,
+        Limiter::KvReservation,
+        Limiter::KvFree,
+        Limiter::Preemption,
+    ];
 }
 
 const _: () = {
@@ -244,7 +254,10 @@ impl Recorder {
             _ => w.max_requests.min((w.end_ns as f64 / w.mean_gap_ns()) as u64),
         };
         // A session is its turns.
-        let expected = w.sessions.as_ref().map_or(expected, |s| (expected as f64 * s.mean_of(|c| c.turns.mean().max(1.0))).round() as u64);
+        let expected = w
+            .sessions
+            .as_ref()
+            .map_or(expected, |s| (expected as f64 * s.mean_of(|c| c.turns.mean().max(1.0))).round() as u64);
         Recorder {
             requests: Vec::new(),
             session_ends: Default::default(),
@@ -274,7 +287,11 @@ impl Recorder {
             kv_used_total: 0,
             last_ns: 0,
             area: [0; 4],
-            series: SeriesRecorder { window_ns: sc.series_window_ns.max(1), max_points: 4 * sc.series_points as usize, ..Default::default() },
+            series: SeriesRecorder {
+                window_ns: sc.series_window_ns.max(1),
+                max_points: 4 * sc.series_points as usize,
+                ..Default::default()
+            },
             end_ns: 0,
             expected,
             link_busy_ns: vec![0; sc.link_count()],
@@ -428,7 +445,15 @@ impl Recorder {
                 .points
                 .chunks(2)
                 .map(|c| match c {
-                    [a, b] => (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0, (a.3 + b.3) / 2.0, (a.4 + b.4) / 2.0, a.5 + b.5, a.6 + b.6),
+                    [a, b] => (
+                        a.0,
+                        (a.1 + b.1) / 2.0,
+                        (a.2 + b.2) / 2.0,
+                        (a.3 + b.3) / 2.0,
+                        (a.4 + b.4) / 2.0,
+                        a.5 + b.5,
+                        a.6 + b.6,
+                    ),
                     [a] => *a,
                     _ => unreachable!(),
                 })
@@ -447,7 +472,14 @@ impl Recorder {
         self.batch_area += mul_wide(w.seqs() as u64, c.total_ns);
         self.prefill_tokens += w.prefill_tokens as u64;
         self.decode_tokens += w.decode_seqs as u64;
-        for (acc, v) in self.cost_parts_ns.iter_mut().zip([c.prefill_compute_ns, c.decode_compute_ns, c.weights_ns, c.kv_read_ns, c.comm_ns, c.overhead_ns]) {
+        for (acc, v) in self.cost_parts_ns.iter_mut().zip([
+            c.prefill_compute_ns,
+            c.decode_compute_ns,
+            c.weights_ns,
+            c.kv_read_ns,
+            c.comm_ns,
+            c.overhead_ns,
+        ]) {
             *acc += v;
         }
         let rc = &mut self.replicas[r];
@@ -459,7 +491,17 @@ impl Recorder {
     /// A step ended on replica `r`; `finished` requests completed; `running` and `kv_used` are after it.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub fn on_step_end(&mut self, r: usize, step_ns: u64, bulk_itl: u32, emitted: u64, finished: u32, running: u64, kv_used: u64, kv_ok: bool) {
+    pub fn on_step_end(
+        &mut self,
+        r: usize,
+        step_ns: u64,
+        bulk_itl: u32,
+        emitted: u64,
+        finished: u32,
+        running: u64,
+        kv_used: u64,
+        kv_ok: bool,
+    ) {
         if bulk_itl > 0 {
             self.push_itl(step_ns, bulk_itl as u64);
         }
@@ -528,7 +570,8 @@ mod tests {
         let mut packed = exact.clone();
         compact_itl(&mut packed);
         assert!(packed.len() <= 44 << 11, "{} entries left", packed.len());
-        let (a, b) = (Stats::from_packed_ns(&exact, &[], ITL_COUNT_BITS), Stats::from_packed_ns(&packed, &[], ITL_COUNT_BITS));
+        let (a, b) =
+            (Stats::from_packed_ns(&exact, &[], ITL_COUNT_BITS), Stats::from_packed_ns(&packed, &[], ITL_COUNT_BITS));
         assert_eq!(a.count, b.count);
         for (x, y) in [(a.mean, b.mean), (a.p50, b.p50), (a.p95, b.p95), (a.p99, b.p99), (a.max, b.max)] {
             assert!((x - y).abs() <= x * (1.0 / 2048.0), "{x} vs {y}");

@@ -3,9 +3,10 @@
 
 use serde::Serialize;
 
+use super::session_report::{SessionsSummary, sessions_summary};
+use super::steady::{Miss, ObjectivesReport, SteadySummary, meets};
+use super::summary::*;
 use super::{Limiter, Outcome, Recorder, RequestRecord, Stats};
-use super::steady::{meets, Miss, ObjectivesReport, SteadySummary};
-use super::session_report::{sessions_summary, SessionsSummary};
 use crate::scenario::{BatchFormationSpec, Scenario};
 
 /// Everything a run reports. Field names carry units.
@@ -94,7 +95,9 @@ impl Setup {
             })
             .collect();
         let load = match sc.workload.arrival {
-            crate::workload::Arrival::ClosedLoop { clients, think_ns } if think_ns > 0.0 => Some(format!("a closed loop of {clients} clients (think time {} s)", think_ns / 1e9)),
+            crate::workload::Arrival::ClosedLoop { clients, think_ns } if think_ns > 0.0 => {
+                Some(format!("a closed loop of {clients} clients (think time {} s)", think_ns / 1e9))
+            }
             crate::workload::Arrival::ClosedLoop { clients, .. } => Some(format!("a closed loop of {clients} clients")),
             crate::workload::Arrival::Burst => Some("a burst at t = 0".to_string()),
             _ => None,
@@ -124,208 +127,6 @@ impl Setup {
         }
     }
 }
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Summary {
-    pub requests: u64,
-    pub completed: u64,
-    pub rejected: u64,
-    pub failed: u64,
-    pub unfinished: u64,
-    /// From the first arrival to the end of the run.
-    pub duration_s: f64,
-    /// Realised arrival rate: (requests − 1) ÷ (last arrival − first arrival); 0 for a burst.
-    pub offered_rate_rps: f64,
-    /// Completed ÷ duration (the drain included: see `steady.throughput_rps` for the sustained rate).
-    pub throughput_rps: f64,
-    pub output_tokens_per_s: f64,
-    pub total_tokens_per_s: f64,
-    /// Completed requests meeting every SLO of their class, per second.
-    pub goodput_rps: f64,
-    /// Requests meeting every SLO of their class ÷ all requests (rejected and unfinished count as misses).
-    pub slo_attainment: f64,
-    pub goodput_per_gpu_rps: f64,
-    pub kv_peak_fraction: f64,
-    /// Time-weighted mean of KV blocks in use ÷ blocks, over the run.
-    pub kv_mean_fraction: f64,
-    /// Time-weighted mean sequences per step, over busy time.
-    pub mean_batch_size: f64,
-    pub preemptions: u64,
-    pub little_relative_error: f64,
-    pub ttft_s: Stats,
-    pub tpot_s: Stats,
-    pub itl_s: Stats,
-    pub e2e_s: Stats,
-    /// Arrival to first admission into a batch.
-    pub queue_delay_s: Stats,
-    /// E2E ÷ output tokens.
-    pub normalized_latency_s_per_token: Stats,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GroupSummary {
-    pub name: String,
-    pub requests: u64,
-    pub completed: u64,
-    pub rejected: u64,
-    pub failed: u64,
-    pub unfinished: u64,
-    pub slo_attainment: f64,
-    pub goodput_rps: f64,
-    pub ttft_s: Stats,
-    pub tpot_s: Stats,
-    pub e2e_s: Stats,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ReplicaSummary {
-    pub replica: u32,
-    pub steps: u64,
-    pub busy_fraction: f64,
-    pub kv_peak_fraction: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PoolSummary {
-    pub role: &'static str,
-    pub workers: u32,
-    pub device: String,
-    pub tp: u32,
-    pub gpus: u32,
-    pub kv_blocks_per_worker: u64,
-    pub steps: u64,
-    /// Busy time ÷ (workers × duration): the pool's utilisation.
-    pub busy_fraction: f64,
-    pub kv_peak_fraction: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TransferSummary {
-    /// Transfers that arrived.
-    pub transfers: u64,
-    pub bytes: u64,
-    pub links: u64,
-    /// Handoff by prefill to arrival at the decode worker: link queueing + bytes ÷ bandwidth + latency.
-    pub latency_s: Stats,
-    /// Σ link busy time ÷ (links × duration).
-    pub link_busy_fraction: f64,
-    /// The busiest link's busy time ÷ duration.
-    pub link_busy_max_fraction: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PrefixSummary {
-    /// Tokens shared per prefix (whole KV blocks).
-    pub shared_tokens: u32,
-    pub caching: bool,
-    /// Requests whose prompt starts with a shared prefix.
-    pub requests_with_prefix: u64,
-    /// Admissions of such requests that found their prefix cached ÷ all requests.
-    pub hit_rate: f64,
-    pub lookups: u64,
-    pub hits: u64,
-    /// Prompt tokens not prefilled thanks to hits (= hits × shared_tokens).
-    pub prefill_tokens_saved: u64,
-    pub shared_kv_peak_blocks: u64,
-    pub evictions: u64,
-    /// Where the shared prefixes come from: absent for the scenario's prefix groups, `trace hash_ids` for a
-    /// replayed trace's block hashes (then `shared_tokens` is the tokens of one hashed block).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<&'static str>,
-    /// A trace's hashes: prompt tokens not prefilled ÷ prompt tokens of the requests admitted (Mooncake's cache
-    /// hit rate).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_token_hit_rate: Option<f64>,
-}
-
-/// How the engine spent its time: the evidence behind a diagnosis.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct EngineSummary {
-    pub steps: u64,
-    pub kv_capacity_tokens: u64,
-    pub kv_blocks: u64,
-    /// Busy time ÷ (replicas × duration).
-    pub busy_fraction: f64,
-    pub prefill_tokens: u64,
-    pub decode_tokens: u64,
-    pub compute_bound_step_fraction: f64,
-    /// What stopped admission, as fractions of steps.
-    pub limiter: LimiterShares,
-    /// Σ of each cost part over all steps, seconds.
-    pub cost_breakdown_s: CostBreakdown,
-    pub mean_step_ms: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LimiterShares {
-    pub queue_empty: f64,
-    pub max_seqs: f64,
-    pub token_budget: f64,
-    pub kv_reservation: f64,
-    pub kv_free: f64,
-    pub preemption: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CostBreakdown {
-    pub prefill_compute: f64,
-    pub decode_compute: f64,
-    pub weights: f64,
-    pub kv_read: f64,
-    pub comm: f64,
-    pub overhead: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Audits {
-    pub little: LittleAudit,
-    pub conservation: Conservation,
-    pub kv: KvAudit,
-    pub ok: bool,
-}
-
-/// L (time-averaged number in system) against λ·W (admitted arrival rate × mean time in system).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LittleAudit {
-    pub time_avg_in_system: f64,
-    pub arrival_rate_rps: f64,
-    pub mean_time_in_system_s: f64,
-    pub relative_error: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Conservation {
-    pub arrived: u64,
-    pub completed: u64,
-    pub rejected: u64,
-    pub failed: u64,
-    pub unfinished: u64,
-    pub ok: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct KvAudit {
-    /// Steps after which free + used == total and Σ held blocks == used were checked.
-    pub checks: u64,
-    pub violations: u64,
-    pub ok: bool,
-}
-
-/// Windowed time series (means over each window).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Series {
-    pub window_s: f64,
-    pub t_s: Vec<f64>,
-    pub waiting: Vec<f64>,
-    pub running: Vec<f64>,
-    pub kv_used_fraction: Vec<f64>,
-    pub in_system: Vec<f64>,
-    pub throughput_rps: Vec<f64>,
-    pub output_tokens_per_s: Vec<f64>,
-}
-
-/// Tolerance of the Little's-law audit (relative error).
-pub const LITTLE_TOLERANCE: f64 = 0.01;
 
 /// Latency samples of completed requests, ns.
 struct Samples {
@@ -358,8 +159,15 @@ impl Samples {
 }
 
 /// Summary of the requests `pick` selects. One pass over the records; samples are freed on return.
-fn group(name: &str, reqs: &[RequestRecord], pick: impl Fn(&RequestRecord) -> bool, sc: &Scenario, duration_s: f64) -> (GroupSummary, Samples) {
-    let (mut n, mut completed, mut rejected, mut failed, mut unfinished, mut met) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+fn group(
+    name: &str,
+    reqs: &[RequestRecord],
+    pick: impl Fn(&RequestRecord) -> bool,
+    sc: &Scenario,
+    duration_s: f64,
+) -> (GroupSummary, Samples) {
+    let (mut n, mut completed, mut rejected, mut failed, mut unfinished, mut met) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     for r in reqs.iter().filter(|r| pick(r)) {
         n += 1;
         match r.outcome {
@@ -405,7 +213,8 @@ impl Span {
         let end = rec.end_ns;
         let first = rec.requests.first().map_or(0, |r| r.arrival_ns);
         let duration_ns = end.saturating_sub(first);
-        let worker_blocks: Vec<u64> = sc.pools.iter().flat_map(|p| std::iter::repeat_n(p.engine.kv_total_blocks, p.replicas as usize)).collect();
+        let worker_blocks: Vec<u64> =
+            sc.pools.iter().flat_map(|p| std::iter::repeat_n(p.engine.kv_total_blocks, p.replicas as usize)).collect();
         Span {
             end,
             duration_ns,
@@ -439,7 +248,11 @@ impl Report {
             tpot: super::stats::cdf_of_sorted_s(&s.tpot),
             e2e: super::stats::cdf_of_sorted_ns(&s.e2e),
         };
-        let itl_s = Stats::from_packed_ns(&std::mem::take(&mut rec.itl_packed), &std::mem::take(&mut rec.itl_short), super::ITL_COUNT_BITS);
+        let itl_s = Stats::from_packed_ns(
+            &std::mem::take(&mut rec.itl_packed),
+            &std::mem::take(&mut rec.itl_short),
+            super::ITL_COUNT_BITS,
+        );
         let reqs = &rec.requests;
         let mut audits = audits(&rec, &overall);
         let sessions = sessions_summary(sc, &rec, &overall);
@@ -448,13 +261,16 @@ impl Report {
         // the same 100k latencies twice more was a tenth of a run's time).
         let groups = |names: Vec<&str>, key: fn(&RequestRecord) -> usize| match names.as_slice() {
             [name] => vec![GroupSummary { name: name.to_string(), ..overall.clone() }],
-            _ => (names.iter().enumerate()).map(|(i, name)| group(name, reqs, |r| key(r) == i, sc, span.duration_s).0).collect(),
+            _ => (names.iter().enumerate())
+                .map(|(i, name)| group(name, reqs, |r| key(r) == i, sc, span.duration_s).0)
+                .collect(),
         };
         let classes = groups(sc.workload.classes.iter().map(|c| c.name.as_str()).collect(), |r| r.class as usize);
         let tenants = groups(sc.workload.tenants.iter().map(|t| t.name.as_str()).collect(), |r| r.tenant as usize);
         let summary = summary(sc, &rec, &span, &overall, &mut s, itl_s, audits.little.relative_error);
         let engine = engine_summary(sc, &rec, &span);
-        let (pools, transfer, prefix) = (pool_summaries(sc, &rec, &span), transfer_summary(sc, &rec, &span), prefix_summary(sc, &rec));
+        let (pools, transfer, prefix) =
+            (pool_summaries(sc, &rec, &span), transfer_summary(sc, &rec, &span), prefix_summary(sc, &rec));
         let mut steady = super::steady::steady(sc, reqs, span.end);
         if rec.itl_coarsened {
             steady.warnings.push(format!("inter-token latencies: the run recorded more than {} distinct gaps, so they are kept to 11 significant bits (within 0.05 %); every other figure is exact", super::ITL_CAP));
@@ -462,7 +278,14 @@ impl Report {
         let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
         let missed: Vec<Miss> = super::steady::misses(sc, reqs, &classes);
         let mut diagnosis = super::diagnose(&summary, &engine, &steady, &objectives, missed);
-        super::diagnose_pools(&mut diagnosis, &summary, &objectives, pools.as_deref(), transfer.as_ref(), prefix.as_ref());
+        super::diagnose_pools(
+            &mut diagnosis,
+            &summary,
+            &objectives,
+            pools.as_deref(),
+            transfer.as_ref(),
+            prefix.as_ref(),
+        );
         Report {
             inferscale_version: env!("CARGO_PKG_VERSION"),
             scenario: sc.name.clone(),
@@ -494,7 +317,8 @@ impl Report {
 fn audits(rec: &Recorder, overall: &GroupSummary) -> Audits {
     let (reqs, end) = (&rec.requests, rec.end_ns);
     let admitted = reqs.iter().filter(|r| !matches!(r.outcome, Outcome::Rejected(_)));
-    let (n_admitted, time_in_system_ns) = admitted.fold((0u64, 0u128), |(n, t), r| (n + 1, t + (r.done_ns.min(end) - r.arrival_ns) as u128));
+    let (n_admitted, time_in_system_ns) =
+        admitted.fold((0u64, 0u128), |(n, t), r| (n + 1, t + (r.done_ns.min(end) - r.arrival_ns) as u128));
     let t = end.max(1) as f64;
     let l = rec.area[3] as f64 / t;
     let lambda = n_admitted as f64 / t;
@@ -509,12 +333,25 @@ fn audits(rec: &Recorder, overall: &GroupSummary) -> Audits {
         ok: overall.completed + overall.rejected + overall.failed + overall.unfinished == reqs.len() as u64,
     };
     let kv = KvAudit { checks: rec.kv_checks, violations: rec.kv_violations, ok: rec.kv_violations == 0 };
-    let little = LittleAudit { time_avg_in_system: l, arrival_rate_rps: lambda * 1e9, mean_time_in_system_s: w / 1e9, relative_error: little_err };
+    let little = LittleAudit {
+        time_avg_in_system: l,
+        arrival_rate_rps: lambda * 1e9,
+        mean_time_in_system_s: w / 1e9,
+        relative_error: little_err,
+    };
     Audits { ok: conservation.ok && kv.ok && little_err <= LITTLE_TOLERANCE, little, conservation, kv }
 }
 
 /// The headline figures.
-fn summary(sc: &Scenario, rec: &Recorder, span: &Span, overall: &GroupSummary, s: &mut Samples, itl_s: Stats, little_err: f64) -> Summary {
+fn summary(
+    sc: &Scenario,
+    rec: &Recorder,
+    span: &Span,
+    overall: &GroupSummary,
+    s: &mut Samples,
+    itl_s: Stats,
+    little_err: f64,
+) -> Summary {
     let reqs = &rec.requests;
     let completed = || reqs.iter().filter(|r| r.outcome == Outcome::Completed);
     let output_tokens: u64 = completed().map(|r| r.output_tokens as u64).sum();
@@ -535,7 +372,9 @@ fn summary(sc: &Scenario, rec: &Recorder, span: &Span, overall: &GroupSummary, s
         goodput_rps: span.per_s(met),
         slo_attainment: overall.slo_attainment,
         goodput_per_gpu_rps: span.per_s(met) / sc.gpu_count() as f64,
-        kv_peak_fraction: (rec.replicas.iter().zip(&span.worker_blocks)).map(|(r, b)| r.kv_peak_blocks as f64 / *b as f64).fold(0.0, f64::max),
+        kv_peak_fraction: (rec.replicas.iter().zip(&span.worker_blocks))
+            .map(|(r, b)| r.kv_peak_blocks as f64 / *b as f64)
+            .fold(0.0, f64::max),
         kv_mean_fraction: rec.area[2] as f64 / t / span.all_blocks as f64,
         mean_batch_size: if span.total_busy > 0 { rec.batch_area as f64 / span.total_busy as f64 } else { 0.0 },
         preemptions: rec.preemptions,
@@ -559,7 +398,11 @@ fn engine_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> EngineSummary {
         steps: rec.steps,
         kv_capacity_tokens: main_pool.engine.kv_capacity_tokens,
         kv_blocks: main_pool.engine.kv_total_blocks,
-        busy_fraction: if span.duration_ns > 0 { span.total_busy as f64 / (sc.worker_count() as u64 as f64 * span.end as f64) } else { 0.0 },
+        busy_fraction: if span.duration_ns > 0 {
+            span.total_busy as f64 / (sc.worker_count() as u64 as f64 * span.end as f64)
+        } else {
+            0.0
+        },
         prefill_tokens: rec.prefill_tokens,
         decode_tokens: rec.decode_tokens,
         compute_bound_step_fraction: rec.compute_bound_steps as f64 / steps,
@@ -571,7 +414,14 @@ fn engine_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> EngineSummary {
             kv_free: share(Limiter::KvFree),
             preemption: share(Limiter::Preemption),
         },
-        cost_breakdown_s: CostBreakdown { prefill_compute: pc, decode_compute: dc, weights: wt, kv_read: kr, comm: cm, overhead: oh },
+        cost_breakdown_s: CostBreakdown {
+            prefill_compute: pc,
+            decode_compute: dc,
+            weights: wt,
+            kv_read: kr,
+            comm: cm,
+            overhead: oh,
+        },
         mean_step_ms: span.total_busy as f64 / steps / 1e6,
     }
 }
@@ -619,7 +469,8 @@ fn pool_summaries(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<Vec<Pool
             kv_blocks_per_worker: p.engine.kv_total_blocks,
             steps: workers.iter().map(|w| w.steps).sum(),
             busy_fraction: span.fraction(busy, p.replicas as f64),
-            kv_peak_fraction: workers.iter().map(|w| w.kv_peak_blocks).max().unwrap_or(0) as f64 / p.engine.kv_total_blocks as f64,
+            kv_peak_fraction: workers.iter().map(|w| w.kv_peak_blocks).max().unwrap_or(0) as f64
+                / p.engine.kv_total_blocks as f64,
         }
     };
     sc.is_disaggregated().then(|| sc.pools.iter().map(pool).collect())
@@ -629,8 +480,11 @@ fn pool_summaries(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<Vec<Pool
 fn transfer_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<TransferSummary> {
     let reqs = &rec.requests;
     sc.is_disaggregated().then(|| {
-        let mut lat: Vec<u64> =
-            reqs.iter().filter(|r| r.handoff_ns != u64::MAX && r.first_token_ns != u64::MAX && r.first_token_ns >= r.handoff_ns).map(|r| r.first_token_ns - r.handoff_ns).collect();
+        let mut lat: Vec<u64> = reqs
+            .iter()
+            .filter(|r| r.handoff_ns != u64::MAX && r.first_token_ns != u64::MAX && r.first_token_ns >= r.handoff_ns)
+            .map(|r| r.first_token_ns - r.handoff_ns)
+            .collect();
         let links = rec.link_busy_ns.len().max(1) as f64;
         TransferSummary {
             transfers: lat.len() as u64,
@@ -649,12 +503,19 @@ fn prefix_summary(sc: &Scenario, rec: &Recorder) -> Option<PrefixSummary> {
     let reqs = &rec.requests;
     let (shared_tokens, caching, with_prefix, source, prompt_token_hit_rate) = match (&sc.workload.chains, &sc.prefix) {
         (Some(c), _) => {
-            let prompt_tokens: u64 = reqs.iter().filter(|r| r.first_scheduled_ns != u64::MAX).map(|r| r.prompt_tokens as u64).sum();
+            let prompt_tokens: u64 =
+                reqs.iter().filter(|r| r.first_scheduled_ns != u64::MAX).map(|r| r.prompt_tokens as u64).sum();
             let with = reqs.iter().filter(|r| !c.full_blocks(r.id, r.prompt_tokens).is_empty()).count();
             let rate = if prompt_tokens == 0 { 0.0 } else { rec.prefix_saved_tokens as f64 / prompt_tokens as f64 };
             (c.block_tokens, true, with, Some("trace hash_ids"), Some(rate))
         }
-        (None, Some(p)) => (p.shared_tokens, p.caching, reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count(), None, None),
+        (None, Some(p)) => (
+            p.shared_tokens,
+            p.caching,
+            reqs.iter().filter(|r| r.prefix_group != crate::workload::NO_PREFIX).count(),
+            None,
+            None,
+        ),
         (None, None) => return None,
     };
     Some(PrefixSummary {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::report::LITTLE_TOLERANCE;
+use super::summary::LITTLE_TOLERANCE;
 use super::{Outcome, Recorder, RequestRecord, Stats};
 use crate::scenario::Scenario;
 
@@ -126,7 +126,11 @@ pub struct TurnLatency {
 /// Completed turns, their TTFT and their E2E: the overall figures when every request is a turn (the same
 /// samples, and a mean does not depend on their order; sorting them again was a tenth of the report), else the
 /// turns' own.
-fn turn_latencies(turns: &[&RequestRecord], requests: usize, overall: &super::report::GroupSummary) -> (u64, Stats, Stats) {
+fn turn_latencies(
+    turns: &[&RequestRecord],
+    requests: usize,
+    overall: &super::summary::GroupSummary,
+) -> (u64, Stats, Stats) {
     if turns.len() == requests {
         return (overall.completed, overall.ttft_s, overall.e2e_s);
     }
@@ -146,12 +150,21 @@ fn ttft_by_turn(turns: &[&RequestRecord]) -> Vec<TurnLatency> {
     (by.into_iter().enumerate().skip(1))
         .map_while(|(k, mut v)| {
             super::stats::sort_f64(&mut v);
-            (!v.is_empty()).then(|| TurnLatency { turn: k as u32, count: v.len() as u64, ttft_p50_s: super::percentile(&v, 50.0), ttft_p95_s: super::percentile(&v, 95.0) })
+            (!v.is_empty()).then(|| TurnLatency {
+                turn: k as u32,
+                count: v.len() as u64,
+                ttft_p50_s: super::percentile(&v, 50.0),
+                ttft_p95_s: super::percentile(&v, 95.0),
+            })
         })
         .collect()
 }
 
-pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder, overall: &super::report::GroupSummary) -> Option<SessionsSummary> {
+pub(super) fn sessions_summary(
+    sc: &Scenario,
+    rec: &Recorder,
+    overall: &super::summary::GroupSummary,
+) -> Option<SessionsSummary> {
     sc.workload.sessions.as_ref()?;
     let reqs = &rec.requests;
     let e = rec.session_ends;
@@ -168,7 +181,8 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder, overall: &super::r
         s.2 += 1;
         s.3 &= r.outcome == Outcome::Completed;
     }
-    let mut session_e2e: Vec<u64> = (0..arrived).filter(|&i| whole(rec, &span, i)).map(|i| span[i].1 - span[i].0).collect();
+    let mut session_e2e: Vec<u64> =
+        (0..arrived).filter(|&i| whole(rec, &span, i)).map(|i| span[i].1 - span[i].0).collect();
     let by_turn = ttft_by_turn(&turns);
     // Over the turns that arrived (a horizon may stop the next one's).
     let (history_tokens, history_prefilled) = history_of(rec, turns.iter().copied());
@@ -192,7 +206,8 @@ pub(super) fn sessions_summary(sc: &Scenario, rec: &Recorder, overall: &super::r
         history_tokens,
         recomputed_history_tokens: recomputed,
         reuse: reuse(history_tokens, recomputed),
-        failed_turns: turns.iter().filter(|r| matches!(r.outcome, Outcome::Failed | Outcome::Rejected(_))).count() as u64,
+        failed_turns: turns.iter().filter(|r| matches!(r.outcome, Outcome::Failed | Outcome::Rejected(_))).count()
+            as u64,
         slo_attainment: attainment(met.iter().copied(), sc.workload.sessions.as_ref().is_some_and(|s| s.has_slo())),
         classes: class_summaries(sc, rec, &turns, &span, &met),
         kv: session_kv(sc, rec),
@@ -251,7 +266,11 @@ fn session_kv(sc: &Scenario, rec: &Recorder) -> SessionKvSummary {
         restores: m.restore_ns.len() as u64,
         restore_gb: m.restore_bytes as f64 / 1e9,
         restore_s: Stats::from_ns(&mut restore),
-        series: m.points.iter().map(|p| SessionKvPoint { t_s: p.0 as f64 / 1e9, hbm_gb: p.1 * gb, host_gb: p.2 * gb }).collect(),
+        series: m
+            .points
+            .iter()
+            .map(|p| SessionKvPoint { t_s: p.0 as f64 / 1e9, hbm_gb: p.1 * gb, host_gb: p.2 * gb })
+            .collect(),
     }
 }
 
@@ -261,19 +280,33 @@ fn session_audit(rec: &Recorder, span: &[(u64, u64, u32, bool)]) -> SessionAudit
     let time_in: u128 = (span.iter().zip(&m.ended_ns)).map(|(s, &e)| (e.min(end) - s.0.min(end)) as u128).sum();
     let (l, lw) = (m.area[0] as f64 / t, time_in as f64 / t);
     let little_relative_error = if lw > 0.0 { (l - lw).abs() / lw } else { l };
-    let turns_conserved = span.len() <= rec.programs.len() && (span.iter().zip(&rec.programs)).all(|(s, p)| s.2 >= 1 && s.2 as usize <= p.new_tokens.len());
-    SessionAudit { little_relative_error, turns_conserved, ok: turns_conserved && little_relative_error <= LITTLE_TOLERANCE }
+    let turns_conserved = span.len() <= rec.programs.len()
+        && (span.iter().zip(&rec.programs)).all(|(s, p)| s.2 >= 1 && s.2 as usize <= p.new_tokens.len());
+    SessionAudit {
+        little_relative_error,
+        turns_conserved,
+        ok: turns_conserved && little_relative_error <= LITTLE_TOLERANCE,
+    }
 }
 
 /// The named session classes' blocks (none without names). `met`: per session, as `slo_met` gives it.
-fn class_summaries(sc: &Scenario, rec: &Recorder, turns: &[&RequestRecord], span: &[(u64, u64, u32, bool)], met: &[Option<bool>]) -> Vec<SessionClassSummary> {
+fn class_summaries(
+    sc: &Scenario,
+    rec: &Recorder,
+    turns: &[&RequestRecord],
+    span: &[(u64, u64, u32, bool)],
+    met: &[Option<bool>],
+) -> Vec<SessionClassSummary> {
     let Some(s) = sc.workload.sessions.as_ref().filter(|s| s.named_classes) else { return Vec::new() };
     let class_of = |i: usize| rec.programs[i].class as usize;
     (s.classes.iter().enumerate())
         .map(|(k, c)| {
             let mine: Vec<usize> = (0..span.len()).filter(|&i| class_of(i) == k).collect();
             let its_turns = || turns.iter().filter(|r| class_of(r.session as usize) == k);
-            let mut ttft: Vec<u64> = its_turns().filter(|r| r.outcome == Outcome::Completed).map(|r| r.first_token_ns - r.arrival_ns).collect();
+            let mut ttft: Vec<u64> = its_turns()
+                .filter(|r| r.outcome == Outcome::Completed)
+                .map(|r| r.first_token_ns - r.arrival_ns)
+                .collect();
             let done = |i: &&usize| whole(rec, span, **i);
             let mut e2e: Vec<u64> = mine.iter().filter(done).map(|&i| span[i].1 - span[i].0).collect();
             let (history_tokens, prefilled) = history_of(rec, its_turns().copied());

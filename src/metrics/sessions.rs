@@ -59,12 +59,17 @@ impl SessionMetrics {
     }
 
     fn close_window(&mut self, len_ns: u64) {
-        let mean = |k: usize| if len_ns == 0 { 0.0 } else { (self.area[k] - self.area_before[k]) as f64 / len_ns as f64 };
+        let mean =
+            |k: usize| if len_ns == 0 { 0.0 } else { (self.area[k] - self.area_before[k]) as f64 / len_ns as f64 };
         self.points.push((self.start_ns, mean(1), mean(2)));
         self.start_ns += self.window_ns;
         self.area_before = self.area;
         if self.points.len() >= self.max_points {
-            self.points = self.points.chunks(2).map(|c| if let [a, b] = c { (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0) } else { c[0] }).collect();
+            self.points = self
+                .points
+                .chunks(2)
+                .map(|c| if let [a, b] = c { (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0) } else { c[0] })
+                .collect();
             self.window_ns *= 2;
         }
     }

@@ -291,7 +291,6 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     interpolate(sorted.len() as u64, q, |i| sorted[i as usize])
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,13 +313,38 @@ mod tests {
     #[test]
     fn f64_sort_equals_the_total_order_sort() {
         let mut r = crate::rng::stream(4, crate::rng::Stream::Study, 0);
-        let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN, 5e-324, -5e-324, f64::MAX, f64::MIN, 1.0, 1.0];
+        let specials = [
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            5e-324,
+            -5e-324,
+            f64::MAX,
+            f64::MIN,
+            1.0,
+            1.0,
+        ];
         for n in [0usize, 1, 12, 5000, 70_000, 300_000] {
-            let mut v: Vec<f64> = (0..n).map(|i| if i % 97 < specials.len() { specials[i % 97] } else { (r.uniform() - 0.3) * 10f64.powi((i % 40) as i32 - 20) }).collect();
+            let mut v: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i % 97 < specials.len() {
+                        specials[i % 97]
+                    } else {
+                        (r.uniform() - 0.3) * 10f64.powi((i % 40) as i32 - 20)
+                    }
+                })
+                .collect();
             let mut w = v.clone();
             sort_f64(&mut v);
             w.sort_unstable_by(|a, b| a.total_cmp(b));
-            assert_eq!(v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), w.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "{n} values");
+            assert_eq!(
+                v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                w.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "{n} values"
+            );
         }
     }
 
@@ -354,10 +378,13 @@ mod tests {
             return Stats::default();
         }
         let sum: u128 = v.iter().map(|x| (x >> bits) as u128 * (x & mask) as u128).sum();
-        let cum: Vec<u64> = v.iter().scan(0, |acc, x| {
-            *acc += x & mask;
-            Some(*acc)
-        }).collect();
+        let cum: Vec<u64> = v
+            .iter()
+            .scan(0, |acc, x| {
+                *acc += x & mask;
+                Some(*acc)
+            })
+            .collect();
         let at = |i: u64| (v[cum.partition_point(|c| *c <= i)] >> bits) as f64 / 1e9;
         let max = v.iter().map(|x| x >> bits).max().unwrap_or(0);
         Stats::of(n, mean_s(sum, n), at, max)
@@ -369,7 +396,16 @@ mod tests {
     #[test]
     fn selected_percentiles_equal_sorted_ones() {
         let mut r = crate::rng::stream(5, crate::rng::Stream::Study, 0);
-        let cases: [(usize, u32, u64); 8] = [(1, 30, 3), (7, 10, 1), (5000, 44, 256), (100_000, 24, 8), (100_000, 12, 1), (300_000, 44, 1), (50_000, 3, 1000), (20_000, 40, 0)];
+        let cases: [(usize, u32, u64); 8] = [
+            (1, 30, 3),
+            (7, 10, 1),
+            (5000, 44, 256),
+            (100_000, 24, 8),
+            (100_000, 12, 1),
+            (300_000, 44, 1),
+            (50_000, 3, 1000),
+            (20_000, 40, 0),
+        ];
         for (n, width, max_count) in cases {
             let v: Vec<u64> = (0..n)
                 .map(|_| {
@@ -388,7 +424,12 @@ mod tests {
                     None => long.push(x),
                 }
             }
-            assert_eq!(Stats::from_packed_ns(&long, &short, ITL_BITS), expected, "{n} words of {width} bits, {} short", short.len());
+            assert_eq!(
+                Stats::from_packed_ns(&long, &short, ITL_BITS),
+                expected,
+                "{n} words of {width} bits, {} short",
+                short.len()
+            );
         }
         let same = vec![(7_000_123u64 << ITL_BITS) | 5; 1000];
         assert_eq!(Stats::from_packed_ns(&same, &[], ITL_BITS), packed_by_sorting(&same, ITL_BITS));

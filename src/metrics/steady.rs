@@ -177,7 +177,10 @@ fn steady_warnings(s: &SteadySummary, requests: usize, short: bool) -> Vec<Strin
     if s.window_s <= 0.0 {
         // The window ends at the last arrival and its warm-up is at most 90 % of the arrival span, so it is
         // empty only when that span is.
-        w.push("no steady-state window: every request arrived at one instant (a burst), so only whole-run figures apply".to_string());
+        w.push(
+            "no steady-state window: every request arrived at one instant (a burst), so only whole-run figures apply"
+                .to_string(),
+        );
         return w;
     }
     if short {
@@ -315,15 +318,31 @@ pub fn misses(sc: &Scenario, reqs: &[RequestRecord], classes: &[super::GroupSumm
             continue;
         }
         let g = &classes[k];
-        let checks = [("ttft", c.slo.ttft_ns, ttft, g.ttft_s.p95), ("tpot", c.slo.tpot_ns, tpot, g.tpot_s.p95), ("e2e", c.slo.e2e_ns, e2e, g.e2e_s.p95)];
+        let checks = [
+            ("ttft", c.slo.ttft_ns, ttft, g.ttft_s.p95),
+            ("tpot", c.slo.tpot_ns, tpot, g.tpot_s.p95),
+            ("e2e", c.slo.e2e_ns, e2e, g.e2e_s.p95),
+        ];
         for (name, bound, over, p95_s) in checks {
             if let (Some(max_ns), true) = (bound, over > 0) {
-                out.push(Miss { class: c.name.clone(), objective: name, max_s: max_ns as f64 / 1e9, missed_fraction: over as f64 / n as f64, p95_s });
+                out.push(Miss {
+                    class: c.name.clone(),
+                    objective: name,
+                    max_s: max_ns as f64 / 1e9,
+                    missed_fraction: over as f64 / n as f64,
+                    p95_s,
+                });
             }
         }
         let has_slo = c.slo.ttft_ns.is_some() || c.slo.tpot_ns.is_some() || c.slo.e2e_ns.is_some();
         if unserved > 0 && has_slo {
-            out.push(Miss { class: c.name.clone(), objective: "served", max_s: 0.0, missed_fraction: unserved as f64 / n as f64, p95_s: 0.0 });
+            out.push(Miss {
+                class: c.name.clone(),
+                objective: "served",
+                max_s: 0.0,
+                missed_fraction: unserved as f64 / n as f64,
+                p95_s: 0.0,
+            });
         }
     }
     out

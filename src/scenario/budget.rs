@@ -101,7 +101,12 @@ impl Scenario {
         let retries = self.pools.iter().map(|p| p.engine.max_preemptions).max().unwrap_or(0).min(3) as f64;
         let steps = output + prompt_chunks + retries * (prompt_chunks + output / chunk);
         let itl_bytes = (8.0 * (steps + output) * 2.0).min(ITL_MAX_BYTES);
-        Estimate { requests, output_tokens: output, steps, memory_bytes: requests * BYTES_PER_REQUEST + itl_bytes + trace_bytes }
+        Estimate {
+            requests,
+            output_tokens: output,
+            steps,
+            memory_bytes: requests * BYTES_PER_REQUEST + itl_bytes + trace_bytes,
+        }
     }
 
     /// One session's expected turns, output tokens and prefill chunks, and the most a session may take
@@ -109,11 +114,16 @@ impl Scenario {
     /// where the session ends.
     /// Sessions of several classes: the means over sessions, and the worst class's worst.
     fn session_load(&self, s: &crate::workload::Sessions, chunk: f64) -> (f64, f64, f64, f64) {
-        let kv = self.pools.iter().map(|p| (p.engine.kv_total_blocks * p.engine.block_size_tokens as u64) as f64).fold(f64::INFINITY, f64::min);
+        let kv = self
+            .pools
+            .iter()
+            .map(|p| (p.engine.kv_total_blocks * p.engine.block_size_tokens as u64) as f64)
+            .fold(f64::INFINITY, f64::min);
         let cap = self.model.context_tokens.map_or(kv, |c| kv.min(c as f64));
         let load = |c: &crate::workload::SessionClass| {
             let (turns, per_turn) = (c.turns.mean(), c.new.mean() + c.output.mean());
-            let prompt_sum: f64 = (0..turns.ceil() as u32).map(|k| (c.first.mean() + k as f64 * per_turn).min(cap)).sum();
+            let prompt_sum: f64 =
+                (0..turns.ceil() as u32).map(|k| (c.first.mean() + k as f64 * per_turn).min(cap)).sum();
             let worst = c.turns.max() as f64 * (c.output.max() as f64 + (cap / chunk).ceil() + 1.0);
             (turns, turns * c.output.mean(), prompt_sum / chunk + turns, worst)
         };

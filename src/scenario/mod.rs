@@ -9,14 +9,14 @@
 
 mod budget;
 
-pub use budget::{Budget, Estimate};
-pub(crate) use budget::ITL_CAP;
-pub use crate::cost::{presets, Hardware, Model};
+pub use crate::cost::{Hardware, Model, presets};
 pub use crate::spec::*;
 pub use crate::workload::{Arrival, Class, Predictor, Prefix, Slo, Tenant, Workload};
+pub(crate) use budget::ITL_CAP;
+pub use budget::{Budget, Estimate};
 
 use crate::cost::{CostModel, Roofline};
-pub(crate) use crate::spec::{ms_to_ns, s_to_ns, suggest, Errors};
+pub(crate) use crate::spec::{Errors, ms_to_ns, s_to_ns, suggest};
 use crate::workload::Generator;
 
 /// Read a scenario file's text into a raw spec.
@@ -92,7 +92,11 @@ fn plain_type_error(rest: &str) -> String {
     } else {
         got.to_string()
     };
-    if at.is_empty() { format!("expected {expected}, got {got}") } else { format!("expected {expected}, got {got} ({at})") }
+    if at.is_empty() {
+        format!("expected {expected}, got {got}")
+    } else {
+        format!("expected {expected}, got {got} ({at})")
+    }
 }
 
 /// Engine limits, with KV capacity resolved.
@@ -258,13 +262,16 @@ fn validate_objectives(o: &ObjectivesSpec, w: Option<&Workload>, e: &mut Errors)
     let mut percentiles = Vec::new();
     for (i, p) in o.percentiles.iter().enumerate() {
         let path = format!("objectives.percentiles[{i}]");
-        let ok = e.range_open_lo(&format!("{path}.percentile"), p.percentile, 0.0, 100.0) & e.range_open_lo(&format!("{path}.max_ms"), p.max_ms, 0.0, 1e9);
+        let ok = e.range_open_lo(&format!("{path}.percentile"), p.percentile, 0.0, 100.0)
+            & e.range_open_lo(&format!("{path}.max_ms"), p.max_ms, 0.0, 1e9);
         let class = match (&p.class, w) {
             (None, _) => Some(None),
             (Some(name), Some(w)) => match w.classes.iter().position(|c| c.name == *name) {
                 Some(k) => Some(Some(k as u32)),
                 None => {
-                    let hint = suggest(name, w.classes.iter().map(|c| c.name.as_str())).map(|s| format!("; did you mean \"{s}\"?")).unwrap_or_default();
+                    let hint = suggest(name, w.classes.iter().map(|c| c.name.as_str()))
+                        .map(|s| format!("; did you mean \"{s}\"?"))
+                        .unwrap_or_default();
                     e.push(format!("{path}.class"), format!("no class is named \"{name}\"{hint}"));
                     None
                 }
@@ -272,7 +279,12 @@ fn validate_objectives(o: &ObjectivesSpec, w: Option<&Workload>, e: &mut Errors)
             (Some(_), None) => None,
         };
         if let (true, Some(class)) = (ok, class) {
-            percentiles.push(PercentileObjective { metric: p.metric, percentile: p.percentile, max_ns: ms_to_ns(p.max_ms), class });
+            percentiles.push(PercentileObjective {
+                metric: p.metric,
+                percentile: p.percentile,
+                max_ns: ms_to_ns(p.max_ms),
+                class,
+            });
         }
     }
     Objectives { attainment_target: o.attainment_target, percentiles }
@@ -308,7 +320,8 @@ impl Scenario {
     pub fn queue_penalty_ns(&self, p: usize) -> f64 {
         let pool = &self.pools[p];
         let chunk = pool.engine.prefill_chunk_tokens.max(1);
-        let step = pool.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() });
+        let step =
+            pool.cost.step(&crate::cost::StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() });
         self.workload.mean_computed_prompt_tokens() * step.total_ns as f64 / chunk as f64
     }
 
@@ -321,9 +334,15 @@ impl Scenario {
     /// The requests of this scenario, in arrival order.
     pub fn generator(&self) -> Generator<'_> {
         // A session's turn that could not fit the model's context, or one worker's KV, ends the session.
-        let kv = self.pools.iter().map(|p| p.engine.kv_total_blocks * p.engine.block_size_tokens as u64).min().unwrap_or(u64::MAX);
+        let kv = self
+            .pools
+            .iter()
+            .map(|p| p.engine.kv_total_blocks * p.engine.block_size_tokens as u64)
+            .min()
+            .unwrap_or(u64::MAX);
         let limit = self.model.context_tokens.map_or(kv, |c| (c as u64).min(kv)).min(u32::MAX as u64) as u32;
-        Generator::new(&self.workload, self.prefix.as_ref(), [self.order_predictor, self.reserve_predictor], self.seed).with_context(Some(limit))
+        Generator::new(&self.workload, self.prefix.as_ref(), [self.order_predictor, self.reserve_predictor], self.seed)
+            .with_context(Some(limit))
     }
 }
 
@@ -351,7 +370,10 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         check_deadlines(spec, w, &mut e);
         check_chains(spec, w, en, &mut e);
         if w.sessions.is_some() && spec.cluster.disaggregation.is_some() {
-            e.push("cluster.disaggregation", "sessions with disaggregated prefill and decode are not modelled: remove one of them");
+            e.push(
+                "cluster.disaggregation",
+                "sessions with disaggregated prefill and decode are not modelled: remove one of them",
+            );
         }
         check_session_kv(spec, w, &mut e);
     }
@@ -370,7 +392,15 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         Some((pools, link)) => (pools, Some(link)),
         None => {
             let (hardware, cost, engine) = (hardware.expect("valid"), cost.expect("valid"), engine.expect("valid"));
-            let colocated = Pool { role: Role::Colocated, replicas: spec.cluster.replicas, first: 0, hardware, cost, engine, router: spec.cluster.router.clone() };
+            let colocated = Pool {
+                role: Role::Colocated,
+                replicas: spec.cluster.replicas,
+                first: 0,
+                hardware,
+                cost,
+                engine,
+                router: spec.cluster.router.clone(),
+            };
             (vec![colocated], None)
         }
     };
@@ -405,12 +435,18 @@ fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
             e.push("engine.host_kv", "the host tier holds sessions' KV between turns: it needs workload.sessions");
         }
         if en.retention_budget_blocks.is_some() {
-            e.push("engine.retention_budget_blocks", "the retention budget caps sessions' retained KV: it needs workload.sessions");
+            e.push(
+                "engine.retention_budget_blocks",
+                "the retention budget caps sessions' retained KV: it needs workload.sessions",
+            );
         }
         return;
     };
     if s.retention == crate::workload::Retention::HostOffload && en.host_kv.is_none() {
-        e.push("workload.sessions.retention", "host_offload moves a session's KV to host memory: it needs engine.host_kv (capacity_gb, bandwidth_gbps)");
+        e.push(
+            "workload.sessions.retention",
+            "host_offload moves a session's KV to host memory: it needs engine.host_kv (capacity_gb, bandwidth_gbps)",
+        );
     }
     if en.host_kv.is_some() && spec.cluster.router == RouterSpec::CentralQueue {
         e.push("cluster.router", "a host tier restores a turn's KV on the worker a router picks at arrival: central_queue picks at dispatch; use a router (sticky, bounded_affinity, least_outstanding, …)");
@@ -422,7 +458,10 @@ fn check_deadlines(spec: &Spec, w: &Workload, e: &mut Errors) {
     if let AdmissionSpec::Deadline { .. } = spec.admission {
         for (i, c) in w.classes.iter().enumerate() {
             if c.slo.e2e_ns.is_none() {
-                e.push(format!("workload.classes[{i}].slo.e2e_ms"), "required when admission.kind is \"deadline\" (the deadline to test against)");
+                e.push(
+                    format!("workload.classes[{i}].slo.e2e_ms"),
+                    "required when admission.kind is \"deadline\" (the deadline to test against)",
+                );
             }
         }
     }
@@ -448,6 +487,53 @@ fn expected_span_ns(w: &Workload) -> f64 {
 
 fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> Option<Engine> {
     let n0 = e.0.len();
+    check_engine_fields(en, m, e);
+    if e.0.len() > n0 {
+        return None;
+    }
+    let block_bytes = m.kv_bytes_per_token() * en.block_size_tokens as f64;
+    let host = en.host_kv.as_ref().map(|h| HostTier {
+        capacity_blocks: (h.capacity_gb * 1e9 / block_bytes).floor() as u64,
+        block_bytes,
+        bytes_per_ns: h.bandwidth_gbps,
+        latency_ns: ms_to_ns(h.latency_ms),
+    });
+    let kv_capacity_tokens = kv_capacity_tokens(en, m, h, e)?;
+    let block = en.block_size_tokens as u64;
+    let kv_total_blocks = kv_capacity_tokens / block;
+    if kv_total_blocks == 0 {
+        e.push(
+            "engine.kv_capacity_tokens",
+            format!("KV capacity ({kv_capacity_tokens} tokens) is less than one block ({block} tokens)"),
+        );
+        return None;
+    }
+    Some(Engine {
+        max_num_seqs: en.max_num_seqs,
+        max_num_batched_tokens: en.max_num_batched_tokens,
+        chunked_prefill: en.chunked_prefill,
+        prefill_chunk_tokens: if en.chunked_prefill {
+            en.prefill_chunk_tokens.unwrap_or(en.max_num_batched_tokens)
+        } else {
+            en.max_num_batched_tokens
+        },
+        block_size_tokens: en.block_size_tokens,
+        kv_capacity_tokens,
+        kv_total_blocks,
+        kv_reserve_limit_blocks: (kv_total_blocks as f64 * en.kv_oversubscription).floor() as u64,
+        victim: en.preemption.victim,
+        max_model_len: en.max_model_len,
+        request_overhead_ns: ms_to_ns(en.request_overhead_ms),
+        formation: en.batch_formation,
+        backoff_ns: ms_to_ns(en.preemption.backoff_ms),
+        max_preemptions: en.preemption.max_preemptions,
+        host,
+        retention_budget_blocks: en.retention_budget_blocks,
+    })
+}
+
+/// The engine's fields, each within its bounds.
+fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
     e.int("engine.max_num_seqs", en.max_num_seqs as u64, 1, 65_536);
     e.int("engine.max_num_batched_tokens", en.max_num_batched_tokens as u64, 1, 1 << 22);
     e.int("engine.block_size_tokens", en.block_size_tokens as u64, 1, 4096);
@@ -476,31 +562,32 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
     }
     if let Some(h) = &en.host_kv {
         e.range_open_lo("engine.host_kv.capacity_gb", h.capacity_gb, 0.0, 1e5);
-        e.within("engine.host_kv.bandwidth_gbps", h.bandwidth_gbps, 1e-3, 1e4, "a restore takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock");
+        e.within(
+            "engine.host_kv.bandwidth_gbps",
+            h.bandwidth_gbps,
+            1e-3,
+            1e4,
+            "a restore takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock",
+        );
         e.range("engine.host_kv.latency_ms", h.latency_ms, 0.0, 1e4);
     }
     if let Some(b) = en.retention_budget_blocks {
         e.int("engine.retention_budget_blocks", b, 0, 1 << 40);
     }
-    if e.0.len() > n0 {
-        return None;
-    }
-    let block_bytes = m.kv_bytes_per_token() * en.block_size_tokens as f64;
-    let host = en.host_kv.as_ref().map(|h| HostTier {
-        capacity_blocks: (h.capacity_gb * 1e9 / block_bytes).floor() as u64,
-        block_bytes,
-        bytes_per_ns: h.bandwidth_gbps,
-        latency_ns: ms_to_ns(h.latency_ms),
-    });
-    let kv_capacity_tokens = match en.kv_capacity_tokens {
-        Some(c) => c,
+}
+
+/// KV tokens a replica holds: given, or what the HBM left after the weights holds.
+fn kv_capacity_tokens(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> Option<u64> {
+    match en.kv_capacity_tokens {
+        Some(c) => Some(c),
         None => {
             // Each GPU holds 1/tp of the weights and of the KV heads (KV heads replicate when tp > kv_heads).
             let tp = h.tp as f64;
             let weights_per_gpu = m.weight_bytes() / tp;
             let usable = h.hbm_bytes * en.gpu_memory_utilization;
             let kv_heads_per_gpu = (m.kv_heads as f64 / tp).max(1.0);
-            let kv_per_token_per_gpu = 2.0 * m.layers as f64 * kv_heads_per_gpu * m.head_dim as f64 * m.kv_bytes_per_elem;
+            let kv_per_token_per_gpu =
+                2.0 * m.layers as f64 * kv_heads_per_gpu * m.head_dim as f64 * m.kv_bytes_per_elem;
             if usable <= weights_per_gpu {
                 e.push(
                     "engine.gpu_memory_utilization",
@@ -511,33 +598,9 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
                 );
                 return None;
             }
-            ((usable - weights_per_gpu) / kv_per_token_per_gpu).floor() as u64
+            Some(((usable - weights_per_gpu) / kv_per_token_per_gpu).floor() as u64)
         }
-    };
-    let block = en.block_size_tokens as u64;
-    let kv_total_blocks = kv_capacity_tokens / block;
-    if kv_total_blocks == 0 {
-        e.push("engine.kv_capacity_tokens", format!("KV capacity ({kv_capacity_tokens} tokens) is less than one block ({block} tokens)"));
-        return None;
     }
-    Some(Engine {
-        max_num_seqs: en.max_num_seqs,
-        max_num_batched_tokens: en.max_num_batched_tokens,
-        chunked_prefill: en.chunked_prefill,
-        prefill_chunk_tokens: if en.chunked_prefill { chunk } else { en.max_num_batched_tokens },
-        block_size_tokens: en.block_size_tokens,
-        kv_capacity_tokens,
-        kv_total_blocks,
-        kv_reserve_limit_blocks: (kv_total_blocks as f64 * en.kv_oversubscription).floor() as u64,
-        victim: en.preemption.victim,
-        max_model_len: en.max_model_len,
-        request_overhead_ns: ms_to_ns(en.request_overhead_ms),
-        formation: en.batch_formation,
-        backoff_ns: ms_to_ns(en.preemption.backoff_ms),
-        max_preemptions: en.preemption.max_preemptions,
-        host,
-        retention_budget_blocks: en.retention_budget_blocks,
-    })
 }
 
 /// A trace's block hashes go into each worker's prefix cache: whole KV blocks per hashed block, on colocated
@@ -573,7 +636,12 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
                 let t = r.prompt_tokens as u64 + r.output_tokens as u64;
                 t > cap || (!en.chunked_prefill && t > budget)
             }) {
-                check(e, format!("workload.arrival.data (request {})", i + 1), r.prompt_tokens as u64, r.output_tokens as u64);
+                check(
+                    e,
+                    format!("workload.arrival.data (request {})", i + 1),
+                    r.prompt_tokens as u64,
+                    r.output_tokens as u64,
+                );
             }
         }
         _ => {
@@ -585,12 +653,20 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
     // A session's first turn runs whatever its size (later turns past the KV end their session).
     match w.sessions.as_ref().map(|s| (s, &s.trace)) {
         Some((_, Some(t))) => {
-            let widest = t.programs.iter().max_by_key(|p| p.new_tokens[0] as u64 + p.output_tokens[0] as u64).expect("a trace has a session");
+            let widest = t
+                .programs
+                .iter()
+                .max_by_key(|p| p.new_tokens[0] as u64 + p.output_tokens[0] as u64)
+                .expect("a trace has a session");
             check(e, "workload.sessions.trace".into(), widest.new_tokens[0] as u64, widest.output_tokens[0] as u64);
         }
         Some((s, None)) => {
             for (i, c) in s.classes.iter().enumerate() {
-                let at = if s.named_classes { format!("workload.sessions.classes[{i}]") } else { "workload.sessions".into() };
+                let at = if s.named_classes {
+                    format!("workload.sessions.classes[{i}]")
+                } else {
+                    "workload.sessions".into()
+                };
                 check(e, at, c.first.max() as u64, c.output.max() as u64);
             }
         }
@@ -600,7 +676,14 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
 
 /// The prefill and decode pools and the link. Each pool's device and TP give it its own cost model and KV
 /// capacity; every request must fit a worker of the pool it visits.
-fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: &Workload, e: &mut Errors) -> Option<(Vec<Pool>, Link)> {
+fn validate_disagg(
+    spec: &Spec,
+    d: &DisaggSpec,
+    m: &Model,
+    cost: &CostModel,
+    w: &Workload,
+    e: &mut Errors,
+) -> Option<(Vec<Pool>, Link)> {
     let n0 = e.0.len();
     let mut pools = Vec::new();
     let mut first = 0;
@@ -610,61 +693,36 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
         if ps.router == RouterSpec::CentralQueue {
             e.push(format!("{p}.router"), "central_queue is for colocated serving; pools route to per-worker queues (round_robin, random, least_outstanding, least_kv, power_of_two)");
         }
-        // The pool's hardware: the scenario's, or a device preset; TP overridable either way.
-        let mut hs = match &ps.device {
-            Some(dev) if Some(dev) != spec.hardware.device.as_ref() => HardwareSpec { device: Some(dev.clone()), ..HardwareSpec::default() },
-            _ => spec.hardware.clone(),
-        };
-        if let Some(tp) = ps.tp {
-            hs.tp = tp;
-        }
-        // Validate with the usual checks, then name the pool's fields in the errors.
-        let mut sub = Errors::default();
-        let hw = Hardware::build(&hs, Some(m), &mut sub);
-        let en = hw.as_ref().and_then(|h| validate_engine(&spec.engine, m, h, &mut sub));
-        for f in sub.0 {
-            let path = match f.path.strip_prefix("hardware.") {
-                Some("device") => format!("{p}.device"),
-                Some("tp") => format!("{p}.tp"),
-                _ => p.clone(),
-            };
-            e.push(path, format!("{} ({} pool: {})", f.message, role.name(), f.path));
-        }
-        let (Some(hw), Some(mut en)) = (hw, en) else { continue };
+        let Some((hw, mut en)) = pool_parts(spec, ps, &p, role, m, e) else { continue };
         if role == Role::Decode {
             en.formation = BatchFormationSpec::Vllm;
         }
-        // A request must fit one worker of this pool: the prompt (+ its first token) to prefill, everything
-        // to decode.
-        let cap = en.kv_total_blocks * en.block_size_tokens as u64;
-        let need = |prompt: u32, output: u32| prompt as u64 + if role == Role::Prefill { 1 } else { output as u64 };
-        match &w.arrival {
-            // A trace's rows are its requests: the first that does not fit is named (a run would leave every
-            // such request unfinished).
-            Arrival::Trace { rows } => {
-                if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| need(r.prompt_tokens, r.output_tokens) > cap) {
-                    let n = need(r.prompt_tokens, r.output_tokens);
-                    e.push(format!("workload.arrival.data (request {})", i + 1), format!("a request of {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)", role.name()));
-                }
-            }
-            _ => {
-                for (i, c) in w.classes.iter().enumerate() {
-                    let n = need(c.prompt.max(), c.output.max());
-                    if n > cap {
-                        e.push(format!("workload.classes[{i}]"), format!("a request of up to {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)", role.name()));
-                    }
-                }
-            }
-        }
+        check_fits_pool(role, en.kv_total_blocks * en.block_size_tokens as u64, w, e);
         let pool_cost = match cost {
-            CostModel::Roofline(r) => CostModel::Roofline(Roofline::new(m, &hw)).scaled(r.prefill_scale, r.decode_scale),
+            CostModel::Roofline(r) => {
+                CostModel::Roofline(Roofline::new(m, &hw)).scaled(r.prefill_scale, r.decode_scale)
+            }
             linear => linear.clone(),
         };
-        pools.push(Pool { role, replicas: ps.replicas, first, hardware: hw, cost: pool_cost, engine: en, router: ps.router.clone() });
+        pools.push(Pool {
+            role,
+            replicas: ps.replicas,
+            first,
+            hardware: hw,
+            cost: pool_cost,
+            engine: en,
+            router: ps.router.clone(),
+        });
         first += ps.replicas;
     }
     let l = &d.link;
-    e.within("cluster.disaggregation.link.bandwidth_gbps", l.bandwidth_gbps, 1e-3, 1e12, "a KV transfer takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock");
+    e.within(
+        "cluster.disaggregation.link.bandwidth_gbps",
+        l.bandwidth_gbps,
+        1e-3,
+        1e12,
+        "a KV transfer takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock",
+    );
     e.range("cluster.disaggregation.link.latency_ms", l.latency_ms, 0.0, 1e6);
     if e.0.len() > n0 {
         return None;
@@ -679,10 +737,86 @@ fn validate_disagg(spec: &Spec, d: &DisaggSpec, m: &Model, cost: &CostModel, w: 
     Some((pools, link))
 }
 
+/// A pool's hardware (the scenario's, or a device preset; TP overridable either way) and engine, validated
+/// with the usual checks and their errors named at the pool's fields.
+fn pool_parts(
+    spec: &Spec,
+    ps: &PoolSpec,
+    p: &str,
+    role: Role,
+    m: &Model,
+    e: &mut Errors,
+) -> Option<(Hardware, Engine)> {
+    // The pool's hardware: the scenario's, or a device preset; TP overridable either way.
+    let mut hs = match &ps.device {
+        Some(dev) if Some(dev) != spec.hardware.device.as_ref() => {
+            HardwareSpec { device: Some(dev.clone()), ..HardwareSpec::default() }
+        }
+        _ => spec.hardware.clone(),
+    };
+    if let Some(tp) = ps.tp {
+        hs.tp = tp;
+    }
+    // Validate with the usual checks, then name the pool's fields in the errors.
+    let mut sub = Errors::default();
+    let hw = Hardware::build(&hs, Some(m), &mut sub);
+    let en = hw.as_ref().and_then(|h| validate_engine(&spec.engine, m, h, &mut sub));
+    for f in sub.0 {
+        let path = match f.path.strip_prefix("hardware.") {
+            Some("device") => format!("{p}.device"),
+            Some("tp") => format!("{p}.tp"),
+            _ => p.to_string(),
+        };
+        e.push(path, format!("{} ({} pool: {})", f.message, role.name(), f.path));
+    }
+    Some((hw?, en?))
+}
+
+/// A request must fit one worker of the pool it visits (`cap` KV tokens): the prompt (+ its first token) to
+/// prefill, everything to decode.
+fn check_fits_pool(role: Role, cap: u64, w: &Workload, e: &mut Errors) {
+    // A request must fit one worker of this pool: the prompt (+ its first token) to prefill, everything
+    // to decode.
+    let need = |prompt: u32, output: u32| prompt as u64 + if role == Role::Prefill { 1 } else { output as u64 };
+    match &w.arrival {
+        // A trace's rows are its requests: the first that does not fit is named (a run would leave every
+        // such request unfinished).
+        Arrival::Trace { rows } => {
+            if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| need(r.prompt_tokens, r.output_tokens) > cap) {
+                let n = need(r.prompt_tokens, r.output_tokens);
+                e.push(
+                    format!("workload.arrival.data (request {})", i + 1),
+                    format!(
+                        "a request of {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)",
+                        role.name()
+                    ),
+                );
+            }
+        }
+        _ => {
+            for (i, c) in w.classes.iter().enumerate() {
+                let n = need(c.prompt.max(), c.output.max());
+                if n > cap {
+                    e.push(
+                        format!("workload.classes[{i}]"),
+                        format!(
+                            "a request of up to {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)",
+                            role.name()
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn validate_policies(spec: &Spec, e: &mut Errors) {
     let mut routers = vec![("cluster.router".to_string(), &spec.cluster.router)];
     if let Some(d) = &spec.cluster.disaggregation {
-        routers.extend([("cluster.disaggregation.prefill.router".to_string(), &d.prefill.router), ("cluster.disaggregation.decode.router".to_string(), &d.decode.router)]);
+        routers.extend([
+            ("cluster.disaggregation.prefill.router".to_string(), &d.prefill.router),
+            ("cluster.disaggregation.decode.router".to_string(), &d.decode.router),
+        ]);
     }
     for (path, r) in routers {
         if let RouterSpec::BoundedAffinity { slack_ms } = r {

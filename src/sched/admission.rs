@@ -2,8 +2,8 @@
 
 use crate::cost::{CostModel, StepWork};
 use crate::spec::AdmissionSpec;
-use crate::workload::Tenant;
 use crate::workload::Request;
+use crate::workload::Tenant;
 
 /// What the engine knows at an arrival, for the policies that look at load.
 pub struct AdmitContext {
@@ -32,11 +32,15 @@ pub struct Backlog {
 /// the pool's step-time model and prefill chunk.
 pub fn deadline_estimate_ns(req: &Request, b: &Backlog, cost: &CostModel, chunk: u32) -> f64 {
     let chunk = chunk.max(1);
-    let prefill_ns_per_token = cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64 / chunk as f64;
+    let prefill_ns_per_token =
+        cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: chunk, ..Default::default() }).total_ns as f64
+            / chunk as f64;
     let queue_ns = b.ahead as f64 * req.prompt_tokens as f64 * prefill_ns_per_token / b.servers;
     let ctx = req.prompt_tokens as u64 + req.pred_order_tokens as u64 / 2;
     let n = b.running as u32 + 1;
-    let decode = cost.step(&StepWork { decode_seqs: n, decode_context_tokens: ctx * n as u64, ..Default::default() }).total_ns as f64;
+    let decode = cost
+        .step(&StepWork { decode_seqs: n, decode_context_tokens: ctx * n as u64, ..Default::default() })
+        .total_ns as f64;
     queue_ns + req.prompt_tokens as f64 * prefill_ns_per_token + req.pred_order_tokens as f64 * decode
 }
 
@@ -54,11 +58,19 @@ pub enum Reject {
 /// An admission policy with its state (token buckets).
 pub enum Admission {
     None,
-    QueueCap { max_waiting: usize },
-    Deadline { slack: f64 },
-    RandomDrop { probability: f64 },
+    QueueCap {
+        max_waiting: usize,
+    },
+    Deadline {
+        slack: f64,
+    },
+    RandomDrop {
+        probability: f64,
+    },
     /// Per-tenant (rate tokens/ns, burst, level, last refill).
-    TokenBucket { buckets: Vec<(f64, f64, f64, u64)> },
+    TokenBucket {
+        buckets: Vec<(f64, f64, f64, u64)>,
+    },
 }
 
 /// The registry of admission policies.
@@ -91,14 +103,22 @@ impl Admission {
         match self {
             Admission::None => Ok(()),
             Admission::QueueCap { max_waiting } => {
-                if cx.waiting >= *max_waiting { Err(Reject::QueueFull) } else { Ok(()) }
+                if cx.waiting >= *max_waiting {
+                    Err(Reject::QueueFull)
+                } else {
+                    Ok(())
+                }
             }
             Admission::Deadline { slack } => match (cx.estimate_ns, cx.deadline_ns) {
                 (Some(est), Some(d)) if est > d as f64 * *slack => Err(Reject::DeadlineInfeasible),
                 _ => Ok(()),
             },
             Admission::RandomDrop { probability } => {
-                if r.drop_u < *probability { Err(Reject::Dropped) } else { Ok(()) }
+                if r.drop_u < *probability {
+                    Err(Reject::Dropped)
+                } else {
+                    Ok(())
+                }
             }
             Admission::TokenBucket { buckets } => {
                 let (rate, burst, level, last) = &mut buckets[r.tenant as usize];

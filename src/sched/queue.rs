@@ -133,7 +133,11 @@ impl Drr {
             self.active.push_back(item.tenant);
             self.deficit[t] = 0;
         }
-        if front { self.queues[t].push_front(item) } else { self.queues[t].push_back(item) }
+        if front {
+            self.queues[t].push_front(item)
+        } else {
+            self.queues[t].push_back(item)
+        }
         self.len += 1;
     }
 }
@@ -155,7 +159,11 @@ impl WaitingQueue for Drr {
             if !self.turn_started {
                 let d = &mut self.deficit[t as usize];
                 // A lone tenant would take ⌈cost/quantum⌉ turns in a row: add them at once.
-                *d += if self.active.len() == 1 { cost.saturating_sub(*d).div_ceil(self.quantum).max(1) * self.quantum } else { self.quantum };
+                *d += if self.active.len() == 1 {
+                    cost.saturating_sub(*d).div_ceil(self.quantum).max(1) * self.quantum
+                } else {
+                    self.quantum
+                };
                 self.turn_started = true;
             }
             if self.deficit[t as usize] >= cost {
@@ -188,7 +196,15 @@ mod tests {
     use super::*;
 
     fn item(id: u32, tenant: u16, prompt: u32) -> QueueItem {
-        QueueItem { id, arrival_ns: id as u64, tenant, priority: 0, prompt_tokens: prompt, pred_order_tokens: 0, deadline_ns: u64::MAX }
+        QueueItem {
+            id,
+            arrival_ns: id as u64,
+            tenant,
+            priority: 0,
+            prompt_tokens: prompt,
+            pred_order_tokens: 0,
+            deadline_ns: u64::MAX,
+        }
     }
 
     #[test]

@@ -6,8 +6,8 @@
 
 mod error;
 
+pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
-pub(crate) use error::{suggest, Errors};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,9 @@ fn at_most<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize
             let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(N));
             while let Some(x) = seq.next_element()? {
                 if v.len() == N {
-                    return Err(serde::de::Error::custom(format!("at most {N} entries are allowed; the list has more")));
+                    return Err(serde::de::Error::custom(format!(
+                        "at most {N} entries are allowed; the list has more"
+                    )));
                 }
                 v.push(x);
             }
@@ -35,7 +37,9 @@ fn at_most<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize
 }
 
 /// `at_most` for an optional list (absent and null are None).
-fn at_most_opt<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+fn at_most_opt<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+    d: D,
+) -> Result<Option<Vec<T>>, D::Error> {
     #[derive(Deserialize)]
     #[serde(bound = "T: Deserialize<'de>")]
     struct Wrap<T, const N: usize>(#[serde(deserialize_with = "at_most::<_, _, N>")] Vec<T>);
@@ -403,11 +407,21 @@ pub enum ArrivalSpec {
     /// Gamma-distributed gaps with the given coefficient of variation (cv > 1 is burstier than Poisson).
     Gamma { rate_rps: f64, cv: f64 },
     /// On/off modulated Poisson: exponential on and off periods, a Poisson rate in each.
-    OnOff { rate_on_rps: f64, #[serde(default)] rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64 },
+    OnOff {
+        rate_on_rps: f64,
+        #[serde(default)]
+        rate_off_rps: f64,
+        mean_on_s: f64,
+        mean_off_s: f64,
+    },
     /// Closed loop: `clients` clients each send a request at t = 0 and the next one `think_s` (mean of an
     /// exponential; 0: at once) after their previous one ends — vLLM's `--max-concurrency` with
     /// `--request-rate inf` is `think_s: 0`. Needs `workload.requests` (or a duration).
-    ClosedLoop { clients: u32, #[serde(default)] think_s: f64 },
+    ClosedLoop {
+        clients: u32,
+        #[serde(default)]
+        think_s: f64,
+    },
     /// Every request at t = 0 (a benchmark at `request_rate inf` without a concurrency cap).
     Burst {},
     /// Replay of a trace: original arrival times and token lengths.
@@ -470,14 +484,30 @@ pub enum TraceFormat {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LengthSpec {
-    Fixed { tokens: u32 },
-    Uniform { min: u32, max: u32 },
+    Fixed {
+        tokens: u32,
+    },
+    Uniform {
+        min: u32,
+        max: u32,
+    },
     /// Lognormal by its mean and coefficient of variation.
-    Lognormal { mean: f64, cv: f64, #[serde(default = "default_len_max")] max: u32 },
+    Lognormal {
+        mean: f64,
+        cv: f64,
+        #[serde(default = "default_len_max")]
+        max: u32,
+    },
     /// Geometric on {1, 2, …} by its mean (memoryless: the discrete exponential).
-    Geometric { mean: f64, #[serde(default = "default_len_max")] max: u32 },
+    Geometric {
+        mean: f64,
+        #[serde(default = "default_len_max")]
+        max: u32,
+    },
     /// Draw uniformly from these values (e.g. lengths taken from a trace).
-    Empirical { values: Vec<u32> },
+    Empirical {
+        values: Vec<u32>,
+    },
 }
 
 fn default_len_max() -> u32 {
@@ -1050,7 +1080,9 @@ pub enum RouterSpec {
     /// A session's turn stays on its previous worker unless that worker's estimated queue penalty exceeds
     /// the least-loaded worker's by more than `slack_ms`; then it goes to the least-loaded one. 0: pure load
     /// balancing (ties stay); very large: sticky.
-    BoundedAffinity { slack_ms: f64 },
+    BoundedAffinity {
+        slack_ms: f64,
+    },
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

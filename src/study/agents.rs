@@ -5,7 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{col, pareto, report_head, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study, StudyReport};
+use super::{
+    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study, StudyReport,
+    col, pareto, report_head,
+};
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
 
 /// The host tier a study gives the policies that use one when the scenario has none: 256 GB of host memory per
@@ -49,7 +52,10 @@ fn variant(spec: &Spec, p: &Policy, host: &HostKvSpec, budget: Option<u64>) -> S
 fn check_base(spec: &Spec, study: Kind) -> Result<crate::Scenario, ScenarioError> {
     let sc = scenario::validate(spec)?;
     if spec.workload.sessions.is_none() {
-        return Err(ScenarioError::one(format!("study.{}", study.name()), "this study compares what sessions do with their KV: the scenario needs workload.sessions (e.g. scenarios/agent-sessions.json)"));
+        return Err(ScenarioError::one(
+            format!("study.{}", study.name()),
+            "this study compares what sessions do with their KV: the scenario needs workload.sessions (e.g. scenarios/agent-sessions.json)",
+        ));
     }
     Ok(sc)
 }
@@ -76,18 +82,31 @@ fn sess(r: &RunSummary) -> &SessionRun {
 /// restore traffic or a hot replica — with its number, else the run's own diagnosis.
 pub fn session_brief(r: &RunSummary) -> String {
     let s = sess(r);
-    let recomputed = if s.history_tokens == 0 { 0.0 } else { s.recomputed_history_tokens as f64 / s.history_tokens as f64 };
+    let recomputed =
+        if s.history_tokens == 0 { 0.0 } else { s.recomputed_history_tokens as f64 / s.history_tokens as f64 };
     if s.later_turns > 0 && s.pressure_evictions as f64 > 0.1 * s.later_turns as f64 {
-        return format!("pressure eviction: {} histories pushed out of HBM for running turns; {:.0} % of history recomputed", s.pressure_evictions, recomputed * 100.0);
+        return format!(
+            "pressure eviction: {} histories pushed out of HBM for running turns; {:.0} % of history recomputed",
+            s.pressure_evictions,
+            recomputed * 100.0
+        );
     }
     if s.host_hit_rate >= 0.2 && s.restore_p95_s >= 0.3 * s.turn_ttft_p95_s {
-        return format!("restore traffic: p95 restore wait {} of a p95 turn TTFT of {}", crate::export::secs(s.restore_p95_s), crate::export::secs(s.turn_ttft_p95_s));
+        return format!(
+            "restore traffic: p95 restore wait {} of a p95 turn TTFT of {}",
+            crate::export::secs(s.restore_p95_s),
+            crate::export::secs(s.turn_ttft_p95_s)
+        );
     }
     if recomputed > 0.3 {
         return format!("recomputation: {:.0} % of the history re-sent is prefilled again", recomputed * 100.0);
     }
     if r.busy_fraction > 0.0 && s.busy_max_fraction > 1.3 * r.busy_fraction && s.busy_max_fraction > 0.5 {
-        return format!("hot replica: the busiest worker is {:.0} % busy against a mean of {:.0} %", s.busy_max_fraction * 100.0, r.busy_fraction * 100.0);
+        return format!(
+            "hot replica: the busiest worker is {:.0} % busy against a mean of {:.0} %",
+            s.busy_max_fraction * 100.0,
+            r.busy_fraction * 100.0
+        );
     }
     format!("history reused ({:.1} %); {}", s.reuse * 100.0, super::brief(r))
 }
@@ -111,13 +130,27 @@ fn bars(title: &str, y_label: &str, results: &[RunSummary], y: fn(&SessionRun) -
         x_label: "policy".into(),
         y_label: y_label.into(),
         categories: results.iter().map(|r| r.label.clone()).collect(),
-        series: vec![ChartSeries { name: y_label.into(), points: results.iter().enumerate().map(|(i, r)| (i as f64, y(sess(r)))).collect(), band: vec![], labels: vec![], line: false }],
+        series: vec![ChartSeries {
+            name: y_label.into(),
+            points: results.iter().enumerate().map(|(i, r)| (i as f64, y(sess(r)))).collect(),
+            band: vec![],
+            labels: vec![],
+            line: false,
+        }],
         target: None,
     }
 }
 
 fn lines(title: &str, x_label: &str, y_label: &str, series: Vec<ChartSeries>) -> Chart {
-    Chart { kind: "lines".into(), title: title.into(), x_label: x_label.into(), y_label: y_label.into(), categories: vec![], series, target: None }
+    Chart {
+        kind: "lines".into(),
+        title: title.into(),
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        categories: vec![],
+        series,
+        target: None,
+    }
 }
 
 fn line(name: &str, points: Vec<(f64, f64)>) -> ChartSeries {
@@ -125,7 +158,10 @@ fn line(name: &str, points: Vec<(f64, f64)>) -> ChartSeries {
 }
 
 fn program_note(spec: &Spec) -> String {
-    format!("Every run replays the same sessions (programs drawn from seed {}: turns, lengths, tools and gaps), so the rows differ only by policy.", spec.seed)
+    format!(
+        "Every run replays the same sessions (programs drawn from seed {}: turns, lengths, tools and gaps), so the rows differ only by policy.",
+        spec.seed
+    )
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -166,12 +202,23 @@ impl AgentPoliciesStudy {
         let policies = [
             policy("stateless + load balancing", RetentionSpec::Stateless, lb.clone(), false),
             policy("retain, no affinity", RetentionSpec::Retain, lb, false),
-            policy(&format!("TTL {} + sticky", crate::export::secs(p.ttl_s)), RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) }, sticky.clone(), false),
+            policy(
+                &format!("TTL {} + sticky", crate::export::secs(p.ttl_s)),
+                RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
+                sticky.clone(),
+                false,
+            ),
             policy("retain + sticky", RetentionSpec::Retain, sticky.clone(), false),
             policy("host offload + sticky", RetentionSpec::HostOffload, sticky, true),
-            policy(&format!("bounded affinity ({} slack)", crate::export::secs(p.slack_ms / 1e3)), RetentionSpec::Retain, Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }), false),
+            policy(
+                &format!("bounded affinity ({} slack)", crate::export::secs(p.slack_ms / 1e3)),
+                RetentionSpec::Retain,
+                Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }),
+                false,
+            ),
         ];
-        let jobs: Vec<Job> = policies.iter().map(|x| Job { label: x.label.clone(), spec: variant(spec, x, &p.host_kv, None) }).collect();
+        let jobs: Vec<Job> =
+            policies.iter().map(|x| Job { label: x.label.clone(), spec: variant(spec, x, &p.host_kv, None) }).collect();
         check_jobs(&jobs)?;
         Ok(AgentPoliciesStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
     }
@@ -185,7 +232,12 @@ impl OneBatchStudy for AgentPoliciesStudy {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(Kind::AgentPolicies, &self.base, "which retention and routing policy serves these agent sessions best, and what does it hold in memory?".into());
+        let mut rep = report_head(
+            Kind::AgentPolicies,
+            &self.base,
+            "which retention and routing policy serves these agent sessions best, and what does it hold in memory?"
+                .into(),
+        );
         rep.columns = vec![
             col("Policy", "", Format::Text),
             col("p95 turn TTFT", "s", Format::Seconds),
@@ -223,10 +275,18 @@ impl OneBatchStudy for AgentPoliciesStudy {
             let (x, s0) = (sess(&r[b]), sess(base));
             rep.answer = format!(
                 "{} has the lowest p95 turn TTFT, {} against {} stateless, with {:.1} % of later turns hitting their cache and {:.2} GB of HBM held on average ({:.0} GB·s).",
-                r[b].label, crate::export::secs(x.turn_ttft_p95_s), crate::export::secs(s0.turn_ttft_p95_s), cache_hit(x) * 100.0, x.hbm_mean_gb, x.hbm_gb_s
+                r[b].label,
+                crate::export::secs(x.turn_ttft_p95_s),
+                crate::export::secs(s0.turn_ttft_p95_s),
+                cache_hit(x) * 100.0,
+                x.hbm_mean_gb,
+                x.hbm_gb_s
             );
         }
-        rep.charts = vec![bars("p95 turn TTFT by policy", "p95 turn TTFT (s)", r, |s| s.turn_ttft_p95_s), bars("Mean HBM held by retention", "mean retained KV (GB)", r, |s| s.hbm_mean_gb)];
+        rep.charts = vec![
+            bars("p95 turn TTFT by policy", "p95 turn TTFT (s)", r, |s| s.turn_ttft_p95_s),
+            bars("Mean HBM held by retention", "mean retained KV (GB)", r, |s| s.hbm_mean_gb),
+        ];
         rep.notes = vec![
             program_note(&self.base),
             "Cache hit: later turns that found their history in HBM or restored it from host memory. Route locality: later turns served by their previous turn's worker. Mean / Peak KV and GB·s: idle session history in HBM (what retention holds between turns), all workers.".into(),
@@ -249,7 +309,19 @@ pub struct TtlSweepParams {
 
 impl Default for TtlSweepParams {
     fn default() -> Self {
-        TtlSweepParams { ttl_s: vec![Some(0.0), Some(0.5), Some(1.0), Some(2.0), Some(5.0), Some(10.0), Some(30.0), Some(60.0), None] }
+        TtlSweepParams {
+            ttl_s: vec![
+                Some(0.0),
+                Some(0.5),
+                Some(1.0),
+                Some(2.0),
+                Some(5.0),
+                Some(10.0),
+                Some(30.0),
+                Some(60.0),
+                None,
+            ],
+        }
     }
 }
 
@@ -280,7 +352,15 @@ impl TtlSweepStudy {
         e.finish()?;
         let host = spec.engine.host_kv.is_some();
         let jobs: Vec<Job> = (p.ttl_s.iter())
-            .map(|&t| Job { label: format!("TTL {}", ttl_label(t)), spec: variant(spec, &policy("", RetentionSpec::Ttl { ttl_s: t }, None, host), &default_host(), spec.engine.retention_budget_blocks) })
+            .map(|&t| Job {
+                label: format!("TTL {}", ttl_label(t)),
+                spec: variant(
+                    spec,
+                    &policy("", RetentionSpec::Ttl { ttl_s: t }, None, host),
+                    &default_host(),
+                    spec.engine.retention_budget_blocks,
+                ),
+            })
             .collect();
         check_jobs(&jobs)?;
         Ok(TtlSweepStudy { base: spec.clone(), ttls: p.ttl_s.clone(), batch: OneBatch::new(jobs) })
@@ -330,15 +410,25 @@ impl OneBatchStudy for TtlSweepStudy {
             .collect();
         // The knee: the least HBM whose p95 turn TTFT is within 10 % of the best.
         let best_ttft = r.iter().map(|x| sess(x).turn_ttft_p95_s).fold(f64::INFINITY, f64::min);
-        rep.best_row = (0..r.len()).filter(|&i| front[i] && sess(&r[i]).turn_ttft_p95_s <= best_ttft * 1.1).reduce(|a, b| if sess(&r[b]).hbm_mean_gb < sess(&r[a]).hbm_mean_gb { b } else { a });
+        rep.best_row = (0..r.len())
+            .filter(|&i| front[i] && sess(&r[i]).turn_ttft_p95_s <= best_ttft * 1.1)
+            .reduce(|a, b| if sess(&r[b]).hbm_mean_gb < sess(&r[a]).hbm_mean_gb { b } else { a });
         if let Some(b) = rep.best_row {
             let s = sess(&r[b]);
             rep.answer = format!(
                 "TTL {} is the knee: p95 turn TTFT {} (within 10 % of the best, {}) holding {:.2} GB of HBM on average; {} of {} TTLs are on the latency / memory frontier.",
-                ttl_label(self.ttls[b]), crate::export::secs(s.turn_ttft_p95_s), crate::export::secs(best_ttft), s.hbm_mean_gb, front.iter().filter(|f| **f).count(), r.len()
+                ttl_label(self.ttls[b]),
+                crate::export::secs(s.turn_ttft_p95_s),
+                crate::export::secs(best_ttft),
+                s.hbm_mean_gb,
+                front.iter().filter(|f| **f).count(),
+                r.len()
             );
         }
-        let mut f: Vec<(f64, f64)> = (0..r.len()).filter(|&i| front[i]).map(|i| (sess(&r[i]).hbm_mean_gb, sess(&r[i]).turn_ttft_p95_s)).collect();
+        let mut f: Vec<(f64, f64)> = (0..r.len())
+            .filter(|&i| front[i])
+            .map(|i| (sess(&r[i]).hbm_mean_gb, sess(&r[i]).turn_ttft_p95_s))
+            .collect();
         f.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
         rep.charts = vec![Chart {
             kind: "scatter".into(),
@@ -347,14 +437,27 @@ impl OneBatchStudy for TtlSweepStudy {
             y_label: "p95 turn TTFT (s)".into(),
             categories: vec![],
             series: vec![
-                ChartSeries { name: "TTLs".into(), points: r.iter().map(|x| (sess(x).hbm_mean_gb, sess(x).turn_ttft_p95_s)).collect(), band: vec![], labels: self.ttls.iter().map(|&t| ttl_label(t)).collect(), line: false },
+                ChartSeries {
+                    name: "TTLs".into(),
+                    points: r.iter().map(|x| (sess(x).hbm_mean_gb, sess(x).turn_ttft_p95_s)).collect(),
+                    band: vec![],
+                    labels: self.ttls.iter().map(|&t| ttl_label(t)).collect(),
+                    line: false,
+                },
                 line("frontier", f),
             ],
             target: None,
         }];
         rep.notes = vec![
             program_note(&self.base),
-            format!("The scenario's router and host tier are kept{}; TTL 0 frees (or offloads) at once, ∞ keeps until the session ends or pressure evicts.", if self.base.engine.host_kv.is_some() { " (an expired history moves to host memory)" } else { " (no host tier: an expired history is freed)" }),
+            format!(
+                "The scenario's router and host tier are kept{}; TTL 0 frees (or offloads) at once, ∞ keeps until the session ends or pressure evicts.",
+                if self.base.engine.host_kv.is_some() {
+                    " (an expired history moves to host memory)"
+                } else {
+                    " (no host tier: an expired history is freed)"
+                }
+            ),
             "Pareto: no other TTL has at most the p95 turn TTFT and at most the mean HBM held, better on one.".into(),
         ];
         rep.runs = r.to_vec();
@@ -400,7 +503,15 @@ impl AffinitySlackStudy {
         };
         let host = spec.engine.host_kv.is_some();
         let jobs: Vec<Job> = (p.slack_ms.iter())
-            .map(|&s| Job { label: format!("slack {}", crate::export::secs(s / 1e3)), spec: variant(spec, &policy("", retention, Some(RouterSpec::BoundedAffinity { slack_ms: s }), host), &default_host(), spec.engine.retention_budget_blocks) })
+            .map(|&s| Job {
+                label: format!("slack {}", crate::export::secs(s / 1e3)),
+                spec: variant(
+                    spec,
+                    &policy("", retention, Some(RouterSpec::BoundedAffinity { slack_ms: s }), host),
+                    &default_host(),
+                    spec.engine.retention_budget_blocks,
+                ),
+            })
             .collect();
         check_jobs(&jobs)?;
         Ok(AffinitySlackStudy { base: spec.clone(), slacks: p.slack_ms.clone(), batch: OneBatch::new(jobs) })
@@ -415,7 +526,11 @@ impl OneBatchStudy for AffinitySlackStudy {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(Kind::AffinitySlack, &self.base, "how much load imbalance should a session's turn accept to stay where its KV is?".into());
+        let mut rep = report_head(
+            Kind::AffinitySlack,
+            &self.base,
+            "how much load imbalance should a session's turn accept to stay where its KV is?".into(),
+        );
         rep.columns = vec![
             col("Affinity slack", "s", Format::Seconds),
             col("p95 turn TTFT", "s", Format::Seconds),
@@ -448,23 +563,50 @@ impl OneBatchStudy for AffinitySlackStudy {
             let s = sess(&r[b]);
             rep.answer = format!(
                 "A slack of {} gives the lowest p95 turn TTFT, {}, with {:.1} % of later turns staying on their worker and {:.1} % hitting their cache.",
-                crate::export::secs(self.slacks[b] / 1e3), crate::export::secs(s.turn_ttft_p95_s), s.route_locality * 100.0, cache_hit(s) * 100.0
+                crate::export::secs(self.slacks[b] / 1e3),
+                crate::export::secs(s.turn_ttft_p95_s),
+                s.route_locality * 100.0,
+                cache_hit(s) * 100.0
             );
         }
         // Slacks span decades: one bar slot each, named by its slack, reads better than a linear axis.
-        let bar_series = |name: &str, f: fn(&SessionRun) -> f64| ChartSeries { name: name.into(), points: r.iter().enumerate().map(|(i, x)| (i as f64, f(sess(x)))).collect(), band: vec![], labels: vec![], line: false };
+        let bar_series = |name: &str, f: fn(&SessionRun) -> f64| ChartSeries {
+            name: name.into(),
+            points: r.iter().enumerate().map(|(i, x)| (i as f64, f(sess(x)))).collect(),
+            band: vec![],
+            labels: vec![],
+            line: false,
+        };
         let chart = |title: &str, y_label: &str, series: Vec<ChartSeries>| Chart {
             kind: "bars".into(),
             title: title.into(),
             x_label: "affinity slack".into(),
             y_label: y_label.into(),
-            categories: self.slacks.iter().map(|&s| if s == 0.0 { "slack 0 (balance)".into() } else { format!("slack {}", crate::export::secs(s / 1e3)) }).collect(),
+            categories: self
+                .slacks
+                .iter()
+                .map(|&s| {
+                    if s == 0.0 {
+                        "slack 0 (balance)".into()
+                    } else {
+                        format!("slack {}", crate::export::secs(s / 1e3))
+                    }
+                })
+                .collect(),
             series,
             target: None,
         };
         rep.charts = vec![
-            chart("p95 turn TTFT by affinity slack", "p95 turn TTFT (s)", vec![bar_series("p95 turn TTFT", |s| s.turn_ttft_p95_s)]),
-            chart("Route locality and cache hit by affinity slack", "share of later turns", vec![bar_series("route locality", |s| s.route_locality), bar_series("cache hit", cache_hit)]),
+            chart(
+                "p95 turn TTFT by affinity slack",
+                "p95 turn TTFT (s)",
+                vec![bar_series("p95 turn TTFT", |s| s.turn_ttft_p95_s)],
+            ),
+            chart(
+                "Route locality and cache hit by affinity slack",
+                "share of later turns",
+                vec![bar_series("route locality", |s| s.route_locality), bar_series("cache hit", cache_hit)],
+            ),
         ];
         rep.notes = vec![
             program_note(&self.base),
@@ -526,20 +668,42 @@ impl TieredKvStudy {
         let sticky = Some(RouterSpec::Sticky);
         let policies = vec![
             policy("stateless", RetentionSpec::Stateless, Some(RouterSpec::LeastOutstanding), false),
-            policy(&format!("TTL {}", crate::export::secs(p.ttl_s)), RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) }, sticky.clone(), true),
-            policy(&format!("bounded affinity ({})", crate::export::secs(p.slack_ms / 1e3)), RetentionSpec::Retain, Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }), true),
+            policy(
+                &format!("TTL {}", crate::export::secs(p.ttl_s)),
+                RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
+                sticky.clone(),
+                true,
+            ),
+            policy(
+                &format!("bounded affinity ({})", crate::export::secs(p.slack_ms / 1e3)),
+                RetentionSpec::Retain,
+                Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }),
+                true,
+            ),
             policy("host offload", RetentionSpec::HostOffload, sticky.clone(), true),
             policy("gap oracle (bound)", RetentionSpec::GapOracle, sticky, true),
         ];
         let (block_gb, workers) = (sc.kv_block_bytes() / 1e9, sc.pools[0].replicas as f64);
-        let s = TieredKvStudy { base: spec.clone(), p: p.clone(), policies, block_gb, workers, results: Vec::new(), handed: 0 };
+        let s = TieredKvStudy {
+            base: spec.clone(),
+            p: p.clone(),
+            policies,
+            block_gb,
+            workers,
+            results: Vec::new(),
+            handed: 0,
+        };
         check_jobs(&s.first_jobs())?;
         Ok(s)
     }
 
     fn first_jobs(&self) -> Vec<Job> {
-        let reference = policy("reference: retain + sticky, no budget", RetentionSpec::Retain, Some(RouterSpec::Sticky), false);
-        std::iter::once(&reference).chain(&self.policies).map(|x| Job { label: x.label.clone(), spec: variant(&self.base, x, &self.p.host_kv, None) }).collect()
+        let reference =
+            policy("reference: retain + sticky, no budget", RetentionSpec::Retain, Some(RouterSpec::Sticky), false);
+        std::iter::once(&reference)
+            .chain(&self.policies)
+            .map(|x| Job { label: x.label.clone(), spec: variant(&self.base, x, &self.p.host_kv, None) })
+            .collect()
     }
 
     /// The reference working set per worker, blocks: the reference run's peak idle history ÷ workers.
@@ -551,7 +715,10 @@ impl TieredKvStudy {
         let reference = self.reference_blocks();
         (self.p.budgets.iter())
             .flat_map(|&f| self.policies.iter().map(move |x| (f, x)))
-            .map(|(f, x)| Job { label: format!("{} at {f} ×", x.label), spec: variant(&self.base, x, &self.p.host_kv, Some((f * reference).round().max(1.0) as u64)) })
+            .map(|(f, x)| Job {
+                label: format!("{} at {f} ×", x.label),
+                spec: variant(&self.base, x, &self.p.host_kv, Some((f * reference).round().max(1.0) as u64)),
+            })
             .collect()
     }
 }
@@ -577,7 +744,12 @@ impl Study for TieredKvStudy {
 }
 
 fn tiered_report(st: &TieredKvStudy) -> StudyReport {
-    let mut rep = report_head(Kind::TieredKv, &st.base, "where should a session's KV wait for its next turn — HBM, host memory, or nowhere — and what if HBM shrinks?".into());
+    let mut rep = report_head(
+        Kind::TieredKv,
+        &st.base,
+        "where should a session's KV wait for its next turn — HBM, host memory, or nowhere — and what if HBM shrinks?"
+            .into(),
+    );
     rep.columns = vec![
         col("Policy", "", Format::Text),
         col("p95 turn TTFT", "s", Format::Seconds),
@@ -628,23 +800,65 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
             s.reuse * 100.0,
             s.hbm_mean_gb,
             s.host_mean_gb,
-            oracle.map_or(String::new(), |o| format!("; the gap oracle's bound is {}", crate::export::secs(o.turn_ttft_p95_s)))
+            oracle.map_or(String::new(), |o| format!(
+                "; the gap oracle's bound is {}",
+                crate::export::secs(o.turn_ttft_p95_s)
+            ))
         );
     }
-    let y = |s: &SessionRun| s.slo_attainment.unwrap_or(s.reuse);
-    let y_label = if rest.first().is_some_and(|x| sess(x).slo_attainment.is_some()) { "session SLO attainment" } else { "reuse (no session SLO set)" };
-    // No budget is drawn to the right of the largest budget.
-    let unbounded = st.p.budgets.iter().fold(1.0, |a: f64, b| a.max(*b)) * 1.5;
-    let series = (0..n).map(|i| line(&st.policies[i].label, (0..=st.p.budgets.len()).filter_map(|j| rest.get(j * n + i).map(|x| (if j == 0 { unbounded } else { st.p.budgets[j - 1] }, y(sess(x))))).collect()));
-    let title = if y_label.starts_with("session") { "Session SLO vs HBM budget" } else { "Reuse vs HBM budget" };
-    rep.charts = vec![lines(title, &format!("HBM budget per replica, × reference working set ({unbounded} = no budget)"), y_label, series.collect())];
-    rep.notes = vec![
-        program_note(&st.base),
-        format!("Reference working set: {reference:.0} blocks per replica — the most idle session history a worker held under full retention, sticky routing and no budget. Rows with a budget cap what retention may hold in HBM per worker; past it the least recently used history moves to host memory (or is freed when the policy has no host tier)."),
-        format!("Every policy but stateless has a host tier ({}); the gap oracle sees each realised tool gap, so it is a bound, not a choice (it is never the best row).", st.base.engine.host_kv.as_ref().map_or(format!("{} GB at {} GB/s per worker, the study's", st.p.host_kv.capacity_gb, st.p.host_kv.bandwidth_gbps), |h| format!("the scenario's, {} GB at {} GB/s", h.capacity_gb, h.bandwidth_gbps))),
-    ];
+    rep.charts = vec![budget_chart(st, rest)];
+    rep.notes = tiered_notes(st, reference);
     rep.runs = st.results.clone();
     rep
+}
+
+/// Session SLO (or reuse) of each policy against the HBM budget, no budget drawn to the right of the largest.
+fn budget_chart(st: &TieredKvStudy, rest: &[RunSummary]) -> Chart {
+    let n = st.policies.len();
+    let y = |s: &SessionRun| s.slo_attainment.unwrap_or(s.reuse);
+    let y_label = if rest.first().is_some_and(|x| sess(x).slo_attainment.is_some()) {
+        "session SLO attainment"
+    } else {
+        "reuse (no session SLO set)"
+    };
+    // No budget is drawn to the right of the largest budget.
+    let unbounded = st.p.budgets.iter().fold(1.0, |a: f64, b| a.max(*b)) * 1.5;
+    let series = (0..n).map(|i| {
+        line(
+            &st.policies[i].label,
+            (0..=st.p.budgets.len())
+                .filter_map(|j| {
+                    rest.get(j * n + i).map(|x| (if j == 0 { unbounded } else { st.p.budgets[j - 1] }, y(sess(x))))
+                })
+                .collect(),
+        )
+    });
+    let title = if y_label.starts_with("session") { "Session SLO vs HBM budget" } else { "Reuse vs HBM budget" };
+    lines(
+        title,
+        &format!("HBM budget per replica, × reference working set ({unbounded} = no budget)"),
+        y_label,
+        series.collect(),
+    )
+}
+
+fn tiered_notes(st: &TieredKvStudy, reference: f64) -> Vec<String> {
+    vec![
+        program_note(&st.base),
+        format!(
+            "Reference working set: {reference:.0} blocks per replica — the most idle session history a worker held under full retention, sticky routing and no budget. Rows with a budget cap what retention may hold in HBM per worker; past it the least recently used history moves to host memory (or is freed when the policy has no host tier)."
+        ),
+        format!(
+            "Every policy but stateless has a host tier ({}); the gap oracle sees each realised tool gap, so it is a bound, not a choice (it is never the best row).",
+            st.base.engine.host_kv.as_ref().map_or(
+                format!(
+                    "{} GB at {} GB/s per worker, the study's",
+                    st.p.host_kv.capacity_gb, st.p.host_kv.bandwidth_gbps
+                ),
+                |h| format!("the scenario's, {} GB at {} GB/s", h.capacity_gb, h.bandwidth_gbps)
+            )
+        ),
+    ]
 }
 
 /// The tiered-kv study's second table: the same policies under each per-replica HBM budget.
@@ -733,7 +947,12 @@ fn session_figures(s: &SessionRun) -> Vec<(&'static str, String, f64, &'static s
         ("p50 turn TTFT", secs(s.turn_ttft_p50_s), s.turn_ttft_p50_s, "s"),
         ("p95 turn TTFT", secs(s.turn_ttft_p95_s), s.turn_ttft_p95_s, "s"),
         ("p95 session E2E", secs(s.session_e2e_p95_s), s.session_e2e_p95_s, "s"),
-        ("Session SLO attainment", s.slo_attainment.map_or("– (no session objective)".into(), pct), s.slo_attainment.unwrap_or(f64::NAN), "fraction"),
+        (
+            "Session SLO attainment",
+            s.slo_attainment.map_or("– (no session objective)".into(), pct),
+            s.slo_attainment.unwrap_or(f64::NAN),
+            "fraction",
+        ),
         ("History reused", pct(s.reuse), s.reuse, "fraction"),
         ("HBM hits", pct(s.hbm_hit_rate), s.hbm_hit_rate, "of later turns"),
         ("Host hits", pct(s.host_hit_rate), s.host_hit_rate, "of later turns"),
@@ -763,7 +982,12 @@ fn class_figures(c: &crate::study::SessionClassRun) -> Vec<(&'static str, String
         ("p95 turn TTFT", secs(c.turn_ttft_p95_s), c.turn_ttft_p95_s, "s"),
         ("p95 session E2E", secs(c.session_e2e_p95_s), c.session_e2e_p95_s, "s"),
         ("history reused", pct(c.reuse), c.reuse, "fraction"),
-        ("session SLO attainment", c.slo_attainment.map_or("– (no session objective)".into(), pct), c.slo_attainment.unwrap_or(f64::NAN), "fraction"),
+        (
+            "session SLO attainment",
+            c.slo_attainment.map_or("– (no session objective)".into(), pct),
+            c.slo_attainment.unwrap_or(f64::NAN),
+            "fraction",
+        ),
     ]
 }
 
@@ -789,23 +1013,53 @@ impl OneBatchStudy for SessionsStudy {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(Kind::AgentSessions, &self.base, "what do these agent sessions see, turn by turn, and what holds them back?".into());
-        rep.columns = vec![col("Figure", "", Format::Text), col("Shown", "", Format::Text), col("Value", "in its unit", Format::Figure), col("Unit", "", Format::Text)];
+        let mut rep = report_head(
+            Kind::AgentSessions,
+            &self.base,
+            "what do these agent sessions see, turn by turn, and what holds them back?".into(),
+        );
+        rep.columns = vec![
+            col("Figure", "", Format::Text),
+            col("Shown", "", Format::Text),
+            col("Value", "in its unit", Format::Figure),
+            col("Unit", "", Format::Text),
+        ];
         let Some(run) = r.first() else { return rep };
         let s = sess(run);
-        let row = |n: String, shown: String, v: f64, u: &str| vec![Cell::from(n), shown.into(), if v.is_nan() { Cell::Empty } else { v.into() }, u.into()];
+        let row = |n: String, shown: String, v: f64, u: &str| {
+            vec![Cell::from(n), shown.into(), if v.is_nan() { Cell::Empty } else { v.into() }, u.into()]
+        };
         rep.rows = session_figures(s).into_iter().map(|(n, shown, v, u)| row(n.into(), shown, v, u)).collect();
         for c in &s.classes {
             for (n, shown, v, u) in class_figures(c) {
                 rep.rows.push(row(format!("{}: {n}", c.name), shown, v, u));
             }
         }
-        rep.answer = format!("p95 turn TTFT {} over {} turns of {} sessions; {}.", crate::export::secs(s.turn_ttft_p95_s), s.turns, s.sessions, session_brief(run));
+        rep.answer = format!(
+            "p95 turn TTFT {} over {} turns of {} sessions; {}.",
+            crate::export::secs(s.turn_ttft_p95_s),
+            s.turns,
+            s.sessions,
+            session_brief(run)
+        );
         let shown: Vec<&(u32, f64, f64)> = s.ttft_by_turn.iter().filter(|t| t.0 <= self.turns_shown).collect();
         let by_turn = |f: fn(&(u32, f64, f64)) -> f64| shown.iter().map(|t| (t.0 as f64, f(t))).collect::<Vec<_>>();
         rep.charts = vec![
-            lines("TTFT by turn index", "turn index", "TTFT (s)", vec![line("p50", by_turn(|t| t.1)), line("p95", by_turn(|t| t.2))]),
-            lines("Retained KV over time", "time (s)", "retained KV (GB)", vec![line("HBM (idle history)", s.kv_series.iter().map(|p| (p.0, p.1)).collect()), line("host memory", s.kv_series.iter().map(|p| (p.0, p.2)).collect())]),
+            lines(
+                "TTFT by turn index",
+                "turn index",
+                "TTFT (s)",
+                vec![line("p50", by_turn(|t| t.1)), line("p95", by_turn(|t| t.2))],
+            ),
+            lines(
+                "Retained KV over time",
+                "time (s)",
+                "retained KV (GB)",
+                vec![
+                    line("HBM (idle history)", s.kv_series.iter().map(|p| (p.0, p.1)).collect()),
+                    line("host memory", s.kv_series.iter().map(|p| (p.0, p.2)).collect()),
+                ],
+            ),
         ];
         if !s.classes.is_empty() {
             rep.charts.push(class_bars(&s.classes));

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{col, report_head, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyReport, Kind};
+use super::{Cell, Chart, ChartSeries, Format, Job, Kind, RunSummary, Study, StudyReport, col, report_head, reseeded};
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,7 +42,16 @@ pub struct CapacityParams {
 
 impl Default for CapacityParams {
     fn default() -> Self {
-        CapacityParams { target: None, repetitions: 5, precision: 0.02, max_mean_wait_ms: None, start_rps: None, max_rates: 30, target_rps: None, max_replicas: 256 }
+        CapacityParams {
+            target: None,
+            repetitions: 5,
+            precision: 0.02,
+            max_mean_wait_ms: None,
+            start_rps: None,
+            max_rates: 30,
+            target_rps: None,
+            max_replicas: 256,
+        }
     }
 }
 
@@ -124,7 +133,11 @@ impl CapacityStudy {
             stopped_early: false,
         };
         // The first point must make a valid scenario.
-        let first = if p.target_rps.is_some() { spec.cluster.replicas.min(p.max_replicas) as f64 } else { p.start_rps.unwrap_or(base_rps) };
+        let first = if p.target_rps.is_some() {
+            spec.cluster.replicas.min(p.max_replicas) as f64
+        } else {
+            p.start_rps.unwrap_or(base_rps)
+        };
         scenario::validate(&st.job_spec(first, 0)).map_err(|e| super::prefixed(e, "first rate"))?;
         st.pending = Some(first);
         Ok(st)
@@ -154,10 +167,15 @@ impl CapacityStudy {
             ArrivalSpec::Poisson { .. } => ArrivalSpec::Poisson { rate_rps: rate },
             ArrivalSpec::Constant { .. } => ArrivalSpec::Constant { rate_rps: rate },
             ArrivalSpec::Gamma { cv, .. } => ArrivalSpec::Gamma { rate_rps: rate, cv },
-            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
-                ArrivalSpec::OnOff { rate_on_rps: rate_on_rps * f, rate_off_rps: rate_off_rps * f, mean_on_s, mean_off_s }
+            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => ArrivalSpec::OnOff {
+                rate_on_rps: rate_on_rps * f,
+                rate_off_rps: rate_off_rps * f,
+                mean_on_s,
+                mean_off_s,
+            },
+            ArrivalSpec::Trace { path, data, format, time_scale, reuse_hash_ids, hash_block_tokens } => {
+                ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f, reuse_hash_ids, hash_block_tokens }
             }
-            ArrivalSpec::Trace { path, data, format, time_scale, reuse_hash_ids, hash_block_tokens } => ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f, reuse_hash_ids, hash_block_tokens },
             closed @ (ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) => closed, // refused by `new`
         };
         s
@@ -214,7 +232,9 @@ impl Study for CapacityStudy {
         }
         if let Some(x) = self.pending {
             let what = if self.replica_search() { format!("{x} replicas") } else { format!("{x:.4} req/s") };
-            return (0..self.p.repetitions).map(|k| Job { label: format!("{what}, repetition {}", k + 1), spec: self.job_spec(x, k) }).collect();
+            return (0..self.p.repetitions)
+                .map(|k| Job { label: format!("{what}, repetition {}", k + 1), spec: self.job_spec(x, k) })
+                .collect();
         }
         if self.saturation.is_none() && !self.replica_search() {
             // Saturation: well past the highest failing rate (or the highest tried), one repetition.
@@ -257,9 +277,14 @@ impl Study for CapacityStudy {
         let mut rep = report_head(
             Kind::Capacity,
             &self.base,
-            format!("what is the highest rate at which {} in all {} repetitions?", self.criterion_text(), self.p.repetitions),
+            format!(
+                "what is the highest rate at which {} in all {} repetitions?",
+                self.criterion_text(),
+                self.p.repetitions
+            ),
         );
-        let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
+        let (mean_label, unit, fmt) =
+            if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
         rep.columns = vec![
             col("Rate", "req/s", Format::Num),
             col("Pass", "", Format::Bool),
@@ -278,7 +303,8 @@ impl Study for CapacityStudy {
         for e in &evals {
             let (mean, worst, range) = self.criterion_stats(e);
             let slos: Vec<f64> = e.runs.iter().map(|r| r.slo_attainment).collect();
-            let (smin, smax) = (slos.iter().copied().fold(f64::MAX, f64::min), slos.iter().copied().fold(f64::MIN, f64::max));
+            let (smin, smax) =
+                (slos.iter().copied().fold(f64::MAX, f64::min), slos.iter().copied().fold(f64::MIN, f64::max));
             rep.rows.push(vec![
                 Cell::from(e.rate),
                 e.pass.into(),
@@ -311,7 +337,11 @@ impl Study for CapacityStudy {
                 self.textbook_rps.map_or("n/a".into(), |t| format!("{t:.3} req/s")),
                 gap.map_or(String::new(), |g| format!(", {g:+.0} % from measured: prefill, queueing and memory are not free"))
             ));
-            rep.answer.push_str(&format!(" Measured saturation: {:.3} req/s; the found capacity is {:.0} % of it.", s.throughput_rps, found / s.throughput_rps.max(1e-12) * 100.0));
+            rep.answer.push_str(&format!(
+                " Measured saturation: {:.3} req/s; the found capacity is {:.0} % of it.",
+                s.throughput_rps,
+                found / s.throughput_rps.max(1e-12) * 100.0
+            ));
             let sustained = s.steady_throughput_rps.max(s.throughput_rps);
             if found > sustained * 1.02 {
                 rep.notes.insert(0, format!(
@@ -320,11 +350,21 @@ impl Study for CapacityStudy {
             }
         }
         if self.stopped_early {
-            rep.notes.push(format!("The search stopped at {} rates (study option max_rates) before reaching the precision.", self.p.max_rates));
+            rep.notes.push(format!(
+                "The search stopped at {} rates (study option max_rates) before reaching the precision.",
+                self.p.max_rates
+            ));
         }
-        rep.notes.push(format!("Repetition k runs on seed {} + k; every rate sees the same seeds (common random numbers).", self.base.seed));
+        rep.notes.push(format!(
+            "Repetition k runs on seed {} + k; every rate sees the same seeds (common random numbers).",
+            self.base.seed
+        ));
         rep.charts = vec![self.criterion_chart("offered rate", "offered rate (req/s)", pts, band)];
-        rep.runs = evals.iter().flat_map(|e| e.runs.iter().cloned()).chain(self.saturation.iter().map(|s| s.1.clone())).collect();
+        rep.runs = evals
+            .iter()
+            .flat_map(|e| e.runs.iter().cloned())
+            .chain(self.saturation.iter().map(|s| s.1.clone()))
+            .collect();
         rep
     }
 }
@@ -360,7 +400,9 @@ impl CapacityStudy {
     fn criterion_text(&self) -> String {
         match self.p.max_mean_wait_ms {
             Some(w) => format!("the mean queueing delay stays at or under {w} ms"),
-            None => format!("SLO attainment stays at or above {:.1} %{}", self.target * 100.0, self.percentile_clause()),
+            None => {
+                format!("SLO attainment stays at or above {:.1} %{}", self.target * 100.0, self.percentile_clause())
+            }
         }
     }
 
@@ -371,9 +413,19 @@ impl CapacityStudy {
             kind: "lines".into(),
             title: if wait { format!("Mean queueing delay vs {x}") } else { format!("SLO attainment vs {x}") },
             x_label: x_label.into(),
-            y_label: if wait { "seconds (mean, min–max over repetitions)".into() } else { "SLO attainment (mean, min–max)".into() },
+            y_label: if wait {
+                "seconds (mean, min–max over repetitions)".into()
+            } else {
+                "SLO attainment (mean, min–max)".into()
+            },
             categories: vec![],
-            series: vec![ChartSeries { name: if wait { "mean wait".into() } else { "SLO attainment".into() }, points: pts, band, labels: vec![], line: true }],
+            series: vec![ChartSeries {
+                name: if wait { "mean wait".into() } else { "SLO attainment".into() },
+                points: pts,
+                band,
+                labels: vec![],
+                line: true,
+            }],
             target: Some(self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3)),
         }
     }
@@ -394,8 +446,17 @@ impl CapacityStudy {
     fn report_replicas(&self) -> StudyReport {
         let rate = self.p.target_rps.unwrap_or(0.0);
         let wait = self.p.max_mean_wait_ms.is_some();
-        let mut rep = report_head(Kind::Capacity, &self.base, format!("what is the fewest replicas at which {} at {rate} req/s in all {} repetitions?", self.criterion_text(), self.p.repetitions));
-        let (mean_label, unit, fmt) = if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
+        let mut rep = report_head(
+            Kind::Capacity,
+            &self.base,
+            format!(
+                "what is the fewest replicas at which {} at {rate} req/s in all {} repetitions?",
+                self.criterion_text(),
+                self.p.repetitions
+            ),
+        );
+        let (mean_label, unit, fmt) =
+            if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
         rep.columns = vec![
             col("Replicas", "", Format::Int),
             col("GPUs", "", Format::Int),
@@ -443,11 +504,14 @@ impl CapacityStudy {
                 "no replica count tried passes at {rate} req/s: the search stopped after {} counts (study option max_rates), the highest tried, {l}, failed; raise max_rates.",
                 self.p.max_rates
             ),
-            (Some(l), None) => format!("no replica count up to {l} passes at {rate} req/s (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."),
+            (Some(l), None) => format!(
+                "no replica count up to {l} passes at {rate} req/s (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."
+            ),
             (None, None) => "nothing was evaluated.".into(),
         };
         if self.stopped_early {
-            rep.notes.push(format!("The search stopped at {} replica counts (study option max_rates).", self.p.max_rates));
+            rep.notes
+                .push(format!("The search stopped at {} replica counts (study option max_rates).", self.p.max_rates));
         }
         rep.notes.push(format!(
             "Every replica count is simulated with the scenario's router ({}) on the same requests (repetition k on seed {} + k), so routing and queueing across replicas are in the answer.",

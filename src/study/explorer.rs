@@ -3,9 +3,12 @@
 //! p95 TTFT (efficiency), so a layout that simply uses more GPUs does not look better for free.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::{brief, col, pareto, patched, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
+use super::{
+    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, brief, col, pareto,
+    patched, report_head,
+};
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
 /// A candidate: a name and the scenario fields it changes (JSON pointer → value).
@@ -26,7 +29,6 @@ pub struct ExplorerParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<f64>,
 }
-
 
 /// Ten colocated variations of the scenario and six P/D / prefix-cache layouts.
 pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
@@ -51,9 +53,15 @@ pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
         c("baseline", json!({})),
         c("batch cap ×½", json!({"/engine/max_num_seqs": (e.max_num_seqs / 2).max(1)})),
         c("batch cap ×2", json!({"/engine/max_num_seqs": e.max_num_seqs.saturating_mul(2).min(65_536)})),
-        c("token budget ×½", json!({"/engine/max_num_batched_tokens": budget_half, "/engine/prefill_chunk_tokens": chunk.min(budget_half)})),
+        c(
+            "token budget ×½",
+            json!({"/engine/max_num_batched_tokens": budget_half, "/engine/prefill_chunk_tokens": chunk.min(budget_half)}),
+        ),
         c("token budget ×2", json!({"/engine/max_num_batched_tokens": e.max_num_batched_tokens.saturating_mul(2)})),
-        c("chunk 512", json!({"/engine/prefill_chunk_tokens": 512u32.min(e.max_num_batched_tokens), "/engine/chunked_prefill": true})),
+        c(
+            "chunk 512",
+            json!({"/engine/prefill_chunk_tokens": 512u32.min(e.max_num_batched_tokens), "/engine/chunked_prefill": true}),
+        ),
         c("TP ×2", json!({"/hardware/tp": spec.hardware.tp * 2})),
         c("replicas +1", json!({"/cluster/replicas": spec.cluster.replicas + 1})),
         c("SJF scheduler", json!({"/scheduler": {"kind": "sjf"}})),
@@ -61,7 +69,10 @@ pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
     ];
     for d in [1, 2, 3] {
         v.push(c(&format!("P/D 1:{d}"), json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(false)})));
-        v.push(c(&format!("P/D 1:{d} + prefix cache"), json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(true)})));
+        v.push(c(
+            &format!("P/D 1:{d} + prefix cache"),
+            json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(true)}),
+        ));
     }
     v
 }
@@ -83,7 +94,12 @@ impl ExplorerStudy {
         e.finish()?;
         let mut notes = Vec::new();
         let (candidates, given) = match &p.candidates {
-            Some(c) if c.is_empty() => return Err(ScenarioError::one("study.explorer.candidates", "the candidate list is empty: give at least one")),
+            Some(c) if c.is_empty() => {
+                return Err(ScenarioError::one(
+                    "study.explorer.candidates",
+                    "the candidate list is empty: give at least one",
+                ));
+            }
             Some(c) => (c.clone(), true),
             None => (default_candidates(spec, &sc), false),
         };
@@ -97,7 +113,9 @@ impl ExplorerStudy {
             match scenario::validate(&s) {
                 Ok(_) => jobs.push(Job { label: c.name.clone(), spec: s }),
                 // A default candidate the scenario cannot take (e.g. TP beyond the model's heads) is skipped.
-                Err(e) if !given => notes.push(format!("Candidate \"{}\" was skipped: {}", c.name, e.errors[0].message)),
+                Err(e) if !given => {
+                    notes.push(format!("Candidate \"{}\" was skipped: {}", c.name, e.errors[0].message))
+                }
                 Err(e) => return Err(super::prefixed(e, &c.name)),
             }
         }
@@ -117,7 +135,11 @@ impl OneBatchStudy for ExplorerStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(Kind::Explorer, &self.base, "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into());
+        let mut rep = report_head(
+            Kind::Explorer,
+            &self.base,
+            "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into(),
+        );
         rep.columns = vec![
             col("Candidate", "", Format::Text),
             col("Perf Pareto", "", Format::Bool),
@@ -155,7 +177,11 @@ impl OneBatchStudy for ExplorerStudy {
             })
             .collect();
         // The recommendation: on the efficiency frontier and passing, the most goodput per GPU.
-        let pick = |ok: &dyn Fn(usize) -> bool| (0..r.len()).filter(|&i| ok(i)).reduce(|a, b| if r[b].goodput_per_gpu_rps > r[a].goodput_per_gpu_rps { b } else { a });
+        let pick = |ok: &dyn Fn(usize) -> bool| {
+            (0..r.len())
+                .filter(|&i| ok(i))
+                .reduce(|a, b| if r[b].goodput_per_gpu_rps > r[a].goodput_per_gpu_rps { b } else { a })
+        };
         rep.best_row = pick(&|i| eff[i] && pass[i]).or_else(|| pick(&|i| eff[i]));
         if let Some(b) = rep.best_row {
             let x = &r[b];
@@ -173,29 +199,58 @@ impl OneBatchStudy for ExplorerStudy {
                 eff.iter().filter(|p| **p).count()
             );
         }
-        let scatter = |title: &str, y_label: &str, y: &dyn Fn(&RunSummary) -> f64, front: &[bool], front_name: &str| {
-            let mut f: Vec<(f64, f64)> = (0..r.len()).filter(|&i| front[i]).map(|i| (r[i].ttft_p95_s, y(&r[i]))).collect();
-            f.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-            Chart {
-                kind: "scatter".into(),
-                title: title.into(),
-                x_label: "p95 TTFT (s)".into(),
-                y_label: y_label.into(),
-                categories: vec![],
-                series: vec![
-                    ChartSeries { name: "candidates".into(), points: r.iter().map(|x| (x.ttft_p95_s, y(x))).collect(), band: vec![], labels: r.iter().map(|x| x.label.clone()).collect(), line: false },
-                    ChartSeries { name: front_name.into(), points: f, band: vec![], labels: vec![], line: true },
-                ],
-                target: None,
-            }
-        };
         rep.charts = vec![
-            scatter("Performance: goodput vs p95 TTFT", "goodput (req/s)", &|x| x.goodput_rps, &perf, "performance frontier"),
-            scatter("Efficiency: goodput per GPU vs p95 TTFT", "goodput per GPU (req/s)", &|x| x.goodput_per_gpu_rps, &eff, "efficiency frontier"),
+            frontier_scatter(
+                r,
+                "Performance: goodput vs p95 TTFT",
+                "goodput (req/s)",
+                |x| x.goodput_rps,
+                &perf,
+                "performance frontier",
+            ),
+            frontier_scatter(
+                r,
+                "Efficiency: goodput per GPU vs p95 TTFT",
+                "goodput per GPU (req/s)",
+                |x| x.goodput_per_gpu_rps,
+                &eff,
+                "efficiency frontier",
+            ),
         ];
         rep.notes = self.notes.clone();
         rep.notes.push(format!("SLO pass: attainment ≥ {:.1} %. Frontiers: no other candidate has at least as much goodput (per GPU) and at most the p95 TTFT, better on one.", self.target * 100.0));
         rep.runs = r.to_vec();
         rep
+    }
+}
+
+/// A scatter of every candidate's p95 TTFT against `y`, with the frontier `front` as a line.
+fn frontier_scatter(
+    r: &[RunSummary],
+    title: &str,
+    y_label: &str,
+    y: fn(&RunSummary) -> f64,
+    front: &[bool],
+    front_name: &str,
+) -> Chart {
+    let mut f: Vec<(f64, f64)> = (0..r.len()).filter(|&i| front[i]).map(|i| (r[i].ttft_p95_s, y(&r[i]))).collect();
+    f.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    Chart {
+        kind: "scatter".into(),
+        title: title.into(),
+        x_label: "p95 TTFT (s)".into(),
+        y_label: y_label.into(),
+        categories: vec![],
+        series: vec![
+            ChartSeries {
+                name: "candidates".into(),
+                points: r.iter().map(|x| (x.ttft_p95_s, y(x))).collect(),
+                band: vec![],
+                labels: r.iter().map(|x| x.label.clone()).collect(),
+                line: false,
+            },
+            ChartSeries { name: front_name.into(), points: f, band: vec![], labels: vec![], line: true },
+        ],
+        target: None,
     }
 }

@@ -159,7 +159,14 @@ impl SessionRun {
             ttft_by_turn: s.ttft_by_turn.iter().map(|t| (t.turn, t.ttft_p50_s, t.ttft_p95_s)).collect(),
             kv_series: thin(s.kv.series.iter().map(|p| (p.t_s, p.hbm_gb, p.host_gb)).collect(), 100),
             classes: (s.classes.iter())
-                .map(|c| SessionClassRun { name: c.name.clone(), sessions: c.sessions, turn_ttft_p95_s: c.turn_ttft_s.p95, session_e2e_p95_s: c.session_e2e_s.p95, reuse: c.reuse, slo_attainment: c.slo_attainment })
+                .map(|c| SessionClassRun {
+                    name: c.name.clone(),
+                    sessions: c.sessions,
+                    turn_ttft_p95_s: c.turn_ttft_s.p95,
+                    session_e2e_p95_s: c.session_e2e_s.p95,
+                    reuse: c.reuse,
+                    slo_attainment: c.slo_attainment,
+                })
                 .collect(),
         })
     }
@@ -213,7 +220,10 @@ impl RunSummary {
 /// At most `n` points: neighbours averaged in pairs (the first of each keeps its time) until they fit.
 fn thin(mut v: Vec<(f64, f64, f64)>, n: usize) -> Vec<(f64, f64, f64)> {
     while v.len() > n {
-        v = v.chunks(2).map(|c| if let [a, b] = c { (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0) } else { c[0] }).collect();
+        v = v
+            .chunks(2)
+            .map(|c| if let [a, b] = c { (a.0, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0) } else { c[0] })
+            .collect();
     }
     v
 }
@@ -227,7 +237,12 @@ pub fn run_job(job: &Job) -> Result<RunSummary, ScenarioError> {
 /// Run one job if its scenario fits `budget` (`raise` says how to allow more): validated once, for the check
 /// and the run both; `progress(done, expected)` hears how far the run's requests are (a study of one long run
 /// shows it).
-pub fn run_job_within(job: &Job, budget: &scenario::Budget, raise: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<RunSummary, ScenarioError> {
+pub fn run_job_within(
+    job: &Job,
+    budget: &scenario::Budget,
+    raise: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunSummary, ScenarioError> {
     let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
     sc.check_budget(budget, 1, raise)?;
     let report = crate::simulate_with_progress(&sc, &mut |p| {
@@ -449,7 +464,10 @@ impl StudyReport {
 
     /// The study as Markdown: question, answer, table (numbers as shown in the lab), notes.
     pub fn markdown(&self) -> String {
-        let mut out = format!("# InferScale study: {} — {}\n\nScenario `{}`, seed {}.\n\n", self.study, self.question, self.scenario, self.seed);
+        let mut out = format!(
+            "# InferScale study: {} — {}\n\nScenario `{}`, seed {}.\n\n",
+            self.study, self.question, self.scenario, self.seed
+        );
         out.push_str(&format!("**Answer:** {}\n\n", self.answer));
         out.push_str(&md_table(&self.columns, &self.rows, self.best_row));
         for t in &self.tables {
@@ -468,7 +486,10 @@ impl StudyReport {
 
 /// Columns and rows as CSV: headers with units, numbers in full precision (in the column's own unit).
 fn csv_table(columns: &[Column], rows: &[Vec<Cell>]) -> String {
-    let head: Vec<String> = columns.iter().map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) })).collect();
+    let head: Vec<String> = columns
+        .iter()
+        .map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) }))
+        .collect();
     let mut out = head.join(",");
     out.push('\n');
     for row in rows {
@@ -491,9 +512,13 @@ fn csv_table(columns: &[Column], rows: &[Vec<Cell>]) -> String {
 fn md_table(columns: &[Column], rows: &[Vec<Cell>], best_row: Option<usize>) -> String {
     let head: Vec<String> = columns.iter().map(header).collect();
     let mut out = format!("| {} |\n", head.join(" | "));
-    out.push_str(&format!("|{}\n", columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()));
+    out.push_str(&format!(
+        "|{}\n",
+        columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()
+    ));
     for (i, row) in rows.iter().enumerate() {
-        let mut cells: Vec<String> = row.iter().zip(columns).map(|(c, col)| show(c, col.format).replace('|', "\\|")).collect();
+        let mut cells: Vec<String> =
+            row.iter().zip(columns).map(|(c, col)| show(c, col.format).replace('|', "\\|")).collect();
         if Some(i) == best_row
             && let Some(first) = cells.first_mut()
         {
@@ -590,13 +615,15 @@ pub fn run_parallel(jobs: &[Job], threads: usize) -> Result<Vec<RunSummary>, Stu
     let results = std::sync::Mutex::new(&mut slots);
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= jobs.len() {
-                    return;
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= jobs.len() {
+                        return;
+                    }
+                    let r = run_job(&jobs[i]);
+                    results.lock().expect("no thread panics holding the lock")[i] = Some(r);
                 }
-                let r = run_job(&jobs[i]);
-                results.lock().expect("no thread panics holding the lock")[i] = Some(r);
             });
         }
     });
@@ -605,7 +632,11 @@ pub fn run_parallel(jobs: &[Job], threads: usize) -> Result<Vec<RunSummary>, Stu
 
 /// Run a study natively on `threads` threads.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn run_native(study: &mut dyn Study, threads: usize, progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<StudyReport, StudyError> {
+pub fn run_native(
+    study: &mut dyn Study,
+    threads: usize,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> Result<StudyReport, StudyError> {
     drive(study, &mut |jobs| run_parallel(jobs, threads), progress)
 }
 
@@ -640,21 +671,57 @@ pub struct About {
 
 impl Kind {
     /// Every study, in the order the CLI's help and the lab's sidebar list them.
-    pub const ALL: [Kind; 11] = [Kind::Ranking, Kind::Capacity, Kind::Pd, Kind::Explorer, Kind::Paired, Kind::Sensitivity, Kind::AgentSessions, Kind::AgentPolicies, Kind::TtlSweep, Kind::TieredKv, Kind::AffinitySlack];
+    pub const ALL: [Kind; 11] = [
+        Kind::Ranking,
+        Kind::Capacity,
+        Kind::Pd,
+        Kind::Explorer,
+        Kind::Paired,
+        Kind::Sensitivity,
+        Kind::AgentSessions,
+        Kind::AgentPolicies,
+        Kind::TtlSweep,
+        Kind::TieredKv,
+        Kind::AffinitySlack,
+    ];
 
     pub const fn about(self) -> About {
         let (name, title, question) = match self {
-            Kind::Ranking => ("ranking", "Scheduler ranking", "which queue or admission policy serves these requests best?"),
-            Kind::Capacity => ("capacity", "Capacity planner", "what load does the cluster sustain at its objectives, or how many replicas does a load need?"),
-            Kind::Pd => ("pd", "P/D comparison", "colocated or disaggregated prefill/decode, with or without prefix reuse?"),
-            Kind::Explorer => ("explorer", "Design explorer", "which candidate deployments are on the goodput / p95 TTFT frontier?"),
+            Kind::Ranking => {
+                ("ranking", "Scheduler ranking", "which queue or admission policy serves these requests best?")
+            }
+            Kind::Capacity => (
+                "capacity",
+                "Capacity planner",
+                "what load does the cluster sustain at its objectives, or how many replicas does a load need?",
+            ),
+            Kind::Pd => {
+                ("pd", "P/D comparison", "colocated or disaggregated prefill/decode, with or without prefix reuse?")
+            }
+            Kind::Explorer => {
+                ("explorer", "Design explorer", "which candidate deployments are on the goodput / p95 TTFT frontier?")
+            }
             Kind::Paired => ("paired", "Paired experiment", "does a change make a difference beyond run-to-run noise?"),
             Kind::Sensitivity => ("sensitivity", "Sensitivity", "does a change still win if the cost profile is off?"),
-            Kind::AgentSessions => ("agent-sessions", "Agent sessions", "what do these agent sessions see, turn by turn, and what holds them back?"),
-            Kind::AgentPolicies => ("agent-policies", "Agent policies", "which KV retention and routing policy serves these agent sessions best?"),
+            Kind::AgentSessions => (
+                "agent-sessions",
+                "Agent sessions",
+                "what do these agent sessions see, turn by turn, and what holds them back?",
+            ),
+            Kind::AgentPolicies => (
+                "agent-policies",
+                "Agent policies",
+                "which KV retention and routing policy serves these agent sessions best?",
+            ),
             Kind::TtlSweep => ("ttl-sweep", "TTL sweep", "how long should a session's KV stay in HBM after a turn?"),
-            Kind::TieredKv => ("tiered-kv", "Tiered KV", "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?"),
-            Kind::AffinitySlack => ("affinity-slack", "Affinity slack", "how much imbalance should a turn accept to stay where its KV is?"),
+            Kind::TieredKv => (
+                "tiered-kv",
+                "Tiered KV",
+                "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?",
+            ),
+            Kind::AffinitySlack => {
+                ("affinity-slack", "Affinity slack", "how much imbalance should a turn accept to stay where its KV is?")
+            }
         };
         About { name, title, question }
     }
@@ -666,7 +733,10 @@ impl Kind {
     /// The study called `name`; the error lists the names.
     pub fn from_name(name: &str) -> Result<Kind, ScenarioError> {
         Kind::ALL.into_iter().find(|k| k.name() == name).ok_or_else(|| {
-            ScenarioError::one("study", format!("unknown study `{name}` (one of: {})", Kind::ALL.map(Kind::name).join(", ")))
+            ScenarioError::one(
+                "study",
+                format!("unknown study `{name}` (one of: {})", Kind::ALL.map(Kind::name).join(", ")),
+            )
         })
     }
 
@@ -736,7 +806,8 @@ impl Kind {
 /// A study's options from JSON, errors under `study.NAME` in the words the scenario's use ("expected a number,
 /// got the text \"x\"", "did you mean `seeds`?").
 fn options<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
-    serde_json::from_value(v.clone()).map_err(|e| ScenarioError::one(format!("study.{name}"), crate::scenario::with_suggestion(&e.to_string())))
+    serde_json::from_value(v.clone())
+        .map_err(|e| ScenarioError::one(format!("study.{name}"), crate::scenario::with_suggestion(&e.to_string())))
 }
 
 /// The study called `name` on `spec` (see [`Kind::build`]).
@@ -767,7 +838,11 @@ fn report_head(study: Kind, spec: &Spec, question: String) -> StudyReport {
 const MAX_POINTER_DEPTH: usize = 12;
 
 /// `spec` with the JSON values of `patch` (JSON pointer → value) written in. Errors name the pointer.
-pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, what: &str) -> Result<Spec, ScenarioError> {
+pub fn patched(
+    spec: &Spec,
+    patch: &serde_json::Map<String, serde_json::Value>,
+    what: &str,
+) -> Result<Spec, ScenarioError> {
     // A trace's text (megabytes, and a study may derive a thousand specs) is shared by the derived spec, not
     // copied through JSON — unless the patch replaces it.
     let mut bare = spec.clone();
@@ -779,19 +854,28 @@ pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, 
     let mut v = serde_json::to_value(&bare).expect("a spec serialises");
     for (ptr, x) in patch {
         if !ptr.starts_with('/') {
-            return Err(ScenarioError::one(what, format!("`{ptr}` is not a JSON pointer (e.g. \"/engine/max_num_seqs\")")));
+            return Err(ScenarioError::one(
+                what,
+                format!("`{ptr}` is not a JSON pointer (e.g. \"/engine/max_num_seqs\")"),
+            ));
         }
         // No scenario field lies deeper than a few levels; a pointer thousands deep would build (and then
         // drop, recursively) a value that overflows the stack.
         let depth = ptr.matches('/').count();
         if depth > MAX_POINTER_DEPTH {
             let shown: String = ptr.chars().take(40).collect();
-            return Err(ScenarioError::one(what, format!("`{shown}…` is {depth} levels deep; a scenario field is at most {MAX_POINTER_DEPTH} (e.g. \"/workload/classes/0/slo/ttft_ms\")")));
+            return Err(ScenarioError::one(
+                what,
+                format!(
+                    "`{shown}…` is {depth} levels deep; a scenario field is at most {MAX_POINTER_DEPTH} (e.g. \"/workload/classes/0/slo/ttft_ms\")"
+                ),
+            ));
         }
         set_pointer(&mut v, ptr, x.clone());
     }
     let text = v.to_string();
-    let mut out = scenario::parse(&text).map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))?;
+    let mut out = scenario::parse(&text)
+        .map_err(|e| ScenarioError::one(what, format!("the change makes an invalid scenario: {e}")))?;
     if let scenario::ArrivalSpec::Trace { data: data @ None, .. } = &mut out.workload.arrival {
         *data = trace;
     }
@@ -807,7 +891,7 @@ pub fn patched(spec: &Spec, patch: &serde_json::Map<String, serde_json::Value>, 
 /// A missing list on the way is a scenario list left at its default — one entry with every field at its
 /// default, which is what `{}` means — so that is what it becomes. (The lab's editors use this too.)
 pub fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value) {
-    use serde_json::{json, Value};
+    use serde_json::{Value, json};
     let mut cur = v;
     let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
     for (i, part) in parts.iter().enumerate() {
@@ -837,10 +921,17 @@ pub fn set_pointer(v: &mut serde_json::Value, ptr: &str, new: serde_json::Value)
 }
 
 /// The treatment scenario of a paired or sensitivity study: `spec` with `treatment` written in, valid.
-fn treated(spec: &Spec, treatment: &serde_json::Map<String, serde_json::Value>, study: &str) -> Result<Spec, ScenarioError> {
+fn treated(
+    spec: &Spec,
+    treatment: &serde_json::Map<String, serde_json::Value>,
+    study: &str,
+) -> Result<Spec, ScenarioError> {
     let what = format!("study.{study}.treatment");
     if treatment.is_empty() {
-        return Err(ScenarioError::one(what, "the treatment changes nothing: give at least one field, e.g. {\"/scheduler\": {\"kind\": \"sjf\"}}"));
+        return Err(ScenarioError::one(
+            what,
+            "the treatment changes nothing: give at least one field, e.g. {\"/scheduler\": {\"kind\": \"sjf\"}}",
+        ));
     }
     let s = patched(spec, treatment, &what)?;
     scenario::validate(&s).map_err(|e| prefixed(e, "treatment"))?;
@@ -855,17 +946,18 @@ pub fn reseeded(spec: &Spec, seed: u64) -> Spec {
 /// One data-driven sentence for a row: the run's verdict, first clause, with its numbers.
 pub fn brief(r: &RunSummary) -> String {
     let first = r.diagnosis_verdict.split(". ").next().unwrap_or("").trim_end_matches('.');
-    let lost = if r.rejected + r.unfinished > 0 { format!("; {} rejected, {} unfinished", r.rejected, r.unfinished) } else { String::new() };
+    let lost = if r.rejected + r.unfinished > 0 {
+        format!("; {} rejected, {} unfinished", r.rejected, r.unfinished)
+    } else {
+        String::new()
+    };
     format!("{}: {first}{lost}", r.diagnosis_kind)
 }
 
 /// The non-dominated points of (maximise `a`, minimise `b`): a point is dominated when another is at least as
 /// good on both and better on one. Equal points do not dominate each other, so duplicates are all kept.
 pub fn pareto(points: &[(f64, f64)]) -> Vec<bool> {
-    points
-        .iter()
-        .map(|&(a, b)| !points.iter().any(|&(a2, b2)| a2 >= a && b2 <= b && (a2 > a || b2 < b)))
-        .collect()
+    points.iter().map(|&(a, b)| !points.iter().any(|&(a2, b2)| a2 >= a && b2 <= b && (a2 > a || b2 < b))).collect()
 }
 
 /// Percentile-bootstrap confidence interval of the mean of `x` at level `level` (e.g. 0.95), from `b`
@@ -876,9 +968,8 @@ pub fn bootstrap_ci(x: &[f64], b: usize, level: f64, seed: u64) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     let mut rng = crate::rng::stream(seed, crate::rng::Stream::Study, 1);
-    let mut means: Vec<f64> = (0..b.max(1))
-        .map(|_| (0..n).map(|_| x[rng.below(n as u64) as usize]).sum::<f64>() / n as f64)
-        .collect();
+    let mut means: Vec<f64> =
+        (0..b.max(1)).map(|_| (0..n).map(|_| x[rng.below(n as u64) as usize]).sum::<f64>() / n as f64).collect();
     means.sort_by(f64::total_cmp);
     let alpha = (1.0 - level) / 2.0;
     (crate::metrics::percentile(&means, alpha * 100.0), crate::metrics::percentile(&means, (1.0 - alpha) * 100.0))

@@ -4,7 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{bootstrap_ci, col, report_head, treated, reseeded, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
+use super::{
+    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, bootstrap_ci, col,
+    report_head, reseeded, treated,
+};
 use crate::scenario::{self, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,7 +80,11 @@ impl OneBatchStudy for PairedStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
-        let mut rep = report_head(Kind::Paired, &self.base, format!("does the treatment {change} change the outcome, beyond run-to-run noise?"));
+        let mut rep = report_head(
+            Kind::Paired,
+            &self.base,
+            format!("does the treatment {change} change the outcome, beyond run-to-run noise?"),
+        );
         rep.columns = vec![
             col("Metric", "", Format::Text),
             col("Baseline mean", "", Format::Num),
@@ -95,12 +102,28 @@ impl OneBatchStudy for PairedStudy {
         for (i, (name, _unit, _fmt, higher, f)) in METRICS.iter().enumerate() {
             let (b, t) = pairs(results, *f);
             let d: Vec<f64> = t.iter().zip(&b).map(|(t, b)| t - b).collect();
-            let (lo, hi) = bootstrap_ci(&d, self.p.resamples as usize, 0.95, self.base.seed.wrapping_mul(1_000_003).wrapping_add(i as u64));
+            let (lo, hi) = bootstrap_ci(
+                &d,
+                self.p.resamples as usize,
+                0.95,
+                self.base.seed.wrapping_mul(1_000_003).wrapping_add(i as u64),
+            );
             let (mb, mt, md) = (mean(&b), mean(&t), mean(&d));
             let rel = if mb != 0.0 { md / mb.abs() } else { 0.0 };
-            let wins = d.iter().filter(|x| if *higher { **x > 0.0 } else { **x < 0.0 }).count() as f64 / d.len().max(1) as f64;
+            let wins =
+                d.iter().filter(|x| if *higher { **x > 0.0 } else { **x < 0.0 }).count() as f64 / d.len().max(1) as f64;
             let excludes = (lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0);
-            rep.rows.push(vec![Cell::from(*name), mb.into(), mt.into(), md.into(), lo.into(), hi.into(), rel.into(), wins.into(), excludes.into()]);
+            rep.rows.push(vec![
+                Cell::from(*name),
+                mb.into(),
+                mt.into(),
+                md.into(),
+                lo.into(),
+                hi.into(),
+                rel.into(),
+                wins.into(),
+                excludes.into(),
+            ]);
             // Improvement: the relative change signed so that up is better (a latency that fell is up).
             bars.push((i as f64, if *higher { rel } else { -rel }));
             if i < 2 || *name == "p95 TTFT" {

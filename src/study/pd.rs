@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
+use super::{
+    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, col, report_head,
+};
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
 /// Options; each is used only when the scenario does not say.
@@ -73,7 +75,9 @@ impl PdStudy {
         for j in &jobs {
             scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
         }
-        notes.push("Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into());
+        notes.push(
+            "Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into(),
+        );
         Ok(PdStudy { base: spec.clone(), batch: OneBatch::new(jobs), notes })
     }
 }
@@ -102,7 +106,13 @@ pub fn default_prefix(sc: &Scenario, p: &PdParams) -> PrefixSpec {
     // rows then equal the plain ones, and the report says why).
     let fits = (1024.min(longest / 2) / block * block).max(block);
     let tokens = p.prefix_tokens.unwrap_or(if fits < longest { fits } else { 0 });
-    PrefixSpec { prefix_tokens: tokens, reuse_fraction: p.reuse_fraction.unwrap_or(0.5), groups: 4, zipf_s: 1.0, caching: true }
+    PrefixSpec {
+        prefix_tokens: tokens,
+        reuse_fraction: p.reuse_fraction.unwrap_or(0.5),
+        groups: 4,
+        zipf_s: 1.0,
+        caching: true,
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -126,7 +136,11 @@ pub fn sentence(r: &RunSummary) -> String {
             );
         }
         if r.ttft_p95_s > 0.0 && t95 > 0.5 * r.ttft_p95_s {
-            return format!("KV transfer is {} of p95 TTFT ({}): a faster link helps most", pct(t95 / r.ttft_p95_s), ms(t95));
+            return format!(
+                "KV transfer is {} of p95 TTFT ({}): a faster link helps most",
+                pct(t95 / r.ttft_p95_s),
+                ms(t95)
+            );
         }
     }
     if let Some(pb) = r.prefill_busy_fraction
@@ -142,7 +156,12 @@ pub fn sentence(r: &RunSummary) -> String {
     if let (Some(h), Some(saved)) = (r.prefix_hit_rate, r.prefill_saved_fraction)
         && h > 0.0
     {
-        return format!("cache hits on {} of requests skip {} of prompt tokens; {slo}, busy {}", pct(h), pct(saved), pct(r.busy_fraction));
+        return format!(
+            "cache hits on {} of requests skip {} of prompt tokens; {slo}, busy {}",
+            pct(h),
+            pct(saved),
+            pct(r.busy_fraction)
+        );
     }
     let first = r.diagnosis_verdict.split(". ").next().unwrap_or("").trim_end_matches('.');
     format!("{}: {first}", r.diagnosis_kind)
@@ -156,7 +175,11 @@ impl OneBatchStudy for PdStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(Kind::Pd, &self.base, "colocated or disaggregated prefill/decode, with or without prefix reuse?".into());
+        let mut rep = report_head(
+            Kind::Pd,
+            &self.base,
+            "colocated or disaggregated prefill/decode, with or without prefix reuse?".into(),
+        );
         rep.columns = vec![
             col("Scenario", "", Format::Text),
             col("GPU instances", "", Format::Int),
@@ -199,7 +222,11 @@ impl OneBatchStudy for PdStudy {
         if let Some(b) = rep.best_row {
             let best = &r[b];
             let colo = r.first().map_or(0.0, |c| c.goodput_per_gpu_rps);
-            let vs = if b > 0 && colo > 0.0 { format!(", {:+.1} % against plain colocated serving", (best.goodput_per_gpu_rps / colo - 1.0) * 100.0) } else { String::new() };
+            let vs = if b > 0 && colo > 0.0 {
+                format!(", {:+.1} % against plain colocated serving", (best.goodput_per_gpu_rps / colo - 1.0) * 100.0)
+            } else {
+                String::new()
+            };
             rep.answer = format!(
                 "{} gives the most goodput per GPU: {:.3} req/s per GPU ({:.2} req/s on {} GPUs, SLO attainment {:.1} %){vs}.",
                 best.label,

@@ -8,7 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{brief, col, report_head, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
+use super::{
+    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, brief, col,
+    report_head,
+};
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,8 +43,8 @@ pub struct RankingStudy {
 /// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
 fn t95(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
-        2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     if df == 0 { f64::INFINITY } else { T.get(df - 1).copied().unwrap_or(1.96) }
 }
@@ -66,7 +69,6 @@ struct Policy<'a> {
     goodput: (f64, f64, f64),
 }
 
-
 /// Is the 95 % interval of the paired differences `f(a_k) − f(b_k)` one that includes 0?
 fn paired_tie(a: &[RunSummary], b: &[RunSummary], f: fn(&RunSummary) -> f64) -> bool {
     let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| f(x) - f(y)).collect();
@@ -81,7 +83,10 @@ impl RankingStudy {
             return Err(ScenarioError::one("study.ranking.drr_quantum_tokens", "must be at least 1 token (got 0)"));
         }
         if !(1..=100).contains(&p.repetitions) {
-            return Err(ScenarioError::one("study.ranking.repetitions", format!("must be an integer from 1 to 100 (got {})", p.repetitions)));
+            return Err(ScenarioError::one(
+                "study.ranking.repetitions",
+                format!("must be an integer from 1 to 100 (got {})", p.repetitions),
+            ));
         }
         let orders = [
             ("FCFS", SchedulerSpec::Fcfs),
@@ -93,19 +98,30 @@ impl RankingStudy {
         ];
         let mut jobs: Vec<Job> = orders
             .into_iter()
-            .map(|(label, order)| Job { label: label.into(), spec: Spec { scheduler: order, admission: AdmissionSpec::None, ..spec.clone() } })
+            .map(|(label, order)| Job {
+                label: label.into(),
+                spec: Spec { scheduler: order, admission: AdmissionSpec::None, ..spec.clone() },
+            })
             .collect();
         if p.admission {
             // A queue a few batches deep per replica: beyond it, waiting only adds latency.
             let cap = (sc.pools[0].engine.max_num_seqs.min(256) * 2 * sc.worker_count()).max(8);
             jobs.push(Job {
                 label: format!("FCFS + queue cap {cap}"),
-                spec: Spec { scheduler: SchedulerSpec::Fcfs, admission: AdmissionSpec::QueueCap { max_waiting: cap }, ..spec.clone() },
+                spec: Spec {
+                    scheduler: SchedulerSpec::Fcfs,
+                    admission: AdmissionSpec::QueueCap { max_waiting: cap },
+                    ..spec.clone()
+                },
             });
             if sc.workload.classes.iter().all(|c| c.slo.e2e_ns.is_some()) {
                 jobs.push(Job {
                     label: "FCFS + deadline admission".into(),
-                    spec: Spec { scheduler: SchedulerSpec::Fcfs, admission: AdmissionSpec::Deadline { slack: 1.0 }, ..spec.clone() },
+                    spec: Spec {
+                        scheduler: SchedulerSpec::Fcfs,
+                        admission: AdmissionSpec::Deadline { slack: 1.0 },
+                        ..spec.clone()
+                    },
                 });
             }
         }
@@ -117,7 +133,12 @@ impl RankingStudy {
         let r = p.repetitions as usize;
         let jobs = jobs
             .into_iter()
-            .flat_map(|j| (0..r).map(move |k| Job { label: if r == 1 { j.label.clone() } else { format!("{}, repetition {}", j.label, k + 1) }, spec: super::reseeded(&j.spec, j.spec.seed.wrapping_add(k as u64)) }))
+            .flat_map(|j| {
+                (0..r).map(move |k| Job {
+                    label: if r == 1 { j.label.clone() } else { format!("{}, repetition {}", j.label, k + 1) },
+                    spec: super::reseeded(&j.spec, j.spec.seed.wrapping_add(k as u64)),
+                })
+            })
             .collect();
         Ok(RankingStudy { base: spec.clone(), batch: OneBatch::new(jobs), policies, repetitions: r })
     }
@@ -132,7 +153,14 @@ impl OneBatchStudy for RankingStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let reps = self.repetitions;
-        let mut rep = report_head(Kind::Ranking, &self.base, format!("which queue policy (or admission policy) serves these requests best, over {reps} repetition{}?", if reps == 1 { "" } else { "s" }));
+        let mut rep = report_head(
+            Kind::Ranking,
+            &self.base,
+            format!(
+                "which queue policy (or admission policy) serves these requests best, over {reps} repetition{}?",
+                if reps == 1 { "" } else { "s" }
+            ),
+        );
         rep.columns = vec![
             col("Rank", "", Format::Int),
             col("Scheduler", "", Format::Text),
@@ -149,10 +177,24 @@ impl OneBatchStudy for RankingStudy {
         let policies = self.policies(results);
         // Rank: mean SLO attainment, then mean goodput; the earlier policy on a full tie.
         let mut order: Vec<usize> = (0..policies.len()).collect();
-        order.sort_by(|&a, &b| policies[b].slo.0.total_cmp(&policies[a].slo.0).then(policies[b].goodput.0.total_cmp(&policies[a].goodput.0)).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            policies[b]
+                .slo
+                .0
+                .total_cmp(&policies[a].slo.0)
+                .then(policies[b].goodput.0.total_cmp(&policies[a].goodput.0))
+                .then(a.cmp(&b))
+        });
         // Each policy: not distinguishable from the best at 95 % (paired differences), on both criteria.
         let best = order.first().map(|&i| &policies[i]);
-        let tied: Vec<bool> = policies.iter().map(|p| best.is_some_and(|b| paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps))).collect();
+        let tied: Vec<bool> = policies
+            .iter()
+            .map(|p| {
+                best.is_some_and(|b| {
+                    paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps)
+                })
+            })
+            .collect();
         let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
         let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
         // A diagnosis that differs per row gets a column; one shared by every row is said once, in the notes.
@@ -216,13 +258,23 @@ impl RankingStudy {
 
 /// A mean's 95 % interval as text: a share's clipped to [0, 100 %], a rate's to ≥ 0.
 fn ci(c: (f64, f64, f64), pct: bool) -> String {
-    if pct { format!("{:.1} – {:.1} %", c.1.clamp(0.0, 1.0) * 100.0, c.2.clamp(0.0, 1.0) * 100.0) } else { format!("{:.3} – {:.3}", c.1.max(0.0), c.2.max(0.0)) }
+    if pct {
+        format!("{:.1} – {:.1} %", c.1.clamp(0.0, 1.0) * 100.0, c.2.clamp(0.0, 1.0) * 100.0)
+    } else {
+        format!("{:.3} – {:.3}", c.1.max(0.0), c.2.max(0.0))
+    }
 }
 
 /// The table row of the policy ranked `rank` (0: the best).
 fn table_row(rank: usize, p: &Policy, tied: bool) -> Vec<Cell> {
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let versus = if rank == 0 { "best" } else if tied { "not distinguishable from the best" } else { "worse" };
+    let versus = if rank == 0 {
+        "best"
+    } else if tied {
+        "not distinguishable from the best"
+    } else {
+        "worse"
+    };
     vec![
         Cell::from((rank + 1) as u64),
         p.label.into(),
@@ -268,7 +320,11 @@ fn chart(r: &[Policy], order: &[usize], tied: &[bool]) -> Chart {
             .into_iter()
             .map(|(name, tie)| ChartSeries {
                 name: name.into(),
-                points: order.iter().enumerate().map(|(k, &i)| (k as f64, if (k == 0 || tied[i]) == tie { r[i].slo.0 } else { 0.0 })).collect(),
+                points: order
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &i)| (k as f64, if (k == 0 || tied[i]) == tie { r[i].slo.0 } else { 0.0 }))
+                    .collect(),
                 band: vec![],
                 labels: vec![],
                 line: false,

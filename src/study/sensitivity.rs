@@ -5,7 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{col, report_head, treated, Cell, Chart, ChartSeries, Format, Job, RunSummary, OneBatch, OneBatchStudy, StudyReport, Kind};
+use super::{
+    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, col, report_head,
+    treated,
+};
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,13 +53,19 @@ impl SensitivityStudy {
             let s = (draw(), draw(), draw());
             scales.push(s);
         }
-        let with = |s: &Spec, (pf, dc, tr): (f64, f64, f64)| Spec { cost_scale: Some(CostScaleSpec { prefill: pf, decode: dc, transfer: tr }), ..s.clone() };
+        let with = |s: &Spec, (pf, dc, tr): (f64, f64, f64)| Spec {
+            cost_scale: Some(CostScaleSpec { prefill: pf, decode: dc, transfer: tr }),
+            ..s.clone()
+        };
         let jobs = scales
             .iter()
             .enumerate()
             .flat_map(|(i, &sc)| {
                 let name = if i == 0 { "nominal".to_string() } else { format!("sample {i}") };
-                [Job { label: format!("baseline, {name}"), spec: with(spec, sc) }, Job { label: format!("treatment, {name}"), spec: with(&treated, sc) }]
+                [
+                    Job { label: format!("baseline, {name}"), spec: with(spec, sc) },
+                    Job { label: format!("treatment, {name}"), spec: with(&treated, sc) },
+                ]
             })
             .collect();
         Ok(SensitivityStudy { base: spec.clone(), p: p.clone(), scales, batch: OneBatch::new(jobs) })
@@ -78,7 +87,11 @@ impl OneBatchStudy for SensitivityStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
-        let mut rep = report_head(Kind::Sensitivity, &self.base, format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range));
+        let mut rep = report_head(
+            Kind::Sensitivity,
+            &self.base,
+            format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range),
+        );
         rep.columns = vec![
             col("Sample", "", Format::Text),
             col("Prefill ×", "", Format::Num),
@@ -120,7 +133,9 @@ impl OneBatchStudy for SensitivityStudy {
         let n = self.p.samples;
         rep.best_row = Some(0);
         rep.answer = match nominal {
-            0 => format!("At the nominal profile the treatment ties the baseline (same SLO attainment and goodput); {n} perturbed samples are listed."),
+            0 => format!(
+                "At the nominal profile the treatment ties the baseline (same SLO attainment and goodput); {n} perturbed samples are listed."
+            ),
             s => format!(
                 "At the nominal profile the treatment is {}; that holds in {holds_n} of {n} perturbed samples ({:.0} %) with prefill, decode and transfer cost each off by up to ×{}.",
                 if s > 0 { "better" } else { "worse" },

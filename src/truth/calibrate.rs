@@ -116,7 +116,8 @@ impl Multipliers {
         parts.join(", ")
     }
 
-    const ONE: Multipliers = Multipliers { prefill: 1.0, decode: 1.0, step_overhead_ms: None, request_overhead_ms: None, tp_comm: None };
+    const ONE: Multipliers =
+        Multipliers { prefill: 1.0, decode: 1.0, step_overhead_ms: None, request_overhead_ms: None, tp_comm: None };
 
     /// The knobs at search point `x`: log2 prefill and decode, then each extra's coordinate.
     fn at(x: &[f64], extras: &[Extra]) -> Multipliers {
@@ -177,7 +178,12 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
             _ => Err(format!("{}: no {what} lengths (neither per-request lists nor token totals)", case.id)),
         }
     };
-    let class = s.workload.classes.first().cloned().unwrap_or_else(|| serde_json::from_str::<ClassSpec>("{}").expect("a default class"));
+    let class = s
+        .workload
+        .classes
+        .first()
+        .cloned()
+        .unwrap_or_else(|| serde_json::from_str::<ClassSpec>("{}").expect("a default class"));
     s.workload.classes = vec![ClassSpec {
         prompt_tokens: length(&w.input_lens, w.mean_input_tokens, "input")?,
         output_tokens: length(&w.output_lens, w.mean_output_tokens, "output")?,
@@ -197,7 +203,11 @@ fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers, tick: &mut T
             for p in &mut sc.pools {
                 let (prefill, decode) = p.cost.scales();
                 let overhead_ns = m.step_overhead_ms.unwrap_or(0.0) * 1e6;
-                p.cost = p.cost.clone().scaled(prefill * m.prefill, decode * m.decode).adjusted(overhead_ns, m.tp_comm.unwrap_or(1.0));
+                p.cost = p
+                    .cost
+                    .clone()
+                    .scaled(prefill * m.prefill, decode * m.decode)
+                    .adjusted(overhead_ns, m.tp_comm.unwrap_or(1.0));
                 p.engine.request_overhead_ns += libm::round(m.request_overhead_ms.unwrap_or(0.0) * 1e6) as u64;
             }
             let r = crate::simulate(&sc);
@@ -328,7 +338,10 @@ fn grid(extras: &[Extra]) -> Vec<Vec<f64>> {
         }
     }
     for e in extras {
-        points = points.into_iter().flat_map(|p| e.grid().iter().map(move |v| p.iter().copied().chain([*v]).collect())).collect();
+        points = points
+            .into_iter()
+            .flat_map(|p| e.grid().iter().map(move |v| p.iter().copied().chain([*v]).collect()))
+            .collect();
     }
     points
 }
@@ -339,7 +352,16 @@ fn grid(extras: &[Extra]) -> Vec<Vec<f64>> {
 fn moves(step: f64, extras: &[Extra]) -> Vec<Vec<f64>> {
     let n = 2 + extras.len();
     let mut out = Vec::new();
-    for (dp, dd) in [(step, 0.0), (-step, 0.0), (0.0, step), (0.0, -step), (step, step), (-step, -step), (step, -step), (-step, step)] {
+    for (dp, dd) in [
+        (step, 0.0),
+        (-step, 0.0),
+        (0.0, step),
+        (0.0, -step),
+        (step, step),
+        (-step, -step),
+        (step, -step),
+        (-step, step),
+    ] {
         let mut d = vec![0.0; n];
         (d[0], d[1]) = (dp, dd);
         out.push(d);
@@ -404,7 +426,13 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
 /// [`calibrate`], calling `progress(simulations done, simulations expected)` after each simulation (the
 /// expected count is the search's minimum, raised as it goes past it).
 /// `extras`: the knobs to fit besides the two multipliers.
-pub fn calibrate_with_progress(base: &Spec, all_cases: &[Case], train: &[String], extras: &[Extra], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibration, String> {
+pub fn calibrate_with_progress(
+    base: &Spec,
+    all_cases: &[Case],
+    train: &[String],
+    extras: &[Extra],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Calibration, String> {
     if let Some(t) = train.iter().find(|t| !all_cases.iter().any(|c| &c.id == *t)) {
         return Err(format!("--train names `{t}`, which is not a case of the bundle"));
     }
@@ -441,7 +469,8 @@ pub fn calibrate_with_progress(base: &Spec, all_cases: &[Case], train: &[String]
     let one = Multipliers::ONE;
     let n_train = train_cases.len() as u64;
     let (grid_n, moves_n) = (grid(extras).len() as u64, moves(1.0, extras).len() as u64);
-    let mut tick = Ticker { done: 0, expected: n_train * (1 + grid_n + moves_n * LEVELS) + 2 * all.len() as u64, progress };
+    let mut tick =
+        Ticker { done: 0, expected: n_train * (1 + grid_n + moves_n * LEVELS) + 2 * all.len() as u64, progress };
     let train_base = objective(&train_cases, &predict(&train_scenarios, &train_cases, one, &mut tick));
     let (fitted, train_fit) = fit(&train_scenarios, &train_cases, extras, &mut tick);
     let before = predict(&scenarios, &all, one, &mut tick);
@@ -496,7 +525,16 @@ fn rows(cases: &[Case], is_train: &[bool], before: &[[Option<f64>; 3]], after: &
             if let (Some(m), Some(b), Some(a)) = (measured(c), before[i][k], after[i][k])
                 && m > 0.0
             {
-                out.push(Row { case: c.id.clone(), training: is_train[i], metric: name, measured_ms: m, baseline_ms: b, calibrated_ms: a, baseline_ape: ape(b, m), calibrated_ape: ape(a, m) });
+                out.push(Row {
+                    case: c.id.clone(),
+                    training: is_train[i],
+                    metric: name,
+                    measured_ms: m,
+                    baseline_ms: b,
+                    calibrated_ms: a,
+                    baseline_ape: ape(b, m),
+                    calibrated_ape: ape(a, m),
+                });
             }
         }
     }
@@ -508,7 +546,9 @@ fn held_out_mape(rows: &[Row]) -> Vec<MetricError> {
         .iter()
         .map(|(name, _, _)| {
             let held: Vec<&Row> = rows.iter().filter(|r| !r.training && r.metric == *name).collect();
-            let mean = |f: fn(&Row) -> f64| (!held.is_empty()).then(|| held.iter().map(|r| f(r)).sum::<f64>() / held.len() as f64);
+            let mean = |f: fn(&Row) -> f64| {
+                (!held.is_empty()).then(|| held.iter().map(|r| f(r)).sum::<f64>() / held.len() as f64)
+            };
             MetricError { metric: name, baseline: mean(|r| r.baseline_ape), calibrated: mean(|r| r.calibrated_ape) }
         })
         .collect()
@@ -520,6 +560,12 @@ fn load_range_warnings(cases: &[Case], is_train: &[bool]) -> Vec<String> {
     let (lo, hi) = train.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
     (cases.iter().zip(is_train))
         .filter(|(c, t)| !**t && (load(c) < lo || load(c) > hi))
-        .map(|(c, _)| format!("{}: its load ({}) is outside the training cases' ({lo} … {hi}): its error is an extrapolation's", c.id, load(c)))
+        .map(|(c, _)| {
+            format!(
+                "{}: its load ({}) is outside the training cases' ({lo} … {hi}): its error is an extrapolation's",
+                c.id,
+                load(c)
+            )
+        })
         .collect()
 }

@@ -60,7 +60,9 @@ fn sanitize(text: &str) -> String {
         } else if c == '"' {
             in_str = true;
         } else {
-            let word = [("-Infinity", "\"-inf\""), ("Infinity", "\"inf\""), ("NaN", "null")].into_iter().find(|(w, _)| rest.starts_with(w));
+            let word = [("-Infinity", "\"-inf\""), ("Infinity", "\"inf\""), ("NaN", "null")]
+                .into_iter()
+                .find(|(w, _)| rest.starts_with(w));
             if let Some((w, with)) = word {
                 out.push_str(with);
                 rest = &rest[w.len()..];
@@ -82,7 +84,13 @@ fn runs_of(text: &str) -> Vec<Run> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => return vec![(1, Ok(m))],
         Ok(Value::Array(a)) => {
-            return a.into_iter().enumerate().map(|(i, v)| (i + 1, v.as_object().cloned().ok_or_else(|| format!("run {} is not a JSON object", i + 1)))).collect();
+            return a
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    (i + 1, v.as_object().cloned().ok_or_else(|| format!("run {} is not a JSON object", i + 1)))
+                })
+                .collect();
         }
         Ok(_) => return vec![(1, Err("not a JSON object".into()))],
         Err(_) => {}
@@ -156,7 +164,9 @@ impl<'a> Fields<'a> {
     /// A per-request list of numbers, from the top level or `details`.
     fn list(&self, key: &str) -> Vec<f64> {
         let v = self.obj.get(key).or_else(|| self.details.and_then(|d| d.get(key)));
-        v.and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_f64().or_else(|| x.as_str()?.parse().ok())).collect()).unwrap_or_default()
+        v.and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_f64().or_else(|| x.as_str()?.parse().ok())).collect())
+            .unwrap_or_default()
     }
 
     /// `{mean,median}_{name}_ms` and `p{90,95,99}_{name}_ms` for the first of `names` that has any.
@@ -180,7 +190,14 @@ impl<'a> Fields<'a> {
 /// Which engine wrote a run: SGLang's `bench_serving` names its dataset and random lengths and writes E2E as
 /// `*_e2e_latency_ms`; everything else is read as vLLM's.
 fn engine_of(obj: &Map<String, Value>) -> &'static str {
-    let sglang = ["dataset_name", "random_input_len", "mean_e2e_latency_ms", "median_e2e_latency_ms", "total_input", "sharegpt_output_len"];
+    let sglang = [
+        "dataset_name",
+        "random_input_len",
+        "mean_e2e_latency_ms",
+        "median_e2e_latency_ms",
+        "total_input",
+        "sharegpt_output_len",
+    ];
     if sglang.iter().any(|k| obj.contains_key(*k)) && !obj.contains_key("model_id") { "sglang" } else { "vllm" }
 }
 
@@ -190,7 +207,11 @@ fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case,
     let workload = workload_of(&mut f)?;
     let measured = measured_of(&mut f, &workload)?;
     if !measured.has_latency() {
-        return Err((None, "no usable metric: the run has no TTFT, TPOT, ITL or E2E figure (nor per-request lists to compute one)".into()));
+        return Err((
+            None,
+            "no usable metric: the run has no TTFT, TPOT, ITL or E2E figure (nor per-request lists to compute one)"
+                .into(),
+        ));
     }
     check_run(&mut f, &workload, &measured);
     if !f.from_text.is_empty() {
@@ -199,12 +220,23 @@ fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case,
     if obj.contains_key("request_goodput:") {
         f.notes.push("legacy key `request_goodput:` (with a colon): goodput read from it".into());
     }
-    Ok(Case { id, source, engine: engine.into(), backend: f.text(&["backend"]), model_id: f.text(&["model_id", "model", "tokenizer_id"]), workload, measured, notes: f.notes })
+    Ok(Case {
+        id,
+        source,
+        engine: engine.into(),
+        backend: f.text(&["backend"]),
+        model_id: f.text(&["model_id", "model", "tokenizer_id"]),
+        workload,
+        measured,
+        notes: f.notes,
+    })
 }
 
 fn workload_of(f: &mut Fields) -> Result<CaseWorkload, Bad> {
     let request_rate = match f.obj.get("request_rate") {
-        Some(Value::String(s)) if ["inf", "infinity", "+inf"].contains(&s.trim().to_ascii_lowercase().as_str()) => Some(Rate::Infinite),
+        Some(Value::String(s)) if ["inf", "infinity", "+inf"].contains(&s.trim().to_ascii_lowercase().as_str()) => {
+            Some(Rate::Infinite)
+        }
         Some(Value::String(s)) if s.trim() == "trace" => None,
         None | Some(Value::Null) => None,
         _ => f.num(&["request_rate"])?.map(Rate::PerSecond),
@@ -224,8 +256,12 @@ fn workload_of(f: &mut Fields) -> Result<CaseWorkload, Bad> {
         burstiness: f.num(&["burstiness"])?,
         num_prompts: f.count(&["num_prompts"])?,
         dataset: f.text(&["dataset_name", "dataset"]),
-        mean_input_tokens: per_completed(total_in).or_else(|| mean_of(&inputs)).or(f.num(&["random_input_len", "input_len"])?),
-        mean_output_tokens: per_completed(total_out).or_else(|| mean_of(&outputs)).or(f.num(&["random_output_len", "output_len"])?),
+        mean_input_tokens: per_completed(total_in)
+            .or_else(|| mean_of(&inputs))
+            .or(f.num(&["random_input_len", "input_len"])?),
+        mean_output_tokens: per_completed(total_out)
+            .or_else(|| mean_of(&outputs))
+            .or(f.num(&["random_output_len", "output_len"])?),
         input_lens: inputs.iter().map(|x| *x as u32).collect(),
         output_lens: outputs.iter().map(|x| *x as u32).collect(),
         duration_s: f.num(&["duration"])?,
@@ -270,7 +306,10 @@ fn from_lists(f: &mut Fields, w: &CaseWorkload, m: &mut Measured) {
     }
     if m.tpot_ms.is_empty() && ttfts.len() == latencies.len() && latencies.len() == w.output_lens.len() {
         // vLLM's TPOT of a request: (latency − TTFT) / (output tokens − 1), over requests of 2 or more tokens.
-        let per: Vec<f64> = (0..latencies.len()).filter(|&i| w.output_lens[i] > 1).map(|i| (latencies[i] - ttfts[i]) / (w.output_lens[i] - 1) as f64).collect();
+        let per: Vec<f64> = (0..latencies.len())
+            .filter(|&i| w.output_lens[i] > 1)
+            .map(|i| (latencies[i] - ttfts[i]) / (w.output_lens[i] - 1) as f64)
+            .collect();
         if !per.is_empty() {
             m.tpot_ms = stats_ms(&per);
             computed.push("TPOT");
@@ -289,7 +328,13 @@ fn stats_ms(v: &[f64]) -> LatencyMs {
         return LatencyMs::default();
     }
     let p = |q: f64| crate::metrics::percentile(&s, q) * 1e3;
-    LatencyMs { mean: Some(s.iter().sum::<f64>() / s.len() as f64 * 1e3), median: Some(p(50.0)), p90: Some(p(90.0)), p95: Some(p(95.0)), p99: Some(p(99.0)) }
+    LatencyMs {
+        mean: Some(s.iter().sum::<f64>() / s.len() as f64 * 1e3),
+        median: Some(p(50.0)),
+        p90: Some(p(90.0)),
+        p95: Some(p(95.0)),
+        p99: Some(p(99.0)),
+    }
 }
 
 /// Notes on what a run is missing or what may mislead a comparison.
@@ -322,13 +367,18 @@ fn check_run(f: &mut Fields, w: &CaseWorkload, m: &Measured) {
         && tpot > 0.0
         && itl > 2.0 * tpot
     {
-        f.notes.push(format!("ITL is per streamed chunk (mean ITL {:.1}× mean TPOT): TPOT is the per-token figure", itl / tpot));
+        f.notes.push(format!(
+            "ITL is per streamed chunk (mean ITL {:.1}× mean TPOT): TPOT is the per-token figure",
+            itl / tpot
+        ));
     }
     let requested = f.num(&["random_output_len", "output_len"]).ok().flatten();
     if let (Some(req), Some(got)) = (requested, w.mean_output_tokens)
         && req > 0.0
         && (got / req - 1.0).abs() > 0.1
     {
-        f.notes.push(format!("outputs were not forced to the requested length: {got:.1} tokens per request against {req:.0} asked"));
+        f.notes.push(format!(
+            "outputs were not forced to the requested length: {got:.1} tokens per request against {req:.0} asked"
+        ));
     }
 }

@@ -7,8 +7,8 @@ pub mod calibrate;
 mod import;
 pub mod steps;
 
-pub use calibrate::{calibrate, calibrate_with_progress, default_training, Calibration, Extra};
-pub use import::{import, ImportError};
+pub use calibrate::{Calibration, Extra, calibrate, calibrate_with_progress, default_training};
+pub use import::{ImportError, import};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,9 +33,13 @@ impl Bundle {
 
     /// Read a bundle back; the error names what is wrong.
     pub fn parse(text: &str) -> Result<Bundle, String> {
-        let b: Bundle = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| format!("not an InferScale bundle: {e}"))?;
+        let b: Bundle = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+            .map_err(|e| format!("not an InferScale bundle: {e}"))?;
         if b.inferscale_bundle != BUNDLE_VERSION {
-            return Err(format!("inferscale_bundle: version {} (this build reads {BUNDLE_VERSION})", b.inferscale_bundle));
+            return Err(format!(
+                "inferscale_bundle: version {} (this build reads {BUNDLE_VERSION})",
+                b.inferscale_bundle
+            ));
         }
         Ok(b)
     }

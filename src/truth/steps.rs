@@ -29,7 +29,13 @@ impl StepRow {
             StepWork { decode_seqs: b, decode_context_tokens: k * b as u64, ..Default::default() }
         } else {
             let pairs = (n as u64 * k + n as u64 * (n as u64 + 1) / 2) * b as u64;
-            StepWork { prefill_seqs: b, prefill_tokens: n * b, prefill_attention_pairs: pairs, prefill_context_tokens: k * b as u64, ..Default::default() }
+            StepWork {
+                prefill_seqs: b,
+                prefill_tokens: n * b,
+                prefill_attention_pairs: pairs,
+                prefill_context_tokens: k * b as u64,
+                ..Default::default()
+            }
         }
     }
 }
@@ -66,26 +72,45 @@ pub struct StepFit {
 
 /// The rows of a step table; the error names the line and the column.
 pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
-    let mut rd = csv::ReaderBuilder::new().trim(csv::Trim::All).flexible(true).from_reader(text.trim_start_matches('\u{feff}').as_bytes());
+    let mut rd = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .from_reader(text.trim_start_matches('\u{feff}').as_bytes());
     let header: Vec<String> = rd.headers().map_err(|e| format!("line 1: {e}"))?.iter().map(str::to_string).collect();
     let col = |n: &str| header.iter().position(|h| h == n);
-    let need = |n: &str| col(n).ok_or_else(|| format!("line 1: missing column `{n}` (header has: {})", header.join(", ")));
-    let (phase, batch, tokens, ctx) = (need("phase")?, need("batch_size")?, need("new_tokens_per_req")?, need("kv_context")?);
-    let measured: Vec<usize> = ["step_ms", "step_ms_raw_profile_vidur_formula", "vidur_rf_step_ms"].iter().filter_map(|n| col(n)).collect();
+    let need =
+        |n: &str| col(n).ok_or_else(|| format!("line 1: missing column `{n}` (header has: {})", header.join(", ")));
+    let (phase, batch, tokens, ctx) =
+        (need("phase")?, need("batch_size")?, need("new_tokens_per_req")?, need("kv_context")?);
+    let measured: Vec<usize> =
+        ["step_ms", "step_ms_raw_profile_vidur_formula", "vidur_rf_step_ms"].iter().filter_map(|n| col(n)).collect();
     if measured.is_empty() {
-        return Err("line 1: no measured column (`step_ms`, or `step_ms_raw_profile_vidur_formula` / `vidur_rf_step_ms`)".into());
+        return Err(
+            "line 1: no measured column (`step_ms`, or `step_ms_raw_profile_vidur_formula` / `vidur_rf_step_ms`)"
+                .into(),
+        );
     }
     let mut rows = Vec::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| format!("line {}: {e}", e.position().map_or(0, |p| p.line())))?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
-        let num = |i: usize, what: &str| rec.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0).ok_or_else(|| format!("line {line}: `{what}` must be a number ≥ 0"));
+        let num = |i: usize, what: &str| {
+            rec.get(i)
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| format!("line {line}: `{what}` must be a number ≥ 0"))
+        };
         let decode = match rec.get(phase) {
             Some("decode") => true,
             Some("prefill") => false,
-            other => return Err(format!("line {line}: `phase` must be decode or prefill (got {:?})", other.unwrap_or(""))),
+            other => {
+                return Err(format!("line {line}: `phase` must be decode or prefill (got {:?})", other.unwrap_or("")));
+            }
         };
-        let ms = measured.iter().find_map(|&i| rec.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0)).ok_or_else(|| format!("line {line}: no measured step time"))?;
+        let ms = measured
+            .iter()
+            .find_map(|&i| rec.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0))
+            .ok_or_else(|| format!("line {line}: no measured step time"))?;
         // A step of the simulated clock's resolution lasts 1e-6 ms; none lasts a day.
         if !(1e-3..=1e8).contains(&ms) {
             return Err(format!("line {line}: the measured step must be 0.001 … 10^8 ms (got {ms:e})"));
@@ -98,7 +123,14 @@ pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
         if k > 1e7 {
             return Err(format!("line {line}: `kv_context` must be 0 … 10,000,000 tokens (got {k:e})"));
         }
-        rows.push(StepRow { line, decode, batch: b as u32, new_tokens: n as u32, kv_context: k as u64, measured_ms: ms });
+        rows.push(StepRow {
+            line,
+            decode,
+            batch: b as u32,
+            new_tokens: n as u32,
+            kv_context: k as u64,
+            measured_ms: ms,
+        });
     }
     if rows.len() < 2 {
         return Err("the table needs at least two rows (one to fit, one to check)".into());
@@ -108,7 +140,13 @@ pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
 
 /// The roofline of `m` on `h` with the efficiencies `e`.
 fn roofline(m: &Model, h: &Hardware, e: Efficiencies) -> Roofline {
-    let h = Hardware { mfu: e.mfu, weight_bw_efficiency: e.weight_bw_efficiency, kv_bw_efficiency: e.kv_bw_efficiency, step_overhead_ns: e.step_overhead_ms * 1e6, ..h.clone() };
+    let h = Hardware {
+        mfu: e.mfu,
+        weight_bw_efficiency: e.weight_bw_efficiency,
+        kv_bw_efficiency: e.kv_bw_efficiency,
+        step_overhead_ns: e.step_overhead_ms * 1e6,
+        ..h.clone()
+    };
     Roofline::new(m, &h)
 }
 
@@ -122,10 +160,20 @@ pub fn fit_steps(m: &Model, h: &Hardware, rows: &[StepRow]) -> StepFit {
     let training = |i: usize| i.is_multiple_of(2);
     let err = |e: Efficiencies| {
         let roof = roofline(m, h, e);
-        let t: Vec<f64> = rows.iter().enumerate().filter(|(i, _)| training(*i)).map(|(_, r)| libm::fabs(libm::log(step_ms(&roof, r) / r.measured_ms))).collect();
+        let t: Vec<f64> = rows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| training(*i))
+            .map(|(_, r)| libm::fabs(libm::log(step_ms(&roof, r) / r.measured_ms)))
+            .collect();
         t.iter().sum::<f64>() / t.len() as f64
     };
-    let baseline = Efficiencies { mfu: h.mfu, weight_bw_efficiency: h.weight_bw_efficiency, kv_bw_efficiency: h.kv_bw_efficiency, step_overhead_ms: h.step_overhead_ns / 1e6 };
+    let baseline = Efficiencies {
+        mfu: h.mfu,
+        weight_bw_efficiency: h.weight_bw_efficiency,
+        kv_bw_efficiency: h.kv_bw_efficiency,
+        step_overhead_ms: h.step_overhead_ns / 1e6,
+    };
     let clamp = |e: Efficiencies| Efficiencies {
         mfu: e.mfu.clamp(0.01, 1.0),
         weight_bw_efficiency: e.weight_bw_efficiency.clamp(0.01, 1.0),
@@ -147,10 +195,26 @@ pub fn fit_steps(m: &Model, h: &Hardware, rows: &[StepRow]) -> StepFit {
             Efficiencies { step_overhead_ms: best.step_overhead_ms - step, ..best },
             // The weight read and the overhead both cost about the same every step: along that ridge only
             // moves of both at once make progress.
-            Efficiencies { weight_bw_efficiency: best.weight_bw_efficiency * f, step_overhead_ms: best.step_overhead_ms + step, ..best },
-            Efficiencies { weight_bw_efficiency: best.weight_bw_efficiency / f, step_overhead_ms: best.step_overhead_ms - step, ..best },
-            Efficiencies { weight_bw_efficiency: best.weight_bw_efficiency * f, step_overhead_ms: best.step_overhead_ms - step, ..best },
-            Efficiencies { weight_bw_efficiency: best.weight_bw_efficiency / f, step_overhead_ms: best.step_overhead_ms + step, ..best },
+            Efficiencies {
+                weight_bw_efficiency: best.weight_bw_efficiency * f,
+                step_overhead_ms: best.step_overhead_ms + step,
+                ..best
+            },
+            Efficiencies {
+                weight_bw_efficiency: best.weight_bw_efficiency / f,
+                step_overhead_ms: best.step_overhead_ms - step,
+                ..best
+            },
+            Efficiencies {
+                weight_bw_efficiency: best.weight_bw_efficiency * f,
+                step_overhead_ms: best.step_overhead_ms - step,
+                ..best
+            },
+            Efficiencies {
+                weight_bw_efficiency: best.weight_bw_efficiency / f,
+                step_overhead_ms: best.step_overhead_ms + step,
+                ..best
+            },
         ];
         let mut moved = false;
         for c in moves.map(clamp) {
@@ -168,7 +232,14 @@ pub fn fit_steps(m: &Model, h: &Hardware, rows: &[StepRow]) -> StepFit {
     let out: Vec<StepFitRow> = (rows.iter().enumerate())
         .map(|(i, r)| {
             let (b, f) = (step_ms(&before, r), step_ms(&after, r));
-            StepFitRow { row: r.clone(), training: training(i), baseline_ms: b, fitted_ms: f, baseline_ape: ape(b, r), fitted_ape: ape(f, r) }
+            StepFitRow {
+                row: r.clone(),
+                training: training(i),
+                baseline_ms: b,
+                fitted_ms: f,
+                baseline_ape: ape(b, r),
+                fitted_ape: ape(f, r),
+            }
         })
         .collect();
     let held: Vec<&StepFitRow> = out.iter().filter(|r| !r.training).collect();

@@ -1,59 +1,44 @@
 //! The workload, validated: arrivals, classes, tenants, output-length predictors and shared prefixes, each
 //! built from its part of the scenario spec with the errors it finds. `scenario::validate` assembles them.
 
-use super::{LengthDist, TraceRow};
-use crate::spec::{
-    ms_to_ns, s_to_ns, ArrivalSpec, ClassSpec, Errors, LengthSpec, PredictorSpec, PrefixSpec, TenantSpec, TraceFormat, WorkloadSpec, NS_PER_S,
-};
+use super::TraceRow;
+use super::class::{Class, MAX_TOKENS, Tenant, classes, tenants};
+use crate::spec::{ArrivalSpec, Errors, NS_PER_S, PredictorSpec, PrefixSpec, TraceFormat, WorkloadSpec, s_to_ns};
 
 const MAX_RATE_RPS: f64 = 1e7;
 /// The longest arrival span a run may have, ns (about 31 years): the u64 nanosecond clock holds 584 years,
 /// and the drain after the last arrival must fit too.
 pub(crate) const MAX_SPAN_NS: f64 = 1e18;
 pub(crate) const MAX_REQUESTS: u64 = 50_000_000;
-pub(crate) const MAX_TOKENS: u32 = 10_000_000;
-/// At most this many classes (each is a row of the report's per-class tables).
-const MAX_CLASSES: usize = 64;
-
-/// Latency objectives in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Slo {
-    pub ttft_ns: Option<u64>,
-    pub tpot_ns: Option<u64>,
-    pub e2e_ns: Option<u64>,
-}
-
-/// A validated request class.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Class {
-    pub name: String,
-    pub priority: u32,
-    pub prompt: LengthDist,
-    pub output: LengthDist,
-    pub slo: Slo,
-}
-
-/// A validated tenant.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tenant {
-    pub name: String,
-    /// Token-bucket refill, tokens per second (None: no bucket for this tenant).
-    pub rate_tokens_per_s: Option<f64>,
-    pub burst_tokens: f64,
-}
-
 /// Validated arrival process; gaps in nanoseconds.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
-    Poisson { mean_gap_ns: f64 },
-    Constant { gap_ns: f64 },
-    Gamma { shape: f64, scale_ns: f64 },
-    OnOff { on_rate_per_ns: f64, off_rate_per_ns: f64, mean_on_ns: f64, mean_off_ns: f64 },
+    Poisson {
+        mean_gap_ns: f64,
+    },
+    Constant {
+        gap_ns: f64,
+    },
+    Gamma {
+        shape: f64,
+        scale_ns: f64,
+    },
+    OnOff {
+        on_rate_per_ns: f64,
+        off_rate_per_ns: f64,
+        mean_on_ns: f64,
+        mean_off_ns: f64,
+    },
     /// `clients` requests at t = 0; each later one answers a request's end after a think time (mean ns).
-    ClosedLoop { clients: u64, think_ns: f64 },
+    ClosedLoop {
+        clients: u64,
+        think_ns: f64,
+    },
     /// Every request at t = 0.
     Burst,
-    Trace { rows: Vec<TraceRow> },
+    Trace {
+        rows: Vec<TraceRow>,
+    },
 }
 
 /// The workload the generator draws from.
@@ -116,13 +101,17 @@ impl Workload {
     /// session's later turns' new input and output).
     pub fn mean_prompt_tokens(&self) -> f64 {
         if let Some(s) = &self.sessions {
-            return s.mean_of(|c| c.first.mean() + (c.turns.mean() - 1.0).max(0.0) / 2.0 * (c.new.mean() + c.output.mean()));
+            return s.mean_of(|c| {
+                c.first.mean() + (c.turns.mean() - 1.0).max(0.0) / 2.0 * (c.new.mean() + c.output.mean())
+            });
         }
         if let Arrival::Trace { rows } = &self.arrival {
             return rows.iter().map(|r| r.prompt_tokens as f64).sum::<f64>() / rows.len().max(1) as f64;
         }
         let mut last = 0.0;
-        (self.classes.iter().zip(&self.class_cdf)).map(|(c, &cum)| (cum - std::mem::replace(&mut last, cum)) * c.prompt.mean()).sum()
+        (self.classes.iter().zip(&self.class_cdf))
+            .map(|(c, &cum)| (cum - std::mem::replace(&mut last, cum)) * c.prompt.mean())
+            .sum()
     }
 
     /// Mean prompt tokens a request makes a worker prefill: for sessions that keep their KV, a turn's new
@@ -194,7 +183,13 @@ impl Workload {
         };
         let sessions = match &w.sessions {
             Some(spec) => {
-                if !matches!(w.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Constant { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. }) {
+                if !matches!(
+                    w.arrival,
+                    ArrivalSpec::Poisson { .. }
+                        | ArrivalSpec::Constant { .. }
+                        | ArrivalSpec::Gamma { .. }
+                        | ArrivalSpec::OnOff { .. }
+                ) {
                     e.push("workload.sessions", "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); to replay recorded sessions use workload.sessions.trace (a closed loop of sessions is not modelled)");
                     return None;
                 }
@@ -244,10 +239,18 @@ impl Arrival {
                     Arrival::Gamma { shape, scale_ns: NS_PER_S / rate_rps / shape }
                 })
             }
-            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => on_off(*rate_on_rps, *rate_off_rps, *mean_on_s, *mean_off_s, e),
+            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
+                on_off(*rate_on_rps, *rate_off_rps, *mean_on_s, *mean_off_s, e)
+            }
             ArrivalSpec::ClosedLoop { clients, think_s } => {
                 let a = e.int("workload.arrival.clients", *clients as u64, 1, 1_000_000);
-                let b = e.within("workload.arrival.think_s", *think_s, 0.0, 1e6, "a client's mean pause between its requests");
+                let b = e.within(
+                    "workload.arrival.think_s",
+                    *think_s,
+                    0.0,
+                    1e6,
+                    "a client's mean pause between its requests",
+                );
                 (a && b).then(|| Arrival::ClosedLoop { clients: *clients as u64, think_ns: think_s * NS_PER_S })
             }
             ArrivalSpec::Burst {} => Some(Arrival::Burst),
@@ -259,181 +262,69 @@ impl Arrival {
 
 /// On/off (Markov-modulated Poisson) arrivals.
 fn on_off(rate_on_rps: f64, rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64, e: &mut Errors) -> Option<Arrival> {
-
-        let a = e.within("workload.arrival.rate_on_rps", rate_on_rps, 1e-6, MAX_RATE_RPS, "the arrival rate while on");
-        let b = e.range("workload.arrival.rate_off_rps", rate_off_rps, 0.0, MAX_RATE_RPS);
-        let period = "a mean period; the generator walks the periods one by one";
-        let c = e.within("workload.arrival.mean_on_s", mean_on_s, 1e-3, 1e6, period);
-        let d = e.within("workload.arrival.mean_off_s", mean_off_s, 1e-3, 1e6, period);
-        // The generator walks on/off periods one at a time between arrivals: with far fewer than one
-        // arrival per on-period it would walk millions of them per request (a run that never ends).
-        let per_period = rate_on_rps * mean_on_s;
-        let e_ok = !(a && c) || per_period >= 1e-3 || {
+    let a = e.within("workload.arrival.rate_on_rps", rate_on_rps, 1e-6, MAX_RATE_RPS, "the arrival rate while on");
+    let b = e.range("workload.arrival.rate_off_rps", rate_off_rps, 0.0, MAX_RATE_RPS);
+    let period = "a mean period; the generator walks the periods one by one";
+    let c = e.within("workload.arrival.mean_on_s", mean_on_s, 1e-3, 1e6, period);
+    let d = e.within("workload.arrival.mean_off_s", mean_off_s, 1e-3, 1e6, period);
+    // The generator walks on/off periods one at a time between arrivals: with far fewer than one
+    // arrival per on-period it would walk millions of them per request (a run that never ends).
+    let per_period = rate_on_rps * mean_on_s;
+    let e_ok = !(a && c)
+        || per_period >= 1e-3
+        || {
             e.push(
                 "workload.arrival.mean_on_s",
                 format!("rate_on_rps × mean_on_s must be at least 0.001 arrivals per on-period (got {per_period:e}): raise the rate or the on period"),
             );
             false
         };
-        (a && b && c && d && e_ok).then(|| Arrival::OnOff {
-            on_rate_per_ns: rate_on_rps / NS_PER_S,
-            off_rate_per_ns: rate_off_rps / NS_PER_S,
-            mean_on_ns: mean_on_s * NS_PER_S,
-            mean_off_ns: mean_off_s * NS_PER_S,
-        })
-    
+    (a && b && c && d && e_ok).then(|| Arrival::OnOff {
+        on_rate_per_ns: rate_on_rps / NS_PER_S,
+        off_rate_per_ns: rate_off_rps / NS_PER_S,
+        mean_on_ns: mean_on_s * NS_PER_S,
+        mean_off_ns: mean_off_s * NS_PER_S,
+    })
 }
 
 /// Trace replay: the rows of the trace's text, scaled in time.
-fn trace(path: Option<&str>, data: Option<&str>, format: TraceFormat, time_scale: f64, e: &mut Errors) -> Option<(Arrival, Option<super::trace::HashChains>)> {
-
-        let ok = e.range_open_lo("workload.arrival.time_scale", time_scale, 0.0, 1e6);
-        match data {
-            None => {
-                let why = match path {
-                    Some(p) => format!("trace contents missing: the front end did not load `{p}`"),
-                    None => "a trace needs `path` (a file) or `data` (its text)".into(),
-                };
-                e.push("workload.arrival.data", why);
-                None
-            }
-            Some(text) => match super::trace::parse_with_chains(text, format) {
-                Ok((rows, chains)) if ok => {
-                    // Scaled arrivals must stay on the clock: an arrival past it would be dropped unseen.
-                    let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
-                    if last > MAX_SPAN_NS {
-                        e.push(
+fn trace(
+    path: Option<&str>,
+    data: Option<&str>,
+    format: TraceFormat,
+    time_scale: f64,
+    e: &mut Errors,
+) -> Option<(Arrival, Option<super::trace::HashChains>)> {
+    let ok = e.range_open_lo("workload.arrival.time_scale", time_scale, 0.0, 1e6);
+    match data {
+        None => {
+            let why = match path {
+                Some(p) => format!("trace contents missing: the front end did not load `{p}`"),
+                None => "a trace needs `path` (a file) or `data` (its text)".into(),
+            };
+            e.push("workload.arrival.data", why);
+            None
+        }
+        Some(text) => match super::trace::parse_with_chains(text, format) {
+            Ok((rows, chains)) if ok => {
+                // Scaled arrivals must stay on the clock: an arrival past it would be dropped unseen.
+                let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
+                if last > MAX_SPAN_NS {
+                    e.push(
                             "workload.arrival.time_scale",
                             format!("the trace's last arrival would be at {:.3e} s after scaling, past the simulated clock's limit of {:.0e} s (about 31 years): lower time_scale", last / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
                         );
-                        None
-                    } else {
-                        Some((Arrival::Trace { rows: super::trace::scale(rows, time_scale) }, chains))
-                    }
-                }
-                Ok(_) => None,
-                Err(msg) => {
-                    e.push("workload.arrival.data", msg);
                     None
+                } else {
+                    Some((Arrival::Trace { rows: super::trace::scale(rows, time_scale) }, chains))
                 }
-            },
-        }
-    
-}
-
-/// The classes and their cumulative weights.
-fn classes(specs: &[ClassSpec], e: &mut Errors) -> (Vec<Class>, Vec<f64>) {
-    if specs.is_empty() || specs.len() > MAX_CLASSES {
-        e.push("workload.classes", format!("must list 1 to {MAX_CLASSES} classes (got {})", specs.len()));
-        return (Vec::new(), Vec::new());
-    }
-    let classes = specs.iter().enumerate().filter_map(|(i, c)| Class::build(c, i, e)).collect();
-    (classes, cdf(specs.iter().map(|c| c.weight), "workload.classes", e))
-}
-
-impl Class {
-    /// Class `i` of the workload; errors under `workload.classes[i].`.
-    fn build(c: &ClassSpec, i: usize, e: &mut Errors) -> Option<Class> {
-        let p = format!("workload.classes[{i}]");
-        e.range(&format!("{p}.weight"), c.weight, 0.0, 1e9);
-        e.int(&format!("{p}.priority"), c.priority as u64, 0, 1000);
-        let prompt = validate_length(&c.prompt_tokens, &format!("{p}.prompt_tokens"), e);
-        let output = validate_length(&c.output_tokens, &format!("{p}.output_tokens"), e);
-        let mut slo = Slo::default();
-        for (name, v, slot) in [
-            ("ttft_ms", c.slo.ttft_ms, &mut slo.ttft_ns),
-            ("tpot_ms", c.slo.tpot_ms, &mut slo.tpot_ns),
-            ("e2e_ms", c.slo.e2e_ms, &mut slo.e2e_ns),
-        ] {
-            if let Some(v) = v
-                && e.range_open_lo(&format!("{p}.slo.{name}"), v, 0.0, 1e9)
-            {
-                *slot = Some(ms_to_ns(v));
             }
-        }
-        Some(Class { name: c.name.clone(), priority: c.priority, prompt: prompt?, output: output?, slo })
-    }
-}
-
-/// The tenants and their cumulative weights.
-fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec<f64>) {
-    if specs.is_empty() || specs.len() > 1024 {
-        e.push("workload.tenants", format!("must list 1 to 1024 tenants (got {})", specs.len()));
-    }
-    let mut tenants = Vec::new();
-    for (i, t) in specs.iter().enumerate() {
-        let p = format!("workload.tenants[{i}]");
-        e.range(&format!("{p}.weight"), t.weight, 0.0, 1e9);
-        if let Some(r) = t.rate_tokens_per_s {
-            e.range_open_lo(&format!("{p}.rate_tokens_per_s"), r, 0.0, 1e12);
-        }
-        if let Some(b) = t.burst_tokens {
-            e.range(&format!("{p}.burst_tokens"), b, 1.0, 1e12);
-        }
-        tenants.push(Tenant {
-            name: t.name.clone(),
-            rate_tokens_per_s: t.rate_tokens_per_s,
-            burst_tokens: t.burst_tokens.unwrap_or(0.0),
-        });
-    }
-    (tenants, cdf(specs.iter().map(|t| t.weight), "workload.tenants", e))
-}
-
-/// Normalised cumulative weights; an error if they do not sum to something positive (each weight is checked
-/// at its field, 0 … 1e9, by the caller).
-pub(super) fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors) -> Vec<f64> {
-    let w: Vec<f64> = weights.collect();
-    let total: f64 = w.iter().sum();
-    if !(total > 0.0 && total.is_finite()) {
-        e.push(path, "weights must be ≥ 0 and sum to more than 0");
-        return vec![];
-    }
-    let mut acc = 0.0;
-    let mut out: Vec<f64> = w.iter().map(|x| {
-        acc += x;
-        acc / total
-    }).collect();
-    if let Some(last) = out.last_mut() {
-        *last = 1.0;
-    }
-    out
-}
-
-pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
-    let max_t = MAX_TOKENS as u64;
-    match l {
-        LengthSpec::Fixed { tokens } => e.int(&format!("{p}.tokens"), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens)),
-        LengthSpec::Uniform { min, max } => {
-            let a = e.int(&format!("{p}.min"), *min as u64, 1, max_t);
-            let b = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
-            if a && b && min > max {
-                e.push(format!("{p}.max"), format!("must be ≥ min ({min}) (got {max})"));
-                return None;
+            Ok(_) => None,
+            Err(msg) => {
+                e.push("workload.arrival.data", msg);
+                None
             }
-            (a && b).then_some(LengthDist::Uniform { min: *min, max: *max })
-        }
-        LengthSpec::Lognormal { mean, cv, max } => {
-            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
-            let b = e.range(&format!("{p}.cv"), *cv, 0.0, 20.0);
-            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
-            (a && b && c).then(|| LengthDist::lognormal(*mean, *cv, *max))
-        }
-        LengthSpec::Geometric { mean, max } => {
-            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
-            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
-            (a && c).then(|| LengthDist::geometric(*mean, *max))
-        }
-        LengthSpec::Empirical { values } => {
-            if values.is_empty() || values.len() > 10_000_000 {
-                e.push(format!("{p}.values"), format!("must hold 1 to 10,000,000 lengths (got {})", values.len()));
-                return None;
-            }
-            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > MAX_TOKENS) {
-                e.push(format!("{p}.values[{i}]"), format!("must be from 1 to {MAX_TOKENS} (got {v})"));
-                return None;
-            }
-            Some(LengthDist::Empirical(values.clone()))
-        }
+        },
     }
 }
 
@@ -466,10 +357,13 @@ impl Prefix {
         let weights: Vec<f64> = (1..=p.groups).map(|k| 1.0 / libm::pow(k as f64, p.zipf_s)).collect();
         let total: f64 = weights.iter().sum();
         let mut acc = 0.0;
-        let group_cdf = weights.iter().map(|x| {
-            acc += x / total;
-            acc
-        }).collect();
+        let group_cdf = weights
+            .iter()
+            .map(|x| {
+                acc += x / total;
+                acc
+            })
+            .collect();
         Some(Some(Prefix { shared_tokens, reuse_fraction: p.reuse_fraction, group_cdf, caching: p.caching }))
     }
 }

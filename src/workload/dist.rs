@@ -6,11 +6,22 @@ use crate::rng::Rng64;
 #[derive(Clone, Debug, PartialEq)]
 pub enum LengthDist {
     Fixed(u32),
-    Uniform { min: u32, max: u32 },
+    Uniform {
+        min: u32,
+        max: u32,
+    },
     /// ln L ~ Normal(mu, sigma), rounded and clamped to [1, max].
-    Lognormal { mu: f64, sigma: f64, mean: f64, max: u32 },
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+        mean: f64,
+        max: u32,
+    },
     /// P(L = k) = (1 − p)^(k−1) p, clamped to max.
-    Geometric { p: f64, max: u32 },
+    Geometric {
+        p: f64,
+        max: u32,
+    },
     Empirical(Vec<u32>),
 }
 
@@ -61,7 +72,9 @@ impl LengthDist {
     pub fn max(&self) -> u32 {
         match self {
             LengthDist::Fixed(n) => *n,
-            LengthDist::Uniform { max, .. } | LengthDist::Lognormal { max, .. } | LengthDist::Geometric { max, .. } => *max,
+            LengthDist::Uniform { max, .. } | LengthDist::Lognormal { max, .. } | LengthDist::Geometric { max, .. } => {
+                *max
+            }
             LengthDist::Empirical(v) => v.iter().copied().max().unwrap_or(1),
         }
     }

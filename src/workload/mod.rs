@@ -5,12 +5,14 @@
 //! their scheduler, router or engine.
 
 mod build;
+mod class;
+mod dist;
 mod sessions;
 pub mod sessions_trace;
-mod dist;
 pub mod trace;
 
-pub use build::{Arrival, Chains, Class, Predictor, Prefix, Slo, Tenant, Workload};
+pub use build::{Arrival, Chains, Predictor, Prefix, Workload};
+pub use class::{Class, Slo, Tenant};
 pub use sessions::{Retention, SessionClass, Sessions, Tool};
 
 pub use dist::LengthDist;
@@ -168,7 +170,10 @@ impl<'a> Generator<'a> {
             programs: Vec::new(),
             session_ends: SessionEnds::default(),
             context_tokens: u64::MAX,
-            session_output_mean: workload.sessions.as_ref().map_or(Vec::new(), |s| s.classes.iter().map(|c| c.output.mean()).collect()),
+            session_output_mean: workload
+                .sessions
+                .as_ref()
+                .map_or(Vec::new(), |s| s.classes.iter().map(|c| c.output.mean()).collect()),
         }
     }
 
@@ -186,7 +191,9 @@ impl<'a> Generator<'a> {
 
     /// Whether any request's end can be answered (the engine then tells the workload of each).
     pub fn answers_completions(&self) -> bool {
-        self.follow_ups != FollowUps::None || matches!(self.workload.arrival, Arrival::ClosedLoop { .. }) || self.workload.sessions.is_some()
+        self.follow_ups != FollowUps::None
+            || matches!(self.workload.arrival, Arrival::ClosedLoop { .. })
+            || self.workload.sessions.is_some()
     }
 
     /// The request that answers the completion of `done` (turn `turn` of its chain, the first being 1) at
@@ -202,7 +209,9 @@ impl<'a> Generator<'a> {
         }
         match self.follow_ups {
             FollowUps::None => None,
-            FollowUps::Echo { delay_ns, turns } => (turn < turns).then(|| Request { arrival_ns: now_ns.saturating_add(delay_ns), ..*done }),
+            FollowUps::Echo { delay_ns, turns } => {
+                (turn < turns).then(|| Request { arrival_ns: now_ns.saturating_add(delay_ns), ..*done })
+            }
         }
     }
 
@@ -229,7 +238,9 @@ impl<'a> Generator<'a> {
                     self.left_ns = r.exponential(if self.on { *mean_on_ns } else { *mean_off_ns });
                 }
             }
-            Arrival::Trace { .. } | Arrival::ClosedLoop { .. } | Arrival::Burst => unreachable!("these arrivals have no gaps"),
+            Arrival::Trace { .. } | Arrival::ClosedLoop { .. } | Arrival::Burst => {
+                unreachable!("these arrivals have no gaps")
+            }
         }
     }
 }
@@ -308,7 +319,11 @@ impl Generator<'_> {
         let Some(p) = self.prefix else { return NO_PREFIX };
         let mut pr = rng::stream(self.seed, Stream::Prefix, idx);
         let (u_reuse, u_group) = (pr.uniform(), pr.uniform());
-        if u_reuse < p.reuse_fraction && prompt_tokens > p.shared_tokens { pick(&p.group_cdf, u_group) as u16 } else { NO_PREFIX }
+        if u_reuse < p.reuse_fraction && prompt_tokens > p.shared_tokens {
+            pick(&p.group_cdf, u_group) as u16
+        } else {
+            NO_PREFIX
+        }
     }
 
     /// The next session's first turn: the session's program is drawn now, from its own stream; the turn is
@@ -335,7 +350,11 @@ impl Generator<'_> {
             None => {
                 // The class from a stream of its own: a mix's weights move which class a session is, never
                 // what a class's session draws.
-                let class = if s.classes.len() > 1 { pick(&s.class_cdf, rng::stream(self.seed, Stream::SessionClass, idx).uniform()) } else { 0 };
+                let class = if s.classes.len() > 1 {
+                    pick(&s.class_cdf, rng::stream(self.seed, Stream::SessionClass, idx).uniform())
+                } else {
+                    0
+                };
                 draw_program(s, class, &mut rng::stream(self.seed, Stream::Session, idx))
             }
         };
@@ -372,7 +391,12 @@ impl Generator<'_> {
             ends.context += 1;
             return None;
         }
-        let mut r = Request { arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]), prompt_tokens: prompt as u32, output_tokens: output, ..*done };
+        let mut r = Request {
+            arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]),
+            prompt_tokens: prompt as u32,
+            output_tokens: output,
+            ..*done
+        };
         if self.prefix.is_some_and(|x| r.prompt_tokens <= x.shared_tokens) {
             r.prefix_group = NO_PREFIX; // a traced agent compacted its history below the shared prefix
         }
@@ -427,7 +451,8 @@ impl Generator<'_> {
             return None;
         }
         let idx = self.next_idx;
-        let think = if think_ns > 0.0 { rng::stream(self.seed, Stream::Arrivals, idx + 1).exponential(think_ns) } else { 0.0 };
+        let think =
+            if think_ns > 0.0 { rng::stream(self.seed, Stream::Arrivals, idx + 1).exponential(think_ns) } else { 0.0 };
         let arrival_ns = now_ns.saturating_add(think.round() as u64);
         if arrival_ns >= w.end_ns {
             return None;
@@ -442,7 +467,14 @@ impl Generator<'_> {
 fn draw_program(s: &Sessions, class: usize, r: &mut Rng64) -> Program {
     let c = &s.classes[class];
     let turns = c.turns.sample(r).max(1) as usize;
-    let mut p = Program { new_tokens: vec![c.first.sample(r)], output_tokens: Vec::with_capacity(turns), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new(), class: class as u16 };
+    let mut p = Program {
+        new_tokens: vec![c.first.sample(r)],
+        output_tokens: Vec::with_capacity(turns),
+        tools: Vec::new(),
+        gaps_ns: Vec::new(),
+        prompt_tokens: Vec::new(),
+        class: class as u16,
+    };
     for k in 0..turns {
         p.output_tokens.push(c.output.sample(r));
         if k + 1 < turns {

@@ -1,10 +1,13 @@
 //! Sessions, validated: the session classes a program is drawn from (turns, lengths, tools, objectives), the
 //! retention policy, or a replayed session trace.
 
-use super::build::{cdf, validate_length, Class};
-use super::sessions_trace::SessionTrace;
 use super::LengthDist;
-use crate::spec::{ms_to_ns, s_to_ns, Errors, LengthSpec, RetentionSpec, SessionClassSpec, SessionSloSpec, SessionTraceSpec, SessionsSpec, ToolSpec, NS_PER_S};
+use super::class::{Class, cdf, validate_length};
+use super::sessions_trace::SessionTrace;
+use crate::spec::{
+    Errors, LengthSpec, NS_PER_S, RetentionSpec, SessionClassSpec, SessionSloSpec, SessionTraceSpec, SessionsSpec,
+    ToolSpec, ms_to_ns, s_to_ns,
+};
 use std::sync::Arc;
 
 const P: &str = "workload.sessions";
@@ -107,7 +110,8 @@ impl Sessions {
         }
         let n0 = e.0.len();
         let mut tools = Vec::new();
-        let (turns, first, new, output) = given_lengths([&s.turns, &s.first_tokens, &s.new_tokens, &s.output_tokens], P, e);
+        let (turns, first, new, output) =
+            given_lengths([&s.turns, &s.first_tokens, &s.new_tokens, &s.output_tokens], P, e);
         let base = Base {
             turns,
             first,
@@ -121,20 +125,33 @@ impl Sessions {
         } else {
             class_list(&s.classes, &base, request_classes, &mut tools, e)
         };
-        let class_cdf = if s.classes.is_empty() { vec![1.0] } else { cdf(s.classes.iter().map(|c| c.weight), &format!("{P}.classes"), e) };
+        let class_cdf = if s.classes.is_empty() {
+            vec![1.0]
+        } else {
+            cdf(s.classes.iter().map(|c| c.weight), &format!("{P}.classes"), e)
+        };
         if e.0.len() > n0 {
             return None;
         }
         let mut last = 0.0;
-        let classes = (classes.into_iter().zip(&class_cdf)).map(|(c, &cum)| SessionClass { share: cum - std::mem::replace(&mut last, cum), ..c }).collect();
+        let classes = (classes.into_iter().zip(&class_cdf))
+            .map(|(c, &cum)| SessionClass { share: cum - std::mem::replace(&mut last, cum), ..c })
+            .collect();
         Some(Sessions { classes, class_cdf, named_classes: !s.classes.is_empty(), tools, retention, trace: None })
     }
 
     /// Sessions replayed from a trace: its programs, its tools (named, each at its mean recorded latency), and
     /// empirical distributions of its lengths for the estimates.
     fn from_trace(s: &SessionsSpec, t: &SessionTraceSpec, retention: Retention, e: &mut Errors) -> Option<Sessions> {
-        use super::sessions_trace::{parse, Shape};
-        for (given, name) in [(s.turns.is_some(), "turns"), (s.first_tokens.is_some(), "first_tokens"), (s.new_tokens.is_some(), "new_tokens"), (s.output_tokens.is_some(), "output_tokens"), (!s.tools.is_empty(), "tools"), (!s.classes.is_empty(), "classes")] {
+        use super::sessions_trace::{Shape, parse};
+        for (given, name) in [
+            (s.turns.is_some(), "turns"),
+            (s.first_tokens.is_some(), "first_tokens"),
+            (s.new_tokens.is_some(), "new_tokens"),
+            (s.output_tokens.is_some(), "output_tokens"),
+            (!s.tools.is_empty(), "tools"),
+            (!s.classes.is_empty(), "classes"),
+        ] {
             if given {
                 e.push(format!("{P}.{name}"), "comes from the session trace: remove it, or remove `trace`");
             }
@@ -154,7 +171,12 @@ impl Sessions {
         let progs = &trace.programs;
         let tools: Vec<Tool> = (trace.tools.iter().enumerate())
             .map(|(i, name)| {
-                let gaps: Vec<f64> = progs.iter().flat_map(|x| x.tools.iter().zip(&x.gaps_ns).filter(|(t, _)| **t as usize == i).map(|(_, g)| *g as f64)).collect();
+                let gaps: Vec<f64> = progs
+                    .iter()
+                    .flat_map(|x| {
+                        x.tools.iter().zip(&x.gaps_ns).filter(|(t, _)| **t as usize == i).map(|(_, g)| *g as f64)
+                    })
+                    .collect();
                 let mean_ns = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
                 Tool { name: name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)), sigma: 0.0 }
             })
@@ -172,7 +194,14 @@ impl Sessions {
             session_ns,
             request_class: None,
         };
-        Some(Sessions { classes: vec![class], class_cdf: vec![1.0], named_classes: false, tools, retention, trace: Some(Arc::new(trace)) })
+        Some(Sessions {
+            classes: vec![class],
+            class_cdf: vec![1.0],
+            named_classes: false,
+            tools,
+            retention,
+            trace: Some(Arc::new(trace)),
+        })
     }
 }
 
@@ -191,23 +220,56 @@ type Field = Option<Option<LengthDist>>;
 
 impl Base {
     /// The class of the sessions' fields alone (at `p`, `workload.sessions`): each is required.
-    fn class(&self, name: String, share: f64, request_class: Option<u16>, p: &str, e: &mut Errors) -> Option<SessionClass> {
+    fn class(
+        &self,
+        name: String,
+        share: f64,
+        request_class: Option<u16>,
+        p: &str,
+        e: &mut Errors,
+    ) -> Option<SessionClass> {
         let need = |x: &Field, field: &str, e: &mut Errors| match x {
             Some(x) => x.clone(),
             None => {
-                e.push(format!("{p}.{field}"), "required (a length distribution), unless the sessions come from a `trace`");
+                e.push(
+                    format!("{p}.{field}"),
+                    "required (a length distribution), unless the sessions come from a `trace`",
+                );
                 None
             }
         };
-        let (turns, first, new, output) = (need(&self.turns, "turns", e), need(&self.first, "first_tokens", e), need(&self.new, "new_tokens", e), need(&self.output, "output_tokens", e));
+        let (turns, first, new, output) = (
+            need(&self.turns, "turns", e),
+            need(&self.first, "first_tokens", e),
+            need(&self.new, "new_tokens", e),
+            need(&self.output, "output_tokens", e),
+        );
         let (tools, tool_cdf) = self.tools.clone()?;
         let (turn_ttft_ns, session_ns) = self.slo;
-        Some(SessionClass { name, share, turns: turns?, first: first?, new: new?, output: output?, tools, tool_cdf, turn_ttft_ns, session_ns, request_class })
+        Some(SessionClass {
+            name,
+            share,
+            turns: turns?,
+            first: first?,
+            new: new?,
+            output: output?,
+            tools,
+            tool_cdf,
+            turn_ttft_ns,
+            session_ns,
+            request_class,
+        })
     }
 }
 
 /// The named classes: each field a class gives replaces the sessions' one.
-fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class], tools: &mut Vec<Tool>, e: &mut Errors) -> Vec<SessionClass> {
+fn class_list(
+    specs: &[SessionClassSpec],
+    base: &Base,
+    request_classes: &[Class],
+    tools: &mut Vec<Tool>,
+    e: &mut Errors,
+) -> Vec<SessionClass> {
     let mut out = Vec::new();
     for (i, c) in specs.iter().enumerate() {
         let p = format!("{P}.classes[{i}]");
@@ -217,7 +279,8 @@ fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class]
         } else if specs[..i].iter().any(|o| o.name == c.name) {
             e.push(format!("{p}.name"), format!("the name {:?} is taken by an earlier session class", c.name));
         }
-        let (turns, first, new, output) = given_lengths([&c.turns, &c.first_tokens, &c.new_tokens, &c.output_tokens], &p, e);
+        let (turns, first, new, output) =
+            given_lengths([&c.turns, &c.first_tokens, &c.new_tokens, &c.output_tokens], &p, e);
         let merged = Base {
             turns: turns.or_else(|| base.turns.clone()),
             first: first.or_else(|| base.first.clone()),
@@ -232,14 +295,18 @@ fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class]
                 (t.or(base.slo.0), s.or(base.slo.1))
             },
         };
-        let request_class = c.request_class.as_ref().and_then(|name| match request_classes.iter().position(|rc| &rc.name == name) {
-            Some(k) => Some(k as u16),
-            None => {
-                let known: Vec<&str> = request_classes.iter().map(|rc| rc.name.as_str()).collect();
-                e.push(format!("{p}.request_class"), format!("no request class is named {name:?} (workload.classes has {})", known.join(", ")));
-                None
-            }
-        });
+        let request_class =
+            c.request_class.as_ref().and_then(|name| match request_classes.iter().position(|rc| &rc.name == name) {
+                Some(k) => Some(k as u16),
+                None => {
+                    let known: Vec<&str> = request_classes.iter().map(|rc| rc.name.as_str()).collect();
+                    e.push(
+                        format!("{p}.request_class"),
+                        format!("no request class is named {name:?} (workload.classes has {})", known.join(", ")),
+                    );
+                    None
+                }
+            });
         // A field neither the class nor the sessions give is the class's to give.
         out.extend(merged.class(c.name.clone(), 0.0, request_class, &p, e));
     }
@@ -249,7 +316,9 @@ fn class_list(specs: &[SessionClassSpec], base: &Base, request_classes: &[Class]
 /// The turns, first prompt, new input and output given at `p` (the sessions' or a class's), each validated;
 /// None where not given.
 fn given_lengths(x: [&Option<LengthSpec>; 4], p: &str, e: &mut Errors) -> (Field, Field, Field, Field) {
-    let length = |x: &Option<LengthSpec>, field: &str, e: &mut Errors| x.as_ref().map(|x| validate_length(x, &format!("{p}.{field}"), e));
+    let length = |x: &Option<LengthSpec>, field: &str, e: &mut Errors| {
+        x.as_ref().map(|x| validate_length(x, &format!("{p}.{field}"), e))
+    };
     let turns = x[0].as_ref().map(|t| validate_turns(t, &format!("{p}.turns"), e));
     (turns, length(x[1], "first_tokens", e), length(x[2], "new_tokens", e), length(x[3], "output_tokens", e))
 }
@@ -280,7 +349,12 @@ fn tool_mix(specs: &[ToolSpec], path: &str, all: &mut Vec<Tool>, e: &mut Errors)
             let sigma = libm::sqrt(libm::log(1.0 + t.cv * t.cv));
             let mean_ns = t.mean_s * NS_PER_S;
             ix.push(all.len() as u16);
-            all.push(Tool { name: t.name.clone(), mean_ns, mu: libm::log(mean_ns.max(1.0)) - sigma * sigma / 2.0, sigma });
+            all.push(Tool {
+                name: t.name.clone(),
+                mean_ns,
+                mu: libm::log(mean_ns.max(1.0)) - sigma * sigma / 2.0,
+                sigma,
+            });
         }
     }
     let tool_cdf = if specs.is_empty() { Vec::new() } else { cdf(specs.iter().map(|t| t.weight), path, e) };
@@ -303,7 +377,8 @@ fn retention(s: &SessionsSpec, e: &mut Errors) -> Retention {
 
 /// Session objectives at `p` (ns).
 fn slo(s: &SessionSloSpec, p: &str, e: &mut Errors) -> (Option<u64>, Option<u64>) {
-    let turn_ttft_ns = s.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
+    let turn_ttft_ns =
+        s.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
     let session_ns = s.session_s.filter(|&v| e.range_open_lo(&format!("{p}.slo.session_s"), v, 0.0, 1e8)).map(s_to_ns);
     (turn_ttft_ns, session_ns)
 }

@@ -57,7 +57,9 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
             continue;
         }
         let v: Value = serde_json::from_str(line).map_err(|e| format!("line {n}: not JSON ({e})"))?;
-        let Value::Object(o) = v else { return Err(format!("line {n}: a session is a JSON object, got {}", kind_of(&v))) };
+        let Value::Object(o) = v else {
+            return Err(format!("line {n}: a session is a JSON object, got {}", kind_of(&v)));
+        };
         let s = *shape.get_or_insert(match (o.contains_key("turns"), o.contains_key("steps")) {
             (true, _) => Shape::Ours,
             (_, true) => Shape::InferenceLab,
@@ -149,15 +151,25 @@ fn list<'a>(o: &'a Map<String, Value>, key: &str, n: usize) -> Result<&'a Vec<Va
 fn refuse_unknown(o: &Map<String, Value>, known: &[&str], at: &str) -> Result<(), String> {
     match o.keys().find(|k| !known.contains(&k.as_str())) {
         Some(k) => {
-            let hint = crate::spec::suggest(k, known.iter().copied()).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-            Err(format!("{at}: unknown key `{k}` (one of {}){hint}", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")))
+            let hint = crate::spec::suggest(k, known.iter().copied())
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            Err(format!(
+                "{at}: unknown key `{k}` (one of {}){hint}",
+                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ))
         }
         None => Ok(()),
     }
 }
 
 /// Our shape: a session with `turns`, each its new input, output and the tool after it.
-fn ours(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>, arrivals: &mut Vec<Option<f64>>) -> Result<Option<Program>, String> {
+fn ours(
+    o: &Map<String, Value>,
+    n: usize,
+    tools: &mut Vec<String>,
+    arrivals: &mut Vec<Option<f64>>,
+) -> Result<Option<Program>, String> {
     refuse_unknown(o, &["id", "arrival_s", "turns"], &format!("line {n}"))?;
     let turns = list(o, "turns", n)?;
     arrivals.push(match o.get("arrival_s") {
@@ -167,7 +179,14 @@ fn ours(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>, arrivals: &mu
     if turns.is_empty() {
         return Err(format!("line {n}: `turns` is empty (a session has at least one turn)"));
     }
-    let mut p = Program { new_tokens: Vec::new(), output_tokens: Vec::new(), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new(), class: 0 };
+    let mut p = Program {
+        new_tokens: Vec::new(),
+        output_tokens: Vec::new(),
+        tools: Vec::new(),
+        gaps_ns: Vec::new(),
+        prompt_tokens: Vec::new(),
+        class: 0,
+    };
     for (k, t) in turns.iter().enumerate() {
         let at = format!("line {n}: `turns[{k}]`");
         let Value::Object(t) = t else { return Err(format!("{at} must be an object, got {}", kind_of(t))) };
@@ -193,7 +212,14 @@ fn inference_lab(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>) -> R
     if steps.is_empty() {
         return Ok(None);
     }
-    let mut p = Program { new_tokens: Vec::new(), output_tokens: Vec::new(), tools: Vec::new(), gaps_ns: Vec::new(), prompt_tokens: Vec::new(), class: 0 };
+    let mut p = Program {
+        new_tokens: Vec::new(),
+        output_tokens: Vec::new(),
+        tools: Vec::new(),
+        gaps_ns: Vec::new(),
+        prompt_tokens: Vec::new(),
+        class: 0,
+    };
     for (k, s) in steps.iter().enumerate() {
         let at = format!("line {n}: `steps[{k}]`");
         let Value::Object(s) = s else { return Err(format!("{at} must be an object, got {}", kind_of(s))) };
@@ -222,12 +248,19 @@ fn relative_arrivals(a: &[Option<f64>]) -> Result<Vec<u64>, String> {
     }
     if given < a.len() {
         let line = a.iter().position(|x| x.is_none()).map_or(0, |i| i + 1);
-        return Err(format!("session {line} has no `arrival_s` while others do: give it on every session, or on none (the scenario's arrival process then starts them)"));
+        return Err(format!(
+            "session {line} has no `arrival_s` while others do: give it on every session, or on none (the scenario's arrival process then starts them)"
+        ));
     }
     let t: Vec<f64> = a.iter().map(|x| x.unwrap_or(0.0)).collect();
     let t0 = t.iter().copied().fold(f64::INFINITY, f64::min);
     if let Some(i) = t.windows(2).position(|w| w[1] < w[0]) {
-        return Err(format!("session {}: `arrival_s` goes back in time ({} after {}): sessions must be in arrival order", i + 2, t[i + 1], t[i]));
+        return Err(format!(
+            "session {}: `arrival_s` goes back in time ({} after {}): sessions must be in arrival order",
+            i + 2,
+            t[i + 1],
+            t[i]
+        ));
     }
     Ok(t.iter().map(|x| crate::spec::s_to_ns(x - t0)).collect())
 }

@@ -85,7 +85,10 @@ pub fn parse_with_chains(text: &str, format: TraceFormat) -> Result<(Vec<TraceRo
         ));
     }
     let chains = (!chains.is_empty()).then(|| {
-        let mut h = HashChains { flat: Vec::with_capacity(chains.iter().map(Vec::len).sum()), start: Vec::with_capacity(chains.len() + 1) };
+        let mut h = HashChains {
+            flat: Vec::with_capacity(chains.iter().map(Vec::len).sum()),
+            start: Vec::with_capacity(chains.len() + 1),
+        };
         for c in &chains {
             h.start.push(h.flat.len() as u32);
             h.flat.extend_from_slice(c);
@@ -93,7 +96,12 @@ pub fn parse_with_chains(text: &str, format: TraceFormat) -> Result<(Vec<TraceRo
         h.start.push(h.flat.len() as u32);
         h
     });
-    Ok((rows.into_iter().map(|(t, p, o)| TraceRow { arrival_ns: (t - t0) as u64, prompt_tokens: p, output_tokens: o }).collect(), chains))
+    Ok((
+        rows.into_iter()
+            .map(|(t, p, o)| TraceRow { arrival_ns: (t - t0) as u64, prompt_tokens: p, output_tokens: o })
+            .collect(),
+        chains,
+    ))
 }
 
 /// Stretch or compress the gaps.
@@ -109,7 +117,8 @@ fn detect(text: &str) -> Result<TraceFormat, String> {
     if first.trim_start().starts_with('{') {
         return Ok(TraceFormat::Mooncake);
     }
-    let header: Vec<String> = reader(first).headers().map(|h| h.iter().map(str::to_string).collect()).unwrap_or_default();
+    let header: Vec<String> =
+        reader(first).headers().map(|h| h.iter().map(str::to_string).collect()).unwrap_or_default();
     let has = |name: &str| header.iter().any(|h| h == name);
     if has("arrived_at") {
         Ok(TraceFormat::Vidur)
@@ -148,7 +157,10 @@ fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i128, u32, u32)>, S
         return Err("the trace is empty".into());
     }
     let col = |name: &str| {
-        header.iter().position(|h| *h == name).ok_or_else(|| format!("line 1: missing column `{name}` (header has: {})", header.join(", ")))
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("line 1: missing column `{name}` (header has: {})", header.join(", ")))
     };
     let (ti, pi, oi) = (col(t_col)?, col(p_col)?, col(o_col)?);
     let mut rows = Vec::new();
@@ -158,16 +170,19 @@ fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i128, u32, u32)>, S
         if rec.iter().all(str::is_empty) {
             continue; // a line of blanks
         }
-        let get = |i: usize, name: &str| rec.get(i).filter(|s| !s.is_empty()).ok_or_else(|| format!("line {line}: missing value for `{name}`"));
+        let get = |i: usize, name: &str| {
+            rec.get(i).filter(|s| !s.is_empty()).ok_or_else(|| format!("line {line}: missing value for `{name}`"))
+        };
         let t = match format {
-            TraceFormat::Azure => parse_datetime(get(ti, t_col)?).map_err(|m| format!("line {line}: `{t_col}`: {m}"))?,
+            TraceFormat::Azure => {
+                parse_datetime(get(ti, t_col)?).map_err(|m| format!("line {line}: `{t_col}`: {m}"))?
+            }
             _ => {
                 let s = get(ti, t_col)?;
-                let secs = s
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
-                    .ok_or_else(|| format!("line {line}: `{t_col}` must be a time from 0 to 1e9 seconds (got `{s}`)"))?;
+                let secs =
+                    s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9).ok_or_else(|| {
+                        format!("line {line}: `{t_col}` must be a time from 0 to 1e9 seconds (got `{s}`)")
+                    })?;
                 (secs * 1e9).round() as i128
             }
         };
@@ -186,9 +201,13 @@ fn parse_csv(text: &str, format: TraceFormat) -> Result<Vec<(i128, u32, u32)>, S
 
 fn tokens(s: &str, name: &str, n: usize) -> Result<u32, String> {
     // Some exports write counts as floats ("512.0").
-    let v: f64 = s.parse().map_err(|_| format!("line {}: `{name}` must be a whole number of tokens (got `{s}`)", n + 1))?;
+    let v: f64 =
+        s.parse().map_err(|_| format!("line {}: `{name}` must be a whole number of tokens (got `{s}`)", n + 1))?;
     if !(v.is_finite() && (0.0..=10_000_000.0).contains(&v) && v.fract() == 0.0) {
-        return Err(format!("line {}: `{name}` must be a whole number of tokens from 0 to 10,000,000 (got `{s}`)", n + 1));
+        return Err(format!(
+            "line {}: `{name}` must be a whole number of tokens from 0 to 10,000,000 (got `{s}`)",
+            n + 1
+        ));
     }
     Ok(v as u32)
 }
@@ -201,9 +220,13 @@ fn parse_mooncake(text: &str) -> Result<Parsed, String> {
     let (mut rows, mut chains) = (Vec::new(), Vec::new());
     let mut total_hashes = 0usize;
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("line {}: not a JSON object: {e}", n + 1))?;
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: not a JSON object: {e}", n + 1))?;
         let num = |k: &str| {
-            v.get(k).and_then(|x| x.as_f64()).filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| format!("line {}: missing or invalid `{k}`", n + 1))
+            v.get(k)
+                .and_then(|x| x.as_f64())
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("line {}: missing or invalid `{k}`", n + 1))
         };
         let ms = num("timestamp")?;
         if ms >= 1e12 {
@@ -266,7 +289,10 @@ mod tests {
         assert_eq!(parse_datetime("1970-01-01 00:00:01.5").unwrap(), 1_500_000_000);
         assert_eq!(parse_datetime("1970-01-01T00:00:01.000000001Z").unwrap(), 1_000_000_001);
         // 292 years past 1970 would wrap an i64 of nanoseconds.
-        assert_eq!(parse_datetime("2400-01-01 00:00:00").unwrap() - parse_datetime("2399-12-31 00:00:00").unwrap(), 86_400_000_000_000);
+        assert_eq!(
+            parse_datetime("2400-01-01 00:00:00").unwrap() - parse_datetime("2399-12-31 00:00:00").unwrap(),
+            86_400_000_000_000
+        );
         assert!(parse_datetime("2023-13-01 00:00:00").is_err());
         assert!(parse_datetime("2023-11-16").is_err());
     }

@@ -14,7 +14,10 @@ fn every_shipped_scenario_passes_its_audits() {
         }
         let r = inferscale::simulate(&valid(&spec));
         let a = &r.audits;
-        println!("{name}: Little rel.err {:.2e}, {} KV checks, {} arrived", a.little.relative_error, a.kv.checks, a.conservation.arrived);
+        println!(
+            "{name}: Little rel.err {:.2e}, {} KV checks, {} arrived",
+            a.little.relative_error, a.kv.checks, a.conservation.arrived
+        );
         assert!(a.little.relative_error <= 0.01, "{name}: Little's law off by {}", a.little.relative_error);
         assert!(a.conservation.ok, "{name}: conservation {:?}", a.conservation);
         assert_eq!(a.kv.violations, 0, "{name}: KV invariant broken");
@@ -53,13 +56,28 @@ fn horizon_reports_unfinished_and_still_conserves() {
 #[test]
 fn the_resource_estimate_bounds_every_run() {
     let mut checked = 0;
-    let specs = super::shipped_names().into_iter().map(|n| super::shipped(&n)).chain((0..150).map(super::property::random_spec));
+    let specs = super::shipped_names()
+        .into_iter()
+        .map(|n| super::shipped(&n))
+        .chain((0..150).map(super::property::random_spec));
     for spec in specs {
         let Ok(sc) = inferscale::scenario::validate(&spec) else { continue };
         let est = sc.estimate();
         let r = inferscale::simulate(&sc);
-        assert!(r.engine.steps as f64 <= est.steps, "{}: {} steps, estimated at most {}", spec.name, r.engine.steps, est.steps);
-        assert!(r.summary.requests as f64 <= est.requests, "{}: {} requests, estimated {}", spec.name, r.summary.requests, est.requests);
+        assert!(
+            r.engine.steps as f64 <= est.steps,
+            "{}: {} steps, estimated at most {}",
+            spec.name,
+            r.engine.steps,
+            est.steps
+        );
+        assert!(
+            r.summary.requests as f64 <= est.requests,
+            "{}: {} requests, estimated {}",
+            spec.name,
+            r.summary.requests,
+            est.requests
+        );
         checked += 1;
     }
     assert!(checked > 100, "{checked} runs checked");

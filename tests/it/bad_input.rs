@@ -1,7 +1,7 @@
 //! A table of broken scenarios and traces: each must give an error naming the field, never a panic.
 
 use inferscale::scenario;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn base() -> Value {
     serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap()).unwrap()
@@ -49,21 +49,61 @@ fn broken_scenarios_name_the_field() {
         ("rate as text", with(base(), "/workload/arrival/rate_rps", json!("fast")), "workload.arrival"),
         ("missing rate", without(base(), "/workload/arrival/rate_rps"), "workload.arrival"),
         ("unknown arrival kind", with(base(), "/workload/arrival/kind", json!("possion")), "workload.arrival"),
-        ("gamma cv zero", with(base(), "/workload/arrival", json!({"kind": "gamma", "rate_rps": 1.0, "cv": 0.0})), "workload.arrival.cv"),
-        ("on/off negative period", with(base(), "/workload/arrival", json!({"kind": "on_off", "rate_on_rps": 1.0, "mean_on_s": -1.0, "mean_off_s": 1.0})), "workload.arrival.mean_on_s"),
+        (
+            "gamma cv zero",
+            with(base(), "/workload/arrival", json!({"kind": "gamma", "rate_rps": 1.0, "cv": 0.0})),
+            "workload.arrival.cv",
+        ),
+        (
+            "on/off negative period",
+            with(
+                base(),
+                "/workload/arrival",
+                json!({"kind": "on_off", "rate_on_rps": 1.0, "mean_on_s": -1.0, "mean_off_s": 1.0}),
+            ),
+            "workload.arrival.mean_on_s",
+        ),
         ("zero requests", with(base(), "/workload/requests", json!(0)), "workload.requests"),
         ("negative requests", with(base(), "/workload/requests", json!(-5)), "workload.requests"),
         ("neither count nor duration", without(base(), "/workload/requests"), "workload"),
         ("negative duration", with(base(), "/workload/duration_s", json!(-3.0)), "workload.duration_s"),
         ("no classes", with(base(), "/workload/classes", json!([])), "workload.classes"),
-        ("zero weights", with(with(base(), "/workload/classes/0/weight", json!(0.0)), "/workload/classes/1/weight", json!(0.0)), "workload.classes"),
+        (
+            "zero weights",
+            with(with(base(), "/workload/classes/0/weight", json!(0.0)), "/workload/classes/1/weight", json!(0.0)),
+            "workload.classes",
+        ),
         ("negative weight", with(base(), "/workload/classes/0/weight", json!(-1.0)), "workload.classes[0].weight"),
-        ("zero fixed prompt", with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "fixed", "tokens": 0})), "workload.classes[0].prompt_tokens.tokens"),
-        ("uniform min > max", with(base(), "/workload/classes/0/output_tokens", json!({"kind": "uniform", "min": 50, "max": 10})), "workload.classes[0].output_tokens.max"),
-        ("lognormal mean < 1", with(base(), "/workload/classes/1/prompt_tokens", json!({"kind": "lognormal", "mean": 0.5, "cv": 1.0})), "workload.classes[1].prompt_tokens.mean"),
-        ("empty empirical", with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "empirical", "values": []})), "workload.classes[0].prompt_tokens.values"),
-        ("negative SLO", with(base(), "/workload/classes/0/slo/ttft_ms", json!(-10)), "workload.classes[0].slo.ttft_ms"),
-        ("prompt larger than KV", with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "fixed", "tokens": 900000})), "workload.classes[0]"),
+        (
+            "zero fixed prompt",
+            with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "fixed", "tokens": 0})),
+            "workload.classes[0].prompt_tokens.tokens",
+        ),
+        (
+            "uniform min > max",
+            with(base(), "/workload/classes/0/output_tokens", json!({"kind": "uniform", "min": 50, "max": 10})),
+            "workload.classes[0].output_tokens.max",
+        ),
+        (
+            "lognormal mean < 1",
+            with(base(), "/workload/classes/1/prompt_tokens", json!({"kind": "lognormal", "mean": 0.5, "cv": 1.0})),
+            "workload.classes[1].prompt_tokens.mean",
+        ),
+        (
+            "empty empirical",
+            with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "empirical", "values": []})),
+            "workload.classes[0].prompt_tokens.values",
+        ),
+        (
+            "negative SLO",
+            with(base(), "/workload/classes/0/slo/ttft_ms", json!(-10)),
+            "workload.classes[0].slo.ttft_ms",
+        ),
+        (
+            "prompt larger than KV",
+            with(base(), "/workload/classes/0/prompt_tokens", json!({"kind": "fixed", "tokens": 900000})),
+            "workload.classes[0]",
+        ),
         ("explicit KV too small", with(base(), "/engine/kv_capacity_tokens", json!(3000)), "workload.classes"),
         ("unknown model", with(base(), "/model/preset", json!("llama-4-9000b")), "model.preset"),
         ("unknown device", with(base(), "/hardware/device", json!("h1000")), "hardware.device"),
@@ -71,55 +111,191 @@ fn broken_scenarios_name_the_field() {
         ("tp zero", with(base(), "/hardware/tp", json!(0)), "hardware.tp"),
         ("tp not power of two", with(base(), "/hardware/tp", json!(3)), "hardware.tp"),
         ("mfu above 1", with(base(), "/hardware/mfu", json!(1.5)), "hardware.mfu"),
-        ("weights do not fit", with(with(base(), "/model/preset", json!("llama-3-70b")), "/hardware/tp", json!(1)), "engine.gpu_memory_utilization"),
+        (
+            "weights do not fit",
+            with(with(base(), "/model/preset", json!("llama-3-70b")), "/hardware/tp", json!(1)),
+            "engine.gpu_memory_utilization",
+        ),
         ("zero batch", with(base(), "/engine/max_num_seqs", json!(0)), "engine.max_num_seqs"),
-        ("all-reduce efficiency 1e-300", with(base(), "/hardware/allreduce_bw_efficiency", json!(1e-300)), "hardware.allreduce_bw_efficiency"),
-        ("all-reduce efficiency above 1", with(base(), "/hardware/allreduce_bw_efficiency", json!(1.5)), "hardware.allreduce_bw_efficiency"),
+        (
+            "all-reduce efficiency 1e-300",
+            with(base(), "/hardware/allreduce_bw_efficiency", json!(1e-300)),
+            "hardware.allreduce_bw_efficiency",
+        ),
+        (
+            "all-reduce efficiency above 1",
+            with(base(), "/hardware/allreduce_bw_efficiency", json!(1.5)),
+            "hardware.allreduce_bw_efficiency",
+        ),
         ("context zero", with(base(), "/model/context_tokens", json!(0)), "model.context_tokens"),
         ("context 1e308", with(base(), "/model/context_tokens", json!(1e308)), "model.context_tokens"),
-        ("max_model_len past the context", with(base(), "/engine/max_model_len", json!(100000)), "engine.max_model_len"),
-        ("request overhead 1e308", with(base(), "/engine/request_overhead_ms", json!(1e308)), "engine.request_overhead_ms"),
+        (
+            "max_model_len past the context",
+            with(base(), "/engine/max_model_len", json!(100000)),
+            "engine.max_model_len",
+        ),
+        (
+            "request overhead 1e308",
+            with(base(), "/engine/request_overhead_ms", json!(1e308)),
+            "engine.request_overhead_ms",
+        ),
         ("unknown batch formation", with(base(), "/engine/batch_formation", json!("tgi")), "engine.batch_formation"),
-        ("hashed block zero", with(trace("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": [1]}\n"), "/workload/arrival/hash_block_tokens", json!(0)), "workload.arrival.hash_block_tokens"),
-        ("zero token budget", with(base(), "/engine/max_num_batched_tokens", json!(0)), "engine.max_num_batched_tokens"),
-        ("chunk above budget", with(base(), "/engine/prefill_chunk_tokens", json!(100000)), "engine.prefill_chunk_tokens"),
+        (
+            "hashed block zero",
+            with(
+                trace("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": [1]}\n"),
+                "/workload/arrival/hash_block_tokens",
+                json!(0),
+            ),
+            "workload.arrival.hash_block_tokens",
+        ),
+        (
+            "zero token budget",
+            with(base(), "/engine/max_num_batched_tokens", json!(0)),
+            "engine.max_num_batched_tokens",
+        ),
+        (
+            "chunk above budget",
+            with(base(), "/engine/prefill_chunk_tokens", json!(100000)),
+            "engine.prefill_chunk_tokens",
+        ),
         ("no chunking, prompt over budget", with(base(), "/engine/chunked_prefill", json!(false)), "workload.classes"),
-        ("memory fraction zero", with(base(), "/engine/gpu_memory_utilization", json!(0.0)), "engine.gpu_memory_utilization"),
-        ("over-subscription zero", with(base(), "/engine/kv_oversubscription", json!(0.0)), "engine.kv_oversubscription"),
+        (
+            "memory fraction zero",
+            with(base(), "/engine/gpu_memory_utilization", json!(0.0)),
+            "engine.gpu_memory_utilization",
+        ),
+        (
+            "over-subscription zero",
+            with(base(), "/engine/kv_oversubscription", json!(0.0)),
+            "engine.kv_oversubscription",
+        ),
         ("unknown victim", with(base(), "/engine/preemption", json!({"victim": "oldest"})), "engine.preemption.victim"),
-        ("negative sigma", with(base(), "/estimator/order", json!({"kind": "lognormal", "sigma": -1})), "estimator.order.sigma"),
+        (
+            "negative sigma",
+            with(base(), "/estimator/order", json!({"kind": "lognormal", "sigma": -1})),
+            "estimator.order.sigma",
+        ),
         ("unknown scheduler", with(base(), "/scheduler/kind", json!("fcfz")), "scheduler"),
-        ("drr zero quantum", with(base(), "/scheduler", json!({"kind": "drr", "quantum_tokens": 0})), "scheduler.quantum_tokens"),
-        ("drop probability > 1", with(base(), "/admission", json!({"kind": "random_drop", "probability": 2.0})), "admission.probability"),
-        ("deadline without e2e SLO", with(base(), "/admission", json!({"kind": "deadline"})), "workload.classes[0].slo.e2e_ms"),
+        (
+            "drr zero quantum",
+            with(base(), "/scheduler", json!({"kind": "drr", "quantum_tokens": 0})),
+            "scheduler.quantum_tokens",
+        ),
+        (
+            "drop probability > 1",
+            with(base(), "/admission", json!({"kind": "random_drop", "probability": 2.0})),
+            "admission.probability",
+        ),
+        (
+            "deadline without e2e SLO",
+            with(base(), "/admission", json!({"kind": "deadline"})),
+            "workload.classes[0].slo.e2e_ms",
+        ),
         ("zero replicas", with(base(), "/cluster/replicas", json!(0)), "cluster.replicas"),
         ("unknown router", with(base(), "/cluster/router/kind", json!("least_load")), "cluster.router"),
         ("unknown top-level field", with(base(), "/sed", json!(1)), "sed"),
         ("unknown nested field", with(base(), "/engine/max_num_seq", json!(1)), "engine"),
-        ("trace without data", with(base(), "/workload/arrival", json!({"kind": "trace", "path": "missing.csv"})), "workload.arrival.data"),
+        (
+            "trace without data",
+            with(base(), "/workload/arrival", json!({"kind": "trace", "path": "missing.csv"})),
+            "workload.arrival.data",
+        ),
         ("trace unknown header", trace("a,b,c\n1,2,3\n"), "workload.arrival.data"),
-        ("trace bad number", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,12x,3\n"), "workload.arrival.data"),
-        ("trace negative time", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n-1,12,3\n"), "workload.arrival.data"),
-        ("trace missing column value", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,12\n"), "workload.arrival.data"),
-        ("trace zero tokens", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,0,3\n"), "workload.arrival.data"),
+        (
+            "trace bad number",
+            trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,12x,3\n"),
+            "workload.arrival.data",
+        ),
+        (
+            "trace negative time",
+            trace("arrived_at,num_prefill_tokens,num_decode_tokens\n-1,12,3\n"),
+            "workload.arrival.data",
+        ),
+        (
+            "trace missing column value",
+            trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,12\n"),
+            "workload.arrival.data",
+        ),
+        (
+            "trace zero tokens",
+            trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,0,3\n"),
+            "workload.arrival.data",
+        ),
         ("trace header only", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n"), "workload.arrival.data"),
-        ("azure bad timestamp", trace("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,10,10\n"), "workload.arrival.data"),
+        (
+            "azure bad timestamp",
+            trace("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,10,10\n"),
+            "workload.arrival.data",
+        ),
         ("mooncake not json", trace("{\"timestamp\": 1, \"input_length\": 5\n"), "workload.arrival.data"),
-        ("trace request over KV", trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,9000000,3\n"), "workload.arrival.data"),
+        (
+            "trace request over KV",
+            trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,9000000,3\n"),
+            "workload.arrival.data",
+        ),
         ("empty file", Value::Null, "(root)"),
-        ("P/D zero prefill workers", with(pd(), "/cluster/disaggregation/prefill/replicas", json!(0)), "cluster.disaggregation.prefill.replicas"),
-        ("P/D zero decode workers", with(pd(), "/cluster/disaggregation/decode/replicas", json!(0)), "cluster.disaggregation.decode.replicas"),
-        ("P/D zero bandwidth", with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(0.0)), "cluster.disaggregation.link.bandwidth_gbps"),
-        ("P/D negative latency", with(pd(), "/cluster/disaggregation/link/latency_ms", json!(-1.0)), "cluster.disaggregation.link.latency_ms"),
+        (
+            "P/D zero prefill workers",
+            with(pd(), "/cluster/disaggregation/prefill/replicas", json!(0)),
+            "cluster.disaggregation.prefill.replicas",
+        ),
+        (
+            "P/D zero decode workers",
+            with(pd(), "/cluster/disaggregation/decode/replicas", json!(0)),
+            "cluster.disaggregation.decode.replicas",
+        ),
+        (
+            "P/D zero bandwidth",
+            with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(0.0)),
+            "cluster.disaggregation.link.bandwidth_gbps",
+        ),
+        (
+            "P/D negative latency",
+            with(pd(), "/cluster/disaggregation/link/latency_ms", json!(-1.0)),
+            "cluster.disaggregation.link.latency_ms",
+        ),
         ("P/D missing link", without(pd(), "/cluster/disaggregation/link"), "cluster.disaggregation"),
-        ("P/D central queue", with(pd(), "/cluster/disaggregation/decode/router", json!({"kind": "central_queue"})), "cluster.disaggregation.decode.router"),
-        ("P/D unknown device", with(pd(), "/cluster/disaggregation/decode/device", json!("b300")), "cluster.disaggregation.decode.device"),
-        ("P/D tp not power of two", with(pd(), "/cluster/disaggregation/prefill/tp", json!(3)), "cluster.disaggregation.prefill.tp"),
-        ("P/D unknown topology", with(pd(), "/cluster/disaggregation/link/topology", json!("mesh")), "cluster.disaggregation.link.topology"),
-        ("prefix longer than prompts", with(base(), "/prefix", json!({"prefix_tokens": 9000, "reuse_fraction": 0.5})), "prefix.prefix_tokens"),
-        ("prefix reuse above 1", with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 1.5})), "prefix.reuse_fraction"),
-        ("prefix zero groups", with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 0.5, "groups": 0})), "prefix.groups"),
-        ("prefix negative zipf", with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 0.5, "zipf_s": -1})), "prefix.zipf_s"),
+        (
+            "P/D central queue",
+            with(pd(), "/cluster/disaggregation/decode/router", json!({"kind": "central_queue"})),
+            "cluster.disaggregation.decode.router",
+        ),
+        (
+            "P/D unknown device",
+            with(pd(), "/cluster/disaggregation/decode/device", json!("b300")),
+            "cluster.disaggregation.decode.device",
+        ),
+        (
+            "P/D tp not power of two",
+            with(pd(), "/cluster/disaggregation/prefill/tp", json!(3)),
+            "cluster.disaggregation.prefill.tp",
+        ),
+        (
+            "P/D unknown topology",
+            with(pd(), "/cluster/disaggregation/link/topology", json!("mesh")),
+            "cluster.disaggregation.link.topology",
+        ),
+        (
+            "prefix longer than prompts",
+            with(base(), "/prefix", json!({"prefix_tokens": 9000, "reuse_fraction": 0.5})),
+            "prefix.prefix_tokens",
+        ),
+        (
+            "prefix reuse above 1",
+            with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 1.5})),
+            "prefix.reuse_fraction",
+        ),
+        (
+            "prefix zero groups",
+            with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 0.5, "groups": 0})),
+            "prefix.groups",
+        ),
+        (
+            "prefix negative zipf",
+            with(base(), "/prefix", json!({"prefix_tokens": 512, "reuse_fraction": 0.5, "zipf_s": -1})),
+            "prefix.zipf_s",
+        ),
     ];
     assert!(cases.len() >= 30);
     for (what, v, field) in cases {
@@ -131,7 +307,10 @@ fn broken_scenarios_name_the_field() {
             Err(_) => panic!("{what}: panicked"),
         };
         let shown = err.to_string();
-        assert!(err.errors.iter().any(|e| e.path.starts_with(field)), "{what}: expected an error at `{field}`, got:\n{shown}");
+        assert!(
+            err.errors.iter().any(|e| e.path.starts_with(field)),
+            "{what}: expected an error at `{field}`, got:\n{shown}"
+        );
         assert!(!shown.is_empty());
         println!("{what:<34} → {}", shown.lines().next().unwrap());
     }
@@ -139,7 +318,8 @@ fn broken_scenarios_name_the_field() {
 
 #[test]
 fn errors_say_the_allowed_range_and_suggest_fixes() {
-    let e = scenario::load(&with(base(), "/workload/arrival/rate_rps", json!(-1.0)).to_string()).unwrap_err().to_string();
+    let e =
+        scenario::load(&with(base(), "/workload/arrival/rate_rps", json!(-1.0)).to_string()).unwrap_err().to_string();
     assert!(e.contains("-1") && e.contains("10000000"), "{e}");
     let e = scenario::load(&with(base(), "/engine/max_num_seq", json!(1)).to_string()).unwrap_err().to_string();
     assert!(e.contains("did you mean `max_num_seqs`"), "{e}");
@@ -157,7 +337,8 @@ fn errors_say_the_allowed_range_and_suggest_fixes() {
 fn every_trace_shape_parses() {
     use inferscale::scenario::TraceFormat;
     use inferscale::workload::trace::parse;
-    let vidur = parse("arrived_at,num_prefill_tokens,num_decode_tokens\n1.5,100,10\n0.5,200,20\n", TraceFormat::Auto).unwrap();
+    let vidur =
+        parse("arrived_at,num_prefill_tokens,num_decode_tokens\n1.5,100,10\n0.5,200,20\n", TraceFormat::Auto).unwrap();
     assert_eq!(vidur[0].prompt_tokens, 200, "sorted by arrival");
     assert_eq!(vidur[1].arrival_ns, 1_000_000_000, "relative to the first");
     let azure = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,4808,10\n2023-11-16 18:15:50.9951690,3180,8\n", TraceFormat::Auto).unwrap();
@@ -167,7 +348,11 @@ fn every_trace_shape_parses() {
     let moon = parse("{\"timestamp\": 0, \"input_length\": 6955, \"output_length\": 52, \"hash_ids\": [0, 1]}\n{\"timestamp\": 27, \"input_length\": 6472, \"output_length\": 26, \"hash_ids\": [0]}\n", TraceFormat::Auto).unwrap();
     assert_eq!(moon[1].arrival_ns, 27_000_000);
     // Quoted fields and CRLF line ends.
-    let q = parse("\"arrived_at\",\"num_prefill_tokens\",\"num_decode_tokens\"\r\n\"0.25\",\"64\",\"8\"\r\n", TraceFormat::Vidur).unwrap();
+    let q = parse(
+        "\"arrived_at\",\"num_prefill_tokens\",\"num_decode_tokens\"\r\n\"0.25\",\"64\",\"8\"\r\n",
+        TraceFormat::Vidur,
+    )
+    .unwrap();
     assert_eq!((q[0].prompt_tokens, q[0].output_tokens), (64, 8));
 }
 
@@ -178,7 +363,8 @@ fn every_trace_shape_parses() {
 fn trace_quirks_of_files_in_the_wild_parse_to_the_same_rows() {
     use inferscale::scenario::TraceFormat;
     use inferscale::workload::trace::parse;
-    let plain = parse("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n1.5,200,20\n", TraceFormat::Auto).unwrap();
+    let plain =
+        parse("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n1.5,200,20\n", TraceFormat::Auto).unwrap();
     let quirky = [
         "\u{feff}arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n1.5,200,20\n",
         "\n\narrived_at,num_prefill_tokens,num_decode_tokens\n\n0.5,100,10\n   \n1.5,200,20\n\n",
@@ -189,7 +375,8 @@ fn trace_quirks_of_files_in_the_wild_parse_to_the_same_rows() {
         assert_eq!(parse(q, TraceFormat::Auto).as_ref(), Ok(&plain), "{q:?}");
     }
     // An error names the line as the user's editor counts it.
-    let e = parse("\narrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n0.7,1x,10\n", TraceFormat::Auto).unwrap_err();
+    let e = parse("\narrived_at,num_prefill_tokens,num_decode_tokens\n0.5,100,10\n0.7,1x,10\n", TraceFormat::Auto)
+        .unwrap_err();
     assert!(e.starts_with("line 4:"), "{e}");
 }
 
@@ -202,9 +389,15 @@ fn azure_dates_far_from_1970_keep_their_order_or_are_refused() {
     let rows = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n2400-01-01 00:00:02,30,3\n2400-01-01 00:00:00,10,1\n2400-01-01 00:00:01,20,2\n", TraceFormat::Auto).unwrap();
     let got: Vec<(u64, u32)> = rows.iter().map(|r| (r.arrival_ns, r.prompt_tokens)).collect();
     assert_eq!(got, [(0, 10), (1_000_000_000, 20), (2_000_000_000, 30)]);
-    let wide = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n1900-01-01 00:00:00,10,1\n2400-01-01 00:00:00,10,1\n", TraceFormat::Auto).unwrap_err();
+    let wide = parse(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n1900-01-01 00:00:00,10,1\n2400-01-01 00:00:00,10,1\n",
+        TraceFormat::Auto,
+    )
+    .unwrap_err();
     assert!(wide.contains("past the simulated clock's limit"), "{wide}");
-    let v = trace("TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00,10,1\n9999-12-31 23:59:59.999999999,10,1\n");
+    let v = trace(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00,10,1\n9999-12-31 23:59:59.999999999,10,1\n",
+    );
     let err = inferscale::scenario::validate(&serde_json::from_value(v).unwrap()).unwrap_err();
     assert!(err.errors.iter().any(|f| f.path == "workload.arrival.data" && f.message.contains("spans")), "{err}");
 }
@@ -213,46 +406,98 @@ fn azure_dates_far_from_1970_keep_their_order_or_are_refused() {
 /// garbage (issue 11's red-team list): each is now refused, naming the field and why.
 #[test]
 fn physically_impossible_inputs_are_refused_with_the_reason() {
-    let onoff = |on: f64, rate: f64| with(base(), "/workload/arrival", json!({"kind": "on_off", "rate_on_rps": rate, "rate_off_rps": 0.0, "mean_on_s": on, "mean_off_s": 1.0}));
+    let onoff = |on: f64, rate: f64| {
+        with(
+            base(),
+            "/workload/arrival",
+            json!({"kind": "on_off", "rate_on_rps": rate, "rate_off_rps": 0.0, "mean_on_s": on, "mean_off_s": 1.0}),
+        )
+    };
     let cases: Vec<(&str, Value, &str)> = vec![
         ("a run that never ends: on periods of 1 ns", onoff(1e-9, 9.0), "workload.arrival.mean_on_s"),
         ("a run that never ends: 1e-300 req/s while on", onoff(10.0, 1e-300), "workload.arrival.rate_on_rps"),
         ("far fewer than one arrival per on period", onoff(0.01, 0.01), "workload.arrival.mean_on_s"),
-        ("TTFT of 2^64 ns: 1e-300 TFLOPS", with(base(), "/hardware/peak_tflops", json!(1e-300)), "hardware.peak_tflops"),
+        (
+            "TTFT of 2^64 ns: 1e-300 TFLOPS",
+            with(base(), "/hardware/peak_tflops", json!(1e-300)),
+            "hardware.peak_tflops",
+        ),
         ("1e-9 GB/s HBM", with(base(), "/hardware/hbm_bandwidth_gbps", json!(1e-9)), "hardware.hbm_bandwidth_gbps"),
         ("MFU of 1e-12", with(base(), "/hardware/mfu", json!(1e-12)), "hardware.mfu"),
-        ("a P/D link of 1e-300 GB/s", with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-300)), "cluster.disaggregation.link.bandwidth_gbps"),
-        ("a P/D link of 1e-9 GB/s", with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-9)), "cluster.disaggregation.link.bandwidth_gbps"),
+        (
+            "a P/D link of 1e-300 GB/s",
+            with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-300)),
+            "cluster.disaggregation.link.bandwidth_gbps",
+        ),
+        (
+            "a P/D link of 1e-9 GB/s",
+            with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-9)),
+            "cluster.disaggregation.link.bandwidth_gbps",
+        ),
         (
             "arrivals past the clock: 5 requests at 1e-10 req/s",
-            with(with(base(), "/workload/arrival", json!({"kind": "constant", "rate_rps": 1e-10})), "/workload/requests", json!(5)),
+            with(
+                with(base(), "/workload/arrival", json!({"kind": "constant", "rate_rps": 1e-10})),
+                "/workload/requests",
+                json!(5),
+            ),
             "workload.requests",
         ),
-        ("a trace scaled past the clock", with(trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n5e8,10,5\n9e8,10,5\n"), "/workload/arrival/time_scale", json!(1e6)), "workload.arrival.time_scale"),
+        (
+            "a trace scaled past the clock",
+            with(
+                trace("arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n5e8,10,5\n9e8,10,5\n"),
+                "/workload/arrival/time_scale",
+                json!(1e6),
+            ),
+            "workload.arrival.time_scale",
+        ),
     ];
     for (what, v, path) in cases {
         let e = scenario::load(&v.to_string()).expect_err(what);
-        let f = e.errors.iter().find(|f| f.path == path).unwrap_or_else(|| panic!("{what}: expected an error at {path}, got {e}"));
+        let f = e
+            .errors
+            .iter()
+            .find(|f| f.path == path)
+            .unwrap_or_else(|| panic!("{what}: expected an error at {path}, got {e}"));
         println!("{what}: {}: {}", f.path, f.message);
         assert!(f.message.contains("must be") || f.message.contains("past the"), "{what}: {}", f.message);
     }
     // The physical bounds say why.
     let e = scenario::load(&with(base(), "/hardware/peak_tflops", json!(1e-300)).to_string()).unwrap_err();
-    assert!(e.to_string().contains("(got 1e-300): dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("(got 1e-300): dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this"),
+        "{e}"
+    );
 }
 
 /// At the edge of what is accepted, a run ends, quickly, with a sane report.
 #[test]
 fn the_extremes_that_are_accepted_end_with_a_sane_report() {
     let edge = with(
-        with(base(), "/workload/arrival", json!({"kind": "on_off", "rate_on_rps": 1.0, "rate_off_rps": 0.0, "mean_on_s": 1e-3, "mean_off_s": 1e-3})),
+        with(
+            base(),
+            "/workload/arrival",
+            json!({"kind": "on_off", "rate_on_rps": 1.0, "rate_off_rps": 0.0, "mean_on_s": 1e-3, "mean_off_s": 1e-3}),
+        ),
         "/workload/requests",
         json!(200),
     );
     for (what, v) in [
         ("one arrival per thousand 1 ms on periods", edge),
-        ("the slowest accepted GPU", with(with(base(), "/hardware/peak_tflops", json!(0.01)), "/workload/requests", json!(20))),
-        ("the slowest accepted link", with(with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-3)), "/workload/requests", json!(20))),
+        (
+            "the slowest accepted GPU",
+            with(with(base(), "/hardware/peak_tflops", json!(0.01)), "/workload/requests", json!(20)),
+        ),
+        (
+            "the slowest accepted link",
+            with(
+                with(pd(), "/cluster/disaggregation/link/bandwidth_gbps", json!(1e-3)),
+                "/workload/requests",
+                json!(20),
+            ),
+        ),
     ] {
         let sc = scenario::load(&v.to_string()).unwrap_or_else(|e| panic!("{what}: {e}"));
         let t = std::time::Instant::now();
@@ -260,7 +505,10 @@ fn the_extremes_that_are_accepted_end_with_a_sane_report() {
         let json = inferscale::export::json(&r);
         assert!(!json.contains("null") && !json.contains("NaN"), "{what}: a sane report");
         assert!(r.audits.ok, "{what}: audits {:?}", r.audits);
-        assert_eq!(r.summary.completed + r.summary.rejected + r.summary.failed + r.summary.unfinished, r.summary.requests);
+        assert_eq!(
+            r.summary.completed + r.summary.rejected + r.summary.failed + r.summary.unfinished,
+            r.summary.requests
+        );
         assert!(r.engine.busy_fraction <= 1.0 + 1e-9 && r.summary.slo_attainment <= 1.0, "{what}: fractions in [0, 1]");
         println!("{what}: {} requests, {} completed in {:?}", r.summary.requests, r.summary.completed, t.elapsed());
         assert!(t.elapsed().as_secs() < 20, "{what}: bounded time");
@@ -282,7 +530,10 @@ fn outputs_neutralise_user_text_and_report_write_errors() {
     assert!(!md.contains("<img") && !md.contains("<script>"), "no raw HTML in the Markdown");
     assert!(md.contains("&lt;img src=x onerror=alert(1)&gt; \\| x next"), "the title is escaped, on one line");
     let rows: Vec<&str> = md.lines().filter(|l| l.contains("script")).collect();
-    assert!(!rows.is_empty() && rows.iter().all(|l| l.starts_with("| a\\|b&lt;script&gt; |")), "a class name cannot split a table row: {rows:?}");
+    assert!(
+        !rows.is_empty() && rows.iter().all(|l| l.starts_with("| a\\|b&lt;script&gt; |")),
+        "a class name cannot split a table row: {rows:?}"
+    );
     let csv = inferscale::export::requests_csv(&r, &sc);
     assert!(csv.contains("\"'=HYPERLINK(\"\"http://x\"\")\""), "a formula-looking cell is prefixed and quoted");
     assert!(!csv.lines().skip(1).any(|l| l.split(',').any(|c| c.starts_with('='))), "no cell starts with =");
@@ -305,8 +556,17 @@ fn a_failed_write_exits_non_zero() {
         .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "writing to a full device is a failure: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the output"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "writing to a full device is a failure: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot write the output"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A disaggregated trace whose rows do not fit a pool's worker used to pass and then leave every such request
@@ -322,7 +582,11 @@ fn a_pd_trace_that_does_not_fit_a_pool_is_refused() {
     let f = e.errors.iter().find(|f| f.path == "workload.arrival.data (request 2)").unwrap_or_else(|| panic!("{e}"));
     assert!(f.message.contains("exceeds the KV capacity of one decode worker"), "{}", f.message);
     // The same trace with rows that fit runs, every request completed.
-    let ok = with(without(pd(), "/workload/requests"), "/workload/arrival", json!({"kind": "trace", "data": "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.5,120,20\n"}));
+    let ok = with(
+        without(pd(), "/workload/requests"),
+        "/workload/arrival",
+        json!({"kind": "trace", "data": "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.5,120,20\n"}),
+    );
     let r = inferscale::simulate(&scenario::load(&ok.to_string()).unwrap());
     assert_eq!(r.summary.completed, 2);
 }
@@ -335,7 +599,8 @@ fn lists_past_their_limit_are_refused_as_they_are_read() {
     for (field, limit, n) in [("classes", 64, 5_000_000), ("tenants", 1024, 2_000_000)] {
         let mut v: Value = serde_json::from_str(&base).unwrap();
         v["workload"][field] = json!([]);
-        let text = v.to_string().replace(&format!("\"{field}\":[]"), &format!("\"{field}\":[{}{{}}]", "{},".repeat(n - 1)));
+        let text =
+            v.to_string().replace(&format!("\"{field}\":[]"), &format!("\"{field}\":[{}{{}}]", "{},".repeat(n - 1)));
         let t = std::time::Instant::now();
         let err = inferscale::scenario::parse(&text).unwrap_err();
         assert_eq!(err.errors[0].path, format!("workload.{field}"), "{err}");

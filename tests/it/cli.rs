@@ -16,7 +16,18 @@ fn run_json_has_the_contract_keys() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = &v["summary"];
-    for k in ["completed", "rejected", "unfinished", "throughput_rps", "output_tokens_per_s", "goodput_rps", "slo_attainment", "kv_peak_fraction", "preemptions", "little_relative_error"] {
+    for k in [
+        "completed",
+        "rejected",
+        "unfinished",
+        "throughput_rps",
+        "output_tokens_per_s",
+        "goodput_rps",
+        "slo_attainment",
+        "kv_peak_fraction",
+        "preemptions",
+        "little_relative_error",
+    ] {
         assert!(s[k].is_number(), "summary.{k} missing");
     }
     for m in ["ttft_s", "tpot_s", "itl_s", "e2e_s"] {
@@ -57,7 +68,8 @@ fn bad_input_exits_2_and_names_the_field() {
     let dir = std::env::temp_dir().join(format!("inferscale-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.json");
-    let text = std::fs::read_to_string(scenario("default.json")).unwrap().replace("\"rate_rps\": 4.0", "\"rate_rps\": -4.0");
+    let text =
+        std::fs::read_to_string(scenario("default.json")).unwrap().replace("\"rate_rps\": 4.0", "\"rate_rps\": -4.0");
     std::fs::write(&path, text).unwrap();
     let out = bin().args(["run", path.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -93,7 +105,14 @@ fn bench_quick_prints_the_figures() {
     let out = bin().args(["bench", "--quick"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for want in ["saturation throughput", "75 % of saturation", "160 % of saturation", "req/wall-s", "steps/wall-s", "peak memory"] {
+    for want in [
+        "saturation throughput",
+        "75 % of saturation",
+        "160 % of saturation",
+        "req/wall-s",
+        "steps/wall-s",
+        "peak memory",
+    ] {
         assert!(text.contains(want), "{want}:\n{text}");
     }
 }
@@ -104,7 +123,8 @@ fn bench_quick_prints_the_figures() {
 fn special_and_oversized_files_are_refused_with_exit_2() {
     let dir = std::env::temp_dir().join(format!("inferscale-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut zero_trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(scenario("trace-replay.json")).unwrap()).unwrap();
+    let mut zero_trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scenario("trace-replay.json")).unwrap()).unwrap();
     zero_trace["workload"]["arrival"]["path"] = "/dev/zero".into();
     let zt = dir.join("zero-trace.json");
     std::fs::write(&zt, zero_trace.to_string()).unwrap();
@@ -114,9 +134,21 @@ fn special_and_oversized_files_are_refused_with_exit_2() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["check".into(), "/dev/zero".into()], "not a regular file"),
         (vec!["run".into(), "/dev/zero".into()], "not a regular file"),
-        (vec!["check".into(), zt.to_string_lossy().into()], "workload.arrival.path: cannot read /dev/zero: not a regular file"),
+        (
+            vec!["check".into(), zt.to_string_lossy().into()],
+            "workload.arrival.path: cannot read /dev/zero: not a regular file",
+        ),
         (vec!["check".into(), dir.to_string_lossy().into()], "not a regular file"),
-        (vec!["study".into(), "paired".into(), scenario("default.json"), "--params-file".into(), big.to_string_lossy().into()], "over the limit of 16 MB"),
+        (
+            vec![
+                "study".into(),
+                "paired".into(),
+                scenario("default.json"),
+                "--params-file".into(),
+                big.to_string_lossy().into(),
+            ],
+            "over the limit of 16 MB",
+        ),
         (vec!["check".into(), dir.join("missing.json").to_string_lossy().into()], "cannot read"),
     ];
     for (args, want) in cases {
@@ -134,14 +166,20 @@ fn special_and_oversized_files_are_refused_with_exit_2() {
 fn runs_over_the_budget_are_refused_with_the_estimate_and_the_flag_raises_it() {
     let dir = std::env::temp_dir().join(format!("inferscale-budget-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(scenario("default.json")).unwrap()).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scenario("default.json")).unwrap()).unwrap();
     v["workload"]["requests"] = 50_000_000.into();
     let huge = dir.join("50m.json");
     std::fs::write(&huge, v.to_string()).unwrap();
     let out = bin().args(["run", huge.to_str().unwrap()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("workload.requests: this run would need about") && err.contains("over the budget of 8 GB") && err.contains("--budget-gb"), "{err}");
+    assert!(
+        err.contains("workload.requests: this run would need about")
+            && err.contains("over the budget of 8 GB")
+            && err.contains("--budget-gb"),
+        "{err}"
+    );
     assert!(err.contains("steps"), "the step budget too: {err}");
     // A small budget refuses a shipped scenario that needs about 0.3 GB; the default runs it.
     let bursty = scenario("peer-llama3-8b-h100.json");
@@ -149,11 +187,26 @@ fn runs_over_the_budget_are_refused_with_the_estimate_and_the_flag_raises_it() {
     assert_eq!(small.status.code(), Some(2), "{}", String::from_utf8_lossy(&small.stderr));
     assert!(bin().args(["check", &bursty]).output().unwrap().status.success());
     // And a study: 1,000 paired repetitions of it are 2,000 runs' steps.
-    let study = bin().args(["study", "paired", &bursty, "--budget-gb", "0.1", "--params", r#"{"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 1000}"#]).output().unwrap();
+    let study = bin()
+        .args([
+            "study",
+            "paired",
+            &bursty,
+            "--budget-gb",
+            "0.1",
+            "--params",
+            r#"{"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 1000}"#,
+        ])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&study.stderr);
     assert_eq!(study.status.code(), Some(2), "{err}");
     for bad in ["0", "-1", "1e-300", "1e308", "nan", "x"] {
-        assert_eq!(bin().args(["check", &bursty, "--budget-gb", bad]).output().unwrap().status.code(), Some(2), "--budget-gb {bad}");
+        assert_eq!(
+            bin().args(["check", &bursty, "--budget-gb", bad]).output().unwrap().status.code(),
+            Some(2),
+            "--budget-gb {bad}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

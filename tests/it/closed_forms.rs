@@ -7,10 +7,21 @@ use inferscale::queueing;
 fn engine_matches_queueing_closed_forms() {
     let checks = queueing::checks(1.0);
     for c in &checks {
-        println!("{:<40} simulated {:>10.5} analytic {:>10.5} rel.err {:.4} (tol {})", c.name, c.simulated, c.analytic, c.relative_error, c.tolerance);
+        println!(
+            "{:<40} simulated {:>10.5} analytic {:>10.5} rel.err {:.4} (tol {})",
+            c.name, c.simulated, c.analytic, c.relative_error, c.tolerance
+        );
     }
     let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
-    for want in ["M/D/1 rho=0.5", "M/D/1 rho=0.8", "M/G/1 (uniform service) rho=0.5", "M/G/1 (uniform service) rho=0.8", "M/M/2", "M/M/4", "M/M/8"] {
+    for want in [
+        "M/D/1 rho=0.5",
+        "M/D/1 rho=0.8",
+        "M/G/1 (uniform service) rho=0.5",
+        "M/G/1 (uniform service) rho=0.8",
+        "M/M/2",
+        "M/M/4",
+        "M/M/8",
+    ] {
         assert!(names.iter().any(|n| n.starts_with(want)), "missing check {want}");
     }
     for c in &checks {
@@ -65,7 +76,10 @@ fn a_closed_loop_matches_mean_value_analysis_and_never_holds_more_than_its_clien
     let mva_rps = x * 1e3;
     let got = r.summary.throughput_rps;
     assert!((got / mva_rps - 1.0).abs() < 0.03, "throughput {got:.2} req/s, MVA {mva_rps:.2} req/s");
-    println!("closed loop of {n_clients}: {got:.2} req/s, MVA {mva_rps:.2} req/s ({:+.2} %)", (got / mva_rps - 1.0) * 100.0);
+    println!(
+        "closed loop of {n_clients}: {got:.2} req/s, MVA {mva_rps:.2} req/s ({:+.2} %)",
+        (got / mva_rps - 1.0) * 100.0
+    );
     // In system at once: every arrival +1, every end −1, ends first at equal times.
     let mut events: Vec<(u64, i32)> = r.requests.iter().flat_map(|q| [(q.arrival_ns, 1), (q.done_ns, -1)]).collect();
     events.sort();

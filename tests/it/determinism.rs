@@ -34,19 +34,40 @@ const GOLDEN_LAST_ARRIVAL_NS: u64 = 505_662_706_899;
 fn policies_see_the_same_requests() {
     let base = super::shipped("chat-70b-h100-tp4.json");
     let mut variants = vec![base.clone()];
-    for sched in [SchedulerSpec::Fcfs, SchedulerSpec::Sjf, SchedulerSpec::Edf, SchedulerSpec::Drr { quantum_tokens: 512 }] {
+    for sched in
+        [SchedulerSpec::Fcfs, SchedulerSpec::Sjf, SchedulerSpec::Edf, SchedulerSpec::Drr { quantum_tokens: 512 }]
+    {
         let mut s = base.clone();
         s.scheduler = sched;
         variants.push(s);
     }
-    for router in [RouterSpec::RoundRobin, RouterSpec::Random, RouterSpec::PowerOfTwo, RouterSpec::LeastKv, RouterSpec::CentralQueue] {
+    for router in [
+        RouterSpec::RoundRobin,
+        RouterSpec::Random,
+        RouterSpec::PowerOfTwo,
+        RouterSpec::LeastKv,
+        RouterSpec::CentralQueue,
+    ] {
         let mut s = base.clone();
         s.cluster.router = router;
         variants.push(s);
     }
     let key = |s: &inferscale::Spec| -> Vec<(u64, u32, u32, u16, u16, u32, u32)> {
         let r = inferscale::simulate(&super::valid(s));
-        r.requests.iter().map(|q| (q.arrival_ns, q.prompt_tokens, q.output_tokens, q.class, q.tenant, q.pred_order_tokens, q.pred_reserve_tokens)).collect()
+        r.requests
+            .iter()
+            .map(|q| {
+                (
+                    q.arrival_ns,
+                    q.prompt_tokens,
+                    q.output_tokens,
+                    q.class,
+                    q.tenant,
+                    q.pred_order_tokens,
+                    q.pred_reserve_tokens,
+                )
+            })
+            .collect()
     };
     let reference = key(&variants[0]);
     assert_eq!(reference.len(), 6000);
@@ -83,7 +104,9 @@ fn latency_cdfs_are_those_of_the_completed_requests() {
         let s = |ns: u64| ns as f64 / 1e9;
         check(&format!("{name} TTFT"), &c.ttft, done().map(|q| s(q.first_token_ns - q.arrival_ns)).collect());
         check(&format!("{name} E2E"), &c.e2e, done().map(|q| s(q.done_ns - q.arrival_ns)).collect());
-        let tpot = done().filter(|q| q.output_tokens > 1).map(|q| (q.done_ns - q.first_token_ns) as f64 / (q.output_tokens - 1) as f64 / 1e9);
+        let tpot = done()
+            .filter(|q| q.output_tokens > 1)
+            .map(|q| (q.done_ns - q.first_token_ns) as f64 / (q.output_tokens - 1) as f64 / 1e9);
         check(&format!("{name} TPOT"), &c.tpot, tpot.collect());
     }
 }

@@ -41,7 +41,11 @@ fn chunked_prefill_splits_long_prompts_and_bounds_decode_stalls() {
     // inter-token gap; without chunking a whole 6000-token prompt stalls every decode behind it.
     let mut busy = super::small();
     busy.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1.0 };
-    busy.workload.classes = vec![ClassSpec { prompt_tokens: LengthSpec::Fixed { tokens: 6000 }, output_tokens: LengthSpec::Fixed { tokens: 200 }, ..ClassSpec::default() }];
+    busy.workload.classes = vec![ClassSpec {
+        prompt_tokens: LengthSpec::Fixed { tokens: 6000 },
+        output_tokens: LengthSpec::Fixed { tokens: 200 },
+        ..ClassSpec::default()
+    }];
     let mut whole = busy.clone();
     whole.engine.chunked_prefill = false;
     busy.engine.max_num_batched_tokens = 1024;
@@ -63,7 +67,11 @@ fn batching_is_bounded_by_max_num_seqs_and_nearly_free() {
     // Throughput grows almost linearly with the batch cap: decode is memory bound.
     s.engine.max_num_seqs = 16;
     let small = simulate(&super::valid(&s)).summary.output_tokens_per_s;
-    assert!(r.summary.output_tokens_per_s > 1.8 * small, "4x the batch cap, {} vs {small}", r.summary.output_tokens_per_s);
+    assert!(
+        r.summary.output_tokens_per_s > 1.8 * small,
+        "4x the batch cap, {} vs {small}",
+        r.summary.output_tokens_per_s
+    );
 }
 
 #[test]
@@ -101,7 +109,12 @@ fn admission_policies_turn_work_away() {
     let r = simulate(&super::valid(&s));
     assert!(r.summary.rejected > 0);
     // Admitted token rate cannot exceed the bucket's rate + burst over the run.
-    let admitted: u64 = r.requests.iter().filter(|q| !matches!(q.outcome, inferscale::metrics::Outcome::Rejected(_))).map(|q| (q.prompt_tokens + q.pred_reserve_tokens) as u64).sum();
+    let admitted: u64 = r
+        .requests
+        .iter()
+        .filter(|q| !matches!(q.outcome, inferscale::metrics::Outcome::Rejected(_)))
+        .map(|q| (q.prompt_tokens + q.pred_reserve_tokens) as u64)
+        .sum();
     let arrivals_span = r.requests.last().unwrap().arrival_ns as f64 / 1e9;
     assert!(admitted as f64 <= 5000.0 * arrivals_span + 20000.0 + 1.0);
 }
@@ -148,7 +161,12 @@ fn sjf_cuts_mean_latency_and_priority_serves_urgent_classes() {
     let fcfs = simulate(&super::valid(&s));
     s.scheduler = SchedulerSpec::Sjf;
     let sjf = simulate(&super::valid(&s));
-    assert!(sjf.summary.e2e_s.mean < fcfs.summary.e2e_s.mean, "SJF {} vs FCFS {}", sjf.summary.e2e_s.mean, fcfs.summary.e2e_s.mean);
+    assert!(
+        sjf.summary.e2e_s.mean < fcfs.summary.e2e_s.mean,
+        "SJF {} vs FCFS {}",
+        sjf.summary.e2e_s.mean,
+        fcfs.summary.e2e_s.mean
+    );
     s.scheduler = SchedulerSpec::Priority;
     let pr = simulate(&super::valid(&s));
     assert!(pr.classes[0].ttft_s.mean < pr.classes[1].ttft_s.mean, "class 0 (priority 0) first");
@@ -184,7 +202,12 @@ fn drr_protects_light_tenants() {
     let a = simulate(&super::valid(&fcfs));
     let b = simulate(&super::valid(&drr));
     // The steady tenants (1 and 2) wait less under DRR than under FCFS.
-    assert!(b.tenants[1].ttft_s.p95 < a.tenants[1].ttft_s.p95, "{} vs {}", b.tenants[1].ttft_s.p95, a.tenants[1].ttft_s.p95);
+    assert!(
+        b.tenants[1].ttft_s.p95 < a.tenants[1].ttft_s.p95,
+        "{} vs {}",
+        b.tenants[1].ttft_s.p95,
+        a.tenants[1].ttft_s.p95
+    );
     let r = simulate(&super::valid(&s));
     assert!(r.tenants[0].rejected > 0 && r.tenants[1].rejected == 0, "the bucket limits only the noisy tenant");
 }
@@ -263,7 +286,10 @@ fn follow_up_requests_answer_completions_and_leave_open_loop_requests_alone() {
     let plain = inferscale::simulate(&sc);
     let inert = inferscale::Report::build(&sc, inferscale::engine::run_with_follow_ups(&sc, FollowUps::None));
     assert_eq!(inferscale::export::json(&inert), inferscale::export::json(&plain), "no follow-ups: the same report");
-    let echo = inferscale::Report::build(&sc, inferscale::engine::run_with_follow_ups(&sc, FollowUps::Echo { delay_ns: 1_000_000_000, turns: 3 }));
+    let echo = inferscale::Report::build(
+        &sc,
+        inferscale::engine::run_with_follow_ups(&sc, FollowUps::Echo { delay_ns: 1_000_000_000, turns: 3 }),
+    );
     let (a, b) = (&plain.requests, &echo.requests);
     assert_eq!(b.len(), 3 * a.len(), "every request completed and was followed twice");
     assert!(echo.audits.ok, "{:?}", echo.audits);
@@ -272,7 +298,8 @@ fn follow_up_requests_answer_completions_and_leave_open_loop_requests_alone() {
     let open: std::collections::BTreeSet<_> = a.iter().map(key).collect();
     assert_eq!(b.iter().map(key).filter(|k| open.contains(k)).count(), a.len());
     // Each follow-up arrives a second after some completion with the same lengths.
-    let done_at: std::collections::BTreeSet<(u64, u32, u32)> = b.iter().map(|r| (r.done_ns + 1_000_000_000, r.prompt_tokens, r.output_tokens)).collect();
+    let done_at: std::collections::BTreeSet<(u64, u32, u32)> =
+        b.iter().map(|r| (r.done_ns + 1_000_000_000, r.prompt_tokens, r.output_tokens)).collect();
     let follow_ups = b.iter().filter(|r| !open.contains(&key(r))).collect::<Vec<_>>();
     assert_eq!(follow_ups.len(), 2 * a.len());
     assert!(follow_ups.iter().all(|r| done_at.contains(&key(r))), "a follow-up that answers no completion");
@@ -354,7 +381,10 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
             }
             let r = simulate(&sc);
             let a = &r.audits;
-            assert!(a.conservation.ok && a.kv.violations == 0 && a.little.relative_error <= 0.01, "scenario {i} {formation:?}: {a:?}");
+            assert!(
+                a.conservation.ok && a.kv.violations == 0 && a.little.relative_error <= 0.01,
+                "scenario {i} {formation:?}: {a:?}"
+            );
             let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
             let json = inferscale::export::json(&r);
             assert!(json == inferscale::export::json(&eager), "scenario {i} {formation:?}: lazy and eager differ");
@@ -366,11 +396,16 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
         }
         ran += 1;
     }
-    println!("batch formations: {ran} scenarios; sglang differs from vllm in {differ_sglang}, sglang_mixed in {differ_mixed}");
+    println!(
+        "batch formations: {ran} scenarios; sglang differs from vllm in {differ_sglang}, sglang_mixed in {differ_mixed}"
+    );
     // Many random scenarios are light (a prompt rarely meets a decode): there the formations agree. Mixed
     // chunking differs from vLLM only when the budget runs out before a decoder's turn (vLLM's skips the
     // step; SGLang's never does) or a chunked prompt comes before decoders in the batch order.
-    assert!(ran > 120 && differ_sglang > ran / 4 && differ_mixed > 0, "{ran} ran, {differ_sglang} and {differ_mixed} differ");
+    assert!(
+        ran > 120 && differ_sglang > ran / 4 && differ_mixed > 0,
+        "{ran} ran, {differ_sglang} and {differ_mixed} differ"
+    );
 }
 
 /// `engine.max_model_len` refuses at arrival every request whose prompt + output exceeds it, as vLLM answers
@@ -433,7 +468,12 @@ fn the_request_overhead_adds_to_ttft_and_e2e_but_not_to_queueing() {
     busy.engine.request_overhead_ms = 2.0;
     let after = simulate(&super::valid(&busy));
     assert!(after.audits.little.relative_error <= 0.01 && after.audits.ok);
-    assert!(after.summary.ttft_s.mean > before.ttft_s.mean + 0.0015, "{} vs {}", after.summary.ttft_s.mean, before.ttft_s.mean);
+    assert!(
+        after.summary.ttft_s.mean > before.ttft_s.mean + 0.0015,
+        "{} vs {}",
+        after.summary.ttft_s.mean,
+        before.ttft_s.mean
+    );
     for bad in [-1.0, f64::NAN, 2e6] {
         busy.engine.request_overhead_ms = bad;
         let e = inferscale::scenario::validate(&busy).unwrap_err();
@@ -443,12 +483,23 @@ fn the_request_overhead_adds_to_ttft_and_e2e_but_not_to_queueing() {
 
 /// A Mooncake trace's rows as JSONL: (arrival ms, prompt tokens, output tokens, hash_ids).
 fn mooncake(rows: &[(f64, u32, u32, &[u64])]) -> String {
-    rows.iter().map(|(t, p, o, h)| format!("{{\"timestamp\": {t}, \"input_length\": {p}, \"output_length\": {o}, \"hash_ids\": {h:?}}}\n")).collect()
+    rows.iter()
+        .map(|(t, p, o, h)| {
+            format!("{{\"timestamp\": {t}, \"input_length\": {p}, \"output_length\": {o}, \"hash_ids\": {h:?}}}\n")
+        })
+        .collect()
 }
 
 fn trace_spec(text: String, reuse: bool) -> Spec {
     let mut s = linear(16, 2, 1, 1.0);
-    s.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(text.into()), format: TraceFormat::Mooncake, time_scale: 1.0, reuse_hash_ids: reuse, hash_block_tokens: 512 };
+    s.workload.arrival = ArrivalSpec::Trace {
+        path: None,
+        data: Some(text.into()),
+        format: TraceFormat::Mooncake,
+        time_scale: 1.0,
+        reuse_hash_ids: reuse,
+        hash_block_tokens: 512,
+    };
     s.workload.requests = None;
     s.engine.prefill_chunk_tokens = Some(8192);
     s
@@ -460,7 +511,11 @@ fn trace_spec(text: String, reuse: bool) -> Spec {
 /// has a token to emit. Without reuse every prompt is prefilled whole and the report has no prefix section.
 #[test]
 fn a_traces_hash_ids_share_the_longest_cached_leading_run_of_blocks() {
-    let text = mooncake(&[(0.0, 2048, 2, &[1, 2, 3, 4]), (1000.0, 2148, 2, &[1, 2, 3, 9, 10]), (2000.0, 2048, 2, &[1, 2, 3, 4])]);
+    let text = mooncake(&[
+        (0.0, 2048, 2, &[1, 2, 3, 4]),
+        (1000.0, 2148, 2, &[1, 2, 3, 9, 10]),
+        (2000.0, 2048, 2, &[1, 2, 3, 4]),
+    ]);
     let r = simulate(&super::valid(&trace_spec(text.clone(), true)));
     let ttft: Vec<f64> = {
         let sc = super::valid(&trace_spec(text.clone(), true));
@@ -471,7 +526,10 @@ fn a_traces_hash_ids_share_the_longest_cached_leading_run_of_blocks() {
     assert!((ttft[1] - 0.01612).abs() < 1e-9, "B prefills 612 tokens: {ttft:?}");
     assert!((ttft[2] - 0.01512).abs() < 1e-9, "C prefills its last 512-token block: {ttft:?}");
     let p = r.prefix.as_ref().expect("a prefix section");
-    assert_eq!((p.source, p.shared_tokens, p.lookups, p.hits, p.prefill_tokens_saved), (Some("trace hash_ids"), 512, 3, 2, 3072));
+    assert_eq!(
+        (p.source, p.shared_tokens, p.lookups, p.hits, p.prefill_tokens_saved),
+        (Some("trace hash_ids"), 512, 3, 2, 3072)
+    );
     assert!((p.prompt_token_hit_rate.unwrap() - 3072.0 / 6244.0).abs() < 1e-12);
     assert!(r.audits.ok);
     let plain = simulate(&super::valid(&trace_spec(text, false)));
@@ -501,7 +559,12 @@ fn hash_id_reuse_under_kv_pressure_keeps_every_audit() {
         })
         .collect();
     for (i, c) in chains.iter().enumerate() {
-        rows.push((i as f64 * 10.0, c.len() as u32 * 512 - (next() % 300) as u32, 100 + (next() % 400) as u32, c.as_slice()));
+        rows.push((
+            i as f64 * 10.0,
+            c.len() as u32 * 512 - (next() % 300) as u32,
+            100 + (next() % 400) as u32,
+            c.as_slice(),
+        ));
     }
     let mut s = trace_spec(mooncake(&rows), true);
     s.cost = CostSpec::default();
@@ -513,7 +576,13 @@ fn hash_id_reuse_under_kv_pressure_keeps_every_audit() {
     let r = simulate(&sc);
     let p = r.prefix.as_ref().unwrap();
     assert!(r.audits.ok, "{:?}", r.audits);
-    assert!(p.hits > 100 && p.evictions > 0 && r.summary.preemptions > 0, "hits {}, evictions {}, preemptions {}", p.hits, p.evictions, r.summary.preemptions);
+    assert!(
+        p.hits > 100 && p.evictions > 0 && r.summary.preemptions > 0,
+        "hits {}, evictions {}, preemptions {}",
+        p.hits,
+        p.evictions,
+        r.summary.preemptions
+    );
     let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
     assert_eq!(inferscale::export::json(&r), inferscale::export::json(&eager));
     let none = simulate(&super::valid(&{
@@ -523,14 +592,21 @@ fn hash_id_reuse_under_kv_pressure_keeps_every_audit() {
         }
         n
     }));
-    assert!(r.summary.ttft_s.mean < none.summary.ttft_s.mean, "{} vs {}", r.summary.ttft_s.mean, none.summary.ttft_s.mean);
+    assert!(
+        r.summary.ttft_s.mean < none.summary.ttft_s.mean,
+        "{} vs {}",
+        r.summary.ttft_s.mean,
+        none.summary.ttft_s.mean
+    );
 }
 
 /// What hash reuse cannot take is refused at its field; bad `hash_ids` name their line.
 #[test]
 fn hash_id_reuse_refuses_what_it_cannot_model() {
     let text = mooncake(&[(0.0, 1024, 2, &[1, 2]), (5.0, 1024, 2, &[1, 3])]);
-    let field = |s: &Spec| inferscale::scenario::validate(s).unwrap_err().errors.into_iter().map(|f| f.path).collect::<Vec<_>>();
+    let field = |s: &Spec| {
+        inferscale::scenario::validate(s).unwrap_err().errors.into_iter().map(|f| f.path).collect::<Vec<_>>()
+    };
     let mut s = trace_spec(text.clone(), true);
     s.engine.block_size_tokens = 24;
     assert!(field(&s).contains(&"engine.block_size_tokens".to_string()));
@@ -540,13 +616,20 @@ fn hash_id_reuse_refuses_what_it_cannot_model() {
     let mut s = trace_spec(text.clone(), true);
     s.cluster.disaggregation = super::shipped("pd-llama3-8b-h100.json").cluster.disaggregation;
     assert!(field(&s).contains(&"cluster.disaggregation".to_string()));
-    for (bad, why) in [("[1, -2]", "whole numbers"), ("\"abc\"", "whole numbers"), ("[9007199254740992]", "whole numbers")] {
+    for (bad, why) in
+        [("[1, -2]", "whole numbers"), ("\"abc\"", "whole numbers"), ("[9007199254740992]", "whole numbers")]
+    {
         let t = format!("{{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": {bad}}}\n");
         let e = inferscale::scenario::validate(&trace_spec(t, true)).unwrap_err();
         assert!(e.errors[0].message.contains("line 1: `hash_ids`") && e.errors[0].message.contains(why), "{bad}: {e}");
     }
-    let many = format!("{{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": {:?}}}\n", vec![1u64; 100_001]);
-    assert!(inferscale::scenario::validate(&trace_spec(many, true)).unwrap_err().to_string().contains("at most 100,000"));
+    let many = format!(
+        "{{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": {:?}}}\n",
+        vec![1u64; 100_001]
+    );
+    assert!(
+        inferscale::scenario::validate(&trace_spec(many, true)).unwrap_err().to_string().contains("at most 100,000")
+    );
 }
 
 /// One session of three turns on the linear cost: a 1000-token first prompt, 200 new tokens a turn, 5 output
@@ -576,7 +659,10 @@ fn a_stateless_session_resends_its_history_every_turn() {
     let sc = super::valid(&one_session(3));
     let r = simulate(&sc);
     let s = r.sessions.as_ref().expect("a sessions section");
-    assert_eq!((s.sessions, s.completed, s.turns, s.turns_completed, s.ended_by_context, s.unfinished), (1, 1, 3, 3, 0, 0));
+    assert_eq!(
+        (s.sessions, s.completed, s.turns, s.turns_completed, s.ended_by_context, s.unfinished),
+        (1, 1, 3, 3, 0, 0)
+    );
     assert!(s.conservation_ok && r.audits.ok);
     let ttft: Vec<f64> = s.ttft_by_turn.iter().map(|t| t.ttft_p50_s).collect();
     assert_eq!(ttft.len(), 3);
@@ -599,7 +685,10 @@ fn stateless_sessions_equal_their_turns_replayed_as_a_trace() {
     if let Some(x) = &mut s.workload.sessions {
         x.turns = Some(LengthSpec::Uniform { min: 1, max: 6 });
         x.output_tokens = Some(LengthSpec::Geometric { mean: 30.0, max: 200 });
-        x.tools = vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 }, ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 }];
+        x.tools = vec![
+            ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 },
+            ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 },
+        ];
     }
     let sc = super::valid(&s);
     let r = simulate(&sc);
@@ -611,12 +700,27 @@ fn stateless_sessions_equal_their_turns_replayed_as_a_trace() {
     }
     let mut t = linear(16, 2, 1, 1.0);
     t.engine.prefill_chunk_tokens = Some(8192);
-    t.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(trace.into()), format: TraceFormat::Vidur, time_scale: 1.0, reuse_hash_ids: true, hash_block_tokens: 512 };
+    t.workload.arrival = ArrivalSpec::Trace {
+        path: None,
+        data: Some(trace.into()),
+        format: TraceFormat::Vidur,
+        time_scale: 1.0,
+        reuse_hash_ids: true,
+        hash_block_tokens: 512,
+    };
     t.workload.requests = None;
     let tsc = super::valid(&t);
     let tr = simulate(&tsc);
     let tcsv = inferscale::export::requests_csv(&tr, &tsc);
-    let latencies = |csv: &str| -> Vec<(String, String)> { csv.lines().skip(1).map(|l| { let f: Vec<&str> = l.split(',').collect(); (f[7].to_string(), f[8].to_string()) }).collect() };
+    let latencies = |csv: &str| -> Vec<(String, String)> {
+        csv.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f[7].to_string(), f[8].to_string())
+            })
+            .collect()
+    };
     let (a, b) = (latencies(&csv), latencies(&tcsv));
     assert!(a.len() > 80, "{} turns", a.len());
     let mut a_sorted = a.clone();
@@ -650,7 +754,9 @@ fn sessions_draw_their_programs_up_front_and_end_at_the_context() {
     let x = r.sessions.unwrap();
     assert_eq!((x.turns, x.ended_by_context, x.completed), (2, 1, 0));
     assert!(x.conservation_ok);
-    let field = |s: &Spec| inferscale::scenario::validate(s).unwrap_err().errors.into_iter().map(|f| f.path).collect::<Vec<_>>();
+    let field = |s: &Spec| {
+        inferscale::scenario::validate(s).unwrap_err().errors.into_iter().map(|f| f.path).collect::<Vec<_>>()
+    };
     let mut bad = one_session(3);
     bad.workload.sessions.as_mut().unwrap().tools[0].mean_s = -1.0;
     assert!(field(&bad).contains(&"workload.sessions.tools[0].mean_s".to_string()));

@@ -8,7 +8,7 @@
 use inferscale::rng::{self, Rng64, Stream};
 use inferscale::scenario::{self, Budget};
 use inferscale::study::Kind;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Small enough that every accepted case runs in milliseconds.
 const BUDGET: Budget = Budget { memory_bytes: 2e8, steps: 3e6 };
@@ -102,7 +102,24 @@ fn trace_text(r: &mut Rng64) -> String {
         "{\"timestamp\": 0, \"input_length\": 695, \"output_length\": 52, \"hash_ids\": [0, 1]}\n{\"timestamp\": 27, \"input_length\": 647, \"output_length\": 26}\n",
     ];
     let mut t = shapes[r.below(shapes.len() as u64) as usize].to_string();
-    let words = ["0", "-1", "1e-300", "1e308", "9999-12-31 23:59:59", "0001-01-01 00:00:00", "\"", ",,,", "\u{feff}", "x", "NaN", "4294967296", "10000001", "\r\n", "{", ""];
+    let words = [
+        "0",
+        "-1",
+        "1e-300",
+        "1e308",
+        "9999-12-31 23:59:59",
+        "0001-01-01 00:00:00",
+        "\"",
+        ",,,",
+        "\u{feff}",
+        "x",
+        "NaN",
+        "4294967296",
+        "10000001",
+        "\r\n",
+        "{",
+        "",
+    ];
     for _ in 0..r.below(4) {
         let w = words[r.below(words.len() as u64) as usize];
         let cut: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
@@ -142,8 +159,13 @@ fn sane(v: &Value, key: &str, at: &str) -> Result<(), String> {
         Value::Null if !OPTIONAL.contains(&key) => Err(format!("{at}: null")),
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(0.0);
-            let fraction = key.ends_with("_fraction") || ["slo_attainment", "hit_rate", "attainment", "attainment_target"].contains(&key);
-            if fraction && !(0.0..=1.0 + 1e-9).contains(&x) { Err(format!("{at}: {x} is not a fraction")) } else { Ok(()) }
+            let fraction = key.ends_with("_fraction")
+                || ["slo_attainment", "hit_rate", "attainment", "attainment_target"].contains(&key);
+            if fraction && !(0.0..=1.0 + 1e-9).contains(&x) {
+                Err(format!("{at}: {x} is not a fraction"))
+            } else {
+                Ok(())
+            }
         }
         Value::Object(m) => m.iter().try_for_each(|(k, x)| sane(x, k, &format!("{at}.{k}"))),
         Value::Array(a) => a.iter().try_for_each(|x| sane(x, key, at)),
@@ -175,7 +197,11 @@ fn check_scenario(text: &str) -> Result<bool, String> {
     let v: Value = serde_json::from_str(&inferscale::export::json(&r)).map_err(|e| e.to_string())?;
     sane(&v, "", "report")?;
     // The other exports render too.
-    let _ = (inferscale::export::requests_csv(&r, &sc), inferscale::export::markdown(&r), inferscale::export::summary_csv(&r));
+    let _ = (
+        inferscale::export::requests_csv(&r, &sc),
+        inferscale::export::markdown(&r),
+        inferscale::export::summary_csv(&r),
+    );
     Ok(true)
 }
 
@@ -226,9 +252,16 @@ fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
         if i % 10 == 0 {
             let path = dir.join(format!("case{i}.json"));
             std::fs::write(&path, &text).unwrap();
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["run", path.to_str().unwrap(), "--budget-gb", "0.2"]).output().unwrap();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+                .args(["run", path.to_str().unwrap(), "--budget-gb", "0.2"])
+                .output()
+                .unwrap();
             if !matches!(out.status.code(), Some(0) | Some(2)) {
-                failures.push(format!("case {i}: the CLI exited {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+                failures.push(format!(
+                    "case {i}: the CLI exited {:?}: {}",
+                    out.status.code(),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
             }
             via_cli += 1;
         }
@@ -236,7 +269,9 @@ fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
     std::fs::remove_dir_all(&dir).unwrap();
     let (study_cases, study_failures) = fuzz_study_options();
     failures.extend(study_failures);
-    println!("fuzz: {cases} scenario cases ({ran} ran with sane reports, {refused} refused naming a field; {via_cli} also through the CLI), {study_cases} study-option cases");
+    println!(
+        "fuzz: {cases} scenario cases ({ran} ran with sane reports, {refused} refused naming a field; {via_cli} also through the CLI), {study_cases} study-option cases"
+    );
     assert!(failures.is_empty(), "{} failures, the first: {}", failures.len(), failures[0]);
     assert!(ran > 200 && refused > 300, "the mutations must reach both outcomes ({ran} ran, {refused} refused)");
 }

@@ -33,14 +33,23 @@ fn a_short_and_a_long_run_report_the_same_steady_throughput() {
     let under = |n| chat_70b(2, ArrivalSpec::Constant { rate_rps: 4.0 }, n);
     // The short runs are as short as the report accepts as steady (a run whose 3 × median in-batch time exceeds
     // its arrival span is said to be too short, and is).
-    for (name, make, short_n) in [("overloaded", &over as &dyn Fn(u64) -> Spec, 4_000), ("below capacity", &under, 1_000)] {
+    for (name, make, short_n) in
+        [("overloaded", &over as &dyn Fn(u64) -> Spec, 4_000), ("below capacity", &under, 1_000)]
+    {
         let (short, short_whole, short_offered) = steady_throughput(&make(short_n));
         let (long, long_whole, _) = steady_throughput(&make(20_000));
         let steady_gap = (short / long - 1.0).abs();
         let whole_gap = (short_whole / long_whole - 1.0).abs();
-        println!("{name}: steady {short:.3} vs {long:.3} req/s ({:.2} %); whole run {short_whole:.3} vs {long_whole:.3} ({:.2} %); offered {short_offered:.2}", steady_gap * 100.0, whole_gap * 100.0);
+        println!(
+            "{name}: steady {short:.3} vs {long:.3} req/s ({:.2} %); whole run {short_whole:.3} vs {long_whole:.3} ({:.2} %); offered {short_offered:.2}",
+            steady_gap * 100.0,
+            whole_gap * 100.0
+        );
         assert!(steady_gap <= 0.02, "{name}: steady throughput {short} ({short_n} requests) vs {long} (20,000)");
-        assert!(whole_gap > 0.05, "{name}: the whole-run figure is the one that misleads ({short_whole} vs {long_whole})");
+        assert!(
+            whole_gap > 0.05,
+            "{name}: the whole-run figure is the one that misleads ({short_whole} vs {long_whole})"
+        );
         assert!(short_offered > 0.0);
     }
 }
@@ -48,7 +57,11 @@ fn a_short_and_a_long_run_report_the_same_steady_throughput() {
 #[test]
 fn offered_and_achieved_are_both_reported_and_overload_is_flagged() {
     let r = inferscale::simulate(&valid(&chat_70b(2, ArrivalSpec::Constant { rate_rps: 30.0 }, 4_000)));
-    assert!((r.summary.offered_rate_rps - 30.0).abs() < 1e-6, "constant arrivals: offered {}", r.summary.offered_rate_rps);
+    assert!(
+        (r.summary.offered_rate_rps - 30.0).abs() < 1e-6,
+        "constant arrivals: offered {}",
+        r.summary.offered_rate_rps
+    );
     assert!((r.steady.offered_rate_rps - 30.0).abs() < 0.1);
     assert!(r.steady.overloaded, "{:?}", r.steady);
     assert!(r.steady.throughput_rps < 0.6 * r.steady.offered_rate_rps);
@@ -130,7 +143,8 @@ fn the_attainment_target_is_the_scenarios() {
 #[test]
 fn the_diagnosis_names_the_missed_objective_class_and_share() {
     let r = inferscale::simulate(&valid(&shipped("default.json")));
-    let chat_ttft = r.diagnosis.missed.iter().find(|m| m.class == "chat" && m.objective == "ttft").expect("chat misses TTFT");
+    let chat_ttft =
+        r.diagnosis.missed.iter().find(|m| m.class == "chat" && m.objective == "ttft").expect("chat misses TTFT");
     assert_eq!(chat_ttft.max_s, 1.0);
     assert!(chat_ttft.missed_fraction > 0.0 && chat_ttft.missed_fraction < 0.1);
     assert!(r.diagnosis.verdict.contains("Missed: TTFT ≤ 1000 ms for chat ("), "{}", r.diagnosis.verdict);
@@ -159,12 +173,30 @@ fn bad_objectives_name_their_field() {
         ("objectives.attainment_target", Box::new(|s| s.objectives.attainment_target = 0.0)),
         ("objectives.attainment_target", Box::new(|s| s.objectives.attainment_target = 1.5)),
         ("objectives.attainment_target", Box::new(|s| s.objectives.attainment_target = f64::NAN)),
-        ("objectives.percentiles[0].percentile", Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 0.0, 100.0, None)])),
-        ("objectives.percentiles[0].percentile", Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 101.0, 100.0, None)])),
-        ("objectives.percentiles[0].max_ms", Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, -1.0, None)])),
-        ("objectives.percentiles[0].max_ms", Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, 1e308, None)])),
-        ("objectives.percentiles[0].class", Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, 100.0, Some("chta"))])),
-        ("objectives.percentiles", Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, 100.0, None); 65])),
+        (
+            "objectives.percentiles[0].percentile",
+            Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 0.0, 100.0, None)]),
+        ),
+        (
+            "objectives.percentiles[0].percentile",
+            Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 101.0, 100.0, None)]),
+        ),
+        (
+            "objectives.percentiles[0].max_ms",
+            Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, -1.0, None)]),
+        ),
+        (
+            "objectives.percentiles[0].max_ms",
+            Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, 1e308, None)]),
+        ),
+        (
+            "objectives.percentiles[0].class",
+            Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, 100.0, Some("chta"))]),
+        ),
+        (
+            "objectives.percentiles",
+            Box::new(|s| s.objectives.percentiles = vec![objective(LatencyMetric::Ttft, 95.0, 100.0, None); 65]),
+        ),
         ("metrics.warmup_fraction", Box::new(|s| s.metrics.warmup_fraction = 0.95)),
         ("metrics.warmup_fraction", Box::new(|s| s.metrics.warmup_fraction = -1e-300)),
     ];

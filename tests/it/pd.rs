@@ -27,7 +27,14 @@ fn traced(rows: &[(f64, u32, u32)]) -> Spec {
     for (t, p, o) in rows {
         data.push_str(&format!("{t},{p},{o}\n"));
     }
-    s.workload.arrival = ArrivalSpec::Trace { path: None, data: Some(data.into()), format: TraceFormat::Auto, time_scale: 1.0, reuse_hash_ids: true, hash_block_tokens: 512 };
+    s.workload.arrival = ArrivalSpec::Trace {
+        path: None,
+        data: Some(data.into()),
+        format: TraceFormat::Auto,
+        time_scale: 1.0,
+        reuse_hash_ids: true,
+        hash_block_tokens: 512,
+    };
     s.workload.requests = None;
     s
 }
@@ -102,11 +109,16 @@ fn with_a_free_link_pd_ttft_is_prefill_queueing_plus_prefill() {
     let (a, b) = (inferscale::simulate(&valid(&pd)), inferscale::simulate(&valid(&reference)));
     assert!(a.transfer.as_ref().unwrap().latency_s.max == 0.0);
     assert_eq!(a.summary.preemptions, 0);
-    let ttft = |r: &inferscale::metrics::Report| r.requests.iter().map(|q| q.first_token_ns - q.arrival_ns).collect::<Vec<_>>();
+    let ttft = |r: &inferscale::metrics::Report| {
+        r.requests.iter().map(|q| q.first_token_ns - q.arrival_ns).collect::<Vec<_>>()
+    };
     assert_eq!(ttft(&a), ttft(&b));
     // And that is queueing (arrival → first scheduled) + prefill (first scheduled → first token).
     for q in &a.requests {
-        assert_eq!(q.first_token_ns - q.arrival_ns, (q.first_scheduled_ns - q.arrival_ns) + (q.first_token_ns - q.first_scheduled_ns));
+        assert_eq!(
+            q.first_token_ns - q.arrival_ns,
+            (q.first_scheduled_ns - q.arrival_ns) + (q.first_token_ns - q.first_scheduled_ns)
+        );
         assert!(q.first_scheduled_ns >= q.arrival_ns && q.first_token_ns > q.first_scheduled_ns);
     }
     assert!(a.summary.ttft_s.p95 > 0.0);
@@ -122,8 +134,18 @@ fn prefix_reuse_off_is_byte_identical_to_no_prefix_feature() {
         let plain = export::json(&inferscale::simulate(&valid(&base)));
         for (tokens, reuse) in [(512, 0.0), (0, 0.7), (8, 0.7)] {
             let mut s = base.clone();
-            s.prefix = Some(PrefixSpec { prefix_tokens: tokens, reuse_fraction: reuse, groups: 3, zipf_s: 1.0, caching: true });
-            assert_eq!(export::json(&inferscale::simulate(&valid(&s))), plain, "pd {pd}, prefix {tokens} tokens at {reuse}");
+            s.prefix = Some(PrefixSpec {
+                prefix_tokens: tokens,
+                reuse_fraction: reuse,
+                groups: 3,
+                zipf_s: 1.0,
+                caching: true,
+            });
+            assert_eq!(
+                export::json(&inferscale::simulate(&valid(&s))),
+                plain,
+                "pd {pd}, prefix {tokens} tokens at {reuse}"
+            );
         }
     }
 }
@@ -158,7 +180,11 @@ fn cache_hit_rate_matches_the_reuse_fraction_and_saves_hits_times_prefix() {
         // the first one's prefill is done (nothing is evicted at this light load): hit rate = reuse − cold/n.
         let cold = p.requests_with_prefix - p.hits;
         assert!(cold >= 1 && cold <= 5 * (groups as u64) * workers, "reuse {reuse}: {cold} misses");
-        assert!((p.hit_rate - reuse).abs() < 4.0 * sigma + cold as f64 / n as f64, "hit rate {} vs {reuse}", p.hit_rate);
+        assert!(
+            (p.hit_rate - reuse).abs() < 4.0 * sigma + cold as f64 / n as f64,
+            "hit rate {} vs {reuse}",
+            p.hit_rate
+        );
         assert_eq!(p.prefill_tokens_saved, p.hits * 1024, "saved = hits × prefix length");
         assert_eq!(p.evictions, 0);
         assert!(p.shared_kv_peak_blocks >= 64 && p.shared_kv_peak_blocks <= 64 * groups as u64 * workers);
@@ -171,7 +197,11 @@ fn cache_hit_rate_matches_the_reuse_fraction_and_saves_hits_times_prefix() {
         assert_eq!(r_off.engine.prefill_tokens - r.engine.prefill_tokens, p.prefill_tokens_saved);
         assert!(r.summary.ttft_s.mean < r_off.summary.ttft_s.mean, "hits make prefill shorter");
         let r_off_prefix = r_off.prefix.as_ref().unwrap();
-        assert_eq!((r_off_prefix.hits, r_off_prefix.requests_with_prefix), (0, p.requests_with_prefix), "same requests");
+        assert_eq!(
+            (r_off_prefix.hits, r_off_prefix.requests_with_prefix),
+            (0, p.requests_with_prefix),
+            "same requests"
+        );
     }
 }
 
@@ -216,7 +246,13 @@ fn pd_reports_pools_gpus_and_transfer_pressure() {
     // The run's own diagnosis names the link, with its numbers, and the findings carry the P/D evidence.
     assert_eq!(slow.diagnosis.kind, "transfer", "{}", slow.diagnosis.verdict);
     assert!(slow.diagnosis.verdict.contains("link") && slow.diagnosis.advice.contains("interconnect"));
-    for label in ["prefill pool busy", "decode pool busy", "busiest transfer link busy", "KV transfer share of p95 TTFT", "prefix cache hit rate"] {
+    for label in [
+        "prefill pool busy",
+        "decode pool busy",
+        "busiest transfer link busy",
+        "KV transfer share of p95 TTFT",
+        "prefix cache hit rate",
+    ] {
         assert!(slow.diagnosis.findings.iter().any(|f| f.label == label), "{label}");
     }
 }

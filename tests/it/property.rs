@@ -14,7 +14,12 @@ pub(super) fn random_spec(i: u64) -> Spec {
         0 => ArrivalSpec::Poisson { rate_rps: rate },
         1 => ArrivalSpec::Constant { rate_rps: rate },
         2 => ArrivalSpec::Gamma { rate_rps: rate, cv: [0.3, 1.0, 3.0][pick(3)] },
-        _ => ArrivalSpec::OnOff { rate_on_rps: rate * 3.0, rate_off_rps: [0.0, rate / 4.0][pick(2)], mean_on_s: 2.0, mean_off_s: 4.0 },
+        _ => ArrivalSpec::OnOff {
+            rate_on_rps: rate * 3.0,
+            rate_off_rps: [0.0, rate / 4.0][pick(2)],
+            mean_on_s: 2.0,
+            mean_off_s: 4.0,
+        },
     };
     let len = |k: usize, m: f64| match k {
         0 => LengthSpec::Fixed { tokens: m as u32 },
@@ -34,7 +39,8 @@ pub(super) fn random_spec(i: u64) -> Spec {
             slo: SloSpec { ttft_ms: Some(500.0), tpot_ms: Some(50.0), e2e_ms: Some(30_000.0) },
         })
         .collect();
-    s.workload.tenants = (0..1 + pick(3)).map(|t| TenantSpec { name: format!("t{t}"), ..TenantSpec::default() }).collect();
+    s.workload.tenants =
+        (0..1 + pick(3)).map(|t| TenantSpec { name: format!("t{t}"), ..TenantSpec::default() }).collect();
     let e = &mut s.engine;
     e.max_num_seqs = [1, 4, 32, 256][pick(4)];
     e.max_num_batched_tokens = [512, 2048, 8192][pick(3)];
@@ -53,9 +59,21 @@ pub(super) fn random_spec(i: u64) -> Spec {
     if !e.chunked_prefill {
         e.max_num_batched_tokens = 65_536;
     }
-    let pred = |k: usize| [PredictorSpec::Oracle, PredictorSpec::ClassMean, PredictorSpec::Zero, PredictorSpec::Lognormal { sigma: 1.0 }][k].clone();
+    let pred = |k: usize| {
+        [PredictorSpec::Oracle, PredictorSpec::ClassMean, PredictorSpec::Zero, PredictorSpec::Lognormal { sigma: 1.0 }]
+            [k]
+            .clone()
+    };
     s.estimator = EstimatorSpec { order: pred(pick(4)), reserve: pred(pick(4)) };
-    s.scheduler = [SchedulerSpec::Fcfs, SchedulerSpec::Sjf, SchedulerSpec::Spf, SchedulerSpec::Edf, SchedulerSpec::Priority, SchedulerSpec::Drr { quantum_tokens: 256 }][pick(6)].clone();
+    s.scheduler = [
+        SchedulerSpec::Fcfs,
+        SchedulerSpec::Sjf,
+        SchedulerSpec::Spf,
+        SchedulerSpec::Edf,
+        SchedulerSpec::Priority,
+        SchedulerSpec::Drr { quantum_tokens: 256 },
+    ][pick(6)]
+    .clone();
     s.admission = [
         AdmissionSpec::None,
         AdmissionSpec::QueueCap { max_waiting: 20 },
@@ -63,23 +81,46 @@ pub(super) fn random_spec(i: u64) -> Spec {
         AdmissionSpec::RandomDrop { probability: 0.2 },
         AdmissionSpec::TokenBucket { rate_tokens_per_s: 20_000.0, burst_tokens: 50_000.0 },
     ][pick(5)]
-        .clone();
+    .clone();
     s.cluster = ClusterSpec {
         replicas: 1 + pick(4) as u32,
-        router: [RouterSpec::RoundRobin, RouterSpec::Random, RouterSpec::LeastOutstanding, RouterSpec::LeastKv, RouterSpec::PowerOfTwo, RouterSpec::CentralQueue][pick(6)].clone(),
+        router: [
+            RouterSpec::RoundRobin,
+            RouterSpec::Random,
+            RouterSpec::LeastOutstanding,
+            RouterSpec::LeastKv,
+            RouterSpec::PowerOfTwo,
+            RouterSpec::CentralQueue,
+        ][pick(6)]
+        .clone(),
         disaggregation: None,
     };
     s.hardware.device = Some(["a100-80g", "h100-sxm", "h200", "l40s"][pick(4)].into());
     if pick(3) == 0 {
-        s.cost = CostSpec::Linear { base_ms: 5.0, per_seq_ms: 0.1, per_prefill_token_ms: 0.02, per_kv_token_ms: 0.0001 };
+        s.cost =
+            CostSpec::Linear { base_ms: 5.0, per_seq_ms: 0.1, per_prefill_token_ms: 0.02, per_kv_token_ms: 0.0001 };
     }
     // Drawn last, so the choices above are those of the colocated-only generator.
-    let mut router = || [RouterSpec::RoundRobin, RouterSpec::Random, RouterSpec::LeastOutstanding, RouterSpec::LeastKv, RouterSpec::PowerOfTwo][pick(5)].clone();
+    let mut router = || {
+        [
+            RouterSpec::RoundRobin,
+            RouterSpec::Random,
+            RouterSpec::LeastOutstanding,
+            RouterSpec::LeastKv,
+            RouterSpec::PowerOfTwo,
+        ][pick(5)]
+        .clone()
+    };
     let (rp, rd) = (router(), router());
     if pick(3) == 0 {
         s.cluster.disaggregation = Some(DisaggSpec {
             prefill: PoolSpec { replicas: 1 + pick(3) as u32, device: None, tp: None, router: rp },
-            decode: PoolSpec { replicas: 1 + pick(3) as u32, device: [None, Some("h100-sxm".to_string())][pick(2)].clone(), tp: None, router: rd },
+            decode: PoolSpec {
+                replicas: 1 + pick(3) as u32,
+                device: [None, Some("h100-sxm".to_string())][pick(2)].clone(),
+                tp: None,
+                router: rd,
+            },
             link: LinkSpec {
                 bandwidth_gbps: [0.5, 10.0, 400.0][pick(3)],
                 latency_ms: [0.0, 2.0][pick(2)],
@@ -115,7 +156,8 @@ fn random_valid_scenarios_run_and_pass_audits() {
             }
             Err(_) => panic!("scenario {i}: validation panicked"),
         };
-        let r = std::panic::catch_unwind(|| inferscale::simulate(&sc)).unwrap_or_else(|_| panic!("scenario {i} panicked: {spec:#?}"));
+        let r = std::panic::catch_unwind(|| inferscale::simulate(&sc))
+            .unwrap_or_else(|_| panic!("scenario {i} panicked: {spec:#?}"));
         let a = &r.audits;
         assert!(a.conservation.ok, "scenario {i}: {:?}", a.conservation);
         assert_eq!(a.kv.violations, 0, "scenario {i}: KV invariant");
@@ -133,7 +175,9 @@ fn random_valid_scenarios_run_and_pass_audits() {
     }
     println!("disaggregated {pd}; with prefix hits {hits}, with prefix evictions {evicted}");
     assert!(pd > 30 && hits > 30, "the generator must reach disaggregation and prefix sharing");
-    println!("ran {ran}; with preemptions {preempted}, failures {failed}, rejections {rejected}, unfinished {unfinished}");
+    println!(
+        "ran {ran}; with preemptions {preempted}, failures {failed}, rejections {rejected}, unfinished {unfinished}"
+    );
     assert!(ran >= 200, "too few valid random scenarios ({ran})");
     assert!(preempted > 5 && failed > 0 && rejected > 10 && unfinished > 5, "the generator must reach the rare paths");
 }
@@ -154,11 +198,13 @@ fn lazy_step_ends_equal_the_general_path() {
             spec.workload.requests = spec.workload.requests.map(|r| r * scale);
             if tight_budget {
                 let e = &mut spec.engine;
-                (e.max_num_seqs, e.max_num_batched_tokens, e.chunked_prefill, e.prefill_chunk_tokens) = (256, 48, true, Some(32));
+                (e.max_num_seqs, e.max_num_batched_tokens, e.chunked_prefill, e.prefill_chunk_tokens) =
+                    (256, 48, true, Some(32));
             }
             let Ok(sc) = scenario::validate(&spec) else { continue };
             let rec = inferscale::engine::run(&sc);
-            (steps, coasted, coasting) = (steps + rec.steps, coasted + rec.coasted_steps, coasting + usize::from(rec.coasted_steps > 0));
+            (steps, coasted, coasting) =
+                (steps + rec.steps, coasted + rec.coasted_steps, coasting + usize::from(rec.coasted_steps > 0));
             let lazy = inferscale::export::json(&inferscale::Report::build(&sc, rec));
             let eager = inferscale::export::json(&inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc)));
             assert!(lazy == eager, "scenario {i} ×{scale}: the lazy step end changed the report");
@@ -166,7 +212,9 @@ fn lazy_step_ends_equal_the_general_path() {
             lazy_heavy += usize::from(sc.pools[0].engine.max_num_seqs >= 32);
         }
     }
-    println!("{compared} compared, {lazy_heavy} with batches of 32 or more, {coasting} coasting; {coasted} of {steps} step ends coasted");
+    println!(
+        "{compared} compared, {lazy_heavy} with batches of 32 or more, {coasting} coasting; {coasted} of {steps} step ends coasted"
+    );
     assert!(compared > 400 && lazy_heavy > 150, "{compared} compared, {lazy_heavy} with batches of 32 or more");
     assert!(coasting > 200 && coasted * 4 > steps, "{coasting} scenarios coasting, {coasted} of {steps} step ends");
     // And every shipped scenario (P/D with shared prefixes, KV pressure, bursts, a trace, 70B on TP 4).
@@ -183,21 +231,38 @@ fn lazy_step_ends_equal_the_general_path() {
 /// lazy step end equals the general path.
 #[test]
 fn random_session_scenarios_pass_the_audits() {
-    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed, mut classed, mut prefixed) = (0, 0, 0, 0, 0, 0, 0);
+    let (mut ran, mut context_ends, mut multi, mut hosted, mut pressed, mut classed, mut prefixed) =
+        (0, 0, 0, 0, 0, 0, 0);
     for i in 0..150 {
         let mut spec = random_spec(i);
-        if !matches!(spec.workload.arrival, ArrivalSpec::Poisson { .. } | ArrivalSpec::Gamma { .. } | ArrivalSpec::OnOff { .. } | ArrivalSpec::Constant { .. }) {
+        if !matches!(
+            spec.workload.arrival,
+            ArrivalSpec::Poisson { .. }
+                | ArrivalSpec::Gamma { .. }
+                | ArrivalSpec::OnOff { .. }
+                | ArrivalSpec::Constant { .. }
+        ) {
             continue;
         }
         (spec.prefix, spec.cluster.disaggregation) = (None, None);
         spec.workload.requests = spec.workload.requests.map(|n| n / 5 + 1);
         let k = i as u32;
         spec.workload.sessions = Some(SessionsSpec {
-            turns: Some([LengthSpec::Fixed { tokens: 1 }, LengthSpec::Uniform { min: 1, max: 8 }, LengthSpec::Geometric { mean: 5.0, max: 40 }][((k + k / 6) % 3) as usize].clone()),
+            turns: Some(
+                [
+                    LengthSpec::Fixed { tokens: 1 },
+                    LengthSpec::Uniform { min: 1, max: 8 },
+                    LengthSpec::Geometric { mean: 5.0, max: 40 },
+                ][((k + k / 6) % 3) as usize]
+                    .clone(),
+            ),
             first_tokens: Some(LengthSpec::Lognormal { mean: 400.0, cv: 1.0, max: 3000 }),
             new_tokens: Some(LengthSpec::Uniform { min: 1, max: 300 }),
             output_tokens: Some(LengthSpec::Geometric { mean: 40.0, max: 400 }),
-            tools: vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.1, cv: 1.0 }, ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 }],
+            tools: vec![
+                ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.1, cv: 1.0 },
+                ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 },
+            ],
             // Most scenarios keep their KV between turns somehow (under each one's memory pressure).
             retention: match i % 6 {
                 0 => RetentionSpec::Retain,
@@ -222,13 +287,22 @@ fn random_session_scenarios_pass_the_audits() {
         // A host tier (small enough to fill) for host offload and a third of the rest; a retention budget on
         // a fifth; affinity routers on a third.
         if spec.cluster.router != RouterSpec::CentralQueue && (i % 6 == 3 || k.is_multiple_of(3)) {
-            spec.engine.host_kv = Some(HostKvSpec { capacity_gb: [0.05, 0.5, 20.0][(k % 3) as usize], bandwidth_gbps: [2.0, 25.0, 400.0][(k / 3 % 3) as usize], latency_ms: 0.01 });
+            spec.engine.host_kv = Some(HostKvSpec {
+                capacity_gb: [0.05, 0.5, 20.0][(k % 3) as usize],
+                bandwidth_gbps: [2.0, 25.0, 400.0][(k / 3 % 3) as usize],
+                latency_ms: 0.01,
+            });
         }
         if k % 5 == 1 {
             spec.engine.retention_budget_blocks = Some([0, 64, 2000][(k / 5 % 3) as usize]);
         }
         if k % 3 == 1 && spec.cluster.router != RouterSpec::CentralQueue {
-            spec.cluster.router = [RouterSpec::Sticky, RouterSpec::BoundedAffinity { slack_ms: 0.0 }, RouterSpec::BoundedAffinity { slack_ms: 50.0 }][(k / 3 % 3) as usize].clone();
+            spec.cluster.router = [
+                RouterSpec::Sticky,
+                RouterSpec::BoundedAffinity { slack_ms: 0.0 },
+                RouterSpec::BoundedAffinity { slack_ms: 50.0 },
+            ][(k / 3 % 3) as usize]
+                .clone();
         }
         if k.is_multiple_of(4) {
             spec.model.context_tokens = Some(2048);
@@ -238,37 +312,73 @@ fn random_session_scenarios_pass_the_audits() {
         }
         // A shared system prompt on a fifth (cached or not).
         if k % 5 == 3 {
-            spec.prefix = Some(scenario::PrefixSpec { prefix_tokens: 256, reuse_fraction: 0.8, groups: 1 + k % 3, zipf_s: 1.0, caching: k % 10 != 8 });
+            spec.prefix = Some(scenario::PrefixSpec {
+                prefix_tokens: 256,
+                reuse_fraction: 0.8,
+                groups: 1 + k % 3,
+                zipf_s: 1.0,
+                caching: k % 10 != 8,
+            });
         }
         let Ok(sc) = scenario::validate(&spec) else { continue };
         let r = inferscale::simulate(&sc);
         let s = r.sessions.as_ref().unwrap();
-        assert!(r.audits.conservation.ok && r.audits.kv.violations == 0 && r.audits.little.relative_error <= 0.01, "scenario {i}: {:?}", r.audits);
-        assert!(s.conservation_ok && s.sessions == s.completed + s.ended_by_context + s.ended_by_failure + s.unfinished, "scenario {i}: {s:?}");
+        assert!(
+            r.audits.conservation.ok && r.audits.kv.violations == 0 && r.audits.little.relative_error <= 0.01,
+            "scenario {i}: {:?}",
+            r.audits
+        );
+        assert!(
+            s.conservation_ok && s.sessions == s.completed + s.ended_by_context + s.ended_by_failure + s.unfinished,
+            "scenario {i}: {s:?}"
+        );
         assert!(s.recomputed_history_tokens <= s.history_tokens);
         assert!(s.audit.ok && r.audits.ok, "scenario {i}: {:?}", s.audit);
         if let Some(h) = &spec.engine.host_kv {
-            assert!(s.kv.host_peak_gb <= h.capacity_gb * sc.pools[0].replicas as f64 + 1e-9, "scenario {i}: host over capacity");
+            assert!(
+                s.kv.host_peak_gb <= h.capacity_gb * sc.pools[0].replicas as f64 + 1e-9,
+                "scenario {i}: host over capacity"
+            );
             hosted += (s.kv.restores > 0) as u32;
         }
         if let Some(b) = spec.engine.retention_budget_blocks {
             let block_gb = sc.kv_block_bytes() / 1e9;
-            assert!(s.kv.hbm_peak_gb <= (b * sc.pools[0].replicas as u64) as f64 * block_gb + 1e-9, "scenario {i}: over the retention budget");
+            assert!(
+                s.kv.hbm_peak_gb <= (b * sc.pools[0].replicas as u64) as f64 * block_gb + 1e-9,
+                "scenario {i}: over the retention budget"
+            );
         }
         if !s.classes.is_empty() {
             let sum = |f: fn(&inferscale::metrics::SessionClassSummary) -> u64| s.classes.iter().map(f).sum::<u64>();
-            assert!(sum(|c| c.sessions) == s.sessions && sum(|c| c.turns) == s.turns && sum(|c| c.completed) <= s.sessions, "scenario {i}: classes do not add up");
-            assert!(sum(|c| c.recomputed_history_tokens) >= s.recomputed_history_tokens && sum(|c| c.history_tokens) == s.history_tokens, "scenario {i}: class history {} vs {}", sum(|c| c.history_tokens), s.history_tokens);
+            assert!(
+                sum(|c| c.sessions) == s.sessions && sum(|c| c.turns) == s.turns && sum(|c| c.completed) <= s.sessions,
+                "scenario {i}: classes do not add up"
+            );
+            assert!(
+                sum(|c| c.recomputed_history_tokens) >= s.recomputed_history_tokens
+                    && sum(|c| c.history_tokens) == s.history_tokens,
+                "scenario {i}: class history {} vs {}",
+                sum(|c| c.history_tokens),
+                s.history_tokens
+            );
             classed += 1;
         }
         prefixed += r.prefix.as_ref().is_some_and(|p| p.hits > 0) as u32;
         let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
-        assert!(inferscale::export::json(&r) == inferscale::export::json(&eager), "scenario {i}: lazy and eager differ");
+        assert!(
+            inferscale::export::json(&r) == inferscale::export::json(&eager),
+            "scenario {i}: lazy and eager differ"
+        );
         ran += 1;
         context_ends += (s.ended_by_context > 0) as u32;
         multi += (s.mean_turns_per_session > 2.0) as u32;
         pressed += (s.kv.pressure_evictions > 0) as u32;
     }
-    println!("session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure, {classed} with session classes, {prefixed} sharing a prefix");
-    assert!(ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8 && classed > 15 && prefixed > 10, "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed, {classed} classed, {prefixed} prefixed");
+    println!(
+        "session scenarios: {ran} ran; {context_ends} with context ends, {multi} with > 2 turns a session, {hosted} restoring from host memory, {pressed} evicting under pressure, {classed} with session classes, {prefixed} sharing a prefix"
+    );
+    assert!(
+        ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8 && classed > 15 && prefixed > 10,
+        "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed, {classed} classed, {prefixed} prefixed"
+    );
 }

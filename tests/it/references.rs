@@ -35,7 +35,10 @@ fn canonical(json: &str) -> String {
 }
 
 fn reference(key: &str) -> u64 {
-    let line = REFERENCES.lines().find(|l| l.split_whitespace().next() == Some(key)).unwrap_or_else(|| panic!("no reference for {key}"));
+    let line = REFERENCES
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(key))
+        .unwrap_or_else(|| panic!("no reference for {key}"));
     u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
 }
 
@@ -64,7 +67,11 @@ fn every_shipped_scenario_reports_what_it_reported_before() {
         let mut lines = String::new();
         for (stem, seed, sc, r) in shipped_runs() {
             let key = format!("{stem}{}", seed.map(|s| s.to_string()).unwrap_or_default());
-            lines += &format!("{key}.csv {:016x}\n{key}.json {:016x}\n", fnv1a(&inferscale::export::requests_csv(&r, &sc)), fnv1a(&canonical(&inferscale::export::json(&r))));
+            lines += &format!(
+                "{key}.csv {:016x}\n{key}.json {:016x}\n",
+                fnv1a(&inferscale::export::requests_csv(&r, &sc)),
+                fnv1a(&canonical(&inferscale::export::json(&r)))
+            );
         }
         std::fs::write(super::root().join("tests/data/reference-hashes.txt"), lines).unwrap();
         return;
@@ -72,8 +79,16 @@ fn every_shipped_scenario_reports_what_it_reported_before() {
     let mut checked = 0;
     for (stem, seed, sc, r) in shipped_runs() {
         let key = format!("{stem}{}", seed.map(|s| s.to_string()).unwrap_or_default());
-        assert_eq!(fnv1a(&canonical(&inferscale::export::json(&r))), reference(&format!("{key}.json")), "{key}: the JSON report changed");
-        assert_eq!(fnv1a(&inferscale::export::requests_csv(&r, &sc)), reference(&format!("{key}.csv")), "{key}: the per-request CSV changed");
+        assert_eq!(
+            fnv1a(&canonical(&inferscale::export::json(&r))),
+            reference(&format!("{key}.json")),
+            "{key}: the JSON report changed"
+        );
+        assert_eq!(
+            fnv1a(&inferscale::export::requests_csv(&r, &sc)),
+            reference(&format!("{key}.csv")),
+            "{key}: the per-request CSV changed"
+        );
         checked += 2;
     }
     assert!(checked >= 32, "{checked} reports checked");
@@ -85,7 +100,11 @@ fn every_shipped_scenario_reports_what_it_reported_before() {
 #[ignore]
 fn reference_hashes_of_saved_reports() {
     let dir = std::env::var("INFERSCALE_REF_DIR").expect("INFERSCALE_REF_DIR");
-    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     for n in names {
         let text = std::fs::read_to_string(format!("{dir}/{n}")).unwrap();

@@ -42,12 +42,19 @@ fn h100_decode_never_beats_the_weight_read_floor() {
 fn defaults_reproduce_measured_a100_step_times() {
     let (m, h) = model_hw("a100-80g", 1, false);
     let cost = CostModel::Roofline(Roofline::new(&m, &h));
-    let text = std::fs::read_to_string(super::root().join("tests/data/measured-step-times-llama3-8b-a100.csv")).unwrap();
+    let text =
+        std::fs::read_to_string(super::root().join("tests/data/measured-step-times-llama3-8b-a100.csv")).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
-    let (phase, batch, new_tokens, ctx, raw, rf) =
-        (col("phase"), col("batch_size"), col("new_tokens_per_req"), col("kv_context"), col("step_ms_raw_profile_vidur_formula"), col("vidur_rf_step_ms"));
+    let (phase, batch, new_tokens, ctx, raw, rf) = (
+        col("phase"),
+        col("batch_size"),
+        col("new_tokens_per_req"),
+        col("kv_context"),
+        col("step_ms_raw_profile_vidur_formula"),
+        col("vidur_rf_step_ms"),
+    );
     let mut rows = 0;
     let mut worst: f64 = 0.0;
     for line in lines {
@@ -60,11 +67,25 @@ fn defaults_reproduce_measured_a100_step_times() {
         let work = if f[phase] == "decode" {
             StepWork { decode_seqs: b, decode_context_tokens: k * b as u64, ..Default::default() }
         } else {
-            StepWork { prefill_seqs: b, prefill_tokens: n * b, prefill_attention_pairs: (n as u64 * (n as u64 + 1) / 2) * b as u64, ..Default::default() }
+            StepWork {
+                prefill_seqs: b,
+                prefill_tokens: n * b,
+                prefill_attention_pairs: (n as u64 * (n as u64 + 1) / 2) * b as u64,
+                ..Default::default()
+            }
         };
         let sim = cost.step(&work).total_ns as f64 / 1e6;
         let err = sim / measured - 1.0;
-        println!("{:<8} batch {:>4} tokens {:>5} ctx {:>5}: measured {:>8.2} ms, model {:>8.2} ms, error {:+6.1} %", f[phase], b, n, k, measured, sim, err * 100.0);
+        println!(
+            "{:<8} batch {:>4} tokens {:>5} ctx {:>5}: measured {:>8.2} ms, model {:>8.2} ms, error {:+6.1} %",
+            f[phase],
+            b,
+            n,
+            k,
+            measured,
+            sim,
+            err * 100.0
+        );
         worst = worst.max(err.abs());
         rows += 1;
     }
@@ -76,7 +97,14 @@ fn defaults_reproduce_measured_a100_step_times() {
 fn breakdown_parts_are_consistent() {
     let (m, h) = model_hw("h100-sxm", 4, false);
     let r = Roofline::new(&m, &h);
-    let c = r.step(&StepWork { decode_seqs: 32, decode_context_tokens: 32 * 2000, prefill_seqs: 1, prefill_tokens: 512, prefill_attention_pairs: 512 * 513 / 2, prefill_context_tokens: 0 });
+    let c = r.step(&StepWork {
+        decode_seqs: 32,
+        decode_context_tokens: 32 * 2000,
+        prefill_seqs: 1,
+        prefill_tokens: 512,
+        prefill_attention_pairs: 512 * 513 / 2,
+        prefill_context_tokens: 0,
+    });
     let compute = c.prefill_compute_ns + c.decode_compute_ns;
     let memory = c.weights_ns + c.kv_read_ns;
     let core = compute.max(memory) + h.overlap_penalty * compute.min(memory);
@@ -85,7 +113,11 @@ fn breakdown_parts_are_consistent() {
     assert!(c.prefill_compute_ns > c.decode_compute_ns);
     // TP divides the per-GPU work: tp 4 is faster than tp 1 for the same step.
     let (m1, h1) = model_hw("h100-sxm", 1, false);
-    let c1 = Roofline::new(&m1, &h1).step(&StepWork { decode_seqs: 32, decode_context_tokens: 32 * 2000, ..Default::default() });
+    let c1 = Roofline::new(&m1, &h1).step(&StepWork {
+        decode_seqs: 32,
+        decode_context_tokens: 32 * 2000,
+        ..Default::default()
+    });
     let c4 = r.step(&StepWork { decode_seqs: 32, decode_context_tokens: 32 * 2000, ..Default::default() });
     assert!(c4.total_ns < c1.total_ns);
 }
@@ -120,7 +152,11 @@ fn a_custom_model_with_a_presets_figures_reports_as_the_preset() {
             head_dim: Some(p.head_dim),
             bytes_per_param: Some(p.bytes_per_param),
             kv_bytes_per_elem: Some(p.kv_bytes_per_elem),
-            moe: p.moe.map(|(experts, experts_per_token, expert_params_b)| inferscale::scenario::MoeSpec { experts, experts_per_token, expert_params_b }),
+            moe: p.moe.map(|(experts, experts_per_token, expert_params_b)| inferscale::scenario::MoeSpec {
+                experts,
+                experts_per_token,
+                expert_params_b,
+            }),
             context_tokens: Some(p.context_tokens),
         };
         let a = inferscale::export::json(&inferscale::simulate(&super::valid(&preset)));
@@ -149,11 +185,21 @@ fn every_preset_model_runs_on_every_preset_device_it_fits() {
     let (mut ran, mut refused) = (0, 0);
     for m in presets::MODELS {
         for d in presets::DEVICES {
-            let Some(tp) = [1u32, 2, 4, 8].into_iter().find(|&tp| m.params_b * 1e9 * m.bytes_per_param / (tp as f64) < 0.9 * d.hbm_gb * 1e9) else {
+            let Some(tp) = [1u32, 2, 4, 8]
+                .into_iter()
+                .find(|&tp| m.params_b * 1e9 * m.bytes_per_param / (tp as f64) < 0.9 * d.hbm_gb * 1e9)
+            else {
                 let mut s = super::small();
                 (s.model.preset, s.hardware.device, s.hardware.tp) = (Some(m.name.into()), Some(d.name.into()), 8);
                 let e = inferscale::scenario::validate(&s).unwrap_err();
-                assert!(e.errors.iter().any(|f| f.path == "engine.gpu_memory_utilization" && f.message.contains("do not fit")), "{} on {}: {e}", m.name, d.name);
+                assert!(
+                    e.errors
+                        .iter()
+                        .any(|f| f.path == "engine.gpu_memory_utilization" && f.message.contains("do not fit")),
+                    "{} on {}: {e}",
+                    m.name,
+                    d.name
+                );
                 refused += 1;
                 continue;
             };
@@ -164,7 +210,12 @@ fn every_preset_model_runs_on_every_preset_device_it_fits() {
                 Ok(sc) => sc,
                 // A small device's KV may be too small for the class's longest request: said, not a panic.
                 Err(e) => {
-                    assert!(e.errors.iter().all(|f| f.message.contains("KV capacity")), "{} on {} × {tp}: {e}", m.name, d.name);
+                    assert!(
+                        e.errors.iter().all(|f| f.message.contains("KV capacity")),
+                        "{} on {} × {tp}: {e}",
+                        m.name,
+                        d.name
+                    );
                     refused += 1;
                     continue;
                 }
@@ -177,14 +228,16 @@ fn every_preset_model_runs_on_every_preset_device_it_fits() {
     }
     println!("presets: {ran} model × device pairs ran, {refused} refused");
     assert!(ran >= 80, "{ran} pairs ran");
-    let kv = |name: &str| super::valid(&{
-        let mut s = super::small();
-        let tp = if name == "deepseek-v3" { 8 } else { 1 };
-        (s.model.preset, s.hardware.device, s.hardware.tp) = (Some(name.into()), Some("h200".into()), tp);
-        s
-    })
-    .model
-    .kv_bytes_per_token();
+    let kv = |name: &str| {
+        super::valid(&{
+            let mut s = super::small();
+            let tp = if name == "deepseek-v3" { 8 } else { 1 };
+            (s.model.preset, s.hardware.device, s.hardware.tp) = (Some(name.into()), Some("h200".into()), tp);
+            s
+        })
+        .model
+        .kv_bytes_per_token()
+    };
     assert_eq!(kv("deepseek-v3"), 61.0 * 576.0 * 2.0, "MLA: one 576-element BF16 latent per layer");
     assert_eq!(kv("llama-3.2-1b"), 2.0 * 16.0 * 8.0 * 64.0 * 2.0);
     assert_eq!(kv("qwen2.5-7b"), 2.0 * 28.0 * 4.0 * 128.0 * 2.0);
@@ -203,9 +256,24 @@ fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
     dense.hardware.tp = 2;
     // The dense model of Mixtral's shape, every figure written out, and the same with all 8 of 8 experts active.
     let mut plain = dense.clone();
-    plain.model = inferscale::scenario::ModelSpec { preset: None, params_b: Some(46.7), layers: Some(32), hidden: Some(4096), heads: Some(32), kv_heads: Some(8), head_dim: Some(128), bytes_per_param: Some(2.0), kv_bytes_per_elem: Some(2.0), moe: None, context_tokens: Some(32_768) };
+    plain.model = inferscale::scenario::ModelSpec {
+        preset: None,
+        params_b: Some(46.7),
+        layers: Some(32),
+        hidden: Some(4096),
+        heads: Some(32),
+        kv_heads: Some(8),
+        head_dim: Some(128),
+        bytes_per_param: Some(2.0),
+        kv_bytes_per_elem: Some(2.0),
+        moe: None,
+        context_tokens: Some(32_768),
+    };
     let mut all_active = dense.clone();
-    all_active.model = inferscale::scenario::ModelSpec { moe: Some(MoeSpec { experts: 8, experts_per_token: 8, expert_params_b: 45.1 }), ..plain.model.clone() };
+    all_active.model = inferscale::scenario::ModelSpec {
+        moe: Some(MoeSpec { experts: 8, experts_per_token: 8, expert_params_b: 45.1 }),
+        ..plain.model.clone()
+    };
     let json = |s: &inferscale::scenario::Spec| inferscale::export::json(&inferscale::simulate(&super::valid(s)));
     assert_eq!(json(&all_active), json(&plain), "every expert active: the dense model");
     // Top 2 of 8: one decode token reads the dense part and a quarter of the experts.
@@ -215,13 +283,26 @@ fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
     let one = StepWork { decode_seqs: 1, decode_context_tokens: 100, ..Default::default() };
     let many = StepWork { decode_seqs: 256, decode_context_tokens: 25_600, ..Default::default() };
     let (w1, wn, dense_w) = (cost.step(&one).weights_ns, cost.step(&many).weights_ns, full.step(&one).weights_ns);
-    let kv_write = full.step(&one).weights_ns - (46.7e9 * 2.0) / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9);
-    let expect1 = ((46.7e9 - 45.1e9) + 45.1e9 * 0.25) * 2.0 / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9) + kv_write;
+    let kv_write =
+        full.step(&one).weights_ns - (46.7e9 * 2.0) / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9);
+    let expect1 = ((46.7e9 - 45.1e9) + 45.1e9 * 0.25) * 2.0
+        / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9)
+        + kv_write;
     assert!((w1 / expect1 - 1.0).abs() < 1e-9, "batch of one: {w1} ns, expected {expect1}");
-    assert!(wn > 0.999 * dense_w && wn <= full.step(&many).weights_ns, "a batch of 256 touches every expert: {wn} vs {dense_w}");
-    let c1 = cost.step(&StepWork { prefill_seqs: 1, prefill_tokens: 1000, prefill_attention_pairs: 0, ..Default::default() }).prefill_compute_ns;
-    let c_dense = full.step(&StepWork { prefill_seqs: 1, prefill_tokens: 1000, prefill_attention_pairs: 0, ..Default::default() }).prefill_compute_ns;
-    assert!((c1 / c_dense - (46.7 - 45.1 * 0.75) / 46.7).abs() < 1e-9, "compute with the active parameters (12.9 B of 46.7 B)");
+    assert!(
+        wn > 0.999 * dense_w && wn <= full.step(&many).weights_ns,
+        "a batch of 256 touches every expert: {wn} vs {dense_w}"
+    );
+    let c1 = cost
+        .step(&StepWork { prefill_seqs: 1, prefill_tokens: 1000, prefill_attention_pairs: 0, ..Default::default() })
+        .prefill_compute_ns;
+    let c_dense = full
+        .step(&StepWork { prefill_seqs: 1, prefill_tokens: 1000, prefill_attention_pairs: 0, ..Default::default() })
+        .prefill_compute_ns;
+    assert!(
+        (c1 / c_dense - (46.7 - 45.1 * 0.75) / 46.7).abs() < 1e-9,
+        "compute with the active parameters (12.9 B of 46.7 B)"
+    );
 }
 
 /// The tensor-parallel all-reduce against a published measurement: SGLang's custom all-reduce on H100
@@ -233,23 +314,49 @@ fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
 fn tensor_parallel_all_reduce_matches_a_published_h100_measurement() {
     use inferscale::cost::StepWork;
     const MEASURED: [(u32, u32, f64); 9] = [
-        (2, 512, 3.7), (4, 512, 4.8), (8, 512, 5.9),
-        (2, 262_144, 7.9), (4, 262_144, 13.9), (8, 262_144, 16.7),
-        (2, 1_048_576, 19.9), (4, 1_048_576, 31.1), (8, 1_048_576, 33.8),
+        (2, 512, 3.7),
+        (4, 512, 4.8),
+        (8, 512, 5.9),
+        (2, 262_144, 7.9),
+        (4, 262_144, 13.9),
+        (8, 262_144, 16.7),
+        (2, 1_048_576, 19.9),
+        (4, 1_048_576, 31.1),
+        (8, 1_048_576, 33.8),
     ];
     let mut log_err = 0.0;
     for (tp, bytes, us) in MEASURED {
         // A model whose hidden size makes one token's activations 512 B: a step of n tokens all-reduces n × 512 B.
         let mut s = super::small();
-        s.model = inferscale::scenario::ModelSpec { preset: None, params_b: Some(1.0), layers: Some(10), hidden: Some(256), heads: Some(8), kv_heads: Some(8), head_dim: Some(32), bytes_per_param: Some(2.0), kv_bytes_per_elem: Some(2.0), moe: None, context_tokens: None };
+        s.model = inferscale::scenario::ModelSpec {
+            preset: None,
+            params_b: Some(1.0),
+            layers: Some(10),
+            hidden: Some(256),
+            heads: Some(8),
+            kv_heads: Some(8),
+            head_dim: Some(32),
+            bytes_per_param: Some(2.0),
+            kv_bytes_per_elem: Some(2.0),
+            moe: None,
+            context_tokens: None,
+        };
         (s.hardware.device, s.hardware.tp) = (Some("h100-sxm".into()), tp);
         let sc = super::valid(&s);
         let tokens = bytes / 512;
-        let step = sc.pools[0].cost.step(&StepWork { decode_seqs: tokens, decode_context_tokens: tokens as u64, ..Default::default() });
+        let step = sc.pools[0].cost.step(&StepWork {
+            decode_seqs: tokens,
+            decode_context_tokens: tokens as u64,
+            ..Default::default()
+        });
         // Two all-reduces a layer.
         let model_us = step.comm_ns / (2.0 * 10.0) / 1e3;
         let rel = model_us / us - 1.0;
-        assert!(rel.abs() < 0.21, "TP {tp}, {bytes} B: model {model_us:.2} µs vs measured {us} µs ({:+.1} %)", rel * 100.0);
+        assert!(
+            rel.abs() < 0.21,
+            "TP {tp}, {bytes} B: model {model_us:.2} µs vs measured {us} µs ({:+.1} %)",
+            rel * 100.0
+        );
         log_err += (model_us / us).ln().abs() / MEASURED.len() as f64;
     }
     assert!(log_err < 0.07, "mean |ln(model / measured)| {log_err:.3}");

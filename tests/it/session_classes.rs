@@ -33,7 +33,10 @@ fn one_class_that_inherits_everything_is_the_classless_run() {
     assert_eq!(json_without_classes(&plain), json_without_classes(&one));
     let (s, c) = (one.sessions.as_ref().unwrap(), &one.sessions.as_ref().unwrap().classes[0]);
     assert_eq!((c.name.as_str(), c.sessions, c.turns, c.completed), ("agent", s.sessions, s.turns, s.completed));
-    assert_eq!((c.turn_ttft_s, c.session_e2e_s, c.history_tokens, c.reuse), (s.turn_ttft_s, s.session_e2e_s, s.history_tokens, s.reuse));
+    assert_eq!(
+        (c.turn_ttft_s, c.session_e2e_s, c.history_tokens, c.reuse),
+        (s.turn_ttft_s, s.session_e2e_s, s.history_tokens, s.reuse)
+    );
 }
 
 /// Two classes, each with its own turns, first prompt and tools: each class's sessions do exactly what its
@@ -82,7 +85,11 @@ fn a_mix_replays_each_class_s_programs_as_that_class_alone_draws_them() {
     for (i, p) in mixed.iter().enumerate() {
         let alone = if p.class == 0 { &alone_a } else { &alone_b };
         if let Some(q) = alone.get(i) {
-            assert_eq!((&p.new_tokens, &p.output_tokens, &p.tools, &p.gaps_ns), (&q.new_tokens, &q.output_tokens, &q.tools, &q.gaps_ns), "session {i}");
+            assert_eq!(
+                (&p.new_tokens, &p.output_tokens, &p.tools, &p.gaps_ns),
+                (&q.new_tokens, &q.output_tokens, &q.tools, &q.gaps_ns),
+                "session {i}"
+            );
             *(if p.class == 0 { &mut seen_a } else { &mut seen_b }) += 1;
         }
     }
@@ -107,9 +114,13 @@ fn each_class_is_judged_by_its_own_objective() {
     let want = (x.classes[1].sessions + x.classes[2].sessions) as f64 / judged;
     assert!((x.slo_attainment.unwrap() - want).abs() < 1e-12, "{:?} vs {want}", x.slo_attainment);
     // A class without any objective is not judged, nor counted in the section's share.
-    let r = simulate(&super::valid(&classed(json!([{"name": "judged", "slo": {"turn_ttft_ms": 1e6}}, {"name": "free"}]))));
+    let r =
+        simulate(&super::valid(&classed(json!([{"name": "judged", "slo": {"turn_ttft_ms": 1e6}}, {"name": "free"}]))));
     let x = r.sessions.as_ref().unwrap();
-    assert_eq!((x.classes[0].slo_attainment, x.classes[1].slo_attainment, x.slo_attainment), (Some(1.0), None, Some(1.0)));
+    assert_eq!(
+        (x.classes[0].slo_attainment, x.classes[1].slo_attainment, x.slo_attainment),
+        (Some(1.0), None, Some(1.0))
+    );
 }
 
 /// A class's `request_class` makes its turns that request class: the priority scheduler serves them first,
@@ -120,7 +131,10 @@ fn a_class_s_turns_are_its_request_class() {
         {"name": "interactive", "request_class": "urgent"},
         {"name": "background", "request_class": "batch"}
     ]));
-    s.workload.classes = vec![ClassSpec { name: "urgent".into(), priority: 0, ..ClassSpec::default() }, ClassSpec { name: "batch".into(), priority: 5, ..ClassSpec::default() }];
+    s.workload.classes = vec![
+        ClassSpec { name: "urgent".into(), priority: 0, ..ClassSpec::default() },
+        ClassSpec { name: "batch".into(), priority: 5, ..ClassSpec::default() },
+    ];
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 40.0 };
     s.scheduler = serde_json::from_value(json!({"kind": "priority"})).unwrap();
     let r = simulate(&super::valid(&s));
@@ -128,23 +142,46 @@ fn a_class_s_turns_are_its_request_class() {
     let by_name = |n: &str| r.classes.iter().find(|c| c.name == n).unwrap();
     assert_eq!(by_name("urgent").requests, x.classes[0].turns);
     assert_eq!(by_name("batch").requests, x.classes[1].turns);
-    assert!(by_name("urgent").ttft_s.p95 < by_name("batch").ttft_s.p95, "priority serves the interactive turns first: {} vs {}", by_name("urgent").ttft_s.p95, by_name("batch").ttft_s.p95);
+    assert!(
+        by_name("urgent").ttft_s.p95 < by_name("batch").ttft_s.p95,
+        "priority serves the interactive turns first: {} vs {}",
+        by_name("urgent").ttft_s.p95,
+        by_name("batch").ttft_s.p95
+    );
 }
 
 /// What session classes refuse, each at its field.
 #[test]
 fn session_classes_refuse_bad_input_at_their_field() {
-    let paths = |s: &Spec| inferscale::scenario::validate(s).map(|_| vec![]).unwrap_or_else(|e| e.errors.into_iter().map(|f| f.path).collect::<Vec<_>>());
+    let paths = |s: &Spec| {
+        inferscale::scenario::validate(s)
+            .map(|_| vec![])
+            .unwrap_or_else(|e| e.errors.into_iter().map(|f| f.path).collect::<Vec<_>>())
+    };
     let p = |i: usize, f: &str| format!("workload.sessions.classes[{i}].{f}");
     assert_eq!(paths(&classed(json!([{"name": ""}]))), [p(0, "name")]);
     assert_eq!(paths(&classed(json!([{"name": "a"}, {"name": "a"}]))), [p(1, "name")]);
-    assert_eq!(paths(&classed(json!([{"name": "a", "weight": 0}, {"name": "b", "weight": 0}]))), ["workload.sessions.classes"]);
+    assert_eq!(
+        paths(&classed(json!([{"name": "a", "weight": 0}, {"name": "b", "weight": 0}]))),
+        ["workload.sessions.classes"]
+    );
     assert_eq!(paths(&classed(json!([{"name": "a", "weight": -1}, {"name": "b", "weight": 2}]))), [p(0, "weight")]);
     assert_eq!(paths(&classed(json!([{"name": "a", "weight": 1e308}]))), [p(0, "weight")]);
-    assert_eq!(paths(&classed(json!([{"name": "a", "tools": [{"name": "t", "weight": -1, "mean_s": 1}, {"name": "u", "weight": 2, "mean_s": 1}]}]))), [p(0, "tools[0].weight")]);
+    assert_eq!(
+        paths(&classed(
+            json!([{"name": "a", "tools": [{"name": "t", "weight": -1, "mean_s": 1}, {"name": "u", "weight": 2, "mean_s": 1}]}])
+        )),
+        [p(0, "tools[0].weight")]
+    );
     assert_eq!(paths(&classed(json!([{"name": "a", "turns": {"kind": "fixed", "tokens": 20000}}]))), [p(0, "turns")]);
-    assert_eq!(paths(&classed(json!([{"name": "a", "turns": {"kind": "fixed", "tokens": 0}}]))), [p(0, "turns.tokens")]);
-    assert_eq!(paths(&classed(json!([{"name": "a", "tools": [{"name": "t", "mean_s": -1}]}]))), [p(0, "tools[0].mean_s")]);
+    assert_eq!(
+        paths(&classed(json!([{"name": "a", "turns": {"kind": "fixed", "tokens": 0}}]))),
+        [p(0, "turns.tokens")]
+    );
+    assert_eq!(
+        paths(&classed(json!([{"name": "a", "tools": [{"name": "t", "mean_s": -1}]}]))),
+        [p(0, "tools[0].mean_s")]
+    );
     assert_eq!(paths(&classed(json!([{"name": "a", "slo": {"session_s": 0}}]))), [p(0, "slo.session_s")]);
     assert_eq!(paths(&classed(json!([{"name": "a", "request_class": "nope"}]))), [p(0, "request_class")]);
     // A length neither the class nor the sessions give is the class's to give.
@@ -152,7 +189,12 @@ fn session_classes_refuse_bad_input_at_their_field() {
     s.workload.sessions.as_mut().unwrap().new_tokens = None;
     assert_eq!(paths(&s), [p(1, "new_tokens")]);
     // A first prompt past the KV of one worker, in one class.
-    assert_eq!(paths(&classed(json!([{"name": "a"}, {"name": "huge", "first_tokens": {"kind": "fixed", "tokens": 9_000_000}}]))), ["workload.sessions.classes[1]"]);
+    assert_eq!(
+        paths(&classed(
+            json!([{"name": "a"}, {"name": "huge", "first_tokens": {"kind": "fixed", "tokens": 9_000_000}}])
+        )),
+        ["workload.sessions.classes[1]"]
+    );
     let too_many: Vec<serde_json::Value> = (0..65).map(|i| json!({"name": format!("c{i}")})).collect();
     let mut v = serde_json::to_value(classed(json!([]))).unwrap();
     v["workload"]["sessions"]["classes"] = json!(too_many);

@@ -3,7 +3,7 @@
 
 use super::engine::one_session;
 use inferscale::scenario::*;
-use inferscale::{simulate, Report};
+use inferscale::{Report, simulate};
 
 /// Llama-3-8B's KV: 2 × 32 layers × 8 heads × 128 × 2 bytes per token, 16 tokens a block.
 const BLOCK_BYTES: f64 = 131_072.0 * 16.0;
@@ -44,7 +44,10 @@ fn a_turn_costs_a_restore_then_its_new_tokens_on_a_host_hit() {
     let x = r.sessions.as_ref().unwrap();
     assert_eq!((x.kv.restores, x.kv.later_turns), (2, 2));
     assert_eq!((x.kv.host_hit_rate, x.kv.hbm_hit_rate, x.kv.miss_rate, x.kv.route_locality), (1.0, 0.0, 0.0, 1.0));
-    assert!((x.kv.restore_s.max - restore[1]).abs() < 1e-9 && (x.kv.restore_s.mean - (restore[0] + restore[1]) / 2.0).abs() < 1e-9);
+    assert!(
+        (x.kv.restore_s.max - restore[1]).abs() < 1e-9
+            && (x.kv.restore_s.mean - (restore[0] + restore[1]) / 2.0).abs() < 1e-9
+    );
     assert!((x.kv.restore_gb - 137.0 * BLOCK_BYTES / 1e9).abs() < 1e-9);
     // The history sat in host memory through both tool gaps, never idle in HBM.
     assert_eq!(x.kv.hbm_peak_gb, 0.0);
@@ -109,7 +112,10 @@ fn ttl_spans_stateless_to_full_retention() {
     let mut to_host = with(ttl(Some(0.5)));
     host(&mut to_host, 10.0, 1.0);
     let r = simulate(&super::valid(&to_host));
-    close(&ttfts(&r), &[0.020, 62.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01213, 75.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01210]);
+    close(
+        &ttfts(&r),
+        &[0.020, 62.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01213, 75.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01210],
+    );
     let x = r.sessions.unwrap();
     // Each history was idle in HBM for exactly the TTL: 0.5 s × (62 + 75) blocks.
     assert!((x.kv.hbm_gb_s - 0.5 * 137.0 * BLOCK_BYTES / 1e9).abs() < 1e-9, "{}", x.kv.hbm_gb_s);
@@ -131,7 +137,10 @@ fn the_gap_oracle_keeps_what_is_cheaper_to_keep() {
     close(&ttfts(&simulate(&super::valid(&long))), &[0.020, 0.02205, 0.02410]);
     host(&mut long, 100.0, 0.1);
     let r = simulate(&super::valid(&long));
-    close(&ttfts(&r), &[0.020, 62.0 * BLOCK_BYTES / 100e9 + 0.0001 + 0.01213, 75.0 * BLOCK_BYTES / 100e9 + 0.0001 + 0.01210]);
+    close(
+        &ttfts(&r),
+        &[0.020, 62.0 * BLOCK_BYTES / 100e9 + 0.0001 + 0.01213, 75.0 * BLOCK_BYTES / 100e9 + 0.0001 + 0.01210],
+    );
 }
 
 /// The retention budget caps the history HBM holds per worker: 0 blocks is stateless byte for byte; a small
@@ -160,7 +169,11 @@ fn the_retention_budget_and_host_capacity_bound_what_is_kept() {
     let free = many(None, None);
     let capped = many(Some(300), Some(1.0));
     let (f, c) = (free.sessions.as_ref().unwrap(), capped.sessions.as_ref().unwrap());
-    assert!(f.kv.hbm_peak_gb > 300.0 * BLOCK_BYTES / 1e9, "the free run holds more than the budget: {}", f.kv.hbm_peak_gb);
+    assert!(
+        f.kv.hbm_peak_gb > 300.0 * BLOCK_BYTES / 1e9,
+        "the free run holds more than the budget: {}",
+        f.kv.hbm_peak_gb
+    );
     assert!(c.kv.hbm_peak_gb <= 300.0 * BLOCK_BYTES / 1e9 + 1e-12, "{}", c.kv.hbm_peak_gb);
     assert!(c.kv.host_peak_gb <= 1.0 + 1e-12 && c.kv.host_peak_gb > 0.0, "{}", c.kv.host_peak_gb);
     assert!(c.kv.pressure_evictions > 0 && c.kv.host_evictions > 0 && c.kv.host_hit_rate > 0.0, "{:?}", c.kv);
@@ -196,10 +209,22 @@ fn affinity_routers_keep_turns_where_their_kv_is() {
 /// What the new fields refuse, each at its field.
 #[test]
 fn session_kv_fields_refuse_bad_input_at_their_field() {
-    let paths = |s: &Spec| inferscale::scenario::validate(s).map(|_| vec![]).unwrap_or_else(|e| e.errors.into_iter().map(|f| f.path).collect::<Vec<_>>());
+    let paths = |s: &Spec| {
+        inferscale::scenario::validate(s)
+            .map(|_| vec![])
+            .unwrap_or_else(|e| e.errors.into_iter().map(|f| f.path).collect::<Vec<_>>())
+    };
     let mut s = with(RetentionSpec::HostOffload);
     assert_eq!(paths(&s), ["workload.sessions.retention"]);
-    for (bw, cap, lat, path) in [(0.0, 1.0, 0.0, "bandwidth_gbps"), (-1.0, 1.0, 0.0, "bandwidth_gbps"), (1e308, 1.0, 0.0, "bandwidth_gbps"), (1e-300, 1.0, 0.0, "bandwidth_gbps"), (1.0, 0.0, 0.0, "capacity_gb"), (1.0, f64::NAN, 0.0, "capacity_gb"), (1.0, 1.0, -1.0, "latency_ms")] {
+    for (bw, cap, lat, path) in [
+        (0.0, 1.0, 0.0, "bandwidth_gbps"),
+        (-1.0, 1.0, 0.0, "bandwidth_gbps"),
+        (1e308, 1.0, 0.0, "bandwidth_gbps"),
+        (1e-300, 1.0, 0.0, "bandwidth_gbps"),
+        (1.0, 0.0, 0.0, "capacity_gb"),
+        (1.0, f64::NAN, 0.0, "capacity_gb"),
+        (1.0, 1.0, -1.0, "latency_ms"),
+    ] {
         s.engine.host_kv = Some(HostKvSpec { capacity_gb: cap, bandwidth_gbps: bw, latency_ms: lat });
         assert_eq!(paths(&s), [format!("engine.host_kv.{path}")]);
     }
@@ -247,7 +272,10 @@ fn traced(text: &str, format: SessionTraceFormat) -> Spec {
 }
 
 fn trace_errors(s: &Spec) -> Vec<(String, String)> {
-    inferscale::scenario::validate(s).err().map(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect()).unwrap_or_default()
+    inferscale::scenario::validate(s)
+        .err()
+        .map(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect())
+        .unwrap_or_default()
 }
 
 /// A synthetic run's sessions written out in our trace shape (arrivals, turns, tools) replay as the same
@@ -265,7 +293,10 @@ fn a_session_trace_of_a_run_replays_that_run() {
     x.retention = RetentionSpec::Retain;
     x.turns = Some(LengthSpec::Uniform { min: 1, max: 8 });
     x.output_tokens = Some(LengthSpec::Geometric { mean: 30.0, max: 200 });
-    x.tools = vec![ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 }, ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 }];
+    x.tools = vec![
+        ToolSpec { name: "read".into(), weight: 3.0, mean_s: 0.2, cv: 1.5 },
+        ToolSpec { name: "build".into(), weight: 1.0, mean_s: 2.0, cv: 3.0 },
+    ];
     let sc = super::valid(&s);
     let rec = inferscale::engine::run(&sc);
     let first: Vec<u64> = rec.requests.iter().filter(|r| r.turn == 1).map(|r| r.arrival_ns).collect();
@@ -286,11 +317,27 @@ fn a_session_trace_of_a_run_replays_that_run() {
     let tsc = super::valid(&t);
     let (a, b) = (simulate(&sc), simulate(&tsc));
     // Arrivals are relative to the first session's; the synthetic run's first started at `first[0]`.
-    let shift = |csv: &str, by: f64| csv.lines().skip(1).map(|l| { let f: Vec<&str> = l.split(',').collect(); (format!("{:.6}", f[5].parse::<f64>().unwrap() - by), f[7].to_string(), f[8].to_string(), f[10].to_string()) }).collect::<Vec<_>>();
+    let shift = |csv: &str, by: f64| {
+        csv.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (
+                    format!("{:.6}", f[5].parse::<f64>().unwrap() - by),
+                    f[7].to_string(),
+                    f[8].to_string(),
+                    f[10].to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
     let (ca, cb) = (inferscale::export::requests_csv(&a, &sc), inferscale::export::requests_csv(&b, &tsc));
     assert_eq!(shift(&ca, first[0] as f64 / 1e9), shift(&cb, 0.0), "every turn's arrival, TTFT, E2E and prompt");
     let (sa, sb) = (a.sessions.unwrap(), b.sessions.unwrap());
-    assert_eq!((sa.turns, sa.history_tokens, sa.recomputed_history_tokens, sa.turn_ttft_s), (sb.turns, sb.history_tokens, sb.recomputed_history_tokens, sb.turn_ttft_s));
+    assert_eq!(
+        (sa.turns, sa.history_tokens, sa.recomputed_history_tokens, sa.turn_ttft_s),
+        (sb.turns, sb.history_tokens, sb.recomputed_history_tokens, sb.turn_ttft_s)
+    );
     assert!(b.audits.ok && sb.audit.ok);
 }
 
@@ -358,13 +405,26 @@ fn malformed_session_traces_name_the_line_and_key() {
     assert!(errs.iter().any(|(_, m)| m.contains("`steps` is required")), "{errs:?}");
     let mut both = traced(good, SessionTraceFormat::Auto);
     both.workload.sessions.as_mut().unwrap().turns = Some(LengthSpec::Fixed { tokens: 3 });
-    assert!(trace_errors(&both).iter().any(|(p, m)| p == "workload.sessions.turns" && m.contains("comes from the session trace")));
+    assert!(
+        trace_errors(&both)
+            .iter()
+            .any(|(p, m)| p == "workload.sessions.turns" && m.contains("comes from the session trace"))
+    );
     let mut none = traced(good, SessionTraceFormat::Auto);
     none.workload.sessions.as_mut().unwrap().trace = None;
-    assert!(trace_errors(&none).iter().any(|(p, m)| p == "workload.sessions.turns" && m.contains("required")), "{:?}", trace_errors(&none));
-    let mut huge = traced(r#"{"id": "a", "turns": [{"new_tokens": 90000000, "output_tokens": 5}]}"#, SessionTraceFormat::Auto);
+    assert!(
+        trace_errors(&none).iter().any(|(p, m)| p == "workload.sessions.turns" && m.contains("required")),
+        "{:?}",
+        trace_errors(&none)
+    );
+    let mut huge =
+        traced(r#"{"id": "a", "turns": [{"new_tokens": 90000000, "output_tokens": 5}]}"#, SessionTraceFormat::Auto);
     huge.workload.requests = Some(1);
-    assert!(trace_errors(&huge).iter().any(|(p, m)| p == "workload.sessions.trace" && m.contains("exceeds the KV capacity")));
+    assert!(
+        trace_errors(&huge)
+            .iter()
+            .any(|(p, m)| p == "workload.sessions.trace" && m.contains("exceeds the KV capacity"))
+    );
 }
 
 /// The shipped sample session trace runs from its path through the CLI, exit 0, with every audit.
@@ -379,7 +439,11 @@ fn the_cli_reads_a_session_trace_by_path() {
     x.trace = Some(SessionTraceSpec { path: Some("s.jsonl".into()), data: None, format: SessionTraceFormat::Auto });
     spec.workload.requests = Some(1000);
     std::fs::write(dir.join("scenario.json"), serde_json::to_string(&spec).unwrap()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["run", "scenario.json", "--format", "json"]).current_dir(&dir).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+        .args(["run", "scenario.json", "--format", "json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["sessions"]["sessions"], 24, "every session of the trace, once (it has arrival times)");
@@ -404,11 +468,19 @@ fn sessions_share_a_system_prompt_across_sessions() {
     let r = simulate(&super::valid(&prefixed(RetentionSpec::Stateless, 1)));
     close(&ttfts(&r), &[0.020, 0.01693, 0.01898]);
     let (x, p) = (r.sessions.as_ref().unwrap(), r.prefix.as_ref().unwrap());
-    assert_eq!((x.history_tokens, x.recomputed_history_tokens), (2215, 2215 - 2 * 512), "the prefix is history a later turn does not recompute");
+    assert_eq!(
+        (x.history_tokens, x.recomputed_history_tokens),
+        (2215, 2215 - 2 * 512),
+        "the prefix is history a later turn does not recompute"
+    );
     assert_eq!((x.kv.miss_rate, x.kv.hbm_hit_rate), (1.0, 0.0), "a hit is history found past the prefix");
     assert_eq!((p.lookups, p.hits, p.prefill_tokens_saved), (3, 2, 1024));
     assert!(r.audits.ok && x.audit.ok);
-    assert_eq!((x.kv.hbm_peak_gb, p.shared_kv_peak_blocks), (0.0, 32), "the idle prefix is the prefix cache's, not retained history");
+    assert_eq!(
+        (x.kv.hbm_peak_gb, p.shared_kv_peak_blocks),
+        (0.0, 32),
+        "the idle prefix is the prefix cache's, not retained history"
+    );
     // A retention budget of 0 is sessions': the prefix stays cached, so retain times as stateless.
     let mut s = prefixed(RetentionSpec::Retain, 1);
     s.engine.retention_budget_blocks = Some(0);
@@ -421,17 +493,25 @@ fn sessions_share_a_system_prompt_across_sessions() {
     assert_eq!((x.kv.hbm_hit_rate, x.recomputed_history_tokens), (1.0, 2215 - 992 - 1200));
     assert_eq!(r.prefix.as_ref().unwrap().prefill_tokens_saved, 1024, "the prefix part of what later turns found");
     assert_eq!(r.prefix.as_ref().unwrap().shared_kv_peak_blocks, 32);
-    assert!((x.kv.hbm_peak_gb - 43.0 * BLOCK_BYTES / 1e9).abs() < 1e-12, "the history after the prefix: {}", x.kv.hbm_peak_gb);
+    assert!(
+        (x.kv.hbm_peak_gb - 43.0 * BLOCK_BYTES / 1e9).abs() < 1e-12,
+        "the history after the prefix: {}",
+        x.kv.hbm_peak_gb
+    );
     // Host offload: only the history after the prefix crosses the link (30 and 43 blocks, not 62 and 75).
     let mut s = prefixed(RetentionSpec::HostOffload, 1);
     host(&mut s, 10.0, 1.0);
     let r = simulate(&super::valid(&s));
-    close(&ttfts(&r), &[0.020, 30.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01213, 43.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01210]);
+    close(
+        &ttfts(&r),
+        &[0.020, 30.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01213, 43.0 * BLOCK_BYTES / 10e9 + 0.001 + 0.01210],
+    );
     assert!((r.sessions.as_ref().unwrap().kv.restore_gb - 73.0 * BLOCK_BYTES / 1e9).abs() < 1e-9);
     // Two sessions a second apart: the second's first turn finds the prefix the first one cached,
     // 10 + (1000 − 512) × 0.01 = 14.88 ms.
     let rec = inferscale::engine::run(&super::valid(&prefixed(RetentionSpec::Retain, 2)));
-    let first: Vec<u64> = rec.requests.iter().filter(|q| q.turn == 1).map(|q| q.first_token_ns - q.arrival_ns).collect();
+    let first: Vec<u64> =
+        rec.requests.iter().filter(|q| q.turn == 1).map(|q| q.first_token_ns - q.arrival_ns).collect();
     assert_eq!(first, [20_000_000, 14_880_000]);
     // Without prefix caching the same requests recompute every prefix: the stateless figures of no prefix.
     let mut off = prefixed(RetentionSpec::Stateless, 1);

@@ -44,7 +44,8 @@ fn pd_study_is_identical_on_one_or_many_threads_and_its_runs_see_the_same_reques
 #[test]
 fn pd_study_diagnoses_a_slow_link() {
     let mut spec = shipped("pd-llama3-8b-h100.json");
-    spec.cluster.disaggregation.as_mut().unwrap().link = scenario::LinkSpec { bandwidth_gbps: 1.0, latency_ms: 0.05, topology: scenario::LinkTopology::Shared };
+    spec.cluster.disaggregation.as_mut().unwrap().link =
+        scenario::LinkSpec { bandwidth_gbps: 1.0, latency_ms: 0.05, topology: scenario::LinkTopology::Shared };
     let r = run("pd", &spec, serde_json::json!({}), 2);
     let diag = |i: usize| match &r.rows[i][10] {
         Cell::Text(t) => t.clone(),
@@ -76,7 +77,11 @@ fn cli_study_pd_prints_the_same_report() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let spec = shipped("pd-llama3-8b-h100.json");
     assert_eq!(String::from_utf8(out.stdout).unwrap(), run("pd", &spec, serde_json::json!({}), 1).json());
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale")).args(["study", "pd", "scenarios/default.json", "--params", r#"{"reuse_fraction": 2}"#]).current_dir(root()).output().unwrap();
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+        .args(["study", "pd", "scenarios/default.json", "--params", r#"{"reuse_fraction": 2}"#])
+        .current_dir(root())
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("prefix.reuse_fraction"));
 }
@@ -102,7 +107,10 @@ fn every_study_is_identical_on_any_thread_count_and_its_candidates_share_request
         ("capacity", serde_json::json!({"repetitions": 2, "precision": 0.1})),
         ("pd", serde_json::json!({})),
         ("explorer", serde_json::json!({})),
-        ("paired", serde_json::json!({"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 3, "resamples": 200})),
+        (
+            "paired",
+            serde_json::json!({"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 3, "resamples": 200}),
+        ),
         ("sensitivity", serde_json::json!({"treatment": {"/engine/prefill_chunk_tokens": 512}, "samples": 3})),
     ];
     for (name, params) in cases {
@@ -114,9 +122,14 @@ fn every_study_is_identical_on_any_thread_count_and_its_candidates_share_request
         // Common random numbers: the first batch's runs on one seed see the same requests.
         let mut st = study::build(name, &spec, &params).unwrap();
         let jobs = st.next();
-        let by_seed = |seed: u64| jobs.iter().filter(|j| j.spec.seed == seed).map(|j| requests_of(&j.spec)).collect::<Vec<_>>();
+        let by_seed =
+            |seed: u64| jobs.iter().filter(|j| j.spec.seed == seed).map(|j| requests_of(&j.spec)).collect::<Vec<_>>();
         let first = by_seed(jobs[0].spec.seed);
-        assert!(!first.is_empty() && first.iter().all(|r| *r == first[0] && !r.is_empty()), "{name}: every candidate on seed {} sees the same requests", jobs[0].spec.seed);
+        assert!(
+            !first.is_empty() && first.iter().all(|r| *r == first[0] && !r.is_empty()),
+            "{name}: every candidate on seed {} sees the same requests",
+            jobs[0].spec.seed
+        );
     }
 }
 
@@ -131,13 +144,29 @@ fn bad_study_inputs_name_the_option() {
         ("capacity", serde_json::json!({"targte": 0.9}), "study.capacity"),
         ("explorer", serde_json::json!({"candidates": []}), "study.explorer.candidates"),
         ("explorer", serde_json::json!({"target": 0}), "study.explorer.target"),
-        ("explorer", serde_json::json!({"candidates": [{"name": "x", "set": {"/engine/max_num_seqs": 0}}]}), "engine.max_num_seqs"),
-        ("explorer", serde_json::json!({"candidates": [{"name": "x", "set": {"engine": 1}}]}), "study.explorer.candidates[0]"),
+        (
+            "explorer",
+            serde_json::json!({"candidates": [{"name": "x", "set": {"/engine/max_num_seqs": 0}}]}),
+            "engine.max_num_seqs",
+        ),
+        (
+            "explorer",
+            serde_json::json!({"candidates": [{"name": "x", "set": {"engine": 1}}]}),
+            "study.explorer.candidates[0]",
+        ),
         ("paired", serde_json::json!({"treatment": {}}), "study.paired.treatment"),
-        ("paired", serde_json::json!({"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 0}), "study.paired.repetitions"),
+        (
+            "paired",
+            serde_json::json!({"treatment": {"/scheduler": {"kind": "sjf"}}, "repetitions": 0}),
+            "study.paired.repetitions",
+        ),
         ("paired", serde_json::json!({"treatment": {"/scheduler": {"kind": "nope"}}}), "study.paired.treatment"),
         ("sensitivity", serde_json::json!({"treatment": {"/hardware/tp": 2}, "range": 0.5}), "study.sensitivity.range"),
-        ("sensitivity", serde_json::json!({"treatment": {"/hardware/tp": 2}, "samples": 0}), "study.sensitivity.samples"),
+        (
+            "sensitivity",
+            serde_json::json!({"treatment": {"/hardware/tp": 2}, "samples": 0}),
+            "study.sensitivity.samples",
+        ),
         ("ranking", serde_json::json!({"drr_quantum_tokens": 0}), "study.ranking.drr_quantum_tokens"),
         ("nope", serde_json::json!({}), "study"),
     ];
@@ -149,7 +178,8 @@ fn bad_study_inputs_name_the_option() {
         assert!(err.errors.iter().any(|e| e.path.starts_with(path)), "{name} {params}: expected `{path}`, got {err}");
     }
     // Type errors and misspellings in the user's words, as the scenario's are.
-    let said = |params: serde_json::Value| study::build("capacity", &spec, &params).err().unwrap().errors[0].message.clone();
+    let said =
+        |params: serde_json::Value| study::build("capacity", &spec, &params).err().unwrap().errors[0].message.clone();
     let typed = said(serde_json::json!({"repetitions": "three"}));
     assert!(typed.starts_with("expected a whole number ≥ 0, got the text \"three\""), "{typed}");
     assert!(!typed.contains("invalid type"), "{typed}");
@@ -196,7 +226,8 @@ fn bootstrap_ci_covers_a_known_mean_at_about_its_level() {
 fn paired_ci_excludes_zero_iff_both_bounds_share_a_sign() {
     let spec = small_spec(400);
     for treatment in [serde_json::json!({"/hardware/tp": 2}), serde_json::json!({"/scheduler": {"kind": "spf"}})] {
-        let r = run("paired", &spec, serde_json::json!({"treatment": treatment, "repetitions": 6, "resamples": 500}), 2);
+        let r =
+            run("paired", &spec, serde_json::json!({"treatment": treatment, "repetitions": 6, "resamples": 500}), 2);
         let num = |c: &Cell| match c {
             Cell::Num(x) => *x,
             _ => panic!("a number"),
@@ -238,15 +269,31 @@ fn replica_search_matches_the_erlang_c_count_for_a_mean_wait_objective() {
     // c replicas behind the central queue. Erlang C: Wq(8) = 178 ms, Wq(9) = 65 ms, Wq(10) = 25 ms.
     let (lambda, mu) = (6.0, 1.0);
     for (max_wait_ms, want) in [(110.0, 9u32), (40.0, 10)] {
-        let erlang = (1..64).find(|&c| c as f64 * mu > lambda && inferscale::queueing::mmc_wq(c, lambda, mu) * 1e3 <= max_wait_ms).unwrap();
+        let erlang = (1..64)
+            .find(|&c| c as f64 * mu > lambda && inferscale::queueing::mmc_wq(c, lambda, mu) * 1e3 <= max_wait_ms)
+            .unwrap();
         assert_eq!(erlang, want, "Erlang C's count for Wq ≤ {max_wait_ms} ms");
-        let spec = inferscale::queueing::queue_spec(lambda, 4, scenario::LengthSpec::Geometric { mean: 1000.0, max: 1_000_000 }, 20_000, 3);
+        let spec = inferscale::queueing::queue_spec(
+            lambda,
+            4,
+            scenario::LengthSpec::Geometric { mean: 1000.0, max: 1_000_000 },
+            20_000,
+            3,
+        );
         let params = serde_json::json!({"target_rps": lambda, "max_mean_wait_ms": max_wait_ms, "repetitions": 2});
         let mut st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(params).unwrap()).unwrap();
         let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
-        println!("replica search, Wq ≤ {max_wait_ms} ms at {lambda} req/s: {:?} replicas (Erlang C {erlang}); {}", st.found_replicas(), rep.answer);
+        println!(
+            "replica search, Wq ≤ {max_wait_ms} ms at {lambda} req/s: {:?} replicas (Erlang C {erlang}); {}",
+            st.found_replicas(),
+            rep.answer
+        );
         assert_eq!(st.found_replicas(), Some(erlang), "{}", rep.answer);
-        assert!(rep.answer.starts_with(&format!("{erlang} replicas ({erlang} GPUs) sustain 6 req/s")), "{}", rep.answer);
+        assert!(
+            rep.answer.starts_with(&format!("{erlang} replicas ({erlang} GPUs) sustain 6 req/s")),
+            "{}",
+            rep.answer
+        );
         // Every count tried is in the table, sorted, the answer highlighted; a count below it failed.
         let counts: Vec<u64> = rep.rows.iter().map(|r| if let Cell::Num(n) = r[0] { n as u64 } else { 0 }).collect();
         assert!(counts.windows(2).all(|w| w[0] < w[1]), "{counts:?}");
@@ -260,19 +307,43 @@ fn capacity_uses_the_scenarios_objectives_and_refuses_what_it_cannot_size() {
     // The scenario's attainment target is the default target.
     let mut spec = super::small();
     spec.objectives.attainment_target = 0.5;
-    let st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 1, "max_rates": 3})).unwrap()).unwrap();
+    let st = study::capacity::CapacityStudy::new(
+        &spec,
+        &serde_json::from_value(serde_json::json!({"repetitions": 1, "max_rates": 3})).unwrap(),
+    )
+    .unwrap();
     let rep = st.report();
     assert!(rep.question.contains("at or above 50.0 %"), "{}", rep.question);
     // A percentile objective is part of the criterion.
-    spec.objectives.percentiles = vec![scenario::PercentileObjectiveSpec { metric: scenario::LatencyMetric::Ttft, percentile: 95.0, max_ms: 1000.0, class: None }];
-    let st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 1})).unwrap()).unwrap();
+    spec.objectives.percentiles = vec![scenario::PercentileObjectiveSpec {
+        metric: scenario::LatencyMetric::Ttft,
+        percentile: 95.0,
+        max_ms: 1000.0,
+        class: None,
+    }];
+    let st = study::capacity::CapacityStudy::new(
+        &spec,
+        &serde_json::from_value(serde_json::json!({"repetitions": 1})).unwrap(),
+    )
+    .unwrap();
     assert!(st.report().question.contains("and p95 TTFT ≤ 1000 ms"), "{}", st.report().question);
     // A disaggregated scenario's replicas are its pools: the replica search says so.
     let pd = super::shipped("pd-llama3-8b-h100.json");
-    let e = study::capacity::CapacityStudy::new(&pd, &serde_json::from_value(serde_json::json!({"target_rps": 10.0})).unwrap()).err().expect("refused");
+    let e = study::capacity::CapacityStudy::new(
+        &pd,
+        &serde_json::from_value(serde_json::json!({"target_rps": 10.0})).unwrap(),
+    )
+    .err()
+    .expect("refused");
     assert!(e.errors.iter().any(|f| f.path == "study.capacity.target_rps"), "{e}");
-    for bad in [serde_json::json!({"target_rps": 0.0}), serde_json::json!({"target_rps": -1.0}), serde_json::json!({"max_replicas": 0})] {
-        let e = study::capacity::CapacityStudy::new(&super::small(), &serde_json::from_value(bad.clone()).unwrap()).err().expect("refused");
+    for bad in [
+        serde_json::json!({"target_rps": 0.0}),
+        serde_json::json!({"target_rps": -1.0}),
+        serde_json::json!({"max_replicas": 0}),
+    ] {
+        let e = study::capacity::CapacityStudy::new(&super::small(), &serde_json::from_value(bad.clone()).unwrap())
+            .err()
+            .expect("refused");
         assert!(e.errors.iter().any(|f| f.path.starts_with("study.capacity.")), "{bad}: {e}");
     }
 }
@@ -289,7 +360,11 @@ fn ranking_shows_intervals_and_calls_ties_ties() {
     assert_eq!(rep.runs.len(), 6 * 4, "six orders × four seeds");
     assert_eq!(rep.rows.len(), 6);
     let col = |name: &str| rep.columns.iter().position(|c| c.label == name).unwrap_or_else(|| panic!("column {name}"));
-    let versus: Vec<String> = rep.rows.iter().map(|r| if let Cell::Text(t) = &r[col("Versus the best")] { t.clone() } else { String::new() }).collect();
+    let versus: Vec<String> = rep
+        .rows
+        .iter()
+        .map(|r| if let Cell::Text(t) = &r[col("Versus the best")] { t.clone() } else { String::new() })
+        .collect();
     assert_eq!(versus[0], "best");
     assert!(versus[1..].iter().all(|v| v == "not distinguishable from the best"), "{versus:?}");
     assert!(rep.answer.contains("Not distinguishable from it at 95 % over 4 paired repetitions"), "{}", rep.answer);
@@ -297,7 +372,8 @@ fn ranking_shows_intervals_and_calls_ties_ties() {
     for (row, k) in rep.rows.iter().zip(0..) {
         let Cell::Text(ci) = &row[col("SLO 95 % CI")] else { panic!() };
         let Cell::Num(m) = row[col("SLO attainment")] else { panic!() };
-        let bounds: Vec<f64> = ci.trim_end_matches(" %").split(" – ").map(|x| x.parse::<f64>().unwrap() / 100.0).collect();
+        let bounds: Vec<f64> =
+            ci.trim_end_matches(" %").split(" – ").map(|x| x.parse::<f64>().unwrap() / 100.0).collect();
         assert!(bounds[0] <= m + 5e-4 && m <= bounds[1] + 5e-4, "row {k}: {m} in {ci}");
     }
     // The repetitions of one policy see different seeds; the same repetition of two policies the same one.
@@ -306,12 +382,25 @@ fn ranking_shows_intervals_and_calls_ties_ties() {
     assert_eq!(study::ranking::mean_ci(&[0.5]), (0.5, 0.5, 0.5));
     // A heavy load separates the orders: a worse one is called worse.
     let heavy = shipped("bursty-multitenant.json");
-    let mut st = study::ranking::RankingStudy::new(&heavy, &serde_json::from_value(serde_json::json!({"repetitions": 3, "admission": false})).unwrap()).unwrap();
+    let mut st = study::ranking::RankingStudy::new(
+        &heavy,
+        &serde_json::from_value(serde_json::json!({"repetitions": 3, "admission": false})).unwrap(),
+    )
+    .unwrap();
     let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
-    let versus: Vec<String> = rep.rows.iter().map(|r| if let Cell::Text(t) = &r[col("Versus the best")] { t.clone() } else { String::new() }).collect();
+    let versus: Vec<String> = rep
+        .rows
+        .iter()
+        .map(|r| if let Cell::Text(t) = &r[col("Versus the best")] { t.clone() } else { String::new() })
+        .collect();
     println!("bursty ranking: {versus:?}; {}", rep.answer);
     assert!(versus.iter().any(|v| v == "worse"), "{versus:?}");
-    let e = study::ranking::RankingStudy::new(&spec, &serde_json::from_value(serde_json::json!({"repetitions": 0})).unwrap()).err().unwrap();
+    let e = study::ranking::RankingStudy::new(
+        &spec,
+        &serde_json::from_value(serde_json::json!({"repetitions": 0})).unwrap(),
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.errors[0].path, "study.ranking.repetitions");
 }
 
@@ -338,7 +427,8 @@ fn pd_study_runs_on_prompts_too_short_to_share_a_block_and_says_why() {
     for c in &mut spec.workload.classes {
         c.prompt_tokens = scenario::LengthSpec::Fixed { tokens: 10 };
     }
-    let mut st = study::pd::PdStudy::new(&spec, &Default::default()).expect("a valid scenario is a valid study, whatever its prompts");
+    let mut st = study::pd::PdStudy::new(&spec, &Default::default())
+        .expect("a valid scenario is a valid study, whatever its prompts");
     let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
     assert_eq!(rep.rows.len(), 4);
     assert!(rep.notes.iter().any(|n| n.contains("too short to share a whole KV block")), "{:?}", rep.notes);
@@ -350,7 +440,8 @@ fn pd_study_runs_on_prompts_too_short_to_share_a_block_and_says_why() {
 #[test]
 fn a_replica_search_cut_short_says_so_instead_of_blaming_max_replicas() {
     let params = serde_json::json!({"target_rps": 1e6, "repetitions": 1, "max_rates": 3});
-    let mut st = study::capacity::CapacityStudy::new(&super::small(), &serde_json::from_value(params).unwrap()).unwrap();
+    let mut st =
+        study::capacity::CapacityStudy::new(&super::small(), &serde_json::from_value(params).unwrap()).unwrap();
     let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
     assert!(rep.answer.contains("the search stopped after 3 counts (study option max_rates)"), "{}", rep.answer);
     assert!(!rep.answer.contains("max_replicas"), "{}", rep.answer);
@@ -365,7 +456,14 @@ fn a_studys_runs_share_the_trace_text() {
     assert!(text.len() > 500_000);
     let mut spec = shipped("default.json");
     spec.workload.requests = None;
-    spec.workload.arrival = scenario::ArrivalSpec::Trace { path: None, data: Some(text.into()), format: scenario::TraceFormat::Auto, time_scale: 1.0, reuse_hash_ids: true, hash_block_tokens: 512 };
+    spec.workload.arrival = scenario::ArrivalSpec::Trace {
+        path: None,
+        data: Some(text.into()),
+        format: scenario::TraceFormat::Auto,
+        time_scale: 1.0,
+        reuse_hash_ids: true,
+        hash_block_tokens: 512,
+    };
     let original = match &spec.workload.arrival {
         scenario::ArrivalSpec::Trace { data: Some(d), .. } => d.clone(),
         _ => unreachable!(),
@@ -376,7 +474,9 @@ fn a_studys_runs_share_the_trace_text() {
     assert_eq!(jobs.len(), 2000);
     for j in &jobs {
         match &j.spec.workload.arrival {
-            scenario::ArrivalSpec::Trace { data: Some(d), .. } => assert!(std::sync::Arc::ptr_eq(d, &original), "{}: a copy of the trace", j.label),
+            scenario::ArrivalSpec::Trace { data: Some(d), .. } => {
+                assert!(std::sync::Arc::ptr_eq(d, &original), "{}: a copy of the trace", j.label)
+            }
             other => panic!("{}: {other:?}", j.label),
         }
     }
@@ -390,18 +490,29 @@ fn a_studys_runs_share_the_trace_text() {
 fn agent_studies_compare_policies_on_one_program_trace() {
     let mut spec = shipped("agent-sessions.json");
     spec.workload.requests = Some(60);
-    let col = |r: &study::StudyReport, label: &str| r.columns.iter().position(|c| c.label == label).unwrap_or_else(|| panic!("{label}"));
+    let col = |r: &study::StudyReport, label: &str| {
+        r.columns.iter().position(|c| c.label == label).unwrap_or_else(|| panic!("{label}"))
+    };
     let num = |c: &Cell| if let Cell::Num(x) = c { *x } else { f64::NAN };
     for name in ["agent-policies", "ttl-sweep", "tiered-kv", "affinity-slack"] {
         let one = run(name, &spec, serde_json::json!({}), 1);
         let three = run(name, &spec, serde_json::json!({}), 3);
         assert_eq!(one.json(), three.json(), "{name}: 1 vs 3 threads");
-        assert!(!one.rows.is_empty() && !one.answer.is_empty() && !one.charts.is_empty() && one.best_row.is_some(), "{name}");
+        assert!(
+            !one.rows.is_empty() && !one.answer.is_empty() && !one.charts.is_empty() && one.best_row.is_some(),
+            "{name}"
+        );
         assert!(one.rows.iter().all(|r| r.len() == one.columns.len()), "{name}: ragged table");
         let history: Vec<u64> = one.runs.iter().map(|r| r.sessions.as_ref().unwrap().history_tokens).collect();
-        assert!(history.iter().all(|h| *h == history[0] && *h > 0), "{name}: the same sessions in every run: {history:?}");
+        assert!(
+            history.iter().all(|h| *h == history[0] && *h > 0),
+            "{name}: the same sessions in every run: {history:?}"
+        );
         let diag = col(&one, "Diagnosis");
-        assert!(one.rows.iter().all(|r| matches!(&r[diag], Cell::Text(t) if !t.is_empty())), "{name}: a sentence per row");
+        assert!(
+            one.rows.iter().all(|r| matches!(&r[diag], Cell::Text(t) if !t.is_empty())),
+            "{name}: a sentence per row"
+        );
     }
     let p = run("agent-policies", &spec, serde_json::json!({}), 2);
     let ttft = col(&p, "p95 turn TTFT");
@@ -415,27 +526,61 @@ fn agent_studies_compare_policies_on_one_program_trace() {
         s.workload.sessions.as_mut().unwrap().retention = retention;
         study::run_job(&study::Job { label: "x".into(), spec: s }).unwrap().sessions.unwrap()
     };
-    assert_eq!(t.runs[0].sessions.as_ref().unwrap(), &direct(scenario::RetentionSpec::HostOffload), "TTL 0 with a host tier is host offload");
-    assert_eq!(t.runs[2].sessions.as_ref().unwrap(), &direct(scenario::RetentionSpec::Retain), "no TTL is full retention");
+    assert_eq!(
+        t.runs[0].sessions.as_ref().unwrap(),
+        &direct(scenario::RetentionSpec::HostOffload),
+        "TTL 0 with a host tier is host offload"
+    );
+    assert_eq!(
+        t.runs[2].sessions.as_ref().unwrap(),
+        &direct(scenario::RetentionSpec::Retain),
+        "no TTL is full retention"
+    );
     let a = run("affinity-slack", &spec, serde_json::json!({"slack_ms": [0, 1e9]}), 2);
     let mut sticky = spec.clone();
     sticky.cluster.router = scenario::RouterSpec::Sticky;
-    assert_eq!(a.runs[1].sessions.as_ref().unwrap(), &study::run_job(&study::Job { label: "x".into(), spec: sticky }).unwrap().sessions.unwrap(), "a huge slack is sticky");
+    assert_eq!(
+        a.runs[1].sessions.as_ref().unwrap(),
+        &study::run_job(&study::Job { label: "x".into(), spec: sticky }).unwrap().sessions.unwrap(),
+        "a huge slack is sticky"
+    );
     let k = run("tiered-kv", &spec, serde_json::json!({"budgets": [1, 0.1]}), 2);
     assert_eq!(k.rows.len(), 5, "5 policies without a budget");
     let [budgets] = &k.tables[..] else { panic!("one budget table: {:?}", k.tables) };
     assert_eq!(budgets.rows.len(), 10, "the 5 policies at each of 2 budgets");
     assert!(budgets.rows.iter().all(|r| r.len() == budgets.columns.len()));
     let labels: Vec<&str> = budgets.columns.iter().map(|c| c.label.as_str()).collect();
-    assert_eq!(labels, ["Policy", "Budget / replica", "Reference ×", "p95 turn TTFT", "Session SLO", "Reuse", "Mean HBM", "Mean host", "Pressure evictions", "Failed turns", "Diagnosis"]);
+    assert_eq!(
+        labels,
+        [
+            "Policy",
+            "Budget / replica",
+            "Reference ×",
+            "p95 turn TTFT",
+            "Session SLO",
+            "Reuse",
+            "Mean HBM",
+            "Mean host",
+            "Pressure evictions",
+            "Failed turns",
+            "Diagnosis"
+        ]
+    );
     let reuse = col(&k, "Reuse");
     assert_eq!(budgets.rows[6][2], Cell::from(0.1));
-    assert!(num(&budgets.rows[6][5]) < num(&k.rows[1][reuse]), "TTL at 0.1 × the working set reuses less than without a budget");
+    assert!(
+        num(&budgets.rows[6][5]) < num(&k.rows[1][reuse]),
+        "TTL at 0.1 × the working set reuses less than without a budget"
+    );
     assert!(k.best_row.unwrap() < 4, "the best row is a real policy without a budget, not the oracle");
     // The budget table is in every export: Markdown under its title, CSV after a blank line and its title.
-    assert!(k.markdown().contains("\n### Under a shrinking HBM budget per replica\n\n| Policy | Budget / replica (blocks) |"));
+    assert!(
+        k.markdown()
+            .contains("\n### Under a shrinking HBM budget per replica\n\n| Policy | Budget / replica (blocks) |")
+    );
     let csv = k.csv();
-    let (first, second) = csv.split_once("\n\nUnder a shrinking HBM budget per replica\n").expect("the second table in the CSV");
+    let (first, second) =
+        csv.split_once("\n\nUnder a shrinking HBM budget per replica\n").expect("the second table in the CSV");
     assert_eq!((first.lines().count(), second.lines().count()), (6, 11));
 }
 
@@ -445,7 +590,11 @@ fn agent_studies_refuse_what_they_cannot_run_at_the_option() {
     let cases = [
         ("agent-policies", serde_json::json!({"ttl_s": -1}), "study.agent-policies.ttl_s"),
         ("agent-policies", serde_json::json!({"slack_ms": f64::MAX}), "study.agent-policies.slack_ms"),
-        ("agent-policies", serde_json::json!({"host_kv": {"capacity_gb": 1, "bandwidth_gbps": 0}}), "study.agent-policies.host_kv.bandwidth_gbps"),
+        (
+            "agent-policies",
+            serde_json::json!({"host_kv": {"capacity_gb": 1, "bandwidth_gbps": 0}}),
+            "study.agent-policies.host_kv.bandwidth_gbps",
+        ),
         ("ttl-sweep", serde_json::json!({"ttl_s": []}), "study.ttl-sweep.ttl_s"),
         ("ttl-sweep", serde_json::json!({"ttl_s": [1, -2]}), "study.ttl-sweep.ttl_s[1]"),
         ("ttl-sweep", serde_json::json!({"ttl_s": ["a"]}), "study.ttl-sweep"),
@@ -471,7 +620,9 @@ fn agent_sessions_reads_one_run_as_a_session_workload() {
     let rep = run("agent-sessions", &spec, serde_json::json!({"turns_shown": 20}), 1);
     let report = inferscale::simulate(&super::valid(&spec));
     let s = report.sessions.as_ref().unwrap();
-    let value = |name: &str| rep.rows.iter().find(|r| r[0] == Cell::from(name)).map(|r| r[2].clone()).unwrap_or_else(|| panic!("{name}"));
+    let value = |name: &str| {
+        rep.rows.iter().find(|r| r[0] == Cell::from(name)).map(|r| r[2].clone()).unwrap_or_else(|| panic!("{name}"))
+    };
     assert_eq!(value("p95 turn TTFT"), Cell::from(s.turn_ttft_s.p95));
     assert_eq!(value("Turns"), Cell::from(s.turns));
     assert_eq!(value("History reused"), Cell::from(s.reuse));

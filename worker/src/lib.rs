@@ -13,31 +13,74 @@ use serde::{Deserialize, Serialize};
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
-    Run { run_id: u32, scenario_json: String },
+    Run {
+        run_id: u32,
+        scenario_json: String,
+    },
     /// One run of a study: answered with [`Output::JobDone`] (its `study::RunSummary` as JSON); with
     /// `progress`, [`Output::Progress`] on the way (a study of one long run).
-    Job { run_id: u32, job: u32, label: String, scenario_json: String, progress: bool },
+    Job {
+        run_id: u32,
+        job: u32,
+        label: String,
+        scenario_json: String,
+        progress: bool,
+    },
     /// Read benchmark result files, (name, text) each: answered with [`Output::Imported`].
-    Import { run_id: u32, files: Vec<(String, String)> },
+    Import {
+        run_id: u32,
+        files: Vec<(String, String)>,
+    },
     /// Calibrate the scenario on a bundle's cases, training on the named ones: progress, then
     /// [`Output::Calibrated`] or [`Output::Invalid`].
-    Calibrate { run_id: u32, bundle_json: String, scenario_json: String, train: Vec<String>, fit: Vec<String> },
+    Calibrate {
+        run_id: u32,
+        bundle_json: String,
+        scenario_json: String,
+        train: Vec<String>,
+        fit: Vec<String>,
+    },
     /// For the tests: panic inside the worker, to prove the page recovers.
-    Crash { run_id: u32 },
+    Crash {
+        run_id: u32,
+    },
 }
 
 /// Worker → page.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Output {
-    Progress { run_id: u32, done: u64, expected: u64 },
-    Done { run_id: u32, results: Results },
-    JobDone { run_id: u32, job: u32, summary_json: String },
-    Imported { run_id: u32, imported: Imported },
-    Calibrated { run_id: u32, calibrated: Calibrated },
+    Progress {
+        run_id: u32,
+        done: u64,
+        expected: u64,
+    },
+    Done {
+        run_id: u32,
+        results: Results,
+    },
+    JobDone {
+        run_id: u32,
+        job: u32,
+        summary_json: String,
+    },
+    Imported {
+        run_id: u32,
+        imported: Imported,
+    },
+    Calibrated {
+        run_id: u32,
+        calibrated: Calibrated,
+    },
     /// The scenario was refused: (field path, message) pairs.
-    Invalid { run_id: u32, errors: Vec<(String, String)> },
+    Invalid {
+        run_id: u32,
+        errors: Vec<(String, String)>,
+    },
     /// The worker panicked (a bug); it is dead and the page must spawn a new one.
-    Failed { run_id: u32, message: String },
+    Failed {
+        run_id: u32,
+        message: String,
+    },
 }
 
 /// Everything the page shows and exports, as text and small arrays.
@@ -91,19 +134,36 @@ pub fn import_files(files: &[(String, String)]) -> Imported {
 /// Calibrate the scenario on a bundle (`inferscale calibrate BUNDLE --scenario SCENARIO --train …`),
 /// reporting progress as (simulations done, expected). Errors name the bundle, the scenario's fields, or
 /// what calibration lacks.
-pub fn run_calibration(bundle_json: &str, scenario_json: &str, train: &[String], fit: &[String], progress: &mut dyn FnMut(u64, u64)) -> Result<Calibrated, Vec<(String, String)>> {
+pub fn run_calibration(
+    bundle_json: &str,
+    scenario_json: &str,
+    train: &[String],
+    fit: &[String],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Calibrated, Vec<(String, String)>> {
     let bundle = inferscale::truth::Bundle::parse(bundle_json).map_err(|e| vec![("bundle".to_string(), e)])?;
-    let base = inferscale::scenario::parse(scenario_json).map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
+    let base = inferscale::scenario::parse(scenario_json)
+        .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
     let mut extras = Vec::new();
     for f in fit {
         match inferscale::truth::Extra::parse(f) {
             Some(x) if !extras.contains(&x) => extras.push(x),
             Some(_) => {}
-            None => return Err(vec![("calibration.fit".to_string(), format!("unknown knob `{f}`; known: step_overhead, request_overhead, tp_comm"))]),
+            None => {
+                return Err(vec![(
+                    "calibration.fit".to_string(),
+                    format!("unknown knob `{f}`; known: step_overhead, request_overhead, tp_comm"),
+                )]);
+            }
         }
     }
-    let c = inferscale::truth::calibrate_with_progress(&base, &bundle.cases, train, &extras, progress).map_err(|e| vec![("calibration".to_string(), e)])?;
-    Ok(Calibrated { json: inferscale::export::calibration_json(&c), csv: inferscale::export::calibration_csv(&c), markdown: inferscale::export::calibration_markdown(&c) })
+    let c = inferscale::truth::calibrate_with_progress(&base, &bundle.cases, train, &extras, progress)
+        .map_err(|e| vec![("calibration".to_string(), e)])?;
+    Ok(Calibrated {
+        json: inferscale::export::calibration_json(&c),
+        csv: inferscale::export::calibration_csv(&c),
+        markdown: inferscale::export::calibration_markdown(&c),
+    })
 }
 
 /// Points per CDF sent to the page.
@@ -111,16 +171,22 @@ pub use inferscale::export::CDF_POINTS;
 
 /// Validate and run a scenario, reporting progress as (requests final, requests expected). `clock_ms` reads a
 /// wall clock for the timing fields (the core reads none).
-pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clock_ms: &dyn Fn() -> f64) -> Result<Results, Vec<(String, String)>> {
+pub fn run_scenario(
+    scenario_json: &str,
+    progress: &mut dyn FnMut(u64, u64),
+    clock_ms: &dyn Fn() -> f64,
+) -> Result<Results, Vec<(String, String)>> {
     let t0 = clock_ms();
-    let sc = inferscale::scenario::load_for_browser(scenario_json).map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
+    let sc = inferscale::scenario::load_for_browser(scenario_json)
+        .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
     let report = inferscale::simulate_with_progress(&sc, &mut |p| {
         progress(p.done, p.expected);
         true
     })
     .expect("a run is only cancelled by terminating the worker");
     let simulate_ms = clock_ms() - t0;
-    let inferscale::export::LatencyCdfs { ttft: ttft_cdf, tpot: tpot_cdf, e2e: e2e_cdf } = inferscale::export::latency_cdfs(&report);
+    let inferscale::export::LatencyCdfs { ttft: ttft_cdf, tpot: tpot_cdf, e2e: e2e_cdf } =
+        inferscale::export::latency_cdfs(&report);
     let mut results = Results {
         report_json: inferscale::export::json(&report),
         requests_csv: inferscale::export::requests_csv(&report, &sc),
@@ -138,11 +204,21 @@ pub fn run_scenario(scenario_json: &str, progress: &mut dyn FnMut(u64, u64), clo
 }
 
 /// Run one study job; its summary as JSON (f64s round-trip exactly through serde_json).
-pub fn run_job(label: &str, scenario_json: &str, progress: &mut dyn FnMut(u64, u64)) -> Result<String, Vec<(String, String)>> {
+pub fn run_job(
+    label: &str,
+    scenario_json: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<String, Vec<(String, String)>> {
     let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
     let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
     let job = inferscale::study::Job { label: label.to_string(), spec };
-    let summary = inferscale::study::run_job_within(&job, &inferscale::scenario::Budget::BROWSER, inferscale::scenario::BROWSER_RAISE, progress).map_err(errors)?;
+    let summary = inferscale::study::run_job_within(
+        &job,
+        &inferscale::scenario::Budget::BROWSER,
+        inferscale::scenario::BROWSER_RAISE,
+        progress,
+    )
+    .map_err(errors)?;
     Ok(serde_json::to_string(&summary).expect("a summary serialises"))
 }
 
@@ -192,9 +268,10 @@ mod web {
                 let message = info.to_string();
                 CURRENT.with(|c| {
                     if let Ok(c) = c.try_borrow()
-                        && let Some((scope, id, run_id)) = c.as_ref() {
-                            scope.respond(*id, Output::Failed { run_id: *run_id, message: message.clone() });
-                        }
+                        && let Some((scope, id, run_id)) = c.as_ref()
+                    {
+                        scope.respond(*id, Output::Failed { run_id: *run_id, message: message.clone() });
+                    }
                 });
             }));
             warm_up();
@@ -205,23 +282,30 @@ mod web {
 
         fn received(&mut self, scope: &WorkerScope<Self>, msg: Input, id: HandlerId) {
             let run_id = match &msg {
-                Input::Run { run_id, .. } | Input::Job { run_id, .. } | Input::Import { run_id, .. } | Input::Calibrate { run_id, .. } | Input::Crash { run_id } => *run_id,
+                Input::Run { run_id, .. }
+                | Input::Job { run_id, .. }
+                | Input::Import { run_id, .. }
+                | Input::Calibrate { run_id, .. }
+                | Input::Crash { run_id } => *run_id,
             };
             CURRENT.with(|c| *c.borrow_mut() = Some((scope.clone(), id, run_id)));
             match msg {
                 Input::Crash { .. } => panic!("a crash requested by the tests"),
-                Input::Import { run_id, files } => scope.respond(id, Output::Imported { run_id, imported: import_files(&files) }),
+                Input::Import { run_id, files } => {
+                    scope.respond(id, Output::Imported { run_id, imported: import_files(&files) })
+                }
                 Input::Calibrate { run_id, bundle_json, scenario_json, train, fit } => {
                     let mut last = 0u64;
-                    let out = match run_calibration(&bundle_json, &scenario_json, &train, &fit, &mut |done, expected| {
-                        if done >= last + (expected / 200).max(1) {
-                            last = done;
-                            scope.respond(id, Output::Progress { run_id, done, expected });
-                        }
-                    }) {
-                        Ok(calibrated) => Output::Calibrated { run_id, calibrated },
-                        Err(errors) => Output::Invalid { run_id, errors },
-                    };
+                    let out =
+                        match run_calibration(&bundle_json, &scenario_json, &train, &fit, &mut |done, expected| {
+                            if done >= last + (expected / 200).max(1) {
+                                last = done;
+                                scope.respond(id, Output::Progress { run_id, done, expected });
+                            }
+                        }) {
+                            Ok(calibrated) => Output::Calibrated { run_id, calibrated },
+                            Err(errors) => Output::Invalid { run_id, errors },
+                        };
                     scope.respond(id, out);
                 }
                 Input::Job { run_id, job, label, scenario_json, progress } => {
@@ -240,13 +324,17 @@ mod web {
                 Input::Run { run_id, scenario_json } => {
                     // Report progress at most every half percent, so a million-request run sends ~200 messages.
                     let mut last = 0u64;
-                    let out = match run_scenario(&scenario_json, &mut |done, expected| {
-                        let step = (expected / 200).max(1);
-                        if done >= last + step || done == expected {
-                            last = done;
-                            scope.respond(id, Output::Progress { run_id, done, expected });
-                        }
-                    }, &performance_now) {
+                    let out = match run_scenario(
+                        &scenario_json,
+                        &mut |done, expected| {
+                            let step = (expected / 200).max(1);
+                            if done >= last + step || done == expected {
+                                last = done;
+                                scope.respond(id, Output::Progress { run_id, done, expected });
+                            }
+                        },
+                        &performance_now,
+                    ) {
                         Ok(results) => Output::Done { run_id, results },
                         Err(errors) => Output::Invalid { run_id, errors },
                     };
@@ -279,7 +367,12 @@ mod tests {
 
     #[test]
     fn bad_input_is_an_answer_not_a_crash() {
-        let errs = run_scenario("{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}", &mut |_, _| {}, &|| 0.0).unwrap_err();
+        let errs = run_scenario(
+            "{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}",
+            &mut |_, _| {},
+            &|| 0.0,
+        )
+        .unwrap_err();
         assert_eq!(errs[0].0, "workload.arrival.rate_rps");
         assert!(run_scenario("not json", &mut |_, _| {}, &|| 0.0).is_err());
     }
@@ -299,9 +392,16 @@ mod tests {
     #[test]
     fn a_calibration_in_the_worker_is_the_clis() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/results/");
-        let files: Vec<(String, String)> = ["vllm-runs-jsonl.json", "vllm-current.json", "broken.jsonl"].iter().map(|f| (f.to_string(), std::fs::read_to_string(format!("{dir}{f}")).unwrap())).collect();
+        let files: Vec<(String, String)> = ["vllm-runs-jsonl.json", "vllm-current.json", "broken.jsonl"]
+            .iter()
+            .map(|f| (f.to_string(), std::fs::read_to_string(format!("{dir}{f}")).unwrap()))
+            .collect();
         let imported = import_files(&files);
-        assert!(!imported.errors.is_empty() && imported.errors.iter().all(|e| e.starts_with("broken.jsonl")), "{:?}", imported.errors);
+        assert!(
+            !imported.errors.is_empty() && imported.errors.iter().all(|e| e.starts_with("broken.jsonl")),
+            "{:?}",
+            imported.errors
+        );
         let bundle_json = imported.bundle_json.unwrap();
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
         let (mut calls, mut last) = (0, (0, 0));
@@ -312,10 +412,14 @@ mod tests {
         .unwrap();
         assert!(calls > 100 && last.0 == last.1, "{calls} progress calls, last {last:?}");
         let bundle = inferscale::truth::Bundle::parse(&bundle_json).unwrap();
-        let direct = inferscale::truth::calibrate(&inferscale::scenario::parse(&text).unwrap(), &bundle.cases, &[]).unwrap();
+        let direct =
+            inferscale::truth::calibrate(&inferscale::scenario::parse(&text).unwrap(), &bundle.cases, &[]).unwrap();
         assert_eq!(c.json, inferscale::export::calibration_json(&direct));
         assert_eq!(run_calibration("{", &text, &[], &[], &mut |_, _| {}).unwrap_err()[0].0, "bundle");
-        assert_eq!(run_calibration(&bundle_json, &text, &[], &["warp".into()], &mut |_, _| {}).unwrap_err()[0].0, "calibration.fit");
+        assert_eq!(
+            run_calibration(&bundle_json, &text, &[], &["warp".into()], &mut |_, _| {}).unwrap_err()[0].0,
+            "calibration.fit"
+        );
         let unknown = run_calibration(&bundle_json, &text, &["nope".into()], &[], &mut |_, _| {}).unwrap_err();
         assert!(unknown[0].1.contains("`nope`"), "{unknown:?}");
         assert!(import_files(&[("x.json".into(), "not json".into())]).bundle_json.is_none());

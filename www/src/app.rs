@@ -5,25 +5,25 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use inferscale_worker::{Input, Output, Results};
-use serde_json::{json, Value};
-use wasm_bindgen::prelude::*;
+use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
+#[path = "calibration.rs"]
+mod calibration;
 #[path = "lab.rs"]
 mod lab;
 #[path = "study_panel.rs"]
 mod study_panel;
-#[path = "calibration.rs"]
-mod calibration;
 
-use crate::figure::{self, Figure};
 use crate::details;
 use crate::exports;
+use crate::figure::{self, Figure};
 use crate::numbers;
 use crate::sort::Sort;
+use crate::table::{Table, esc};
 use crate::workers::Pool;
-use crate::table::{esc, Table};
 
 /// Shipped examples (the trace example carries its trace text, since a page cannot read files by path).
 const PRESETS: &[(&str, &str)] = &[
@@ -40,7 +40,8 @@ const PRESETS: &[(&str, &str)] = &[
 ];
 const SAMPLE_TRACE: (&str, &str) = ("traces/sample-vidur.csv", include_str!("../../scenarios/traces/sample-vidur.csv"));
 /// The shipped session trace, for a scenario that names it (`workload.sessions.trace.path`).
-const SAMPLE_SESSIONS: (&str, &str) = ("traces/sample-sessions.jsonl", include_str!("../../scenarios/traces/sample-sessions.jsonl"));
+const SAMPLE_SESSIONS: (&str, &str) =
+    ("traces/sample-sessions.jsonl", include_str!("../../scenarios/traces/sample-sessions.jsonl"));
 
 const PAGE_ROWS: usize = 50;
 
@@ -172,7 +173,12 @@ impl App {
         let mut errors = self.field_errors.clone();
         if let Err(e) = inferscale::scenario::load_for_browser(&self.scenario_text()) {
             // A field with text of its own still in error shows that, not the old value's verdict.
-            errors.extend(e.errors.into_iter().map(|f| (f.path, f.message)).filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)));
+            errors.extend(
+                e.errors
+                    .into_iter()
+                    .map(|f| (f.path, f.message))
+                    .filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)),
+            );
         }
         self.show_errors(&errors);
         let ok = errors.is_empty();
@@ -182,8 +188,18 @@ impl App {
         // Say it where the user looks, beside Run.
         let status = self.el("status").text_content().unwrap_or_default();
         if !ok && !self.running {
-            let names: Vec<String> = errors.iter().map(|(p, _)| self.label_of(p)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-            self.set_status(&format!("Cannot run: fix {} ({} problem{})", names.join(", "), errors.len(), if errors.len() == 1 { "" } else { "s" }));
+            let names: Vec<String> = errors
+                .iter()
+                .map(|(p, _)| self.label_of(p))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            self.set_status(&format!(
+                "Cannot run: fix {} ({} problem{})",
+                names.join(", "),
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            ));
         } else if ok && status.starts_with("Cannot run") {
             self.set_status("Ready");
         }
@@ -217,7 +233,9 @@ impl App {
         for (id, ptr, kind, label) in CONTROLS {
             let dotted = dotted(ptr, *kind);
             // A tagged policy owns its parameters' errors; a plain field (the arrival kind too) only its own.
-            let hit = errors.iter().find(|(p, _)| *p == dotted || (*kind == Kind::Tagged && p.starts_with(&format!("{dotted}."))));
+            let hit = errors
+                .iter()
+                .find(|(p, _)| *p == dotted || (*kind == Kind::Tagged && p.starts_with(&format!("{dotted}."))));
             mark_field(&self.el(id), hit.map(|h| field_message(label, &h.1)).as_deref());
         }
         let Ok(fields) = self.el("details").query_selector_all("[data-ptr]") else { return };
@@ -238,7 +256,9 @@ impl App {
             let el = self.el(sec.id);
             if el.get_attribute("data-sig").as_deref() == Some(sec.sig.as_str()) {
                 for (ptr, value) in &sec.values {
-                    if focused.as_deref() == Some(ptr.as_str()) || self.field_errors.iter().any(|(p, _)| *p == details::dotted(ptr)) {
+                    if focused.as_deref() == Some(ptr.as_str())
+                        || self.field_errors.iter().any(|(p, _)| *p == details::dotted(ptr))
+                    {
                         continue; // the user is typing there, or its text is kept until fixed
                     }
                     let Ok(Some(field)) = el.query_selector(&format!("[data-ptr=\"{ptr}\"]")) else { continue };
@@ -377,15 +397,17 @@ impl App {
         // A fixed length takes whole tokens; a mean may be fractional.
         let int = kind == Kind::Int || length == Some("tokens");
         let new = match kind {
-            Kind::Num | Kind::OptNum | Kind::Int => match numbers::typed(&raw, label, int, kind == Kind::OptNum, bad_input) {
-                numbers::Typed::Number(x) => Some(x),
-                numbers::Typed::Cleared => None,
-                numbers::Typed::Invalid(message) => {
-                    self.field_errors.push((path, message));
-                    self.validate();
-                    return;
+            Kind::Num | Kind::OptNum | Kind::Int => {
+                match numbers::typed(&raw, label, int, kind == Kind::OptNum, bad_input) {
+                    numbers::Typed::Number(x) => Some(x),
+                    numbers::Typed::Cleared => None,
+                    numbers::Typed::Invalid(message) => {
+                        self.field_errors.push((path, message));
+                        self.validate();
+                        return;
+                    }
                 }
-            },
+            }
             Kind::Bool => Some(json!(raw == "true")),
             Kind::Text => Some(json!(raw)),
             Kind::Tagged => Some(kind_object(&raw)),
@@ -422,11 +444,20 @@ impl App {
         use inferscale::scenario::ArrivalSpec as A;
         let r = |x: &f64| numbers::shown(&json!(x));
         let (tag, load) = match &spec.workload.arrival {
-            A::Poisson { rate_rps } => (format!("-{}rps", r(rate_rps)), format!(", Poisson arrivals at {} req/s", r(rate_rps))),
-            A::Constant { rate_rps } => (format!("-{}rps", r(rate_rps)), format!(", evenly spaced arrivals at {} req/s", r(rate_rps))),
-            A::Gamma { rate_rps, cv } => (format!("-{}rps-bursty", r(rate_rps)), format!(", bursty arrivals (gap CV {}) at {} req/s", r(cv), r(rate_rps))),
+            A::Poisson { rate_rps } => {
+                (format!("-{}rps", r(rate_rps)), format!(", Poisson arrivals at {} req/s", r(rate_rps)))
+            }
+            A::Constant { rate_rps } => {
+                (format!("-{}rps", r(rate_rps)), format!(", evenly spaced arrivals at {} req/s", r(rate_rps)))
+            }
+            A::Gamma { rate_rps, cv } => (
+                format!("-{}rps-bursty", r(rate_rps)),
+                format!(", bursty arrivals (gap CV {}) at {} req/s", r(cv), r(rate_rps)),
+            ),
             A::OnOff { .. } => ("-on-off".to_string(), ", on/off bursts".to_string()),
-            A::ClosedLoop { clients, .. } => (format!("-{clients}clients"), format!(", a closed loop of {clients} clients")),
+            A::ClosedLoop { clients, .. } => {
+                (format!("-{clients}clients"), format!(", a closed loop of {clients} clients"))
+            }
             A::Burst {} => ("-burst".to_string(), ", a burst at t = 0".to_string()),
             A::Trace { .. } => ("-trace".to_string(), ", replaying a trace".to_string()),
         };
@@ -434,13 +465,27 @@ impl App {
         let device = spec.hardware.device.clone().unwrap_or_else(|| "custom-gpu".into());
         let (tp, replicas) = (spec.hardware.tp, spec.cluster.replicas);
         let derived = format!("{model}-{device}-tp{tp}x{replicas}{tag}");
-        let kept = v["description"].as_str().filter(|d| d.starts_with("Derived from the example")).and_then(|d| d.split_once(". ")).map(|(p, _)| format!("{p}. "));
-        let from = if PRESETS.iter().any(|(p, _)| *p == name) { format!("Derived from the example \"{name}\". ") } else { kept.unwrap_or_default() };
+        let kept = v["description"]
+            .as_str()
+            .filter(|d| d.starts_with("Derived from the example"))
+            .and_then(|d| d.split_once(". "))
+            .map(|(p, _)| format!("{p}. "));
+        let from = if PRESETS.iter().any(|(p, _)| *p == name) {
+            format!("Derived from the example \"{name}\". ")
+        } else {
+            kept.unwrap_or_default()
+        };
         if let Some(o) = v.as_object_mut() {
             o.insert("name".into(), json!(derived));
             if !from.is_empty() || o.get("description").is_some() {
                 let plural = if replicas == 1 { "" } else { "s" };
-                o.insert("description".into(), json!(format!("{from}{model} on {} × {device} (TP {tp} × {replicas} replica{plural}){load}.", tp * replicas)));
+                o.insert(
+                    "description".into(),
+                    json!(format!(
+                        "{from}{model} on {} × {device} (TP {tp} × {replicas} replica{plural}){load}.",
+                        tp * replicas
+                    )),
+                );
             }
         }
         self.auto_name = derived;
@@ -493,7 +538,10 @@ impl App {
         let text = text.trim_start_matches('\u{feff}');
         match serde_json::from_str::<Value>(text) {
             Ok(_) => self.replace_scenario(&format!("import of {name}"), text),
-            Err(e) => self.notice(&format!("{name} was not imported: it is not valid JSON ({e}). Your scenario is unchanged."), Some("c-import")),
+            Err(e) => self.notice(
+                &format!("{name} was not imported: it is not valid JSON ({e}). Your scenario is unchanged."),
+                Some("c-import"),
+            ),
         }
     }
 
@@ -523,7 +571,10 @@ impl App {
         with_trace_text(&mut with_data, ptr, name, text);
         let Err(e) = inferscale::scenario::load_for_browser(&with_data.to_string()) else { return true };
         let why: Vec<String> = e.errors.iter().map(|f| format!("{}: {}", f.path, f.message)).collect();
-        self.notice(&format!("{what} {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")), Some(field));
+        self.notice(
+            &format!("{what} {name} was not loaded: {}. Your scenario is unchanged.", why.join("; ")),
+            Some(field),
+        );
         false
     }
 
@@ -542,22 +593,35 @@ impl App {
         }
         sessions.insert("trace".into(), json!({"path": name, "format": "auto"}));
         details::set(&mut v, "/workload/sessions", Value::Object(sessions));
-        let open_loop = matches!(v.pointer("/workload/arrival/kind").and_then(Value::as_str), Some("poisson" | "constant" | "gamma" | "on_off"));
+        let open_loop = matches!(
+            v.pointer("/workload/arrival/kind").and_then(Value::as_str),
+            Some("poisson" | "constant" | "gamma" | "on_off")
+        );
         if !open_loop {
             details::set(&mut v, "/workload/arrival", json!({"kind": "poisson", "rate_rps": 1.0}));
         }
         if v.pointer("/workload/requests").is_none() && v.pointer("/workload/duration_s").is_none() {
-            details::set(&mut v, "/workload/requests", json!(text.lines().filter(|l| !l.trim().is_empty()).count().max(1)));
+            details::set(
+                &mut v,
+                "/workload/requests",
+                json!(text.lines().filter(|l| !l.trim().is_empty()).count().max(1)),
+            );
         }
         if !self.upload_accepted(&v, "/workload/sessions/trace", name, &text, "Session trace", "c-session-trace") {
             return;
         }
         self.session_trace = Some((name.to_string(), text));
-        self.replace_scenario(&format!("session trace upload ({name})"), &serde_json::to_string_pretty(&v).unwrap_or_default());
+        self.replace_scenario(
+            &format!("session trace upload ({name})"),
+            &serde_json::to_string_pretty(&v).unwrap_or_default(),
+        );
     }
 
     fn load_text(&mut self, text: &str) {
-        let pretty = serde_json::from_str::<Value>(text).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or_else(|| text.to_string());
+        let pretty = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .unwrap_or_else(|| text.to_string());
         self.editor().set_value(&pretty);
         self.sync_controls();
         self.validate();
@@ -585,14 +649,22 @@ impl App {
         self.ran_slos = inferscale::scenario::parse(&self.scenario_text())
             .map(|sp| {
                 let ns = |ms: Option<f64>| ms.map(|m| (m * 1e6).round() as u64);
-                sp.workload.classes.iter().map(|c| (c.name.clone(), ns(c.slo.ttft_ms), ns(c.slo.tpot_ms), ns(c.slo.e2e_ms))).collect()
+                sp.workload
+                    .classes
+                    .iter()
+                    .map(|c| (c.name.clone(), ns(c.slo.ttft_ms), ns(c.slo.tpot_ms), ns(c.slo.e2e_ms)))
+                    .collect()
             })
             .unwrap_or_default();
         // The URL replays this run.
         let _ = window().location().set_hash(&share_hash(&self.editor().value()));
         // `?crash-test` in the URL makes Run crash the worker instead: the e2e test of recovery.
         let crash = window().location().search().unwrap_or_default().contains("crash-test");
-        let msg = if crash { Input::Crash { run_id: self.run_id } } else { Input::Run { run_id: self.run_id, scenario_json: self.scenario_text() } };
+        let msg = if crash {
+            Input::Crash { run_id: self.run_id }
+        } else {
+            Input::Run { run_id: self.run_id, scenario_json: self.scenario_text() }
+        };
         if self.pool.is_none() {
             self.spawn_worker();
         }
@@ -633,7 +705,8 @@ impl App {
                 let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
                 self.progress(f);
                 let elapsed = (now_ms() - self.started_ms) / 1000.0;
-                let left = if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+                let left =
+                    if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
                 self.set_status(&format!("Running: {done} of {expected} requests done ({:.0} %){left}", f * 100.0));
             }
             Output::Done { run_id, results } if run_id == self.run_id => {
@@ -661,7 +734,10 @@ impl App {
                 self.spawn_worker();
                 self.set_buttons();
                 self.progress(0.0);
-                self.show_errors(&[("(simulator)".into(), format!("internal error, the worker was restarted: {message}"))]);
+                self.show_errors(&[(
+                    "(simulator)".into(),
+                    format!("internal error, the worker was restarted: {message}"),
+                )]);
                 self.set_status("The simulator failed; it was restarted");
             }
             Output::Invalid { run_id, errors } if run_id == self.run_id => {
@@ -695,7 +771,11 @@ fn length_field(v: &Value, id: &str, ptr: &str) -> Option<&'static str> {
 
 /// The arrival object for kind `k`: each kind has its own fields, so it is rebuilt, keeping the rate.
 fn arrival_object(v: &Value, k: &str) -> Value {
-    let rate = v.pointer("/workload/arrival/rate_rps").or(v.pointer("/workload/arrival/rate_on_rps")).cloned().unwrap_or(json!(1.0));
+    let rate = v
+        .pointer("/workload/arrival/rate_rps")
+        .or(v.pointer("/workload/arrival/rate_on_rps"))
+        .cloned()
+        .unwrap_or(json!(1.0));
     let cv = v.pointer("/workload/arrival/cv").cloned().unwrap_or(json!(2.0));
     match k {
         "gamma" => json!({"kind": k, "rate_rps": rate, "cv": cv}),
@@ -746,7 +826,11 @@ fn kind_object(k: &str) -> Value {
 }
 
 fn set_disabled(el: &Element, disabled: bool) {
-    if disabled { el.set_attribute("disabled", "").ok() } else { el.remove_attribute("disabled").ok() };
+    if disabled {
+        el.set_attribute("disabled", "").ok()
+    } else {
+        el.remove_attribute("disabled").ok()
+    };
 }
 
 /// `/engine/max_num_seqs` → `engine.max_num_seqs` (the validator's field paths).
@@ -776,7 +860,14 @@ fn mark_field(el: &Element, error: Option<&str>) {
             n.set_class_name("field-msg");
             n.set_attribute("role", "status").ok();
             n.set_text_content(Some(m));
-            let id = format!("msg-{}", if el.id().is_empty() { el.get_attribute("data-ptr").unwrap_or_default().replace('/', "-") } else { el.id() });
+            let id = format!(
+                "msg-{}",
+                if el.id().is_empty() {
+                    el.get_attribute("data-ptr").unwrap_or_default().replace('/', "-")
+                } else {
+                    el.id()
+                }
+            );
             n.set_id(&id);
             el.set_attribute("aria-describedby", &id).ok();
             anchor.insert_adjacent_element("afterend", &n).ok();
@@ -797,7 +888,8 @@ fn copy_link_to(hash: &str) {
 }
 
 fn share_hash(scenario: &str) -> String {
-    let compact = serde_json::from_str::<Value>(scenario).map(|v| v.to_string()).unwrap_or_else(|_| scenario.to_string());
+    let compact =
+        serde_json::from_str::<Value>(scenario).map(|v| v.to_string()).unwrap_or_else(|_| scenario.to_string());
     format!("scenario={}", String::from(js_sys::encode_uri_component(&compact)))
 }
 
@@ -807,7 +899,11 @@ fn share_hash_for(panel: &str, options: &Value, scenario: &str) -> String {
     if panel == "lab" {
         share_hash(scenario)
     } else {
-        format!("panel={panel}&params={}&{}", String::from(js_sys::encode_uri_component(&options.to_string())), share_hash(scenario))
+        format!(
+            "panel={panel}&params={}&{}",
+            String::from(js_sys::encode_uri_component(&options.to_string())),
+            share_hash(scenario)
+        )
     }
 }
 
@@ -833,7 +929,12 @@ fn read_file(app: &Rc<RefCell<App>>, e: &web_sys::Event, f: impl FnOnce(&mut App
     let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
     // A tab's memory is the limit: a file past it is refused before it is read, and nothing changes.
     if file.size() > MAX_UPLOAD_BYTES {
-        let msg = format!("{} is {:.0} MB, over the lab's limit of {} MB for a file; the command line reads larger ones. Nothing changed.", file.name(), file.size() / 1e6, MAX_UPLOAD_BYTES / 1e6);
+        let msg = format!(
+            "{} is {:.0} MB, over the lab's limit of {} MB for a file; the command line reads larger ones. Nothing changed.",
+            file.name(),
+            file.size() / 1e6,
+            MAX_UPLOAD_BYTES / 1e6
+        );
         app.borrow().notice(&msg, None);
         input.set_value("");
         return;
@@ -879,8 +980,13 @@ struct SharedLink {
 /// Rust by serde-wasm-bindgen — no hand splitting of the hash.
 fn shared_link() -> SharedLink {
     let hash = window().location().hash().unwrap_or_default();
-    let Ok(query) = web_sys::UrlSearchParams::new_with_str(hash.trim_start_matches('#')) else { return SharedLink::default() };
-    js_sys::Object::from_entries(query.as_ref()).ok().and_then(|o| serde_wasm_bindgen::from_value(o.into()).ok()).unwrap_or_default()
+    let Ok(query) = web_sys::UrlSearchParams::new_with_str(hash.trim_start_matches('#')) else {
+        return SharedLink::default();
+    };
+    js_sys::Object::from_entries(query.as_ref())
+        .ok()
+        .and_then(|o| serde_wasm_bindgen::from_value(o.into()).ok())
+        .unwrap_or_default()
 }
 
 thread_local! {
@@ -891,7 +997,9 @@ thread_local! {
 /// The page's entry point: the app, the generated parts of the page, every listener, then the shared link.
 pub fn start() {
     // A bug must say what it was: the message goes to the console (the tests fail on console errors).
-    std::panic::set_hook(Box::new(|info| web_sys::console::error_1(&JsValue::from_str(&format!("InferScale Lab panicked: {info}")))));
+    std::panic::set_hook(Box::new(|info| {
+        web_sys::console::error_1(&JsValue::from_str(&format!("InferScale Lab panicked: {info}")))
+    }));
     let app = new_app();
     lay_out(&app);
     wire_scenario(&app);
@@ -939,15 +1047,31 @@ fn new_app() -> Rc<RefCell<App>> {
 fn lay_out(app: &Rc<RefCell<App>>) {
     app.borrow().el("nav").set_inner_html(&crate::study_defs::sidebar_html());
     {
-        let figures: String = [("chart-ttft", "TTFT CDF"), ("chart-tpot", "TPOT CDF"), ("chart-e2e", "E2E CDF"), ("chart-queue", "Queue and batch over time"), ("chart-kv", "KV cache use over time"), ("chart-class", "SLO attainment per class")]
-            .iter()
-            .map(|(id, caption)| figure::html(id, caption, 560, 320))
-            .collect();
+        let figures: String = [
+            ("chart-ttft", "TTFT CDF"),
+            ("chart-tpot", "TPOT CDF"),
+            ("chart-e2e", "E2E CDF"),
+            ("chart-queue", "Queue and batch over time"),
+            ("chart-kv", "KV cache use over time"),
+            ("chart-class", "SLO attainment per class"),
+        ]
+        .iter()
+        .map(|(id, caption)| figure::html(id, caption, 560, 320))
+        .collect();
         let a = app.borrow();
         a.el("lab-charts").set_inner_html(&figures);
-        a.el("lab-exports").set_inner_html(&exports::bar("Exports", &[("x-json", "JSON"), ("x-csv", "CSV (requests)"), ("x-summary", "CSV (summary)"), ("x-md", "Markdown")]));
-        a.el("study-exports").set_inner_html(&exports::bar("Study exports", &[("sx-json", "JSON"), ("sx-csv", "CSV"), ("sx-md", "Markdown")]));
-        a.el("cal-exports").set_inner_html(&exports::bar("Calibration exports", &[("cx-json", "JSON"), ("cx-csv", "CSV"), ("cx-md", "Markdown")]));
+        a.el("lab-exports").set_inner_html(&exports::bar(
+            "Exports",
+            &[("x-json", "JSON"), ("x-csv", "CSV (requests)"), ("x-summary", "CSV (summary)"), ("x-md", "Markdown")],
+        ));
+        a.el("study-exports").set_inner_html(&exports::bar(
+            "Study exports",
+            &[("sx-json", "JSON"), ("sx-csv", "CSV"), ("sx-md", "Markdown")],
+        ));
+        a.el("cal-exports").set_inner_html(&exports::bar(
+            "Calibration exports",
+            &[("cx-json", "JSON"), ("cx-csv", "CSV"), ("cx-md", "Markdown")],
+        ));
     }
 
     // Presets.
@@ -1010,7 +1134,9 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         a.validate();
     });
     on(&app, "c-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_trace(&name, text)));
-    on(&app, "c-session-trace", "change", |app, e| read_file(app, &e, |a, name, text| a.upload_session_trace(&name, text)));
+    on(&app, "c-session-trace", "change", |app, e| {
+        read_file(app, &e, |a, name, text| a.upload_session_trace(&name, text))
+    });
     // One listener per generated section serves every row in it.
     for id in ["d-arrival", "d-classes", "d-tenants", "d-objectives"] {
         for event in ["change", "click"] {
@@ -1027,7 +1153,10 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
     on(&app, "c-import", "change", |app, e| read_file(app, &e, |a, name, text| a.import(&name, &text)));
     on(&app, "save-scenario", "click", |app, _| {
         let a = app.borrow();
-        let name = serde_json::from_str::<Value>(&a.editor().value()).ok().and_then(|v| v["name"].as_str().map(str::to_string)).unwrap_or_else(|| "scenario".into());
+        let name = serde_json::from_str::<Value>(&a.editor().value())
+            .ok()
+            .and_then(|v| v["name"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "scenario".into());
         exports::download_text(&format!("{name}.json"), &a.editor().value(), "application/json");
     });
 }
@@ -1038,7 +1167,9 @@ fn wire_studies(app: &Rc<RefCell<App>>) {
     // Panels: the sidebar switches; every panel keeps its inputs and its last result.
     on(&app, "nav", "click", |app, e| {
         let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
-        let Some(name) = t.closest("[data-panel]").ok().flatten().and_then(|a| a.get_attribute("data-panel")) else { return };
+        let Some(name) = t.closest("[data-panel]").ok().flatten().and_then(|a| a.get_attribute("data-panel")) else {
+            return;
+        };
         e.prevent_default();
         app.borrow_mut().show_panel(&name);
     });
@@ -1154,9 +1285,10 @@ fn wire_results(app: &Rc<RefCell<App>>) {
     on(&app, "results", "keydown", |app, e| {
         let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return };
         if k.key() == "Enter"
-            && let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
-                app.borrow_mut().table_click(&t);
-            }
+            && let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok())
+        {
+            app.borrow_mut().table_click(&t);
+        }
     });
     on(&app, "lab-charts", "mousemove", |app, e| {
         if let Some(m) = e.dyn_ref::<web_sys::MouseEvent>() {
@@ -1171,7 +1303,9 @@ fn wire_results(app: &Rc<RefCell<App>>) {
 fn open_shared_link(app: &Rc<RefCell<App>>) {
     // `#scenario=…` replays a Serving Lab run; `#panel=NAME&scenario=…` reruns a study.
     let link = shared_link();
-    if let (Some(p), Some(o)) = (&link.panel, link.params.as_deref().and_then(|o| serde_json::from_str::<Value>(o).ok())) {
+    if let (Some(p), Some(o)) =
+        (&link.panel, link.params.as_deref().and_then(|o| serde_json::from_str::<Value>(o).ok()))
+    {
         app.borrow_mut().study.options.insert(p.clone(), o);
     }
     let (shared, panel) = (link.scenario, link.panel);

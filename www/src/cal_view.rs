@@ -44,8 +44,22 @@ fn pct(x: Option<f64>) -> String {
 
 /// The imported cases as a table, each with its training checkbox (named for its case).
 pub fn cases_table(cases: &[Case], train: &[bool]) -> String {
-    let head = ["Train", "Case", "Engine · model", "Load", "Prompts", "In / out tokens (mean)", "TTFT median (ms)", "TPOT median (ms)", "E2E median (ms)"];
-    let th: String = head.iter().enumerate().map(|(k, h)| format!("<th{}>{}</th>", if matches!(k, 1..=3) { " class=\"text\"" } else { "" }, esc(h))).collect();
+    let head = [
+        "Train",
+        "Case",
+        "Engine · model",
+        "Load",
+        "Prompts",
+        "In / out tokens (mean)",
+        "TTFT median (ms)",
+        "TPOT median (ms)",
+        "E2E median (ms)",
+    ];
+    let th: String = head
+        .iter()
+        .enumerate()
+        .map(|(k, h)| format!("<th{}>{}</th>", if matches!(k, 1..=3) { " class=\"text\"" } else { "" }, esc(h)))
+        .collect();
     let rows: String = cases
         .iter()
         .enumerate()
@@ -78,7 +92,10 @@ pub fn cases_table(cases: &[Case], train: &[bool]) -> String {
             )
         })
         .collect();
-    format!("<div class=\"table-wrap\"><table id=\"cal-cases-table\"><caption>{} case(s); checked cases train the fit, the others are held out</caption><thead><tr>{th}</tr></thead><tbody>{rows}</tbody></table></div>", cases.len())
+    format!(
+        "<div class=\"table-wrap\"><table id=\"cal-cases-table\"><caption>{} case(s); checked cases train the fit, the others are held out</caption><thead><tr>{th}</tr></thead><tbody>{rows}</tbody></table></div>",
+        cases.len()
+    )
 }
 
 /// The calibration's answer in one paragraph: the fit and what it did to the held-out error.
@@ -87,7 +104,11 @@ pub fn answer(c: &Value) -> String {
     let n_train = c["rows"].as_array().map_or(0, |r| distinct(r, true));
     let n_held = c["rows"].as_array().map_or(0, |r| distinct(r, false));
     let fitted = &c["fitted"];
-    let mut fit = format!("prefill × {:.3}, decode × {:.3}", f(&fitted["prefill"]).unwrap_or(1.0), f(&fitted["decode"]).unwrap_or(1.0));
+    let mut fit = format!(
+        "prefill × {:.3}, decode × {:.3}",
+        f(&fitted["prefill"]).unwrap_or(1.0),
+        f(&fitted["decode"]).unwrap_or(1.0)
+    );
     if let Some(ms) = f(&fitted["step_overhead_ms"]) {
         fit += &format!(", step overhead + {ms:.2} ms");
     }
@@ -98,20 +119,28 @@ pub fn answer(c: &Value) -> String {
         fit += &format!(", TP all-reduce × {x:.3}");
     }
     if n_held == 0 {
-        return format!("Fitted {fit} on {n_train} training case(s). No case is held out, so there is no held-out error: the errors below are training errors, which a fit always makes small.");
+        return format!(
+            "Fitted {fit} on {n_train} training case(s). No case is held out, so there is no held-out error: the errors below are training errors, which a fit always makes small."
+        );
     }
     let per: Vec<String> = c["held_out_mape"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|m| m["baseline"].is_number())
-        .map(|m| format!("{} {} → {}", m["metric"].as_str().unwrap_or(""), pct(f(&m["baseline"])), pct(f(&m["calibrated"]))))
+        .map(|m| {
+            format!("{} {} → {}", m["metric"].as_str().unwrap_or(""), pct(f(&m["baseline"])), pct(f(&m["calibrated"])))
+        })
         .collect();
-    format!("Fitted {fit} on {n_train} training case(s). Held-out error (MAPE over {n_held} case(s), baseline → calibrated): {}.", per.join(", "))
+    format!(
+        "Fitted {fit} on {n_train} training case(s). Held-out error (MAPE over {n_held} case(s), baseline → calibrated): {}.",
+        per.join(", ")
+    )
 }
 
 fn distinct(rows: &[Value], training: bool) -> usize {
-    let mut ids: Vec<&str> = rows.iter().filter(|r| r["training"].as_bool() == Some(training)).filter_map(|r| r["case"].as_str()).collect();
+    let mut ids: Vec<&str> =
+        rows.iter().filter(|r| r["training"].as_bool() == Some(training)).filter_map(|r| r["case"].as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
     ids.len()
@@ -129,10 +158,17 @@ pub fn mape_table(c: &Value) -> String {
                 (Some(b), Some(a)) => format!("{:+.1} points", (a - b) * 100.0),
                 _ => "—".into(),
             };
-            format!("<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{change}</td></tr>", esc(m["metric"].as_str().unwrap_or("")), pct(b), pct(a))
+            format!(
+                "<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{change}</td></tr>",
+                esc(m["metric"].as_str().unwrap_or("")),
+                pct(b),
+                pct(a)
+            )
         })
         .collect();
-    format!("<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Held-out error (mean absolute percentage error)</caption><thead><tr><th>Metric</th><th>Baseline</th><th>Calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>")
+    format!(
+        "<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Held-out error (mean absolute percentage error)</caption><thead><tr><th>Metric</th><th>Baseline</th><th>Calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
 }
 
 /// The columns of the every-case table: (label, unit, the row's field).
@@ -191,17 +227,30 @@ pub fn rows_table(c: &Value, order: &[usize], sort: &crate::sort::Sort) -> Strin
         })
         .collect::<String>();
     // The text columns' headers align with their cells.
-    let th = [0, 1, 2, 8].iter().fold(th, |h, i| h.replace(&format!("<th data-ccol=\"{i}\""), &format!("<th class=\"text\" data-ccol=\"{i}\"")));
+    let th = [0, 1, 2, 8].iter().fold(th, |h, i| {
+        h.replace(&format!("<th data-ccol=\"{i}\""), &format!("<th class=\"text\" data-ccol=\"{i}\""))
+    });
     let body: String = order
         .iter()
         .filter_map(|&i| rows.get(i))
         .map(|r| {
-            let cells: String = COLUMNS.iter().map(|(_, _, f)| format!("<td{}>{}</td>", if matches!(*f, "case" | "training" | "metric" | "verdict") { " class=\"text\"" } else { "" }, esc(&cell(r, f, &warnings)))).collect();
+            let cells: String = COLUMNS
+                .iter()
+                .map(|(_, _, f)| {
+                    format!(
+                        "<td{}>{}</td>",
+                        if matches!(*f, "case" | "training" | "metric" | "verdict") { " class=\"text\"" } else { "" },
+                        esc(&cell(r, f, &warnings))
+                    )
+                })
+                .collect();
             let set = if r["training"].as_bool() == Some(true) { "training" } else { "held-out" };
             format!("<tr data-set=\"{set}\">{cells}</tr>")
         })
         .collect();
-    format!("<div class=\"table-wrap\"><table id=\"cal-rows\"><caption>Every case and metric: measured, predicted before and after calibration</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>")
+    format!(
+        "<div class=\"table-wrap\"><table id=\"cal-rows\"><caption>Every case and metric: measured, predicted before and after calibration</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
 }
 
 /// Row positions sorted by column `col` (numbers by value, text by its text).
@@ -246,10 +295,17 @@ pub fn charts(c: &Value) -> Vec<Chart> {
                 name: name.into(),
                 points: of.iter().map(|r| (s(r, "measured_ms"), s(r, k))).collect(),
                 band: Vec::new(),
-                labels: if labels { of.iter().map(|r| r["case"].as_str().unwrap_or("").to_string()).collect() } else { Vec::new() },
+                labels: if labels {
+                    of.iter().map(|r| r["case"].as_str().unwrap_or("").to_string()).collect()
+                } else {
+                    Vec::new()
+                },
                 line: false,
             };
-            let top = of.iter().flat_map(|r| [s(r, "measured_ms"), s(r, "baseline_ms"), s(r, "calibrated_ms")]).fold(0.0f64, f64::max);
+            let top = of
+                .iter()
+                .flat_map(|r| [s(r, "measured_ms"), s(r, "baseline_ms"), s(r, "calibrated_ms")])
+                .fold(0.0f64, f64::max);
             Chart {
                 kind: "scatter".into(),
                 title: format!("{m}: predicted against measured"),
@@ -259,7 +315,13 @@ pub fn charts(c: &Value) -> Vec<Chart> {
                 series: vec![
                     series("baseline", "baseline_ms", false),
                     series("calibrated", "calibrated_ms", true),
-                    ChartSeries { name: "y = x (exact)".into(), points: vec![(0.0, 0.0), (top, top)], band: Vec::new(), labels: Vec::new(), line: true },
+                    ChartSeries {
+                        name: "y = x (exact)".into(),
+                        points: vec![(0.0, 0.0), (top, top)],
+                        band: Vec::new(),
+                        labels: Vec::new(),
+                        line: true,
+                    },
                 ],
                 target: None,
             }
@@ -299,7 +361,12 @@ mod tests {
         for ch in &charts {
             let line = &ch.series[2];
             assert!(line.line && line.points[1].0 == line.points[1].1);
-            assert!(ch.series[..2].iter().all(|s| s.points.iter().all(|p| p.0 <= line.points[1].0 && p.1 <= line.points[1].1)), "y = x spans every point");
+            assert!(
+                ch.series[..2]
+                    .iter()
+                    .all(|s| s.points.iter().all(|p| p.0 <= line.points[1].0 && p.1 <= line.points[1].1)),
+                "y = x spans every point"
+            );
         }
         // Sorting by calibrated APE descending puts the worst first.
         let order = sorted(&c, 7, true);
@@ -310,7 +377,10 @@ mod tests {
     #[test]
     fn the_cases_table_names_each_checkbox_and_says_the_load() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/results/");
-        let (cases, _) = inferscale::truth::import("s.jsonl", &std::fs::read_to_string(format!("{dir}sglang-bench-serving.jsonl")).unwrap());
+        let (cases, _) = inferscale::truth::import(
+            "s.jsonl",
+            &std::fs::read_to_string(format!("{dir}sglang-bench-serving.jsonl")).unwrap(),
+        );
         let train = inferscale::truth::default_training(&cases);
         let html = cases_table(&cases, &train);
         assert!(html.contains("aria-label=\"Train on s.jsonl:1\" checked"), "{html}");

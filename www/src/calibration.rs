@@ -3,17 +3,17 @@
 //! the held-out error, the measured-vs-predicted charts, every case's rows and the exports. The JSON export
 //! is `inferscale calibrate`'s byte for byte; the views are `cal_view`'s.
 
-use inferscale::truth::{default_training, Bundle, Case};
+use inferscale::truth::{Bundle, Case, default_training};
 use inferscale_worker::{Calibrated, Imported, Input, Output};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 use web_sys::{Element, HtmlInputElement};
 
-use super::{esc, now_ms, App};
+use super::{App, esc, now_ms};
 use crate::cal_view;
 use crate::exports;
 use crate::figure::Figure;
@@ -58,7 +58,8 @@ const MAX_RESULT_BYTES: f64 = 256e6;
 impl App {
     fn cal_worker(&mut self) -> &Pool {
         if self.cal.worker.is_none() {
-            self.cal.worker = Some(Pool::spawn(1, self.self_ref.clone(), |app: &mut App, _, out| app.on_cal_output(out)));
+            self.cal.worker =
+                Some(Pool::spawn(1, self.self_ref.clone(), |app: &mut App, _, out| app.on_cal_output(out)));
         }
         self.cal.worker.as_ref().expect("spawned")
     }
@@ -90,7 +91,11 @@ impl App {
             let Some(file) = files.get(i) else { continue };
             let name = file.name();
             if file.size() > MAX_RESULT_BYTES {
-                self.cal.import_errors.push(format!("{name}: {:.0} MB, over the limit of {} MB for a result file", file.size() / 1e6, MAX_RESULT_BYTES / 1e6));
+                self.cal.import_errors.push(format!(
+                    "{name}: {:.0} MB, over the limit of {} MB for a result file",
+                    file.size() / 1e6,
+                    MAX_RESULT_BYTES / 1e6
+                ));
             } else if self.cal.cases.iter().any(|c| c.source.file == name) {
                 self.cal.import_errors.push(format!("{name}: already imported (its cases are in the table)"));
             } else if chosen.iter().any(|f: &web_sys::File| f.name() == name) {
@@ -117,7 +122,8 @@ impl App {
                 self.file_read(&texts, &left, k, &name, None);
                 continue;
             };
-            let (texts2, left2, weak, r2, name2) = (texts.clone(), left.clone(), self.self_ref.clone(), reader.clone(), name.clone());
+            let (texts2, left2, weak, r2, name2) =
+                (texts.clone(), left.clone(), self.self_ref.clone(), reader.clone(), name.clone());
             // On load or on error: keep what was read (nothing, for an error).
             let done = Closure::<dyn FnMut(web_sys::Event)>::new(move |_e: web_sys::Event| {
                 let Some(app) = weak.upgrade() else { return };
@@ -155,7 +161,9 @@ impl App {
         if let Some(b) = imported.bundle_json.as_deref().and_then(|j| Bundle::parse(j).ok()) {
             for c in b.cases {
                 if self.cal.cases.iter().any(|x| x.id == c.id) {
-                    self.cal.import_errors.push(format!("{}: a case of that id is already in the table; this one was left out", c.id));
+                    self.cal
+                        .import_errors
+                        .push(format!("{}: a case of that id is already in the table; this one was left out", c.id));
                 } else {
                     self.cal.cases.push(c);
                 }
@@ -191,7 +199,11 @@ impl App {
         self.el("cal-how").set_text_content(Some(cal_view::HOW_TO));
         let errors: String = c.import_errors.iter().map(|e| format!("<li>{}</li>", esc(e))).collect();
         self.el("cal-import-errors").set_inner_html(&errors);
-        self.el("cal-cases").set_inner_html(&if c.cases.is_empty() { String::new() } else { cal_view::cases_table(&c.cases, &c.train) });
+        self.el("cal-cases").set_inner_html(&if c.cases.is_empty() {
+            String::new()
+        } else {
+            cal_view::cases_table(&c.cases, &c.train)
+        });
         let shown = self.el("cal-status").text_content().unwrap_or_default();
         let status = if c.importing() > 0 {
             format!("Reading {} file(s)…", c.importing())
@@ -244,10 +256,12 @@ impl App {
         }
         let scenario = self.scenario_text();
         if let Err(e) = inferscale::scenario::parse(&scenario) {
-            self.el("cal-errors").set_inner_html(&format!("<li>Fix the Serving Lab's scenario first: {}</li>", esc(&e.to_string())));
+            self.el("cal-errors")
+                .set_inner_html(&format!("<li>Fix the Serving Lab's scenario first: {}</li>", esc(&e.to_string())));
             return;
         }
-        let train: Vec<String> = self.cal.cases.iter().zip(&self.cal.train).filter(|(_, t)| **t).map(|(c, _)| c.id.clone()).collect();
+        let train: Vec<String> =
+            self.cal.cases.iter().zip(&self.cal.train).filter(|(_, t)| **t).map(|(c, _)| c.id.clone()).collect();
         let bundle_json = Bundle::new(self.cal.cases.clone()).json();
         self.cal.run_id += 1;
         self.cal.running = true;
@@ -264,7 +278,12 @@ impl App {
     fn cal_extras(&self) -> Vec<String> {
         inferscale::truth::Extra::ALL
             .iter()
-            .filter(|x| self.doc.get_element_by_id(&format!("cal-fit-{}", x.name())).and_then(|e| e.dyn_into::<HtmlInputElement>().ok()).is_some_and(|i| i.checked()))
+            .filter(|x| {
+                self.doc
+                    .get_element_by_id(&format!("cal-fit-{}", x.name()))
+                    .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
+                    .is_some_and(|i| i.checked())
+            })
             .map(|x| x.name().to_string())
             .collect()
     }
@@ -289,8 +308,10 @@ impl App {
                 let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
                 self.cal_progress(f);
                 let elapsed = (now_ms() - self.cal.started_ms) / 1000.0;
-                let left = if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
-                self.el("cal-status").set_text_content(Some(&format!("Running: {done} of about {expected} simulations{left}")));
+                let left =
+                    if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+                self.el("cal-status")
+                    .set_text_content(Some(&format!("Running: {done} of about {expected} simulations{left}")));
             }
             Output::Calibrated { run_id, calibrated } if run_id == self.cal.run_id => {
                 let secs = (now_ms() - self.cal.started_ms) / 1000.0;
@@ -342,12 +363,31 @@ impl App {
         }
         self.el("cal-table").set_inner_html(&cal_view::rows_table(&c, &self.cal.order, &self.cal.sort));
         let charts = cal_view::charts(&c);
-        let html: String = charts.iter().enumerate().map(|(i, ch)| crate::figure::html(&format!("cal-chart-{i}"), &ch.title, 420, 360)).collect();
+        let html: String = charts
+            .iter()
+            .enumerate()
+            .map(|(i, ch)| crate::figure::html(&format!("cal-chart-{i}"), &ch.title, 420, 360))
+            .collect();
         self.el("cal-charts").set_inner_html(&html);
-        let figures: Vec<Figure> = charts.iter().enumerate().filter_map(|(i, ch)| crate::charts::study_figure(&format!("cal-chart-{i}"), ch)).collect();
+        let figures: Vec<Figure> = charts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, ch)| crate::charts::study_figure(&format!("cal-chart-{i}"), ch))
+            .collect();
         self.label_figures(&figures);
         self.cal.figures = figures;
-        let notes: String = cal_view::warnings(&c).iter().map(|w| format!("<li class=\"warning\">⚠ {}</li>", esc(w))).chain(c["notes"].as_array().into_iter().flatten().filter_map(|n| n.as_str()).map(|n| format!("<li>{}</li>", esc(n)))).collect();
+        let notes: String = cal_view::warnings(&c)
+            .iter()
+            .map(|w| format!("<li class=\"warning\">⚠ {}</li>", esc(w)))
+            .chain(
+                c["notes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n.as_str())
+                    .map(|n| format!("<li>{}</li>", esc(n))),
+            )
+            .collect();
         self.el("cal-notes").set_inner_html(&notes);
     }
 
@@ -357,7 +397,15 @@ impl App {
             exports::png(&id, &format!("{}-{}.png", self.cal_file_base(), id.trim_start_matches("cal-")));
             return;
         }
-        let Some(col) = target.closest("th").ok().flatten().and_then(|th| th.get_attribute("data-ccol")).and_then(|c| c.parse::<usize>().ok()) else { return };
+        let Some(col) = target
+            .closest("th")
+            .ok()
+            .flatten()
+            .and_then(|th| th.get_attribute("data-ccol"))
+            .and_then(|c| c.parse::<usize>().ok())
+        else {
+            return;
+        };
         let Some((_, c)) = self.cal.result.clone() else { return };
         self.cal.sort.click(col);
         self.cal.order = cal_view::sorted(&c, col, self.cal.sort.desc);
@@ -365,14 +413,21 @@ impl App {
     }
 
     fn cal_file_base(&self) -> String {
-        let name = serde_json::from_str::<Value>(&self.editor().value()).ok().and_then(|v| v["name"].as_str().map(str::to_string)).unwrap_or_else(|| "scenario".into());
+        let name = serde_json::from_str::<Value>(&self.editor().value())
+            .ok()
+            .and_then(|v| v["name"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "scenario".into());
         format!("inferscale-calibration-{name}")
     }
 
     pub(super) fn export_calibration(&self, what: &str) {
         if what == "bundle" {
             if !self.cal.cases.is_empty() {
-                exports::download_text("inferscale-bundle.json", &Bundle::new(self.cal.cases.clone()).json(), "application/json");
+                exports::download_text(
+                    "inferscale-bundle.json",
+                    &Bundle::new(self.cal.cases.clone()).json(),
+                    "application/json",
+                );
             }
             return;
         }
@@ -387,6 +442,7 @@ impl App {
 
     pub(super) fn copy_calibration_link(&self) {
         super::copy_link_to(&super::share_hash_for("calibration", &serde_json::json!({}), &self.editor().value()));
-        self.el("cal-status").set_text_content(Some("Link copied: it opens this panel with the scenario; drop the result files again"));
+        self.el("cal-status")
+            .set_text_content(Some("Link copied: it opens this panel with the scenario; drop the result files again"));
     }
 }

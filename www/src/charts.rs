@@ -9,12 +9,25 @@ pub use crate::figure::Mapping;
 use crate::figure::{self, Figure, Fmt, Kind};
 
 /// Okabe–Ito: a colour-blind-safe palette, one colour per series, kept across charts.
-pub const PALETTE: [RGBColor; 6] =
-    [RGBColor(0, 114, 178), RGBColor(230, 159, 0), RGBColor(0, 158, 115), RGBColor(204, 121, 167), RGBColor(86, 180, 233), RGBColor(213, 94, 0)];
+pub const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+];
 
 type Chart<'a> = ChartContext<'a, CanvasBackend, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-fn frame<'a>(root: &'a DrawingArea<CanvasBackend, plotters::coord::Shift>, title: &str, x: std::ops::Range<f64>, y: std::ops::Range<f64>, x_desc: &str, y_desc: &str) -> Option<Chart<'a>> {
+fn frame<'a>(
+    root: &'a DrawingArea<CanvasBackend, plotters::coord::Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    x_desc: &str,
+    y_desc: &str,
+) -> Option<Chart<'a>> {
     root.fill(&WHITE).ok()?;
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 16))
@@ -47,9 +60,15 @@ fn tick(v: f64) -> String {
     }
 }
 
-
 /// Line series on one chart: (name, points).
-pub fn lines(canvas_id: &str, title: &str, x_desc: &str, y_desc: &str, series: &[(&str, Vec<(f64, f64)>)], y_max: Option<f64>) -> Option<Mapping> {
+pub fn lines(
+    canvas_id: &str,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(&str, Vec<(f64, f64)>)],
+    y_max: Option<f64>,
+) -> Option<Mapping> {
     let backend = CanvasBackend::new(canvas_id)?;
     let root = backend.into_drawing_area();
     let x_max = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0f64, f64::max).max(1e-9);
@@ -67,7 +86,13 @@ pub fn lines(canvas_id: &str, title: &str, x_desc: &str, y_desc: &str, series: &
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     }
     if series.len() > 1 {
-        let _ = chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).border_style(BLACK).background_style(WHITE.mix(0.85)).label_font(("sans-serif", 12)).draw();
+        let _ = chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.85))
+            .label_font(("sans-serif", 12))
+            .draw();
     }
     root.present().ok()?;
     Some(Box::new(chart.into_coord_trans()))
@@ -76,7 +101,13 @@ pub fn lines(canvas_id: &str, title: &str, x_desc: &str, y_desc: &str, series: &
 /// Bars with category names: (name, value in [0, 1]) and a target line. The y axis starts where the values
 /// and the target can be told apart (98.0 % vs 98.4 % matters), and says so; the target is named in the title,
 /// so no legend covers a bar.
-pub fn bars(canvas_id: &str, title: &str, y_desc: &str, bars: &[(String, f64)], target: Option<f64>) -> Option<Mapping> {
+pub fn bars(
+    canvas_id: &str,
+    title: &str,
+    y_desc: &str,
+    bars: &[(String, f64)],
+    target: Option<f64>,
+) -> Option<Mapping> {
     let backend = CanvasBackend::new(canvas_id)?;
     let root = backend.into_drawing_area();
     let n = bars.len().max(1) as f64;
@@ -113,7 +144,12 @@ pub fn bars(canvas_id: &str, title: &str, y_desc: &str, bars: &[(String, f64)], 
         .ok()?;
     for (i, (_, v)) in bars.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
-        chart.draw_series(std::iter::once(Rectangle::new([(i as f64 + 0.15, floor), (i as f64 + 0.85, v.max(floor))], c.filled()))).ok()?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(i as f64 + 0.15, floor), (i as f64 + 0.85, v.max(floor))],
+                c.filled(),
+            )))
+            .ok()?;
     }
     if let Some(t) = target {
         chart.draw_series(LineSeries::new(vec![(0.0, t), (n, t)], BLACK.stroke_width(1))).ok()?;
@@ -154,8 +190,16 @@ fn series_colour(name: &str, j: usize) -> RGBColor {
 /// target, labels placed only where they do not collide, the legend in the emptiest corner).
 pub fn study_figure(id: &str, c: &inferscale::study::Chart) -> Option<Figure> {
     let fmt_y = study_fmt(&c.y_label);
-    let series: Vec<figure::Series> = c.series.iter().map(|s| figure::Series { name: s.name.clone(), points: s.points.clone(), labels: s.labels.clone() }).collect();
-    let (kind, map, fmt_x) = if c.kind == "bars" { (Kind::HBars, hbars(id, c, fmt_y)?, Fmt::Num(0)) } else { (Kind::Scatter, points_chart(id, c, fmt_y)?, study_fmt(&c.x_label)) };
+    let series: Vec<figure::Series> = c
+        .series
+        .iter()
+        .map(|s| figure::Series { name: s.name.clone(), points: s.points.clone(), labels: s.labels.clone() })
+        .collect();
+    let (kind, map, fmt_x) = if c.kind == "bars" {
+        (Kind::HBars, hbars(id, c, fmt_y)?, Fmt::Num(0))
+    } else {
+        (Kind::Scatter, points_chart(id, c, fmt_y)?, study_fmt(&c.x_label))
+    };
     let kind = if kind == Kind::Scatter && c.series.iter().all(|s| s.line) { Kind::Lines } else { kind };
     Some(Figure {
         id: id.to_string(),
@@ -178,14 +222,9 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
     let n = c.categories.len().max(1);
     let vals = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(c.target);
     let (vmin, vmax) = (vals().fold(0.0f64, f64::min), vals().fold(0.0f64, f64::max));
-    // A share whose values all sit high starts its axis where they can be told apart.
-    let floor = if fmt == Fmt::Pct && vmin >= 0.0 {
-        let low = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|v| *v > 0.0).fold(1.0f64, f64::min);
-        (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95)
-    } else {
-        vmin.min(0.0)
-    };
-    let complementary = (0..n).all(|i| c.series.iter().filter(|s| s.points.get(i).is_some_and(|p| p.1 != 0.0)).count() <= 1);
+    let floor = hbar_floor(c, fmt, vmin);
+    let complementary =
+        (0..n).all(|i| c.series.iter().filter(|s| s.points.get(i).is_some_and(|p| p.1 != 0.0)).count() <= 1);
     let legend = c.series.len() > 1;
     let top = if fmt == Fmt::Pct && vmax <= 1.0 { 1.0 } else { vmax + (vmax - floor).abs() * 0.08 };
     // The legend goes in a row of its own under the axis, never over a bar.
@@ -211,7 +250,11 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
         .y_labels(n * 2 + 1)
         .y_label_formatter(&|y| {
             let i = y.floor().max(0.0) as usize;
-            if (y - i as f64 - 0.5).abs() < 0.01 && i < n { names.get(n - 1 - i).cloned().unwrap_or_default() } else { String::new() }
+            if (y - i as f64 - 0.5).abs() < 0.01 && i < n {
+                names.get(n - 1 - i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
         })
         .x_label_formatter(&|x| match fmt {
             Fmt::Pct | Fmt::SignedPct => format!("{:.0} %", x * 100.0),
@@ -230,40 +273,76 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
         // Bars grow from 0, or from the axis start when a share's axis starts above 0.
         let base = if floor > 0.0 { floor } else { 0.0 };
         chart
-            .draw_series(s.points.iter().enumerate().filter(|(_, p)| p.1 != 0.0 || !complementary).map(|(i, &(_, v))| {
-                let y0 = (n - 1 - i) as f64 + 0.15 + h * slot as f64;
-                Rectangle::new([(base, y0), (v, y0 + h)], col.filled())
-            }))
+            .draw_series(s.points.iter().enumerate().filter(|(_, p)| p.1 != 0.0 || !complementary).map(
+                |(i, &(_, v))| {
+                    let y0 = (n - 1 - i) as f64 + 0.15 + h * slot as f64;
+                    Rectangle::new([(base, y0), (v, y0 + h)], col.filled())
+                },
+            ))
             .ok()?
             .label(&s.name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
     }
     if floor < 0.0 || lo < 0.0 {
-        chart.draw_series(std::iter::once(PathElement::new(vec![(0.0, 0.0), (0.0, n as f64)], BLACK.stroke_width(1)))).ok()?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(vec![(0.0, 0.0), (0.0, n as f64)], BLACK.stroke_width(1))))
+            .ok()?;
     }
     if let Some(t) = c.target {
-        chart.draw_series(std::iter::once(PathElement::new(vec![(t, 0.0), (t, n as f64)], BLACK.stroke_width(1)))).ok()?.label(format!("target {}", fmt.show(t))).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        chart
+            .draw_series(std::iter::once(PathElement::new(vec![(t, 0.0), (t, n as f64)], BLACK.stroke_width(1))))
+            .ok()?
+            .label(format!("target {}", fmt.show(t)))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     }
     if legend {
-        let (w, h) = root.dim_in_pixel();
-        let mut x = 14i32;
-        let y = h as i32 - 16;
-        for (j, sr) in c.series.iter().enumerate() {
-            let col = series_colour(&sr.name, j);
-            root.draw(&Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled())).ok()?;
-            root.draw(&Text::new(sr.name.clone(), (x + 16, y - 6), ("sans-serif", 11).into_font())).ok()?;
-            x += 16 + sr.name.chars().count() as i32 * 6 + 18;
-        }
-        if let Some(t) = c.target {
-            root.draw(&PathElement::new(vec![(x, y), (x + 16, y)], BLACK)).ok()?;
-            root.draw(&Text::new(format!("target {}", fmt.show(t)), (x + 20, y - 6), ("sans-serif", 11).into_font())).ok()?;
-        }
-        let _ = w;
+        legend_row(&root, c, fmt)?;
     } else if c.target.is_some() {
-        let _ = chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).border_style(BLACK).background_style(WHITE.mix(0.9)).label_font(("sans-serif", 11)).draw();
+        let _ = chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .label_font(("sans-serif", 11))
+            .draw();
     }
     root.present().ok()?;
     Some(Box::new(chart.into_coord_trans()))
+}
+
+/// Where a bar chart's value axis starts: a share whose values all sit high starts where they can be told
+/// apart; anything else at 0 or below.
+fn hbar_floor(c: &inferscale::study::Chart, fmt: Fmt, vmin: f64) -> f64 {
+    if fmt == Fmt::Pct && vmin >= 0.0 {
+        let low =
+            c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|v| *v > 0.0).fold(1.0f64, f64::min);
+        (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95)
+    } else {
+        vmin.min(0.0)
+    }
+}
+
+/// A bar chart's legend, in a row of its own under the axis (never over a bar).
+fn legend_row(
+    root: &DrawingArea<CanvasBackend, plotters::coord::Shift>,
+    c: &inferscale::study::Chart,
+    fmt: Fmt,
+) -> Option<()> {
+    let (_, h) = root.dim_in_pixel();
+    let mut x = 14i32;
+    let y = h as i32 - 16;
+    for (j, sr) in c.series.iter().enumerate() {
+        let col = series_colour(&sr.name, j);
+        root.draw(&Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled())).ok()?;
+        root.draw(&Text::new(sr.name.clone(), (x + 16, y - 6), ("sans-serif", 11).into_font())).ok()?;
+        x += 16 + sr.name.chars().count() as i32 * 6 + 18;
+    }
+    if let Some(t) = c.target {
+        root.draw(&PathElement::new(vec![(x, y), (x + 16, y)], BLACK)).ok()?;
+        root.draw(&Text::new(format!("target {}", fmt.show(t)), (x + 20, y - 6), ("sans-serif", 11).into_font()))
+            .ok()?;
+    }
+    Some(())
 }
 
 /// The corner of the plot with the fewest points near it (in shares of the axes), for the legend.
@@ -277,11 +356,16 @@ fn emptiest_corner(pts: &[(f64, f64)], x: (f64, f64), y: (f64, f64)) -> SeriesLa
             })
             .count()
     };
-    [(true, false, SeriesLabelPosition::LowerRight), (true, true, SeriesLabelPosition::UpperRight), (false, true, SeriesLabelPosition::UpperLeft), (false, false, SeriesLabelPosition::LowerLeft)]
-        .into_iter()
-        .min_by_key(|(r, t, _)| count(*r, *t))
-        .map(|c| c.2)
-        .unwrap_or(SeriesLabelPosition::LowerRight)
+    [
+        (true, false, SeriesLabelPosition::LowerRight),
+        (true, true, SeriesLabelPosition::UpperRight),
+        (false, true, SeriesLabelPosition::UpperLeft),
+        (false, false, SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .min_by_key(|(r, t, _)| count(*r, *t))
+    .map(|c| c.2)
+    .unwrap_or(SeriesLabelPosition::LowerRight)
 }
 
 fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Mapping> {
@@ -289,28 +373,35 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
     let root = backend.into_drawing_area();
     root.fill(&WHITE).ok()?;
     let all: Vec<(f64, f64)> = c.series.iter().flat_map(|s| s.points.iter().copied()).collect();
-    let band_hi = c.series.iter().flat_map(|s| s.band.iter().map(|b| b.1));
-    let y_max = all.iter().map(|p| p.1).chain(band_hi).chain(c.target).filter(|y| y.is_finite()).fold(0.0f64, f64::max).max(1e-9) * 1.15;
     let xs = || all.iter().map(|p| p.0);
     let (x_lo, x_hi) = (xs().fold(f64::INFINITY, f64::min), xs().fold(f64::NEG_INFINITY, f64::max));
     let (x_lo, x_hi) = if x_lo.is_finite() { (x_lo, x_hi) } else { (0.0, 1.0) };
     let pad = ((x_hi - x_lo) * 0.08).max(1e-9);
     let x_range = ((x_lo - pad).max(if x_lo >= 0.0 { 0.0 } else { f64::NEG_INFINITY }), x_hi + pad);
-    // A share whose values all sit high starts its axis where they can be told apart, and says so.
-    let ys = || all.iter().map(|p| p.1).chain(c.series.iter().flat_map(|s| s.band.iter().flat_map(|b| [b.0, b.1]))).chain(c.target);
-    let low = ys().fold(f64::INFINITY, f64::min);
-    let y_lo = if fmt_y == Fmt::Pct && low.is_finite() && low >= 0.5 { (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95) } else { 0.0 };
-    let y_max = if fmt_y == Fmt::Pct && y_lo > 0.0 { 1.0 + (1.0 - y_lo) * 0.04 } else { y_max };
+    let (y_lo, y_max) = y_axis(c, &all, fmt_y);
     let caption = if y_lo > 0.0 { format!("{} (axis from {:.0} %)", c.title, y_lo * 100.0) } else { c.title.clone() };
     let counts = study_fmt(&c.x_label) == Fmt::Num(0);
-    let mut chart = ChartBuilder::on(&root).caption(caption, ("sans-serif", 15)).margin(10).margin_right(16).x_label_area_size(38).y_label_area_size(60).build_cartesian_2d(x_range.0..x_range.1, y_lo..y_max).ok()?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 15))
+        .margin(10)
+        .margin_right(16)
+        .x_label_area_size(38)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x_range.0..x_range.1, y_lo..y_max)
+        .ok()?;
     chart
         .configure_mesh()
         .x_desc(&c.x_label)
         .y_desc(&c.y_label)
         // A count (replicas) is ticked at whole numbers only.
         .x_label_formatter(&|x| if counts && x.fract().abs() > 1e-9 { String::new() } else { tick(*x) })
-        .y_label_formatter(&|y| if fmt_y == Fmt::Pct { if y_max - y_lo < 0.2 { format!("{:.1} %", y * 100.0) } else { format!("{:.0} %", y * 100.0) } } else { tick(*y) })
+        .y_label_formatter(&|y| {
+            if fmt_y == Fmt::Pct {
+                if y_max - y_lo < 0.2 { format!("{:.1} %", y * 100.0) } else { format!("{:.0} %", y * 100.0) }
+            } else {
+                tick(*y)
+            }
+        })
         .label_style(("sans-serif", 11))
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
@@ -325,33 +416,97 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
             chart.draw_series(std::iter::once(Polygon::new(poly, col.mix(0.2).filled()))).ok()?;
         }
         if s.line {
-            chart.draw_series(LineSeries::new(s.points.iter().copied(), col.stroke_width(2))).ok()?.label(&s.name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), col.stroke_width(2)))
+                .ok()?
+                .label(&s.name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
             chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, col.filled()))).ok()?;
         } else {
-            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 5, col.filled()))).ok()?.label(&s.name).legend(move |(x, y)| Circle::new((x + 6, y), 5, col.filled()));
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 5, col.filled())))
+                .ok()?
+                .label(&s.name)
+                .legend(move |(x, y)| Circle::new((x + 6, y), 5, col.filled()));
         }
-        for (p, l) in s.points.iter().zip(&s.labels) {
-            let (px, py) = chart.backend_coord(p);
-            let w = l.chars().count() as i32 * 6 + 2;
-            let spots = [(px + 8, py - 6), (px - 8 - w, py - 6), (px - w / 2, py - 20), (px - w / 2, py + 8)];
-            let area = chart.plotting_area().get_pixel_range();
-            let free = spots.into_iter().find(|&(x, y)| {
-                let b = (x, y, x + w, y + 12);
-                area.0.start <= b.0 && b.2 <= area.0.end && area.1.start <= b.1 && b.3 <= area.1.end && placed.iter().all(|q| b.2 <= q.0 || q.2 <= b.0 || b.3 <= q.1 || q.3 <= b.1)
-            });
-            if let Some((x, y)) = free {
-                placed.push((x, y, x + w, y + 12));
-                root.draw(&Text::new(l.clone(), (x, y), ("sans-serif", 10).into_font().color(&RGBColor(60, 60, 60)))).ok()?;
-            }
-        }
+        place_labels(&root, &chart, s, &mut placed)?;
     }
     if let Some(t) = c.target {
-        chart.draw_series(LineSeries::new(vec![(x_range.0, t), (x_range.1, t)], BLACK.stroke_width(1))).ok()?.label(format!("target {}", fmt_y.show(t))).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        chart
+            .draw_series(LineSeries::new(vec![(x_range.0, t), (x_range.1, t)], BLACK.stroke_width(1)))
+            .ok()?
+            .label(format!("target {}", fmt_y.show(t)))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     }
     let corner = emptiest_corner(&all, x_range, (y_lo, y_max));
-    let _ = chart.configure_series_labels().position(corner).border_style(BLACK).background_style(WHITE.mix(0.9)).label_font(("sans-serif", 11)).draw();
+    let _ = chart
+        .configure_series_labels()
+        .position(corner)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .label_font(("sans-serif", 11))
+        .draw();
     root.present().ok()?;
     Some(Box::new(chart.into_coord_trans()))
+}
+
+/// A points chart's value axis: from 0 to above the largest value, band and target; a share whose values all
+/// sit high starts where they can be told apart (and the caption says so).
+fn y_axis(c: &inferscale::study::Chart, all: &[(f64, f64)], fmt_y: Fmt) -> (f64, f64) {
+    let band_hi = c.series.iter().flat_map(|s| s.band.iter().map(|b| b.1));
+    let y_max = all
+        .iter()
+        .map(|p| p.1)
+        .chain(band_hi)
+        .chain(c.target)
+        .filter(|y| y.is_finite())
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let ys = || {
+        all.iter()
+            .map(|p| p.1)
+            .chain(c.series.iter().flat_map(|s| s.band.iter().flat_map(|b| [b.0, b.1])))
+            .chain(c.target)
+    };
+    let low = ys().fold(f64::INFINITY, f64::min);
+    let y_lo = if fmt_y == Fmt::Pct && low.is_finite() && low >= 0.5 {
+        (((low - (1.0 - low).max(0.02)) * 20.0).floor() / 20.0).clamp(0.0, 0.95)
+    } else {
+        0.0
+    };
+    let y_max = if fmt_y == Fmt::Pct && y_lo > 0.0 { 1.0 + (1.0 - y_lo) * 0.04 } else { y_max };
+    (y_lo, y_max)
+}
+
+/// Labels a series' points where they collide with no label already placed and stay inside the plot; the rest
+/// are in the data table.
+fn place_labels(
+    root: &DrawingArea<CanvasBackend, plotters::coord::Shift>,
+    chart: &Chart,
+    s: &inferscale::study::ChartSeries,
+    placed: &mut Vec<(i32, i32, i32, i32)>,
+) -> Option<()> {
+    for (p, l) in s.points.iter().zip(&s.labels) {
+        let (px, py) = chart.backend_coord(p);
+        let w = l.chars().count() as i32 * 6 + 2;
+        let spots = [(px + 8, py - 6), (px - 8 - w, py - 6), (px - w / 2, py - 20), (px - w / 2, py + 8)];
+        let area = chart.plotting_area().get_pixel_range();
+        let free = spots.into_iter().find(|&(x, y)| {
+            let b = (x, y, x + w, y + 12);
+            area.0.start <= b.0
+                && b.2 <= area.0.end
+                && area.1.start <= b.1
+                && b.3 <= area.1.end
+                && placed.iter().all(|q| b.2 <= q.0 || q.2 <= b.0 || b.3 <= q.1 || q.3 <= b.1)
+        });
+        if let Some((x, y)) = free {
+            placed.push((x, y, x + w, y + 12));
+            root.draw(&Text::new(l.clone(), (x, y), ("sans-serif", 10).into_font().color(&RGBColor(60, 60, 60))))
+                .ok()?;
+        }
+    }
+    Some(())
 }
 
 /// Seconds as a tick or read-out shows them: the reports' rule (`inferscale::export::secs`).
@@ -363,7 +518,13 @@ pub fn secs(x: f64) -> String {
 /// so that at most about 8 labels share the axis.
 pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let decades = (hi / lo).log10();
-    let steps: &[f64] = if decades <= 1.6 { &[1.0, 2.0, 5.0] } else if decades <= 3.2 { &[1.0, 3.0] } else { &[1.0] };
+    let steps: &[f64] = if decades <= 1.6 {
+        &[1.0, 2.0, 5.0]
+    } else if decades <= 3.2 {
+        &[1.0, 3.0]
+    } else {
+        &[1.0]
+    };
     let mut out = Vec::new();
     let mut d = 10f64.powf(lo.log10().floor());
     while d <= hi {
@@ -381,7 +542,14 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 /// A latency CDF on a log time axis: the curve, dashed vertical lines at the objectives `(label, seconds)`,
 /// and markers at the percentiles `(label, seconds, fraction)` (their values in the legend, never over the
 /// curve).
-pub fn cdf(canvas_id: &str, title: &str, pts: &[(f64, f64)], colour: usize, objectives: &[(String, f64)], marks: &[(String, f64, f64)]) -> Option<Mapping> {
+pub fn cdf(
+    canvas_id: &str,
+    title: &str,
+    pts: &[(f64, f64)],
+    colour: usize,
+    objectives: &[(String, f64)],
+    marks: &[(String, f64, f64)],
+) -> Option<Mapping> {
     let backend = CanvasBackend::new(canvas_id)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).ok()?;
@@ -409,16 +577,37 @@ pub fn cdf(canvas_id: &str, title: &str, pts: &[(f64, f64)], colour: usize, obje
         .ok()?;
     let c = PALETTE[colour % PALETTE.len()];
     let positive: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 > 0.0).collect();
-    chart.draw_series(LineSeries::new(positive, c.stroke_width(2))).ok()?.label(title.split(' ').next().unwrap_or(title)).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    chart
+        .draw_series(LineSeries::new(positive, c.stroke_width(2)))
+        .ok()?
+        .label(title.split(' ').next().unwrap_or(title))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     let grey = RGBColor(60, 60, 60);
     for (label, x) in objectives.iter().filter(|o| o.1 > 0.0) {
-        let dashes: Vec<PathElement<(f64, f64)>> = (0..17).step_by(2).map(|k| PathElement::new(vec![(*x, k as f64 / 16.0), (*x, (k + 1) as f64 / 16.0)], BLACK.stroke_width(1))).collect();
-        chart.draw_series(dashes).ok()?.label(label.clone()).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 6, y), (x + 9, y), (x + 15, y)], BLACK));
+        let dashes: Vec<PathElement<(f64, f64)>> = (0..17)
+            .step_by(2)
+            .map(|k| PathElement::new(vec![(*x, k as f64 / 16.0), (*x, (k + 1) as f64 / 16.0)], BLACK.stroke_width(1)))
+            .collect();
+        chart
+            .draw_series(dashes)
+            .ok()?
+            .label(label.clone())
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 6, y), (x + 9, y), (x + 15, y)], BLACK));
     }
-    for (k, (label, x, f)) in marks.iter().enumerate().filter(|m| m.1 .1 > 0.0) {
-        chart.draw_series(std::iter::once(Circle::new((*x, *f), 3 + k as i32, grey.stroke_width(2)))).ok()?.label(label.clone()).legend(move |(x, y)| Circle::new((x + 8, y), 3 + k as i32, grey.stroke_width(2)));
+    for (k, (label, x, f)) in marks.iter().enumerate().filter(|m| m.1.1 > 0.0) {
+        chart
+            .draw_series(std::iter::once(Circle::new((*x, *f), 3 + k as i32, grey.stroke_width(2))))
+            .ok()?
+            .label(label.clone())
+            .legend(move |(x, y)| Circle::new((x + 8, y), 3 + k as i32, grey.stroke_width(2)));
     }
-    let _ = chart.configure_series_labels().position(SeriesLabelPosition::LowerRight).border_style(BLACK).background_style(WHITE.mix(0.9)).label_font(("sans-serif", 11)).draw();
+    let _ = chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .label_font(("sans-serif", 11))
+        .draw();
     root.present().ok()?;
     // A log axis has no reverse translation in plotters: invert it from the plot area's pixel range.
     let (px, py) = chart.plotting_area().get_pixel_range();

@@ -6,7 +6,7 @@
 //! Each input carries `data-ptr` (the JSON pointer it edits) and `data-ty` (how its text becomes JSON), so one
 //! delegated listener serves every row, however many classes the scenario has.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::table::esc;
 
@@ -58,7 +58,9 @@ impl Ty {
         }
     }
     fn parse(s: &str) -> Option<Ty> {
-        [Ty::Num, Ty::Int, Ty::OptNum, Ty::Text, Ty::List, Ty::LenKind, Ty::Choice, Ty::OptText].into_iter().find(|t| t.name() == s)
+        [Ty::Num, Ty::Int, Ty::OptNum, Ty::Text, Ty::List, Ty::LenKind, Ty::Choice, Ty::OptText]
+            .into_iter()
+            .find(|t| t.name() == s)
     }
 }
 
@@ -101,7 +103,9 @@ impl Builder {
     fn len_kind(&mut self, ptr: &str, kind: &str, label: &str) {
         let options: String = LEN_KINDS
             .iter()
-            .map(|(k, name)| format!("<option value=\"{k}\"{}>{name}</option>", if *k == kind { " selected" } else { "" }))
+            .map(|(k, name)| {
+                format!("<option value=\"{k}\"{}>{name}</option>", if *k == kind { " selected" } else { "" })
+            })
             .collect();
         self.html.push_str(&format!(
             "<select data-ptr=\"{}\" data-ty=\"lenkind\" aria-label=\"{}\" title=\"The distribution's shape; its parameters follow\">{options}</select>",
@@ -115,8 +119,18 @@ impl Builder {
 
     /// A select of `options` (value, shown) writing its value as text.
     fn choice(&mut self, ptr: &str, value: &str, options: &[(&str, &str)], label: &str, title: &str) {
-        let opts: String = options.iter().map(|(k, name)| format!("<option value=\"{k}\"{}>{name}</option>", if *k == value { " selected" } else { "" })).collect();
-        self.html.push_str(&format!("<select data-ptr=\"{}\" data-ty=\"choice\" aria-label=\"{}\" title=\"{}\">{opts}</select>", esc(ptr), esc(label), esc(title)));
+        let opts: String = options
+            .iter()
+            .map(|(k, name)| {
+                format!("<option value=\"{k}\"{}>{name}</option>", if *k == value { " selected" } else { "" })
+            })
+            .collect();
+        self.html.push_str(&format!(
+            "<select data-ptr=\"{}\" data-ty=\"choice\" aria-label=\"{}\" title=\"{}\">{opts}</select>",
+            esc(ptr),
+            esc(label),
+            esc(title)
+        ));
         self.sig.push_str(&format!("{ptr}:choice;"));
         self.values.push((ptr.to_string(), value.to_string()));
     }
@@ -126,8 +140,13 @@ impl Builder {
     }
 }
 
-const LEN_KINDS: &[(&str, &str)] =
-    &[("fixed", "fixed"), ("uniform", "uniform"), ("lognormal", "lognormal"), ("geometric", "geometric"), ("empirical", "empirical")];
+const LEN_KINDS: &[(&str, &str)] = &[
+    ("fixed", "fixed"),
+    ("uniform", "uniform"),
+    ("lognormal", "lognormal"),
+    ("geometric", "geometric"),
+    ("empirical", "empirical"),
+];
 
 /// A parameter's label and unit, from its name (the units are in the names).
 fn describe(key: &str) -> (&'static str, &'static str) {
@@ -182,7 +201,13 @@ fn arrival(v: &Value) -> Section {
     }
     b.html.push_str("<label>stop after <span class=\"unit\">s simulated (empty: no limit)</span>");
     let dur = v.pointer("/workload/duration_s").cloned().unwrap_or(Value::Null);
-    b.input("/workload/duration_s", Ty::OptNum, &dur, "stop creating requests after (seconds)", "duration_s: no new requests after this simulated time");
+    b.input(
+        "/workload/duration_s",
+        Ty::OptNum,
+        &dur,
+        "stop creating requests after (seconds)",
+        "duration_s: no new requests after this simulated time",
+    );
     b.html.push_str("</label>");
     b.finish("d-arrival")
 }
@@ -223,16 +248,38 @@ fn classes(v: &Value) -> Section {
         b.html.push_str("<tr><td>");
         b.input(&format!("{p}/name"), Ty::Text, &c["name"], &format!("{who} name"), "Name shown in reports");
         b.html.push_str("</td><td>");
-        b.input(&format!("{p}/weight"), Ty::Num, &c["weight"], &format!("{who} weight"), "Relative share of requests (normalised)");
+        b.input(
+            &format!("{p}/weight"),
+            Ty::Num,
+            &c["weight"],
+            &format!("{who} weight"),
+            "Relative share of requests (normalised)",
+        );
         b.html.push_str("</td><td>");
-        b.input(&format!("{p}/priority"), Ty::Int, &c["priority"], &format!("{who} priority"), "0 is most urgent (priority scheduler, preemption victim)");
+        b.input(
+            &format!("{p}/priority"),
+            Ty::Int,
+            &c["priority"],
+            &format!("{who} priority"),
+            "0 is most urgent (priority scheduler, preemption victim)",
+        );
         b.html.push_str("</td>");
         length_cells(&mut b, &format!("{p}/prompt_tokens"), &c["prompt_tokens"], &format!("{who} prompt"));
         length_cells(&mut b, &format!("{p}/output_tokens"), &c["output_tokens"], &format!("{who} output"));
-        for (key, what) in [("ttft_ms", "time to first token"), ("tpot_ms", "time per output token"), ("e2e_ms", "end-to-end deadline")] {
+        for (key, what) in [
+            ("ttft_ms", "time to first token"),
+            ("tpot_ms", "time per output token"),
+            ("e2e_ms", "end-to-end deadline"),
+        ] {
             b.html.push_str("<td>");
             let value = c.pointer(&format!("/slo/{key}")).cloned().unwrap_or(Value::Null);
-            b.input(&format!("{p}/slo/{key}"), Ty::OptNum, &value, &format!("{who} {what} objective (ms)"), &format!("{what}, ms; empty: no objective"));
+            b.input(
+                &format!("{p}/slo/{key}"),
+                Ty::OptNum,
+                &value,
+                &format!("{who} {what} objective (ms)"),
+                &format!("{what}, ms; empty: no objective"),
+            );
             b.html.push_str("</td>");
         }
         let disabled = if list.len() == 1 { " disabled" } else { "" };
@@ -258,19 +305,39 @@ fn tenants(v: &Value) -> Section {
         b.html.push_str("<tr><td>");
         b.input(&format!("{p}/name"), Ty::Text, &t["name"], &format!("{who} name"), "Name shown in reports");
         b.html.push_str("</td><td>");
-        b.input(&format!("{p}/weight"), Ty::Num, &t["weight"], &format!("{who} weight"), "Relative share of requests (normalised)");
+        b.input(
+            &format!("{p}/weight"),
+            Ty::Num,
+            &t["weight"],
+            &format!("{who} weight"),
+            "Relative share of requests (normalised)",
+        );
         b.html.push_str("</td><td>");
         let rate = t.get("rate_tokens_per_s").cloned().unwrap_or(Value::Null);
-        b.input(&format!("{p}/rate_tokens_per_s"), Ty::OptNum, &rate, &format!("{who} token-bucket rate (tokens/s)"), "Token-bucket admission: this tenant's refill rate; empty: the admission block's");
+        b.input(
+            &format!("{p}/rate_tokens_per_s"),
+            Ty::OptNum,
+            &rate,
+            &format!("{who} token-bucket rate (tokens/s)"),
+            "Token-bucket admission: this tenant's refill rate; empty: the admission block's",
+        );
         b.html.push_str("</td><td>");
         let burst = t.get("burst_tokens").cloned().unwrap_or(Value::Null);
-        b.input(&format!("{p}/burst_tokens"), Ty::OptNum, &burst, &format!("{who} token-bucket size (tokens)"), "Token-bucket admission: this tenant's bucket; empty: the admission block's");
+        b.input(
+            &format!("{p}/burst_tokens"),
+            Ty::OptNum,
+            &burst,
+            &format!("{who} token-bucket size (tokens)"),
+            "Token-bucket admission: this tenant's bucket; empty: the admission block's",
+        );
         let disabled = if list.len() == 1 { " disabled" } else { "" };
         b.html.push_str(&format!(
             "</td><td><button type=\"button\" data-act=\"del-tenant\" data-i=\"{i}\"{disabled} aria-label=\"Remove {who}\" title=\"Remove this tenant\">Remove</button></td></tr>"
         ));
     }
-    b.html.push_str("</tbody></table><button type=\"button\" data-act=\"add-tenant\" title=\"Add a tenant\">Add tenant</button>");
+    b.html.push_str(
+        "</tbody></table><button type=\"button\" data-act=\"add-tenant\" title=\"Add a tenant\">Add tenant</button>",
+    );
     b.sig.push_str(&format!("n={};", list.len()));
     b.finish("d-tenants")
 }
@@ -293,13 +360,37 @@ fn objectives(v: &Value) -> Section {
         let p = format!("/objectives/percentiles/{i}");
         let who = format!("objective {}", i + 1);
         b.html.push_str("<tr><td>");
-        b.input(&format!("{p}/percentile"), Ty::Num, &o["percentile"], &format!("{who} percentile (%)"), "Which percentile: 50 is the median, 99 the tail");
+        b.input(
+            &format!("{p}/percentile"),
+            Ty::Num,
+            &o["percentile"],
+            &format!("{who} percentile (%)"),
+            "Which percentile: 50 is the median, 99 the tail",
+        );
         b.html.push_str("</td><td>");
-        b.choice(&format!("{p}/metric"), o["metric"].as_str().unwrap_or("ttft"), METRICS, &format!("{who} metric"), "The latency it bounds");
+        b.choice(
+            &format!("{p}/metric"),
+            o["metric"].as_str().unwrap_or("ttft"),
+            METRICS,
+            &format!("{who} metric"),
+            "The latency it bounds",
+        );
         b.html.push_str("</td><td>");
-        b.input(&format!("{p}/max_ms"), Ty::Num, &o["max_ms"], &format!("{who} bound (ms)"), "The percentile must be at most this");
+        b.input(
+            &format!("{p}/max_ms"),
+            Ty::Num,
+            &o["max_ms"],
+            &format!("{who} bound (ms)"),
+            "The percentile must be at most this",
+        );
         b.html.push_str("</td><td>");
-        b.input(&format!("{p}/class"), Ty::OptText, o.get("class").unwrap_or(&Value::Null), &format!("{who} class"), "A class name; empty: every completed request");
+        b.input(
+            &format!("{p}/class"),
+            Ty::OptText,
+            o.get("class").unwrap_or(&Value::Null),
+            &format!("{who} class"),
+            "A class name; empty: every completed request",
+        );
         b.html.push_str(&format!(
             "</td><td><button type=\"button\" data-act=\"del-objective\" data-i=\"{i}\" aria-label=\"Remove {who}\" title=\"Remove this objective\">Remove</button></td></tr>"
         ));
@@ -335,7 +426,7 @@ fn length_of_kind(kind: &str, old: &Value) -> Value {
 /// Apply a field edit: the text `raw` of the input with pointer `ptr` and type name `ty`. Text that does not
 /// parse as a number is written as a string, so the validator names the field instead of the edit vanishing.
 pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str, label: &str, bad_input: bool) -> Result<(), String> {
-    use crate::numbers::{typed, Typed};
+    use crate::numbers::{Typed, typed};
     let Some(ty) = Ty::parse(ty) else { return Ok(()) };
     let raw = raw.trim();
     let new = match ty {
@@ -528,7 +619,8 @@ mod tests {
                 let mut v = spec(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 10}}"#);
                 set(&mut v, "/workload/classes/0/prompt_tokens", old);
                 edit(&mut v, "/workload/classes/0/prompt_tokens/kind", "lenkind", to.0, "field", false).unwrap();
-                let s = inferscale::scenario::parse(&v.to_string()).unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
+                let s = inferscale::scenario::parse(&v.to_string())
+                    .unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
                 inferscale::scenario::validate(&s).unwrap_or_else(|e| panic!("{} → {}: {e:?}", from.0, to.0));
             }
         }
@@ -575,7 +667,11 @@ mod tests {
         let bare = r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 10}}"#;
         let mut v: Value = serde_json::from_str(bare).unwrap();
         action(&mut v, "add-tenant", 0);
-        assert_eq!(v.pointer("/workload/tenants").unwrap().as_array().unwrap().len(), 2, "the default tenant and the new one");
+        assert_eq!(
+            v.pointer("/workload/tenants").unwrap().as_array().unwrap().len(),
+            2,
+            "the default tenant and the new one"
+        );
         let mut v: Value = serde_json::from_str(bare).unwrap();
         edit(&mut v, "/workload/classes/0/slo/ttft_ms", "optnum", "800", "field", false).unwrap();
         let s = inferscale::scenario::parse(&v.to_string()).expect("a list, not an object keyed \"0\"");
@@ -604,7 +700,11 @@ mod tests {
         assert!(v.pointer("/objectives/percentiles/1/class").is_none(), "empty: every class");
         action(&mut v, "del-objective", 0);
         action(&mut v, "del-objective", 0);
-        assert_eq!(v.pointer("/objectives/percentiles").unwrap().as_array().unwrap().len(), 0, "objectives may be none");
+        assert_eq!(
+            v.pointer("/objectives/percentiles").unwrap().as_array().unwrap().len(),
+            0,
+            "objectives may be none"
+        );
         inferscale::scenario::validate(&inferscale::scenario::parse(&v.to_string()).unwrap()).unwrap();
     }
 

@@ -1,15 +1,18 @@
 //! The export bar every panel shows, and the downloads behind it: text files (JSON, CSV, Markdown) and a
 //! canvas as PNG. File names say what was run: `inferscale-{what}-{scenario}-seed{seed}.{ext}`.
 
-use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use crate::table::esc;
 
 /// The bar's buttons: `(id, label)`; each panel listens to its own ids.
 pub fn bar(label: &str, items: &[(&str, &str)]) -> String {
-    let buttons: String = items.iter().map(|(id, l)| format!("<button type=\"button\" id=\"{id}\" data-export=\"{id}\">{}</button>", esc(l))).collect();
+    let buttons: String = items
+        .iter()
+        .map(|(id, l)| format!("<button type=\"button\" id=\"{id}\" data-export=\"{id}\">{}</button>", esc(l)))
+        .collect();
     format!("<div class=\"exports\" role=\"group\" aria-label=\"{}\">{buttons}</div>", esc(label))
 }
 

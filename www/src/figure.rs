@@ -83,28 +83,64 @@ impl Figure {
         let (head, rows): (Vec<String>, Vec<Vec<String>>) = match self.kind {
             Kind::Scatter => {
                 let head = vec!["point".into(), "series".into(), self.x_name.clone(), self.y_name.clone()];
-                let rows = self.series.iter().flat_map(|s| s.points.iter().enumerate().map(move |(i, p)| (s, i, p))).map(|(s, i, p)| vec![s.labels.get(i).cloned().unwrap_or_else(|| format!("{}", i + 1)), s.name.clone(), self.fmt_x.show(p.0), self.fmt_y.show(p.1)]).collect();
+                let rows = self
+                    .series
+                    .iter()
+                    .flat_map(|s| s.points.iter().enumerate().map(move |(i, p)| (s, i, p)))
+                    .map(|(s, i, p)| {
+                        vec![
+                            s.labels.get(i).cloned().unwrap_or_else(|| format!("{}", i + 1)),
+                            s.name.clone(),
+                            self.fmt_x.show(p.0),
+                            self.fmt_y.show(p.1),
+                        ]
+                    })
+                    .collect();
                 (head, rows)
             }
             Kind::Bars | Kind::HBars => {
-                let head = std::iter::once(self.x_name.clone()).chain(self.series.iter().map(|s| s.name.clone())).collect();
+                let head =
+                    std::iter::once(self.x_name.clone()).chain(self.series.iter().map(|s| s.name.clone())).collect();
                 let rows = (0..self.categories.len())
-                    .map(|i| std::iter::once(self.categories[i].clone()).chain(self.series.iter().map(|s| s.points.get(i).map(|p| self.fmt_y.show(p.1)).unwrap_or_default())).collect())
+                    .map(|i| {
+                        std::iter::once(self.categories[i].clone())
+                            .chain(
+                                self.series
+                                    .iter()
+                                    .map(|s| s.points.get(i).map(|p| self.fmt_y.show(p.1)).unwrap_or_default()),
+                            )
+                            .collect()
+                    })
                     .collect();
                 (head, rows)
             }
             Kind::Cdf | Kind::Lines => {
-                let head = std::iter::once(self.x_name.clone()).chain(self.series.iter().map(|s| s.name.clone())).collect();
+                let head =
+                    std::iter::once(self.x_name.clone()).chain(self.series.iter().map(|s| s.name.clone())).collect();
                 let n = self.series.first().map_or(0, |s| s.points.len());
                 let rows = (0..n)
-                    .map(|i| std::iter::once(self.fmt_x.show(self.series[0].points[i].0)).chain(self.series.iter().map(|s| s.points.get(i).map(|p| self.fmt_y.show(p.1)).unwrap_or_default())).collect())
+                    .map(|i| {
+                        std::iter::once(self.fmt_x.show(self.series[0].points[i].0))
+                            .chain(
+                                self.series
+                                    .iter()
+                                    .map(|s| s.points.get(i).map(|p| self.fmt_y.show(p.1)).unwrap_or_default()),
+                            )
+                            .collect()
+                    })
                     .collect();
                 (head, rows)
             }
         };
         let th: String = head.iter().map(|h| format!("<th>{}</th>", esc(h))).collect();
-        let body: String = rows.iter().map(|r| format!("<tr>{}</tr>", r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect::<String>())).collect();
-        format!("<table class=\"data\"><caption>{}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>", esc(&self.summary))
+        let body: String = rows
+            .iter()
+            .map(|r| format!("<tr>{}</tr>", r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect::<String>()))
+            .collect();
+        format!(
+            "<table class=\"data\"><caption>{}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>",
+            esc(&self.summary)
+        )
     }
 
     /// The read-out at canvas pixel `(px, py)`: the nearest data point's values, or empty off the plot.
@@ -114,15 +150,29 @@ impl Figure {
             Kind::Bars | Kind::HBars => {
                 // Horizontal bars run top to bottom: category 0 is the top slot.
                 let n = self.categories.len();
-                let i = if self.kind == Kind::Bars { x.floor().max(0.0) as usize } else { n.saturating_sub(1 + y.floor().max(0.0) as usize) };
+                let i = if self.kind == Kind::Bars {
+                    x.floor().max(0.0) as usize
+                } else {
+                    n.saturating_sub(1 + y.floor().max(0.0) as usize)
+                };
                 let Some(cat) = self.categories.get(i) else { return String::new() };
-                let vals: Vec<String> = self.series.iter().filter_map(|s| s.points.get(i).filter(|p| p.1 != 0.0 || self.series.len() == 1).map(|p| format!("{} {}", s.name, self.fmt_y.show(p.1)))).collect();
+                let vals: Vec<String> = self
+                    .series
+                    .iter()
+                    .filter_map(|s| {
+                        s.points
+                            .get(i)
+                            .filter(|p| p.1 != 0.0 || self.series.len() == 1)
+                            .map(|p| format!("{} {}", s.name, self.fmt_y.show(p.1)))
+                    })
+                    .collect();
                 format!("{cat}: {}", vals.join(", "))
             }
             Kind::Scatter => {
                 let all = || self.series.iter().flat_map(|s| s.points.iter().enumerate().map(move |(i, p)| (s, i, *p)));
                 let span = |f: fn(&(f64, f64)) -> f64| {
-                    let (lo, hi) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, _, p)| (lo.min(f(&p)), hi.max(f(&p))));
+                    let (lo, hi) = all()
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, _, p)| (lo.min(f(&p)), hi.max(f(&p))));
                     (hi - lo).max(1e-12)
                 };
                 let (sx, sy) = (span(|p| p.0), span(|p| p.1));
@@ -133,13 +183,26 @@ impl Figure {
             }
             Kind::Cdf | Kind::Lines => {
                 let Some(first) = self.series.first().filter(|s| !s.points.is_empty()) else { return String::new() };
-                let dist = |p: f64| if self.kind == Kind::Cdf { (p.max(1e-12).ln() - x.max(1e-12).ln()).abs() } else { (p - x).abs() };
-                let i = (0..first.points.len()).min_by(|&a, &b| dist(first.points[a].0).total_cmp(&dist(first.points[b].0))).unwrap_or(0);
+                let dist = |p: f64| {
+                    if self.kind == Kind::Cdf { (p.max(1e-12).ln() - x.max(1e-12).ln()).abs() } else { (p - x).abs() }
+                };
+                let i = (0..first.points.len())
+                    .min_by(|&a, &b| dist(first.points[a].0).total_cmp(&dist(first.points[b].0)))
+                    .unwrap_or(0);
                 let px = first.points[i].0;
                 if self.kind == Kind::Cdf {
-                    return format!("{}: {} of requests ≤ {}", first.name, self.fmt_y.show(first.points[i].1), self.fmt_x.show(px));
+                    return format!(
+                        "{}: {} of requests ≤ {}",
+                        first.name,
+                        self.fmt_y.show(first.points[i].1),
+                        self.fmt_x.show(px)
+                    );
                 }
-                let vals: Vec<String> = self.series.iter().filter_map(|s| s.points.get(i).map(|p| format!("{} {}", s.name, self.fmt_y.show(p.1)))).collect();
+                let vals: Vec<String> = self
+                    .series
+                    .iter()
+                    .filter_map(|s| s.points.get(i).map(|p| format!("{} {}", s.name, self.fmt_y.show(p.1))))
+                    .collect();
                 format!("{} {}: {}", self.x_name, self.fmt_x.show(px), vals.join(", "))
             }
         }
@@ -152,11 +215,24 @@ mod tests {
 
     /// A 100 × 100 pixel plot of [0, 10] × [0, 1] (y up).
     fn linear() -> Mapping {
-        Box::new(|(x, y)| ((0..=100).contains(&x) && (0..=100).contains(&y)).then(|| (x as f64 / 10.0, (100 - y) as f64 / 100.0)))
+        Box::new(|(x, y)| {
+            ((0..=100).contains(&x) && (0..=100).contains(&y)).then(|| (x as f64 / 10.0, (100 - y) as f64 / 100.0))
+        })
     }
 
     fn fig(kind: Kind, series: Vec<Series>, categories: Vec<String>) -> Figure {
-        Figure { id: "c".into(), kind, map: linear(), summary: "s".into(), x_name: "time (s)".into(), y_name: "share".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Pct, categories, series }
+        Figure {
+            id: "c".into(),
+            kind,
+            map: linear(),
+            summary: "s".into(),
+            x_name: "time (s)".into(),
+            y_name: "share".into(),
+            fmt_x: Fmt::Num(1),
+            fmt_y: Fmt::Pct,
+            categories,
+            series,
+        }
     }
 
     fn s(name: &str, points: &[(f64, f64)], labels: &[&str]) -> Series {
@@ -165,25 +241,52 @@ mod tests {
 
     #[test]
     fn the_read_out_is_the_nearest_point_not_the_cursor() {
-        let f = fig(Kind::Lines, vec![s("a", &[(1.0, 0.25), (4.0, 0.5), (9.0, 0.75)], &[]), s("b", &[(1.0, 0.1), (4.0, 0.2), (9.0, 0.3)], &[])], vec![]);
+        let f = fig(
+            Kind::Lines,
+            vec![
+                s("a", &[(1.0, 0.25), (4.0, 0.5), (9.0, 0.75)], &[]),
+                s("b", &[(1.0, 0.1), (4.0, 0.2), (9.0, 0.3)], &[]),
+            ],
+            vec![],
+        );
         // The cursor at x = 3.3 snaps to the point at x = 4, whatever its height.
         assert_eq!(f.read_out(33, 90), "time (s) 4.0: a 50.0 %, b 20.0 %");
         assert_eq!(f.read_out(200, 50), "", "off the plot");
         // Every read-out is a row of the table.
         let table = f.table();
         assert!(table.contains("<tr><td>4.0</td><td>50.0 %</td><td>20.0 %</td></tr>"), "{table}");
-        let sc = fig(Kind::Scatter, vec![s("candidates", &[(2.0, 0.9), (8.0, 0.1)], &["TP ×2", "replicas +1"])], vec![]);
+        let sc =
+            fig(Kind::Scatter, vec![s("candidates", &[(2.0, 0.9), (8.0, 0.1)], &["TP ×2", "replicas +1"])], vec![]);
         assert_eq!(sc.read_out(75, 80), "replicas +1: time (s) 8.0, share 10.0 %");
         assert!(sc.table().contains("<td>replicas +1</td><td>candidates</td><td>8.0</td><td>10.0 %</td>"));
-        let bars = fig(Kind::Bars, vec![s("attainment", &[(0.0, 0.97), (1.0, 0.99)], &[])], vec!["chat".into(), "batch".into()]);
+        let bars = fig(
+            Kind::Bars,
+            vec![s("attainment", &[(0.0, 0.97), (1.0, 0.99)], &[])],
+            vec!["chat".into(), "batch".into()],
+        );
         assert_eq!(bars.read_out(15, 50), "batch: attainment 99.0 %", "x 1.5 is the second bar");
         // Horizontal bars: category 0 is the top slot.
-        let h = fig(Kind::HBars, vec![s("better", &[(0.0, 0.1), (1.0, 0.0)], &[]), s("worse", &[(0.0, 0.0), (1.0, -0.2)], &[])], vec!["TTFT".into(), "TPOT".into()]);
-        let h = Figure { map: Box::new(|(x, y)| Some((x as f64 / 100.0, (100 - y) as f64 / 50.0))), fmt_y: Fmt::SignedPct, ..h };
+        let h = fig(
+            Kind::HBars,
+            vec![s("better", &[(0.0, 0.1), (1.0, 0.0)], &[]), s("worse", &[(0.0, 0.0), (1.0, -0.2)], &[])],
+            vec!["TTFT".into(), "TPOT".into()],
+        );
+        let h = Figure {
+            map: Box::new(|(x, y)| Some((x as f64 / 100.0, (100 - y) as f64 / 50.0))),
+            fmt_y: Fmt::SignedPct,
+            ..h
+        };
         assert_eq!(h.read_out(10, 10), "TTFT: better +10.0 %");
         assert_eq!(h.read_out(10, 90), "TPOT: worse -20.0 %");
-        let cdf = Figure { fmt_x: Fmt::Secs, ..fig(Kind::Cdf, vec![s("TTFT", &[(0.01, 0.1), (0.1, 0.5), (1.0, 0.99)], &[])], vec![]) };
+        let cdf = Figure {
+            fmt_x: Fmt::Secs,
+            ..fig(Kind::Cdf, vec![s("TTFT", &[(0.01, 0.1), (0.1, 0.5), (1.0, 0.99)], &[])], vec![])
+        };
         let cdf = Figure { map: Box::new(|(x, _)| Some((10f64.powf(-2.0 + x as f64 / 50.0), 0.5))), ..cdf };
-        assert_eq!(cdf.read_out(40, 0), "TTFT: 50.0 % of requests ≤ 100 ms", "nearest in log x: 10^-1.2 is nearest 10^-1");
+        assert_eq!(
+            cdf.read_out(40, 0),
+            "TTFT: 50.0 % of requests ≤ 100 ms",
+            "nearest in log x: 10^-1.2 is nearest 10^-1"
+        );
     }
 }

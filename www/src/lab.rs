@@ -9,12 +9,12 @@ use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlInputElement};
 use inferscale_worker::Results;
 
 use super::{App, PAGE_ROWS};
-use crate::sort::Sort;
 use crate::charts;
 use crate::exports;
 use crate::figure::{self, Figure, Fmt};
 use crate::numbers;
-use crate::table::{self, esc, Table};
+use crate::sort::Sort;
+use crate::table::{self, Table, esc};
 
 impl App {
     pub(super) fn show_results(&mut self, results: Results) {
@@ -39,7 +39,8 @@ impl App {
                 a.iter()
                     .map(|f| {
                         let v = f["value"].as_f64().unwrap_or(0.0);
-                        let shown = if f["unit"] == "fraction" { format!("{:.1} %", v * 100.0) } else { format!("{v:.3}") };
+                        let shown =
+                            if f["unit"] == "fraction" { format!("{:.1} %", v * 100.0) } else { format!("{v:.3}") };
                         format!("<li>{}: <b>{}</b></li>", esc(f["label"].as_str().unwrap_or("")), shown)
                     })
                     .collect()
@@ -47,7 +48,9 @@ impl App {
             .unwrap_or_default();
         let warnings: String = self.report["steady"]["warnings"]
             .as_array()
-            .map(|a| a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect())
+            .map(|a| {
+                a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect()
+            })
             .unwrap_or_default();
         self.el("diagnosis").set_inner_html(&format!(
             "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p>{warnings}<ul>{}</ul>",
@@ -74,7 +77,11 @@ impl App {
         let attainment_label = format!("SLO attainment (target {:.1} %)", target * 100.0);
         let cards = vec![
             ("Offered rate", format!("{:.2} req/s", f(&s["offered_rate_rps"])), ""),
-            ("Achieved (steady)", format!("{:.2} req/s", f(&st["throughput_rps"])), if st["overloaded"] == true { "bad" } else { "" }),
+            (
+                "Achieved (steady)",
+                format!("{:.2} req/s", f(&st["throughput_rps"])),
+                if st["overloaded"] == true { "bad" } else { "" },
+            ),
             ("Goodput (steady)", format!("{:.2} req/s", f(&st["goodput_rps"])), ""),
             ("TTFT p50", t(&s["ttft_s"]["p50"]), ""),
             ("TTFT p95", t(&s["ttft_s"]["p95"]), ""),
@@ -93,11 +100,18 @@ impl App {
             ("Preemptions", format!("{}", s["preemptions"]), ""),
             ("Rejected", format!("{}", s["rejected"]), ""),
             ("Unfinished", format!("{}", s["unfinished"]), ""),
-            ("Little's law error", format!("{:.2} %", f(&a["little"]["relative_error"]) * 100.0), if a["ok"] == true { "good" } else { "bad" }),
+            (
+                "Little's law error",
+                format!("{:.2} %", f(&a["little"]["relative_error"]) * 100.0),
+                if a["ok"] == true { "good" } else { "bad" },
+            ),
             ("GPUs", format!("{}", self.report["gpus"]), ""),
             ("Goodput/GPU", format!("{:.3} req/s", f(&s["goodput_per_gpu_rps"])), ""),
         ];
-        let mut cards = cards.into_iter().map(|(k, v, c)| (if k == "SLO attainment" { attainment_label.clone() } else { k.to_string() }, v, c)).collect::<Vec<_>>();
+        let mut cards = cards
+            .into_iter()
+            .map(|(k, v, c)| (if k == "SLO attainment" { attainment_label.clone() } else { k.to_string() }, v, c))
+            .collect::<Vec<_>>();
         // Objectives on percentiles, as the scenario states them.
         for q in o["percentiles"].as_array().into_iter().flatten() {
             let of = q["class"].as_str().map(|c| format!(" ({c})")).unwrap_or_default();
@@ -108,11 +122,19 @@ impl App {
         // Disaggregated and prefix-sharing runs have their own figures.
         if let Some(pools) = self.report["pools"].as_array() {
             for pool in pools {
-                cards.push((format!("{} pool busy", pool["role"].as_str().unwrap_or("")), p(&pool["busy_fraction"]), ""));
+                cards.push((
+                    format!("{} pool busy", pool["role"].as_str().unwrap_or("")),
+                    p(&pool["busy_fraction"]),
+                    "",
+                ));
             }
             let tr = &self.report["transfer"];
             cards.push(("KV transfer p95".into(), t(&tr["latency_s"]["p95"]), ""));
-            cards.push(("Busiest link".into(), p(&tr["link_busy_max_fraction"]), if f(&tr["link_busy_max_fraction"]) > 0.8 { "bad" } else { "" }));
+            cards.push((
+                "Busiest link".into(),
+                p(&tr["link_busy_max_fraction"]),
+                if f(&tr["link_busy_max_fraction"]) > 0.8 { "bad" } else { "" },
+            ));
         }
         if self.report["prefix"].is_object() {
             let x = &self.report["prefix"];
@@ -132,15 +154,21 @@ impl App {
 
     pub(super) fn render_charts(&mut self) {
         let Some(r) = &self.results else { return };
-        let series = &self.report["series"];
-        let xs: Vec<f64> = series["t_s"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-        let col = |k: &str| -> Vec<(f64, f64)> {
-            let ys: Vec<f64> = series[k].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-            xs.iter().copied().zip(ys).collect()
-        };
-        let one = |name: &str, points: Vec<(f64, f64)>| figure::Series { name: name.to_string(), points, labels: vec![] };
+        let mut figs = self.cdf_figures(r);
+        figs.extend(self.series_figures());
+        figs.extend(self.class_figure());
+        self.label_figures(&figs);
+        self.charts = figs;
+    }
+
+    /// The latency CDFs with their percentiles marked and the objectives drawn.
+    fn cdf_figures(&self, r: &Results) -> Vec<Figure> {
         let mut figs: Vec<Figure> = Vec::new();
-        let cdfs = [("ttft", "TTFT", r.ttft_cdf.clone()), ("tpot", "TPOT", r.tpot_cdf.clone()), ("e2e", "E2E", r.e2e_cdf.clone())];
+        let cdfs = [
+            ("ttft", "TTFT", r.ttft_cdf.clone()),
+            ("tpot", "TPOT", r.tpot_cdf.clone()),
+            ("e2e", "E2E", r.e2e_cdf.clone()),
+        ];
         for (k, (which, label, pts)) in cdfs.into_iter().enumerate() {
             let objectives = self.objective_lines(which);
             let stats = &self.report["summary"][format!("{which}_s")];
@@ -156,35 +184,112 @@ impl App {
             if let Some(map) = charts::cdf(&id, &title, &pts, k, &objectives, &marks) {
                 let marks_text: Vec<String> = marks.iter().map(|m| m.0.clone()).collect();
                 let obj_text: Vec<String> = objectives.iter().map(|o| o.0.clone()).collect();
-                let objs = if obj_text.is_empty() { String::new() } else { format!("; objectives: {}", obj_text.join(", ")) };
-                let summary = format!("{title} of {} completed requests: {}{objs}", stats["count"], marks_text.join(", "));
-                figs.push(Figure { id, kind: figure::Kind::Cdf, map, summary, x_name: "latency".into(), y_name: "share of requests at or below".into(), fmt_x: Fmt::Secs, fmt_y: Fmt::Pct, categories: vec![], series: vec![one(label, pts)] });
+                let objs =
+                    if obj_text.is_empty() { String::new() } else { format!("; objectives: {}", obj_text.join(", ")) };
+                let summary =
+                    format!("{title} of {} completed requests: {}{objs}", stats["count"], marks_text.join(", "));
+                figs.push(Figure {
+                    id,
+                    kind: figure::Kind::Cdf,
+                    map,
+                    summary,
+                    x_name: "latency".into(),
+                    y_name: "share of requests at or below".into(),
+                    fmt_x: Fmt::Secs,
+                    fmt_y: Fmt::Pct,
+                    categories: vec![],
+                    series: vec![one(label, pts)],
+                });
             }
         }
+        figs
+    }
+
+    /// The queue and the KV cache over time.
+    fn series_figures(&self) -> Vec<Figure> {
+        let series = &self.report["series"];
+        let col = |k: &str| series_points(series, k);
+        let mut figs: Vec<Figure> = Vec::new();
         let queue = [("waiting", col("waiting")), ("running", col("running"))];
-        if let Some(map) = charts::lines("chart-queue", "Queue and batch over time", "time (s)", "requests (window mean)", &queue.iter().map(|(n, p)| (*n, p.clone())).collect::<Vec<_>>(), None) {
+        if let Some(map) = charts::lines(
+            "chart-queue",
+            "Queue and batch over time",
+            "time (s)",
+            "requests (window mean)",
+            &queue.iter().map(|(n, p)| (*n, p.clone())).collect::<Vec<_>>(),
+            None,
+        ) {
             let series = queue.into_iter().map(|(n, p)| one(n, p)).collect();
-            figs.push(Figure { id: "chart-queue".into(), kind: figure::Kind::Lines, map, summary: "Requests waiting and running over time (window means)".into(), x_name: "time (s)".into(), y_name: "requests".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Num(1), categories: vec![], series });
+            figs.push(Figure {
+                id: "chart-queue".into(),
+                kind: figure::Kind::Lines,
+                map,
+                summary: "Requests waiting and running over time (window means)".into(),
+                x_name: "time (s)".into(),
+                y_name: "requests".into(),
+                fmt_x: Fmt::Num(1),
+                fmt_y: Fmt::Num(1),
+                categories: vec![],
+                series,
+            });
         }
         let kv = col("kv_used_fraction");
         let kv_pct: Vec<(f64, f64)> = kv.iter().map(|p| (p.0, p.1 * 100.0)).collect();
-        if let Some(map) = charts::lines("chart-kv", "KV cache use over time", "time (s)", "KV blocks in use (%)", &[("KV used", kv_pct)], Some(100.0)) {
+        if let Some(map) = charts::lines(
+            "chart-kv",
+            "KV cache use over time",
+            "time (s)",
+            "KV blocks in use (%)",
+            &[("KV used", kv_pct)],
+            Some(100.0),
+        ) {
             let peak = self.report["summary"]["kv_peak_fraction"].as_f64().unwrap_or(0.0) * 100.0;
-            figs.push(Figure { id: "chart-kv".into(), kind: figure::Kind::Lines, map, summary: format!("KV blocks in use over time; peak {peak:.1} %"), x_name: "time (s)".into(), y_name: "KV used".into(), fmt_x: Fmt::Num(1), fmt_y: Fmt::Pct, categories: vec![], series: vec![one("KV used", kv)] });
+            figs.push(Figure {
+                id: "chart-kv".into(),
+                kind: figure::Kind::Lines,
+                map,
+                summary: format!("KV blocks in use over time; peak {peak:.1} %"),
+                x_name: "time (s)".into(),
+                y_name: "KV used".into(),
+                fmt_x: Fmt::Num(1),
+                fmt_y: Fmt::Pct,
+                categories: vec![],
+                series: vec![one("KV used", kv)],
+            });
         }
+        figs
+    }
+
+    /// SLO attainment per class against the target.
+    fn class_figure(&self) -> Option<Figure> {
         let bars: Vec<(String, f64)> = self.report["classes"]
             .as_array()
-            .map(|a| a.iter().map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["slo_attainment"].as_f64().unwrap_or(0.0))).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|c| {
+                        (c["name"].as_str().unwrap_or("").to_string(), c["slo_attainment"].as_f64().unwrap_or(0.0))
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         let target = self.report["objectives"]["attainment_target"].as_f64().unwrap_or(0.99);
-        if let Some(map) = charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target)) {
-            let summary = format!("SLO attainment per class against the {:.1} % target", target * 100.0);
-            let pts = bars.iter().enumerate().map(|(i, b)| (i as f64, b.1)).collect();
-            let categories = bars.iter().map(|b| b.0.clone()).collect();
-            figs.push(Figure { id: "chart-class".into(), kind: figure::Kind::Bars, map, summary, x_name: "class".into(), y_name: "attainment".into(), fmt_x: Fmt::Num(0), fmt_y: Fmt::Pct, categories, series: vec![one("attainment", pts)] });
-        }
-        self.label_figures(&figs);
-        self.charts = figs;
+        let map =
+            charts::bars("chart-class", "SLO attainment per class", "requests meeting every SLO", &bars, Some(target))?;
+        let summary = format!("SLO attainment per class against the {:.1} % target", target * 100.0);
+        let pts = bars.iter().enumerate().map(|(i, b)| (i as f64, b.1)).collect();
+        let categories = bars.iter().map(|b| b.0.clone()).collect();
+        Some(Figure {
+            id: "chart-class".into(),
+            kind: figure::Kind::Bars,
+            map,
+            summary,
+            x_name: "class".into(),
+            y_name: "attainment".into(),
+            fmt_x: Fmt::Num(0),
+            fmt_y: Fmt::Pct,
+            categories,
+            series: vec![one("attainment", pts)],
+        })
     }
 
     /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
@@ -203,7 +308,9 @@ impl App {
                 out.push((format!("{name} SLO {}", charts::secs(s)), s));
             }
         }
-        for p in self.report["objectives"]["percentiles"].as_array().into_iter().flatten().filter(|p| p["metric"] == metric) {
+        for p in
+            self.report["objectives"]["percentiles"].as_array().into_iter().flatten().filter(|p| p["metric"] == metric)
+        {
             let of = p["class"].as_str().map(|c| format!(" {c}")).unwrap_or_default();
             let max_s = p["max_s"].as_f64().unwrap_or(0.0);
             out.push((format!("p{}{of} ≤ {}", numbers::shown(&p["percentile"]), charts::secs(max_s)), max_s));
@@ -273,16 +380,22 @@ impl App {
             .header
             .iter()
             .enumerate()
-            .map(|(i, h)| {
-                self.sort.th("data-col", i, &esc(&table::display_header(h)), h)
-            })
+            .map(|(i, h)| self.sort.th("data-col", i, &esc(&table::display_header(h)), h))
             .collect();
         let rows = t.view(|r| !self.missed_only || self.row_missed(r));
         let pages = table::pages(rows.len(), PAGE_ROWS);
         let page = self.page.min(pages - 1);
         let body: String = table::page(&rows, page, PAGE_ROWS)
             .iter()
-            .map(|r| format!("<tr>{}</tr>", r.iter().zip(&t.header).map(|(c, h)| format!("<td>{}</td>", esc(&table::display_cell(h, c)))).collect::<String>()))
+            .map(|r| {
+                format!(
+                    "<tr>{}</tr>",
+                    r.iter()
+                        .zip(&t.header)
+                        .map(|(c, h)| format!("<td>{}</td>", esc(&table::display_cell(h, c))))
+                        .collect::<String>()
+                )
+            })
             .collect();
         let checked = if self.missed_only { " checked" } else { "" };
         let what = if self.missed_only { "requests that missed an objective" } else { "requests" };
@@ -303,7 +416,11 @@ impl App {
             self.missed_only = target.clone().dyn_into::<HtmlInputElement>().map(|i| i.checked()).unwrap_or(false);
             self.page = 0;
             self.render_table();
-            if let Ok(Some(b)) = self.el("requests").query_selector("#missed-only").map(|e| e.and_then(|e| e.dyn_into::<HtmlElement>().ok())) {
+            if let Ok(Some(b)) = self
+                .el("requests")
+                .query_selector("#missed-only")
+                .map(|e| e.and_then(|e| e.dyn_into::<HtmlElement>().ok()))
+            {
                 b.focus().ok();
             }
         } else if let Some(dir) = target.get_attribute("data-page") {
@@ -330,12 +447,26 @@ impl App {
     pub(super) fn export_png(&self, canvas_id: &str) {
         let name = self.report["scenario"].as_str().unwrap_or("scenario");
         let seed = self.report["seed"].as_u64().unwrap_or(0);
-        exports::png(canvas_id, &format!("inferscale-{name}-seed{seed}-{}.png", canvas_id.trim_start_matches("chart-")));
+        exports::png(
+            canvas_id,
+            &format!("inferscale-{name}-seed{seed}-{}.png", canvas_id.trim_start_matches("chart-")),
+        );
     }
-
 }
 
 fn fmt_s(s: f64) -> String {
     charts::secs(s)
 }
 
+/// The report's series `k` against its window times.
+fn series_points(series: &Value, k: &str) -> Vec<(f64, f64)> {
+    let floats = |k: &str| -> Vec<f64> {
+        series[k].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+    };
+    floats("t_s").into_iter().zip(floats(k)).collect()
+}
+
+/// One named series of points, unlabelled.
+fn one(name: &str, points: Vec<(f64, f64)>) -> figure::Series {
+    figure::Series { name: name.to_string(), points, labels: vec![] }
+}

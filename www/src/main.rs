@@ -8,14 +8,10 @@ mod cal_view;
 
 #[cfg(target_arch = "wasm32")]
 mod charts;
-#[cfg(target_arch = "wasm32")]
-mod exports;
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-mod sort;
-#[cfg(target_arch = "wasm32")]
-mod workers;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod details;
+#[cfg(target_arch = "wasm32")]
+mod exports;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod figure;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -23,7 +19,11 @@ mod numbers;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod panels;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod sort;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod study_defs;
+#[cfg(target_arch = "wasm32")]
+mod workers;
 // Used by the wasm app; natively only its tests run.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod table;

@@ -6,7 +6,7 @@
 //! means, written as the user wrote it where JSON can (`20` stays an integer, `12.5` a decimal); text that is
 //! not a number yet (`1e`, `-`, empty) leaves the scenario as it was and is reported at the field.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// What a number field's text means.
 #[derive(Debug, PartialEq)]
@@ -26,14 +26,12 @@ pub fn typed(raw: &str, label: &str, int: bool, optional: bool, bad_input: bool)
     let raw = raw.trim();
     let what = if int { "a whole number" } else { "a number" };
     if bad_input {
-        return Typed::Invalid(format!("{label}: not a number yet; type {what} (digits, a decimal point, an exponent such as 1e3)"));
+        return Typed::Invalid(format!(
+            "{label}: not a number yet; type {what} (digits, a decimal point, an exponent such as 1e3)"
+        ));
     }
     if raw.is_empty() {
-        return if optional {
-            Typed::Cleared
-        } else {
-            Typed::Invalid(format!("{label}: enter {what}"))
-        };
+        return if optional { Typed::Cleared } else { Typed::Invalid(format!("{label}: enter {what}")) };
     }
     if int && let Ok(u) = raw.parse::<u64>() {
         return Typed::Number(json!(u)); // a seed may need all 64 bits
@@ -84,7 +82,16 @@ mod tests {
 
     #[test]
     fn what_is_typed_is_what_the_scenario_gets() {
-        for (raw, want) in [("20", 20.0), ("0.9", 0.9), ("12.5", 12.5), ("800", 800.0), ("1e3", 1000.0), ("2.5e-1", 0.25), (" 7 ", 7.0), ("-3", -3.0)] {
+        for (raw, want) in [
+            ("20", 20.0),
+            ("0.9", 0.9),
+            ("12.5", 12.5),
+            ("800", 800.0),
+            ("1e3", 1000.0),
+            ("2.5e-1", 0.25),
+            (" 7 ", 7.0),
+            ("-3", -3.0),
+        ] {
             assert_eq!(num(raw).as_f64(), Some(want), "{raw}");
         }
         assert_eq!(num("20").to_string(), "20", "an integer stays an integer in the JSON");
@@ -106,12 +113,20 @@ mod tests {
 
     #[test]
     fn incomplete_or_empty_text_is_reported_not_written() {
-        assert!(matches!(typed("", "Rate (req/s)", false, false, false), Typed::Invalid(m) if m == "Rate (req/s): enter a number"));
+        assert!(
+            matches!(typed("", "Rate (req/s)", false, false, false), Typed::Invalid(m) if m == "Rate (req/s): enter a number")
+        );
         assert_eq!(typed("", "TPOT SLO (ms)", false, true, false), Typed::Cleared);
-        assert!(matches!(typed("", "Rate (req/s)", false, false, true), Typed::Invalid(m) if m.contains("not a number yet")));
-        assert!(matches!(typed("2.5", "Replicas", true, false, false), Typed::Invalid(m) if m.contains("whole number")));
+        assert!(
+            matches!(typed("", "Rate (req/s)", false, false, true), Typed::Invalid(m) if m.contains("not a number yet"))
+        );
+        assert!(
+            matches!(typed("2.5", "Replicas", true, false, false), Typed::Invalid(m) if m.contains("whole number"))
+        );
         assert_eq!(typed("1e3", "Requests", true, false, false), Typed::Number(json!(1000)));
         assert_eq!(typed("18446744073709551615", "Seed", true, false, false), Typed::Number(json!(u64::MAX)));
-        assert!(matches!(typed("1e400", "Rate (req/s)", false, false, false), Typed::Invalid(m) if m.contains("too large")));
+        assert!(
+            matches!(typed("1e400", "Rate (req/s)", false, false, false), Typed::Invalid(m) if m.contains("too large"))
+        );
     }
 }

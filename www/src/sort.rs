@@ -34,7 +34,10 @@ mod tests {
     #[test]
     fn clicks_toggle_and_headers_say_so() {
         let mut s = Sort::default();
-        assert_eq!(s.th("data-col", 2, "TTFT", "ttft_s"), "<th data-col=\"2\" tabindex=\"0\" title=\"ttft_s\">TTFT</th>");
+        assert_eq!(
+            s.th("data-col", 2, "TTFT", "ttft_s"),
+            "<th data-col=\"2\" tabindex=\"0\" title=\"ttft_s\">TTFT</th>"
+        );
         s.click(2);
         assert_eq!((s.col, s.desc), (Some(2), false));
         assert!(s.th("data-col", 2, "TTFT", "").contains("aria-sort=\"ascending\""));

@@ -4,7 +4,7 @@
 //! options struct, and each such option has a field).
 
 use inferscale::study::Kind;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::panels::{CalibrationPanel, LabPanel, Panel};
 
@@ -34,7 +34,10 @@ impl Panel for PanelDef {
 
 /// Every panel of the page, in sidebar order: the Serving Lab, the study panels, then Calibration.
 pub(crate) fn registry() -> Vec<&'static dyn Panel> {
-    std::iter::once(&LabPanel as &'static dyn Panel).chain(PANELS.iter().map(|p| p as &'static dyn Panel)).chain(std::iter::once(&CalibrationPanel as &'static dyn Panel)).collect()
+    std::iter::once(&LabPanel as &'static dyn Panel)
+        .chain(PANELS.iter().map(|p| p as &'static dyn Panel))
+        .chain(std::iter::once(&CalibrationPanel as &'static dyn Panel))
+        .collect()
 }
 
 pub(crate) fn sidebar_html() -> String {
@@ -66,149 +69,590 @@ pub(crate) struct Param {
     pub kind: PKind,
 }
 
-const DEVICES: &[(&str, &str)] = &[("", "as the scenario"), ("a100-80g", "A100 80GB"), ("a100-40g", "A100 40GB"), ("h100-sxm", "H100 SXM"), ("h200", "H200"), ("l40s", "L40S")];
+const DEVICES: &[(&str, &str)] = &[
+    ("", "as the scenario"),
+    ("a100-80g", "A100 80GB"),
+    ("a100-40g", "A100 40GB"),
+    ("h100-sxm", "H100 SXM"),
+    ("h200", "H200"),
+    ("l40s", "L40S"),
+];
 const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
 
 pub(crate) const PANELS: &[PanelDef] = &[
-PanelDef {
-    kind: Kind::Ranking,
-    group: "Decide",
-    sentence: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: is the miss a queueing problem a policy can fix, or are the policies tied?",
-    params: &[
-        Param { id: "o-admission", label: "Rank admission policies too", unit: "", title: "Also rank FCFS with a queue cap and with deadline admission", ptr: "study:admission", kind: PKind::Bool },
-        Param { id: "o-quantum", label: "DRR quantum", unit: "tokens", title: "Deficit round robin's quantum per tenant turn", ptr: "study:drr_quantum_tokens", kind: PKind::Int },
-        Param { id: "o-rreps", label: "Repetitions", unit: "seeds per policy", title: "Every policy runs on these seeds; the table shows 95 % intervals over them", ptr: "study:repetitions", kind: PKind::Int },
-    ],
-},
-PanelDef {
-    kind: Kind::Capacity,
-    group: "Decide",
-    sentence: "How much load does this cluster sustain at its objectives — or how many replicas does a given load need? Measured by bracketing and bisection in every repetition, never derived.",
-    params: &[
-        Param { id: "o-target", label: "SLO attainment target", unit: "fraction (empty: the scenario's objectives)", title: "Every repetition must reach this attainment (and every percentile objective of the scenario)", ptr: "study:target", kind: PKind::OptNum },
-        Param { id: "o-target-rps", label: "Or: fewest replicas for", unit: "req/s (empty: find the highest rate)", title: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router", ptr: "study:target_rps", kind: PKind::OptNum },
-        Param { id: "o-max-replicas", label: "Most replicas", unit: "", title: "The replica search stops here", ptr: "study:max_replicas", kind: PKind::Int },
-        Param { id: "o-reps", label: "Repetitions", unit: "seeds per rate", title: "Repetitions (seeds) per rate; all must pass", ptr: "study:repetitions", kind: PKind::Int },
-        Param { id: "o-precision", label: "Precision", unit: "fraction of the rate", title: "Stop when the pass/fail bracket is this narrow", ptr: "study:precision", kind: PKind::Num },
-        Param { id: "o-wait", label: "Or: mean wait at most", unit: "ms (empty: use the SLOs)", title: "Pass on mean queueing delay instead of SLO attainment", ptr: "study:max_mean_wait_ms", kind: PKind::OptNum },
-        Param { id: "o-start", label: "First rate", unit: "req/s (empty: the scenario's)", title: "Where the search starts", ptr: "study:start_rps", kind: PKind::OptNum },
-        Param { id: "o-maxrates", label: "Most rates", unit: "", title: "Most rates evaluated before the search stops", ptr: "study:max_rates", kind: PKind::Int },
-    ],
-},
-PanelDef {
-    kind: Kind::Pd,
-    group: "Decide",
-    sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
-    params: &[
-        Param { id: "p-prefill", label: "Prefill workers", unit: "", title: "Workers in the prefill pool", ptr: "/cluster/disaggregation/prefill/replicas", kind: PKind::Int },
-        Param { id: "p-prefill-dev", label: "Prefill device", unit: "", title: "Device of the prefill pool", ptr: "/cluster/disaggregation/prefill/device", kind: PKind::Select(DEVICES) },
-        Param { id: "p-prefill-tp", label: "Prefill TP", unit: "GPUs/worker", title: "Tensor parallelism of a prefill worker", ptr: "/cluster/disaggregation/prefill/tp", kind: PKind::Int },
-        Param { id: "p-decode", label: "Decode workers", unit: "", title: "Workers in the decode pool", ptr: "/cluster/disaggregation/decode/replicas", kind: PKind::Int },
-        Param { id: "p-decode-dev", label: "Decode device", unit: "", title: "Device of the decode pool", ptr: "/cluster/disaggregation/decode/device", kind: PKind::Select(DEVICES) },
-        Param { id: "p-decode-tp", label: "Decode TP", unit: "GPUs/worker", title: "Tensor parallelism of a decode worker", ptr: "/cluster/disaggregation/decode/tp", kind: PKind::Int },
-        Param { id: "p-bw", label: "Link bandwidth", unit: "GB/s", title: "Bandwidth of one KV-transfer link", ptr: "/cluster/disaggregation/link/bandwidth_gbps", kind: PKind::Num },
-        Param { id: "p-lat", label: "Link latency", unit: "ms", title: "Fixed latency of a transfer", ptr: "/cluster/disaggregation/link/latency_ms", kind: PKind::Num },
-        Param { id: "p-topo", label: "Links", unit: "", title: "A link per (prefill, decode) pair, or one shared by all", ptr: "/cluster/disaggregation/link/topology", kind: PKind::Select(TOPOLOGY) },
-        Param { id: "p-prefix", label: "Shared prefix", unit: "tokens", title: "Length of each shared prompt prefix (whole KV blocks are shared)", ptr: "/prefix/prefix_tokens", kind: PKind::Int },
-        Param { id: "p-reuse", label: "Reuse fraction", unit: "of requests", title: "Fraction of requests whose prompt starts with a shared prefix", ptr: "/prefix/reuse_fraction", kind: PKind::Num },
-        Param { id: "p-groups", label: "Prefixes", unit: "distinct", title: "Number of distinct shared prefixes", ptr: "/prefix/groups", kind: PKind::Int },
-        Param { id: "p-zipf", label: "Popularity skew", unit: "Zipf s", title: "Zipf exponent of prefix popularity (0 = uniform)", ptr: "/prefix/zipf_s", kind: PKind::Num },
-    ],
-},
-PanelDef {
-    kind: Kind::Explorer,
-    group: "Decide",
-    sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
-    params: &[
-        Param { id: "o-etarget", label: "SLO pass at", unit: "fraction (empty: the scenario's target)", title: "A candidate passes at this SLO attainment", ptr: "study:target", kind: PKind::OptNum },
-        Param { id: "o-candidates", label: "Candidates", unit: "JSON: [{name, set: {JSON pointer: value}}]", title: "Each candidate changes these scenario fields", ptr: "study:candidates", kind: PKind::Json },
-    ],
-},
-PanelDef {
-    kind: Kind::Paired,
-    group: "Prove",
-    sentence: "Baseline against a treatment over K repetitions, both on the same seed each time: is the difference real, or run-to-run noise? Bootstrap confidence intervals of the paired deltas.",
-    params: &[
-        Param { id: "o-treatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
-        Param { id: "o-preps", label: "Repetitions", unit: "pairs", title: "Paired repetitions K (seeds)", ptr: "study:repetitions", kind: PKind::Int },
-        Param { id: "o-resamples", label: "Bootstrap resamples", unit: "", title: "Resamples B of the bootstrap", ptr: "study:resamples", kind: PKind::Int },
-    ],
-},
-PanelDef {
-    kind: Kind::Sensitivity,
-    group: "Prove",
-    sentence: "Does the treatment still win if the cost profile is off? Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
-    params: &[
-        Param { id: "o-streatment", label: "Treatment", unit: "JSON: {JSON pointer: value}", title: "The scenario fields the treatment changes", ptr: "study:treatment", kind: PKind::Json },
-        Param { id: "o-samples", label: "Samples", unit: "", title: "Perturbation samples N", ptr: "study:samples", kind: PKind::Int },
-        Param { id: "o-range", label: "Range", unit: "× (each scale in [1/range, range])", title: "How far the profile may be off", ptr: "study:range", kind: PKind::Num },
-    ],
-},
-PanelDef {
-    kind: Kind::AgentSessions,
-    group: "Agents",
-    sentence: "One run of the session workload — turns that re-send a growing history, tool calls between them, a retention policy, a host tier and a router — on the Serving Lab's model, GPUs and engine: turn latency by turn index, what retention holds over time, and what holds the sessions back.",
-    params: &[
-        Param { id: "g-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second (each arrival of the scenario's process starts one)", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
-        Param { id: "g-sessions", label: "Sessions", unit: "", title: "Sessions the run starts", ptr: "/workload/requests", kind: PKind::Int },
-        Param { id: "g-turns", label: "Turns", unit: "mean per session", title: "Mean turns a session (the distribution's mean)", ptr: "/workload/sessions/turns/mean", kind: PKind::Num },
-        Param { id: "g-first", label: "First prompt", unit: "tokens, mean", title: "The first turn's prompt: system prompt and task", ptr: "/workload/sessions/first_tokens/mean", kind: PKind::Num },
-        Param { id: "g-new", label: "New input", unit: "tokens a later turn, mean", title: "A later turn's new input: the tool's result and what follows", ptr: "/workload/sessions/new_tokens/mean", kind: PKind::Num },
-        Param { id: "g-output", label: "Output", unit: "tokens a turn, mean", title: "Each turn's output", ptr: "/workload/sessions/output_tokens/mean", kind: PKind::Num },
-        Param { id: "g-replicas", label: "Replicas", unit: "", title: "Workers the router spreads turns over", ptr: "/cluster/replicas", kind: PKind::Int },
-        Param { id: "g-shown", label: "Turns on the chart", unit: "1 … 64", title: "TTFT by turn index shows turns up to this", ptr: "study:turns_shown", kind: PKind::Int },
-        Param { id: "g-retention", label: "Retention", unit: "", title: "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to host memory or freed; moved to host memory at once; or the gap oracle, which sees each tool's duration (a bound)", ptr: "/workload/sessions/retention", kind: PKind::Variant(&crate::variant::RETENTION) },
-        Param { id: "g-router", label: "Router", unit: "", title: "How turns pick a worker: sticky keeps a session where its KV is; bounded affinity leaves when the worker's queue penalty passes the best one's by more than the slack", ptr: "/cluster/router", kind: PKind::Variant(&crate::variant::ROUTER) },
-        Param { id: "g-host", label: "Host tier", unit: "", title: "Host memory for sessions' KV and its link to HBM", ptr: "/engine/host_kv", kind: PKind::Variant(&crate::variant::HOST_TIER) },
-        Param { id: "g-tools", label: "Tools", unit: "JSON: [{name, weight, mean_s, cv}] — latency lognormal by mean and CV", title: "The tools a turn's end calls, picked by weight", ptr: "/workload/sessions/tools", kind: PKind::Json },
-    ],
-},
-PanelDef {
-    kind: Kind::AgentPolicies,
-    group: "Agents",
-    sentence: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
-    params: &[
-        Param { id: "a-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second (each arrival of the scenario's process starts one)", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
-        Param { id: "a-sessions", label: "Sessions", unit: "", title: "Sessions the run starts", ptr: "/workload/requests", kind: PKind::Int },
-        Param { id: "a-replicas", label: "Replicas", unit: "", title: "Workers the router spreads turns over", ptr: "/cluster/replicas", kind: PKind::Int },
-        Param { id: "a-ttl", label: "TTL", unit: "s", title: "How long the TTL policy keeps a history in HBM after a turn", ptr: "study:ttl_s", kind: PKind::Num },
-        Param { id: "a-slack", label: "Affinity slack", unit: "ms", title: "Bounded affinity leaves a session's worker when its queue penalty passes the best one's by more than this", ptr: "study:slack_ms", kind: PKind::Num },
-        Param { id: "a-host", label: "Host tier", unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)", title: "Host memory per worker and its link, for host offload", ptr: "study:host_kv", kind: PKind::Json },
-    ],
-},
-PanelDef {
-    kind: Kind::TtlSweep,
-    group: "Agents",
-    sentence: "How long to keep a session's KV in HBM after a turn: each TTL's p95 turn TTFT against the HBM it holds, with the Pareto frontier of the two.",
-    params: &[
-        Param { id: "t-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
-        Param { id: "t-replicas", label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int },
-        Param { id: "t-ttls", label: "TTLs", unit: "JSON list of s; null = ∞ (no expiry)", title: "The TTLs to try, e.g. [0, 1, 5, 30, null]", ptr: "study:ttl_s", kind: PKind::Json },
-    ],
-},
-PanelDef {
-    kind: Kind::TieredKv,
-    group: "Agents",
-    sentence: "HBM, host memory or recomputation for a session's KV — stateless, TTL, bounded affinity, host offload and the gap oracle's bound — then the same policies as the HBM budget for retention shrinks.",
-    params: &[
-        Param { id: "k-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
-        Param { id: "k-replicas", label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int },
-        Param { id: "k-ttl", label: "TTL", unit: "s", title: "The TTL policy's time to live", ptr: "study:ttl_s", kind: PKind::Num },
-        Param { id: "k-slack", label: "Affinity slack", unit: "ms", title: "Bounded affinity's slack", ptr: "study:slack_ms", kind: PKind::Num },
-        Param { id: "k-host", label: "Host tier", unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)", title: "Host memory per worker and its link", ptr: "study:host_kv", kind: PKind::Json },
-        Param { id: "k-budgets", label: "HBM budgets", unit: "JSON list, × the reference working set", title: "Per-replica retention budgets as multiples of the most idle history a worker holds under full retention", ptr: "study:budgets", kind: PKind::Json },
-    ],
-},
-PanelDef {
-    kind: Kind::AffinitySlack,
-    group: "Agents",
-    sentence: "How much load imbalance a turn should accept to stay where its KV is: bounded affinity's slack swept from load balancing to sticky.",
-    params: &[
-        Param { id: "f-rate", label: "Session rate", unit: "sessions/s", title: "Sessions starting per second", ptr: "/workload/arrival/rate_rps", kind: PKind::Num },
-        Param { id: "f-replicas", label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int },
-        Param { id: "f-slacks", label: "Slacks", unit: "JSON list of ms", title: "The slacks to try, e.g. [0, 50, 250, 1000]", ptr: "study:slack_ms", kind: PKind::Json },
-    ],
-},
+    PanelDef {
+        kind: Kind::Ranking,
+        group: "Decide",
+        sentence: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: is the miss a queueing problem a policy can fix, or are the policies tied?",
+        params: &[
+            Param {
+                id: "o-admission",
+                label: "Rank admission policies too",
+                unit: "",
+                title: "Also rank FCFS with a queue cap and with deadline admission",
+                ptr: "study:admission",
+                kind: PKind::Bool,
+            },
+            Param {
+                id: "o-quantum",
+                label: "DRR quantum",
+                unit: "tokens",
+                title: "Deficit round robin's quantum per tenant turn",
+                ptr: "study:drr_quantum_tokens",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "o-rreps",
+                label: "Repetitions",
+                unit: "seeds per policy",
+                title: "Every policy runs on these seeds; the table shows 95 % intervals over them",
+                ptr: "study:repetitions",
+                kind: PKind::Int,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::Capacity,
+        group: "Decide",
+        sentence: "How much load does this cluster sustain at its objectives — or how many replicas does a given load need? Measured by bracketing and bisection in every repetition, never derived.",
+        params: &[
+            Param {
+                id: "o-target",
+                label: "SLO attainment target",
+                unit: "fraction (empty: the scenario's objectives)",
+                title: "Every repetition must reach this attainment (and every percentile objective of the scenario)",
+                ptr: "study:target",
+                kind: PKind::OptNum,
+            },
+            Param {
+                id: "o-target-rps",
+                label: "Or: fewest replicas for",
+                unit: "req/s (empty: find the highest rate)",
+                title: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router",
+                ptr: "study:target_rps",
+                kind: PKind::OptNum,
+            },
+            Param {
+                id: "o-max-replicas",
+                label: "Most replicas",
+                unit: "",
+                title: "The replica search stops here",
+                ptr: "study:max_replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "o-reps",
+                label: "Repetitions",
+                unit: "seeds per rate",
+                title: "Repetitions (seeds) per rate; all must pass",
+                ptr: "study:repetitions",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "o-precision",
+                label: "Precision",
+                unit: "fraction of the rate",
+                title: "Stop when the pass/fail bracket is this narrow",
+                ptr: "study:precision",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "o-wait",
+                label: "Or: mean wait at most",
+                unit: "ms (empty: use the SLOs)",
+                title: "Pass on mean queueing delay instead of SLO attainment",
+                ptr: "study:max_mean_wait_ms",
+                kind: PKind::OptNum,
+            },
+            Param {
+                id: "o-start",
+                label: "First rate",
+                unit: "req/s (empty: the scenario's)",
+                title: "Where the search starts",
+                ptr: "study:start_rps",
+                kind: PKind::OptNum,
+            },
+            Param {
+                id: "o-maxrates",
+                label: "Most rates",
+                unit: "",
+                title: "Most rates evaluated before the search stops",
+                ptr: "study:max_rates",
+                kind: PKind::Int,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::Pd,
+        group: "Decide",
+        sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
+        params: &[
+            Param {
+                id: "p-prefill",
+                label: "Prefill workers",
+                unit: "",
+                title: "Workers in the prefill pool",
+                ptr: "/cluster/disaggregation/prefill/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "p-prefill-dev",
+                label: "Prefill device",
+                unit: "",
+                title: "Device of the prefill pool",
+                ptr: "/cluster/disaggregation/prefill/device",
+                kind: PKind::Select(DEVICES),
+            },
+            Param {
+                id: "p-prefill-tp",
+                label: "Prefill TP",
+                unit: "GPUs/worker",
+                title: "Tensor parallelism of a prefill worker",
+                ptr: "/cluster/disaggregation/prefill/tp",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "p-decode",
+                label: "Decode workers",
+                unit: "",
+                title: "Workers in the decode pool",
+                ptr: "/cluster/disaggregation/decode/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "p-decode-dev",
+                label: "Decode device",
+                unit: "",
+                title: "Device of the decode pool",
+                ptr: "/cluster/disaggregation/decode/device",
+                kind: PKind::Select(DEVICES),
+            },
+            Param {
+                id: "p-decode-tp",
+                label: "Decode TP",
+                unit: "GPUs/worker",
+                title: "Tensor parallelism of a decode worker",
+                ptr: "/cluster/disaggregation/decode/tp",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "p-bw",
+                label: "Link bandwidth",
+                unit: "GB/s",
+                title: "Bandwidth of one KV-transfer link",
+                ptr: "/cluster/disaggregation/link/bandwidth_gbps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "p-lat",
+                label: "Link latency",
+                unit: "ms",
+                title: "Fixed latency of a transfer",
+                ptr: "/cluster/disaggregation/link/latency_ms",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "p-topo",
+                label: "Links",
+                unit: "",
+                title: "A link per (prefill, decode) pair, or one shared by all",
+                ptr: "/cluster/disaggregation/link/topology",
+                kind: PKind::Select(TOPOLOGY),
+            },
+            Param {
+                id: "p-prefix",
+                label: "Shared prefix",
+                unit: "tokens",
+                title: "Length of each shared prompt prefix (whole KV blocks are shared)",
+                ptr: "/prefix/prefix_tokens",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "p-reuse",
+                label: "Reuse fraction",
+                unit: "of requests",
+                title: "Fraction of requests whose prompt starts with a shared prefix",
+                ptr: "/prefix/reuse_fraction",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "p-groups",
+                label: "Prefixes",
+                unit: "distinct",
+                title: "Number of distinct shared prefixes",
+                ptr: "/prefix/groups",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "p-zipf",
+                label: "Popularity skew",
+                unit: "Zipf s",
+                title: "Zipf exponent of prefix popularity (0 = uniform)",
+                ptr: "/prefix/zipf_s",
+                kind: PKind::Num,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::Explorer,
+        group: "Decide",
+        sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
+        params: &[
+            Param {
+                id: "o-etarget",
+                label: "SLO pass at",
+                unit: "fraction (empty: the scenario's target)",
+                title: "A candidate passes at this SLO attainment",
+                ptr: "study:target",
+                kind: PKind::OptNum,
+            },
+            Param {
+                id: "o-candidates",
+                label: "Candidates",
+                unit: "JSON: [{name, set: {JSON pointer: value}}]",
+                title: "Each candidate changes these scenario fields",
+                ptr: "study:candidates",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::Paired,
+        group: "Prove",
+        sentence: "Baseline against a treatment over K repetitions, both on the same seed each time: is the difference real, or run-to-run noise? Bootstrap confidence intervals of the paired deltas.",
+        params: &[
+            Param {
+                id: "o-treatment",
+                label: "Treatment",
+                unit: "JSON: {JSON pointer: value}",
+                title: "The scenario fields the treatment changes",
+                ptr: "study:treatment",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "o-preps",
+                label: "Repetitions",
+                unit: "pairs",
+                title: "Paired repetitions K (seeds)",
+                ptr: "study:repetitions",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "o-resamples",
+                label: "Bootstrap resamples",
+                unit: "",
+                title: "Resamples B of the bootstrap",
+                ptr: "study:resamples",
+                kind: PKind::Int,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::Sensitivity,
+        group: "Prove",
+        sentence: "Does the treatment still win if the cost profile is off? Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
+        params: &[
+            Param {
+                id: "o-streatment",
+                label: "Treatment",
+                unit: "JSON: {JSON pointer: value}",
+                title: "The scenario fields the treatment changes",
+                ptr: "study:treatment",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "o-samples",
+                label: "Samples",
+                unit: "",
+                title: "Perturbation samples N",
+                ptr: "study:samples",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "o-range",
+                label: "Range",
+                unit: "× (each scale in [1/range, range])",
+                title: "How far the profile may be off",
+                ptr: "study:range",
+                kind: PKind::Num,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::AgentSessions,
+        group: "Agents",
+        sentence: "One run of the session workload — turns that re-send a growing history, tool calls between them, a retention policy, a host tier and a router — on the Serving Lab's model, GPUs and engine: turn latency by turn index, what retention holds over time, and what holds the sessions back.",
+        params: &[
+            Param {
+                id: "g-rate",
+                label: "Session rate",
+                unit: "sessions/s",
+                title: "Sessions starting per second (each arrival of the scenario's process starts one)",
+                ptr: "/workload/arrival/rate_rps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "g-sessions",
+                label: "Sessions",
+                unit: "",
+                title: "Sessions the run starts",
+                ptr: "/workload/requests",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "g-turns",
+                label: "Turns",
+                unit: "mean per session",
+                title: "Mean turns a session (the distribution's mean)",
+                ptr: "/workload/sessions/turns/mean",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "g-first",
+                label: "First prompt",
+                unit: "tokens, mean",
+                title: "The first turn's prompt: system prompt and task",
+                ptr: "/workload/sessions/first_tokens/mean",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "g-new",
+                label: "New input",
+                unit: "tokens a later turn, mean",
+                title: "A later turn's new input: the tool's result and what follows",
+                ptr: "/workload/sessions/new_tokens/mean",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "g-output",
+                label: "Output",
+                unit: "tokens a turn, mean",
+                title: "Each turn's output",
+                ptr: "/workload/sessions/output_tokens/mean",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "g-replicas",
+                label: "Replicas",
+                unit: "",
+                title: "Workers the router spreads turns over",
+                ptr: "/cluster/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "g-shown",
+                label: "Turns on the chart",
+                unit: "1 … 64",
+                title: "TTFT by turn index shows turns up to this",
+                ptr: "study:turns_shown",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "g-retention",
+                label: "Retention",
+                unit: "",
+                title: "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to host memory or freed; moved to host memory at once; or the gap oracle, which sees each tool's duration (a bound)",
+                ptr: "/workload/sessions/retention",
+                kind: PKind::Variant(&crate::variant::RETENTION),
+            },
+            Param {
+                id: "g-router",
+                label: "Router",
+                unit: "",
+                title: "How turns pick a worker: sticky keeps a session where its KV is; bounded affinity leaves when the worker's queue penalty passes the best one's by more than the slack",
+                ptr: "/cluster/router",
+                kind: PKind::Variant(&crate::variant::ROUTER),
+            },
+            Param {
+                id: "g-host",
+                label: "Host tier",
+                unit: "",
+                title: "Host memory for sessions' KV and its link to HBM",
+                ptr: "/engine/host_kv",
+                kind: PKind::Variant(&crate::variant::HOST_TIER),
+            },
+            Param {
+                id: "g-tools",
+                label: "Tools",
+                unit: "JSON: [{name, weight, mean_s, cv}] — latency lognormal by mean and CV",
+                title: "The tools a turn's end calls, picked by weight",
+                ptr: "/workload/sessions/tools",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::AgentPolicies,
+        group: "Agents",
+        sentence: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
+        params: &[
+            Param {
+                id: "a-rate",
+                label: "Session rate",
+                unit: "sessions/s",
+                title: "Sessions starting per second (each arrival of the scenario's process starts one)",
+                ptr: "/workload/arrival/rate_rps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "a-sessions",
+                label: "Sessions",
+                unit: "",
+                title: "Sessions the run starts",
+                ptr: "/workload/requests",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "a-replicas",
+                label: "Replicas",
+                unit: "",
+                title: "Workers the router spreads turns over",
+                ptr: "/cluster/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "a-ttl",
+                label: "TTL",
+                unit: "s",
+                title: "How long the TTL policy keeps a history in HBM after a turn",
+                ptr: "study:ttl_s",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "a-slack",
+                label: "Affinity slack",
+                unit: "ms",
+                title: "Bounded affinity leaves a session's worker when its queue penalty passes the best one's by more than this",
+                ptr: "study:slack_ms",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "a-host",
+                label: "Host tier",
+                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
+                title: "Host memory per worker and its link, for host offload",
+                ptr: "study:host_kv",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::TtlSweep,
+        group: "Agents",
+        sentence: "How long to keep a session's KV in HBM after a turn: each TTL's p95 turn TTFT against the HBM it holds, with the Pareto frontier of the two.",
+        params: &[
+            Param {
+                id: "t-rate",
+                label: "Session rate",
+                unit: "sessions/s",
+                title: "Sessions starting per second",
+                ptr: "/workload/arrival/rate_rps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "t-replicas",
+                label: "Replicas",
+                unit: "",
+                title: "Workers",
+                ptr: "/cluster/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "t-ttls",
+                label: "TTLs",
+                unit: "JSON list of s; null = ∞ (no expiry)",
+                title: "The TTLs to try, e.g. [0, 1, 5, 30, null]",
+                ptr: "study:ttl_s",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::TieredKv,
+        group: "Agents",
+        sentence: "HBM, host memory or recomputation for a session's KV — stateless, TTL, bounded affinity, host offload and the gap oracle's bound — then the same policies as the HBM budget for retention shrinks.",
+        params: &[
+            Param {
+                id: "k-rate",
+                label: "Session rate",
+                unit: "sessions/s",
+                title: "Sessions starting per second",
+                ptr: "/workload/arrival/rate_rps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "k-replicas",
+                label: "Replicas",
+                unit: "",
+                title: "Workers",
+                ptr: "/cluster/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "k-ttl",
+                label: "TTL",
+                unit: "s",
+                title: "The TTL policy's time to live",
+                ptr: "study:ttl_s",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "k-slack",
+                label: "Affinity slack",
+                unit: "ms",
+                title: "Bounded affinity's slack",
+                ptr: "study:slack_ms",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "k-host",
+                label: "Host tier",
+                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
+                title: "Host memory per worker and its link",
+                ptr: "study:host_kv",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "k-budgets",
+                label: "HBM budgets",
+                unit: "JSON list, × the reference working set",
+                title: "Per-replica retention budgets as multiples of the most idle history a worker holds under full retention",
+                ptr: "study:budgets",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::AffinitySlack,
+        group: "Agents",
+        sentence: "How much load imbalance a turn should accept to stay where its KV is: bounded affinity's slack swept from load balancing to sticky.",
+        params: &[
+            Param {
+                id: "f-rate",
+                label: "Session rate",
+                unit: "sessions/s",
+                title: "Sessions starting per second",
+                ptr: "/workload/arrival/rate_rps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "f-replicas",
+                label: "Replicas",
+                unit: "",
+                title: "Workers",
+                ptr: "/cluster/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "f-slacks",
+                label: "Slacks",
+                unit: "JSON list of ms",
+                title: "The slacks to try, e.g. [0, 50, 250, 1000]",
+                ptr: "study:slack_ms",
+                kind: PKind::Json,
+            },
+        ],
+    },
 ];
 
 /// The options a panel starts with: the study's defaults, and an example treatment where one is required.
@@ -237,7 +681,24 @@ mod tests {
         let kinds: Vec<Kind> = PANELS.iter().map(|p| p.kind).collect();
         assert_eq!(kinds, Kind::ALL.to_vec());
         let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
-        assert_eq!(names, ["lab", "ranking", "capacity", "pd", "explorer", "paired", "sensitivity", "agent-sessions", "agent-policies", "ttl-sweep", "tiered-kv", "affinity-slack", "calibration"]);
+        assert_eq!(
+            names,
+            [
+                "lab",
+                "ranking",
+                "capacity",
+                "pd",
+                "explorer",
+                "paired",
+                "sensitivity",
+                "agent-sessions",
+                "agent-policies",
+                "ttl-sweep",
+                "tiered-kv",
+                "affinity-slack",
+                "calibration"
+            ]
+        );
     }
 
     /// A `study:` field edits an option of the study's options struct, and every option has a field — but
@@ -251,7 +712,11 @@ mod tests {
             assert!(!options.is_empty(), "{}: no options read off the struct", p.name());
             let fields: Vec<&str> = p.params.iter().filter_map(|f| f.ptr.strip_prefix("study:")).collect();
             for f in &fields {
-                assert!(options.iter().any(|o| o == f), "{}: field `{f}` is not an option (options: {options:?})", p.name());
+                assert!(
+                    options.iter().any(|o| o == f),
+                    "{}: field `{f}` is not an option (options: {options:?})",
+                    p.name()
+                );
                 checked += 1;
             }
             if p.kind != Kind::Pd {

@@ -7,19 +7,19 @@ use std::collections::HashMap;
 
 use inferscale::study::{self, Cell, Format, Job, RunSummary, Study, StudyReport};
 use inferscale_worker::{Input, Output};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlInputElement, HtmlSelectElement};
 
-use super::{esc, now_ms, window, App};
-use crate::exports;
-use crate::sort::Sort;
-use crate::workers::Pool;
+use super::{App, esc, now_ms, window};
 use crate::charts;
 use crate::details;
+use crate::exports;
 use crate::panels::{LabPanel, Panel};
-use crate::study_defs::{default_options, panel, registry, PKind, PanelDef, Param};
+use crate::sort::Sort;
+use crate::study_defs::{PKind, PanelDef, Param, default_options, panel, registry};
 use crate::variant::Variant;
+use crate::workers::Pool;
 
 /// A study running in the page.
 pub(super) struct Active {
@@ -83,7 +83,11 @@ impl App {
                 let Some(a) = links.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
                 let on = a.get_attribute("data-panel").as_deref() == Some(name);
                 a.class_list().toggle_with_force("active", on).ok();
-                if on { a.set_attribute("aria-current", "page").ok() } else { a.remove_attribute("aria-current").ok() };
+                if on {
+                    a.set_attribute("aria-current", "page").ok()
+                } else {
+                    a.remove_attribute("aria-current").ok()
+                };
             }
         }
         if name == "calibration" {
@@ -101,7 +105,11 @@ impl App {
             }
             let busy = self.study.active.as_ref().is_some_and(|a| a.name == name);
             if !busy {
-                self.el("study-status").set_text_content(Some(if self.study.reports.contains_key(name) { "Showing the last result" } else { "Ready" }));
+                self.el("study-status").set_text_content(Some(if self.study.reports.contains_key(name) {
+                    "Showing the last result"
+                } else {
+                    "Ready"
+                }));
             }
         }
     }
@@ -117,20 +125,50 @@ impl App {
                         f.id,
                         f.ptr,
                         esc(f.title),
-                        opts.iter().map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l))).collect::<String>()
+                        opts.iter()
+                            .map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l)))
+                            .collect::<String>()
                     ),
-                    PKind::Int => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"1\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
-                    PKind::Num | PKind::OptNum => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
-                    PKind::Bool => format!("<input id=\"{}\" data-ptr=\"{}\" type=\"checkbox\" title=\"{}\">", f.id, f.ptr, esc(f.title)),
-                    PKind::Json => format!("<textarea id=\"{}\" data-ptr=\"{}\" rows=\"6\" spellcheck=\"false\" title=\"{}\"></textarea>", f.id, f.ptr, esc(f.title)),
+                    PKind::Int => format!(
+                        "<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"1\" min=\"0\" title=\"{}\">",
+                        f.id,
+                        f.ptr,
+                        esc(f.title)
+                    ),
+                    PKind::Num | PKind::OptNum => format!(
+                        "<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">",
+                        f.id,
+                        f.ptr,
+                        esc(f.title)
+                    ),
+                    PKind::Bool => format!(
+                        "<input id=\"{}\" data-ptr=\"{}\" type=\"checkbox\" title=\"{}\">",
+                        f.id,
+                        f.ptr,
+                        esc(f.title)
+                    ),
+                    PKind::Json => format!(
+                        "<textarea id=\"{}\" data-ptr=\"{}\" rows=\"6\" spellcheck=\"false\" title=\"{}\"></textarea>",
+                        f.id,
+                        f.ptr,
+                        esc(f.title)
+                    ),
                     PKind::Variant(var) => return variant_html(f, var),
                 };
-                let unit = if f.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(f.unit)) };
+                let unit = if f.unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" <span class=\"unit\">{}</span>", esc(f.unit))
+                };
                 let wide = if f.kind == PKind::Json { " class=\"wide\"" } else { "" };
                 format!("<label{wide}>{}{unit}{input}</label>", esc(f.label))
             })
             .collect();
-        let legend = if p.params.iter().all(|f| f.ptr.starts_with('/')) { "Study inputs <span class=\"unit\">saved in the scenario</span>" } else { "Study options <span class=\"unit\">in the link; the CLI's --params</span>" };
+        let legend = if p.params.iter().all(|f| f.ptr.starts_with('/')) {
+            "Study inputs <span class=\"unit\">saved in the scenario</span>"
+        } else {
+            "Study options <span class=\"unit\">in the link; the CLI's --params</span>"
+        };
         self.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
     }
 
@@ -197,10 +235,12 @@ impl App {
             let raw = match f.ptr.strip_prefix("study:") {
                 Some(key) => match (key, options.get(key)) {
                     // An explorer without a list shows the candidates it will derive from the scenario.
-                    ("candidates", None | Some(Value::Null)) => inferscale::scenario::parse(&text).ok().and_then(|spec| {
-                        let sc = inferscale::scenario::validate(&spec).ok()?;
-                        serde_json::to_value(inferscale::study::explorer::default_candidates(&spec, &sc)).ok()
-                    }),
+                    ("candidates", None | Some(Value::Null)) => {
+                        inferscale::scenario::parse(&text).ok().and_then(|spec| {
+                            let sc = inferscale::scenario::validate(&spec).ok()?;
+                            serde_json::to_value(inferscale::study::explorer::default_candidates(&spec, &sc)).ok()
+                        })
+                    }
                     (_, x) => x.cloned(),
                 },
                 None => full.pointer(f.ptr).cloned(),
@@ -237,11 +277,22 @@ impl App {
         self.el("study-workers").set_attribute("placeholder", &cores.clamp(1, 16).to_string()).ok();
         let name = v.pointer("/name").and_then(Value::as_str).unwrap_or("unnamed");
         let unit = if v.pointer("/workload/sessions").is_some() { "sessions" } else { "requests" };
-        let n = v.pointer("/workload/requests").map(|x| format!("{x} {unit}")).unwrap_or_else(|| format!("trace {unit}"));
+        let n =
+            v.pointer("/workload/requests").map(|x| format!("{x} {unit}")).unwrap_or_else(|| format!("trace {unit}"));
         let model = v.pointer("/model/preset").and_then(Value::as_str).unwrap_or("custom model");
         let device = v.pointer("/hardware/device").and_then(Value::as_str).unwrap_or("custom device");
-        let classes: Vec<&str> = v.pointer("/workload/sessions/classes").and_then(Value::as_array).map_or(vec![], |c| c.iter().filter_map(|x| x.get("name").and_then(Value::as_str)).collect());
-        let mix = if classes.is_empty() { String::new() } else { format!(", session classes {} (each field below that a class sets for itself does not apply to it)", classes.join(", ")) };
+        let classes: Vec<&str> = v
+            .pointer("/workload/sessions/classes")
+            .and_then(Value::as_array)
+            .map_or(vec![], |c| c.iter().filter_map(|x| x.get("name").and_then(Value::as_str)).collect());
+        let mix = if classes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", session classes {} (each field below that a class sets for itself does not apply to it)",
+                classes.join(", ")
+            )
+        };
         self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}{mix}")));
         self.mark_inherited(p, &v);
     }
@@ -314,7 +365,9 @@ impl App {
             }
             PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
             PKind::Int => details::set(&mut v, &ptr, raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw))),
-            PKind::Num | PKind::OptNum => details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw))),
+            PKind::Num | PKind::OptNum => {
+                details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw)))
+            }
             PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
             PKind::Variant(_) => {} // variant_changed wrote it
         }
@@ -352,8 +405,11 @@ impl App {
     /// The panel's study from the scenario and its options, built by the core (which validates both); its
     /// errors shown by their fields, and Run enabled only when there are none.
     fn build_study(&self) -> Option<Box<dyn Study>> {
-        let fields = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
-        let built = inferscale::scenario::parse(&self.scenario_text()).map_err(fields).and_then(|spec| study::build(&self.panel, &spec, &self.study_options()).map_err(fields));
+        let fields =
+            |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
+        let built = inferscale::scenario::parse(&self.scenario_text())
+            .map_err(fields)
+            .and_then(|spec| study::build(&self.panel, &spec, &self.study_options()).map_err(fields));
         self.show_study_errors(built.as_ref().err().map_or(&[][..], |e| e.as_slice()));
         built.ok()
     }
@@ -374,7 +430,9 @@ impl App {
                     for n in &numbers {
                         super::mark_field(&self.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
                     }
-                    let rest = errors.iter().find(|(path, _)| under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key))));
+                    let rest = errors.iter().find(|(path, _)| {
+                        under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key)))
+                    });
                     super::mark_field(&self.el(f.id), rest.map(|h| h.1.as_str()));
                     continue;
                 }
@@ -395,7 +453,8 @@ impl App {
     }
 
     fn worker_count(&self) -> usize {
-        let want = self.el("study-workers").dyn_into::<HtmlInputElement>().ok().and_then(|i| i.value().parse::<usize>().ok());
+        let want =
+            self.el("study-workers").dyn_into::<HtmlInputElement>().ok().and_then(|i| i.value().parse::<usize>().ok());
         let cores = window().navigator().hardware_concurrency() as usize;
         want.unwrap_or(cores).clamp(1, 16)
     }
@@ -414,13 +473,22 @@ impl App {
         }
         let Some(st) = self.build_study() else { return };
         let name = self.panel.clone();
-        let _ = window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
+        let _ =
+            window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
         let n = self.worker_count();
         if self.workers_len() != n {
             self.spawn_study_workers(n);
         }
         self.study.run_id += 1;
-        self.study.active = Some(Active { name, study: st, batch: Vec::new(), results: Vec::new(), next_job: 0, done_before: 0, started_ms: now_ms() });
+        self.study.active = Some(Active {
+            name,
+            study: st,
+            batch: Vec::new(),
+            results: Vec::new(),
+            next_job: 0,
+            done_before: 0,
+            started_ms: now_ms(),
+        });
         self.set_study_buttons();
         self.el("study-status").set_text_content(Some("Running…"));
         self.el("study-status").set_attribute("data-workers", &n.to_string()).ok();
@@ -465,7 +533,13 @@ impl App {
         let job = &a.batch[a.next_job];
         // A batch of one run reports its requests' progress (a study of many shows runs done).
         let progress = a.batch.len() == 1;
-        let msg = Input::Job { run_id, job: a.next_job as u32, label: job.label.clone(), scenario_json: serde_json::to_string(&job.spec).unwrap_or_default(), progress };
+        let msg = Input::Job {
+            run_id,
+            job: a.next_job as u32,
+            label: job.label.clone(),
+            scenario_json: serde_json::to_string(&job.spec).unwrap_or_default(),
+            progress,
+        };
         a.next_job += 1;
         if let Some(p) = &self.study.workers {
             p.send(w, msg);
@@ -487,7 +561,11 @@ impl App {
                 let total = total.max(done).max(1);
                 let elapsed = (now_ms() - a.started_ms) / 1000.0;
                 let f = done as f64 / total as f64;
-                let left = if f > 0.0 && f < 1.0 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+                let left = if f > 0.0 && f < 1.0 {
+                    format!(", about {:.0} s left", elapsed * (1.0 - f) / f)
+                } else {
+                    String::new()
+                };
                 let text = format!("Running: {done} of {total} runs done{left}");
                 let complete = finished == a.results.len();
                 self.study_progress(f);
@@ -504,7 +582,10 @@ impl App {
             Output::Progress { run_id, done, expected } if run_id == self.study.run_id => {
                 let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
                 self.study_progress(f);
-                self.el("study-status").set_text_content(Some(&format!("Running: 0 of 1 runs done, its requests {:.0} % done", f * 100.0)));
+                self.el("study-status").set_text_content(Some(&format!(
+                    "Running: 0 of 1 runs done, its requests {:.0} % done",
+                    f * 100.0
+                )));
             }
             Output::Invalid { run_id, errors } if run_id == self.study.run_id => {
                 self.stop_study("A run of the study was refused");
@@ -546,9 +627,19 @@ impl App {
             self.study.order = (0..r.rows.len()).collect();
         }
         self.render_study_table(r);
-        let charts: String = r.charts.iter().enumerate().map(|(i, c)| crate::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320)).collect();
+        let charts: String = r
+            .charts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| crate::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320))
+            .collect();
         self.el("study-charts").set_inner_html(&charts);
-        let figures: Vec<crate::figure::Figure> = r.charts.iter().enumerate().filter_map(|(i, c)| charts::study_figure(&format!("study-chart-{i}"), c)).collect();
+        let figures: Vec<crate::figure::Figure> = r
+            .charts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| charts::study_figure(&format!("study-chart-{i}"), c))
+            .collect();
         self.label_figures(&figures);
         self.study.figures = figures;
         let notes: String = r.notes.iter().map(|n| format!("<li>{}</li>", esc(n))).collect();
@@ -579,11 +670,28 @@ impl App {
     pub(super) fn study_click(&mut self, target: &Element) {
         if let Some(id) = target.get_attribute("data-png") {
             if let Some(r) = self.study.reports.get(&self.panel) {
-                exports::png(&id, &format!("inferscale-study-{}-{}-seed{}-{}.png", r.study, r.scenario, r.seed, id.trim_start_matches("study-")));
+                exports::png(
+                    &id,
+                    &format!(
+                        "inferscale-study-{}-{}-seed{}-{}.png",
+                        r.study,
+                        r.scenario,
+                        r.seed,
+                        id.trim_start_matches("study-")
+                    ),
+                );
             }
             return;
         }
-        let Some(col) = target.closest("th").ok().flatten().and_then(|th| th.get_attribute("data-scol")).and_then(|c| c.parse::<usize>().ok()) else { return };
+        let Some(col) = target
+            .closest("th")
+            .ok()
+            .flatten()
+            .and_then(|th| th.get_attribute("data-scol"))
+            .and_then(|c| c.parse::<usize>().ok())
+        else {
+            return;
+        };
         let Some(r) = self.study.reports.get(&self.panel).cloned() else { return };
         self.study.sort.click(col);
         let desc = self.study.sort.desc;
@@ -620,8 +728,15 @@ impl App {
 
 /// A variant field: its select of kinds, then a labelled number input per number any kind takes.
 fn variant_html(f: &Param, var: &Variant) -> String {
-    let options: String = var.choices.iter().map(|c| format!("<option value=\"{}\">{}</option>", c.value, esc(c.label))).collect();
-    let mut html = format!("<label>{}<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{options}</select></label>", esc(f.label), f.id, f.ptr, esc(f.title));
+    let options: String =
+        var.choices.iter().map(|c| format!("<option value=\"{}\">{}</option>", c.value, esc(c.label))).collect();
+    let mut html = format!(
+        "<label>{}<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{options}</select></label>",
+        esc(f.label),
+        f.id,
+        f.ptr,
+        esc(f.title)
+    );
     for n in var.numbers() {
         let id = format!("{}-{}", f.id, n.key);
         html.push_str(&format!(
@@ -653,6 +768,15 @@ fn cell_html(c: &study::Cell, col: &study::Column) -> String {
 /// A report's further table, under its title, in its own order (the first table's sort does not move it).
 fn extra_table(k: usize, t: &study::Table) -> String {
     let head: String = t.columns.iter().map(|c| format!("<th>{}</th>", header_html(c))).collect();
-    let body: String = (t.rows.iter()).map(|row| format!("<tr>{}</tr>", row.iter().zip(&t.columns).map(|(c, col)| cell_html(c, col)).collect::<String>())).collect();
-    format!("<h3 class=\"table-title\">{}</h3><div class=\"table-wrap\"><table id=\"study-table-{}\" aria-label=\"{}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>", esc(&t.title), k + 1, esc(&t.title))
+    let body: String = (t.rows.iter())
+        .map(|row| {
+            format!("<tr>{}</tr>", row.iter().zip(&t.columns).map(|(c, col)| cell_html(c, col)).collect::<String>())
+        })
+        .collect();
+    format!(
+        "<h3 class=\"table-title\">{}</h3><div class=\"table-wrap\"><table id=\"study-table-{}\" aria-label=\"{}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
+        esc(&t.title),
+        k + 1,
+        esc(&t.title)
+    )
 }

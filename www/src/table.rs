@@ -66,8 +66,7 @@ pub fn page<T>(rows: &[T], page: usize, size: usize) -> &[T] {
     &rows[start..(start + size).min(rows.len())]
 }
 
-impl Table {
-}
+impl Table {}
 
 /// A CSV column's header as the table shows it: the unit in words, latencies in ms.
 pub fn display_header(h: &str) -> String {
@@ -77,7 +76,10 @@ pub fn display_header(h: &str) -> String {
         "ttft_s" => "TTFT (ms)".into(),
         "e2e_s" => "E2E (ms)".into(),
         "tpot_s" => "TPOT (ms)".into(),
-        other => other.trim_end_matches("_tokens").replace('_', " ") + if other.ends_with("_tokens") { " (tokens)" } else { "" },
+        other => {
+            other.trim_end_matches("_tokens").replace('_', " ")
+                + if other.ends_with("_tokens") { " (tokens)" } else { "" }
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! number input per number; an input shows only while its kind is chosen. Plain JSON editing, so its tests
 //! run natively.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 #[derive(PartialEq)]
 pub(crate) struct Variant {
@@ -127,7 +127,11 @@ pub(crate) const RETENTION: Variant = Variant {
     choices: &[
         Choice { value: "stateless", label: "stateless", numbers: &[] },
         Choice { value: "retain", label: "retain in HBM", numbers: &[] },
-        Choice { value: "ttl", label: "TTL in HBM", numbers: &[Number { key: "ttl_s", label: "TTL", unit: "s; empty: no expiry", default: Some(10.0) }] },
+        Choice {
+            value: "ttl",
+            label: "TTL in HBM",
+            numbers: &[Number { key: "ttl_s", label: "TTL", unit: "s; empty: no expiry", default: Some(10.0) }],
+        },
         Choice { value: "host_offload", label: "host offload", numbers: &[] },
         Choice { value: "gap_oracle", label: "gap oracle (a bound)", numbers: &[] },
     ],
@@ -143,7 +147,11 @@ pub(crate) const ROUTER: Variant = Variant {
         Choice { value: "power_of_two", label: "power of two choices", numbers: &[] },
         Choice { value: "random", label: "random", numbers: &[] },
         Choice { value: "sticky", label: "sticky", numbers: &[] },
-        Choice { value: "bounded_affinity", label: "bounded affinity", numbers: &[Number { key: "slack_ms", label: "Affinity slack", unit: "ms", default: Some(50.0) }] },
+        Choice {
+            value: "bounded_affinity",
+            label: "bounded affinity",
+            numbers: &[Number { key: "slack_ms", label: "Affinity slack", unit: "ms", default: Some(50.0) }],
+        },
         Choice { value: "central_queue", label: "central queue", numbers: &[] },
     ],
 };
@@ -174,7 +182,13 @@ pub(crate) fn inherited_by(v: &Value, ptr: &str) -> Option<Vec<String>> {
         return None;
     }
     let classes = v.pointer("/workload/sessions/classes")?.as_array().filter(|c| !c.is_empty())?;
-    Some(classes.iter().filter(|c| c.get(key).is_none()).map(|c| c.get("name").and_then(Value::as_str).unwrap_or("?").to_string()).collect())
+    Some(
+        classes
+            .iter()
+            .filter(|c| c.get(key).is_none())
+            .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("?").to_string())
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -186,7 +200,10 @@ mod tests {
         let mix: Value = serde_json::from_str(include_str!("../../scenarios/agent-mix.json")).unwrap();
         assert_eq!(inherited_by(&mix, "/workload/sessions/turns/mean"), Some(vec![]), "every class sets its turns");
         assert_eq!(inherited_by(&mix, "/workload/sessions/first_tokens/mean"), Some(vec!["quick_fix".to_string()]));
-        assert_eq!(inherited_by(&mix, "/workload/sessions/tools"), Some(vec!["quick_fix".to_string(), "feature".to_string()]));
+        assert_eq!(
+            inherited_by(&mix, "/workload/sessions/tools"),
+            Some(vec!["quick_fix".to_string(), "feature".to_string()])
+        );
         assert_eq!(inherited_by(&mix, "/workload/sessions/retention"), None, "retention is the sessions' alone");
         let plain: Value = serde_json::from_str(include_str!("../../scenarios/agent-sessions.json")).unwrap();
         assert_eq!(inherited_by(&plain, "/workload/sessions/turns/mean"), None);
@@ -208,11 +225,22 @@ mod tests {
         RETENTION.set_number(&mut v, p, "ttl_s", "");
         assert_eq!(v.pointer(p).unwrap(), &json!({"kind": "ttl"}), "empty: no expiry");
         RETENTION.set_number(&mut v, p, "ttl_s", "-");
-        assert_eq!(v.pointer(p).unwrap(), &json!({"kind": "ttl", "ttl_s": "-"}), "the text, for the core to refuse at its field");
+        assert_eq!(
+            v.pointer(p).unwrap(),
+            &json!({"kind": "ttl", "ttl_s": "-"}),
+            "the text, for the core to refuse at its field"
+        );
         RETENTION.choose(&mut v, p, "ttl");
         assert_eq!(v.pointer(p).unwrap(), &json!({"kind": "ttl", "ttl_s": "-"}), "a kept value is kept as typed");
         let none = json!({});
-        assert_eq!((RETENTION.chosen(&none, p), ROUTER.chosen(&none, "/cluster/router"), HOST_TIER.chosen(&none, "/engine/host_kv")), ("stateless", "round_robin", "none"));
+        assert_eq!(
+            (
+                RETENTION.chosen(&none, p),
+                ROUTER.chosen(&none, "/cluster/router"),
+                HOST_TIER.chosen(&none, "/engine/host_kv")
+            ),
+            ("stateless", "round_robin", "none")
+        );
     }
 
     #[test]
@@ -221,7 +249,10 @@ mod tests {
         let p = "/engine/host_kv";
         HOST_TIER.choose(&mut v, p, "host");
         assert_eq!(v.pointer(p).unwrap(), &json!({"capacity_gb": 256, "bandwidth_gbps": 25, "latency_ms": 0.05}));
-        assert_eq!([shown(&json!(1e-300)), shown(&json!(10.0)), shown(&json!(256)), shown(&json!(0.05))], ["1e-300", "10", "256", "0.05"]);
+        assert_eq!(
+            [shown(&json!(1e-300)), shown(&json!(10.0)), shown(&json!(256)), shown(&json!(0.05))],
+            ["1e-300", "10", "256", "0.05"]
+        );
         assert_eq!(HOST_TIER.chosen(&v, p), "host");
         HOST_TIER.set_number(&mut v, p, "bandwidth_gbps", "100");
         HOST_TIER.choose(&mut v, p, "none");
@@ -231,14 +262,21 @@ mod tests {
         ROUTER.set_number(&mut w, "/cluster/router", "slack_ms", "5");
         HOST_TIER.set_number(&mut w, p, "capacity_gb", "5");
         assert_eq!(w, json!({"engine": {}}));
-        assert_eq!(HOST_TIER.numbers().iter().map(|n| n.key).collect::<Vec<_>>(), ["capacity_gb", "bandwidth_gbps", "latency_ms"]);
+        assert_eq!(
+            HOST_TIER.numbers().iter().map(|n| n.key).collect::<Vec<_>>(),
+            ["capacity_gb", "bandwidth_gbps", "latency_ms"]
+        );
     }
 
     /// Each choice is a kind the core accepts, with its numbers' defaults.
     #[test]
     fn every_choice_is_accepted_by_the_core() {
         let base: Value = serde_json::from_str(include_str!("../../scenarios/agent-sessions.json")).unwrap();
-        for (var, ptr) in [(&RETENTION, "/workload/sessions/retention"), (&ROUTER, "/cluster/router"), (&HOST_TIER, "/engine/host_kv")] {
+        for (var, ptr) in [
+            (&RETENTION, "/workload/sessions/retention"),
+            (&ROUTER, "/cluster/router"),
+            (&HOST_TIER, "/engine/host_kv"),
+        ] {
             for c in var.choices {
                 let mut v = base.clone();
                 var.choose(&mut v, ptr, c.value);

@@ -1,0 +1,157 @@
+//! Request classes and tenants — lengths, objectives, priorities, token buckets and mix weights — validated
+//! from their spec (a leaf of the workload: the workload and the sessions' classes build on it).
+
+use super::LengthDist;
+use crate::spec::{ClassSpec, Errors, LengthSpec, TenantSpec, ms_to_ns};
+
+pub(crate) const MAX_TOKENS: u32 = 10_000_000;
+/// At most this many classes (each is a row of the report's per-class tables).
+const MAX_CLASSES: usize = 64;
+
+/// Latency objectives in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Slo {
+    pub ttft_ns: Option<u64>,
+    pub tpot_ns: Option<u64>,
+    pub e2e_ns: Option<u64>,
+}
+
+/// A validated request class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Class {
+    pub name: String,
+    pub priority: u32,
+    pub prompt: LengthDist,
+    pub output: LengthDist,
+    pub slo: Slo,
+}
+
+/// A validated tenant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tenant {
+    pub name: String,
+    /// Token-bucket refill, tokens per second (None: no bucket for this tenant).
+    pub rate_tokens_per_s: Option<f64>,
+    pub burst_tokens: f64,
+}
+
+/// The classes and their cumulative weights.
+pub(super) fn classes(specs: &[ClassSpec], e: &mut Errors) -> (Vec<Class>, Vec<f64>) {
+    if specs.is_empty() || specs.len() > MAX_CLASSES {
+        e.push("workload.classes", format!("must list 1 to {MAX_CLASSES} classes (got {})", specs.len()));
+        return (Vec::new(), Vec::new());
+    }
+    let classes = specs.iter().enumerate().filter_map(|(i, c)| Class::build(c, i, e)).collect();
+    (classes, cdf(specs.iter().map(|c| c.weight), "workload.classes", e))
+}
+
+impl Class {
+    /// Class `i` of the workload; errors under `workload.classes[i].`.
+    fn build(c: &ClassSpec, i: usize, e: &mut Errors) -> Option<Class> {
+        let p = format!("workload.classes[{i}]");
+        e.range(&format!("{p}.weight"), c.weight, 0.0, 1e9);
+        e.int(&format!("{p}.priority"), c.priority as u64, 0, 1000);
+        let prompt = validate_length(&c.prompt_tokens, &format!("{p}.prompt_tokens"), e);
+        let output = validate_length(&c.output_tokens, &format!("{p}.output_tokens"), e);
+        let mut slo = Slo::default();
+        for (name, v, slot) in [
+            ("ttft_ms", c.slo.ttft_ms, &mut slo.ttft_ns),
+            ("tpot_ms", c.slo.tpot_ms, &mut slo.tpot_ns),
+            ("e2e_ms", c.slo.e2e_ms, &mut slo.e2e_ns),
+        ] {
+            if let Some(v) = v
+                && e.range_open_lo(&format!("{p}.slo.{name}"), v, 0.0, 1e9)
+            {
+                *slot = Some(ms_to_ns(v));
+            }
+        }
+        Some(Class { name: c.name.clone(), priority: c.priority, prompt: prompt?, output: output?, slo })
+    }
+}
+
+/// The tenants and their cumulative weights.
+pub(super) fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec<f64>) {
+    if specs.is_empty() || specs.len() > 1024 {
+        e.push("workload.tenants", format!("must list 1 to 1024 tenants (got {})", specs.len()));
+    }
+    let mut tenants = Vec::new();
+    for (i, t) in specs.iter().enumerate() {
+        let p = format!("workload.tenants[{i}]");
+        e.range(&format!("{p}.weight"), t.weight, 0.0, 1e9);
+        if let Some(r) = t.rate_tokens_per_s {
+            e.range_open_lo(&format!("{p}.rate_tokens_per_s"), r, 0.0, 1e12);
+        }
+        if let Some(b) = t.burst_tokens {
+            e.range(&format!("{p}.burst_tokens"), b, 1.0, 1e12);
+        }
+        tenants.push(Tenant {
+            name: t.name.clone(),
+            rate_tokens_per_s: t.rate_tokens_per_s,
+            burst_tokens: t.burst_tokens.unwrap_or(0.0),
+        });
+    }
+    (tenants, cdf(specs.iter().map(|t| t.weight), "workload.tenants", e))
+}
+
+/// Normalised cumulative weights; an error if they do not sum to something positive (each weight is checked
+/// at its field, 0 … 1e9, by the caller).
+pub(super) fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors) -> Vec<f64> {
+    let w: Vec<f64> = weights.collect();
+    let total: f64 = w.iter().sum();
+    if !(total > 0.0 && total.is_finite()) {
+        e.push(path, "weights must be ≥ 0 and sum to more than 0");
+        return vec![];
+    }
+    let mut acc = 0.0;
+    let mut out: Vec<f64> = w
+        .iter()
+        .map(|x| {
+            acc += x;
+            acc / total
+        })
+        .collect();
+    if let Some(last) = out.last_mut() {
+        *last = 1.0;
+    }
+    out
+}
+
+pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
+    let max_t = MAX_TOKENS as u64;
+    match l {
+        LengthSpec::Fixed { tokens } => {
+            e.int(&format!("{p}.tokens"), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens))
+        }
+        LengthSpec::Uniform { min, max } => {
+            let a = e.int(&format!("{p}.min"), *min as u64, 1, max_t);
+            let b = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            if a && b && min > max {
+                e.push(format!("{p}.max"), format!("must be ≥ min ({min}) (got {max})"));
+                return None;
+            }
+            (a && b).then_some(LengthDist::Uniform { min: *min, max: *max })
+        }
+        LengthSpec::Lognormal { mean, cv, max } => {
+            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
+            let b = e.range(&format!("{p}.cv"), *cv, 0.0, 20.0);
+            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            (a && b && c).then(|| LengthDist::lognormal(*mean, *cv, *max))
+        }
+        LengthSpec::Geometric { mean, max } => {
+            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
+            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            (a && c).then(|| LengthDist::geometric(*mean, *max))
+        }
+        LengthSpec::Empirical { values } => {
+            if values.is_empty() || values.len() > 10_000_000 {
+                e.push(format!("{p}.values"), format!("must hold 1 to 10,000,000 lengths (got {})", values.len()));
+                return None;
+            }
+            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > MAX_TOKENS) {
+                e.push(format!("{p}.values[{i}]"), format!("must be from 1 to {MAX_TOKENS} (got {v})"));
+                return None;
+            }
+            Some(LengthDist::Empirical(values.clone()))
+        }
+    }
+}
