@@ -430,11 +430,16 @@ fn run_study(
     let mut st =
         study::build(name, &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let threads = common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // The runs are like the scenario: `threads` of them in memory at once, and all of them in time.
+    if threads == 0 {
+        return Err(Failure::Input("--threads: must be at least 1 (got 0)".into()));
+    }
+    // The runs are like the scenario: `threads` of them in memory at once (never more than the study has
+    // jobs: counted before any narrowing, so 2^32 threads is not 0), and all of them in time.
     let sc = scenario::validate(&spec).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
-    let jobs = st.progress().1.max(1) as u32;
+    let jobs = st.progress().1.max(1).min(u32::MAX as usize) as u32;
+    let threads = threads.min(jobs as usize);
     let raise = ", or raise the budget with --budget-gb";
-    sc.check_budget(budget, (threads as u32).min(jobs), raise)
+    sc.check_budget(budget, threads as u32, raise)
         .map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let per_job = scenario::Budget { memory_bytes: f64::INFINITY, steps: budget.steps };
     sc.check_budget(&per_job, jobs, raise)

@@ -671,7 +671,7 @@ impl<'a> Simulation<'a> {
         let send_ns = link.send_ns(prompt_tokens);
         let start = now.max(self.link_free_ns[l]);
         self.link_free_ns[l] = start + send_ns;
-        self.rec.on_transfer(l, send_ns, link.kv_bytes(prompt_tokens).round() as u64);
+        self.rec.on_transfer(l, send_ns, start + send_ns, link.kv_bytes(prompt_tokens).round() as u64);
         self.transfers.insert(id, Transfer { from, blocks, shared_group });
         self.schedule(start + send_ns + link.latency_ns, Event::TransferDone { request: id });
     }

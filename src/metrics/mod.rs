@@ -162,10 +162,21 @@ const _: () = {
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaCounters {
     pub steps: u64,
+    /// Time its steps took, each whole (a step in flight at the end included).
     pub busy_ns: u64,
+    /// When its last step ends, and (set at the end of the run) how much of it lies past the run's end.
+    pub busy_until_ns: u64,
+    pub past_end_ns: u64,
     pub running: u64,
     pub kv_used_blocks: u64,
     pub kv_peak_blocks: u64,
+}
+
+impl ReplicaCounters {
+    /// Busy time within the run (what a step in flight at its end took past it left out).
+    pub fn busy_in_run_ns(&self) -> u64 {
+        self.busy_ns - self.past_end_ns
+    }
 }
 
 /// Time-weighted series, one point per window.
@@ -235,6 +246,8 @@ pub struct Recorder {
     expected: u64,
     /// Disaggregated: busy time of each link, and the bytes sent.
     pub link_busy_ns: Vec<u64>,
+    /// When each link's last send ends.
+    link_until_ns: Vec<u64>,
     pub transfer_bytes: u64,
     /// Prefix caching: lookups at admission, hits, and the prompt tokens hits did not prefill.
     pub prefix_lookups: u64,
@@ -295,6 +308,7 @@ impl Recorder {
             end_ns: 0,
             expected,
             link_busy_ns: vec![0; sc.link_count()],
+            link_until_ns: vec![0; sc.link_count()],
             transfer_bytes: 0,
             prefix_lookups: 0,
             prefix_hits: 0,
@@ -391,9 +405,10 @@ impl Recorder {
         self.sess.on_retained(now, hbm, host);
     }
 
-    /// A prompt's KV went onto link `link` for `send_ns`, `bytes` of it.
-    pub fn on_transfer(&mut self, link: usize, send_ns: u64, bytes: u64) {
+    /// A prompt's KV went onto link `link` for `send_ns`, until `until_ns`, `bytes` of it.
+    pub fn on_transfer(&mut self, link: usize, send_ns: u64, until_ns: u64, bytes: u64) {
         self.link_busy_ns[link] += send_ns;
+        self.link_until_ns[link] = until_ns;
         self.transfer_bytes += bytes;
     }
 
@@ -485,6 +500,7 @@ impl Recorder {
         let rc = &mut self.replicas[r];
         rc.steps += 1;
         rc.busy_ns += c.total_ns;
+        rc.busy_until_ns = self.last_ns + c.total_ns;
         self.set_replica(r, running, kv_used);
     }
 
@@ -544,6 +560,14 @@ impl Recorder {
             self.sess.finish(end_ns);
         }
         self.end_ns = end_ns;
+        // A run cut by its horizon (or the clock's end) has a step or a send in flight: busy time counts
+        // only up to the end, so a busy fraction is a share of the run.
+        for rc in &mut self.replicas {
+            rc.past_end_ns = rc.busy_until_ns.saturating_sub(end_ns).min(rc.busy_ns);
+        }
+        for (busy, until) in self.link_busy_ns.iter_mut().zip(&self.link_until_ns) {
+            *busy -= until.saturating_sub(end_ns).min(*busy);
+        }
         let partial = end_ns - self.series.start_ns;
         if partial > 0 || self.series.points.is_empty() {
             self.close_window(partial);

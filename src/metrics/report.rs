@@ -204,6 +204,8 @@ struct Span {
     worker_blocks: Vec<u64>,
     all_blocks: u64,
     total_busy: u64,
+    /// Busy time within the run: the steps in flight at its end count only up to it.
+    busy_in_run: u64,
     /// Steps, at least 1 (a divisor).
     steps: f64,
 }
@@ -222,6 +224,7 @@ impl Span {
             all_blocks: worker_blocks.iter().sum(),
             worker_blocks,
             total_busy: rec.replicas.iter().map(|r| r.busy_ns).sum(),
+            busy_in_run: rec.replicas.iter().map(|r| r.busy_in_run_ns()).sum(),
             steps: rec.steps.max(1) as f64,
         }
     }
@@ -399,7 +402,7 @@ fn engine_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> EngineSummary {
         kv_capacity_tokens: main_pool.engine.kv_capacity_tokens,
         kv_blocks: main_pool.engine.kv_total_blocks,
         busy_fraction: if span.duration_ns > 0 {
-            span.total_busy as f64 / (sc.worker_count() as u64 as f64 * span.end as f64)
+            span.busy_in_run as f64 / (sc.worker_count() as u64 as f64 * span.end as f64)
         } else {
             0.0
         },
@@ -449,7 +452,7 @@ fn replica_summaries(rec: &Recorder, span: &Span) -> Vec<ReplicaSummary> {
         .map(|(i, r)| ReplicaSummary {
             replica: i as u32,
             steps: r.steps,
-            busy_fraction: if end > 0 { r.busy_ns as f64 / end as f64 } else { 0.0 },
+            busy_fraction: if end > 0 { r.busy_in_run_ns() as f64 / end as f64 } else { 0.0 },
             kv_peak_fraction: r.kv_peak_blocks as f64 / span.worker_blocks[i] as f64,
         })
         .collect()
@@ -459,7 +462,7 @@ fn replica_summaries(rec: &Recorder, span: &Span) -> Vec<ReplicaSummary> {
 fn pool_summaries(sc: &Scenario, rec: &Recorder, span: &Span) -> Option<Vec<PoolSummary>> {
     let pool = |p: &crate::scenario::Pool| {
         let workers = &rec.replicas[p.first as usize..(p.first + p.replicas) as usize];
-        let busy: u64 = workers.iter().map(|w| w.busy_ns).sum();
+        let busy: u64 = workers.iter().map(|w| w.busy_in_run_ns()).sum();
         PoolSummary {
             role: p.role.name(),
             workers: p.replicas,

@@ -6,6 +6,7 @@ mod closed_forms;
 mod determinism;
 mod engine;
 mod fuzz;
+mod held;
 mod objectives;
 mod pd;
 mod property;
