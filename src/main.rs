@@ -334,7 +334,7 @@ fn run_fit_steps(table: &Path, scenario: &Path, format: TextOrJson, budget: &sce
     let rows = steps::parse_steps(&read_file(table, "the step table", MAX_RESULT_BYTES)?)
         .map_err(|e| Failure::Input(format!("{}: {e}", table.display())))?;
     let sc = load(scenario, None, budget)?;
-    let fit = steps::fit_steps(&sc.model, &sc.pools[0].hardware, &rows);
+    let fit = steps::fit_steps(&sc.model, &sc.front_pool().hardware, &rows);
     if format == TextOrJson::Json {
         println!("{}", serde_json::to_string_pretty(&fit).map_err(|e| Failure::Internal(e.to_string()))?);
         return Ok(());

@@ -125,6 +125,10 @@ struct Transfer {
     shared_group: Option<u16>,
 }
 
+/// The simulated clock's end, ns (about 127 years; u64 holds 584): arrivals stay within 1e18 ns and a step
+/// within an hour, so nothing real reaches it, and time sums never overflow.
+pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
+
 /// A simulation in progress. Owns all state; events get `&mut self` (no shared pointers, nothing static).
 pub struct Simulation<'a> {
     pub(crate) sc: &'a Scenario,
@@ -186,7 +190,7 @@ impl<'a> Simulation<'a> {
     pub fn with_follow_ups(sc: &'a Scenario, follow_ups: FollowUps) -> Self {
         let n_tenants = sc.workload.tenants.len();
         let central =
-            matches!(sc.pools[0].router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
+            matches!(sc.front_pool().router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
         let replicas = (sc.pools.iter().enumerate())
             .flat_map(|(p, pool)| (0..pool.replicas as usize).map(move |local| (p, local, pool)))
             .map(|(pool, local, pl)| Replica {
@@ -219,7 +223,7 @@ impl<'a> Simulation<'a> {
             completed: Vec::new(),
             replicas,
             central,
-            idle: (0..sc.pools[0].replicas).collect(),
+            idle: (0..sc.front_pool().replicas).collect(),
             routers: (0..sc.pools.len()).map(|p| router::build(&sc.pools[p].router, sc.queue_penalty_ns(p))).collect(),
             router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
             loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
@@ -233,8 +237,8 @@ impl<'a> Simulation<'a> {
             rec,
             requeue: Vec::new(),
             lazy_steps: true,
-            max_model_len: sc.pools[0].engine.max_model_len.map_or(u64::MAX, u64::from),
-            request_overhead_ns: sc.pools[0].engine.request_overhead_ns,
+            max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
+            request_overhead_ns: sc.front_pool().engine.request_overhead_ns,
             shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
             tracks_retention: keeps,
             sessions: Vec::new(),
@@ -252,6 +256,12 @@ impl<'a> Simulation<'a> {
 
     fn schedule(&mut self, at_ns: u64, ev: Event) {
         debug_assert!(at_ns >= self.now, "an event in the past");
+        // Past the clock's end an event never happens: the run ends with what it would have finished
+        // unfinished, and the report says so (validation keeps real runs far from it).
+        if at_ns > CLOCK_END_NS {
+            self.rec.on_clock_end();
+            return;
+        }
         self.events.push(at_ns, ev);
     }
 
@@ -479,7 +489,7 @@ impl<'a> Simulation<'a> {
                 servers: self.replicas.len() as f64,
             },
         };
-        let pool = &self.sc.pools[0];
+        let pool = &self.sc.front_pool();
         admission::deadline_estimate_ns(req, &backlog, &pool.cost, pool.engine.prefill_chunk_tokens)
     }
 
@@ -521,7 +531,7 @@ impl<'a> Simulation<'a> {
             self.loads[rep.pool].kv.set(rep.local, kv_load);
         }
         self.rec.on_step(r, work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
-        self.schedule(self.now + cost.total_ns, Event::StepEnd { replica: r as u32 });
+        self.schedule(self.now.saturating_add(cost.total_ns), Event::StepEnd { replica: r as u32 });
     }
 
     /// Requests preempted while forming a batch go back to their queue (or wait out a backoff).

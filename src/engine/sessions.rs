@@ -81,7 +81,7 @@ impl Simulation<'_> {
         if self.generator.is_last_turn(req, turn) {
             return Keep::Drop; // the session ends with this turn: nothing to keep for
         }
-        let host = self.sc.pools[0].engine.host.is_some();
+        let host = self.sc.front_pool().engine.host.is_some();
         match s.retention {
             Retention::Stateless => Keep::Drop,
             Retention::Retain => Keep::Hbm,
@@ -99,7 +99,7 @@ impl Simulation<'_> {
     fn oracle(&self, req: &Request, turn: u32) -> Keep {
         let program = self.generator.program(req.session);
         let k = turn as usize;
-        let pool = &self.sc.pools[0];
+        let pool = &self.sc.front_pool();
         let block = pool.engine.block_size_tokens as u64;
         let blocks = (req.prompt_tokens as u64 + req.output_tokens as u64).saturating_sub(1) / block;
         let prefill_ns = |tokens: u64| {
@@ -130,7 +130,7 @@ impl Simulation<'_> {
     /// HBM), the history comes back over the host link first; otherwise it queues now.
     pub(super) fn join_queue(&mut self, id: u32, target: Option<usize>) {
         let session = self.requests[id as usize].session;
-        if let (Some(r), true) = (target, session != NO_SESSION && self.sc.pools[0].engine.host.is_some()) {
+        if let (Some(r), true) = (target, session != NO_SESSION && self.sc.front_pool().engine.host.is_some()) {
             let holds = self.sessions[session as usize].holder == r as u32;
             let e = EntryId::session(session);
             let kv = &self.replicas[r].kv;
@@ -149,10 +149,11 @@ impl Simulation<'_> {
     fn start_restore(&mut self, id: u32, r: usize) {
         let session = self.requests[id as usize].session;
         let e = EntryId::session(session);
-        let host = self.sc.pools[0].engine.host.expect("restores need a host tier");
+        let host = self.sc.front_pool().engine.host.expect("restores need a host tier");
         let rep = &mut self.replicas[r];
         let blocks = rep.kv.host.as_mut().expect("a host tier").take(e);
-        if blocks > self.sc.pools[0].engine.retention_budget_blocks.unwrap_or(u64::MAX) || !rep.kv.try_alloc(blocks) {
+        if blocks > self.sc.front_pool().engine.retention_budget_blocks.unwrap_or(u64::MAX) || !rep.kv.try_alloc(blocks)
+        {
             self.note_retained(r);
             let item = self.queue_item(id);
             self.enqueue(item, Some(r), false);

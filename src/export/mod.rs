@@ -63,7 +63,7 @@ pub fn requests_csv(r: &Report, sc: &Scenario) -> String {
         push_secs(&mut s, q.arrival_ns);
         s.push(',');
         // Queue delay leaves out the serving overhead before the request could queue.
-        since(&mut s, q.first_scheduled_ns, q.arrival_ns + sc.pools[0].engine.request_overhead_ns);
+        since(&mut s, q.first_scheduled_ns, q.arrival_ns + sc.front_pool().engine.request_overhead_ns);
         s.push(',');
         since(&mut s, q.first_token_ns, q.arrival_ns);
         s.push(',');

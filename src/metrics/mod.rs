@@ -220,6 +220,8 @@ pub struct Recorder {
     /// can say its ITL percentiles are to 0.05 %.
     itl_compact_at: usize,
     pub itl_coarsened: bool,
+    /// An event fell past the simulated clock's end (`engine::CLOCK_END_NS`) and never happened.
+    pub clock_ended: bool,
     pub replicas: Vec<ReplicaCounters>,
     pub steps: u64,
     /// Step ends the engine made without the pass over the batch (every request lazy; not reported: tests
@@ -284,6 +286,7 @@ impl Recorder {
             itl_short: Vec::new(),
             itl_compact_at: ITL_CAP,
             itl_coarsened: false,
+            clock_ended: false,
             replicas: vec![ReplicaCounters::default(); sc.worker_count() as usize],
             steps: 0,
             coasted_steps: 0,
@@ -346,6 +349,11 @@ impl Recorder {
     /// A request joined a waiting queue.
     pub fn on_queued(&mut self) {
         self.waiting += 1;
+    }
+
+    /// The engine dropped an event past the simulated clock's end.
+    pub fn on_clock_end(&mut self) {
+        self.clock_ended = true;
     }
 
     /// A request left its waiting queue for a batch.

@@ -178,7 +178,7 @@ fn group(
         }
         met += meets(r, &sc.workload.classes[r.class as usize].slo) as u64;
     }
-    let mut s = Samples::collect(reqs.iter().filter(|r| pick(r)), sc.pools[0].engine.request_overhead_ns);
+    let mut s = Samples::collect(reqs.iter().filter(|r| pick(r)), sc.front_pool().engine.request_overhead_ns);
     let g = GroupSummary {
         name: name.to_string(),
         requests: n,
@@ -277,6 +277,9 @@ impl Report {
         let mut steady = super::steady::steady(sc, reqs, span.end);
         if rec.itl_coarsened {
             steady.warnings.push(format!("inter-token latencies: the run recorded more than {} distinct gaps, so they are kept to 11 significant bits (within 0.05 %); every other figure is exact", super::ITL_CAP));
+        }
+        if rec.clock_ended {
+            steady.warnings.push("the simulated clock reached its end (4e18 ns, about 127 years): what would have happened later did not, and the requests it would have finished are unfinished".into());
         }
         let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
         let missed: Vec<Miss> = super::steady::misses(sc, reqs, &classes);

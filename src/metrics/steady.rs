@@ -120,7 +120,9 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySumma
     let inside = |t: u64| t >= start && t <= last;
     let slo = |r: &RequestRecord| &sc.workload.classes[r.class as usize].slo;
     let (mut arrivals, mut arrived_met, mut completions, mut met, mut tokens) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    // In system (admitted, arrived by t, not done by t) and waiting (not yet in a batch), at start and at last.
+    // In system (admitted, arrived by t, not done by t) and waiting (queued by t — past its serving overhead,
+    // which is latency, not a backlog — and not yet in a batch), at start and at last.
+    let overhead_ns = sc.front_pool().engine.request_overhead_ns;
     let (mut n0, mut n1, mut q0, mut q1) = (0u64, 0u64, 0u64, 0u64);
     for r in reqs {
         let ok = meets(r, slo(r));
@@ -138,7 +140,7 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64) -> SteadySumma
             for (t, n, q) in [(start, &mut n0, &mut q0), (last, &mut n1, &mut q1)] {
                 if r.arrival_ns <= t {
                     *n += (done > t) as u64;
-                    *q += (r.first_scheduled_ns > t) as u64;
+                    *q += (r.arrival_ns.saturating_add(overhead_ns) <= t && r.first_scheduled_ns > t) as u64;
                 }
             }
         }
@@ -261,7 +263,7 @@ pub fn objectives(sc: &Scenario, reqs: &[RequestRecord], attainment: f64) -> Obj
         .percentiles
         .iter()
         .map(|p| {
-            let v = samples_s(reqs, p.metric, p.class, sc.pools[0].engine.request_overhead_ns);
+            let v = samples_s(reqs, p.metric, p.class, sc.front_pool().engine.request_overhead_ns);
             let value_s = super::percentile(&v, p.percentile);
             let max_s = p.max_ns as f64 / 1e9;
             PercentileResult {

@@ -301,6 +301,13 @@ impl Scenario {
         self.pools.iter().map(|p| p.replicas).sum()
     }
 
+    /// The pool every request enters first: the colocated one, or the prefill pool. Its engine holds what
+    /// applies at arrival (max_model_len, the serving overhead), its router routes arrivals, and sessions' KV
+    /// between turns lives on its workers.
+    pub fn front_pool(&self) -> &Pool {
+        &self.pools[0]
+    }
+
     pub fn is_disaggregated(&self) -> bool {
         self.link.is_some()
     }
@@ -328,7 +335,7 @@ impl Scenario {
     /// Bytes of one KV block of the (first) pool: the model's whole KV per token × the block size — what a
     /// session's retained blocks weigh in reports and studies.
     pub fn kv_block_bytes(&self) -> f64 {
-        self.model.kv_bytes_per_token() * self.pools[0].engine.block_size_tokens as f64
+        self.model.kv_bytes_per_token() * self.front_pool().engine.block_size_tokens as f64
     }
 
     /// The requests of this scenario, in arrival order.
@@ -404,6 +411,11 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
             (vec![colocated], None)
         }
     };
+    let mut e = Errors::default();
+    for p in &pools {
+        check_longest_step(p, pools.len() > 1, &mut e);
+    }
+    e.finish()?;
     let points = spec.metrics.series_points;
     let window = (expected_span_ns(&workload) / points as f64).max(1e6) as u64;
     Ok(Scenario {
@@ -601,6 +613,66 @@ fn kv_capacity_tokens(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) 
             Some(((usable - weights_per_gpu) / kv_per_token_per_gpu).floor() as u64)
         }
     }
+}
+
+/// The longest a step may take: 10^6 s, about 12 days (real steps take milliseconds to seconds; a textbook
+/// queue's linear cost or the slowest accepted GPU may make hours). Past it a run of a few thousand steps
+/// would reach the simulated clock's end.
+pub const MAX_STEP_NS: f64 = 1e15;
+
+/// The largest step a pool's engine can form — a full token budget of prompt at the end of a full KV, beside a
+/// full batch of decodes reading the whole KV: no step costs more — must take at most [`MAX_STEP_NS`]. (TP 64
+/// over a 0.01 GB/s link at 0.1 % all-reduce efficiency made steps of 2e6 s, and the clock overflowed.) The
+/// refusal names the figure that takes most of it.
+fn check_longest_step(p: &Pool, named: bool, e: &mut Errors) {
+    let en = &p.engine;
+    let (budget, kv) = (en.max_num_batched_tokens as u64, en.kv_capacity_tokens);
+    let largest = crate::cost::StepWork {
+        decode_seqs: en.max_num_seqs,
+        decode_context_tokens: kv,
+        prefill_seqs: 1,
+        prefill_tokens: en.max_num_batched_tokens,
+        prefill_attention_pairs: budget.saturating_mul(kv.saturating_add(budget)),
+        prefill_context_tokens: kv,
+    };
+    let c = p.cost.step(&largest);
+    if c.total_ns as f64 <= MAX_STEP_NS {
+        return;
+    }
+    let latency = p.cost.step(&crate::cost::StepWork { decode_seqs: 1, ..Default::default() }).comm_ns;
+    let (path, what) = [
+        (c.prefill_compute_ns + c.decode_compute_ns, "hardware.peak_tflops", "compute (peak_tflops × mfu)"),
+        (c.weights_ns + c.kv_read_ns, "hardware.hbm_bandwidth_gbps", "reading weights and KV (HBM bandwidth)"),
+        (
+            (c.comm_ns - latency).max(0.0),
+            "hardware.interconnect_gbps",
+            "the all-reduce's bandwidth (interconnect_gbps × allreduce_bw_efficiency)",
+        ),
+        (latency.min(c.comm_ns), "hardware.allreduce_latency_us", "the all-reduce's latency (twice a layer)"),
+        (c.overhead_ns, "hardware.step_overhead_ms", "the fixed step overhead"),
+    ]
+    .into_iter()
+    .fold(
+        (0.0, ("cost", "the cost model")),
+        |best, (ns, path, what)| if ns > best.0 { (ns, (path, what)) } else { best },
+    )
+    .1;
+    let (path, what) = match p.cost {
+        CostModel::Linear(_) => ("cost", "the linear cost's per-step and per-token times"),
+        _ => (path, what),
+    };
+    let pool = if named { format!(" ({} pool)", p.role.name()) } else { String::new() };
+    e.push(
+        path,
+        format!(
+            "a step would take up to {:.3e} s{pool}, over the {:.0} s a step may take (a full token budget of {} prompt tokens beside {} decodes over {} KV tokens), mostly {what}",
+            c.total_ns as f64 / 1e9,
+            MAX_STEP_NS / 1e9,
+            en.max_num_batched_tokens,
+            en.max_num_seqs,
+            kv
+        ),
+    );
 }
 
 /// A trace's block hashes go into each worker's prefix cache: whole KV blocks per hashed block, on colocated

@@ -683,7 +683,7 @@ impl TieredKvStudy {
             policy("host offload", RetentionSpec::HostOffload, sticky.clone(), true),
             policy("gap oracle (bound)", RetentionSpec::GapOracle, sticky, true),
         ];
-        let (block_gb, workers) = (sc.kv_block_bytes() / 1e9, sc.pools[0].replicas as f64);
+        let (block_gb, workers) = (sc.kv_block_bytes() / 1e9, sc.front_pool().replicas as f64);
         let s = TieredKvStudy {
             base: spec.clone(),
             p: p.clone(),

@@ -49,7 +49,7 @@ impl PdStudy {
                     let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(0);
                     notes.push(format!(
                         "The scenario has no prefix block, and its prompts (at most {longest} tokens) are too short to share a whole KV block ({} tokens) below their length: the prefix-cache rows equal the plain ones.",
-                        sc.pools[0].engine.block_size_tokens
+                        sc.front_pool().engine.block_size_tokens
                     ));
                 } else {
                     notes.push(format!(
@@ -101,7 +101,7 @@ pub fn default_disaggregation(spec: &Spec) -> DisaggSpec {
 /// longest prompt, in whole blocks) shared by `reuse_fraction` (default 0.5) of requests, 4 prefixes, Zipf 1.
 pub fn default_prefix(sc: &Scenario, p: &PdParams) -> PrefixSpec {
     let longest = sc.workload.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(1);
-    let block = sc.pools[0].engine.block_size_tokens;
+    let block = sc.front_pool().engine.block_size_tokens;
     // A whole block shorter than the longest prompt, or none at all when even one block is not (the prefix
     // rows then equal the plain ones, and the report says why).
     let fits = (1024.min(longest / 2) / block * block).max(block);

@@ -105,7 +105,7 @@ impl RankingStudy {
             .collect();
         if p.admission {
             // A queue a few batches deep per replica: beyond it, waiting only adds latency.
-            let cap = (sc.pools[0].engine.max_num_seqs.min(256) * 2 * sc.worker_count()).max(8);
+            let cap = (sc.front_pool().engine.max_num_seqs.min(256) * 2 * sc.worker_count()).max(8);
             jobs.push(Job {
                 label: format!("FCFS + queue cap {cap}"),
                 spec: Spec {

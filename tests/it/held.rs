@@ -88,3 +88,76 @@ fn a_step_crossing_the_horizon_counts_only_up_to_it() {
     assert_eq!(r.engine.steps, 1);
     assert!((r.engine.busy_fraction - expected).abs() < 1e-9, "{} vs {expected}", r.engine.busy_fraction);
 }
+
+/// A request inside its serving overhead (`engine.request_overhead_ms`) is in the system but not waiting for
+/// the engine: 1e6 ms of overhead at a third of the device's time is not "does not keep up".
+#[test]
+fn requests_inside_their_serving_overhead_are_not_a_backlog() {
+    let mut spec = super::shipped("default.json");
+    spec.engine.request_overhead_ms = 1e6;
+    let r = inferscale::simulate(&super::valid(&spec));
+    let st = &r.steady;
+    assert!(st.in_system_end > st.in_system_start + 1000, "they are in the system: {st:?}");
+    assert_eq!((st.waiting_start, st.waiting_end), (0, 0), "none of them is waiting for the engine");
+    assert!(!st.overloaded && st.warnings.iter().all(|w| !w.contains("overloaded")), "{:?}", st.warnings);
+    assert!(r.engine.busy_fraction < 0.5);
+    // Without the overhead the same requests queue as before: the rule counts queued requests only.
+    let mut hot = super::shipped("default.json");
+    hot.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 60.0 };
+    let st = inferscale::simulate(&super::valid(&hot)).steady;
+    assert!(st.overloaded && st.waiting_end > st.waiting_start, "{st:?}");
+}
+
+/// Tensor parallelism at its extremes (TP 64 over a 0.01 GB/s link at 0.1 % all-reduce efficiency, 1 s of
+/// latency) made steps of about 2e6 s: the run's clock overflowed and the loop spun. No step may take over
+/// 10^6 s; the refusal names the figure that takes most of it.
+#[test]
+fn a_step_longer_than_a_million_seconds_is_refused_at_the_figure_that_makes_it() {
+    let mut v = json_of("chat-70b-h100-tp4.json");
+    v["hardware"]["tp"] = json!(64);
+    v["hardware"]["interconnect_gbps"] = json!(0.01);
+    v["hardware"]["allreduce_bw_efficiency"] = json!(0.001);
+    v["hardware"]["allreduce_latency_us"] = json!(1e6);
+    let why = refusal(&v);
+    assert!(why.starts_with("hardware.interconnect_gbps: a step would take up to"), "{why}");
+    assert!(why.contains("over the 1000000 s a step may take") && why.contains("all-reduce's bandwidth"), "{why}");
+    // The latency alone: 2 × 80 layers × 1 s a step, long but runnable.
+    v["hardware"]["interconnect_gbps"] = json!(900.0);
+    v["hardware"]["allreduce_bw_efficiency"] = json!(0.5);
+    v["workload"]["requests"] = json!(20);
+    assert_eq!(refusal(&v), "accepted");
+    // A linear cost model's slow step is the cost block's.
+    let mut lin = json_of("mmc-central-queue.json");
+    lin["cost"] = json!({"kind": "linear", "per_prefill_token_ms": 1.0});
+    assert_eq!(refusal(&lin), "accepted", "a full budget of 4,194,304 prompt tokens at 1 ms each: 70 minutes");
+    lin["cost"] = json!({"kind": "linear", "per_prefill_token_ms": 300.0});
+    let why = refusal(&lin);
+    assert!(why.starts_with("cost: a step would take up to 1.258e6 s") && why.contains("linear cost"), "{why}");
+}
+
+/// Nothing reaches the clock's end in a run validation accepts, yet the engine never overflows it: an event
+/// past it never happens, the run ends with the requests it would have finished unfinished, and the report
+/// says so. Here one request of 3 million tokens at 2,000 s a step needs 6e18 ns.
+#[test]
+fn the_clock_ends_a_run_that_would_pass_it_with_a_true_report() {
+    let mut v = json_of("mmc-central-queue.json");
+    v["cost"] = json!({"kind": "linear", "base_ms": 1e6, "per_seq_ms": 1e6});
+    v["workload"] = json!({
+        "arrival": {"kind": "burst"},
+        "requests": 1,
+        "classes": [{"name": "long", "prompt_tokens": {"kind": "fixed", "tokens": 10},
+                     "output_tokens": {"kind": "fixed", "tokens": 3000000}}]
+    });
+    let sc = scenario::load(&v.to_string()).unwrap();
+    let r = inferscale::simulate(&sc);
+    assert_eq!((r.summary.completed, r.summary.unfinished), (0, 1));
+    assert!(r.audits.ok, "{:?}", r.audits);
+    assert!(
+        r.steady.warnings.iter().any(|w| w.contains("the simulated clock reached its end")),
+        "{:?}",
+        r.steady.warnings
+    );
+    let end_s = r.summary.duration_s;
+    assert!(end_s <= 4e9 && end_s > 3.9e9, "the run ends at the clock's end: {end_s}");
+    assert!((0.0..=1.0).contains(&r.engine.busy_fraction));
+}

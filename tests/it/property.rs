@@ -209,7 +209,7 @@ fn lazy_step_ends_equal_the_general_path() {
             let eager = inferscale::export::json(&inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc)));
             assert!(lazy == eager, "scenario {i} ×{scale}: the lazy step end changed the report");
             compared += 1;
-            lazy_heavy += usize::from(sc.pools[0].engine.max_num_seqs >= 32);
+            lazy_heavy += usize::from(sc.front_pool().engine.max_num_seqs >= 32);
         }
     }
     println!(
@@ -336,7 +336,7 @@ fn random_session_scenarios_pass_the_audits() {
         assert!(s.audit.ok && r.audits.ok, "scenario {i}: {:?}", s.audit);
         if let Some(h) = &spec.engine.host_kv {
             assert!(
-                s.kv.host_peak_gb <= h.capacity_gb * sc.pools[0].replicas as f64 + 1e-9,
+                s.kv.host_peak_gb <= h.capacity_gb * sc.front_pool().replicas as f64 + 1e-9,
                 "scenario {i}: host over capacity"
             );
             hosted += (s.kv.restores > 0) as u32;
@@ -344,7 +344,7 @@ fn random_session_scenarios_pass_the_audits() {
         if let Some(b) = spec.engine.retention_budget_blocks {
             let block_gb = sc.kv_block_bytes() / 1e9;
             assert!(
-                s.kv.hbm_peak_gb <= (b * sc.pools[0].replicas as u64) as f64 * block_gb + 1e-9,
+                s.kv.hbm_peak_gb <= (b * sc.front_pool().replicas as u64) as f64 * block_gb + 1e-9,
                 "scenario {i}: over the retention budget"
             );
         }

@@ -16,7 +16,7 @@ fn model_hw(device: &str, tp: u32, efficiency_one: bool) -> (scenario::Model, sc
         h.step_overhead_ms = Some(0.0);
     }
     let sc = super::valid(&spec);
-    (sc.model, sc.pools[0].hardware.clone())
+    (sc.model.clone(), sc.front_pool().hardware.clone())
 }
 
 #[test]
@@ -127,8 +127,8 @@ fn kv_capacity_follows_memory_minus_weights() {
     let sc = super::valid(&super::small());
     // A100-80GB × 0.9 = 72 GB; weights 16.06 GB; 128 KiB per token → ≈ 426,788 tokens.
     let expected = ((80e9 * 0.9 - 8.03e9 * 2.0) / 131_072.0) as u64;
-    assert_eq!(sc.pools[0].engine.kv_capacity_tokens, expected);
-    assert_eq!(sc.pools[0].engine.kv_total_blocks, expected / 16);
+    assert_eq!(sc.front_pool().engine.kv_capacity_tokens, expected);
+    assert_eq!(sc.front_pool().engine.kv_total_blocks, expected / 16);
 }
 
 /// A model written out with a preset's figures is the preset: the same report byte for byte, but for the
@@ -278,15 +278,15 @@ fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
     assert_eq!(json(&all_active), json(&plain), "every expert active: the dense model");
     // Top 2 of 8: one decode token reads the dense part and a quarter of the experts.
     let sc = super::valid(&dense);
-    let cost = &sc.pools[0].cost;
-    let full = inferscale::cost::Roofline::new(&super::valid(&plain).model, &sc.pools[0].hardware);
+    let cost = &sc.front_pool().cost;
+    let full = inferscale::cost::Roofline::new(&super::valid(&plain).model, &sc.front_pool().hardware);
     let one = StepWork { decode_seqs: 1, decode_context_tokens: 100, ..Default::default() };
     let many = StepWork { decode_seqs: 256, decode_context_tokens: 25_600, ..Default::default() };
     let (w1, wn, dense_w) = (cost.step(&one).weights_ns, cost.step(&many).weights_ns, full.step(&one).weights_ns);
-    let kv_write =
-        full.step(&one).weights_ns - (46.7e9 * 2.0) / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9);
+    let kv_write = full.step(&one).weights_ns
+        - (46.7e9 * 2.0) / (2.0 * 3350e9 * sc.front_pool().hardware.weight_bw_efficiency / 1e9);
     let expect1 = ((46.7e9 - 45.1e9) + 45.1e9 * 0.25) * 2.0
-        / (2.0 * 3350e9 * sc.pools[0].hardware.weight_bw_efficiency / 1e9)
+        / (2.0 * 3350e9 * sc.front_pool().hardware.weight_bw_efficiency / 1e9)
         + kv_write;
     assert!((w1 / expect1 - 1.0).abs() < 1e-9, "batch of one: {w1} ns, expected {expect1}");
     assert!(
@@ -344,7 +344,7 @@ fn tensor_parallel_all_reduce_matches_a_published_h100_measurement() {
         (s.hardware.device, s.hardware.tp) = (Some("h100-sxm".into()), tp);
         let sc = super::valid(&s);
         let tokens = bytes / 512;
-        let step = sc.pools[0].cost.step(&StepWork {
+        let step = sc.front_pool().cost.step(&StepWork {
             decode_seqs: tokens,
             decode_context_tokens: tokens as u64,
             ..Default::default()

@@ -434,7 +434,7 @@ fn the_calibrate_command_reads_a_bundle_and_a_base_scenario() {
 fn step_tables_fit_the_roofline_and_say_the_held_out_error() {
     use inferscale::truth::steps::{fit_steps, parse_steps};
     let sc = super::valid(&super::shipped("default.json"));
-    let (m, h) = (&sc.model, &sc.pools[0].hardware);
+    let (m, h) = (&sc.model, &sc.front_pool().hardware);
     let truth = inferscale::scenario::Hardware {
         mfu: 0.5,
         weight_bw_efficiency: 0.6,
