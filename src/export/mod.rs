@@ -206,8 +206,15 @@ fn yes(b: bool) -> &'static str {
 
 /// A user's text (a scenario or class name) made safe for one Markdown table cell: no raw HTML, no `|` or
 /// line break to break the table.
-fn md_cell(t: &str) -> String {
-    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|").replace(['\n', '\r'], " ")
+/// A table cell's text: as prose, and a `|` does not end the cell.
+pub fn md_cell(t: &str) -> String {
+    md_text(t).replace('|', "\\|")
+}
+
+/// Text a user gave (a scenario's, a class's or a session class's name), and prose that quotes it, inside
+/// Markdown: no raw HTML reaches a renderer, and no newline breaks a line, a heading or a list item.
+pub fn md_text(t: &str) -> String {
+    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace(['\n', '\r'], " ")
 }
 
 fn stats_row(name: &str, st: &Stats) -> String {
@@ -228,7 +235,7 @@ pub fn markdown(r: &Report) -> String {
     let mut m = String::new();
     let _ = writeln!(m, "# InferScale report: {}\n", md_cell(&r.scenario));
     let _ = writeln!(m, "Seed {} · {} GPU(s) · InferScale {}\n", r.seed, r.gpus, r.inferscale_version);
-    let _ = writeln!(m, "**Setup:** {}; offered {:.3} req/s.\n", r.setup.sentence(), s.offered_rate_rps);
+    let _ = writeln!(m, "**Setup:** {}; offered {:.3} req/s.\n", md_text(&r.setup.sentence()), s.offered_rate_rps);
     m.push_str("## Summary\n\n| metric | value |\n|---|---|\n");
     let st = &r.steady;
     for (k, v) in [
@@ -259,7 +266,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(
         m,
         "\n## Diagnosis ({})\n\n{}\n\n**Advice:** {}",
-        r.diagnosis.kind, r.diagnosis.verdict, r.diagnosis.advice
+        r.diagnosis.kind,
+        md_text(&r.diagnosis.verdict),
+        md_text(&r.diagnosis.advice)
     );
     m.push_str("\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n");
     m.push_str(&stats_row("TTFT", &s.ttft_s));
@@ -290,7 +299,7 @@ fn steady_markdown(m: &mut String, st: &crate::metrics::steady::SteadySummary) {
         st.in_system_end
     );
     for w in &st.warnings {
-        let _ = writeln!(m, "\n> Warning: {w}");
+        let _ = writeln!(m, "\n> Warning: {}", md_text(w));
     }
 }
 

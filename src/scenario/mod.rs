@@ -373,7 +373,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     let cost = CostModel::build(&spec.cost, model.as_ref(), hardware.as_ref(), &mut e);
     // Cross-field checks need the pieces above.
     if let (Some(w), Some(en)) = (&workload, &engine) {
-        check_fits(w, en, &mut e);
+        check_fits(w, en, model.as_ref().and_then(|m| m.context_tokens), &mut e);
         check_deadlines(spec, w, &mut e);
         check_chains(spec, w, en, &mut e);
         if w.sessions.is_some() && spec.cluster.disaggregation.is_some() {
@@ -692,7 +692,10 @@ fn check_chains(spec: &Spec, w: &Workload, en: &Engine, e: &mut Errors) {
 
 /// Every request must be able to run alone: its whole prompt + output fits in KV, and without chunked prefill
 /// its prompt (which after a recompute-preemption includes generated tokens) fits in one step's token budget.
-fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
+///
+/// A session's first turn is also held to the model's `context` (later turns past it end their session; a
+/// first turn past it would be a session that never starts).
+fn check_fits(w: &Workload, en: &Engine, context: Option<u32>, e: &mut Errors) {
     let cap = en.kv_total_blocks * en.block_size_tokens as u64;
     let budget = en.max_num_batched_tokens as u64;
     let check = |e: &mut Errors, path: String, prompt: u64, output: u64| {
@@ -722,27 +725,37 @@ fn check_fits(w: &Workload, en: &Engine, e: &mut Errors) {
             }
         }
     }
-    // A session's first turn runs whatever its size (later turns past the KV end their session).
-    match w.sessions.as_ref().map(|s| (s, &s.trace)) {
-        Some((_, Some(t))) => {
-            let widest = t
-                .programs
-                .iter()
-                .max_by_key(|p| p.new_tokens[0] as u64 + p.output_tokens[0] as u64)
-                .expect("a trace has a session");
-            check(e, "workload.sessions.trace".into(), widest.new_tokens[0] as u64, widest.output_tokens[0] as u64);
+    let context = context.map_or(u64::MAX, u64::from);
+    check_first_turns(w, |at, prompt, output| {
+        let n0 = e.0.len();
+        check(e, at.clone(), prompt, output);
+        if e.0.len() == n0 && prompt + output > context {
+            e.push(at, format!("a session's first turn of {prompt} prompt + {output} output tokens exceeds the model's context (model.context_tokens: {context}); lower the first turn's lengths or raise the context"));
         }
-        Some((s, None)) => {
+    });
+}
+
+/// Each kind of session's largest first turn (a trace's, named by its line) given to `check`.
+fn check_first_turns(w: &Workload, mut check: impl FnMut(String, u64, u64)) {
+    let Some(s) = &w.sessions else { return };
+    match &s.trace {
+        Some(t) => {
+            let (i, widest) = (t.programs.iter().enumerate())
+                .max_by_key(|(_, p)| p.prompt(0, 0, 0) + p.output_tokens[0] as u64)
+                .expect("a trace has a session");
+            let at = format!("workload.sessions.trace (line {})", t.lines[i]);
+            check(at, widest.prompt(0, 0, 0), widest.output_tokens[0] as u64);
+        }
+        None => {
             for (i, c) in s.classes.iter().enumerate() {
                 let at = if s.named_classes {
                     format!("workload.sessions.classes[{i}]")
                 } else {
                     "workload.sessions".into()
                 };
-                check(e, at, c.first.max() as u64, c.output.max() as u64);
+                check(at, c.first.max() as u64, c.output.max() as u64);
             }
         }
-        None => {}
     }
 }
 

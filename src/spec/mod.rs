@@ -5,9 +5,11 @@
 //! other of the core's, so every domain may read it without a cycle.
 
 mod error;
+mod strict;
 
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
+pub use strict::strict_json;
 
 use serde::{Deserialize, Serialize};
 

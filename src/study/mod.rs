@@ -22,6 +22,7 @@ pub mod sensitivity;
 
 use serde::{Deserialize, Serialize};
 
+use crate::export::{md_cell, md_text};
 use crate::metrics::Report;
 use crate::scenario::{self, ScenarioError, Spec};
 
@@ -466,18 +467,21 @@ impl StudyReport {
     pub fn markdown(&self) -> String {
         let mut out = format!(
             "# InferScale study: {} — {}\n\nScenario `{}`, seed {}.\n\n",
-            self.study, self.question, self.scenario, self.seed
+            self.study,
+            self.question,
+            md_text(&self.scenario).replace('`', "'"),
+            self.seed
         );
-        out.push_str(&format!("**Answer:** {}\n\n", self.answer));
+        out.push_str(&format!("**Answer:** {}\n\n", md_text(&self.answer)));
         out.push_str(&md_table(&self.columns, &self.rows, self.best_row));
         for t in &self.tables {
-            out.push_str(&format!("\n### {}\n\n", t.title));
+            out.push_str(&format!("\n### {}\n\n", md_text(&t.title)));
             out.push_str(&md_table(&t.columns, &t.rows, None));
         }
         if !self.notes.is_empty() {
             out.push_str("\nNotes:\n\n");
             for n in &self.notes {
-                out.push_str(&format!("- {n}\n"));
+                out.push_str(&format!("- {}\n", md_text(n)));
             }
         }
         out
@@ -517,8 +521,7 @@ fn md_table(columns: &[Column], rows: &[Vec<Cell>], best_row: Option<usize>) -> 
         columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()
     ));
     for (i, row) in rows.iter().enumerate() {
-        let mut cells: Vec<String> =
-            row.iter().zip(columns).map(|(c, col)| show(c, col.format).replace('|', "\\|")).collect();
+        let mut cells: Vec<String> = row.iter().zip(columns).map(|(c, col)| md_cell(&show(c, col.format))).collect();
         if Some(i) == best_row
             && let Some(first) = cells.first_mut()
         {

@@ -29,6 +29,8 @@ const MAX_TOOL_S: f64 = 1e6;
 pub struct SessionTrace {
     /// Each session's program, in file order.
     pub programs: Vec<Program>,
+    /// The line each program was read from (1-based), for messages about it.
+    pub lines: Vec<u32>,
     /// Each session's start relative to the first (ours with `arrival_s`), in file order; empty when the
     /// scenario's arrival process starts them.
     pub arrivals_ns: Vec<u64>,
@@ -47,7 +49,13 @@ pub enum Shape {
 /// Parse `text`; `shape` None: detect from the first session (`turns` or `steps`).
 pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut out = SessionTrace { programs: Vec::new(), arrivals_ns: Vec::new(), tools: Vec::new(), dropped_empty: 0 };
+    let mut out = SessionTrace {
+        programs: Vec::new(),
+        lines: Vec::new(),
+        arrivals_ns: Vec::new(),
+        tools: Vec::new(),
+        dropped_empty: 0,
+    };
     let mut shape = shape;
     let mut arrivals_s: Vec<Option<f64>> = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -56,7 +64,10 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
         if line.is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {n}: not JSON ({e})"))?;
+        let v = crate::spec::strict_json(line).map_err(|e| match e.is_data() {
+            true => format!("line {n}: {e}"),
+            false => format!("line {n}: not JSON ({e})"),
+        })?;
         let Value::Object(o) = v else {
             return Err(format!("line {n}: a session is a JSON object, got {}", kind_of(&v)));
         };
@@ -73,7 +84,10 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
             Shape::InferenceLab => inference_lab(&o, n, &mut out.tools)?,
         };
         match program {
-            Some(p) => out.programs.push(p),
+            Some(p) => {
+                out.programs.push(p);
+                out.lines.push(n as u32);
+            }
             None => out.dropped_empty += 1,
         }
     }

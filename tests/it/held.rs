@@ -161,3 +161,63 @@ fn the_clock_ends_a_run_that_would_pass_it_with_a_true_report() {
     assert!(end_s <= 4e9 && end_s > 3.9e9, "the run ends at the clock's end: {end_s}");
     assert!((0.0..=1.0).contains(&r.engine.busy_fraction));
 }
+
+/// A name a user typed (a session class's, a request class's, the scenario's) reaches a study's or a run's
+/// Markdown as text: no raw HTML, no line break that starts a heading or a list.
+#[test]
+fn names_reach_markdown_as_text() {
+    let evil = "<img src=x onerror=alert(1)>\n# injected | cell";
+    let mut spec = super::shipped("agent-mix.json");
+    spec.name = evil.into();
+    spec.workload.sessions.as_mut().unwrap().classes[0].name = evil.into();
+    spec.workload.classes[0].name = format!("{evil} 2");
+    spec.workload.requests = Some(12);
+    let check = |what: &str, md: &str| {
+        assert!(!md.contains("<img"), "{what}: raw HTML in\n{md}");
+        assert!(!md.lines().any(|l| l.starts_with("# injected")), "{what}: a newline started a heading");
+        assert!(md.contains("&lt;img src=x onerror=alert(1)&gt; # injected"), "{what}: the name, as text");
+    };
+    let r = inferscale::simulate(&super::valid(&spec));
+    check("run", &inferscale::export::markdown(&r));
+    let mut st = inferscale::study::build("agent-sessions", &spec, &json!({})).unwrap();
+    let rep = inferscale::study::run_native(st.as_mut(), 2, &mut |_, _| true).unwrap();
+    check("agent-sessions study", &rep.markdown());
+}
+
+/// A session's first turn is held to the model's context as its later turns are (a turn past it ends the
+/// session; a first turn past it would be a session that never starts), and a session trace's turn that does
+/// not fit is named by its line; a key given twice on a trace line is refused, not read as the last.
+#[test]
+fn first_turns_fit_the_context_and_trace_refusals_name_their_line() {
+    let mut v = json_of("agent-sessions.json");
+    v["model"] = json!({"preset": "llama-3.1-8b", "context_tokens": 16384});
+    let why = refusal(&v);
+    assert!(why.starts_with("workload.sessions: a session's first turn of 16000 prompt + 2000 output tokens exceeds the model's context (model.context_tokens: 16384)"), "{why}");
+    v["model"]["context_tokens"] = json!(18000);
+    assert_eq!(refusal(&v), "accepted");
+    let trace = |lines: &[&str]| {
+        let mut v = json_of("agent-sessions.json");
+        v["workload"]["sessions"]["trace"] = json!({"data": lines.join("\n")});
+        for k in ["turns", "first_tokens", "new_tokens", "output_tokens", "tools"] {
+            v["workload"]["sessions"].as_object_mut().unwrap().shift_remove(k);
+        }
+        refusal(&v)
+    };
+    let small = r#"{"turns": [{"new_tokens": 100, "output_tokens": 10}]}"#;
+    let huge = r#"{"turns": [{"new_tokens": 10000000, "output_tokens": 10}]}"#;
+    let long = r#"{"turns": [{"new_tokens": 200000, "output_tokens": 10}]}"#;
+    assert_eq!(trace(&[small, small]), "accepted");
+    let why = trace(&[small, "", small, huge]);
+    assert!(why.starts_with("workload.sessions.trace (line 4): a request of 10000000 prompt"), "the KV: {why}");
+    let why = trace(&[small, long, small]);
+    assert!(
+        why.starts_with("workload.sessions.trace (line 2): a session's first turn of 200000"),
+        "the context: {why}"
+    );
+    let twice =
+        r#"{"turns": [{"new_tokens": 100, "output_tokens": 10}], "turns": [{"new_tokens": 1, "output_tokens": 1}]}"#;
+    let why = trace(&[small, twice]);
+    assert!(why.contains("line 2: duplicate key `turns`"), "{why}");
+    let inner = r#"{"turns": [{"new_tokens": 100, "output_tokens": 10, "new_tokens": 5}]}"#;
+    assert!(trace(&[inner]).contains("line 1: duplicate key `new_tokens`"), "{}", trace(&[inner]));
+}

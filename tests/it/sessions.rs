@@ -423,7 +423,7 @@ fn malformed_session_traces_name_the_line_and_key() {
     assert!(
         trace_errors(&huge)
             .iter()
-            .any(|(p, m)| p == "workload.sessions.trace" && m.contains("exceeds the KV capacity"))
+            .any(|(p, m)| p == "workload.sessions.trace (line 1)" && m.contains("exceeds the KV capacity"))
     );
 }
 
