@@ -426,7 +426,7 @@ fn run_study(
         None => params.to_string(),
     };
     let params: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("--params is not JSON: {e}")))?;
+        scenario::strict_json(&text).map_err(|e| Failure::Input(format!("--params is not JSON: {e}")))?;
     let mut st =
         study::build(name, &spec, &params).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let threads = common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -21,6 +21,14 @@ use crate::workload::Generator;
 
 /// Read a scenario file's text into a raw spec.
 pub fn parse(text: &str) -> Result<Spec, ScenarioError> {
+    parse_raw(text).map_err(|(path, message)| {
+        let (path, message) = whole_number_at_its_field(text, path, message);
+        ScenarioError::one(path, message)
+    })
+}
+
+/// [`parse`], its error as the path serde reached and the message in words.
+fn parse_raw(text: &str) -> Result<Spec, (String, String)> {
     // Editors on some systems save UTF-8 with a byte-order mark; it is not part of the JSON.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let de = &mut serde_json::Deserializer::from_str(text);
@@ -29,10 +37,72 @@ pub fn parse(text: &str) -> Result<Spec, ScenarioError> {
             p if p == "." || p.is_empty() => "(root)".to_string(),
             p => p,
         };
-        ScenarioError::one(path, with_suggestion(&e.inner().to_string()))
+        (path, with_suggestion(&e.inner().to_string()))
     })?;
-    de.end().map_err(|e| ScenarioError::one("(root)", e.to_string()))?;
+    de.end().map_err(|e| ("(root)".to_string(), e.to_string()))?;
     Ok(spec)
+}
+
+/// A whole-number field given 2.5, 1e9 (a JSON float) or a number past its type: serde names the enclosing
+/// object when the field is inside a tagged block (a length, an arrival), and only the type's range. Find the
+/// field — the one number under that object equal to what was given — and its range, as validation states it:
+/// the field is set to 0, then to 2^32 − 1, and validation's refusal at that path gives the bounds.
+fn whole_number_at_its_field(text: &str, path: String, message: String) -> (String, String) {
+    let Some(rest) = message.strip_prefix("expected a whole number") else { return (path, message) };
+    let Some(given) = rest.split(", got ").nth(1).map(|g| g.split(" (line").next().unwrap_or(g).to_string()) else {
+        return (path, message);
+    };
+    let Ok(mut root) = serde_json::from_str::<serde_json::Value>(text.strip_prefix('\u{feff}').unwrap_or(text)) else {
+        return (path, message);
+    };
+    let Some(pointer) = json_pointer(&path) else { return (path, message) };
+    let target: Option<f64> = given.parse().ok();
+    let field = match root.pointer(&pointer) {
+        Some(serde_json::Value::Object(m)) => {
+            let hits: Vec<&String> =
+                m.iter().filter(|(_, v)| v.as_f64().is_some() && v.as_f64() == target).map(|(k, _)| k).collect();
+            match hits[..] {
+                [k] => Some((format!("{path}.{k}"), format!("{pointer}/{k}"))),
+                _ => None,
+            }
+        }
+        Some(serde_json::Value::Number(_)) => Some((path.clone(), pointer)),
+        _ => None,
+    };
+    let Some((field, at)) = field else { return (path, message) };
+    for probe in [0u64, u32::MAX as u64] {
+        if let Some(slot) = root.pointer_mut(&at) {
+            *slot = serde_json::json!(probe);
+        }
+        let refusal = parse_raw(&root.to_string()).ok().and_then(|s| validate(&s).err());
+        let bounds = refusal.iter().flat_map(|e| &e.errors).find(|f| f.path == field).and_then(|f| {
+            let (_, range) = f.message.split_once(" from ")?;
+            Some(range.split(" (got").next()?.to_string())
+        });
+        if let Some(range) = bounds {
+            return (field, format!("must be a whole number from {range} (got {given})"));
+        }
+    }
+    (field, format!("must be a whole number{}", rest.split(", got ").next().unwrap_or("")) + &format!(" (got {given})"))
+}
+
+/// "workload.classes[0].prompt_tokens" → "/workload/classes/0/prompt_tokens".
+fn json_pointer(path: &str) -> Option<String> {
+    if path == "(root)" {
+        return Some(String::new());
+    }
+    let mut out = String::new();
+    for part in path.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((n, i)) => (n, Some(i.strip_suffix(']')?)),
+            None => (part, None),
+        };
+        out += &format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+        if let Some(i) = index {
+            out += &format!("/{i}");
+        }
+    }
+    Some(out)
 }
 
 /// Parse then validate.

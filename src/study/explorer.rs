@@ -116,7 +116,7 @@ impl ExplorerStudy {
                 Err(e) if !given => {
                     notes.push(format!("Candidate \"{}\" was skipped: {}", c.name, e.errors[0].message))
                 }
-                Err(e) => return Err(super::prefixed(e, &c.name)),
+                Err(e) => return Err(super::at_option(e, &format!("{what}.set"))),
             }
         }
         if !given {

@@ -262,6 +262,17 @@ fn prefixed(mut e: ScenarioError, label: &str) -> ScenarioError {
     e
 }
 
+/// A refusal of the scenario a study option makes, said at the option (`what`): the option is what the user
+/// typed, and the scenario field it set is named in the message.
+pub(crate) fn at_option(e: ScenarioError, what: &str) -> ScenarioError {
+    let errors = e
+        .errors
+        .into_iter()
+        .map(|f| scenario::FieldError { path: what.to_string(), message: format!("it sets {}: {}", f.path, f.message) })
+        .collect();
+    ScenarioError { errors }
+}
+
 /// A study in progress.
 pub trait Study {
     /// The next batch of independent runs; empty when the study is finished.
@@ -809,8 +820,29 @@ impl Kind {
 /// A study's options from JSON, errors under `study.NAME` in the words the scenario's use ("expected a number,
 /// got the text \"x\"", "did you mean `seeds`?").
 fn options<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
-    serde_json::from_value(v.clone())
-        .map_err(|e| ScenarioError::one(format!("study.{name}"), crate::scenario::with_suggestion(&e.to_string())))
+    // serde reads a struct from a list by position too ([false, 7, 3] ran): options are named.
+    if !v.is_object() {
+        let got = match v {
+            serde_json::Value::Array(_) => "a list",
+            serde_json::Value::String(_) => "text",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::Bool(_) => "true or false",
+            _ => "null",
+        };
+        return Err(ScenarioError::one(
+            format!("study.{name}"),
+            format!(
+                "options are a JSON object of named options ({{\"option\": value, …}}; {{}} for the defaults), got {got}"
+            ),
+        ));
+    }
+    serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+        let path = match e.path().to_string() {
+            p if p == "." || p.is_empty() => format!("study.{name}"),
+            p => format!("study.{name}.{p}"),
+        };
+        ScenarioError::one(path, crate::scenario::with_suggestion(&e.inner().to_string()))
+    })
 }
 
 /// The study called `name` on `spec` (see [`Kind::build`]).
@@ -937,7 +969,7 @@ fn treated(
         ));
     }
     let s = patched(spec, treatment, &what)?;
-    scenario::validate(&s).map_err(|e| prefixed(e, "treatment"))?;
+    scenario::validate(&s).map_err(|e| at_option(e, &what))?;
     Ok(s)
 }
 

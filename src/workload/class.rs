@@ -116,8 +116,14 @@ pub(super) fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors
     out
 }
 
+/// A length distribution of tokens (1 … `MAX_TOKENS`) at `p`.
 pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
-    let max_t = MAX_TOKENS as u64;
+    validate_length_within(l, p, MAX_TOKENS, e)
+}
+
+/// A length distribution whose values are 1 … `most` (tokens, or a session's turns), its bounds stated as such.
+pub(super) fn validate_length_within(l: &LengthSpec, p: &str, most: u32, e: &mut Errors) -> Option<LengthDist> {
+    let max_t = most as u64;
     match l {
         LengthSpec::Fixed { tokens } => {
             e.int(&format!("{p}.tokens"), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens))
@@ -132,13 +138,13 @@ pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option
             (a && b).then_some(LengthDist::Uniform { min: *min, max: *max })
         }
         LengthSpec::Lognormal { mean, cv, max } => {
-            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
+            let a = e.range(&format!("{p}.mean"), *mean, 1.0, most as f64);
             let b = e.range(&format!("{p}.cv"), *cv, 0.0, 20.0);
             let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
             (a && b && c).then(|| LengthDist::lognormal(*mean, *cv, *max))
         }
         LengthSpec::Geometric { mean, max } => {
-            let a = e.range(&format!("{p}.mean"), *mean, 1.0, MAX_TOKENS as f64);
+            let a = e.range(&format!("{p}.mean"), *mean, 1.0, most as f64);
             let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
             (a && c).then(|| LengthDist::geometric(*mean, *max))
         }
@@ -147,8 +153,8 @@ pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option
                 e.push(format!("{p}.values"), format!("must hold 1 to 10,000,000 lengths (got {})", values.len()));
                 return None;
             }
-            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > MAX_TOKENS) {
-                e.push(format!("{p}.values[{i}]"), format!("must be from 1 to {MAX_TOKENS} (got {v})"));
+            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > most) {
+                e.push(format!("{p}.values[{i}]"), format!("must be from 1 to {most} (got {v})"));
                 return None;
             }
             Some(LengthDist::Empirical(values.clone()))

@@ -2,7 +2,7 @@
 //! retention policy, or a replayed session trace.
 
 use super::LengthDist;
-use super::class::{Class, cdf, validate_length};
+use super::class::{Class, cdf, validate_length, validate_length_within};
 use super::sessions_trace::SessionTrace;
 use crate::spec::{
     Errors, LengthSpec, NS_PER_S, RetentionSpec, SessionClassSpec, SessionSloSpec, SessionTraceSpec, SessionsSpec,
@@ -11,6 +11,9 @@ use crate::spec::{
 use std::sync::Arc;
 
 const P: &str = "workload.sessions";
+
+/// The most turns a session may have.
+const MAX_TURNS: u32 = 10_000;
 
 /// Multi-turn sessions (validated): the classes a session's program is drawn from.
 #[derive(Clone, Debug, PartialEq)]
@@ -325,12 +328,7 @@ fn given_lengths(x: [&Option<LengthSpec>; 4], p: &str, e: &mut Errors) -> (Field
 
 /// A turn-count distribution: a length distribution of at most 10,000 turns.
 fn validate_turns(x: &LengthSpec, path: &str, e: &mut Errors) -> Option<LengthDist> {
-    let t = validate_length(x, path, e)?;
-    if t.max() > 10_000 {
-        e.push(path, format!("at most 10,000 turns a session (got up to {})", t.max()));
-        return None;
-    }
-    Some(t)
+    validate_length_within(x, path, MAX_TURNS, e)
 }
 
 /// Tools at `path` added to `all`: their indices there and cumulative weights (None when one is invalid).

@@ -221,3 +221,83 @@ fn first_turns_fit_the_context_and_trace_refusals_name_their_line() {
     let inner = r#"{"turns": [{"new_tokens": 100, "output_tokens": 10, "new_tokens": 5}]}"#;
     assert!(trace(&[inner]).contains("line 1: duplicate key `new_tokens`"), "{}", trace(&[inner]));
 }
+
+/// A change to a scenario's JSON.
+type Change = dyn Fn(&mut Value);
+
+/// A whole number given as 2.5, 1e9 (a JSON float) or past 32 bits is refused at its field — inside a tagged
+/// block too — with the field's own range; a session's turns are stated to their limit (10,000), not the
+/// tokens' (10,000,000).
+#[test]
+fn whole_numbers_are_refused_at_their_field_with_its_range() {
+    let at = |f: &Change| {
+        let mut v = json_of("agent-sessions.json");
+        f(&mut v);
+        refusal(&v)
+    };
+    let cases: [(&Change, &str); 6] = [
+        (
+            &|v| v["engine"]["max_num_seqs"] = json!(2.5),
+            "engine.max_num_seqs: must be a whole number from 1 to 65536 (got 2.5)",
+        ),
+        (
+            &|v| v["engine"]["max_num_seqs"] = json!(4294967296u64),
+            "engine.max_num_seqs: must be a whole number from 1 to 65536 (got 4294967296)",
+        ),
+        (
+            &|v| v["workload"]["requests"] = json!(1e9),
+            "workload.requests: must be a whole number from 1 to 50000000 (got 1000000000.0)",
+        ),
+        (
+            &|v| v["workload"]["sessions"]["first_tokens"]["max"] = json!(2.5),
+            "workload.sessions.first_tokens.max: must be a whole number from 1 to 10000000 (got 2.5)",
+        ),
+        (
+            &|v| v["workload"]["sessions"]["first_tokens"]["max"] = json!(4294967296u64),
+            "workload.sessions.first_tokens.max: must be a whole number from 1 to 10000000 (got 4294967296)",
+        ),
+        (
+            &|v| v["workload"]["sessions"]["turns"] = json!({"kind": "fixed", "tokens": 20_000_000}),
+            "workload.sessions.turns.tokens: must be an integer from 1 to 10000 (got 20000000)",
+        ),
+    ];
+    for (change, want) in cases {
+        assert_eq!(at(change), want);
+    }
+    assert_eq!(
+        at(&|v| v["workload"]["sessions"]["turns"] = json!({"kind": "lognormal", "mean": 20000, "cv": 1, "max": 100})),
+        "workload.sessions.turns.mean: must be between 1 and 10000 (got 20000)"
+    );
+}
+
+/// Study options are named (a list was read by position: `[false, 7, 3]` ran), a key given twice is refused,
+/// and a bad option is refused at the option — the scenario field it sets is said in the message.
+#[test]
+fn study_options_are_named_once_and_refused_at_the_option() {
+    let spec = super::shipped("default.json");
+    let refused = |name: &str, params: Value| match inferscale::study::build(name, &spec, &params) {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => format!("{}: {}", e.errors[0].path, e.errors[0].message),
+    };
+    assert!(refused("capacity", json!([false, 7, 3])).starts_with("study.capacity: options are a JSON object"));
+    assert!(refused("capacity", json!("x")).ends_with("got text"));
+    assert_eq!(
+        refused("explorer", json!({"candidates": [{"name": "a", "set": {"/hardware/tp": 3}}]})),
+        "study.explorer.candidates[0].set: it sets hardware.tp: must be a power of two (1, 2, 4, 8, …) (got 3)"
+    );
+    assert_eq!(
+        refused("sensitivity", json!({"treatment": {"/engine/max_num_seqs": 0}})),
+        "study.sensitivity.treatment: it sets engine.max_num_seqs: must be an integer from 1 to 65536 (got 0)"
+    );
+    assert!(refused("pd", json!({"prefix_tokens": -1})).starts_with("study.pd.prefix_tokens: expected a whole number"));
+    let out = bin()
+        .args(["study", "capacity", &scenario_path("default.json"), "--params", r#"{"target": 0.9, "target": 0.5}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("duplicate key `target`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

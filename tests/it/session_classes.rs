@@ -173,7 +173,10 @@ fn session_classes_refuse_bad_input_at_their_field() {
         )),
         [p(0, "tools[0].weight")]
     );
-    assert_eq!(paths(&classed(json!([{"name": "a", "turns": {"kind": "fixed", "tokens": 20000}}]))), [p(0, "turns")]);
+    assert_eq!(
+        paths(&classed(json!([{"name": "a", "turns": {"kind": "fixed", "tokens": 20000}}]))),
+        [p(0, "turns.tokens")]
+    );
     assert_eq!(
         paths(&classed(json!([{"name": "a", "turns": {"kind": "fixed", "tokens": 0}}]))),
         [p(0, "turns.tokens")]

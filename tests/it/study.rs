@@ -62,7 +62,7 @@ fn pd_study_derives_a_split_and_a_prefix_when_the_scenario_has_none() {
     assert_eq!(r.runs[2].gpus, 2, "one prefill + one decode worker");
     assert!(r.notes.iter().any(|n| n.contains("512 tokens")));
     let bad = study::build("pd", &spec, &serde_json::json!({"reuse": 0.3}));
-    assert!(bad.is_err_and(|e| e.errors[0].path == "study.pd"));
+    assert!(bad.is_err_and(|e| e.errors[0].path == "study.pd.reuse" && e.errors[0].message.contains("unknown field")));
     let bad = study::build("pd", &spec, &serde_json::json!({"prefix_tokens": 90000}));
     assert!(bad.is_err_and(|e| e.errors[0].path == "prefix.prefix_tokens"));
 }
@@ -147,7 +147,7 @@ fn bad_study_inputs_name_the_option() {
         (
             "explorer",
             serde_json::json!({"candidates": [{"name": "x", "set": {"/engine/max_num_seqs": 0}}]}),
-            "engine.max_num_seqs",
+            "study.explorer.candidates[0].set",
         ),
         (
             "explorer",
@@ -597,7 +597,7 @@ fn agent_studies_refuse_what_they_cannot_run_at_the_option() {
         ),
         ("ttl-sweep", serde_json::json!({"ttl_s": []}), "study.ttl-sweep.ttl_s"),
         ("ttl-sweep", serde_json::json!({"ttl_s": [1, -2]}), "study.ttl-sweep.ttl_s[1]"),
-        ("ttl-sweep", serde_json::json!({"ttl_s": ["a"]}), "study.ttl-sweep"),
+        ("ttl-sweep", serde_json::json!({"ttl_s": ["a"]}), "study.ttl-sweep.ttl_s[0]"),
         ("tiered-kv", serde_json::json!({"budgets": [0]}), "study.tiered-kv.budgets[0]"),
         ("tiered-kv", serde_json::json!({"budgets": [1e300]}), "study.tiered-kv.budgets[0]"),
         ("affinity-slack", serde_json::json!({"slack_ms": [-1]}), "study.affinity-slack.slack_ms[0]"),
