@@ -66,8 +66,11 @@ impl Scenario {
                 let chunks: f64 = rows.iter().map(|r| (r.prompt_tokens as f64 / chunk).ceil()).sum();
                 (rows.len() as f64, out, chunks, rows.len() as f64 * 16.0)
             }
+            _ if w.sessions.as_ref().is_some_and(|s| s.trace.as_ref().is_some_and(|t| !t.arrivals_ns.is_empty())) => {
+                self.timed_trace_load(chunk)
+            }
             _ => {
-                let by_rate = if w.end_ns == u64::MAX { f64::INFINITY } else { w.end_ns as f64 / w.mean_gap_ns() };
+                let by_rate = self.arrivals_within_duration();
                 // Poisson arrivals over a duration can run a little ahead of the mean rate.
                 let n = (w.max_requests as f64).min((by_rate * 1.25 + 10.0).ceil());
                 let (mut out, mut chunks, mut worst) = (0.0, 0.0, 0.0f64);
@@ -109,17 +112,74 @@ impl Scenario {
         }
     }
 
-    /// One session's expected turns, output tokens and prefill chunks, and the most a session may take
-    /// (steps): turn k re-sends the history, until it would pass the model's context or one worker's KV,
-    /// where the session ends.
-    /// Sessions of several classes: the means over sessions, and the worst class's worst.
-    fn session_load(&self, s: &crate::workload::Sessions, chunk: f64) -> (f64, f64, f64, f64) {
+    /// Arrivals a duration allows (infinite without one). A closed loop's client issues its next request a
+    /// think time after its last completes, and a request takes at least its output's steps of the cheapest
+    /// step (a lone decode) after its serving overhead: its gap was the think time alone, and with none a
+    /// closed loop bounded by its duration counted 50 million requests (20 GB) at any duration.
+    fn arrivals_within_duration(&self) -> f64 {
+        let w = &self.workload;
+        if w.end_ns == u64::MAX {
+            return f64::INFINITY;
+        }
+        match w.arrival {
+            Arrival::ClosedLoop { clients, think_ns } => {
+                let pool = self.front_pool();
+                let lone = pool.cost.step(&crate::cost::StepWork { decode_seqs: 1, ..Default::default() }).total_ns;
+                let fewest = match &w.sessions {
+                    Some(s) => s.classes.iter().map(|c| c.output.min()).min().unwrap_or(1),
+                    None => w.classes.iter().map(|c| c.output.min()).min().unwrap_or(1),
+                };
+                let per_request =
+                    think_ns + pool.engine.request_overhead_ns as f64 + (fewest.max(1) as u64 * lone) as f64;
+                clients as f64 * (w.end_ns as f64 / per_request).ceil()
+            }
+            _ => w.end_ns as f64 / w.mean_gap_ns(),
+        }
+    }
+
+    /// A timed session trace runs its sessions as recorded (at most `workload.requests` of them): its turns,
+    /// output tokens and prefill chunks are counted exactly, each turn re-sending its history, the session
+    /// ending where a turn would pass the model's context or one worker's KV. (The trace's sessions were
+    /// counted as the cap × the most turns: 2 sessions of 10,000 turns read as 10,480 GB.)
+    fn timed_trace_load(&self, chunk: f64) -> (f64, f64, f64, f64) {
+        let w = &self.workload;
+        let t = w.sessions.as_ref().and_then(|s| s.trace.as_ref()).expect("a timed session trace");
+        let cap = self.session_cap();
+        let n = (t.programs.len() as u64).min(w.max_requests) as usize;
+        let (mut turns, mut out, mut chunks) = (0.0, 0.0, 0.0);
+        for p in &t.programs[..n] {
+            let (mut prompt, mut output) = (0u64, 0u32);
+            for k in 0..p.new_tokens.len() {
+                let next = p.prompt(k, prompt.min(u32::MAX as u64) as u32, output);
+                if (next + p.output_tokens[k] as u64) as f64 > cap {
+                    break;
+                }
+                (prompt, output) = (next, p.output_tokens[k]);
+                turns += 1.0;
+                out += output as f64;
+                chunks += (prompt as f64 / chunk).ceil() + 1.0;
+            }
+        }
+        let turns_total: usize = t.programs[..n].iter().map(|p| p.new_tokens.len()).sum();
+        (turns, out, chunks, turns_total as f64 * PROGRAM_BYTES_PER_TURN)
+    }
+
+    /// The longest a session's turn may be: the model's context, or one worker's KV.
+    fn session_cap(&self) -> f64 {
         let kv = self
             .pools
             .iter()
             .map(|p| (p.engine.kv_total_blocks * p.engine.block_size_tokens as u64) as f64)
             .fold(f64::INFINITY, f64::min);
-        let cap = self.model.context_tokens.map_or(kv, |c| kv.min(c as f64));
+        self.model.context_tokens.map_or(kv, |c| kv.min(c as f64))
+    }
+
+    /// One session's expected turns, output tokens and prefill chunks, and the most a session may take
+    /// (steps): turn k re-sends the history, until it would pass the model's context or one worker's KV,
+    /// where the session ends.
+    /// Sessions of several classes: the means over sessions, and the worst class's worst.
+    fn session_load(&self, s: &crate::workload::Sessions, chunk: f64) -> (f64, f64, f64, f64) {
+        let cap = self.session_cap();
         let load = |c: &crate::workload::SessionClass| {
             let (turns, per_turn) = (c.turns.mean(), c.new.mean() + c.output.mean());
             let prompt_sum: f64 =

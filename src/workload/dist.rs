@@ -68,6 +68,17 @@ impl LengthDist {
         }
     }
 
+    /// The smallest value a sample can take.
+    pub fn min(&self) -> u32 {
+        match self {
+            LengthDist::Fixed(n) => *n,
+            LengthDist::Uniform { min, .. } => *min,
+            // Rounded and clamped to [1, max].
+            LengthDist::Lognormal { .. } | LengthDist::Geometric { .. } => 1,
+            LengthDist::Empirical(v) => v.iter().copied().min().unwrap_or(1),
+        }
+    }
+
     /// The largest value a sample can take.
     pub fn max(&self) -> u32 {
         match self {

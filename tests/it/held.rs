@@ -301,3 +301,41 @@ fn study_options_are_named_once_and_refused_at_the_option() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Estimates follow what will run: a closed loop bounded only by its duration counts the requests its clients
+/// can issue in it (it was 50 million, 20 GB, at any duration), and a timed session trace counts its own
+/// sessions' turns (2 sessions of 10,000 turns read as 10,480 GB).
+#[test]
+fn estimates_follow_what_will_run() {
+    let closed = |duration_s: f64| {
+        let mut spec = super::shipped("default.json");
+        spec.workload.arrival = scenario::ArrivalSpec::ClosedLoop { clients: 8, think_s: 0.0 };
+        spec.workload.requests = None;
+        spec.workload.duration_s = Some(duration_s);
+        super::valid(&spec)
+    };
+    let (short, long) = (closed(20.0).estimate(), closed(3600.0).estimate());
+    assert!(short.memory_bytes < 0.2e9 && long.memory_bytes < 2e9, "{short:?} {long:?}");
+    assert!(long.requests > 100.0 * short.requests, "the bound grows with the duration: {short:?} {long:?}");
+    let ran = inferscale::simulate(&closed(20.0));
+    assert!((ran.summary.requests as f64) <= short.requests, "{} ran, {short:?}", ran.summary.requests);
+
+    let mut v = json_of("agent-sessions.json");
+    let turns: Vec<Value> =
+        (0..10_000).map(|_| json!({"new_tokens": 50, "output_tokens": 5, "tool": "t", "tool_s": 0.01})).collect();
+    let lines =
+        [json!({"id": "a", "arrival_s": 0, "turns": turns}), json!({"id": "b", "arrival_s": 1, "turns": turns})];
+    let sessions = v["workload"]["sessions"].as_object_mut().unwrap();
+    for k in ["turns", "first_tokens", "new_tokens", "output_tokens", "tools"] {
+        sessions.shift_remove(k);
+    }
+    sessions.insert("trace".into(), json!({"data": lines.map(|l| l.to_string()).join("\n")}));
+    v["model"] = json!({"preset": "llama-3.1-8b", "context_tokens": 20_000});
+    let sc = scenario::load(&v.to_string()).unwrap();
+    let est = sc.estimate();
+    assert!(est.memory_bytes < 0.1e9, "{est:?}");
+    // Each turn adds 55 tokens to the history: a session ends at the 20,000-token context after 363 turns.
+    assert_eq!(est.requests, 2.0 * 363.0, "{est:?}");
+    let r = inferscale::simulate(&sc);
+    assert_eq!(r.summary.requests as f64, est.requests, "the estimate counts the turns that run");
+}
