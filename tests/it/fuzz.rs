@@ -205,6 +205,92 @@ fn check_scenario(text: &str) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Bases no shipped scenario is: the arrival kinds none uses (a closed loop, one bounded only by its duration,
+/// a burst), the engine profiles (SGLang's batch formations, a serving overhead, a horizon, max_model_len),
+/// and a session trace.
+fn unshipped_bases() -> Vec<Value> {
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut v = small_shipped("default.json");
+        f(&mut v);
+        v
+    };
+    vec![
+        with(&|v| v["workload"]["arrival"] = json!({"kind": "closed_loop", "clients": 8, "think_s": 0.5})),
+        with(&|v| {
+            v["workload"]["arrival"] = json!({"kind": "closed_loop", "clients": 4, "think_s": 0.0});
+            v["workload"].as_object_mut().unwrap().shift_remove("requests");
+            v["workload"]["duration_s"] = json!(2.0);
+        }),
+        with(&|v| v["workload"]["arrival"] = json!({"kind": "burst"})),
+        with(&|v| v["engine"]["batch_formation"] = json!("sglang")),
+        with(&|v| v["engine"]["batch_formation"] = json!("sglang_mixed")),
+        with(&|v| {
+            v["engine"]["request_overhead_ms"] = json!(5.0);
+            v["engine"]["horizon_s"] = json!(3.0);
+            v["engine"]["max_model_len"] = json!(2048);
+        }),
+        session_trace_base(SESSION_LINES),
+    ]
+}
+
+/// Three sessions in InferScale's shape (timed), and one in inference-lab's, as text to mutate.
+const SESSION_LINES: &str = concat!(
+    r#"{"id": "a", "arrival_s": 0, "turns": [{"new_tokens": 900, "output_tokens": 40, "tool": "grep", "tool_s": 0.2}, {"new_tokens": 60, "output_tokens": 30}]}"#,
+    "\n",
+    r#"{"id": "b", "arrival_s": 0.5, "turns": [{"new_tokens": 400, "output_tokens": 20, "tool": "read", "tool_s": 1.5}, {"new_tokens": 10, "output_tokens": 9}]}"#,
+    "\n",
+    r#"{"id": "c", "arrival_s": 2, "turns": [{"new_tokens": 1200, "output_tokens": 80}]}"#,
+    "\n",
+);
+
+/// The agent scenario replaying `trace` (its drawn-session fields removed, a dozen sessions at most).
+fn session_trace_base(trace: &str) -> Value {
+    let mut v = small_shipped("agent-sessions.json");
+    v["workload"]["requests"] = json!(12);
+    let s = v["workload"]["sessions"].as_object_mut().unwrap();
+    for k in ["turns", "first_tokens", "new_tokens", "output_tokens", "tools"] {
+        s.shift_remove(k);
+    }
+    s.insert("trace".into(), json!({"data": trace}));
+    v
+}
+
+/// The session lines, or inference-lab's shape, with text mutations.
+fn session_trace_text(r: &mut Rng64) -> String {
+    let lab =
+        r#"{"steps": [{"input": 500, "output": 20, "tool": "bash", "tool_s": 0.3}, {"input": 700, "output": 10}]}"#;
+    let mut t = if r.below(4) == 0 { format!("{lab}\n{lab}\n") } else { SESSION_LINES.to_string() };
+    let words = [
+        "0",
+        "-1",
+        "1e-300",
+        "1e308",
+        "4294967296",
+        "2.5",
+        "\"",
+        "{",
+        "}",
+        "[]",
+        "null",
+        ", \"turns\": []",
+        ", \"new_tokens\": 5",
+        "\"arrival_s\": 1e300",
+        "NaN",
+        "\u{feff}",
+        "\r\n",
+        "",
+    ];
+    for _ in 0..r.below(4) {
+        let w = words[r.below(words.len() as u64) as usize];
+        let cut: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
+        let at = cut[r.below(cut.len() as u64) as usize];
+        let len = r.below(6) as usize;
+        let end = t[at..].char_indices().nth(len).map_or(t.len(), |(i, _)| at + i);
+        t.replace_range(at..end, w);
+    }
+    t
+}
+
 /// A shipped scenario at most a few hundred requests long (mutations may lengthen it; the budget bounds it).
 fn small_shipped(name: &str) -> Value {
     let mut v: Value = serde_json::to_value(super::shipped(name)).unwrap();
@@ -218,13 +304,8 @@ fn small_shipped(name: &str) -> Value {
 fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
     let names = super::shipped_names();
     let mut bases: Vec<Value> = names.iter().map(|n| small_shipped(n)).collect();
-    // The arrival kinds no shipped scenario uses: a closed loop and a burst.
-    for arrival in [json!({"kind": "closed_loop", "clients": 8, "think_s": 0.5}), json!({"kind": "burst"})] {
-        let mut v = small_shipped("default.json");
-        v["workload"]["arrival"] = arrival;
-        bases.push(v);
-    }
-    let (mut cases, mut ran, mut refused, mut via_cli) = (0u32, 0u32, 0u32, 0u32);
+    bases.extend(unshipped_bases());
+    let (mut cases, mut ran, mut refused, mut via_cli, mut session_traces_ran) = (0u32, 0u32, 0u32, 0u32, 0u32);
     let mut failures = Vec::new();
     let dir = std::env::temp_dir().join(format!("inferscale-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -232,11 +313,16 @@ fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
     let n: u64 = std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2400);
     for i in 0..n {
         let mut r = rng::stream(0xF022, Stream::Study, i);
-        let v = match i % 4 {
+        let v = match i % 8 {
             // A trace shape, mutated as text, replayed by a shipped scenario (also mutated half the time).
-            3 => {
+            3 | 7 => {
                 let mut v = bases[r.below(bases.len() as u64) as usize].clone();
                 v["workload"]["arrival"] = json!({"kind": "trace", "data": trace_text(&mut r)});
+                if r.below(2) == 0 { mutate(v, &mut r) } else { v }
+            }
+            // A session trace, mutated as text, replayed by the agent scenario (also mutated half the time).
+            5 => {
+                let v = session_trace_base(&session_trace_text(&mut r));
                 if r.below(2) == 0 { mutate(v, &mut r) } else { v }
             }
             _ => mutate(bases[r.below(bases.len() as u64) as usize].clone(), &mut r),
@@ -244,7 +330,10 @@ fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
         let text = v.to_string();
         cases += 1;
         match std::panic::catch_unwind(|| check_scenario(&text)) {
-            Ok(Ok(true)) => ran += 1,
+            Ok(Ok(true)) => {
+                ran += 1;
+                session_traces_ran += (i % 8 == 5) as u32;
+            }
             Ok(Ok(false)) => refused += 1,
             Ok(Err(why)) => failures.push(format!("case {i}: {why}\n{text}")),
             Err(_) => failures.push(format!("case {i}: panicked\n{text}")),
@@ -267,10 +356,14 @@ fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    let (study_cases, study_failures) = fuzz_study_options();
+    let (study_cases, studies_ran, study_failures) = fuzz_study_options();
     failures.extend(study_failures);
     println!(
-        "fuzz: {cases} scenario cases ({ran} ran with sane reports, {refused} refused naming a field; {via_cli} also through the CLI), {study_cases} study-option cases"
+        "fuzz: {cases} scenario cases ({ran} ran with sane reports, {session_traces_ran} of them session traces; {refused} refused naming a field; {via_cli} also through the CLI), {study_cases} study-option cases ({studies_ran} ran to a sane report)"
+    );
+    assert!(
+        session_traces_ran > 20 && studies_ran > 150,
+        "{session_traces_ran} session traces ran, {studies_ran} studies"
     );
     assert!(failures.is_empty(), "{} failures, the first: {}", failures.len(), failures[0]);
     assert!(ran > 200 && refused > 300, "the mutations must reach both outcomes ({ran} ran, {refused} refused)");
@@ -278,11 +371,21 @@ fn mutated_scenarios_traces_and_study_options_run_sanely_or_are_refused() {
 
 /// Every study's options, mutated: building the study must succeed or refuse naming a field; a study that
 /// builds with a few runs is run to its report.
-fn fuzz_study_options() -> (u32, Vec<String>) {
-    let mut spec = super::shipped("default.json");
-    spec.workload.requests = Some(60);
-    let (mut cases, mut failures) = (0, Vec::new());
+fn fuzz_study_options() -> (u32, u32, Vec<String>) {
+    let mut plain = super::shipped("default.json");
+    plain.workload.requests = Some(60);
+    // The agent studies on the agent scenario (on a scenario without sessions they only refuse).
+    let mut agents = super::shipped("agent-sessions.json");
+    agents.workload.requests = Some(8);
+    let (mut cases, mut failures, mut ran) = (0, Vec::new(), 0);
     for kind in Kind::ALL {
+        let spec = if kind.name().starts_with("agent")
+            || ["ttl-sweep", "tiered-kv", "affinity-slack"].contains(&kind.name())
+        {
+            &agents
+        } else {
+            &plain
+        };
         let mut defaults = kind.default_options();
         if matches!(kind, Kind::Paired | Kind::Sensitivity) {
             defaults["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
@@ -291,28 +394,30 @@ fn fuzz_study_options() -> (u32, Vec<String>) {
             let mut r = rng::stream(0xF023, Stream::Study, i * 16 + kind as u64);
             let opts = if i == 0 { defaults.clone() } else { mutate(defaults.clone(), &mut r) };
             cases += 1;
-            let outcome = std::panic::catch_unwind(|| -> Result<(), String> {
-                let mut st = match kind.build(&spec, &opts) {
+            let outcome = std::panic::catch_unwind(|| -> Result<bool, String> {
+                let mut st = match kind.build(spec, &opts) {
                     Ok(st) => st,
-                    Err(e) if e.errors.iter().all(|f| !f.path.is_empty()) => return Ok(()),
+                    Err(e) if e.errors.iter().all(|f| !f.path.is_empty()) => return Ok(false),
                     Err(e) => return Err(format!("a refusal without a field: {e:?}")),
                 };
                 if st.progress().1 > 80 {
-                    return Ok(()); // accepted; too many runs for a fuzz case
+                    return Ok(false); // accepted; too many runs for a fuzz case
                 }
                 match inferscale::study::run_native(st.as_mut(), 2, &mut |_, _| true) {
                     Ok(rep) if rep.markdown().contains("NaN") => Err(format!("NaN in the table: {}", rep.markdown())),
-                    Ok(rep) => sane(&serde_json::from_str(&rep.json()).map_err(|e| e.to_string())?, "", "study"),
-                    Err(inferscale::study::StudyError::Invalid(_)) => Ok(()),
+                    Ok(rep) => {
+                        sane(&serde_json::from_str(&rep.json()).map_err(|e| e.to_string())?, "", "study").map(|()| true)
+                    }
+                    Err(inferscale::study::StudyError::Invalid(_)) => Ok(false),
                     Err(e) => Err(format!("{e:?}")),
                 }
             });
             match outcome {
-                Ok(Ok(())) => {}
+                Ok(Ok(done)) => ran += done as u32,
                 Ok(Err(why)) => failures.push(format!("{} options {opts}: {why}", kind.name())),
                 Err(_) => failures.push(format!("{} options {opts}: panicked", kind.name())),
             }
         }
     }
-    (cases, failures)
+    (cases, ran, failures)
 }
