@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::cost::StepWork;
 use crate::kv::{BlockPool, EntryId};
-use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord};
+use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
@@ -274,13 +274,15 @@ impl<'a> Simulation<'a> {
             }
         }
         let _ = progress(self.progress());
-        let evictions = self.replicas.iter().map(|r| r.kv.prefix_evictions).sum();
-        self.rec.sess.pressure_evictions = self.replicas.iter().map(|r| r.kv.pressure_evictions).sum();
-        self.rec.sess.host_evictions =
-            self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum();
-        self.rec.session_ends = self.generator.session_ends;
-        self.rec.programs = self.generator.take_programs();
-        self.rec.finish(self.now, self.requests, evictions);
+        let end = RunEnd {
+            end_ns: self.now,
+            prefix_evictions: self.replicas.iter().map(|r| r.kv.prefix_evictions).sum(),
+            pressure_evictions: self.replicas.iter().map(|r| r.kv.pressure_evictions).sum(),
+            host_evictions: self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum(),
+            session_ends: self.generator.session_ends,
+            programs: self.generator.take_programs(),
+        };
+        self.rec.finish(end, self.requests);
         Ok(self.rec)
     }
 
@@ -612,7 +614,7 @@ impl<'a> Simulation<'a> {
     /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may
     /// still admit from the queue).
     fn coasted(&mut self, r: usize, ended: step_end::Ended, tally: &Tally) {
-        self.rec.coasted_steps += 1;
+        self.rec.on_coasted();
         self.settle_step_end(r, tally, ended.held_blocks, &[]);
         // Every running request is planned; unless formation may admit, the step is formed (and nothing
         // formation would note — retained KV, preemptions — changed).

@@ -230,7 +230,7 @@ impl Simulation<'_> {
         let r = self.sessions[session as usize].holder as usize;
         let rep = &mut self.replicas[r];
         if rep.kv.offload(EntryId::session(session)) > 0 {
-            self.rec.sess.ttl_evictions += 1;
+            self.rec.on_ttl_eviction();
             self.kv_changed(r);
         }
     }

@@ -158,6 +158,19 @@ const _: () = {
     }
 };
 
+/// What the engine knows only when a run ends, handed to [`Recorder::finish`].
+pub struct RunEnd {
+    pub end_ns: u64,
+    /// Evictions from the workers' prefix caches, of sessions' retained history under pressure, and from
+    /// their host tiers.
+    pub prefix_evictions: u64,
+    pub pressure_evictions: u64,
+    pub host_evictions: u64,
+    pub session_ends: crate::workload::SessionEnds,
+    /// Each session's program, for the sessions section.
+    pub programs: Vec<crate::workload::Program>,
+}
+
 /// Per-replica counters.
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaCounters {
@@ -558,9 +571,24 @@ impl Recorder {
         self.kv_peak_blocks_total = self.kv_peak_blocks_total.max(self.kv_used_total);
     }
 
-    /// The run ended at `end_ns` with these requests and `evictions` from the prefix caches: close the last
-    /// window; whatever is still in flight is unfinished.
-    pub fn finish(&mut self, end_ns: u64, requests: Vec<RequestRecord>, evictions: u64) {
+    /// A step end coasted (every running request lazy, none leaving).
+    pub fn on_coasted(&mut self) {
+        self.coasted_steps += 1;
+    }
+
+    /// A session's retained KV expired (its TTL passed).
+    pub fn on_ttl_eviction(&mut self) {
+        self.sess.ttl_evictions += 1;
+    }
+
+    /// The run ended (`end`) with these requests: close the last window; whatever is still in flight is
+    /// unfinished.
+    pub fn finish(&mut self, end: RunEnd, requests: Vec<RequestRecord>) {
+        let (end_ns, evictions) = (end.end_ns, end.prefix_evictions);
+        self.sess.pressure_evictions = end.pressure_evictions;
+        self.sess.host_evictions = end.host_evictions;
+        self.session_ends = end.session_ends;
+        self.programs = end.programs;
         self.requests = requests;
         self.prefix_evictions = evictions;
         self.advance(end_ns);

@@ -361,3 +361,27 @@ fn www_files_are_still_one_cycle() {
         "the page's files changed their cycle: when it is gone, add www/src to the folders checked above"
     );
 }
+
+/// The engine feeds the recorder only through its hooks (`on_*`, `advance`, `itl_sink`, `finish`) and reads
+/// only its counts for progress: no field of it is written or read from the engine.
+#[test]
+fn the_engine_feeds_the_recorder_only_through_its_hooks() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/engine"), &mut files);
+    let allowed = ["advance", "itl_sink", "finish", "expected_requests", "n_final"];
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = code_of(line);
+            for part in code.split("self.rec.").skip(1) {
+                let name: String = part.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let call = part[name.len()..].starts_with('(');
+                if !call || !(name.starts_with("on_") || allowed.contains(&name.as_str())) {
+                    bad.push(format!("{}:{} self.rec.{name}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "the engine touches the recorder outside its hooks: {bad:?}");
+}
