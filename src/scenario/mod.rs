@@ -1,4 +1,4 @@
-//! Scenario: the one place where defaults and validation live.
+//! Scenario: where validation lives (the defaults are the spec's, in `spec`).
 //!
 //! Two steps, as in ripgrep's low/high args: [`parse`] reads JSON into a raw [`Spec`] (serde, unknown fields
 //! rejected with a suggestion), then [`validate`] checks every field once and derives the typed [`Scenario`]

@@ -385,3 +385,40 @@ fn the_engine_feeds_the_recorder_only_through_its_hooks() {
     }
     assert!(bad.is_empty(), "the engine touches the recorder outside its hooks: {bad:?}");
 }
+
+/// Every file and folder docs/ARCHITECTURE.md names (in backticks) exists, and every item it names (`Batch`,
+/// `Scenario::front_pool`, `run_eager`) is a word of the sources: the map cannot drift from the code unnoticed.
+#[test]
+fn every_file_and_item_the_architecture_names_exists() {
+    let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let mut files = Vec::new();
+    for dir in ["src", "worker/src", "www/src", "tests"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut words = BTreeSet::new();
+    for f in files.iter().chain([&root().join("index.html"), &root().join("scripts/test.sh")]) {
+        let text = std::fs::read_to_string(f).unwrap();
+        words.extend(text.split(|c: char| !(c.is_alphanumeric() || c == '_')).map(str::to_string));
+    }
+    let (mut checked, mut missing) = (0, Vec::new());
+    for token in doc.split('`').skip(1).step_by(2) {
+        let t = token.trim_end_matches("()");
+        let is_path = t.contains('/') && !t.contains(' ') && !t.contains("::") && !t.starts_with("../");
+        let is_item =
+            !t.is_empty() && t.split("::").all(|s| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        if is_path && !t.contains(['*', '…', '<']) {
+            checked += 1;
+            // Named from the repository, or (in a row about them) from the core's src/ or from docs/.
+            if !["", "src", "docs"].iter().any(|base| root().join(base).join(t.trim_start_matches('/')).exists()) {
+                missing.push(format!("file {t}"));
+            }
+        } else if is_item && t.chars().any(|c| c == '_' || c.is_uppercase()) {
+            checked += 1;
+            if let Some(s) = t.split("::").find(|s| !words.contains(*s)) {
+                missing.push(format!("item {t} ({s})"));
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} names checked: the scan is broken");
+    assert!(missing.is_empty(), "docs/ARCHITECTURE.md names what is not there: {missing:?}");
+}
