@@ -273,8 +273,11 @@ fn folder_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     };
     let folder = dir.file_name().unwrap().to_string_lossy();
     let mut prefixes = vec!["super::".to_string(), "crate::".to_string()];
-    if dir.parent().is_some_and(|p| p.ends_with("src")) && folder != "src" {
-        prefixes = vec!["super::".to_string(), format!("crate::{folder}::")];
+    if let Ok(rel) = dir.strip_prefix(root().join("src"))
+        && !rel.as_os_str().is_empty()
+    {
+        let module = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("::");
+        prefixes = vec!["super::".to_string(), format!("crate::{module}::")];
     }
     let mut graph = BTreeMap::new();
     for (f, code) in files.iter().filter(|(f, _)| !face(f)) {
@@ -316,10 +319,16 @@ fn the_files_of_each_folder_import_each_other_without_a_cycle() {
     // study_panel.rs and calibration.rs, which call each other; it joins this list when the page is panels that
     // own their state (issue 22, item 5). `www_files_are_still_one_cycle` keeps that note true.
     let mut dirs = vec![root().join("worker/src"), root().join("src")];
-    for e in std::fs::read_dir(root().join("src")).unwrap().filter_map(|e| e.ok()) {
-        if e.path().is_dir() {
-            dirs.push(e.path());
-        }
+    let mut i = 1;
+    while i < dirs.len() {
+        let sub: Vec<PathBuf> = std::fs::read_dir(&dirs[i])
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.extend(sub);
+        i += 1;
     }
     let mut cycles = Vec::new();
     for dir in &dirs {

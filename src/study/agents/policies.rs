@@ -1,0 +1,136 @@
+//! `agent-policies`: six retention and routing policies on one program trace.
+
+use super::*;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentPoliciesParams {
+    /// The TTL policy's time to live, s.
+    pub ttl_s: f64,
+    /// Bounded affinity's slack, ms.
+    pub slack_ms: f64,
+    /// The host tier of the host-offload policy when the scenario has none.
+    pub host_kv: HostKvSpec,
+}
+
+impl Default for AgentPoliciesParams {
+    fn default() -> Self {
+        AgentPoliciesParams { ttl_s: 10.0, slack_ms: 50.0, host_kv: default_host() }
+    }
+}
+
+pub struct AgentPoliciesStudy {
+    base: Spec,
+    batch: OneBatch,
+}
+
+impl AgentPoliciesStudy {
+    pub fn new(spec: &Spec, p: &AgentPoliciesParams) -> Result<Self, ScenarioError> {
+        check_base(spec, Kind::AgentPolicies)?;
+        let mut e = Errors::default();
+        e.range("study.agent-policies.ttl_s", p.ttl_s, 0.0, 1e7);
+        e.range("study.agent-policies.slack_ms", p.slack_ms, 0.0, 1e9);
+        check_host(&mut e, Kind::AgentPolicies, &p.host_kv);
+        e.finish()?;
+        let lb = Some(RouterSpec::LeastOutstanding);
+        let sticky = Some(RouterSpec::Sticky);
+        let policies = [
+            policy("stateless + load balancing", RetentionSpec::Stateless, lb.clone(), false),
+            policy("retain, no affinity", RetentionSpec::Retain, lb, false),
+            policy(
+                &format!("TTL {} + sticky", crate::export::secs(p.ttl_s)),
+                RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
+                sticky.clone(),
+                false,
+            ),
+            policy("retain + sticky", RetentionSpec::Retain, sticky.clone(), false),
+            policy("host offload + sticky", RetentionSpec::HostOffload, sticky, true),
+            policy(
+                &format!("bounded affinity ({} slack)", crate::export::secs(p.slack_ms / 1e3)),
+                RetentionSpec::Retain,
+                Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }),
+                false,
+            ),
+        ];
+        let jobs: Vec<Job> =
+            policies.iter().map(|x| Job { label: x.label.clone(), spec: variant(spec, x, &p.host_kv, None) }).collect();
+        check_jobs(&jobs)?;
+        Ok(AgentPoliciesStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
+    }
+}
+
+impl OneBatchStudy for AgentPoliciesStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
+    }
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
+    }
+    fn build_report(&self, r: &[RunSummary]) -> StudyReport {
+        let mut rep = report_head(
+            Kind::AgentPolicies,
+            &self.base,
+            "which retention and routing policy serves these agent sessions best, and what does it hold in memory?"
+                .into(),
+        );
+        rep.columns = vec![
+            col("Policy", "", Format::Text),
+            col("p95 turn TTFT", "s", Format::Seconds),
+            col("p95 session E2E", "s", Format::Seconds),
+            col("Cache hit", "of later turns", Format::Percent),
+            col("Route locality", "", Format::Percent),
+            col("Recomputed history", "tokens", Format::Int),
+            col("Mean KV", "GB, HBM", Format::Num),
+            col("Peak KV", "GB, HBM", Format::Num),
+            col("HBM GB·s", "GB·s", Format::Num),
+            col("Evictions", "TTL + pressure", Format::Int),
+            col("Diagnosis", "", Format::Text),
+        ];
+        rep.rows = r
+            .iter()
+            .map(|x| {
+                let s = sess(x);
+                vec![
+                    Cell::from(x.label.as_str()),
+                    s.turn_ttft_p95_s.into(),
+                    s.session_e2e_p95_s.into(),
+                    cache_hit(s).into(),
+                    s.route_locality.into(),
+                    s.recomputed_history_tokens.into(),
+                    s.hbm_mean_gb.into(),
+                    s.hbm_peak_gb.into(),
+                    s.hbm_gb_s.into(),
+                    (s.ttl_evictions + s.pressure_evictions).into(),
+                    session_brief(x).into(),
+                ]
+            })
+            .collect();
+        rep.best_row = fastest(r);
+        if let (Some(b), Some(base)) = (rep.best_row, r.first()) {
+            let (x, s0) = (sess(&r[b]), sess(base));
+            rep.answer = format!(
+                "{} has the lowest p95 turn TTFT, {} against {} stateless, with {:.1} % of later turns hitting their cache and {:.2} GB of HBM held on average ({:.0} GB·s).",
+                r[b].label,
+                crate::export::secs(x.turn_ttft_p95_s),
+                crate::export::secs(s0.turn_ttft_p95_s),
+                cache_hit(x) * 100.0,
+                x.hbm_mean_gb,
+                x.hbm_gb_s
+            );
+        }
+        rep.charts = vec![
+            bars("p95 turn TTFT by policy", "p95 turn TTFT (s)", r, |s| s.turn_ttft_p95_s),
+            bars("Mean HBM held by retention", "mean retained KV (GB)", r, |s| s.hbm_mean_gb),
+        ];
+        rep.notes = vec![
+            program_note(&self.base),
+            "Cache hit: later turns that found their history in HBM or restored it from host memory. Route locality: later turns served by their previous turn's worker. Mean / Peak KV and GB·s: idle session history in HBM (what retention holds between turns), all workers.".into(),
+            "Load balancing is least outstanding; with one replica every router is the same.".into(),
+        ];
+        rep.runs = r.to_vec();
+        rep
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// ttl-sweep

@@ -1,0 +1,285 @@
+//! `tiered-kv`: HBM, host memory or recomputation for a session's KV, also under a shrinking HBM budget.
+
+use super::*;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TieredKvParams {
+    /// The TTL policy's time to live, s.
+    pub ttl_s: f64,
+    /// Bounded affinity's slack, ms.
+    pub slack_ms: f64,
+    /// The host tier when the scenario has none.
+    pub host_kv: HostKvSpec,
+    /// Per-replica HBM budgets for retention, × the reference working set (the most idle history a worker
+    /// holds under full retention with no budget).
+    pub budgets: Vec<f64>,
+}
+
+impl Default for TieredKvParams {
+    fn default() -> Self {
+        TieredKvParams { ttl_s: 10.0, slack_ms: 50.0, host_kv: default_host(), budgets: vec![1.0, 0.5, 0.25, 0.1] }
+    }
+}
+
+pub struct TieredKvStudy {
+    base: Spec,
+    p: TieredKvParams,
+    policies: Vec<Policy>,
+    /// GB of one KV block, and the workers: to read the reference run's GB as blocks per worker.
+    block_gb: f64,
+    workers: f64,
+    /// The reference run (full retention, sticky, no budget) first, then each policy without a budget; then
+    /// each budget × policy.
+    results: Vec<RunSummary>,
+    handed: usize,
+}
+
+impl TieredKvStudy {
+    pub fn new(spec: &Spec, p: &TieredKvParams) -> Result<Self, ScenarioError> {
+        let sc = check_base(spec, Kind::TieredKv)?;
+        let mut e = Errors::default();
+        e.range("study.tiered-kv.ttl_s", p.ttl_s, 0.0, 1e7);
+        e.range("study.tiered-kv.slack_ms", p.slack_ms, 0.0, 1e9);
+        check_host(&mut e, Kind::TieredKv, &p.host_kv);
+        e.int("study.tiered-kv.budgets", p.budgets.len() as u64, 0, 16);
+        for (i, b) in p.budgets.iter().enumerate() {
+            e.range_open_lo(&format!("study.tiered-kv.budgets[{i}]"), *b, 0.0, 100.0);
+        }
+        e.finish()?;
+        let sticky = Some(RouterSpec::Sticky);
+        let policies = vec![
+            policy("stateless", RetentionSpec::Stateless, Some(RouterSpec::LeastOutstanding), false),
+            policy(
+                &format!("TTL {}", crate::export::secs(p.ttl_s)),
+                RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
+                sticky.clone(),
+                true,
+            ),
+            policy(
+                &format!("bounded affinity ({})", crate::export::secs(p.slack_ms / 1e3)),
+                RetentionSpec::Retain,
+                Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }),
+                true,
+            ),
+            policy("host offload", RetentionSpec::HostOffload, sticky.clone(), true),
+            policy("gap oracle (bound)", RetentionSpec::GapOracle, sticky, true),
+        ];
+        let (block_gb, workers) = (sc.kv_block_bytes() / 1e9, sc.front_pool().replicas as f64);
+        let s = TieredKvStudy {
+            base: spec.clone(),
+            p: p.clone(),
+            policies,
+            block_gb,
+            workers,
+            results: Vec::new(),
+            handed: 0,
+        };
+        check_jobs(&s.first_jobs())?;
+        Ok(s)
+    }
+
+    fn first_jobs(&self) -> Vec<Job> {
+        let reference =
+            policy("reference: retain + sticky, no budget", RetentionSpec::Retain, Some(RouterSpec::Sticky), false);
+        std::iter::once(&reference)
+            .chain(&self.policies)
+            .map(|x| Job { label: x.label.clone(), spec: variant(&self.base, x, &self.p.host_kv, None) })
+            .collect()
+    }
+
+    /// The reference working set per worker, blocks: the reference run's peak idle history ÷ workers.
+    fn reference_blocks(&self) -> f64 {
+        sess(&self.results[0]).hbm_peak_gb / self.block_gb / self.workers
+    }
+
+    fn budget_jobs(&self) -> Vec<Job> {
+        let reference = self.reference_blocks();
+        (self.p.budgets.iter())
+            .flat_map(|&f| self.policies.iter().map(move |x| (f, x)))
+            .map(|(f, x)| Job {
+                label: format!("{} at {f} ×", x.label),
+                spec: variant(&self.base, x, &self.p.host_kv, Some((f * reference).round().max(1.0) as u64)),
+            })
+            .collect()
+    }
+}
+
+impl Study for TieredKvStudy {
+    fn next(&mut self) -> Vec<Job> {
+        self.handed += 1;
+        match self.handed {
+            1 => self.first_jobs(),
+            2 if !self.p.budgets.is_empty() => self.budget_jobs(),
+            _ => Vec::new(),
+        }
+    }
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        self.results.extend(results);
+    }
+    fn progress(&self) -> (usize, usize) {
+        (self.results.len(), (1 + self.policies.len() * (1 + self.p.budgets.len())).max(self.results.len()))
+    }
+    fn report(&self) -> StudyReport {
+        tiered_report(self)
+    }
+}
+
+fn tiered_report(st: &TieredKvStudy) -> StudyReport {
+    let mut rep = report_head(
+        Kind::TieredKv,
+        &st.base,
+        "where should a session's KV wait for its next turn — HBM, host memory, or nowhere — and what if HBM shrinks?"
+            .into(),
+    );
+    rep.columns = vec![
+        col("Policy", "", Format::Text),
+        col("p95 turn TTFT", "s", Format::Seconds),
+        col("p95 session E2E", "s", Format::Seconds),
+        col("Session SLO", "", Format::Percent),
+        col("Reuse", "of history", Format::Percent),
+        col("HBM hit", "of later turns", Format::Percent),
+        col("Host hit", "of later turns", Format::Percent),
+        col("Mean HBM", "GB", Format::Num),
+        col("Mean host", "GB", Format::Num),
+        col("Transfer p95", "s", Format::Seconds),
+        col("Recomputed", "tokens", Format::Int),
+        col("Diagnosis", "", Format::Text),
+    ];
+    let n = st.policies.len();
+    let Some(rest) = st.results.get(1..) else { return rep };
+    let reference = if st.results.is_empty() { 0.0 } else { st.reference_blocks() };
+    let (free, budgeted) = rest.split_at(n.min(rest.len()));
+    rep.rows = (free.iter().enumerate())
+        .map(|(k, x)| {
+            let s = sess(x);
+            vec![
+                Cell::from(st.policies[k].label.as_str()),
+                s.turn_ttft_p95_s.into(),
+                s.session_e2e_p95_s.into(),
+                s.slo_attainment.into(),
+                s.reuse.into(),
+                s.hbm_hit_rate.into(),
+                s.host_hit_rate.into(),
+                s.hbm_mean_gb.into(),
+                s.host_mean_gb.into(),
+                (s.host_hit_rate > 0.0).then_some(s.restore_p95_s).into(),
+                s.recomputed_history_tokens.into(),
+                session_brief(x).into(),
+            ]
+        })
+        .collect();
+    rep.tables = vec![budget_table(st, budgeted, reference)];
+    // The best real policy without a budget (the oracle is a bound, not a choice).
+    rep.best_row = fastest(&rest[..n.min(rest.len()) - 1]);
+    if let Some(b) = rep.best_row {
+        let s = sess(&rest[b]);
+        let oracle = rest.get(n - 1).map(sess);
+        rep.answer = format!(
+            "{} has the lowest p95 turn TTFT without a budget, {} (reuse {:.1} %, {:.2} GB HBM and {:.2} GB host on average){}.",
+            st.policies[b].label,
+            crate::export::secs(s.turn_ttft_p95_s),
+            s.reuse * 100.0,
+            s.hbm_mean_gb,
+            s.host_mean_gb,
+            oracle.map_or(String::new(), |o| format!(
+                "; the gap oracle's bound is {}",
+                crate::export::secs(o.turn_ttft_p95_s)
+            ))
+        );
+    }
+    rep.charts = vec![budget_chart(st, rest)];
+    rep.notes = tiered_notes(st, reference);
+    rep.runs = st.results.clone();
+    rep
+}
+
+/// Session SLO (or reuse) of each policy against the HBM budget, no budget drawn to the right of the largest.
+fn budget_chart(st: &TieredKvStudy, rest: &[RunSummary]) -> Chart {
+    let n = st.policies.len();
+    let y = |s: &SessionRun| s.slo_attainment.unwrap_or(s.reuse);
+    let y_label = if rest.first().is_some_and(|x| sess(x).slo_attainment.is_some()) {
+        "session SLO attainment"
+    } else {
+        "reuse (no session SLO set)"
+    };
+    // No budget is drawn to the right of the largest budget.
+    let unbounded = st.p.budgets.iter().fold(1.0, |a: f64, b| a.max(*b)) * 1.5;
+    let series = (0..n).map(|i| {
+        line(
+            &st.policies[i].label,
+            (0..=st.p.budgets.len())
+                .filter_map(|j| {
+                    rest.get(j * n + i).map(|x| (if j == 0 { unbounded } else { st.p.budgets[j - 1] }, y(sess(x))))
+                })
+                .collect(),
+        )
+    });
+    let title = if y_label.starts_with("session") { "Session SLO vs HBM budget" } else { "Reuse vs HBM budget" };
+    lines(
+        title,
+        &format!("HBM budget per replica, × reference working set ({unbounded} = no budget)"),
+        y_label,
+        series.collect(),
+    )
+}
+
+fn tiered_notes(st: &TieredKvStudy, reference: f64) -> Vec<String> {
+    vec![
+        program_note(&st.base),
+        format!(
+            "Reference working set: {reference:.0} blocks per replica — the most idle session history a worker held under full retention, sticky routing and no budget. Rows with a budget cap what retention may hold in HBM per worker; past it the least recently used history moves to host memory (or is freed when the policy has no host tier)."
+        ),
+        format!(
+            "Every policy but stateless has a host tier ({}); the gap oracle sees each realised tool gap, so it is a bound, not a choice (it is never the best row).",
+            st.base.engine.host_kv.as_ref().map_or(
+                format!(
+                    "{} GB at {} GB/s per worker, the study's",
+                    st.p.host_kv.capacity_gb, st.p.host_kv.bandwidth_gbps
+                ),
+                |h| format!("the scenario's, {} GB at {} GB/s", h.capacity_gb, h.bandwidth_gbps)
+            )
+        ),
+    ]
+}
+
+/// The tiered-kv study's second table: the same policies under each per-replica HBM budget.
+fn budget_table(st: &TieredKvStudy, budgeted: &[RunSummary], reference: f64) -> crate::study::Table {
+    let n = st.policies.len();
+    let columns = vec![
+        col("Policy", "", Format::Text),
+        col("Budget / replica", "blocks", Format::Int),
+        col("Reference ×", "", Format::Num),
+        col("p95 turn TTFT", "s", Format::Seconds),
+        col("Session SLO", "", Format::Percent),
+        col("Reuse", "of history", Format::Percent),
+        col("Mean HBM", "GB", Format::Num),
+        col("Mean host", "GB", Format::Num),
+        col("Pressure evictions", "", Format::Int),
+        col("Failed turns", "", Format::Int),
+        col("Diagnosis", "", Format::Text),
+    ];
+    let rows = (budgeted.iter().enumerate())
+        .map(|(k, x)| {
+            let s = sess(x);
+            let f = st.p.budgets[k / n];
+            vec![
+                Cell::from(st.policies[k % n].label.as_str()),
+                (f * reference).round().max(1.0).into(),
+                f.into(),
+                s.turn_ttft_p95_s.into(),
+                s.slo_attainment.into(),
+                s.reuse.into(),
+                s.hbm_mean_gb.into(),
+                s.host_mean_gb.into(),
+                s.pressure_evictions.into(),
+                s.failed_turns.into(),
+                session_brief(x).into(),
+            ]
+        })
+        .collect();
+    crate::study::Table { title: "Under a shrinking HBM budget per replica".into(), columns, rows }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// agent-sessions: one run of the scenario, read as a session workload
