@@ -271,7 +271,6 @@ fn folder_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let owners = |name: &str, methods: bool| -> Vec<&str> {
         defs.iter().filter(|(_, d)| if methods { &d.1 } else { &d.0 }.contains(name)).map(|(f, _)| *f).collect()
     };
-    let folder = dir.file_name().unwrap().to_string_lossy();
     let mut prefixes = vec!["super::".to_string(), "crate::".to_string()];
     if let Ok(rel) = dir.strip_prefix(root().join("src"))
         && !rel.as_os_str().is_empty()

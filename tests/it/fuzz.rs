@@ -93,6 +93,18 @@ fn mutate(mut v: Value, r: &mut Rng64) -> Value {
     v
 }
 
+/// Up to three times, a few characters of `t` replaced by one of `words`.
+fn splice(t: &mut String, words: &[&str], r: &mut Rng64) {
+    for _ in 0..r.below(4) {
+        let w = words[r.below(words.len() as u64) as usize];
+        let cut: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
+        let at = cut[r.below(cut.len() as u64) as usize];
+        let len = r.below(6) as usize;
+        let end = t[at..].char_indices().nth(len).map_or(t.len(), |(i, _)| at + i);
+        t.replace_range(at..end, w);
+    }
+}
+
 /// The trace shapes, and text mutations of them.
 fn trace_text(r: &mut Rng64) -> String {
     let shapes = [
@@ -120,14 +132,7 @@ fn trace_text(r: &mut Rng64) -> String {
         "{",
         "",
     ];
-    for _ in 0..r.below(4) {
-        let w = words[r.below(words.len() as u64) as usize];
-        let cut: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
-        let at = cut[r.below(cut.len() as u64) as usize];
-        let len = r.below(6) as usize;
-        let end = t[at..].char_indices().nth(len).map_or(t.len(), |(i, _)| at + i);
-        t.replace_range(at..end, w);
-    }
+    splice(&mut t, &words, r);
     t
 }
 
@@ -280,14 +285,7 @@ fn session_trace_text(r: &mut Rng64) -> String {
         "\r\n",
         "",
     ];
-    for _ in 0..r.below(4) {
-        let w = words[r.below(words.len() as u64) as usize];
-        let cut: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
-        let at = cut[r.below(cut.len() as u64) as usize];
-        let len = r.below(6) as usize;
-        let end = t[at..].char_indices().nth(len).map_or(t.len(), |(i, _)| at + i);
-        t.replace_range(at..end, w);
-    }
+    splice(&mut t, &words, r);
     t
 }
 
