@@ -126,7 +126,7 @@ struct Transfer {
 }
 
 /// The simulated clock's end, ns (about 127 years; u64 holds 584): arrivals stay within 1e18 ns and a step
-/// within an hour, so nothing real reaches it, and time sums never overflow.
+/// within `scenario::MAX_STEP_NS` (1e15 ns), so nothing real reaches it, and time sums never overflow.
 pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
 
 /// A simulation in progress. Owns all state; events get `&mut self` (no shared pointers, nothing static).

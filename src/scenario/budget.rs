@@ -144,7 +144,7 @@ impl Scenario {
     fn timed_trace_load(&self, chunk: f64) -> (f64, f64, f64, f64) {
         let w = &self.workload;
         let t = w.sessions.as_ref().and_then(|s| s.trace.as_ref()).expect("a timed session trace");
-        let cap = self.session_cap();
+        let cap = self.turn_cap_tokens() as f64;
         let n = (t.programs.len() as u64).min(w.max_requests) as usize;
         let (mut turns, mut out, mut chunks) = (0.0, 0.0, 0.0);
         for p in &t.programs[..n] {
@@ -164,22 +164,12 @@ impl Scenario {
         (turns, out, chunks, turns_total as f64 * PROGRAM_BYTES_PER_TURN)
     }
 
-    /// The longest a session's turn may be: the model's context, or one worker's KV.
-    fn session_cap(&self) -> f64 {
-        let kv = self
-            .pools
-            .iter()
-            .map(|p| (p.engine.kv_total_blocks * p.engine.block_size_tokens as u64) as f64)
-            .fold(f64::INFINITY, f64::min);
-        self.model.context_tokens.map_or(kv, |c| kv.min(c as f64))
-    }
-
     /// One session's expected turns, output tokens and prefill chunks, and the most a session may take
     /// (steps): turn k re-sends the history, until it would pass the model's context or one worker's KV,
     /// where the session ends.
     /// Sessions of several classes: the means over sessions, and the worst class's worst.
     fn session_load(&self, s: &crate::workload::Sessions, chunk: f64) -> (f64, f64, f64, f64) {
-        let cap = self.session_cap();
+        let cap = self.turn_cap_tokens() as f64;
         let load = |c: &crate::workload::SessionClass| {
             let (turns, per_turn) = (c.turns.mean(), c.new.mean() + c.output.mean());
             let prompt_sum: f64 =

@@ -60,7 +60,7 @@ fn whole_number_at_its_field(text: &str, path: String, message: String) -> (Stri
     let field = match root.pointer(&pointer) {
         Some(serde_json::Value::Object(m)) => {
             let hits: Vec<&String> =
-                m.iter().filter(|(_, v)| v.as_f64().is_some() && v.as_f64() == target).map(|(k, _)| k).collect();
+                m.iter().filter(|(_, v)| target.is_some() && v.as_f64() == target).map(|(k, _)| k).collect();
             match hits[..] {
                 [k] => Some((format!("{path}.{k}"), format!("{pointer}/{k}"))),
                 _ => None,
@@ -83,7 +83,8 @@ fn whole_number_at_its_field(text: &str, path: String, message: String) -> (Stri
             return (field, format!("must be a whole number from {range} (got {given})"));
         }
     }
-    (field, format!("must be a whole number{}", rest.split(", got ").next().unwrap_or("")) + &format!(" (got {given})"))
+    let kind = rest.split(", got ").next().unwrap_or("");
+    (field, format!("must be a whole number{kind} (got {given})"))
 }
 
 /// "workload.classes[0].prompt_tokens" → "/workload/classes/0/prompt_tokens".
@@ -408,16 +409,21 @@ impl Scenario {
         self.model.kv_bytes_per_token() * self.front_pool().engine.block_size_tokens as f64
     }
 
-    /// The requests of this scenario, in arrival order.
-    pub fn generator(&self) -> Generator<'_> {
-        // A session's turn that could not fit the model's context, or one worker's KV, ends the session.
+    /// The most tokens a session's turn may hold (prompt + output): the model's context, or one worker's KV. A
+    /// turn past it ends its session; the budget's estimate stops a session there too.
+    pub fn turn_cap_tokens(&self) -> u64 {
         let kv = self
             .pools
             .iter()
             .map(|p| p.engine.kv_total_blocks * p.engine.block_size_tokens as u64)
             .min()
             .unwrap_or(u64::MAX);
-        let limit = self.model.context_tokens.map_or(kv, |c| (c as u64).min(kv)).min(u32::MAX as u64) as u32;
+        self.model.context_tokens.map_or(kv, |c| (c as u64).min(kv))
+    }
+
+    /// The requests of this scenario, in arrival order.
+    pub fn generator(&self) -> Generator<'_> {
+        let limit = self.turn_cap_tokens().min(u32::MAX as u64) as u32;
         Generator::new(&self.workload, self.prefix.as_ref(), [self.order_predictor, self.reserve_predictor], self.seed)
             .with_context(Some(limit))
     }

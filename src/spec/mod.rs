@@ -9,7 +9,7 @@ mod strict;
 
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
-pub use strict::strict_json;
+pub use strict::{json_kind, strict_json};
 
 use serde::{Deserialize, Serialize};
 

@@ -13,6 +13,18 @@ pub fn strict_json(text: &str) -> Result<Value, serde_json::Error> {
     Ok(v)
 }
 
+/// What a JSON value is, in a user's words ("a list", "text", …), for messages that refuse it.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 struct Strict(Value);
 
 impl<'de> Deserialize<'de> for Strict {

@@ -822,13 +822,7 @@ impl Kind {
 fn options<T: serde::de::DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, ScenarioError> {
     // serde reads a struct from a list by position too ([false, 7, 3] ran): options are named.
     if !v.is_object() {
-        let got = match v {
-            serde_json::Value::Array(_) => "a list",
-            serde_json::Value::String(_) => "text",
-            serde_json::Value::Number(_) => "a number",
-            serde_json::Value::Bool(_) => "true or false",
-            _ => "null",
-        };
+        let got = scenario::json_kind(v);
         return Err(ScenarioError::one(
             format!("study.{name}"),
             format!(

@@ -13,6 +13,7 @@
 //!
 //! Errors name the line and the key. The core reads no file: the front end puts the text in.
 
+use crate::spec::json_kind;
 use serde_json::{Map, Value};
 
 use super::Program;
@@ -69,7 +70,7 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
             false => format!("line {n}: not JSON ({e})"),
         })?;
         let Value::Object(o) = v else {
-            return Err(format!("line {n}: a session is a JSON object, got {}", kind_of(&v)));
+            return Err(format!("line {n}: a session is a JSON object, got {}", json_kind(&v)));
         };
         let s = *shape.get_or_insert(match (o.contains_key("turns"), o.contains_key("steps")) {
             (true, _) => Shape::Ours,
@@ -98,17 +99,6 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
     Ok(out)
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "text",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// A whole number of tokens at `key` (absent: `default`, None: required).
 fn tokens(o: &Map<String, Value>, key: &str, at: &str, default: Option<u64>) -> Result<u64, String> {
     match o.get(key) {
@@ -117,7 +107,7 @@ fn tokens(o: &Map<String, Value>, key: &str, at: &str, default: Option<u64>) -> 
             Some(t) if t <= MAX_TOKENS => Ok(t),
             _ => Err(format!("{at}: `{key}` must be a whole number of tokens, 0 … {MAX_TOKENS} (got {x})")),
         },
-        Some(v) => Err(format!("{at}: `{key}` must be a whole number of tokens, got {}", kind_of(v))),
+        Some(v) => Err(format!("{at}: `{key}` must be a whole number of tokens, got {}", json_kind(v))),
     }
 }
 
@@ -129,7 +119,7 @@ fn seconds(o: &Map<String, Value>, key: &str, at: &str, most: f64) -> Result<f64
             Some(t) if (0.0..=most).contains(&t) => Ok(t),
             _ => Err(format!("{at}: `{key}` must be seconds, 0 … {most} (got {x})")),
         },
-        Some(v) => Err(format!("{at}: `{key}` must be seconds, got {}", kind_of(v))),
+        Some(v) => Err(format!("{at}: `{key}` must be seconds, got {}", json_kind(v))),
     }
 }
 
@@ -149,7 +139,7 @@ fn text_of(o: &Map<String, Value>, key: &str, at: &str) -> Result<Option<String>
     match o.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.chars().take(64).collect())),
-        Some(v) => Err(format!("{at}: `{key}` must be text, got {}", kind_of(v))),
+        Some(v) => Err(format!("{at}: `{key}` must be text, got {}", json_kind(v))),
     }
 }
 
@@ -157,7 +147,7 @@ fn list<'a>(o: &'a Map<String, Value>, key: &str, n: usize) -> Result<&'a Vec<Va
     match o.get(key) {
         Some(Value::Array(a)) if a.len() <= MAX_TURNS => Ok(a),
         Some(Value::Array(a)) => Err(format!("line {n}: `{key}`: at most {MAX_TURNS} a session (got {})", a.len())),
-        Some(v) => Err(format!("line {n}: `{key}` must be a list, got {}", kind_of(v))),
+        Some(v) => Err(format!("line {n}: `{key}` must be a list, got {}", json_kind(v))),
         None => Err(format!("line {n}: `{key}` is required")),
     }
 }
@@ -203,7 +193,7 @@ fn ours(
     };
     for (k, t) in turns.iter().enumerate() {
         let at = format!("line {n}: `turns[{k}]`");
-        let Value::Object(t) = t else { return Err(format!("{at} must be an object, got {}", kind_of(t))) };
+        let Value::Object(t) = t else { return Err(format!("{at} must be an object, got {}", json_kind(t))) };
         refuse_unknown(t, &["new_tokens", "output_tokens", "tool", "tool_s"], &at)?;
         let (new, out) = (tokens(t, "new_tokens", &at, None)?, tokens(t, "output_tokens", &at, None)?);
         if new == 0 || out == 0 {
@@ -236,7 +226,7 @@ fn inference_lab(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>) -> R
     };
     for (k, s) in steps.iter().enumerate() {
         let at = format!("line {n}: `steps[{k}]`");
-        let Value::Object(s) = s else { return Err(format!("{at} must be an object, got {}", kind_of(s))) };
+        let Value::Object(s) = s else { return Err(format!("{at} must be an object, got {}", json_kind(s))) };
         let input = tokens(s, "input", &at, None)?.max(1) as u32;
         let new = tokens(s, "new", &at, None)?.min(input as u64) as u32;
         let output = tokens(s, "output", &at, None)?.max(1) as u32;

@@ -217,7 +217,7 @@ fn definitions(code: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     for line in code.lines() {
         let (indent, t) = (line.len() - line.trim_start().len(), line.trim_start());
         let t = ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|v| t.strip_prefix(v)).unwrap_or(t);
-        let t = t.strip_prefix("const fn ").map_or(t, |r| &t[t.len() - r.len() - 3..]);
+        let t = t.strip_prefix("const ").filter(|r| r.starts_with("fn ")).unwrap_or(t);
         for kind in ["struct ", "enum ", "fn ", "trait ", "type ", "const ", "static ", "mod "] {
             if let Some(rest) = t.strip_prefix(kind) {
                 let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();

@@ -2,11 +2,13 @@
 
 use std::process::Command;
 
-fn bin() -> Command {
+/// The CLI, to run as a user would.
+pub(super) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_inferscale"))
 }
 
-fn scenario(name: &str) -> String {
+/// A shipped scenario's path.
+pub(super) fn scenario(name: &str) -> String {
     super::root().join("scenarios").join(name).to_string_lossy().into_owned()
 }
 

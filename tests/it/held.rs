@@ -2,18 +2,10 @@
 //! never ended, a figure out of its range, an estimate that did not follow what runs, a message at the wrong
 //! field — and each is held here.
 
-use std::process::Command;
-
 use inferscale::scenario;
 use serde_json::{Value, json};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_inferscale"))
-}
-
-fn scenario_path(name: &str) -> String {
-    super::root().join("scenarios").join(name).to_string_lossy().into_owned()
-}
+use super::cli::{bin, scenario as scenario_path};
 
 /// A spec as JSON, to change as a user's file would.
 fn json_of(name: &str) -> Value {
