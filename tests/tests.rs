@@ -9,5 +9,6 @@
 //! - `pd`: prefill/decode disaggregation (the link's timing) and shared-prefix caching.
 //! - `study`: studies — identical on any thread count, common random numbers, their tables and CLI.
 //! - `cli`: the command-line contract (formats, keys, exit codes).
+//! - `fields`: each scenario field's bound and default, declared once, against docs/scenario.md and validation.
 
 mod it;

@@ -3,6 +3,7 @@
 //! constructors. `scenario::validate` assembles them.
 
 use super::{CostModel, Linear, Roofline, presets};
+use crate::spec::field::Checked;
 use crate::spec::{CostSpec, Errors, HardwareSpec, ModelSpec, NS_PER_MS, suggest};
 
 /// Model shape with derived byte figures.
@@ -123,14 +124,19 @@ impl Model {
         );
         let (params_b, layers, hidden, heads, kv_heads, head_dim, bpp, kvb) =
             (params_b?, layers?, hidden?, heads?, kv_heads?, head_dim?, bpp?, kvb?);
-        let mut ok = e.range_open_lo("model.params_b", params_b, 0.0, 10_000.0);
-        ok &= e.int("model.layers", layers as u64, 1, 1000);
-        ok &= e.int("model.hidden", hidden as u64, 1, 1 << 20);
-        ok &= e.int("model.heads", heads as u64, 1, 1024);
-        ok &= e.int("model.kv_heads", kv_heads as u64, 1, 1024);
-        ok &= e.int("model.head_dim", head_dim as u64, 1, 4096);
-        ok &= e.range("model.bytes_per_param", bpp, 0.25, 8.0);
-        ok &= e.range("model.kv_bytes_per_elem", kvb, 0.25, 8.0);
+        // Every figure as it will run (the preset's where not given), within its bound.
+        let resolved = ModelSpec {
+            params_b: Some(params_b),
+            layers: Some(layers),
+            hidden: Some(hidden),
+            heads: Some(heads),
+            kv_heads: Some(kv_heads),
+            head_dim: Some(head_dim),
+            bytes_per_param: Some(bpp),
+            kv_bytes_per_elem: Some(kvb),
+            ..ModelSpec::default()
+        };
+        let mut ok = resolved.check_fields("model", e);
         if ok && kv_heads > heads {
             e.push("model.kv_heads", format!("must be ≤ heads ({heads}) (got {kv_heads})"));
             ok = false;
@@ -142,9 +148,7 @@ impl Model {
         };
         let Ok(moe) = moe else { return None };
         let context_tokens = m.context_tokens.or(base.map(|b| b.context_tokens));
-        if let Some(c) = context_tokens {
-            ok &= e.int("model.context_tokens", c as u64, 1, 100_000_000);
-        }
+        ok &= ModelSpec { context_tokens, ..ModelSpec::default() }.check_fields("model", e);
         ok.then(|| Model {
             name: m.preset.clone().unwrap_or_else(|| "custom".into()),
             params: params_b * 1e9,
@@ -196,35 +200,6 @@ impl Hardware {
         let (peak, bw, mem, link) =
             (field!(peak_tflops), field!(hbm_bandwidth_gbps), field!(hbm_gb), field!(interconnect_gbps));
         let (peak, bw, mem, link) = (peak?, bw?, mem?, link?);
-        let mut ok = e.int("hardware.tp", h.tp as u64, 1, 64);
-        if ok && !h.tp.is_power_of_two() {
-            e.push("hardware.tp", format!("must be a power of two (1, 2, 4, 8, …) (got {})", h.tp));
-            ok = false;
-        }
-        if let (true, Some(m)) = (ok, model)
-            && m.heads % h.tp != 0
-        {
-            e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
-            ok = false;
-        }
-        // Physical bounds: below them a single step would outlast the 584-year nanosecond clock, or the figure
-        // describes no device; above them, none that exists.
-        ok &= e.within(
-            "hardware.peak_tflops",
-            peak,
-            0.01,
-            1e5,
-            "dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this",
-        );
-        ok &= e.within(
-            "hardware.hbm_bandwidth_gbps",
-            bw,
-            1.0,
-            1e5,
-            "memory bandwidth per GPU; every decode step reads the weights through it",
-        );
-        ok &= e.within("hardware.hbm_gb", mem, 0.1, 1e4, "memory per GPU for weights and KV");
-        ok &= e.within("hardware.interconnect_gbps", link, 0.01, 1e5, "tensor-parallel all-reduce bandwidth per GPU");
         let mfu = h.mfu.unwrap_or(presets::DEFAULT_MFU);
         let wbe = h.weight_bw_efficiency.unwrap_or(presets::DEFAULT_WEIGHT_BW_EFFICIENCY);
         let kbe = h.kv_bw_efficiency.unwrap_or(presets::DEFAULT_KV_BW_EFFICIENCY);
@@ -232,14 +207,33 @@ impl Hardware {
         let ovh = h.step_overhead_ms.unwrap_or(presets::DEFAULT_STEP_OVERHEAD_MS);
         let arl = h.allreduce_latency_us.unwrap_or_else(|| presets::default_allreduce_latency_us(h.tp));
         let are = h.allreduce_bw_efficiency.unwrap_or(presets::DEFAULT_ALLREDUCE_BW_EFFICIENCY);
-        let share = "a share of the datasheet figure; below 1 % the roofline describes no real engine";
-        ok &= e.within("hardware.mfu", mfu, 0.01, 1.0, share);
-        ok &= e.within("hardware.weight_bw_efficiency", wbe, 0.01, 1.0, share);
-        ok &= e.within("hardware.kv_bw_efficiency", kbe, 0.01, 1.0, share);
-        ok &= e.range("hardware.overlap_penalty", olp, 0.0, 1.0);
-        ok &= e.range("hardware.step_overhead_ms", ovh, 0.0, 10_000.0);
-        ok &= e.range("hardware.allreduce_latency_us", arl, 0.0, 1e6);
-        ok &= e.within("hardware.allreduce_bw_efficiency", are, 0.001, 1.0, "a share of hardware.interconnect_gbps");
+        // Every figure as it will run (a preset's or the default where not given), within its bound.
+        let resolved = HardwareSpec {
+            device: None,
+            tp: h.tp,
+            peak_tflops: Some(peak),
+            hbm_bandwidth_gbps: Some(bw),
+            hbm_gb: Some(mem),
+            interconnect_gbps: Some(link),
+            mfu: Some(mfu),
+            weight_bw_efficiency: Some(wbe),
+            kv_bw_efficiency: Some(kbe),
+            overlap_penalty: Some(olp),
+            step_overhead_ms: Some(ovh),
+            allreduce_latency_us: Some(arl),
+            allreduce_bw_efficiency: Some(are),
+        };
+        let mut ok = resolved.check_fields("hardware", e);
+        if (1..=64).contains(&h.tp) && !h.tp.is_power_of_two() {
+            e.push("hardware.tp", format!("must be a power of two (1, 2, 4, 8, …) (got {})", h.tp));
+            ok = false;
+        } else if let Some(m) = model
+            && (1..=64).contains(&h.tp)
+            && m.heads % h.tp != 0
+        {
+            e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
+            ok = false;
+        }
         ok.then(|| Hardware {
             name: h.device.clone().unwrap_or_else(|| "custom".into()),
             tp: h.tp,

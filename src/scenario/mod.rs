@@ -16,6 +16,7 @@ pub(crate) use budget::ITL_CAP;
 pub use budget::{Budget, Estimate};
 
 use crate::cost::{CostModel, Roofline};
+pub(crate) use crate::spec::field::Checked;
 pub(crate) use crate::spec::{Errors, ms_to_ns, s_to_ns, suggest};
 use crate::workload::Generator;
 
@@ -325,7 +326,7 @@ pub struct PercentileObjective {
 const MAX_OBJECTIVES: usize = 64;
 
 fn validate_objectives(o: &ObjectivesSpec, w: Option<&Workload>, e: &mut Errors) -> Objectives {
-    e.range_open_lo("objectives.attainment_target", o.attainment_target, 0.0, 1.0);
+    o.check_fields("objectives", e);
     if o.percentiles.len() > MAX_OBJECTIVES {
         e.push("objectives.percentiles", format!("at most {MAX_OBJECTIVES} objectives (got {})", o.percentiles.len()));
         return Objectives { attainment_target: o.attainment_target, percentiles: vec![] };
@@ -438,9 +439,8 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     let order_predictor = Predictor::build(&spec.estimator.order, "estimator.order", &mut e);
     let reserve_predictor = Predictor::build(&spec.estimator.reserve, "estimator.reserve", &mut e);
     validate_policies(spec, &mut e);
-    e.int("cluster.replicas", spec.cluster.replicas as u64, 1, 4096);
-    e.int("metrics.series_points", spec.metrics.series_points as u64, 10, 5000);
-    e.range("metrics.warmup_fraction", spec.metrics.warmup_fraction, 0.0, 0.9);
+    spec.cluster.check_fields(at!(spec.cluster), &mut e);
+    spec.metrics.check_fields(at!(spec.metrics), &mut e);
     let objectives = validate_objectives(&spec.objectives, workload.as_ref(), &mut e);
     let engine = match (&model, &hardware) {
         (Some(m), Some(h)) => validate_engine(&spec.engine, m, h, &mut e),
@@ -622,45 +622,23 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
 
 /// The engine's fields, each within its bounds.
 fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
-    e.int("engine.max_num_seqs", en.max_num_seqs as u64, 1, 65_536);
-    e.int("engine.max_num_batched_tokens", en.max_num_batched_tokens as u64, 1, 1 << 22);
-    e.int("engine.block_size_tokens", en.block_size_tokens as u64, 1, 4096);
-    let chunk = en.prefill_chunk_tokens.unwrap_or(en.max_num_batched_tokens);
-    if en.prefill_chunk_tokens.is_some() {
-        e.int("engine.prefill_chunk_tokens", chunk as u64, 1, en.max_num_batched_tokens.max(1) as u64);
+    let at = "engine";
+    en.check_fields(at, e);
+    en.preemption.check_fields(&at!(at, en.preemption), e);
+    if let Some(h) = &en.host_kv {
+        h.check_fields(&at!(at, en.host_kv), e);
     }
-    e.range_open_lo("engine.gpu_memory_utilization", en.gpu_memory_utilization, 0.0, 1.0);
-    e.range("engine.kv_oversubscription", en.kv_oversubscription, 0.1, 100.0);
-    e.range("engine.preemption.backoff_ms", en.preemption.backoff_ms, 0.0, 1e6);
-    e.range("engine.request_overhead_ms", en.request_overhead_ms, 0.0, 1e6);
-    e.int("engine.preemption.max_preemptions", en.preemption.max_preemptions as u64, 0, 10_000);
-    if let Some(hz) = en.horizon_s {
-        e.range_open_lo("engine.horizon_s", hz, 0.0, 1e8);
-    }
-    if let Some(c) = en.kv_capacity_tokens {
-        e.int("engine.kv_capacity_tokens", c, 1, 1 << 40);
+    if let Some(chunk) = en.prefill_chunk_tokens {
+        let most = en.max_num_batched_tokens.max(1) as u64;
+        e.int(&at!(at, en.prefill_chunk_tokens), chunk as u64, 1, most);
     }
     if let Some(len) = en.max_model_len {
         // vLLM refuses a max_model_len past the model's context (without an override flag).
         let most = m.context_tokens.map_or(100_000_000, |c| c as u64);
         let why = if m.context_tokens.is_some() { " (model.context_tokens)" } else { "" };
         if !(1..=most).contains(&(len as u64)) {
-            e.push("engine.max_model_len", format!("must be 1 … {most}{why} (got {len})"));
+            e.push(at!(at, en.max_model_len), format!("must be 1 … {most}{why} (got {len})"));
         }
-    }
-    if let Some(h) = &en.host_kv {
-        e.range_open_lo("engine.host_kv.capacity_gb", h.capacity_gb, 0.0, 1e5);
-        e.within(
-            "engine.host_kv.bandwidth_gbps",
-            h.bandwidth_gbps,
-            1e-3,
-            1e4,
-            "a restore takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock",
-        );
-        e.range("engine.host_kv.latency_ms", h.latency_ms, 0.0, 1e4);
-    }
-    if let Some(b) = en.retention_budget_blocks {
-        e.int("engine.retention_budget_blocks", b, 0, 1 << 40);
     }
 }
 
@@ -850,7 +828,7 @@ fn validate_disagg(
     let mut first = 0;
     for (role, ps) in [(Role::Prefill, &d.prefill), (Role::Decode, &d.decode)] {
         let p = format!("cluster.disaggregation.{}", role.name());
-        e.int(&format!("{p}.replicas"), ps.replicas as u64, 1, 4096);
+        ps.check_fields(&p, e);
         if ps.router == RouterSpec::CentralQueue {
             e.push(format!("{p}.router"), "central_queue is for colocated serving; pools route to per-worker queues (round_robin, random, least_outstanding, least_kv, power_of_two)");
         }
@@ -877,14 +855,7 @@ fn validate_disagg(
         first += ps.replicas;
     }
     let l = &d.link;
-    e.within(
-        "cluster.disaggregation.link.bandwidth_gbps",
-        l.bandwidth_gbps,
-        1e-3,
-        1e12,
-        "a KV transfer takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock",
-    );
-    e.range("cluster.disaggregation.link.latency_ms", l.latency_ms, 0.0, 1e6);
+    l.check_fields(&at!("cluster.disaggregation", d.link), e);
     if e.0.len() > n0 {
         return None;
     }

@@ -5,10 +5,13 @@
 //! other of the core's, so every domain may read it without a cycle.
 
 mod error;
+pub(crate) mod field;
 mod strict;
 
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
+pub use field::{Block, Bound, Declared, Field, bound_at, plain};
+pub(crate) use field::{at, bounds};
 pub use strict::{json_kind, strict_json};
 
 use serde::{Deserialize, Serialize};
@@ -110,25 +113,22 @@ pub struct Spec {
 /// What "meeting the objectives" means for a run: a share of requests meeting their class's per-request SLOs
 /// (`attainment_target`), and objectives on latency percentiles, as users write them.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ObjectivesSpec {
     /// Share of requests that must meet every per-request SLO of their class, in (0, 1].
-    #[serde(default = "default_attainment_target")]
     pub attainment_target: f64,
     /// Objectives on percentiles, e.g. `{"metric": "ttft", "percentile": 95, "max_ms": 1000}`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "at_most::<_, _, 64>")]
+    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "at_most::<_, _, 64>")]
     pub percentiles: Vec<PercentileObjectiveSpec>,
-}
-
-fn default_attainment_target() -> f64 {
-    0.99
 }
 
 impl Default for ObjectivesSpec {
     fn default() -> Self {
-        ObjectivesSpec { attainment_target: default_attainment_target(), percentiles: vec![] }
+        ObjectivesSpec { attainment_target: 0.99, percentiles: vec![] }
     }
 }
+
+bounds!(ObjectivesSpec { attainment_target: Bound::OpenLo(0.0, 1.0) });
 
 impl ObjectivesSpec {
     pub fn is_default(&self) -> bool {
@@ -238,6 +238,11 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionsSpec>,
 }
+
+bounds!(WorkloadSpec { requests: Bound::Int(1, MAX_REQUESTS), duration_s: Bound::OpenLo(0.0, 1e8) });
+
+/// The most requests a workload may create.
+pub const MAX_REQUESTS: u64 = 50_000_000;
 
 /// Multi-turn agent sessions: each open-loop arrival starts a session of `turns` turns. Turn k's prompt is the
 /// session's whole history (every earlier turn's input and output) plus its new input; after a turn completes
@@ -629,6 +634,18 @@ pub struct ModelSpec {
     pub context_tokens: Option<u32>,
 }
 
+bounds!(ModelSpec {
+    params_b: Bound::OpenLo(0.0, 10_000.0),
+    layers: Bound::Int(1, 1000),
+    hidden: Bound::Int(1, 1 << 20),
+    heads: Bound::Int(1, 1024),
+    kv_heads: Bound::Int(1, 1024),
+    head_dim: Bound::Int(1, 4096),
+    bytes_per_param: Bound::Range(0.25, 8.0),
+    kv_bytes_per_elem: Bound::Range(0.25, 8.0),
+    context_tokens: Bound::Int(1, 100_000_000),
+});
+
 /// A mixture-of-experts model: `experts` expert FFNs per layer holding `expert_params_b` of the parameters
 /// between them, `experts_per_token` of them run for each token.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
@@ -708,6 +725,30 @@ fn one_u32() -> u32 {
     1
 }
 
+// Physical bounds: below them a single step would outlast the 584-year nanosecond clock, or the figure
+// describes no device; above them, none that exists. Validation checks the figures as they will run (a preset's
+// where not given).
+bounds!(HardwareSpec {
+    tp: Bound::Int(1, 64),
+    peak_tflops: Bound::Within(0.01, 1e5, "dense TFLOPS per GPU; a step's compute time is its FLOPs divided by this"),
+    hbm_bandwidth_gbps: Bound::Within(
+        1.0,
+        1e5,
+        "memory bandwidth per GPU; every decode step reads the weights through it"
+    ),
+    hbm_gb: Bound::Within(0.1, 1e4, "memory per GPU for weights and KV"),
+    interconnect_gbps: Bound::Within(0.01, 1e5, "tensor-parallel all-reduce bandwidth per GPU"),
+    mfu: Bound::Within(0.01, 1.0, SHARE),
+    weight_bw_efficiency: Bound::Within(0.01, 1.0, SHARE),
+    kv_bw_efficiency: Bound::Within(0.01, 1.0, SHARE),
+    overlap_penalty: Bound::Range(0.0, 1.0),
+    step_overhead_ms: Bound::Range(0.0, 10_000.0),
+    allreduce_latency_us: Bound::Range(0.0, 1e6),
+    allreduce_bw_efficiency: Bound::Within(0.001, 1.0, "a share of hardware.interconnect_gbps"),
+});
+
+const SHARE: &str = "a share of the datasheet figure; below 1 % the roofline describes no real engine";
+
 impl Default for HardwareSpec {
     fn default() -> Self {
         HardwareSpec {
@@ -748,34 +789,29 @@ pub enum CostSpec {
     },
 }
 
+/// The engine's limits. Defaults: `impl Default` below (the one place they are written); bounds: `bounds!`
+/// after it.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct EngineSpec {
     /// Most sequences in one batch.
-    #[serde(default = "default_max_seqs")]
     pub max_num_seqs: u32,
     /// Token budget per step (decode tokens + prefill chunk tokens).
-    #[serde(default = "default_budget")]
     pub max_num_batched_tokens: u32,
     /// Split long prompts across steps and mix them with decodes.
-    #[serde(default = "yes")]
     pub chunked_prefill: bool,
     /// Largest prefill chunk of one request in one step; default the token budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_chunk_tokens: Option<u32>,
     /// Tokens per KV block.
-    #[serde(default = "default_block")]
     pub block_size_tokens: u32,
     /// Fraction of device memory the engine may use (weights + KV).
-    #[serde(default = "default_mem_frac")]
     pub gpu_memory_utilization: f64,
     /// KV capacity per replica, tokens; overrides the memory-derived figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_capacity_tokens: Option<u64>,
     /// Admission lets Σ reservations (prompt + predicted output) reach this multiple of KV capacity.
-    #[serde(default = "one")]
     pub kv_oversubscription: f64,
-    #[serde(default)]
     pub preemption: PreemptionSpec,
     /// Time from a request's arrival until it reaches the scheduler's queue, ms: the serving stack's own work
     /// per request (HTTP, tokenising), counted in TTFT and E2E.
@@ -804,31 +840,19 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
-fn default_max_seqs() -> u32 {
-    256
-}
-fn default_budget() -> u32 {
-    8192
-}
 fn yes() -> bool {
     true
-}
-fn default_block() -> u32 {
-    16
-}
-fn default_mem_frac() -> f64 {
-    0.9
 }
 
 impl Default for EngineSpec {
     fn default() -> Self {
         EngineSpec {
-            max_num_seqs: default_max_seqs(),
-            max_num_batched_tokens: default_budget(),
+            max_num_seqs: 256,
+            max_num_batched_tokens: 8192,
             chunked_prefill: true,
             prefill_chunk_tokens: None,
-            block_size_tokens: default_block(),
-            gpu_memory_utilization: default_mem_frac(),
+            block_size_tokens: 16,
+            gpu_memory_utilization: 0.9,
             kv_capacity_tokens: None,
             kv_oversubscription: 1.0,
             preemption: PreemptionSpec::default(),
@@ -841,6 +865,20 @@ impl Default for EngineSpec {
         }
     }
 }
+
+// `prefill_chunk_tokens` (≤ the token budget) and `max_model_len` (≤ the model's context) are bounded by other
+// fields; validation checks them.
+bounds!(EngineSpec {
+    max_num_seqs: Bound::Int(1, 65_536),
+    max_num_batched_tokens: Bound::Int(1, 1 << 22),
+    block_size_tokens: Bound::Int(1, 4096),
+    gpu_memory_utilization: Bound::OpenLo(0.0, 1.0),
+    kv_capacity_tokens: Bound::Int(1, 1 << 40),
+    kv_oversubscription: Bound::Range(0.1, 100.0),
+    request_overhead_ms: Bound::Range(0.0, 1e6),
+    retention_budget_blocks: Bound::Int(0, 1 << 40),
+    horizon_s: Bound::OpenLo(0.0, 1e8),
+});
 
 /// A worker's host-memory KV tier and the link between it and HBM (PCIe, or NVLink-C2C on a superchip).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -855,28 +893,33 @@ pub struct HostKvSpec {
     pub latency_ms: f64,
 }
 
+bounds!(HostKvSpec {
+    capacity_gb: Bound::OpenLo(0.0, 1e5),
+    bandwidth_gbps: Bound::Within(
+        1e-3,
+        1e4,
+        "a restore takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock"
+    ),
+    latency_ms: Bound::Range(0.0, 1e4),
+});
+
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PreemptionSpec {
-    #[serde(default)]
     pub victim: VictimSpec,
     /// A preempted request waits backoff × 2^(n−1) before it may be scheduled again, ms.
-    #[serde(default)]
     pub backoff_ms: f64,
     /// A request preempted more than this many times fails.
-    #[serde(default = "default_max_preempt")]
     pub max_preemptions: u32,
-}
-
-fn default_max_preempt() -> u32 {
-    16
 }
 
 impl Default for PreemptionSpec {
     fn default() -> Self {
-        PreemptionSpec { victim: VictimSpec::default(), backoff_ms: 0.0, max_preemptions: default_max_preempt() }
+        PreemptionSpec { victim: VictimSpec::default(), backoff_ms: 0.0, max_preemptions: 16 }
     }
 }
+
+bounds!(PreemptionSpec { backoff_ms: Bound::Range(0.0, 1e6), max_preemptions: Bound::Int(0, 10_000) });
 
 /// How a step's batch is formed (docs/model.md, "Batch formation", has each engine's source).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -995,17 +1038,17 @@ pub enum AdmissionSpec {
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ClusterSpec {
-    #[serde(default = "one_u32")]
     pub replicas: u32,
-    #[serde(default)]
     pub router: RouterSpec,
     /// Prefill/decode disaggregation: separate pools joined by a KV-transfer link. When given, `replicas`
     /// and `router` above are not used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub disaggregation: Option<DisaggSpec>,
 }
+
+bounds!(ClusterSpec { replicas: Bound::Int(1, 4096) });
 
 impl Default for ClusterSpec {
     fn default() -> Self {
@@ -1039,6 +1082,8 @@ pub struct PoolSpec {
     pub router: RouterSpec,
 }
 
+bounds!(PoolSpec { replicas: Bound::Int(1, 4096) });
+
 /// The interconnect that carries prompt KV from prefill to decode workers.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -1051,6 +1096,15 @@ pub struct LinkSpec {
     #[serde(default)]
     pub topology: LinkTopology,
 }
+
+bounds!(LinkSpec {
+    bandwidth_gbps: Bound::Within(
+        1e-3,
+        1e12,
+        "a KV transfer takes bytes ÷ bandwidth; below 1 MB/s one outlasts the simulated clock"
+    ),
+    latency_ms: Bound::Range(0.0, 1e6),
+});
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -1088,30 +1142,43 @@ pub enum RouterSpec {
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct MetricsSpec {
     /// About how many points the time series should have.
-    #[serde(default = "default_points")]
     pub series_points: u32,
     /// Share of the arrival span, from the first arrival, left out of the steady-state window as warm-up.
     /// The window ends at the last arrival, so the drain is left out too.
-    #[serde(default = "default_warmup", skip_serializing_if = "is_default_warmup")]
+    #[serde(skip_serializing_if = "is_default_warmup")]
     pub warmup_fraction: f64,
 }
 
-fn default_warmup() -> f64 {
-    0.1
-}
 fn is_default_warmup(x: &f64) -> bool {
-    *x == default_warmup()
-}
-
-fn default_points() -> u32 {
-    200
+    *x == MetricsSpec::default().warmup_fraction
 }
 
 impl Default for MetricsSpec {
     fn default() -> Self {
-        MetricsSpec { series_points: default_points(), warmup_fraction: default_warmup() }
+        MetricsSpec { series_points: 200, warmup_fraction: 0.1 }
     }
+}
+
+bounds!(MetricsSpec { series_points: Bound::Int(10, 5000), warmup_fraction: Bound::Range(0.0, 0.9) });
+
+/// Every block whose fields declare their bounds, at its path in the file. docs/scenario.md's tables and the
+/// lab's controls are tested against these; a new block is listed here once.
+pub fn declared_blocks() -> Vec<Block> {
+    vec![
+        Block::required::<WorkloadSpec>("workload"),
+        Block::with_defaults::<ModelSpec>("model"),
+        Block::with_defaults::<HardwareSpec>("hardware"),
+        Block::with_defaults::<EngineSpec>("engine"),
+        Block::with_defaults::<PreemptionSpec>("engine.preemption"),
+        Block::required::<HostKvSpec>("engine.host_kv"),
+        Block::with_defaults::<ClusterSpec>("cluster"),
+        Block::required::<PoolSpec>("cluster.disaggregation.prefill"),
+        Block::required::<PoolSpec>("cluster.disaggregation.decode"),
+        Block::required::<LinkSpec>("cluster.disaggregation.link"),
+        Block::with_defaults::<MetricsSpec>("metrics"),
+        Block::with_defaults::<ObjectivesSpec>("objectives"),
+    ]
 }

@@ -3,13 +3,14 @@
 
 use super::TraceRow;
 use super::class::{Class, MAX_TOKENS, Tenant, classes, tenants};
+use crate::spec::field::Checked;
 use crate::spec::{ArrivalSpec, Errors, NS_PER_S, PredictorSpec, PrefixSpec, TraceFormat, WorkloadSpec, s_to_ns};
 
 const MAX_RATE_RPS: f64 = 1e7;
 /// The longest arrival span a run may have, ns (about 31 years): the u64 nanosecond clock holds 584 years,
 /// and the drain after the last arrival must fit too.
 pub(crate) const MAX_SPAN_NS: f64 = 1e18;
-pub(crate) const MAX_REQUESTS: u64 = 50_000_000;
+pub(crate) use crate::spec::MAX_REQUESTS;
 /// Validated arrival process; gaps in nanoseconds.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
@@ -153,12 +154,7 @@ impl Workload {
         let n0 = e.0.len();
         let arrival = Arrival::build(&w.arrival, e);
         let is_trace = matches!(w.arrival, ArrivalSpec::Trace { .. });
-        if let Some(n) = w.requests {
-            e.int("workload.requests", n, 1, MAX_REQUESTS);
-        }
-        if let Some(d) = w.duration_s {
-            e.range_open_lo("workload.duration_s", d, 0.0, 1e8);
-        }
+        w.check_fields("workload", e);
         if matches!(w.arrival, ArrivalSpec::Burst {}) && w.requests.is_none() {
             e.push("workload.requests", "a burst needs `requests`: how many arrive at t = 0");
         } else if !is_trace && w.requests.is_none() && w.duration_s.is_none() {

@@ -5,6 +5,7 @@ mod cli;
 mod closed_forms;
 mod determinism;
 mod engine;
+mod fields;
 mod fuzz;
 mod held;
 mod objectives;

@@ -17,6 +17,7 @@ mod lab;
 #[path = "study_panel.rs"]
 mod study_panel;
 
+use crate::controls::{CONTROLS, Kind, PAIRS};
 use crate::details;
 use crate::exports;
 use crate::figure::{self, Figure};
@@ -44,51 +45,6 @@ const SAMPLE_SESSIONS: (&str, &str) =
     ("traces/sample-sessions.jsonl", include_str!("../../scenarios/traces/sample-sessions.jsonl"));
 
 const PAGE_ROWS: usize = 50;
-
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Num,
-    /// A number where empty means "none" (an objective): clearing the field removes the key.
-    OptNum,
-    Int,
-    Bool,
-    Text,
-    /// The value replaces the whole object at the pointer: `{"kind": value}`.
-    Tagged,
-}
-
-/// Controls, the scenario fields they edit (JSON pointers), and their labels as errors name them.
-const CONTROLS: &[(&str, &str, Kind, &str)] = &[
-    ("c-seed", "/seed", Kind::Int, "Seed"),
-    ("c-arrival", "/workload/arrival/kind", Kind::Text, "Arrivals"),
-    ("c-rate", "/workload/arrival/rate_rps", Kind::Num, "Rate (req/s)"),
-    ("c-cv", "/workload/arrival/cv", Kind::Num, "Gap CV"),
-    ("c-requests", "/workload/requests", Kind::Int, "Requests"),
-    ("c-model", "/model/preset", Kind::Text, "Model"),
-    ("c-device", "/hardware/device", Kind::Text, "Device"),
-    ("c-tp", "/hardware/tp", Kind::Int, "TP (GPUs/replica)"),
-    ("c-replicas", "/cluster/replicas", Kind::Int, "Replicas"),
-    ("c-seqs", "/engine/max_num_seqs", Kind::Int, "Max batch (seqs)"),
-    ("c-budget", "/engine/max_num_batched_tokens", Kind::Int, "Token budget (tokens/step)"),
-    ("c-chunked", "/engine/chunked_prefill", Kind::Bool, "Chunked prefill"),
-    ("c-chunk", "/engine/prefill_chunk_tokens", Kind::Int, "Chunk (tokens)"),
-    ("c-block", "/engine/block_size_tokens", Kind::Int, "KV block (tokens)"),
-    ("c-mem", "/engine/gpu_memory_utilization", Kind::Num, "Memory fraction"),
-    ("c-oversub", "/engine/kv_oversubscription", Kind::Num, "Over-subscription (× KV)"),
-    ("c-formation", "/engine/batch_formation", Kind::Text, "Batch formation"),
-    ("c-prompt", "/workload/classes/0/prompt_tokens", Kind::Num, "Prompt length (tokens)"),
-    ("c-output", "/workload/classes/0/output_tokens", Kind::Num, "Output length (tokens)"),
-    ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::OptNum, "TTFT SLO (ms)"),
-    ("c-tpot", "/workload/classes/0/slo/tpot_ms", Kind::OptNum, "TPOT SLO (ms)"),
-    ("c-order", "/estimator/order", Kind::Tagged, "Order estimate"),
-    ("c-reserve", "/estimator/reserve", Kind::Tagged, "Reserve estimate"),
-    ("c-admission", "/admission", Kind::Tagged, "Admission"),
-    ("c-sched", "/scheduler", Kind::Tagged, "Scheduler"),
-    ("c-router", "/cluster/router", Kind::Tagged, "Router"),
-];
-
-/// Slider ↔ number pairs.
-const PAIRS: &[(&str, &str)] = &[("c-rate-range", "c-rate"), ("c-seqs-range", "c-seqs")];
 
 /// A class's per-request SLOs in ns: (name, TTFT, TPOT, E2E).
 type ClassSlos = (String, Option<u64>, Option<u64>, Option<u64>);
@@ -1108,10 +1064,16 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         e.prevent_default();
         app.borrow().html("run").focus().ok();
     });
-    for (id, _, _, label) in CONTROLS {
+    for (id, ptr, _, label) in CONTROLS {
         // Each control's accessible name is the label its errors use (the visible label wraps a unit, a
         // slider or a tooltip, which made names such as "Mean arrival rate, requests").
-        app.borrow().el(id).set_attribute("aria-label", label).ok();
+        let el = app.borrow().el(id);
+        el.set_attribute("aria-label", label).ok();
+        // The field's bound is the core's: written once, beside its declaration.
+        if let Some((lo, hi)) = crate::controls::limits(ptr) {
+            el.set_attribute("min", &lo.to_string()).ok();
+            el.set_attribute("max", &hi.to_string()).ok();
+        }
     }
     for (id, _, kind, _) in CONTROLS {
         let event = if matches!(kind, Kind::Text | Kind::Tagged | Kind::Bool) { "change" } else { "input" };

@@ -9,6 +9,8 @@ mod cal_view;
 #[cfg(target_arch = "wasm32")]
 mod charts;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod controls;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod details;
 #[cfg(target_arch = "wasm32")]
 mod exports;

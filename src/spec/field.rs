@@ -1,0 +1,210 @@
+//! Each scenario field's bound, written once beside its struct (`bounds!`), checked by validation with an
+//! error path built from the field's name, and read by the docs' test and the lab's controls.
+
+use super::Errors;
+
+/// What a number field allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// A whole number in lo ..= hi.
+    Int(u64, u64),
+    /// A finite number in [lo, hi].
+    Range(f64, f64),
+    /// A finite number in (lo, hi].
+    OpenLo(f64, f64),
+    /// A finite number in [lo, hi] where the bounds are physical: the message says why.
+    Within(f64, f64, &'static str),
+}
+
+/// A field of a scenario block and its bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Field {
+    pub name: &'static str,
+    pub bound: Bound,
+}
+
+/// A block of the scenario whose fields declare their bounds (with `bounds!`).
+pub trait Declared {
+    /// Its bounded fields, in declaration order.
+    const FIELDS: &'static [Field];
+}
+
+/// Validation's side of `Declared`.
+pub(crate) trait Checked {
+    /// Checks every bounded field that is present, pushing errors at `at.name`; true when all hold.
+    fn check_fields(&self, at: &str, e: &mut Errors) -> bool;
+}
+
+/// A field's value as a bound reads it: absent (an unset option) passes.
+pub trait AsNumber {
+    fn as_number(&self) -> Option<f64>;
+    /// Whole numbers, exactly (a u64 past 2^53 is not a float).
+    fn as_whole(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl AsNumber for f64 {
+    fn as_number(&self) -> Option<f64> {
+        Some(*self)
+    }
+}
+
+impl AsNumber for u32 {
+    fn as_number(&self) -> Option<f64> {
+        Some(*self as f64)
+    }
+    fn as_whole(&self) -> Option<u64> {
+        Some(*self as u64)
+    }
+}
+
+impl AsNumber for u64 {
+    fn as_number(&self) -> Option<f64> {
+        Some(*self as f64)
+    }
+    fn as_whole(&self) -> Option<u64> {
+        Some(*self)
+    }
+}
+
+impl<T: AsNumber> AsNumber for Option<T> {
+    fn as_number(&self) -> Option<f64> {
+        self.as_ref().and_then(T::as_number)
+    }
+    fn as_whole(&self) -> Option<u64> {
+        self.as_ref().and_then(T::as_whole)
+    }
+}
+
+impl Bound {
+    /// Checks `v` (absent passes) at `path`; true when it holds.
+    pub(crate) fn check(&self, path: &str, v: &impl AsNumber, e: &mut Errors) -> bool {
+        match (*self, v.as_number()) {
+            (_, None) => true,
+            (Bound::Int(lo, hi), Some(x)) => e.int(path, v.as_whole().unwrap_or(x as u64), lo, hi),
+            (Bound::Range(lo, hi), Some(x)) => e.range(path, x, lo, hi),
+            (Bound::OpenLo(lo, hi), Some(x)) => e.range_open_lo(path, x, lo, hi),
+            (Bound::Within(lo, hi, why), Some(x)) => e.within(path, x, lo, hi, why),
+        }
+    }
+
+    /// The least and the most allowed (an open bound's least is not allowed itself).
+    pub fn limits(&self) -> (f64, f64) {
+        match *self {
+            Bound::Int(lo, hi) => (lo as f64, hi as f64),
+            Bound::Range(lo, hi) | Bound::OpenLo(lo, hi) | Bound::Within(lo, hi, _) => (lo, hi),
+        }
+    }
+
+    /// What the bound allows, as docs/scenario.md writes it: `1 … 65,536`, `> 0 … 1e8`.
+    pub fn allowed(&self) -> String {
+        let (lo, hi) = self.limits();
+        let open = if matches!(self, Bound::OpenLo(..)) { "> " } else { "" };
+        format!("{open}{} … {}", plain(lo), plain(hi))
+    }
+}
+
+/// A number as the docs write it: `2^40` for a large power of two, `1e8` for a large power of ten, thousands
+/// separated from 10,000 on.
+pub fn plain(v: f64) -> String {
+    let whole = v.fract() == 0.0 && v.abs() < 2f64.powi(63);
+    if whole && v >= 2f64.powi(30) && (v as u64).is_power_of_two() {
+        return format!("2^{}", (v as u64).trailing_zeros());
+    }
+    if v >= 1e5 && libm::log10(v).fract() == 0.0 {
+        return format!("1e{}", libm::log10(v) as i32);
+    }
+    if whole && v.abs() >= 1e4 {
+        let digits = (v.abs() as u64).to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        return if v < 0.0 { format!("-{out}") } else { out };
+    }
+    format!("{v}")
+}
+
+/// A block of fields at its path in the scenario file, with its defaults when it has them.
+#[derive(Clone, Debug)]
+pub struct Block {
+    /// Dotted, as errors name it: `engine.preemption`.
+    pub at: &'static str,
+    pub fields: &'static [Field],
+    /// The block's `Default`, as the file would hold it; none when the block has required fields.
+    pub defaults: Option<serde_json::Value>,
+}
+
+impl Block {
+    pub(crate) fn with_defaults<T: Declared + Default + serde::Serialize>(at: &'static str) -> Block {
+        Block { at, fields: T::FIELDS, defaults: serde_json::to_value(T::default()).ok() }
+    }
+    pub(crate) fn required<T: Declared>(at: &'static str) -> Block {
+        Block { at, fields: T::FIELDS, defaults: None }
+    }
+}
+
+/// The bound of the field a JSON pointer names (`/engine/max_num_seqs`), if it declares one.
+pub fn bound_at(pointer: &str) -> Option<Bound> {
+    super::declared_blocks().into_iter().find_map(|b| {
+        let rest = pointer.strip_prefix('/')?.strip_prefix(&b.at.replace('.', "/"))?.strip_prefix('/')?;
+        b.fields.iter().find(|f| f.name == rest).map(|f| f.bound)
+    })
+}
+
+/// A field's path, `at.name`, with the name taken from the field itself (`at!(at, en.max_model_len)` does
+/// not compile when the field is renamed).
+macro_rules! at {
+    ($s:ident . $f:ident) => {{
+        let _ = &$s.$f;
+        stringify!($f)
+    }};
+    ($s:ident . $t:ident . $f:ident) => {{
+        let _ = &$s.$t.$f;
+        stringify!($f)
+    }};
+    ($at:expr, $s:ident . $f:ident) => {{
+        let _ = &$s.$f;
+        format!("{}.{}", $at, stringify!($f))
+    }};
+}
+pub(crate) use at;
+
+/// Declares the bounds of a block's fields, beside its struct: `bounds!(EngineSpec { max_num_seqs:
+/// Bound::Int(1, 65_536), … })`. A misspelt field does not compile.
+macro_rules! bounds {
+    ($ty:ty { $($f:ident: $b:expr),* $(,)? }) => {
+        impl $crate::spec::Declared for $ty {
+            const FIELDS: &'static [$crate::spec::Field] =
+                &[$($crate::spec::Field { name: stringify!($f), bound: $b }),*];
+        }
+        impl $crate::spec::field::Checked for $ty {
+            fn check_fields(&self, at: &str, e: &mut $crate::spec::Errors) -> bool {
+                let mut ok = true;
+                $(ok &= $b.check(&format!("{at}.{}", stringify!($f)), &self.$f, e);)*
+                ok
+            }
+        }
+    };
+}
+pub(crate) use bounds;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_numbers_read_as_the_docs_write_them() {
+        let cases = [(65_536.0, "65,536"), (8192.0, "8192"), (1e8, "1e8"), (1e4, "10,000"), (0.9, "0.9")];
+        for (v, s) in cases {
+            assert_eq!(plain(v), s);
+        }
+        assert_eq!(plain((1u64 << 40) as f64), "2^40");
+        assert_eq!(plain((1u64 << 22) as f64), "4,194,304");
+        assert_eq!(Bound::OpenLo(0.0, 1.0).allowed(), "> 0 … 1");
+    }
+}
