@@ -408,7 +408,8 @@ fn run_calibrate(
 /// The study names the CLI takes, each with its question as help.
 fn study_names() -> clap::builder::PossibleValuesParser {
     use inferscale::study::Kind;
-    Kind::ALL.map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about().question)).into()
+    let names = Kind::ALL.iter().map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about().question));
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 fn run_study(

@@ -11,9 +11,13 @@
 //! queueing delay at most that — and in both cases the run is not `steady.overloaded` (a waiting queue that grows
 //! is not sustained, however well a short run's requests did).
 
+use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
-use super::{Cell, Chart, ChartSeries, Format, Job, Kind, RunSummary, Study, StudyReport, col, report_head, reseeded};
+use super::{
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, RunSummary, Study, StudyDef, StudyReport, col, report_head,
+    reseeded,
+};
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,31 +91,38 @@ pub struct CapacityStudy {
     stopped_early: bool,
 }
 
-impl CapacityStudy {
-    pub fn new(spec: &Spec, p: &CapacityParams) -> Result<Self, ScenarioError> {
+impl StudyDef for CapacityStudy {
+    const ABOUT: About = About {
+        name: "capacity",
+        title: "Capacity planner",
+        question: "what load does the cluster sustain at its objectives, or how many replicas does a load need?",
+    };
+    type Options = CapacityParams;
+
+    fn new(spec: &Spec, p: &CapacityParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut e = Errors::default();
         if let Some(t) = p.target {
-            e.range_open_lo("study.capacity.target", t, 0.0, 1.0);
+            e.range_open_lo(&at!(Self::at(), p.target), t, 0.0, 1.0);
         }
         if let Some(r) = p.target_rps {
-            e.range_open_lo("study.capacity.target_rps", r, 0.0, 1e6);
+            e.range_open_lo(&at!(Self::at(), p.target_rps), r, 0.0, 1e6);
             if sc.is_disaggregated() {
-                e.push("study.capacity.target_rps", "the replica search sizes a colocated cluster; this scenario is disaggregated (size its pools in the P/D panel)");
+                e.push(at!(Self::at(), p.target_rps), "the replica search sizes a colocated cluster; this scenario is disaggregated (size its pools in the P/D panel)");
             }
         }
-        e.int("study.capacity.max_replicas", p.max_replicas as u64, 1, 4096);
-        e.int("study.capacity.repetitions", p.repetitions as u64, 1, 1000);
-        e.range_open_lo("study.capacity.precision", p.precision, 0.0, 1.0);
+        e.int(&at!(Self::at(), p.max_replicas), p.max_replicas as u64, 1, 4096);
+        e.int(&at!(Self::at(), p.repetitions), p.repetitions as u64, 1, 1000);
+        e.range_open_lo(&at!(Self::at(), p.precision), p.precision, 0.0, 1.0);
         if let Some(w) = p.max_mean_wait_ms
             && !(w.is_finite() && w > 0.0)
         {
-            e.push("study.capacity.max_mean_wait_ms", format!("must be > 0 (got {w})"));
+            e.push(at!(Self::at(), p.max_mean_wait_ms), format!("must be > 0 (got {w})"));
         }
         if let Some(r) = p.start_rps {
-            e.range_open_lo("study.capacity.start_rps", r, 0.0, 1e6);
+            e.range_open_lo(&at!(Self::at(), p.start_rps), r, 0.0, 1e6);
         }
-        e.int("study.capacity.max_rates", p.max_rates as u64, 3, 200);
+        e.int(&at!(Self::at(), p.max_rates), p.max_rates as u64, 3, 200);
         if matches!(spec.workload.arrival, ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) {
             e.push("workload.arrival.kind", "the capacity planner searches an arrival rate, and a closed loop's or a burst's load has none (it is its clients, or its size): give the scenario an open-loop arrival kind");
         }
@@ -142,7 +153,9 @@ impl CapacityStudy {
         st.pending = Some(first);
         Ok(st)
     }
+}
 
+impl CapacityStudy {
     fn replica_search(&self) -> bool {
         self.p.target_rps.is_some()
     }

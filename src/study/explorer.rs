@@ -2,12 +2,13 @@
 //! the same requests; the non-dominated frontier on goodput vs p95 TTFT (performance) and on goodput per GPU vs
 //! p95 TTFT (efficiency), so a layout that simply uses more GPUs does not look better for free.
 
+use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, brief, col, pareto,
-    patched, report_head,
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    brief, col, pareto, patched, report_head,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
@@ -84,19 +85,26 @@ pub struct ExplorerStudy {
     notes: Vec<String>,
 }
 
-impl ExplorerStudy {
-    pub fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
+impl StudyDef for ExplorerStudy {
+    const ABOUT: About = About {
+        name: "explorer",
+        title: "Design explorer",
+        question: "which candidate deployments are on the goodput / p95 TTFT frontier?",
+    };
+    type Options = ExplorerParams;
+
+    fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut e = Errors::default();
         if let Some(t) = p.target {
-            e.range_open_lo("study.explorer.target", t, 0.0, 1.0);
+            e.range_open_lo(&at!(Self::at(), p.target), t, 0.0, 1.0);
         }
         e.finish()?;
         let mut notes = Vec::new();
         let (candidates, given) = match &p.candidates {
             Some(c) if c.is_empty() => {
                 return Err(ScenarioError::one(
-                    "study.explorer.candidates",
+                    at!(Self::at(), p.candidates),
                     "the candidate list is empty: give at least one",
                 ));
             }
@@ -105,7 +113,7 @@ impl ExplorerStudy {
         };
         let mut jobs = Vec::new();
         for (i, c) in candidates.iter().enumerate() {
-            let what = format!("study.explorer.candidates[{i}]");
+            let what = format!("{}[{i}]", at!(Self::at(), p.candidates));
             if c.name.trim().is_empty() {
                 return Err(ScenarioError::one(format!("{what}.name"), "a candidate needs a name"));
             }

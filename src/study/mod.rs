@@ -654,22 +654,17 @@ pub fn run_native(
     drive(study, &mut |jobs| run_parallel(jobs, threads), progress)
 }
 
-/// The studies. This is their registry: [`Kind::about`], [`Kind::build`] and [`Kind::default_options`] are
-/// the only matches over them, and the CLI's help and study names, the lab's sidebar and panels, and every
-/// report's `study` field come from here — a study's name is written once, in `about`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    Ranking,
-    Capacity,
-    Pd,
-    Explorer,
-    Paired,
-    Sensitivity,
-    AgentSessions,
-    AgentPolicies,
-    TtlSweep,
-    TieredKv,
-    AffinitySlack,
+/// A study, written once in its file: what it is called and answers ([`About`]), its options (a serde struct
+/// with its defaults), and how it is built from a scenario. The registry below lists it once.
+pub trait StudyDef: Study + Sized + 'static {
+    const ABOUT: About;
+    type Options: serde::de::DeserializeOwned + Serialize + Default;
+    /// The study on `spec`; its options' errors are at `study.NAME.option` ([`StudyDef::at`]).
+    fn new(spec: &Spec, options: &Self::Options) -> Result<Self, ScenarioError>;
+    /// `study.NAME`, where its errors are; with `scenario::at!`, an option's path from the option itself.
+    fn at() -> String {
+        format!("study.{}", Self::ABOUT.name)
+    }
 }
 
 /// What a study is called and what it answers.
@@ -683,138 +678,87 @@ pub struct About {
     pub question: &'static str,
 }
 
+/// The registry: one line per study, `Variant => its StudyDef type`, in the order the CLI's help and the lab's
+/// sidebar list them. It makes [`Kind`], `Kind::ALL` (which cannot miss a variant) and every match over them;
+/// the CLI's study names and help, the lab's sidebar and panels, and every report's `study` field come from
+/// here. `tests/it/architecture.rs` fails when a `StudyDef` is not listed.
+macro_rules! registry {
+    ($($kind:ident => $ty:ty),* $(,)?) => {
+        /// The studies (see [`registry!`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kind { $($kind),* }
+
+        impl Kind {
+            /// Every study, in the order the CLI's help and the lab's sidebar list them.
+            pub const ALL: &'static [Kind] = &[$(Kind::$kind),*];
+
+            pub const fn about(self) -> About {
+                match self { $(Kind::$kind => <$ty as StudyDef>::ABOUT),* }
+            }
+
+            /// The study on `spec` with its options (JSON object; `{}` for the defaults). Unknown options are
+            /// refused, naming the field.
+            pub fn build(self, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
+                match self { $(Kind::$kind => boxed::<$ty>(spec, params)),* }
+            }
+
+            /// The options a study takes when given none, as JSON (options without a default are absent).
+            pub fn default_options(self) -> serde_json::Value {
+                match self { $(Kind::$kind => defaults::<$ty>()),* }
+            }
+
+            /// Every option the study's options struct takes, by name.
+            pub fn option_names(self) -> Vec<String> {
+                match self { $(Kind::$kind => option_names::<<$ty as StudyDef>::Options>()),* }
+            }
+        }
+    };
+}
+
+registry! {
+    Ranking => ranking::RankingStudy,
+    Capacity => capacity::CapacityStudy,
+    Pd => pd::PdStudy,
+    Explorer => explorer::ExplorerStudy,
+    Paired => paired::PairedStudy,
+    Sensitivity => sensitivity::SensitivityStudy,
+    AgentSessions => agents::SessionsStudy,
+    AgentPolicies => agents::AgentPoliciesStudy,
+    TtlSweep => agents::TtlSweepStudy,
+    TieredKv => agents::TieredKvStudy,
+    AffinitySlack => agents::AffinitySlackStudy,
+}
+
 impl Kind {
-    /// Every study, in the order the CLI's help and the lab's sidebar list them.
-    pub const ALL: [Kind; 11] = [
-        Kind::Ranking,
-        Kind::Capacity,
-        Kind::Pd,
-        Kind::Explorer,
-        Kind::Paired,
-        Kind::Sensitivity,
-        Kind::AgentSessions,
-        Kind::AgentPolicies,
-        Kind::TtlSweep,
-        Kind::TieredKv,
-        Kind::AffinitySlack,
-    ];
-
-    pub const fn about(self) -> About {
-        let (name, title, question) = match self {
-            Kind::Ranking => {
-                ("ranking", "Scheduler ranking", "which queue or admission policy serves these requests best?")
-            }
-            Kind::Capacity => (
-                "capacity",
-                "Capacity planner",
-                "what load does the cluster sustain at its objectives, or how many replicas does a load need?",
-            ),
-            Kind::Pd => {
-                ("pd", "P/D comparison", "colocated or disaggregated prefill/decode, with or without prefix reuse?")
-            }
-            Kind::Explorer => {
-                ("explorer", "Design explorer", "which candidate deployments are on the goodput / p95 TTFT frontier?")
-            }
-            Kind::Paired => ("paired", "Paired experiment", "does a change make a difference beyond run-to-run noise?"),
-            Kind::Sensitivity => ("sensitivity", "Sensitivity", "does a change still win if the cost profile is off?"),
-            Kind::AgentSessions => (
-                "agent-sessions",
-                "Agent sessions",
-                "what do these agent sessions see, turn by turn, and what holds them back?",
-            ),
-            Kind::AgentPolicies => (
-                "agent-policies",
-                "Agent policies",
-                "which KV retention and routing policy serves these agent sessions best?",
-            ),
-            Kind::TtlSweep => ("ttl-sweep", "TTL sweep", "how long should a session's KV stay in HBM after a turn?"),
-            Kind::TieredKv => (
-                "tiered-kv",
-                "Tiered KV",
-                "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?",
-            ),
-            Kind::AffinitySlack => {
-                ("affinity-slack", "Affinity slack", "how much imbalance should a turn accept to stay where its KV is?")
-            }
-        };
-        About { name, title, question }
-    }
-
     pub fn name(self) -> &'static str {
         self.about().name
     }
 
     /// The study called `name`; the error lists the names.
     pub fn from_name(name: &str) -> Result<Kind, ScenarioError> {
-        Kind::ALL.into_iter().find(|k| k.name() == name).ok_or_else(|| {
-            ScenarioError::one(
-                "study",
-                format!("unknown study `{name}` (one of: {})", Kind::ALL.map(Kind::name).join(", ")),
-            )
+        Kind::ALL.iter().copied().find(|k| k.name() == name).ok_or_else(|| {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            ScenarioError::one("study", format!("unknown study `{name}` (one of: {})", names.join(", ")))
         })
     }
+}
 
-    /// The study on `spec` with its options (JSON object; `{}` for the defaults). Unknown options are
-    /// refused, naming the field.
-    pub fn build(self, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
-        let name = self.name();
-        Ok(match self {
-            Kind::Pd => Box::new(pd::PdStudy::new(spec, &options(name, params)?)?),
-            Kind::Ranking => Box::new(ranking::RankingStudy::new(spec, &options(name, params)?)?),
-            Kind::Capacity => Box::new(capacity::CapacityStudy::new(spec, &options(name, params)?)?),
-            Kind::Explorer => Box::new(explorer::ExplorerStudy::new(spec, &options(name, params)?)?),
-            Kind::Paired => Box::new(paired::PairedStudy::new(spec, &options(name, params)?)?),
-            Kind::Sensitivity => Box::new(sensitivity::SensitivityStudy::new(spec, &options(name, params)?)?),
-            Kind::AgentSessions => Box::new(agents::SessionsStudy::new(spec, &options(name, params)?)?),
-            Kind::AgentPolicies => Box::new(agents::AgentPoliciesStudy::new(spec, &options(name, params)?)?),
-            Kind::TtlSweep => Box::new(agents::TtlSweepStudy::new(spec, &options(name, params)?)?),
-            Kind::TieredKv => Box::new(agents::TieredKvStudy::new(spec, &options(name, params)?)?),
-            Kind::AffinitySlack => Box::new(agents::AffinitySlackStudy::new(spec, &options(name, params)?)?),
-        })
-    }
+fn boxed<T: StudyDef>(spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
+    Ok(Box::new(T::new(spec, &options(T::ABOUT.name, params)?)?))
+}
 
-    /// The options a study takes when given none, as JSON (options without a default are absent).
-    pub fn default_options(self) -> serde_json::Value {
-        let v = match self {
-            Kind::Pd => serde_json::to_value(pd::PdParams::default()),
-            Kind::Ranking => serde_json::to_value(ranking::RankingParams::default()),
-            Kind::Capacity => serde_json::to_value(capacity::CapacityParams::default()),
-            Kind::Explorer => serde_json::to_value(explorer::ExplorerParams::default()),
-            Kind::Paired => serde_json::to_value(paired::PairedParams::default()),
-            Kind::Sensitivity => serde_json::to_value(sensitivity::SensitivityParams::default()),
-            Kind::AgentSessions => serde_json::to_value(agents::SessionsParams::default()),
-            Kind::AgentPolicies => serde_json::to_value(agents::AgentPoliciesParams::default()),
-            Kind::TtlSweep => serde_json::to_value(agents::TtlSweepParams::default()),
-            Kind::TieredKv => serde_json::to_value(agents::TieredKvParams::default()),
-            Kind::AffinitySlack => serde_json::to_value(agents::AffinitySlackParams::default()),
-        };
-        v.expect("options serialise")
-    }
+fn defaults<T: StudyDef>() -> serde_json::Value {
+    serde_json::to_value(T::Options::default()).expect("options serialise")
+}
 
-    /// Every option the study's options struct takes, by name — read off the struct's own refusal of an
-    /// unknown option, so the list cannot drift from the struct.
-    pub fn option_names(self) -> Vec<String> {
-        fn fields<T: serde::de::DeserializeOwned>() -> Vec<String> {
-            let Err(e) = serde_json::from_value::<T>(serde_json::json!({ "\u{1}": 0 })) else { return Vec::new() };
-            let text = e.to_string();
-            // "unknown field `…`, expected `a`", "… `a` or `b`", "… one of `a`, `b`, `c`": the quoted names.
-            let list = text.split_once("expected").map_or("", |x| x.1);
-            list.split('`').skip(1).step_by(2).map(str::to_string).collect()
-        }
-        match self {
-            Kind::Pd => fields::<pd::PdParams>(),
-            Kind::Ranking => fields::<ranking::RankingParams>(),
-            Kind::Capacity => fields::<capacity::CapacityParams>(),
-            Kind::Explorer => fields::<explorer::ExplorerParams>(),
-            Kind::Paired => fields::<paired::PairedParams>(),
-            Kind::Sensitivity => fields::<sensitivity::SensitivityParams>(),
-            Kind::AgentSessions => fields::<agents::SessionsParams>(),
-            Kind::AgentPolicies => fields::<agents::AgentPoliciesParams>(),
-            Kind::TtlSweep => fields::<agents::TtlSweepParams>(),
-            Kind::TieredKv => fields::<agents::TieredKvParams>(),
-            Kind::AffinitySlack => fields::<agents::AffinitySlackParams>(),
-        }
-    }
+/// The options struct's fields by name — read off its own refusal of an unknown option, so the list cannot
+/// drift from the struct.
+fn option_names<T: serde::de::DeserializeOwned>() -> Vec<String> {
+    let Err(e) = serde_json::from_value::<T>(serde_json::json!({ "\u{1}": 0 })) else { return Vec::new() };
+    let text = e.to_string();
+    // "unknown field `…`, expected `a`", "… `a` or `b`", "… one of `a`, `b`, `c`": the quoted names.
+    let list = text.split_once("expected").map_or("", |x| x.1);
+    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
 }
 
 /// A study's options from JSON, errors under `study.NAME` in the words the scenario's use ("expected a number,

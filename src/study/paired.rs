@@ -1,12 +1,13 @@
 //! Paired experiment: baseline vs treatment over K repetitions, the same seed for both on each repetition (so
 //! they see identical requests); per metric the paired deltas' mean with a seeded 95 % bootstrap CI.
 
+use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, bootstrap_ci, col,
-    report_head, reseeded, treated,
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    bootstrap_ci, col, report_head, reseeded, treated,
 };
 use crate::scenario::{self, Errors, ScenarioError, Spec};
 
@@ -45,12 +46,19 @@ pub struct PairedStudy {
     batch: OneBatch,
 }
 
-impl PairedStudy {
-    pub fn new(spec: &Spec, p: &PairedParams) -> Result<Self, ScenarioError> {
+impl StudyDef for PairedStudy {
+    const ABOUT: About = About {
+        name: "paired",
+        title: "Paired experiment",
+        question: "does a change make a difference beyond run-to-run noise?",
+    };
+    type Options = PairedParams;
+
+    fn new(spec: &Spec, p: &PairedParams) -> Result<Self, ScenarioError> {
         scenario::validate(spec)?;
         let mut e = Errors::default();
-        e.int("study.paired.repetitions", p.repetitions as u64, 2, 1000);
-        e.int("study.paired.resamples", p.resamples as u64, 100, 100_000);
+        e.int(&at!(Self::at(), p.repetitions), p.repetitions as u64, 2, 1000);
+        e.int(&at!(Self::at(), p.resamples), p.resamples as u64, 100, 100_000);
         e.finish()?;
         let treated = treated(spec, &p.treatment, Kind::Paired.name())?;
         let jobs = (0..p.repetitions)

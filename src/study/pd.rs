@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, col, report_head,
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    col, report_head,
 };
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
@@ -26,8 +27,15 @@ pub struct PdStudy {
 
 const LABELS: [&str; 4] = ["colocated", "colocated + prefix cache", "P/D", "P/D + prefix cache"];
 
-impl PdStudy {
-    pub fn new(spec: &Spec, p: &PdParams) -> Result<Self, ScenarioError> {
+impl StudyDef for PdStudy {
+    const ABOUT: About = About {
+        name: "pd",
+        title: "P/D comparison",
+        question: "colocated or disaggregated prefill/decode, with or without prefix reuse?",
+    };
+    type Options = PdParams;
+
+    fn new(spec: &Spec, p: &PdParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut notes = Vec::new();
         let disagg = match &spec.cluster.disaggregation {

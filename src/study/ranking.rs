@@ -6,11 +6,12 @@
 //! from the best — a tie is a tie, not a ranking. (Overlap of the rows' own intervals would call far more ties:
 //! it ignores that seed-to-seed variation is shared.)
 
+use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, brief, col,
-    report_head,
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    brief, col, report_head,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
@@ -76,15 +77,22 @@ fn paired_tie(a: &[RunSummary], b: &[RunSummary], f: fn(&RunSummary) -> f64) -> 
     lo <= 0.0 && 0.0 <= hi
 }
 
-impl RankingStudy {
-    pub fn new(spec: &Spec, p: &RankingParams) -> Result<Self, ScenarioError> {
+impl StudyDef for RankingStudy {
+    const ABOUT: About = About {
+        name: "ranking",
+        title: "Scheduler ranking",
+        question: "which queue or admission policy serves these requests best?",
+    };
+    type Options = RankingParams;
+
+    fn new(spec: &Spec, p: &RankingParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         if p.drr_quantum_tokens == 0 {
-            return Err(ScenarioError::one("study.ranking.drr_quantum_tokens", "must be at least 1 token (got 0)"));
+            return Err(ScenarioError::one(at!(Self::at(), p.drr_quantum_tokens), "must be at least 1 token (got 0)"));
         }
         if !(1..=100).contains(&p.repetitions) {
             return Err(ScenarioError::one(
-                "study.ranking.repetitions",
+                at!(Self::at(), p.repetitions),
                 format!("must be an integer from 1 to 100 (got {})", p.repetitions),
             ));
         }

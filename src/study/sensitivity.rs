@@ -2,12 +2,13 @@
 //! transfer cost (log-uniform within ±range), applied to baseline and treatment alike. Does the treatment's
 //! advantage survive a cost model that is off by that much?
 
+use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyReport, col, report_head,
-    treated,
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    col, report_head, treated,
 };
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
@@ -36,12 +37,19 @@ pub struct SensitivityStudy {
     batch: OneBatch,
 }
 
-impl SensitivityStudy {
-    pub fn new(spec: &Spec, p: &SensitivityParams) -> Result<Self, ScenarioError> {
+impl StudyDef for SensitivityStudy {
+    const ABOUT: About = About {
+        name: "sensitivity",
+        title: "Sensitivity",
+        question: "does a change still win if the cost profile is off?",
+    };
+    type Options = SensitivityParams;
+
+    fn new(spec: &Spec, p: &SensitivityParams) -> Result<Self, ScenarioError> {
         scenario::validate(spec)?;
         let mut e = Errors::default();
-        e.int("study.sensitivity.samples", p.samples as u64, 1, 1000);
-        e.range_open_lo("study.sensitivity.range", p.range, 1.0, 10.0);
+        e.int(&at!(Self::at(), p.samples), p.samples as u64, 1, 1000);
+        e.range_open_lo(&at!(Self::at(), p.range), p.range, 1.0, 10.0);
         e.finish()?;
         let treated = treated(spec, &p.treatment, Kind::Sensitivity.name())?;
         // Scales from the study stream: log-uniform, shared by baseline and treatment (common random numbers).

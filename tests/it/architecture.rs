@@ -438,3 +438,36 @@ fn every_file_and_item_the_architecture_names_exists() {
     assert!(checked > 100, "only {checked} names checked: the scan is broken");
     assert!(missing.is_empty(), "docs/ARCHITECTURE.md names what is not there: {missing:?}");
 }
+
+/// The `StudyDef` types of `src/study` no line of the registry lists.
+fn unregistered_studies(files: &[(String, String)], registry: &str) -> Vec<String> {
+    let listed: BTreeSet<&str> =
+        registry.lines().filter_map(|l| l.split("=>").nth(1)).map(|t| t.trim().trim_end_matches(',')).collect();
+    let mut missing = Vec::new();
+    for (path, text) in files {
+        for line in text.lines().filter_map(|l| l.trim().strip_prefix("impl StudyDef for ")) {
+            let ty = line.trim_end_matches(" {").trim();
+            if !listed.iter().any(|l| l.rsplit("::").next() == Some(ty)) {
+                missing.push(format!("{path}: {ty}"));
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn every_study_is_registered_once() {
+    let mut paths = Vec::new();
+    rust_files(&root().join("src/study"), &mut paths);
+    let files: Vec<(String, String)> =
+        paths.iter().map(|p| (p.display().to_string(), std::fs::read_to_string(p).unwrap())).collect();
+    let module = std::fs::read_to_string(root().join("src/study/mod.rs")).unwrap();
+    let start = module.find("registry! {").expect("the registry");
+    let registry = &module[start..start + module[start..].find("\n}").unwrap()];
+    assert_eq!(unregistered_studies(&files, registry), Vec::<String>::new());
+    let defs = files.iter().map(|(_, t)| t.matches("impl StudyDef for ").count()).sum::<usize>();
+    assert_eq!(defs, inferscale::study::Kind::ALL.len(), "one registry line per study, none twice");
+    // A study written but not listed is found.
+    let forgotten = [("new.rs".to_string(), "impl StudyDef for NewStudy {".to_string())];
+    assert_eq!(unregistered_studies(&forgotten, registry), ["new.rs: NewStudy"]);
+}

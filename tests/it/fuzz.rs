@@ -376,7 +376,7 @@ fn fuzz_study_options() -> (u32, u32, Vec<String>) {
     let mut agents = super::shipped("agent-sessions.json");
     agents.workload.requests = Some(8);
     let (mut cases, mut failures, mut ran) = (0, Vec::new(), 0);
-    for kind in Kind::ALL {
+    for &kind in Kind::ALL {
         let spec = if kind.name().starts_with("agent")
             || ["ttl-sweep", "tiered-kv", "affinity-slack"].contains(&kind.name())
         {

@@ -143,7 +143,7 @@ fn full_reports() -> Vec<(String, String)> {
     }
     for name in shipped_names() {
         let stem = name.trim_end_matches(".json");
-        for study in inferscale::study::Kind::ALL.map(|k| k.name()) {
+        for study in inferscale::study::Kind::ALL.iter().map(|k| k.name()) {
             let text = match inferscale::study::build(study, &shipped(&name), &serde_json::json!({})) {
                 Err(e) => format!("error: {e}"),
                 Ok(mut st) => match inferscale::study::run_native(st.as_mut(), 2, &mut |_, _| true) {

@@ -1,7 +1,7 @@
 //! Studies: determinism whatever the parallelism, common random numbers, the tables' contracts.
 
 use inferscale::scenario;
-use inferscale::study::{self, Cell, Study};
+use inferscale::study::{self, Cell, Study, StudyDef};
 
 use super::{root, shipped};
 

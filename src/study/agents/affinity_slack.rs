@@ -1,6 +1,7 @@
 //! `affinity-slack`: bounded affinity's slack swept.
 
 use super::*;
+use crate::scenario::at;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -21,13 +22,20 @@ pub struct AffinitySlackStudy {
     batch: OneBatch,
 }
 
-impl AffinitySlackStudy {
-    pub fn new(spec: &Spec, p: &AffinitySlackParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Kind::AffinitySlack)?;
+impl StudyDef for AffinitySlackStudy {
+    const ABOUT: About = About {
+        name: "affinity-slack",
+        title: "Affinity slack",
+        question: "how much imbalance should a turn accept to stay where its KV is?",
+    };
+    type Options = AffinitySlackParams;
+
+    fn new(spec: &Spec, p: &AffinitySlackParams) -> Result<Self, ScenarioError> {
+        check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.int("study.affinity-slack.slack_ms", p.slack_ms.len() as u64, 1, 64);
+        e.int(&at!(Self::at(), p.slack_ms), p.slack_ms.len() as u64, 1, 64);
         for (i, s) in p.slack_ms.iter().enumerate() {
-            e.range(&format!("study.affinity-slack.slack_ms[{i}]"), *s, 0.0, 1e9);
+            e.range(&format!("{}[{i}]", at!(Self::at(), p.slack_ms)), *s, 0.0, 1e9);
         }
         e.finish()?;
         // A stateless scenario keeps nothing to be affine to: sweep it with retention.

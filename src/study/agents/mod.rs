@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study, StudyReport,
-    col, pareto, report_head,
+    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study,
+    StudyDef, StudyReport, col, pareto, report_head,
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
 
@@ -61,11 +61,11 @@ fn variant(spec: &Spec, p: &Policy, host: &HostKvSpec, budget: Option<u64>) -> S
 }
 
 /// The scenario must be valid and have sessions (every derived run must be valid too); the validated one.
-fn check_base(spec: &Spec, study: Kind) -> Result<crate::Scenario, ScenarioError> {
+fn check_base(spec: &Spec, at: String) -> Result<crate::Scenario, ScenarioError> {
     let sc = scenario::validate(spec)?;
     if spec.workload.sessions.is_none() {
         return Err(ScenarioError::one(
-            format!("study.{}", study.name()),
+            at,
             "this study compares what sessions do with their KV: the scenario needs workload.sessions (e.g. scenarios/agent-sessions.json)",
         ));
     }
@@ -77,13 +77,6 @@ fn check_jobs(jobs: &[Job]) -> Result<(), ScenarioError> {
         scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
     }
     Ok(())
-}
-
-fn check_host(e: &mut Errors, study: Kind, h: &HostKvSpec) {
-    let p = format!("study.{}.host_kv", study.name());
-    e.range_open_lo(&format!("{p}.capacity_gb"), h.capacity_gb, 0.0, 1e5);
-    e.range_open_lo(&format!("{p}.bandwidth_gbps"), h.bandwidth_gbps, 0.0, 1e4);
-    e.range(&format!("{p}.latency_ms"), h.latency_ms, 0.0, 1e4);
 }
 
 fn sess(r: &RunSummary) -> &SessionRun {

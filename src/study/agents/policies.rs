@@ -1,6 +1,8 @@
 //! `agent-policies`: six retention and routing policies on one program trace.
 
 use super::*;
+use crate::scenario::at;
+use crate::spec::field::Checked;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -24,13 +26,20 @@ pub struct AgentPoliciesStudy {
     batch: OneBatch,
 }
 
-impl AgentPoliciesStudy {
-    pub fn new(spec: &Spec, p: &AgentPoliciesParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Kind::AgentPolicies)?;
+impl StudyDef for AgentPoliciesStudy {
+    const ABOUT: About = About {
+        name: "agent-policies",
+        title: "Agent policies",
+        question: "which KV retention and routing policy serves these agent sessions best?",
+    };
+    type Options = AgentPoliciesParams;
+
+    fn new(spec: &Spec, p: &AgentPoliciesParams) -> Result<Self, ScenarioError> {
+        check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.range("study.agent-policies.ttl_s", p.ttl_s, 0.0, 1e7);
-        e.range("study.agent-policies.slack_ms", p.slack_ms, 0.0, 1e9);
-        check_host(&mut e, Kind::AgentPolicies, &p.host_kv);
+        e.range(&at!(Self::at(), p.ttl_s), p.ttl_s, 0.0, 1e7);
+        e.range(&at!(Self::at(), p.slack_ms), p.slack_ms, 0.0, 1e9);
+        p.host_kv.check_fields(&at!(Self::at(), p.host_kv), &mut e);
         e.finish()?;
         let lb = Some(RouterSpec::LeastOutstanding);
         let sticky = Some(RouterSpec::Sticky);

@@ -1,6 +1,7 @@
 //! `agent-sessions`: one run of the scenario, read as a session workload.
 
 use super::*;
+use crate::scenario::at;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -21,11 +22,18 @@ pub struct SessionsStudy {
     batch: OneBatch,
 }
 
-impl SessionsStudy {
-    pub fn new(spec: &Spec, p: &SessionsParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Kind::AgentSessions)?;
+impl StudyDef for SessionsStudy {
+    const ABOUT: About = About {
+        name: "agent-sessions",
+        title: "Agent sessions",
+        question: "what do these agent sessions see, turn by turn, and what holds them back?",
+    };
+    type Options = SessionsParams;
+
+    fn new(spec: &Spec, p: &SessionsParams) -> Result<Self, ScenarioError> {
+        check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.int("study.agent-sessions.turns_shown", p.turns_shown as u64, 1, 64);
+        e.int(&at!(Self::at(), p.turns_shown), p.turns_shown as u64, 1, 64);
         e.finish()?;
         let jobs = vec![Job { label: spec.name.clone(), spec: spec.clone() }];
         Ok(SessionsStudy { base: spec.clone(), turns_shown: p.turns_shown, batch: OneBatch::new(jobs) })

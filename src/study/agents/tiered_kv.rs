@@ -1,6 +1,8 @@
 //! `tiered-kv`: HBM, host memory or recomputation for a session's KV, also under a shrinking HBM budget.
 
 use super::*;
+use crate::scenario::at;
+use crate::spec::field::Checked;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -35,16 +37,23 @@ pub struct TieredKvStudy {
     handed: usize,
 }
 
-impl TieredKvStudy {
-    pub fn new(spec: &Spec, p: &TieredKvParams) -> Result<Self, ScenarioError> {
-        let sc = check_base(spec, Kind::TieredKv)?;
+impl StudyDef for TieredKvStudy {
+    const ABOUT: About = About {
+        name: "tiered-kv",
+        title: "Tiered KV",
+        question: "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?",
+    };
+    type Options = TieredKvParams;
+
+    fn new(spec: &Spec, p: &TieredKvParams) -> Result<Self, ScenarioError> {
+        let sc = check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.range("study.tiered-kv.ttl_s", p.ttl_s, 0.0, 1e7);
-        e.range("study.tiered-kv.slack_ms", p.slack_ms, 0.0, 1e9);
-        check_host(&mut e, Kind::TieredKv, &p.host_kv);
-        e.int("study.tiered-kv.budgets", p.budgets.len() as u64, 0, 16);
+        e.range(&at!(Self::at(), p.ttl_s), p.ttl_s, 0.0, 1e7);
+        e.range(&at!(Self::at(), p.slack_ms), p.slack_ms, 0.0, 1e9);
+        p.host_kv.check_fields(&at!(Self::at(), p.host_kv), &mut e);
+        e.int(&at!(Self::at(), p.budgets), p.budgets.len() as u64, 0, 16);
         for (i, b) in p.budgets.iter().enumerate() {
-            e.range_open_lo(&format!("study.tiered-kv.budgets[{i}]"), *b, 0.0, 100.0);
+            e.range_open_lo(&format!("{}[{i}]", at!(Self::at(), p.budgets)), *b, 0.0, 100.0);
         }
         e.finish()?;
         let sticky = Some(RouterSpec::Sticky);
@@ -78,7 +87,9 @@ impl TieredKvStudy {
         check_jobs(&s.first_jobs())?;
         Ok(s)
     }
+}
 
+impl TieredKvStudy {
     fn first_jobs(&self) -> Vec<Job> {
         let reference =
             policy("reference: retain + sticky, no budget", RetentionSpec::Retain, Some(RouterSpec::Sticky), false);

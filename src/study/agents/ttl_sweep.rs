@@ -1,6 +1,7 @@
 //! `ttl-sweep`: the TTL swept for the latency / memory-residency frontier.
 
 use super::*;
+use crate::scenario::at;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -41,14 +42,21 @@ pub struct TtlSweepStudy {
     batch: OneBatch,
 }
 
-impl TtlSweepStudy {
-    pub fn new(spec: &Spec, p: &TtlSweepParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Kind::TtlSweep)?;
+impl StudyDef for TtlSweepStudy {
+    const ABOUT: About = About {
+        name: "ttl-sweep",
+        title: "TTL sweep",
+        question: "how long should a session's KV stay in HBM after a turn?",
+    };
+    type Options = TtlSweepParams;
+
+    fn new(spec: &Spec, p: &TtlSweepParams) -> Result<Self, ScenarioError> {
+        check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.int("study.ttl-sweep.ttl_s", p.ttl_s.len() as u64, 1, 64);
+        e.int(&at!(Self::at(), p.ttl_s), p.ttl_s.len() as u64, 1, 64);
         for (i, t) in p.ttl_s.iter().enumerate() {
             if let Some(t) = t {
-                e.range(&format!("study.ttl-sweep.ttl_s[{i}]"), *t, 0.0, 1e7);
+                e.range(&format!("{}[{i}]", at!(Self::at(), p.ttl_s)), *t, 0.0, 1e7);
             }
         }
         e.finish()?;
