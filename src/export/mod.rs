@@ -2,6 +2,9 @@
 //! (byte-identical across platforms); CSV is one row per request; Markdown is a readable report.
 
 mod bundle;
+mod study;
+
+pub use study::{display_unit, show};
 
 pub use bundle::{bundle_csv, bundle_markdown, calibration_csv, calibration_json, calibration_markdown};
 

@@ -445,9 +445,13 @@ fn unregistered_studies(files: &[(String, String)], registry: &str) -> Vec<Strin
         registry.lines().filter_map(|l| l.split("=>").nth(1)).map(|t| t.trim().trim_end_matches(',')).collect();
     let mut missing = Vec::new();
     for (path, text) in files {
-        for line in text.lines().filter_map(|l| l.trim().strip_prefix("impl StudyDef for ")) {
+        let studies = text.lines().filter_map(|l| l.trim().strip_prefix("impl StudyDef for "));
+        // A knob is a study as the sweep that turns it: listed as `sweep::Sweep<path::Knob>`.
+        let knobs = text.lines().filter_map(|l| l.trim().strip_prefix("impl Knob for "));
+        for (line, close) in studies.map(|l| (l, "")).chain(knobs.map(|l| (l, ">"))) {
             let ty = line.trim_end_matches(" {").trim();
-            if !listed.iter().any(|l| l.rsplit("::").next() == Some(ty)) {
+            let named = |l: &str| l.strip_suffix(close).and_then(|l| l.rsplit("::").next()) == Some(ty);
+            if !listed.iter().any(|l| named(l)) {
                 missing.push(format!("{path}: {ty}"));
             }
         }
@@ -465,9 +469,10 @@ fn every_study_is_registered_once() {
     let start = module.find("registry! {").expect("the registry");
     let registry = &module[start..start + module[start..].find("\n}").unwrap()];
     assert_eq!(unregistered_studies(&files, registry), Vec::<String>::new());
-    let defs = files.iter().map(|(_, t)| t.matches("impl StudyDef for ").count()).sum::<usize>();
+    let defs = files.iter().map(|(_, t)| t.matches("impl StudyDef for ").count() + t.matches("impl Knob for ").count());
+    let defs = defs.sum::<usize>();
     assert_eq!(defs, inferscale::study::Kind::ALL.len(), "one registry line per study, none twice");
     // A study written but not listed is found.
-    let forgotten = [("new.rs".to_string(), "impl StudyDef for NewStudy {".to_string())];
-    assert_eq!(unregistered_studies(&forgotten, registry), ["new.rs: NewStudy"]);
+    let forgotten = [("new.rs".to_string(), "impl StudyDef for NewStudy {\nimpl Knob for NewKnob {".to_string())];
+    assert_eq!(unregistered_studies(&forgotten, registry), ["new.rs: NewStudy", "new.rs: NewKnob"]);
 }

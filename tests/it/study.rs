@@ -650,7 +650,10 @@ fn agent_sessions_shows_each_session_class() {
         assert_eq!(row(&format!("{}: p95 turn TTFT", c.name))[2], Cell::from(c.turn_ttft_s.p95));
         assert_eq!(row(&format!("{}: history reused", c.name))[2], Cell::from(c.reuse));
     }
-    assert_eq!(study::show(&row("feature: sessions")[2], rep.columns[2].format), classes[2].sessions.to_string());
+    assert_eq!(
+        inferscale::export::show(&row("feature: sessions")[2], rep.columns[2].format),
+        classes[2].sessions.to_string()
+    );
     let chart = rep.charts.iter().find(|c| c.title == "p95 turn TTFT by session class").expect("the class chart");
     assert_eq!(chart.categories, ["chat", "quick_fix", "feature"]);
     assert_eq!(chart.series[0].points[2], (2.0, classes[2].turn_ttft_s.p95));

@@ -702,7 +702,7 @@ impl App {
                 (Cell::Empty, Cell::Empty) => std::cmp::Ordering::Equal,
                 (Cell::Empty, _) => return std::cmp::Ordering::Greater,
                 (_, Cell::Empty) => return std::cmp::Ordering::Less,
-                (x, y) => study::show(&x, Format::Text).cmp(&study::show(&y, Format::Text)),
+                (x, y) => inferscale::export::show(&x, Format::Text).cmp(&inferscale::export::show(&y, Format::Text)),
             };
             if desc { ord.reverse() } else { ord }
         });
@@ -753,7 +753,7 @@ fn variant_html(f: &Param, var: &Variant) -> String {
 
 /// A column's header: its label, and its unit when it has one.
 fn header_html(c: &study::Column) -> String {
-    match study::display_unit(c) {
+    match inferscale::export::display_unit(c) {
         "" => esc(&c.label),
         u => format!("{} <span class=\"unit\">{}</span>", esc(&c.label), esc(u)),
     }
@@ -762,7 +762,7 @@ fn header_html(c: &study::Column) -> String {
 /// A table cell as its column shows it (text left-aligned).
 fn cell_html(c: &study::Cell, col: &study::Column) -> String {
     let class = if col.format == Format::Text { " class=\"text\"" } else { "" };
-    format!("<td{class}>{}</td>", esc(&study::show(c, col.format)))
+    format!("<td{class}>{}</td>", esc(&inferscale::export::show(c, col.format)))
 }
 
 /// A report's further table, under its title, in its own order (the first table's sort does not move it).

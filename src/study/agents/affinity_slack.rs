@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::study::sweep::{ColumnDef, Knob, SweepRow, check_list, column};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -16,97 +17,66 @@ impl Default for AffinitySlackParams {
     }
 }
 
-pub struct AffinitySlackStudy {
-    base: Spec,
-    slacks: Vec<f64>,
-    batch: OneBatch,
-}
+/// Bounded affinity's slack, ms: `affinity-slack`.
+pub struct Slack;
 
-impl StudyDef for AffinitySlackStudy {
+impl Knob for Slack {
     const ABOUT: About = About {
         name: "affinity-slack",
         title: "Affinity slack",
         question: "how much imbalance should a turn accept to stay where its KV is?",
     };
+    const QUESTION: &'static str = "how much load imbalance should a session's turn accept to stay where its KV is?";
     type Options = AffinitySlackParams;
+    type Value = f64;
 
-    fn new(spec: &Spec, p: &AffinitySlackParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Self::at())?;
-        let mut e = Errors::default();
-        e.int(&at!(Self::at(), p.slack_ms), p.slack_ms.len() as u64, 1, 64);
-        for (i, s) in p.slack_ms.iter().enumerate() {
-            e.range(&format!("{}[{i}]", at!(Self::at(), p.slack_ms)), *s, 0.0, 1e9);
-        }
-        e.finish()?;
+    fn values(spec: &Spec, p: &AffinitySlackParams, at: &str) -> Result<Vec<f64>, ScenarioError> {
+        check_base(spec, at.to_string())?;
+        check_list(&at!(at, p.slack_ms), &p.slack_ms, 64, |at, s, e| {
+            e.range(at, *s, 0.0, 1e9);
+        })?;
+        Ok(p.slack_ms.clone())
+    }
+
+    fn label(s: f64) -> String {
+        format!("slack {}", crate::metrics::secs(s / 1e3))
+    }
+
+    fn apply(spec: &Spec, s: f64) -> Spec {
         // A stateless scenario keeps nothing to be affine to: sweep it with retention.
         let retention = match spec.workload.sessions.as_ref().map(|s| s.retention) {
             Some(RetentionSpec::Stateless) | None => RetentionSpec::Retain,
             Some(r) => r,
         };
         let host = spec.engine.host_kv.is_some();
-        let jobs: Vec<Job> = (p.slack_ms.iter())
-            .map(|&s| Job {
-                label: format!("slack {}", crate::export::secs(s / 1e3)),
-                spec: variant(
-                    spec,
-                    &policy("", retention, Some(RouterSpec::BoundedAffinity { slack_ms: s }), host),
-                    &default_host(),
-                    spec.engine.retention_budget_blocks,
-                ),
-            })
-            .collect();
-        check_jobs(&jobs)?;
-        Ok(AffinitySlackStudy { base: spec.clone(), slacks: p.slack_ms.clone(), batch: OneBatch::new(jobs) })
+        let p = policy("", retention, Some(RouterSpec::BoundedAffinity { slack_ms: s }), host);
+        variant(spec, &p, &default_host(), spec.engine.retention_budget_blocks)
     }
-}
 
-impl OneBatchStudy for AffinitySlackStudy {
-    fn batch(&self) -> &OneBatch {
-        &self.batch
+    fn columns() -> Vec<ColumnDef<SweepRow<f64>>> {
+        vec![
+            column("Affinity slack", "s", Format::Seconds, |x| (x.value / 1e3).into()),
+            column("p95 turn TTFT", "s", Format::Seconds, |x| sess(&x.run).turn_ttft_p95_s.into()),
+            column("p95 session E2E", "s", Format::Seconds, |x| sess(&x.run).session_e2e_p95_s.into()),
+            column("Route locality", "", Format::Percent, |x| sess(&x.run).route_locality.into()),
+            column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(&x.run)).into()),
+            column("Recomputed", "tokens", Format::Int, |x| sess(&x.run).recomputed_history_tokens.into()),
+            column("Session SLO", "", Format::Percent, |x| sess(&x.run).slo_attainment.into()),
+            column("Pressure evictions", "", Format::Int, |x| sess(&x.run).pressure_evictions.into()),
+            column("Diagnosis", "", Format::Text, |x| session_brief(&x.run).into()),
+        ]
     }
-    fn batch_mut(&mut self) -> &mut OneBatch {
-        &mut self.batch
-    }
-    fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(
-            Kind::AffinitySlack,
-            &self.base,
-            "how much load imbalance should a session's turn accept to stay where its KV is?".into(),
-        );
-        rep.columns = vec![
-            col("Affinity slack", "s", Format::Seconds),
-            col("p95 turn TTFT", "s", Format::Seconds),
-            col("p95 session E2E", "s", Format::Seconds),
-            col("Route locality", "", Format::Percent),
-            col("Cache hit", "of later turns", Format::Percent),
-            col("Recomputed", "tokens", Format::Int),
-            col("Session SLO", "", Format::Percent),
-            col("Pressure evictions", "", Format::Int),
-            col("Diagnosis", "", Format::Text),
-        ];
-        rep.rows = (r.iter().zip(&self.slacks))
-            .map(|(x, &slack)| {
-                let s = sess(x);
-                vec![
-                    Cell::from(slack / 1e3),
-                    s.turn_ttft_p95_s.into(),
-                    s.session_e2e_p95_s.into(),
-                    s.route_locality.into(),
-                    cache_hit(s).into(),
-                    s.recomputed_history_tokens.into(),
-                    s.slo_attainment.into(),
-                    s.pressure_evictions.into(),
-                    session_brief(x).into(),
-                ]
-            })
-            .collect();
-        rep.best_row = fastest(r);
+
+    fn conclude(base: &Spec, rows: &[SweepRow<f64>], rep: &mut StudyReport) {
+        let r: Vec<RunSummary> = rows.iter().map(|x| x.run.clone()).collect();
+        let slacks: Vec<f64> = rows.iter().map(|x| x.value).collect();
+        rep.best_row = fastest(&r);
         if let Some(b) = rep.best_row {
             let s = sess(&r[b]);
             rep.answer = format!(
                 "A slack of {} gives the lowest p95 turn TTFT, {}, with {:.1} % of later turns staying on their worker and {:.1} % hitting their cache.",
-                crate::export::secs(self.slacks[b] / 1e3),
-                crate::export::secs(s.turn_ttft_p95_s),
+                crate::metrics::secs(slacks[b] / 1e3),
+                crate::metrics::secs(s.turn_ttft_p95_s),
                 s.route_locality * 100.0,
                 cache_hit(s) * 100.0
             );
@@ -124,14 +94,13 @@ impl OneBatchStudy for AffinitySlackStudy {
             title: title.into(),
             x_label: "affinity slack".into(),
             y_label: y_label.into(),
-            categories: self
-                .slacks
+            categories: slacks
                 .iter()
                 .map(|&s| {
                     if s == 0.0 {
                         "slack 0 (balance)".into()
                     } else {
-                        format!("slack {}", crate::export::secs(s / 1e3))
+                        format!("slack {}", crate::metrics::secs(s / 1e3))
                     }
                 })
                 .collect(),
@@ -151,13 +120,8 @@ impl OneBatchStudy for AffinitySlackStudy {
             ),
         ];
         rep.notes = vec![
-            program_note(&self.base),
-            "Bounded affinity: a later turn stays on its previous worker unless that worker's outstanding requests × the mean prompt's prefill time exceed the least-loaded worker's by more than the slack. 0 is load balancing (ties stay); a large slack is sticky.".into(),
-        ];
-        rep.runs = r.to_vec();
-        rep
+                program_note(base),
+                "Bounded affinity: a later turn stays on its previous worker unless that worker's outstanding requests × the mean prompt's prefill time exceed the least-loaded worker's by more than the slack. 0 is load balancing (ties stay); a large slack is sticky.".into(),
+            ];
     }
 }
-
-// ---------------------------------------------------------------------------------------------------------
-// tiered-kv

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study,
-    StudyDef, StudyReport, col, pareto, report_head,
+    StudyDef, StudyReport, col, report_head,
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
 
@@ -99,8 +99,8 @@ pub fn session_brief(r: &RunSummary) -> String {
     if s.host_hit_rate >= 0.2 && s.restore_p95_s >= 0.3 * s.turn_ttft_p95_s {
         return format!(
             "restore traffic: p95 restore wait {} of a p95 turn TTFT of {}",
-            crate::export::secs(s.restore_p95_s),
-            crate::export::secs(s.turn_ttft_p95_s)
+            crate::metrics::secs(s.restore_p95_s),
+            crate::metrics::secs(s.turn_ttft_p95_s)
         );
     }
     if recomputed > 0.3 {

@@ -47,7 +47,7 @@ impl StudyDef for AgentPoliciesStudy {
             policy("stateless + load balancing", RetentionSpec::Stateless, lb.clone(), false),
             policy("retain, no affinity", RetentionSpec::Retain, lb, false),
             policy(
-                &format!("TTL {} + sticky", crate::export::secs(p.ttl_s)),
+                &format!("TTL {} + sticky", crate::metrics::secs(p.ttl_s)),
                 RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
                 sticky.clone(),
                 false,
@@ -55,7 +55,7 @@ impl StudyDef for AgentPoliciesStudy {
             policy("retain + sticky", RetentionSpec::Retain, sticky.clone(), false),
             policy("host offload + sticky", RetentionSpec::HostOffload, sticky, true),
             policy(
-                &format!("bounded affinity ({} slack)", crate::export::secs(p.slack_ms / 1e3)),
+                &format!("bounded affinity ({} slack)", crate::metrics::secs(p.slack_ms / 1e3)),
                 RetentionSpec::Retain,
                 Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }),
                 false,
@@ -120,8 +120,8 @@ impl OneBatchStudy for AgentPoliciesStudy {
             rep.answer = format!(
                 "{} has the lowest p95 turn TTFT, {} against {} stateless, with {:.1} % of later turns hitting their cache and {:.2} GB of HBM held on average ({:.0} GB·s).",
                 r[b].label,
-                crate::export::secs(x.turn_ttft_p95_s),
-                crate::export::secs(s0.turn_ttft_p95_s),
+                crate::metrics::secs(x.turn_ttft_p95_s),
+                crate::metrics::secs(s0.turn_ttft_p95_s),
                 cache_hit(x) * 100.0,
                 x.hbm_mean_gb,
                 x.hbm_gb_s

@@ -42,7 +42,7 @@ impl StudyDef for SessionsStudy {
 
 /// The figures of one session run: (name, shown, value in its unit, unit).
 fn session_figures(s: &SessionRun) -> Vec<(&'static str, String, f64, &'static str)> {
-    let secs = crate::export::secs;
+    let secs = crate::metrics::secs;
     let pct = |x: f64| format!("{:.1} %", x * 100.0);
     let gb = |x: f64| format!("{x:.2} GB");
     let count = |x: u64| (format!("{x}"), x as f64);
@@ -83,7 +83,7 @@ fn session_figures(s: &SessionRun) -> Vec<(&'static str, String, f64, &'static s
 
 /// A session class's rows: (name, shown, value in its unit, unit).
 fn class_figures(c: &crate::study::SessionClassRun) -> Vec<(&'static str, String, f64, &'static str)> {
-    let secs = crate::export::secs;
+    let secs = crate::metrics::secs;
     let pct = |x: f64| format!("{:.1} %", x * 100.0);
     vec![
         ("sessions", c.sessions.to_string(), c.sessions as f64, ""),
@@ -145,7 +145,7 @@ impl OneBatchStudy for SessionsStudy {
         }
         rep.answer = format!(
             "p95 turn TTFT {} over {} turns of {} sessions; {}.",
-            crate::export::secs(s.turn_ttft_p95_s),
+            crate::metrics::secs(s.turn_ttft_p95_s),
             s.turns,
             s.sessions,
             session_brief(run)

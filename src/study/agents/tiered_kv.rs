@@ -60,13 +60,13 @@ impl StudyDef for TieredKvStudy {
         let policies = vec![
             policy("stateless", RetentionSpec::Stateless, Some(RouterSpec::LeastOutstanding), false),
             policy(
-                &format!("TTL {}", crate::export::secs(p.ttl_s)),
+                &format!("TTL {}", crate::metrics::secs(p.ttl_s)),
                 RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
                 sticky.clone(),
                 true,
             ),
             policy(
-                &format!("bounded affinity ({})", crate::export::secs(p.slack_ms / 1e3)),
+                &format!("bounded affinity ({})", crate::metrics::secs(p.slack_ms / 1e3)),
                 RetentionSpec::Retain,
                 Some(RouterSpec::BoundedAffinity { slack_ms: p.slack_ms }),
                 true,
@@ -189,13 +189,13 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
         rep.answer = format!(
             "{} has the lowest p95 turn TTFT without a budget, {} (reuse {:.1} %, {:.2} GB HBM and {:.2} GB host on average){}.",
             st.policies[b].label,
-            crate::export::secs(s.turn_ttft_p95_s),
+            crate::metrics::secs(s.turn_ttft_p95_s),
             s.reuse * 100.0,
             s.hbm_mean_gb,
             s.host_mean_gb,
             oracle.map_or(String::new(), |o| format!(
                 "; the gap oracle's bound is {}",
-                crate::export::secs(o.turn_ttft_p95_s)
+                crate::metrics::secs(o.turn_ttft_p95_s)
             ))
         );
     }

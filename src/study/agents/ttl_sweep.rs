@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::study::sweep::{ColumnDef, Knob, SweepRow, check_list, column};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -32,92 +33,67 @@ fn ttl_label(t: Option<f64>) -> String {
     match t {
         None => "∞ (no expiry)".into(),
         Some(0.0) => "0 (at once)".into(),
-        Some(t) => crate::export::secs(t),
+        Some(t) => crate::metrics::secs(t),
     }
 }
 
-pub struct TtlSweepStudy {
-    base: Spec,
-    ttls: Vec<Option<f64>>,
-    batch: OneBatch,
-}
+/// The TTL a session's KV stays in HBM after a turn: `ttl-sweep`.
+pub struct Ttl;
 
-impl StudyDef for TtlSweepStudy {
+impl Knob for Ttl {
     const ABOUT: About = About {
         name: "ttl-sweep",
         title: "TTL sweep",
         question: "how long should a session's KV stay in HBM after a turn?",
     };
+    const QUESTION: &'static str = "how long should a session's KV stay in HBM after a turn: what does each TTL buy in latency, and cost in memory?";
     type Options = TtlSweepParams;
+    type Value = Option<f64>;
 
-    fn new(spec: &Spec, p: &TtlSweepParams) -> Result<Self, ScenarioError> {
-        check_base(spec, Self::at())?;
-        let mut e = Errors::default();
-        e.int(&at!(Self::at(), p.ttl_s), p.ttl_s.len() as u64, 1, 64);
-        for (i, t) in p.ttl_s.iter().enumerate() {
+    fn values(spec: &Spec, p: &TtlSweepParams, at: &str) -> Result<Vec<Option<f64>>, ScenarioError> {
+        check_base(spec, at.to_string())?;
+        check_list(&at!(at, p.ttl_s), &p.ttl_s, 64, |at, t, e| {
             if let Some(t) = t {
-                e.range(&format!("{}[{i}]", at!(Self::at(), p.ttl_s)), *t, 0.0, 1e7);
+                e.range(at, *t, 0.0, 1e7);
             }
-        }
-        e.finish()?;
-        let host = spec.engine.host_kv.is_some();
-        let jobs: Vec<Job> = (p.ttl_s.iter())
-            .map(|&t| Job {
-                label: format!("TTL {}", ttl_label(t)),
-                spec: variant(
-                    spec,
-                    &policy("", RetentionSpec::Ttl { ttl_s: t }, None, host),
-                    &default_host(),
-                    spec.engine.retention_budget_blocks,
-                ),
-            })
-            .collect();
-        check_jobs(&jobs)?;
-        Ok(TtlSweepStudy { base: spec.clone(), ttls: p.ttl_s.clone(), batch: OneBatch::new(jobs) })
+        })?;
+        Ok(p.ttl_s.clone())
     }
-}
 
-impl OneBatchStudy for TtlSweepStudy {
-    fn batch(&self) -> &OneBatch {
-        &self.batch
+    fn label(t: Option<f64>) -> String {
+        format!("TTL {}", ttl_label(t))
     }
-    fn batch_mut(&mut self) -> &mut OneBatch {
-        &mut self.batch
+
+    fn apply(spec: &Spec, t: Option<f64>) -> Spec {
+        let host = spec.engine.host_kv.is_some();
+        let p = policy("", RetentionSpec::Ttl { ttl_s: t }, None, host);
+        variant(spec, &p, &default_host(), spec.engine.retention_budget_blocks)
     }
-    fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(Kind::TtlSweep, &self.base, "how long should a session's KV stay in HBM after a turn: what does each TTL buy in latency, and cost in memory?".into());
-        rep.columns = vec![
-            col("TTL", "", Format::Text),
-            col("Pareto", "", Format::Bool),
-            col("p95 turn TTFT", "s", Format::Seconds),
-            col("p95 session E2E", "s", Format::Seconds),
-            col("Cache hit", "of later turns", Format::Percent),
-            col("Recomputed history", "tokens", Format::Int),
-            col("Mean KV", "GB, HBM", Format::Num),
-            col("HBM GB·s", "GB·s", Format::Num),
-            col("TTL evictions", "", Format::Int),
-            col("Pressure evictions", "", Format::Int),
-            col("Diagnosis", "", Format::Text),
-        ];
-        let front = pareto(&r.iter().map(|x| (-sess(x).turn_ttft_p95_s, sess(x).hbm_mean_gb)).collect::<Vec<_>>());
-        rep.rows = (r.iter().zip(&self.ttls).enumerate())
-            .map(|(i, (x, &t))| {
-                let s = sess(x);
-                vec![
-                    Cell::from(ttl_label(t)),
-                    front[i].into(),
-                    s.turn_ttft_p95_s.into(),
-                    s.session_e2e_p95_s.into(),
-                    cache_hit(s).into(),
-                    s.recomputed_history_tokens.into(),
-                    s.hbm_mean_gb.into(),
-                    s.hbm_gb_s.into(),
-                    s.ttl_evictions.into(),
-                    s.pressure_evictions.into(),
-                    session_brief(x).into(),
-                ]
-            })
-            .collect();
+
+    fn frontier(r: &RunSummary) -> Option<(f64, f64)> {
+        Some((sess(r).turn_ttft_p95_s, sess(r).hbm_mean_gb))
+    }
+
+    fn columns() -> Vec<ColumnDef<SweepRow<Option<f64>>>> {
+        vec![
+            column("TTL", "", Format::Text, |x| ttl_label(x.value).into()),
+            column("Pareto", "", Format::Bool, |x| x.on_front.into()),
+            column("p95 turn TTFT", "s", Format::Seconds, |x| sess(&x.run).turn_ttft_p95_s.into()),
+            column("p95 session E2E", "s", Format::Seconds, |x| sess(&x.run).session_e2e_p95_s.into()),
+            column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(&x.run)).into()),
+            column("Recomputed history", "tokens", Format::Int, |x| sess(&x.run).recomputed_history_tokens.into()),
+            column("Mean KV", "GB, HBM", Format::Num, |x| sess(&x.run).hbm_mean_gb.into()),
+            column("HBM GB·s", "GB·s", Format::Num, |x| sess(&x.run).hbm_gb_s.into()),
+            column("TTL evictions", "", Format::Int, |x| sess(&x.run).ttl_evictions.into()),
+            column("Pressure evictions", "", Format::Int, |x| sess(&x.run).pressure_evictions.into()),
+            column("Diagnosis", "", Format::Text, |x| session_brief(&x.run).into()),
+        ]
+    }
+
+    fn conclude(base: &Spec, rows: &[SweepRow<Option<f64>>], rep: &mut StudyReport) {
+        let r: Vec<RunSummary> = rows.iter().map(|x| x.run.clone()).collect();
+        let ttls: Vec<Option<f64>> = rows.iter().map(|x| x.value).collect();
+        let front: Vec<bool> = rows.iter().map(|x| x.on_front).collect();
         // The knee: the least HBM whose p95 turn TTFT is within 10 % of the best.
         let best_ttft = r.iter().map(|x| sess(x).turn_ttft_p95_s).fold(f64::INFINITY, f64::min);
         rep.best_row = (0..r.len())
@@ -127,9 +103,9 @@ impl OneBatchStudy for TtlSweepStudy {
             let s = sess(&r[b]);
             rep.answer = format!(
                 "TTL {} is the knee: p95 turn TTFT {} (within 10 % of the best, {}) holding {:.2} GB of HBM on average; {} of {} TTLs are on the latency / memory frontier.",
-                ttl_label(self.ttls[b]),
-                crate::export::secs(s.turn_ttft_p95_s),
-                crate::export::secs(best_ttft),
+                ttl_label(ttls[b]),
+                crate::metrics::secs(s.turn_ttft_p95_s),
+                crate::metrics::secs(best_ttft),
                 s.hbm_mean_gb,
                 front.iter().filter(|f| **f).count(),
                 r.len()
@@ -151,7 +127,7 @@ impl OneBatchStudy for TtlSweepStudy {
                     name: "TTLs".into(),
                     points: r.iter().map(|x| (sess(x).hbm_mean_gb, sess(x).turn_ttft_p95_s)).collect(),
                     band: vec![],
-                    labels: self.ttls.iter().map(|&t| ttl_label(t)).collect(),
+                    labels: ttls.iter().map(|&t| ttl_label(t)).collect(),
                     line: false,
                 },
                 line("frontier", f),
@@ -159,10 +135,10 @@ impl OneBatchStudy for TtlSweepStudy {
             target: None,
         }];
         rep.notes = vec![
-            program_note(&self.base),
+            program_note(base),
             format!(
                 "The scenario's router and host tier are kept{}; TTL 0 frees (or offloads) at once, ∞ keeps until the session ends or pressure evicts.",
-                if self.base.engine.host_kv.is_some() {
+                if base.engine.host_kv.is_some() {
                     " (an expired history moves to host memory)"
                 } else {
                     " (no host tier: an expired history is freed)"
@@ -170,10 +146,5 @@ impl OneBatchStudy for TtlSweepStudy {
             ),
             "Pareto: no other TTL has at most the p95 turn TTFT and at most the mean HBM held, better on one.".into(),
         ];
-        rep.runs = r.to_vec();
-        rep
     }
 }
-
-// ---------------------------------------------------------------------------------------------------------
-// affinity-slack

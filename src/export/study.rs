@@ -1,0 +1,133 @@
+//! A study report's writers: JSON, CSV (full precision, units in the headers) and Markdown (numbers as the lab
+//! shows them), and `show`, the one rule for how a cell reads.
+
+use super::{csv_field, md_cell, md_text, secs};
+use crate::study::{Cell, Column, Format, StudyReport};
+
+impl StudyReport {
+    /// Pretty JSON with a final newline (the CLI's and the lab's JSON export).
+    pub fn json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a study report serialises");
+        s.push('\n');
+        s
+    }
+
+    /// The table as CSV, numbers in full precision, headers with units; each further table after a blank
+    /// line and a line with its title.
+    pub fn csv(&self) -> String {
+        let mut out = csv_table(&self.columns, &self.rows);
+        for t in &self.tables {
+            out.push_str(&format!("\n{}\n", csv_field(&t.title)));
+            out.push_str(&csv_table(&t.columns, &t.rows));
+        }
+        out
+    }
+
+    /// The study as Markdown: question, answer, table (numbers as shown in the lab), notes.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# InferScale study: {} — {}\n\nScenario `{}`, seed {}.\n\n",
+            self.study,
+            self.question,
+            md_text(&self.scenario).replace('`', "'"),
+            self.seed
+        );
+        out.push_str(&format!("**Answer:** {}\n\n", md_text(&self.answer)));
+        out.push_str(&md_table(&self.columns, &self.rows, self.best_row));
+        for t in &self.tables {
+            out.push_str(&format!("\n### {}\n\n", md_text(&t.title)));
+            out.push_str(&md_table(&t.columns, &t.rows, None));
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\nNotes:\n\n");
+            for n in &self.notes {
+                out.push_str(&format!("- {}\n", md_text(n)));
+            }
+        }
+        out
+    }
+}
+
+/// Columns and rows as CSV: headers with units, numbers in full precision (in the column's own unit).
+fn csv_table(columns: &[Column], rows: &[Vec<Cell>]) -> String {
+    let head: Vec<String> = columns
+        .iter()
+        .map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) }))
+        .collect();
+    let mut out = head.join(",");
+    out.push('\n');
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|c| match c {
+                Cell::Num(x) => format!("{x}"),
+                Cell::Text(t) => csv_field(t),
+                Cell::Bool(b) => b.to_string(),
+                Cell::Empty => String::new(),
+            })
+            .collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Columns and rows as a Markdown table, numbers as the lab shows them, the best row marked.
+fn md_table(columns: &[Column], rows: &[Vec<Cell>], best_row: Option<usize>) -> String {
+    let head: Vec<String> = columns.iter().map(header).collect();
+    let mut out = format!("| {} |\n", head.join(" | "));
+    out.push_str(&format!(
+        "|{}\n",
+        columns.iter().map(|c| if c.format == Format::Text { "---|" } else { "---:|" }).collect::<String>()
+    ));
+    for (i, row) in rows.iter().enumerate() {
+        let mut cells: Vec<String> = row.iter().zip(columns).map(|(c, col)| md_cell(&show(c, col.format))).collect();
+        if Some(i) == best_row
+            && let Some(first) = cells.first_mut()
+        {
+            *first = format!("**{first}** (best)");
+        }
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+fn header(c: &Column) -> String {
+    match display_unit(c) {
+        "" => c.label.clone(),
+        unit => format!("{} ({unit})", c.label),
+    }
+}
+
+/// A column's unit as a shown table heads it: a seconds column's cells carry their own unit (ms or s), so
+/// its header drops the "s" and keeps any qualifier ("s, mean" → "mean"). The CSV, which writes seconds,
+/// keeps the unit whole.
+pub fn display_unit(c: &Column) -> &str {
+    if c.format != Format::Seconds {
+        return &c.unit;
+    }
+    c.unit.strip_prefix("s, ").or_else(|| c.unit.strip_prefix('s')).unwrap_or(&c.unit).trim()
+}
+
+/// A cell as the lab and the Markdown show it.
+pub fn show(c: &Cell, f: Format) -> String {
+    match (c, f) {
+        (Cell::Empty, _) => "–".into(),
+        (Cell::Text(t), _) => t.clone(),
+        (Cell::Bool(b), _) => if *b { "yes" } else { "no" }.into(),
+        (Cell::Num(x), Format::Percent) => format!("{:.1} %", x * 100.0),
+        // The reports' rule: ms below 10 s, s above; the cell carries its unit.
+        (Cell::Num(x), Format::Seconds) => secs(*x),
+        (Cell::Num(x), Format::Int) => format!("{x:.0}"),
+        (Cell::Num(x), Format::Figure) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
+        (Cell::Num(x), _) => {
+            if x.abs() >= 100.0 {
+                format!("{x:.0}")
+            } else if x.abs() >= 1.0 {
+                format!("{x:.2}")
+            } else {
+                format!("{x:.3}")
+            }
+        }
+    }
+}
