@@ -13,12 +13,14 @@
 //! function of its scenario. Only this module schedules events; policies return decisions.
 
 mod batch;
+mod disagg;
 mod events;
 mod running;
 mod sessions;
 mod shared;
 mod step_end;
 
+use disagg::Links;
 use running::Plan;
 use sessions::SessionKv;
 use step_end::{Batch, RarePass, Tally};
@@ -27,7 +29,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::cost::StepWork;
-use crate::kv::{BlockPool, EntryId};
+use crate::kv::BlockPool;
 use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
@@ -117,14 +119,6 @@ impl Ord for FollowUp {
     }
 }
 
-/// A prompt's KV on its way from a prefill worker to a decode worker.
-struct Transfer {
-    from: usize,
-    blocks: u64,
-    /// The cached prefix the prompt shares on the prefill worker (kept until its KV has left).
-    shared_group: Option<u16>,
-}
-
 /// The simulated clock's end, ns (about 127 years; u64 holds 584): arrivals stay within 1e18 ns and a step
 /// within `scenario::MAX_STEP_NS` (1e15 ns), so nothing real reaches it, and time sums never overflow.
 pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
@@ -152,9 +146,8 @@ pub struct Simulation<'a> {
     loads: Vec<Loads>,
     /// Per pool: its router reads the KV load.
     kv_routed: Vec<bool>,
-    /// Disaggregated: each link's next free instant and busy time, and the transfers in flight.
-    link_free_ns: Vec<u64>,
-    transfers: std::collections::BTreeMap<u32, Transfer>,
+    /// Disaggregated: the links and the prompts crossing them.
+    links: Links,
     /// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
     prefix_held: Vec<u64>,
     prefix_held_total: u64,
@@ -228,8 +221,7 @@ impl<'a> Simulation<'a> {
             router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
             loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
             kv_routed: sc.pools.iter().map(|p| p.router == RouterSpec::LeastKv).collect(),
-            link_free_ns: vec![0; n_links],
-            transfers: Default::default(),
+            links: Links::new(n_links),
             prefix_held: vec![0; sc.worker_count() as usize],
             prefix_held_total: 0,
             admission: admission::build(&sc.admission, &sc.workload.tenants),
@@ -653,63 +645,6 @@ impl<'a> Simulation<'a> {
         let (n_running, kv_between) = (rep.batch.len() as u64, rep.kv.used() - t.allocated);
         self.rec.on_step_end(r, rep.step_ns, t.bulk_itl, t.emitted_n, t.finished, n_running, kv_between, kv_ok);
         self.note_retained(r);
-    }
-
-    /// Disaggregated: request `id` finished prefill on worker `from`, its prompt's KV (`blocks` there)
-    /// goes to a decode worker over the link. The decode pool's router picks the worker now, so its load
-    /// counts the transfer; the link is a FIFO server (bytes / bandwidth), then the latency.
-    fn start_transfer(&mut self, id: u32, from: usize, blocks: u64, shared_group: Option<u16>) {
-        let (now, sc) = (self.now, self.sc);
-        let link = sc.link.expect("transfers happen only when disaggregated");
-        let dec = &sc.pools[1];
-        let local = match &mut self.routers[1] {
-            Some(r) => r.route(&self.requests[id as usize].request(), None, &self.loads[1], &mut self.router_rngs[1]),
-            None => unreachable!("validation refuses a central queue for pools"),
-        };
-        let d = dec.first as usize + local;
-        let rep = &mut self.replicas[d];
-        rep.outstanding += 1;
-        self.loads[1].outstanding.set(local, rep.outstanding);
-        let rec = &mut self.requests[id as usize];
-        rec.handoff_ns = now;
-        rec.replica = d as u16;
-        // The first token was emitted by prefill; it and the prompt's KV travel together.
-        rec.generated = 1;
-        let l = match link.topology {
-            crate::scenario::LinkTopology::PerPair => self.replicas[from].local * dec.replicas as usize + local,
-            crate::scenario::LinkTopology::Shared => 0,
-        };
-        let prompt_tokens = rec.prompt_tokens;
-        let send_ns = link.send_ns(prompt_tokens);
-        let start = now.max(self.link_free_ns[l]);
-        self.link_free_ns[l] = start + send_ns;
-        self.rec.on_transfer(l, send_ns, start + send_ns, link.kv_bytes(prompt_tokens).round() as u64);
-        self.transfers.insert(id, Transfer { from, blocks, shared_group });
-        self.schedule(start + send_ns + link.latency_ns, Event::TransferDone { request: id });
-    }
-
-    /// Disaggregated: the KV arrived. The prefill worker frees its copy; the request waits for decode KV in
-    /// its decode worker's queue. The user sees the first token now (it came with the KV).
-    fn on_transfer_done(&mut self, id: u32) {
-        let t = self.transfers.remove(&id).expect("a transfer in flight");
-        let from = &mut self.replicas[t.from];
-        from.kv.release(t.blocks);
-        from.transfer_blocks -= t.blocks;
-        if let Some(g) = t.shared_group {
-            from.kv.cache.unpin(EntryId::prefix(g));
-        }
-        let (n_running, used) = (from.batch.len() as u64, from.kv.used());
-        self.rec.on_kv_change(t.from, n_running, used);
-        let rec = &mut self.requests[id as usize];
-        rec.first_token_ns = self.now;
-        rec.last_token_ns = self.now;
-        rec.kv_ready = true;
-        let d = rec.replica as usize;
-        let item = self.queue_item(id);
-        self.rec.on_queued();
-        self.replicas[d].queue.push(item);
-        self.try_start(d);
-        self.try_start(t.from);
     }
 }
 
