@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod catalog;
 pub mod cost;
 pub mod engine;
 pub mod export;

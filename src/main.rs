@@ -115,7 +115,7 @@ enum Command {
         train: Vec<String>,
         /// Knobs to fit besides the prefill and decode multipliers, comma-separated: step_overhead (ms added
         /// to every step), request_overhead (ms before a request queues), tp_comm (× the all-reduce time).
-        #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(["step_overhead", "request_overhead", "tp_comm"]))]
+        #[arg(long, value_delimiter = ',', value_parser = calibration_knobs())]
         fit: Vec<String>,
         #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
         format: StudyFormat,
@@ -403,6 +403,11 @@ fn run_calibrate(
         StudyFormat::Md => export::calibration_markdown(&c),
     };
     write_out(out, &text)
+}
+
+/// The knobs `calibrate --fit` takes, as the core lists them (the catalog's `calibration_knobs`).
+fn calibration_knobs() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(inferscale::truth::Extra::ALL.map(|x| x.name()))
 }
 
 /// The study names the CLI takes, each with its question as help.

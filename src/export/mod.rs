@@ -39,7 +39,7 @@ fn outcome_name(o: Outcome) -> &'static str {
 /// One row per request; times in seconds, empty where the event did not happen.
 pub fn requests_csv(r: &Report, sc: &Scenario) -> String {
     let mut s = String::with_capacity(r.requests.len() * 120 + 256);
-    s.push_str("id,class,tenant,replica,outcome,arrival_s,queue_delay_s,ttft_s,e2e_s,tpot_s,prompt_tokens,output_tokens,generated_tokens,predicted_order_tokens,predicted_reserve_tokens,preemptions\n");
+    s.push_str("id,class,tenant,replica,outcome,arrival_s,queue_delay_s,ttft_s,e2e_s,tpot_s,prompt_tokens,output_tokens,generated_tokens,predicted_order_tokens,predicted_reserve_tokens,preemptions,missed\n");
     // Every field is written straight into `s`, integers through itoa and times by `push_secs`: with
     // `format!` and a String per field, 100k rows took over a third as long as simulating them.
     let classes: Vec<String> = sc.workload.classes.iter().map(|c| csv_field(&c.name)).collect();
@@ -88,6 +88,8 @@ pub fn requests_csv(r: &Report, sc: &Scenario) -> String {
             s.push(',');
             s.push_str(int.format(v));
         }
+        s.push(',');
+        s.push_str(crate::metrics::steady::missed(q, &sc.workload.classes[q.class as usize].slo).name());
         s.push('\n');
     }
     s

@@ -64,14 +64,47 @@ pub struct SteadySummary {
 
 /// Whether request `r` met every per-request SLO of its class.
 pub fn meets(r: &RequestRecord, slo: &Slo) -> bool {
+    missed(r, slo) == Missed::NONE
+}
+
+/// Which per-request objectives of its class a request missed: a request not completed missed them all;
+/// a completed one each of TTFT, TPOT (more than one output token) and E2E over its bound. The one rule the
+/// attainment, the per-request CSV's `missed` column and the lab's "missed" filter read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Missed(u8);
+
+impl Missed {
+    pub const NONE: Missed = Missed(0);
+    const TTFT: u8 = 1;
+    const TPOT: u8 = 2;
+    const E2E: u8 = 4;
+    const NOT_COMPLETED: u8 = 8;
+
+    /// As the CSV writes it: empty (met), `not_completed`, or the missed metrics joined by `+` (`ttft+e2e`).
+    pub fn name(self) -> &'static str {
+        const NAMES: [&str; 8] = ["", "ttft", "tpot", "ttft+tpot", "e2e", "ttft+e2e", "tpot+e2e", "ttft+tpot+e2e"];
+        if self.0 & Self::NOT_COMPLETED != 0 { "not_completed" } else { NAMES[self.0 as usize] }
+    }
+}
+
+/// What request `r` missed of its class's per-request SLOs.
+pub fn missed(r: &RequestRecord, slo: &Slo) -> Missed {
     if r.outcome != Outcome::Completed {
-        return false;
+        return Missed(Missed::NOT_COMPLETED);
     }
     let ttft = r.first_token_ns - r.arrival_ns;
     let e2e = r.done_ns - r.arrival_ns;
-    slo.ttft_ns.is_none_or(|t| ttft <= t)
-        && slo.e2e_ns.is_none_or(|t| e2e <= t)
-        && (r.output_tokens <= 1 || slo.tpot_ns.is_none_or(|t| tpot_ns(r) <= t as f64))
+    let mut m = 0;
+    if slo.ttft_ns.is_some_and(|b| ttft > b) {
+        m |= Missed::TTFT;
+    }
+    if r.output_tokens > 1 && slo.tpot_ns.is_some_and(|b| tpot_ns(r) > b as f64) {
+        m |= Missed::TPOT;
+    }
+    if slo.e2e_ns.is_some_and(|b| e2e > b) {
+        m |= Missed::E2E;
+    }
+    Missed(m)
 }
 
 /// Time per output token after the first, ns: (done − first token) ÷ (output tokens − 1); output > 1.

@@ -229,3 +229,32 @@ fn type_errors_are_said_in_the_users_words() {
     assert_eq!(e.errors[0].path, "workload.requests");
     assert_eq!(e.errors[0].message, "must be a whole number from 1 to 50000000 (got 2.5)");
 }
+
+#[test]
+fn the_missed_column_is_the_attainments_rule_per_request() {
+    // Loaded past its objectives (kv-pressure), so rows miss TTFT, TPOT, both, or were not completed.
+    for name in ["default.json", "kv-pressure.json"] {
+        let sc = valid(&shipped(name));
+        let r = inferscale::simulate(&sc);
+        let csv = inferscale::export::requests_csv(&r, &sc);
+        let mut lines = csv.lines();
+        assert!(lines.next().unwrap().ends_with(",preemptions,missed"));
+        let missed: Vec<&str> = lines.map(|l| l.rsplit(',').next().unwrap()).collect();
+        let met = missed.iter().filter(|m| m.is_empty()).count();
+        assert_eq!(missed.len() as u64, r.summary.requests);
+        assert!((met as f64 / missed.len() as f64 - r.summary.slo_attainment).abs() < 1e-12, "{name}");
+        let allowed =
+            ["", "not_completed", "ttft", "tpot", "e2e", "ttft+tpot", "ttft+e2e", "tpot+e2e", "ttft+tpot+e2e"];
+        assert!(missed.iter().all(|m| allowed.contains(m)), "{name}: {missed:?}");
+        for (q, m) in r.requests.iter().zip(&missed) {
+            let slo = &sc.workload.classes[q.class as usize].slo;
+            let ttft_ns = q.first_token_ns.wrapping_sub(q.arrival_ns);
+            if q.outcome == inferscale::metrics::Outcome::Completed && slo.ttft_ns.is_some_and(|b| ttft_ns > b) {
+                assert!(m.contains("ttft"), "{name}: request {} missed its TTFT", q.id);
+            }
+        }
+        if name == "kv-pressure.json" {
+            assert!(missed.iter().any(|m| !m.is_empty()), "an overloaded run misses objectives");
+        }
+    }
+}

@@ -152,7 +152,10 @@ pub fn run_calibration(
             None => {
                 return Err(vec![(
                     "calibration.fit".to_string(),
-                    format!("unknown knob `{f}`; known: step_overhead, request_overhead, tp_comm"),
+                    format!(
+                        "unknown knob `{f}`; known: {}",
+                        inferscale::catalog::catalog().calibration_knobs.join(", ")
+                    ),
                 )]);
             }
         }

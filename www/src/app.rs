@@ -366,7 +366,7 @@ impl App {
             }
             Kind::Bool => Some(json!(raw == "true")),
             Kind::Text => Some(json!(raw)),
-            Kind::Tagged => Some(kind_object(&raw)),
+            Kind::Tagged => Some(inferscale::catalog::policy_of_kind(&raw)),
         };
         let target = match length {
             Some(field) => format!("{ptr}/{field}"),
@@ -725,26 +725,18 @@ fn length_field(v: &Value, id: &str, ptr: &str) -> Option<&'static str> {
     }
 }
 
-/// The arrival object for kind `k`: each kind has its own fields, so it is rebuilt, keeping the rate.
+/// The arrival object for kind `k`: each kind has its own fields, so it is rebuilt (the core's starting block),
+/// keeping the rate and the gap CV.
 fn arrival_object(v: &Value, k: &str) -> Value {
-    let rate = v
-        .pointer("/workload/arrival/rate_rps")
-        .or(v.pointer("/workload/arrival/rate_on_rps"))
-        .cloned()
-        .unwrap_or(json!(1.0));
-    let cv = v.pointer("/workload/arrival/cv").cloned().unwrap_or(json!(2.0));
-    match k {
-        "gamma" => json!({"kind": k, "rate_rps": rate, "cv": cv}),
-        // Bursts at 3× the rate a third of the time; quiet periods at a tenth of it.
-        "on_off" => {
-            let r = rate.as_f64().unwrap_or(1.0);
-            json!({"kind": k, "rate_on_rps": r * 3.0, "rate_off_rps": r / 10.0, "mean_on_s": 10.0, "mean_off_s": 20.0})
+    let old = |f: &str| v.pointer(&format!("/workload/arrival/{f}")).cloned();
+    let rate = old("rate_rps").or(old("rate_on_rps"));
+    let mut a = inferscale::catalog::arrival_of_kind(k, rate.as_ref().and_then(Value::as_f64).unwrap_or(1.0));
+    for (field, given) in [("rate_rps", rate), ("cv", old("cv"))] {
+        if let (Some(slot), Some(given)) = (a.get_mut(field), given) {
+            *slot = given;
         }
-        // As many clients as a benchmark's usual `--max-concurrency`; no think time, as vLLM's client.
-        "closed_loop" => json!({"kind": k, "clients": 16, "think_s": 0.0}),
-        "burst" => json!({"kind": k}),
-        _ => json!({"kind": k, "rate_rps": rate}),
     }
+    a
 }
 
 /// `workload.classes[1].slo.ttft_ms` → `/workload/classes/1/slo/ttft_ms`.
@@ -765,20 +757,6 @@ fn pointer_of(path: &str) -> String {
 /// The message shown beside a field: the validator's words, led by the field's name.
 fn field_message(label: &str, message: &str) -> String {
     if message.starts_with(label) || label.is_empty() { message.to_string() } else { format!("{label}: {message}") }
-}
-
-/// `{"kind": k}` with the parameters that kind requires, at sensible defaults (editable in the JSON).
-fn kind_object(k: &str) -> Value {
-    match k {
-        "lognormal" => json!({"kind": k, "sigma": 0.5}),
-        "queue_cap" => json!({"kind": k, "max_waiting": 64}),
-        "deadline" => json!({"kind": k, "slack": 1.0}),
-        "random_drop" => json!({"kind": k, "probability": 0.1}),
-        "token_bucket" => json!({"kind": k, "rate_tokens_per_s": 20000.0, "burst_tokens": 100000.0}),
-        "drr" => json!({"kind": k, "quantum_tokens": 2048}),
-        "bounded_affinity" => json!({"kind": k, "slack_ms": 50.0}),
-        _ => json!({"kind": k}),
-    }
 }
 
 fn set_disabled(el: &Element, disabled: bool) {

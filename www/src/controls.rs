@@ -66,6 +66,26 @@ mod tests {
     }
 
     #[test]
+    fn the_page_offers_every_arrival_kind_and_calibration_knob_the_core_lists() {
+        let html = include_str!("../../index.html");
+        let c = inferscale::catalog::catalog();
+        let select = &html[html.find("<select id=\"c-arrival\"").unwrap()..];
+        let select = &select[..select.find("</select>").unwrap()];
+        for k in &c.arrival_kinds {
+            assert!(select.contains(&format!("<option value=\"{}\"", k.kind)), "arrival kind {} has no option", k.kind);
+        }
+        assert_eq!(select.matches("<option").count(), c.arrival_kinds.len(), "an option the core does not list");
+        for knob in &c.calibration_knobs {
+            assert!(html.contains(&format!("id=\"cal-fit-{knob}\"")), "calibration knob {knob} has no checkbox");
+        }
+        assert_eq!(
+            html.matches("id=\"cal-fit-").count(),
+            c.calibration_knobs.len(),
+            "a checkbox the core does not list"
+        );
+    }
+
+    #[test]
     fn controls_take_their_limits_from_the_core_and_sliders_stay_within_them() {
         let html = include_str!("../../index.html");
         let mut bounded = 0;

@@ -101,11 +101,9 @@ impl Builder {
     }
 
     fn len_kind(&mut self, ptr: &str, kind: &str, label: &str) {
-        let options: String = LEN_KINDS
+        let options: String = len_kinds()
             .iter()
-            .map(|(k, name)| {
-                format!("<option value=\"{k}\"{}>{name}</option>", if *k == kind { " selected" } else { "" })
-            })
+            .map(|k| format!("<option value=\"{k}\"{}>{k}</option>", if k == kind { " selected" } else { "" }))
             .collect();
         self.html.push_str(&format!(
             "<select data-ptr=\"{}\" data-ty=\"lenkind\" aria-label=\"{}\" title=\"The distribution's shape; its parameters follow\">{options}</select>",
@@ -140,13 +138,10 @@ impl Builder {
     }
 }
 
-const LEN_KINDS: &[(&str, &str)] = &[
-    ("fixed", "fixed"),
-    ("uniform", "uniform"),
-    ("lognormal", "lognormal"),
-    ("geometric", "geometric"),
-    ("empirical", "empirical"),
-];
+/// The length kinds, as the core lists them.
+fn len_kinds() -> Vec<String> {
+    inferscale::catalog::catalog().length_kinds.into_iter().map(|k| k.kind).collect()
+}
 
 /// A parameter's label and unit, from its name (the units are in the names).
 fn describe(key: &str) -> (&'static str, &'static str) {
@@ -184,6 +179,7 @@ fn arrival(v: &Value) -> Section {
         other => other,
     };
     b.html.push_str(&format!("<span class=\"dkind\">{} arrivals:</span>", esc(name)));
+    let trace_format_label = format!("trace format ({})", inferscale::catalog::catalog().trace_formats.join(", "));
     for (key, value) in &a {
         if matches!(key.as_str(), "kind" | "data") {
             continue;
@@ -192,7 +188,7 @@ fn arrival(v: &Value) -> Section {
         let ptr = format!("/workload/arrival/{key}");
         let (label, ty) = match key.as_str() {
             "path" => ("trace file", Ty::Text),
-            "format" => ("trace format (auto, vidur, azure, burstgpt, mooncake)", Ty::Text),
+            "format" => (trace_format_label.as_str(), Ty::Text),
             _ => (label, Ty::Num),
         };
         b.html.push_str(&format!("<label>{} <span class=\"unit\">{}</span>", esc(label), esc(unit)));
@@ -411,16 +407,8 @@ fn length_of_kind(kind: &str, old: &Value) -> Value {
             let a = old.get("values")?.as_array()?;
             (!a.is_empty()).then(|| a.iter().filter_map(Value::as_f64).sum::<f64>() / a.len() as f64)
         })
-        .unwrap_or(256.0)
-        .max(1.0);
-    let m = mean.round() as u64;
-    match kind {
-        "fixed" => json!({"kind": kind, "tokens": m}),
-        "uniform" => json!({"kind": kind, "min": (m / 2).max(1), "max": m + m / 2}),
-        "lognormal" => json!({"kind": kind, "mean": mean, "cv": 1.0, "max": (m * 8).max(16)}),
-        "geometric" => json!({"kind": kind, "mean": mean, "max": (m * 8).max(16)}),
-        _ => json!({"kind": kind, "values": [(m / 2).max(1), m, m * 2]}),
-    }
+        .unwrap_or(256.0);
+    inferscale::catalog::length_of_kind(kind, mean)
 }
 
 /// Apply a field edit: the text `raw` of the input with pointer `ptr` and type name `ty`. Text that does not
@@ -612,9 +600,16 @@ mod tests {
     }
 
     #[test]
+    fn the_objective_metrics_are_the_cores() {
+        let names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+        assert_eq!(names, inferscale::catalog::catalog().metrics, "a metric the core adds needs its label here");
+    }
+
+    #[test]
     fn every_length_kind_is_valid_from_every_other() {
-        for from in LEN_KINDS {
-            for to in LEN_KINDS {
+        let kinds = len_kinds();
+        for from in kinds.iter().map(|k| (k.as_str(),)) {
+            for to in kinds.iter().map(|k| (k.as_str(),)) {
                 let old = length_of_kind(from.0, &json!({"kind": "fixed", "tokens": 300}));
                 let mut v = spec(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 1}, "requests": 10}}"#);
                 set(&mut v, "/workload/classes/0/prompt_tokens", old);

@@ -360,18 +360,11 @@ impl App {
         ));
     }
 
-    /// Did this CSV row miss an objective of its class? The core's rule (`metrics::steady::meets`) on the
-    /// row's exact seconds: not completed, or TTFT, TPOT (more than one output token) or E2E over its bound.
+    /// Did this CSV row miss an objective of its class? The core's `missed` column says (which objective, or
+    /// `not_completed`); empty: it met them.
     pub(super) fn row_missed(&self, row: &[String]) -> bool {
-        let col = |name: &str| self.table.header.iter().position(|h| h == name).and_then(|i| row.get(i));
-        let ns = |name: &str| col(name).and_then(|v| v.parse::<f64>().ok()).map(|x| (x * 1e9).round());
-        if col("outcome").map(String::as_str) != Some("completed") {
-            return true;
-        }
-        let Some(slo) = col("class").and_then(|c| self.ran_slos.iter().find(|s| s.0 == *c)) else { return false };
-        let over = |v: Option<f64>, bound: Option<u64>| matches!((v, bound), (Some(v), Some(b)) if v > b as f64);
-        let multi = col("output_tokens").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 1;
-        over(ns("ttft_s"), slo.1) || over(ns("e2e_s"), slo.3) || (multi && over(ns("tpot_s"), slo.2))
+        let at = self.table.header.iter().position(|h| h == "missed");
+        at.and_then(|i| row.get(i)).is_some_and(|m| !m.is_empty())
     }
 
     pub(super) fn render_table(&self) {

@@ -1,0 +1,140 @@
+//! What the scenario format and the tools offer, listed once for every front end: the arrival and length kinds
+//! with the parameters a new block of that kind starts from, the trace formats, the latency metrics an
+//! objective can bound, and the knobs calibration can fit. The lab's editors, the CLI's help and the worker
+//! read these; the names come from the spec's own serde enums, so a new variant appears here by itself (and a
+//! kind without a starting block fails this module's tests).
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::spec::{ArrivalSpec, LatencyMetric, LengthSpec, SessionTraceFormat, TraceFormat};
+
+/// Everything [`catalog`] lists.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Catalog {
+    /// `workload.arrival` kinds, each with the block it starts from.
+    pub arrival_kinds: Vec<KindDefaults>,
+    /// Length-distribution kinds (`prompt_tokens`, `output_tokens`, sessions' lengths).
+    pub length_kinds: Vec<KindDefaults>,
+    pub trace_formats: Vec<String>,
+    pub session_trace_formats: Vec<String>,
+    /// Metrics a percentile objective can bound.
+    pub metrics: Vec<String>,
+    /// Knobs `calibrate --fit` takes besides the prefill and decode multipliers.
+    pub calibration_knobs: Vec<String>,
+}
+
+/// A kind and the block a new one of that kind starts from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KindDefaults {
+    pub kind: String,
+    pub defaults: Value,
+}
+
+/// The catalog.
+pub fn catalog() -> Catalog {
+    let with = |kinds: Vec<String>, f: &dyn Fn(&str) -> Value| {
+        kinds.into_iter().map(|k| KindDefaults { defaults: f(&k), kind: k }).collect()
+    };
+    Catalog {
+        arrival_kinds: with(variants::<ArrivalSpec>(true), &|k| arrival_of_kind(k, 1.0)),
+        length_kinds: with(variants::<LengthSpec>(true), &|k| length_of_kind(k, 256.0)),
+        trace_formats: variants::<TraceFormat>(false),
+        session_trace_formats: variants::<SessionTraceFormat>(false),
+        metrics: variants::<LatencyMetric>(false),
+        calibration_knobs: crate::truth::Extra::ALL.iter().map(|x| x.name().to_string()).collect(),
+    }
+}
+
+/// The variant names of a serde enum, read off its refusal of an unknown one (so they cannot drift from it):
+/// `tagged` for `{"kind": …}` enums.
+fn variants<T: serde::de::DeserializeOwned>(tagged: bool) -> Vec<String> {
+    let probe = if tagged { json!({"kind": "\u{1}"}) } else { json!("\u{1}") };
+    let Err(e) = serde_json::from_value::<T>(probe) else { return Vec::new() };
+    let text = e.to_string();
+    let list = text.split_once("expected").map_or("", |x| x.1);
+    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// A `workload.arrival` block of kind `kind` at its starting parameters, at `rate_rps` where the kind has a rate.
+pub fn arrival_of_kind(kind: &str, rate_rps: f64) -> Value {
+    match kind {
+        "gamma" => json!({"kind": kind, "rate_rps": rate_rps, "cv": 2.0}),
+        // Bursts at 3× the rate a third of the time; quiet periods at a tenth of it.
+        "on_off" => json!({
+            "kind": kind, "rate_on_rps": rate_rps * 3.0, "rate_off_rps": rate_rps / 10.0,
+            "mean_on_s": 10.0, "mean_off_s": 20.0
+        }),
+        // As many clients as a benchmark's usual `--max-concurrency`; no think time, as vLLM's client.
+        "closed_loop" => json!({"kind": kind, "clients": 16, "think_s": 0.0}),
+        "burst" => json!({"kind": kind}),
+        "trace" => json!({"kind": kind, "path": "trace.csv", "format": "auto"}),
+        _ => json!({"kind": kind, "rate_rps": rate_rps}),
+    }
+}
+
+/// A length distribution of kind `kind` around `mean` tokens.
+pub fn length_of_kind(kind: &str, mean: f64) -> Value {
+    let mean = mean.max(1.0);
+    let m = mean.round() as u64;
+    match kind {
+        "fixed" => json!({"kind": kind, "tokens": m}),
+        "uniform" => json!({"kind": kind, "min": (m / 2).max(1), "max": m + m / 2}),
+        "lognormal" => json!({"kind": kind, "mean": mean, "cv": 1.0, "max": (m * 8).max(16)}),
+        "geometric" => json!({"kind": kind, "mean": mean, "max": (m * 8).max(16)}),
+        _ => json!({"kind": kind, "values": [(m / 2).max(1), m, m * 2]}),
+    }
+}
+
+/// `{"kind": k}` for a policy (estimator, admission, scheduler, router) with the parameters that kind
+/// requires, at sensible starting values.
+pub fn policy_of_kind(kind: &str) -> Value {
+    match kind {
+        "lognormal" => json!({"kind": kind, "sigma": 0.5}),
+        "queue_cap" => json!({"kind": kind, "max_waiting": 64}),
+        "deadline" => json!({"kind": kind, "slack": 1.0}),
+        "random_drop" => json!({"kind": kind, "probability": 0.1}),
+        "token_bucket" => json!({"kind": kind, "rate_tokens_per_s": 20000.0, "burst_tokens": 100000.0}),
+        "drr" => json!({"kind": kind, "quantum_tokens": 2048}),
+        "bounded_affinity" => json!({"kind": kind, "slack_ms": 50.0}),
+        _ => json!({"kind": kind}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{AdmissionSpec, PredictorSpec, RouterSpec, SchedulerSpec};
+
+    #[test]
+    fn every_kind_is_listed_and_starts_from_a_block_that_reads() {
+        let c = catalog();
+        let arrivals: Vec<&str> = c.arrival_kinds.iter().map(|k| k.kind.as_str()).collect();
+        assert_eq!(arrivals, ["poisson", "constant", "gamma", "on_off", "closed_loop", "burst", "trace"]);
+        for k in &c.arrival_kinds {
+            serde_json::from_value::<ArrivalSpec>(k.defaults.clone()).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
+        }
+        assert_eq!(c.length_kinds.len(), 5);
+        for k in &c.length_kinds {
+            serde_json::from_value::<LengthSpec>(k.defaults.clone()).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
+        }
+        assert_eq!(c.trace_formats, ["auto", "vidur", "azure", "burstgpt", "mooncake"]);
+        assert_eq!(c.session_trace_formats, ["auto", "inferscale", "inference_lab"]);
+        assert_eq!(c.metrics, ["ttft", "tpot", "e2e", "queue_delay"]);
+        assert_eq!(c.calibration_knobs, ["step_overhead", "request_overhead", "tp_comm"]);
+    }
+
+    #[test]
+    fn every_policy_kind_starts_from_a_block_that_reads() {
+        fn each<T: serde::de::DeserializeOwned>() {
+            for k in variants::<T>(true) {
+                serde_json::from_value::<T>(policy_of_kind(&k)).unwrap_or_else(|e| panic!("{k}: {e}"));
+            }
+        }
+        each::<PredictorSpec>();
+        each::<AdmissionSpec>();
+        each::<SchedulerSpec>();
+        each::<RouterSpec>();
+        assert!(variants::<RouterSpec>(true).contains(&"bounded_affinity".to_string()));
+    }
+}
