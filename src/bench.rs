@@ -44,6 +44,9 @@ pub fn textbook_rps(spec: &Spec) -> Option<f64> {
 /// memory — which is why studies set it beside measured saturation.
 pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
     let pool = sc.pools.last()?;
+    if let Some(sessions) = &sc.workload.sessions {
+        return textbook_sessions_per_s(sc, sessions);
+    }
     let weights = sc.workload.class_cdf.iter().scan(0.0, |prev, c| {
         let w = c - *prev;
         *prev = *c;
@@ -59,6 +62,30 @@ pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
     let step =
         pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
     (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
+}
+
+/// A session scenario's textbook estimate, in sessions/s: a full batch of decodes at a session turn's mean
+/// context (turn k re-sends the history so far: the first prompt plus k × (new input + output), up to the turn
+/// limit, plus half the turn's output) on each decode worker, divided by a session's mean output tokens (its
+/// turns × a turn's output). Its class means are the session classes' — the request classes are placeholders.
+fn textbook_sessions_per_s(sc: &crate::Scenario, s: &crate::workload::Sessions) -> Option<f64> {
+    let pool = sc.pools.last()?;
+    let cap = sc.turn_cap_tokens() as f64;
+    let (mut context_sum, mut turns_sum, mut out_per_session) = (0.0, 0.0, 0.0);
+    for c in &s.classes {
+        let (turns, out) = (c.turns.mean(), c.output.mean());
+        let step = c.new.mean() + out;
+        let k_max = turns.ceil().max(1.0) as u32;
+        let context: f64 = (0..k_max).map(|k| (c.first.mean() + k as f64 * step).min(cap) + out / 2.0).sum();
+        context_sum += c.share * context * turns / k_max as f64;
+        turns_sum += c.share * turns;
+        out_per_session += c.share * turns * out;
+    }
+    let b = pool.engine.max_num_seqs;
+    let ctx = (context_sum / turns_sum.max(1e-9) * b as f64) as u64;
+    let step =
+        pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
+    (out_per_session > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / out_per_session * pool.replicas as f64)
 }
 
 /// The H100 hardware block, for tests.

@@ -33,11 +33,12 @@ pub struct CapacityParams {
     /// Instead of SLO attainment: pass when the mean queueing delay (arrival → first scheduled) is at most
     /// this many ms in every repetition.
     pub max_mean_wait_ms: Option<f64>,
-    /// First rate tried, req/s (default: the scenario's).
+    /// First rate tried, req/s (sessions/s on a session scenario; default: the scenario's).
     pub start_rps: Option<f64>,
     /// Most rates (or replica counts) evaluated.
     pub max_rates: u32,
-    /// Search the fewest replicas that meet the objectives at this offered rate, req/s (colocated scenarios).
+    /// Search the fewest replicas that meet the objectives at this offered rate, req/s (sessions/s on a session
+    /// scenario; colocated scenarios).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_rps: Option<f64>,
     /// Most replicas the replica search tries.
@@ -87,6 +88,9 @@ pub struct CapacityStudy {
     pending: Option<f64>,
     saturation: Option<(f64, RunSummary)>,
     textbook_rps: Option<f64>,
+    /// A session scenario: its arrivals start sessions, so the rate is sessions/s; the mean turns per session
+    /// converts a run's turns/s.
+    turns_per_session: Option<f64>,
     done: bool,
     stopped_early: bool,
 }
@@ -140,6 +144,7 @@ impl StudyDef for CapacityStudy {
             pending: None,
             saturation: None,
             textbook_rps,
+            turns_per_session: sc.workload.sessions.as_ref().map(|x| x.mean_of(|c| c.turns.mean())),
             done: false,
             stopped_early: false,
         };
@@ -158,6 +163,21 @@ impl StudyDef for CapacityStudy {
 impl CapacityStudy {
     fn replica_search(&self) -> bool {
         self.p.target_rps.is_some()
+    }
+
+    /// What the searched rate counts: requests, or the sessions a session scenario's arrivals start.
+    fn rate_unit(&self) -> &'static str {
+        if self.turns_per_session.is_some() { "sessions/s" } else { "req/s" }
+    }
+
+    /// What a run's throughput and goodput count: requests, or a session's turns.
+    fn served_unit(&self) -> &'static str {
+        if self.turns_per_session.is_some() { "turns/s" } else { "req/s" }
+    }
+
+    /// A run's throughput in the rate's unit: its turns/s ÷ the mean turns per session, for sessions.
+    fn in_rate_unit(&self, throughput_rps: f64) -> f64 {
+        throughput_rps / self.turns_per_session.unwrap_or(1.0)
     }
 
     /// The scenario of search point `x` (a rate, or a replica count at the target rate) on repetition `k`.
@@ -244,7 +264,8 @@ impl Study for CapacityStudy {
             return Vec::new();
         }
         if let Some(x) = self.pending {
-            let what = if self.replica_search() { format!("{x} replicas") } else { format!("{x:.4} req/s") };
+            let what =
+                if self.replica_search() { format!("{x} replicas") } else { format!("{x:.4} {}", self.rate_unit()) };
             return (0..self.p.repetitions)
                 .map(|k| Job { label: format!("{what}, repetition {}", k + 1), spec: self.job_spec(x, k) })
                 .collect();
@@ -253,7 +274,8 @@ impl Study for CapacityStudy {
             // Saturation: well past the highest failing rate (or the highest tried), one repetition.
             let top = self.hi.or(self.lo).unwrap_or(self.base_rps);
             let rate = top * 4.0;
-            return vec![Job { label: format!("saturation probe at {rate:.4} req/s"), spec: self.at_rate(rate, 0) }];
+            let label = format!("saturation probe at {rate:.4} {}", self.rate_unit());
+            return vec![Job { label, spec: self.at_rate(rate, 0) }];
         }
         self.done = true;
         Vec::new()
@@ -299,13 +321,13 @@ impl Study for CapacityStudy {
         let (mean_label, unit, fmt) =
             if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
         rep.columns = vec![
-            col("Rate", "req/s", Format::Num),
+            col("Rate", self.rate_unit(), Format::Num),
             col("Pass", "", Format::Bool),
             col(mean_label, unit, fmt),
             col("Worst repetition", unit, fmt),
             col("Target", unit, fmt),
             col("SLO range", "min – max", Format::Text),
-            col("Goodput", "req/s", Format::Num),
+            col("Goodput", self.served_unit(), Format::Num),
             col("p95 TTFT", "s", Format::Seconds),
             col("p95 E2E", "s", Format::Seconds),
         ];
@@ -334,34 +356,16 @@ impl Study for CapacityStudy {
         }
         rep.best_row = self.lo.and_then(|l| evals.iter().position(|e| e.rate == l));
         let found = self.lo.unwrap_or(0.0);
+        let u = self.rate_unit();
         rep.answer = match (self.lo, self.hi) {
             (Some(l), Some(h)) => format!(
-                "{l:.3} req/s is the highest rate that passed in every repetition; {h:.3} req/s failed (bracket ±{:.1} %).",
+                "{l:.3} {u} is the highest rate that passed in every repetition; {h:.3} {u} failed (bracket ±{:.1} %).",
                 (h - l) / l * 100.0 / 2.0
             ),
-            (Some(l), None) => format!("every rate tried passed, up to {l:.3} req/s (the search stopped there)."),
+            (Some(l), None) => format!("every rate tried passed, up to {l:.3} {u} (the search stopped there)."),
             (None, _) => "no rate tried passed: even the lowest misses the target (a capacity or configuration problem, not load).".into(),
         };
-        if let Some((rate, s)) = &self.saturation {
-            let gap = self.textbook_rps.map(|t| (t / s.throughput_rps - 1.0) * 100.0);
-            rep.notes.push(format!(
-                "Measured saturation throughput: {:.3} req/s (offered {rate:.3} req/s). Textbook estimate (peak decode throughput ÷ mean output length): {}{}.",
-                s.throughput_rps,
-                self.textbook_rps.map_or("n/a".into(), |t| format!("{t:.3} req/s")),
-                gap.map_or(String::new(), |g| format!(", {g:+.0} % from measured: prefill, queueing and memory are not free"))
-            ));
-            rep.answer.push_str(&format!(
-                " Measured saturation: {:.3} req/s; the found capacity is {:.0} % of it.",
-                s.throughput_rps,
-                found / s.throughput_rps.max(1e-12) * 100.0
-            ));
-            let sustained = s.steady_throughput_rps.max(s.throughput_rps);
-            if found > sustained * 1.02 {
-                rep.notes.insert(0, format!(
-                    "Warning: the found capacity ({found:.3} req/s) exceeds the measured saturation throughput ({sustained:.3} req/s): the runs are too short for the load to show; raise workload.requests."
-                ));
-            }
-        }
+        self.saturation_notes(&mut rep, found);
         if self.stopped_early {
             rep.notes.push(format!(
                 "The search stopped at {} rates (study option max_rates) before reaching the precision.",
@@ -372,7 +376,8 @@ impl Study for CapacityStudy {
             "Repetition k runs on seed {} + k; every rate sees the same seeds (common random numbers).",
             self.base.seed
         ));
-        rep.charts = vec![self.criterion_chart("offered rate", "offered rate (req/s)", pts, band)];
+        let x_label = format!("offered rate ({})", self.rate_unit());
+        rep.charts = vec![self.criterion_chart("offered rate", &x_label, pts, band)];
         rep.runs = evals
             .iter()
             .flat_map(|e| e.runs.iter().cloned())
@@ -383,6 +388,36 @@ impl Study for CapacityStudy {
 }
 
 impl CapacityStudy {
+    /// The measured saturation beside the textbook estimate, in the rate's unit, and the warning when the
+    /// found capacity exceeds it.
+    fn saturation_notes(&self, rep: &mut StudyReport, found: f64) {
+        let u = self.rate_unit();
+        if let Some((rate, s)) = &self.saturation {
+            let measured = self.in_rate_unit(s.throughput_rps);
+            let gap = self.textbook_rps.map(|t| (t / measured - 1.0) * 100.0);
+            let per_session = match self.turns_per_session {
+                Some(t) => format!(" ({:.3} turns/s ÷ {t:.2} mean turns per session)", s.throughput_rps),
+                None => String::new(),
+            };
+            rep.notes.push(format!(
+                    "Measured saturation throughput: {measured:.3} {u}{per_session} (offered {rate:.3} {u}). Textbook estimate (peak decode throughput ÷ {}): {}{}.",
+                    if per_session.is_empty() { "mean output length" } else { "a session's mean output tokens" },
+                    self.textbook_rps.map_or("n/a".into(), |t| format!("{t:.3} {u}")),
+                    gap.map_or(String::new(), |g| format!(", {g:+.0} % from measured: prefill, queueing and memory are not free"))
+                ));
+            rep.answer.push_str(&format!(
+                " Measured saturation: {measured:.3} {u}; the found capacity is {:.0} % of it.",
+                found / measured.max(1e-12) * 100.0
+            ));
+            let sustained = self.in_rate_unit(s.steady_throughput_rps.max(s.throughput_rps));
+            if found > sustained * 1.02 {
+                rep.notes.insert(0, format!(
+                        "Warning: the found capacity ({found:.3} {u}) exceeds the measured saturation throughput ({sustained:.3} {u}): the runs are too short for the load to show; raise workload.requests."
+                    ));
+            }
+        }
+    }
+
     /// The rate found (highest passing), for tests.
     pub fn found_rps(&self) -> Option<f64> {
         if self.replica_search() { None } else { self.lo }
@@ -458,12 +493,13 @@ impl CapacityStudy {
 
     fn report_replicas(&self) -> StudyReport {
         let rate = self.p.target_rps.unwrap_or(0.0);
+        let u = self.rate_unit();
         let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
             Kind::Capacity,
             &self.base,
             format!(
-                "what is the fewest replicas at which {} at {rate} req/s in all {} repetitions?",
+                "what is the fewest replicas at which {} at {rate} {u} in all {} repetitions?",
                 self.criterion_text(),
                 self.p.repetitions
             ),
@@ -476,8 +512,8 @@ impl CapacityStudy {
             col("Pass", "", Format::Bool),
             col(mean_label, unit, fmt),
             col("Worst repetition", unit, fmt),
-            col("Steady throughput", "req/s", Format::Num),
-            col("Goodput", "req/s", Format::Num),
+            col("Steady throughput", self.served_unit(), Format::Num),
+            col("Goodput", self.served_unit(), Format::Num),
             col("p95 TTFT", "s", Format::Seconds),
             col("p95 E2E", "s", Format::Seconds),
             col("Overloaded", "repetitions", Format::Int),
@@ -507,18 +543,18 @@ impl CapacityStudy {
         let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
         rep.answer = match (self.lo, self.hi) {
             (Some(l), Some(h)) => format!(
-                "{h} replicas ({} GPUs) sustain {rate} req/s: the fewest that pass in every repetition; {l} replica{} failed.",
+                "{h} replicas ({} GPUs) sustain {rate} {u}: the fewest that pass in every repetition; {l} replica{} failed.",
                 gpus_of(h),
                 if l == 1.0 { "" } else { "s" }
             ),
-            (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} req/s.", gpus_of(h)),
+            (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} {u}.", gpus_of(h)),
             // The search ran out of evaluations before any count passed: say so, not that replicas cannot help.
             (Some(l), None) if self.stopped_early => format!(
-                "no replica count tried passes at {rate} req/s: the search stopped after {} counts (study option max_rates), the highest tried, {l}, failed; raise max_rates.",
+                "no replica count tried passes at {rate} {u}: the search stopped after {} counts (study option max_rates), the highest tried, {l}, failed; raise max_rates.",
                 self.p.max_rates
             ),
             (Some(l), None) => format!(
-                "no replica count up to {l} passes at {rate} req/s (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."
+                "no replica count up to {l} passes at {rate} {u} (study option max_replicas): the objectives are not met by adding replicas — look at service time or memory."
             ),
             (None, None) => "nothing was evaluated.".into(),
         };

@@ -661,3 +661,28 @@ fn agent_sessions_shows_each_session_class() {
     let plain = run("agent-sessions", &shipped("agent-sessions.json"), serde_json::json!({}), 1);
     assert!(plain.rows.iter().all(|r| !matches!(&r[0], Cell::Text(t) if t.contains(": "))) && plain.charts.len() == 2);
 }
+
+#[test]
+fn capacity_on_sessions_speaks_in_sessions_and_turns() {
+    // The agent scenario's arrivals start sessions of ~10 turns: the planner searches sessions/s, converts
+    // a run's turns/s by the mean turns per session, and takes its textbook estimate from the session classes
+    // (the request class is a 1-token placeholder: the estimate was off by +6,345,684 %).
+    let mut spec = shipped("agent-sessions.json");
+    spec.workload.requests = Some(60);
+    let params = serde_json::json!({"repetitions": 1, "max_rates": 4});
+    let mut st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(params).unwrap()).unwrap();
+    let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
+    assert_eq!((rep.columns[0].label.as_str(), rep.columns[0].unit.as_str()), ("Rate", "sessions/s"));
+    let goodput = rep.columns.iter().find(|c| c.label == "Goodput").unwrap();
+    assert_eq!(goodput.unit, "turns/s");
+    let note = rep.notes.iter().find(|n| n.starts_with("Measured saturation throughput")).expect("a saturation note");
+    assert!(note.contains("sessions/s (") && note.contains("mean turns per session"), "{note}");
+    // The textbook estimate is an upper bound of the right order: above the measured saturation, not 60,000×.
+    let figure = |after: &str| -> f64 {
+        let rest = &note[note.find(after).unwrap() + after.len()..];
+        rest.split_whitespace().next().unwrap().trim_end_matches(',').parse().unwrap()
+    };
+    let (measured, textbook) = (figure("throughput: "), figure("mean output tokens): "));
+    assert!(textbook > measured * 0.5 && textbook < measured * 20.0, "{note}");
+    assert!(rep.answer.contains("sessions/s"), "{}", rep.answer);
+}
