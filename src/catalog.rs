@@ -49,11 +49,7 @@ pub fn catalog() -> Catalog {
 /// The variant names of a serde enum, read off its refusal of an unknown one (so they cannot drift from it):
 /// `tagged` for `{"kind": …}` enums.
 fn variants<T: serde::de::DeserializeOwned>(tagged: bool) -> Vec<String> {
-    let probe = if tagged { json!({"kind": "\u{1}"}) } else { json!("\u{1}") };
-    let Err(e) = serde_json::from_value::<T>(probe) else { return Vec::new() };
-    let text = e.to_string();
-    let list = text.split_once("expected").map_or("", |x| x.1);
-    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    crate::spec::names_in_refusal::<T>(if tagged { json!({"kind": "\u{1}"}) } else { json!("\u{1}") })
 }
 
 /// A `workload.arrival` block of kind `kind` at its starting parameters, at `rate_rps` where the kind has a rate.

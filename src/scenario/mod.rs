@@ -557,10 +557,8 @@ fn check_deadlines(spec: &Spec, w: &Workload, e: &mut Errors) {
 
 /// The cost model with `cost_scale`'s profile-error multipliers of prefill and decode applied.
 fn scaled(scale: Option<CostScaleSpec>, cost: Option<CostModel>, e: &mut Errors) -> Option<CostModel> {
-    let scale = scale.unwrap_or(CostScaleSpec { prefill: 1.0, decode: 1.0, transfer: 1.0 });
-    for (name, v) in [("prefill", scale.prefill), ("decode", scale.decode), ("transfer", scale.transfer)] {
-        e.range_open_lo(&format!("cost_scale.{name}"), v, 0.0, 100.0);
-    }
+    let scale = scale.unwrap_or_default();
+    scale.check_fields("cost_scale", e);
     cost.map(|c| c.scaled(scale.prefill, scale.decode))
 }
 

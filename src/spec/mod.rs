@@ -12,7 +12,7 @@ pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
 pub use field::{Block, Bound, Declared, Field, bound_at, plain};
 pub(crate) use field::{at, bounds};
-pub use strict::{json_kind, strict_json};
+pub use strict::{json_kind, names_in_refusal, strict_json};
 
 use serde::{Deserialize, Serialize};
 
@@ -177,18 +177,27 @@ impl LatencyMetric {
 
 /// Multiplicative errors of the step-time profile: 1 is the model as fitted.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct CostScaleSpec {
     /// Prefill compute.
-    #[serde(default = "one")]
     pub prefill: f64,
     /// Decode: its compute, weight reads and KV reads (the memory-bound part of a step).
-    #[serde(default = "one")]
     pub decode: f64,
     /// KV transfer time on the P/D link.
-    #[serde(default = "one")]
     pub transfer: f64,
 }
+
+impl Default for CostScaleSpec {
+    fn default() -> Self {
+        CostScaleSpec { prefill: 1.0, decode: 1.0, transfer: 1.0 }
+    }
+}
+
+bounds!(CostScaleSpec {
+    prefill: Bound::OpenLo(0.0, 100.0),
+    decode: Bound::OpenLo(0.0, 100.0),
+    transfer: Bound::OpenLo(0.0, 100.0),
+});
 
 /// Requests that start with one of K shared prefixes (a system prompt, a few-shot block, an agent's tools),
 /// and whether the engine reuses their KV.
@@ -210,6 +219,17 @@ pub struct PrefixSpec {
     #[serde(default = "yes")]
     pub caching: bool,
 }
+
+// `prefix_tokens` must also be below the longest prompt; validation checks that.
+bounds!(PrefixSpec {
+    prefix_tokens: Bound::Int(0, MAX_TOKENS as u64),
+    reuse_fraction: Bound::Range(0.0, 1.0),
+    groups: Bound::Int(1, 1_000_000),
+    zipf_s: Bound::Range(0.0, 10.0),
+});
+
+/// The longest request length (prompt or output tokens) a distribution may draw.
+pub const MAX_TOKENS: u32 = 10_000_000;
 
 fn default_name() -> String {
     "unnamed".into()
@@ -1179,6 +1199,8 @@ pub fn declared_blocks() -> Vec<Block> {
         Block::required::<PoolSpec>("cluster.disaggregation.decode"),
         Block::required::<LinkSpec>("cluster.disaggregation.link"),
         Block::with_defaults::<MetricsSpec>("metrics"),
+        Block::with_defaults::<CostScaleSpec>("cost_scale"),
+        Block::required::<PrefixSpec>("prefix"),
         Block::with_defaults::<ObjectivesSpec>("objectives"),
     ]
 }

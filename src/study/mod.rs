@@ -618,14 +618,9 @@ fn defaults<T: StudyDef>() -> serde_json::Value {
     serde_json::to_value(T::Options::default()).expect("options serialise")
 }
 
-/// The options struct's fields by name — read off its own refusal of an unknown option, so the list cannot
-/// drift from the struct.
+/// The options struct's fields by name, from its refusal of an unknown option.
 fn option_names<T: serde::de::DeserializeOwned>() -> Vec<String> {
-    let Err(e) = serde_json::from_value::<T>(serde_json::json!({ "\u{1}": 0 })) else { return Vec::new() };
-    let text = e.to_string();
-    // "unknown field `…`, expected `a`", "… `a` or `b`", "… one of `a`, `b`, `c`": the quoted names.
-    let list = text.split_once("expected").map_or("", |x| x.1);
-    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    scenario::names_in_refusal::<T>(serde_json::json!({ "\u{1}": 0 }))
 }
 
 /// A study's options from JSON, errors under `study.NAME` in the words the scenario's use ("expected a number,

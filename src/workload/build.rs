@@ -2,7 +2,7 @@
 //! built from its part of the scenario spec with the errors it finds. `scenario::validate` assembles them.
 
 use super::TraceRow;
-use super::class::{Class, MAX_TOKENS, Tenant, classes, tenants};
+use super::class::{Class, Tenant, classes, tenants};
 use crate::spec::field::Checked;
 use crate::spec::{ArrivalSpec, Errors, NS_PER_S, PredictorSpec, PrefixSpec, TraceFormat, WorkloadSpec, s_to_ns};
 
@@ -329,10 +329,7 @@ impl Prefix {
     /// shared); errors under `prefix.`.
     pub(crate) fn build(p: &PrefixSpec, block: u32, w: &Workload, e: &mut Errors) -> Option<Option<Prefix>> {
         let n0 = e.0.len();
-        e.int("prefix.prefix_tokens", p.prefix_tokens as u64, 0, MAX_TOKENS as u64);
-        e.range("prefix.reuse_fraction", p.reuse_fraction, 0.0, 1.0);
-        e.int("prefix.groups", p.groups as u64, 1, 1_000_000);
-        e.range("prefix.zipf_s", p.zipf_s, 0.0, 10.0);
+        p.check_fields("prefix", e);
         if e.0.len() > n0 {
             return None;
         }

@@ -4,7 +4,7 @@
 use super::LengthDist;
 use crate::spec::{ClassSpec, Errors, LengthSpec, TenantSpec, ms_to_ns};
 
-pub(crate) const MAX_TOKENS: u32 = 10_000_000;
+pub(crate) use crate::spec::MAX_TOKENS;
 /// At most this many classes (each is a row of the report's per-class tables).
 const MAX_CLASSES: usize = 64;
 
