@@ -85,6 +85,16 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// The names a serde type lists when it refuses `probe` — a struct's fields for an unknown one, an enum's
+/// variants for an unknown kind — so a list of them cannot drift from the type.
+pub fn names_in_refusal<T: serde::de::DeserializeOwned>(probe: serde_json::Value) -> Vec<String> {
+    let Err(e) = serde_json::from_value::<T>(probe) else { return Vec::new() };
+    let text = e.to_string();
+    // "unknown field `…`, expected `a`", "… `a` or `b`", "… one of `a`, `b`, `c`": the quoted names.
+    let list = text.split_once("expected").map_or("", |x| x.1);
+    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::strict_json;
@@ -100,14 +110,4 @@ mod tests {
         }
         assert!(strict_json("{} {}").is_err(), "one value");
     }
-}
-
-/// The names a serde type lists when it refuses `probe` — a struct's fields for an unknown one, an enum's
-/// variants for an unknown kind — so a list of them cannot drift from the type.
-pub fn names_in_refusal<T: serde::de::DeserializeOwned>(probe: serde_json::Value) -> Vec<String> {
-    let Err(e) = serde_json::from_value::<T>(probe) else { return Vec::new() };
-    let text = e.to_string();
-    // "unknown field `…`, expected `a`", "… `a` or `b`", "… one of `a`, `b`, `c`": the quoted names.
-    let list = text.split_once("expected").map_or("", |x| x.1);
-    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
 }
