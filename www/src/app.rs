@@ -22,6 +22,7 @@ use crate::details;
 use crate::exports;
 use crate::figure::{self, Figure};
 use crate::numbers;
+use crate::panels::PanelId;
 use crate::sort::Sort;
 use crate::table::{Table, esc};
 use crate::workers::Pool;
@@ -73,8 +74,8 @@ struct App {
     charts: Vec<Figure>,
     listeners: Vec<Closure<dyn FnMut(web_sys::Event)>>,
     self_ref: std::rc::Weak<RefCell<App>>,
-    /// The panel on screen: "lab" or a study's name.
-    panel: String,
+    /// The panel on screen.
+    panel: PanelId,
     study: study_panel::StudyState,
     cal: calibration::CalState,
     /// Fields whose text is not an acceptable value (yet): (validator path, message). The scenario keeps
@@ -581,7 +582,7 @@ impl App {
         self.editor().set_value(&pretty);
         self.sync_controls();
         self.validate();
-        if self.panel != "lab" {
+        if self.panel != PanelId::Lab {
             self.sync_study_params();
             self.validate_study();
         }
@@ -830,7 +831,7 @@ fn share_hash(scenario: &str) -> String {
 /// A link to a panel with its options and the scenario: `#panel=NAME&params=…&scenario=…` (the Serving Lab's
 /// is `#scenario=…`).
 fn share_hash_for(panel: &str, options: &Value, scenario: &str) -> String {
-    if panel == "lab" {
+    if PanelId::from_name(panel) == PanelId::Lab {
         share_hash(scenario)
     } else {
         format!(
@@ -964,7 +965,7 @@ fn new_app() -> Rc<RefCell<App>> {
         charts: Vec::new(),
         listeners: Vec::new(),
         self_ref: std::rc::Weak::new(),
-        panel: "lab".into(),
+        panel: PanelId::Lab,
         study: Default::default(),
         cal: Default::default(),
         field_errors: Vec::new(),
@@ -1115,7 +1116,7 @@ fn wire_studies(app: &Rc<RefCell<App>>) {
     });
     on(&app, "study-goto-lab", "click", |app, e| {
         e.prevent_default();
-        app.borrow_mut().show_panel("lab");
+        app.borrow_mut().show_panel(PanelId::Lab.name());
     });
     on(&app, "study-params", "change", |app, e| {
         if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
@@ -1179,7 +1180,7 @@ fn wire_calibration(app: &Rc<RefCell<App>>) {
     on(&app, "cal-copy-link", "click", |app, _| app.borrow().copy_calibration_link());
     on(&app, "cal-goto-lab", "click", |app, e| {
         e.prevent_default();
-        app.borrow_mut().show_panel("lab");
+        app.borrow_mut().show_panel(PanelId::Lab.name());
     });
     for (id, what) in [("cx-json", "json"), ("cx-csv", "csv"), ("cx-md", "md")] {
         on(&app, id, "click", move |app, _| app.borrow().export_calibration(what));
@@ -1254,7 +1255,7 @@ fn open_shared_link(app: &Rc<RefCell<App>>) {
             app.borrow_mut().load_text(&text);
             app.borrow_mut().show_panel(&p);
             // A calibration needs the user's result files, which links do not carry.
-            if p != "calibration" {
+            if PanelId::from_name(&p) != PanelId::Calibration {
                 app.borrow_mut().run_study();
             }
         }

@@ -441,7 +441,11 @@ impl App {
     }
 
     pub(super) fn copy_calibration_link(&self) {
-        super::copy_link_to(&super::share_hash_for("calibration", &serde_json::json!({}), &self.editor().value()));
+        super::copy_link_to(&super::share_hash_for(
+            crate::panels::PanelId::Calibration.name(),
+            &serde_json::json!({}),
+            &self.editor().value(),
+        ));
         self.el("cal-status")
             .set_text_content(Some("Link copied: it opens this panel with the scenario; drop the result files again"));
     }

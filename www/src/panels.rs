@@ -18,6 +18,34 @@ pub trait Panel {
     fn section(&self) -> &'static str;
 }
 
+/// Which panel is on screen: the Serving Lab, a study's, or Calibration. Links and the sidebar name it by
+/// [`PanelId::name`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PanelId {
+    Lab,
+    Study(inferscale::study::Kind),
+    Calibration,
+}
+
+impl PanelId {
+    pub fn name(self) -> &'static str {
+        match self {
+            PanelId::Lab => LabPanel.name(),
+            PanelId::Calibration => CalibrationPanel.name(),
+            PanelId::Study(k) => k.name(),
+        }
+    }
+
+    /// The panel called `name` (a link's `#panel=`, a sidebar entry's `data-panel`); an unknown name is the
+    /// Serving Lab.
+    pub fn from_name(name: &str) -> PanelId {
+        if name == CalibrationPanel.name() {
+            return PanelId::Calibration;
+        }
+        inferscale::study::Kind::from_name(name).map_or(PanelId::Lab, PanelId::Study)
+    }
+}
+
 /// The Serving Lab: one scenario, one run (its results are `lab.rs`'s).
 pub struct LabPanel;
 
@@ -76,6 +104,16 @@ pub fn sidebar_html(panels: &[&dyn Panel], current: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panel_ids_round_trip_through_their_names() {
+        let mut ids = vec![PanelId::Lab, PanelId::Calibration];
+        ids.extend(inferscale::study::Kind::ALL.iter().map(|&k| PanelId::Study(k)));
+        for id in ids {
+            assert_eq!(PanelId::from_name(id.name()), id);
+        }
+        assert_eq!(PanelId::from_name("no-such-panel"), PanelId::Lab);
+    }
 
     struct Fake(&'static str, &'static str);
     impl Panel for Fake {

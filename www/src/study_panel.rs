@@ -15,6 +15,7 @@ use super::{App, esc, now_ms, window};
 use crate::charts;
 use crate::details;
 use crate::exports;
+use crate::panels::PanelId;
 use crate::panels::{LabPanel, Panel};
 use crate::sort::Sort;
 use crate::study_defs::{PKind, PanelDef, Param, default_options, panel, registry};
@@ -62,7 +63,8 @@ fn pd_defaults(v: &Value) -> Option<(Value, Value)> {
 impl App {
     /// The current panel's study options, without nulls (absent options take the study's default).
     pub(super) fn study_options(&self) -> Value {
-        let v = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
+        let v =
+            self.study.options.get(self.panel.name()).cloned().unwrap_or_else(|| default_options(self.panel.name()));
         match v {
             Value::Object(m) => Value::Object(m.into_iter().filter(|(_, x)| !x.is_null()).collect()),
             other => other,
@@ -74,7 +76,7 @@ impl App {
         let all = registry();
         let shown = all.iter().find(|p| p.name() == name).copied().unwrap_or(&LabPanel);
         let name = shown.name();
-        self.panel = name.to_string();
+        self.panel = PanelId::from_name(name);
         for p in &all {
             self.html(p.section()).set_hidden(p.section() != shown.section());
         }
@@ -90,7 +92,7 @@ impl App {
                 };
             }
         }
-        if name == "calibration" {
+        if self.panel == PanelId::Calibration {
             self.show_calibration();
         }
         if let Some(p) = panel(name) {
@@ -214,7 +216,7 @@ impl App {
 
     /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
     pub(super) fn sync_study_params(&self) {
-        let Some(p) = panel(&self.panel) else { return };
+        let Some(p) = panel(self.panel.name()) else { return };
         let text = self.editor().value();
         let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
         let mut full = v.clone();
@@ -226,7 +228,8 @@ impl App {
                 details::set(&mut full, "/prefix", x);
             }
         }
-        let options = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
+        let options =
+            self.study.options.get(self.panel.name()).cloned().unwrap_or_else(|| default_options(self.panel.name()));
         for f in p.params {
             if let PKind::Variant(var) = f.kind {
                 self.sync_variant(f, var, &full);
@@ -301,7 +304,7 @@ impl App {
     /// scenario, so the Serving Lab and the link carry it too.
     pub(super) fn study_param_changed(&mut self, target: &Element) {
         let Some(ptr) = target.get_attribute("data-ptr") else { return };
-        let Some(p) = panel(&self.panel) else { return };
+        let Some(p) = panel(self.panel.name()) else { return };
         if let Some((f, var)) = p.params.iter().find_map(|f| match f.kind {
             PKind::Variant(var) if ptr == f.ptr || ptr.starts_with(&format!("{}/", f.ptr)) => Some((f, var)),
             _ => None,
@@ -330,15 +333,23 @@ impl App {
                 PKind::Json => match serde_json::from_str::<Value>(raw) {
                     Ok(v) => v,
                     Err(e) => {
-                        self.show_study_errors(&[(format!("study.{}.{key}", self.panel), format!("not JSON: {e}"))]);
+                        self.show_study_errors(&[(
+                            format!("study.{}.{key}", self.panel.name()),
+                            format!("not JSON: {e}"),
+                        )]);
                         return;
                     }
                 },
                 PKind::Select(_) | PKind::Variant(_) => json!(raw),
             };
-            let mut opts = self.study.options.get(&self.panel).cloned().unwrap_or_else(|| default_options(&self.panel));
+            let mut opts = self
+                .study
+                .options
+                .get(self.panel.name())
+                .cloned()
+                .unwrap_or_else(|| default_options(self.panel.name()));
             opts[key] = value;
-            self.study.options.insert(self.panel.clone(), opts);
+            self.study.options.insert(self.panel.name().to_string(), opts);
             self.validate_study();
             return;
         }
@@ -409,17 +420,17 @@ impl App {
             |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
         let built = inferscale::scenario::parse(&self.scenario_text())
             .map_err(fields)
-            .and_then(|spec| study::build(&self.panel, &spec, &self.study_options()).map_err(fields));
+            .and_then(|spec| study::build(self.panel.name(), &spec, &self.study_options()).map_err(fields));
         self.show_study_errors(built.as_ref().err().map_or(&[][..], |e| e.as_slice()));
         built.ok()
     }
 
     fn show_study_errors(&self, errors: &[(String, String)]) {
         self.el("study-errors").set_inner_html(&super::error_list(errors));
-        if let Some(p) = panel(&self.panel) {
+        if let Some(p) = panel(self.panel.name()) {
             for f in p.params {
                 let d = match f.ptr.strip_prefix("study:") {
-                    Some(key) => format!("study.{}.{key}", self.panel),
+                    Some(key) => format!("study.{}.{key}", self.panel.name()),
                     None => details::dotted(f.ptr),
                 };
                 let under = |path: &str, d: &str| path == d || path.starts_with(&format!("{d}."));
@@ -472,7 +483,7 @@ impl App {
             return;
         }
         let Some(st) = self.build_study() else { return };
-        let name = self.panel.clone();
+        let name = self.panel.name().to_string();
         let _ =
             window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
         let n = self.worker_count();
@@ -510,7 +521,7 @@ impl App {
             status.set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
             let runs = if a.done_before == 1 { "1 run".to_string() } else { format!("{} runs", a.done_before) };
             status.set_text_content(Some(&format!("Done: {runs} in {secs:.2} s on {} workers", self.workers_len())));
-            if self.panel == a.name {
+            if self.panel.name() == a.name {
                 self.study.sort = Sort::default();
                 self.render_study(&report);
             }
@@ -669,7 +680,7 @@ impl App {
 
     pub(super) fn study_click(&mut self, target: &Element) {
         if let Some(id) = target.get_attribute("data-png") {
-            if let Some(r) = self.study.reports.get(&self.panel) {
+            if let Some(r) = self.study.reports.get(self.panel.name()) {
                 exports::png(
                     &id,
                     &format!(
@@ -692,7 +703,7 @@ impl App {
         else {
             return;
         };
-        let Some(r) = self.study.reports.get(&self.panel).cloned() else { return };
+        let Some(r) = self.study.reports.get(self.panel.name()).cloned() else { return };
         self.study.sort.click(col);
         let desc = self.study.sort.desc;
         let key = |i: usize| r.rows[i].get(col).cloned().unwrap_or(Cell::Empty);
@@ -710,7 +721,7 @@ impl App {
     }
 
     pub(super) fn export_study(&self, what: &str) {
-        let Some(r) = self.study.reports.get(&self.panel) else { return };
+        let Some(r) = self.study.reports.get(self.panel.name()) else { return };
         let base = format!("inferscale-study-{}-{}-seed{}", r.study, r.scenario, r.seed);
         let (text, ext, mime) = match what {
             "json" => (r.json(), "json", "application/json"),
@@ -721,7 +732,7 @@ impl App {
     }
 
     pub(super) fn copy_study_link(&self) {
-        super::copy_link_to(&super::share_hash_for(&self.panel, &self.study_options(), &self.editor().value()));
+        super::copy_link_to(&super::share_hash_for(self.panel.name(), &self.study_options(), &self.editor().value()));
         self.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
     }
 }
