@@ -127,7 +127,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
             Param {
                 id: "o-target-rps",
                 label: "Or: fewest replicas for",
-                unit: "req/s (empty: find the highest rate)",
+                unit: "req/s; sessions/s with sessions (empty: find the highest rate)",
                 title: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router",
                 ptr: "study:target_rps",
                 kind: PKind::OptNum,
@@ -167,7 +167,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
             Param {
                 id: "o-start",
                 label: "First rate",
-                unit: "req/s (empty: the scenario's)",
+                unit: "req/s; sessions/s with sessions (empty: the scenario's)",
                 title: "Where the search starts",
                 ptr: "study:start_rps",
                 kind: PKind::OptNum,
