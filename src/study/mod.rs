@@ -350,6 +350,27 @@ fn col(label: &str, unit: &str, format: Format) -> Column {
     Column { label: label.into(), unit: unit.into(), format }
 }
 
+/// A table column declared whole: its header, unit and format beside how a row's cell is read, so the header
+/// and the cells cannot drift apart.
+pub struct ColumnDef<R> {
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub format: Format,
+    pub cell: fn(&R) -> Cell,
+}
+
+/// `ColumnDef { label, unit, format, cell }`, in one line.
+pub const fn column<R>(label: &'static str, unit: &'static str, format: Format, cell: fn(&R) -> Cell) -> ColumnDef<R> {
+    ColumnDef { label, unit, format, cell }
+}
+
+/// A report's header row and cells from declared columns.
+pub fn table<R>(defs: &[ColumnDef<R>], rows: &[R]) -> (Vec<Column>, Vec<Vec<Cell>>) {
+    let columns =
+        defs.iter().map(|d| Column { label: d.label.into(), unit: d.unit.into(), format: d.format }).collect();
+    (columns, rows.iter().map(|r| defs.iter().map(|d| (d.cell)(r)).collect()).collect())
+}
+
 /// One table cell. Serialised plainly: a number, a string, a boolean or null.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::scenario::at;
-use crate::study::sweep::{ColumnDef, Knob, SweepRow, check_list, column};
+use crate::study::sweep::{Knob, SweepRow, check_list};
+use crate::study::{ColumnDef, column};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -3,6 +3,7 @@
 use super::*;
 use crate::scenario::at;
 use crate::spec::field::Checked;
+use crate::study::{ColumnDef, column, table};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -68,6 +69,21 @@ impl StudyDef for AgentPoliciesStudy {
     }
 }
 
+/// The comparison's table: a row per policy.
+const COLUMNS: [ColumnDef<RunSummary>; 11] = [
+    column("Policy", "", Format::Text, |x| x.label.as_str().into()),
+    column("p95 turn TTFT", "s", Format::Seconds, |x| sess(x).turn_ttft_p95_s.into()),
+    column("p95 session E2E", "s", Format::Seconds, |x| sess(x).session_e2e_p95_s.into()),
+    column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(x)).into()),
+    column("Route locality", "", Format::Percent, |x| sess(x).route_locality.into()),
+    column("Recomputed history", "tokens", Format::Int, |x| sess(x).recomputed_history_tokens.into()),
+    column("Mean KV", "GB, HBM", Format::Num, |x| sess(x).hbm_mean_gb.into()),
+    column("Peak KV", "GB, HBM", Format::Num, |x| sess(x).hbm_peak_gb.into()),
+    column("HBM GB·s", "GB·s", Format::Num, |x| sess(x).hbm_gb_s.into()),
+    column("Evictions", "TTL + pressure", Format::Int, |x| (sess(x).ttl_evictions + sess(x).pressure_evictions).into()),
+    column("Diagnosis", "", Format::Text, |x| session_brief(x).into()),
+];
+
 impl OneBatchStudy for AgentPoliciesStudy {
     fn batch(&self) -> &OneBatch {
         &self.batch
@@ -82,38 +98,7 @@ impl OneBatchStudy for AgentPoliciesStudy {
             "which retention and routing policy serves these agent sessions best, and what does it hold in memory?"
                 .into(),
         );
-        rep.columns = vec![
-            col("Policy", "", Format::Text),
-            col("p95 turn TTFT", "s", Format::Seconds),
-            col("p95 session E2E", "s", Format::Seconds),
-            col("Cache hit", "of later turns", Format::Percent),
-            col("Route locality", "", Format::Percent),
-            col("Recomputed history", "tokens", Format::Int),
-            col("Mean KV", "GB, HBM", Format::Num),
-            col("Peak KV", "GB, HBM", Format::Num),
-            col("HBM GB·s", "GB·s", Format::Num),
-            col("Evictions", "TTL + pressure", Format::Int),
-            col("Diagnosis", "", Format::Text),
-        ];
-        rep.rows = r
-            .iter()
-            .map(|x| {
-                let s = sess(x);
-                vec![
-                    Cell::from(x.label.as_str()),
-                    s.turn_ttft_p95_s.into(),
-                    s.session_e2e_p95_s.into(),
-                    cache_hit(s).into(),
-                    s.route_locality.into(),
-                    s.recomputed_history_tokens.into(),
-                    s.hbm_mean_gb.into(),
-                    s.hbm_peak_gb.into(),
-                    s.hbm_gb_s.into(),
-                    (s.ttl_evictions + s.pressure_evictions).into(),
-                    session_brief(x).into(),
-                ]
-            })
-            .collect();
+        (rep.columns, rep.rows) = table(&COLUMNS, r);
         rep.best_row = fastest(r);
         if let (Some(b), Some(base)) = (rep.best_row, r.first()) {
             let (x, s0) = (sess(&r[b]), sess(base));
