@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    col, report_head,
+    About, Chart, ChartSeries, ColumnDef, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    StudyReport, column, report_head, table,
 };
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
@@ -175,6 +175,23 @@ pub fn sentence(r: &RunSummary) -> String {
     format!("{}: {first}", r.diagnosis_kind)
 }
 
+/// The comparison's table: a row per layout. Cache figures only on the rows that cache.
+const COLUMNS: [ColumnDef<RunSummary>; 11] = [
+    column("Scenario", "", Format::Text, |x| x.label.as_str().into()),
+    column("GPU instances", "", Format::Int, |x| x.gpus.into()),
+    column("Goodput", "req/s", Format::Num, |x| x.goodput_rps.into()),
+    column("Goodput/GPU", "req/s", Format::Num, |x| x.goodput_per_gpu_rps.into()),
+    column("SLO attainment", "", Format::Percent, |x| x.slo_attainment.into()),
+    column("p95 TTFT", "s", Format::Seconds, |x| x.ttft_p95_s.into()),
+    column("p95 E2E", "s", Format::Seconds, |x| x.e2e_p95_s.into()),
+    column("p95 KV transfer", "s", Format::Seconds, |x| x.transfer_p95_s.into()),
+    column("Cache hit", "", Format::Percent, |x| x.prefix_hit_rate.filter(|_| x.label.contains("cache")).into()),
+    column("Prefill saved", "of prompt tokens", Format::Percent, |x| {
+        x.prefill_saved_fraction.filter(|_| x.label.contains("cache")).into()
+    }),
+    column("Diagnosis", "", Format::Text, |x| sentence(x).into()),
+];
+
 impl OneBatchStudy for PdStudy {
     fn batch(&self) -> &OneBatch {
         &self.batch
@@ -188,40 +205,8 @@ impl OneBatchStudy for PdStudy {
             &self.base,
             "colocated or disaggregated prefill/decode, with or without prefix reuse?".into(),
         );
-        rep.columns = vec![
-            col("Scenario", "", Format::Text),
-            col("GPU instances", "", Format::Int),
-            col("Goodput", "req/s", Format::Num),
-            col("Goodput/GPU", "req/s", Format::Num),
-            col("SLO attainment", "", Format::Percent),
-            col("p95 TTFT", "s", Format::Seconds),
-            col("p95 E2E", "s", Format::Seconds),
-            col("p95 KV transfer", "s", Format::Seconds),
-            col("Cache hit", "", Format::Percent),
-            col("Prefill saved", "of prompt tokens", Format::Percent),
-            col("Diagnosis", "", Format::Text),
-        ];
         let r = results;
-        rep.rows = r
-            .iter()
-            .map(|x| {
-                let hit = x.prefix_hit_rate.filter(|_| x.label.contains("cache"));
-                let saved = x.prefill_saved_fraction.filter(|_| x.label.contains("cache"));
-                vec![
-                    Cell::from(x.label.as_str()),
-                    x.gpus.into(),
-                    x.goodput_rps.into(),
-                    x.goodput_per_gpu_rps.into(),
-                    x.slo_attainment.into(),
-                    x.ttft_p95_s.into(),
-                    x.e2e_p95_s.into(),
-                    x.transfer_p95_s.into(),
-                    hit.into(),
-                    saved.into(),
-                    sentence(x).into(),
-                ]
-            })
-            .collect();
+        (rep.columns, rep.rows) = table(&COLUMNS, r);
         // Best: most goodput per GPU; ties by SLO attainment, then the simpler layout (earlier row).
         rep.best_row = (0..r.len()).reduce(|a, b| {
             let key = |i: usize| (r[i].goodput_per_gpu_rps, r[i].slo_attainment);
