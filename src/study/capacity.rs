@@ -15,8 +15,7 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, Kind, RunSummary, Study, StudyDef, StudyReport, col, report_head,
-    reseeded,
+    About, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyDef, StudyReport, col, report_head, reseeded,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -310,7 +309,7 @@ impl Study for CapacityStudy {
         }
         let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
-            Kind::Capacity,
+            CapacityStudy::ABOUT,
             &self.base,
             format!(
                 "what is the highest rate at which {} in all {} repetitions?",
@@ -496,7 +495,7 @@ impl CapacityStudy {
         let u = self.rate_unit();
         let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
-            Kind::Capacity,
+            CapacityStudy::ABOUT,
             &self.base,
             format!(
                 "what is the fewest replicas at which {} at {rate} {u} in all {} repetitions?",

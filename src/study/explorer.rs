@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    brief, col, pareto, patched, report_head,
+    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport, brief,
+    col, pareto, patched, report_head,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
@@ -144,7 +144,7 @@ impl OneBatchStudy for ExplorerStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(
-            Kind::Explorer,
+            ExplorerStudy::ABOUT,
             &self.base,
             "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into(),
         );

@@ -672,10 +672,10 @@ pub fn build(name: &str, spec: &Spec, params: &serde_json::Value) -> Result<Box<
 }
 
 /// The header every study report starts with.
-fn report_head(study: Kind, spec: &Spec, question: String) -> StudyReport {
+fn report_head(study: About, spec: &Spec, question: String) -> StudyReport {
     StudyReport {
         inferscale_version: env!("CARGO_PKG_VERSION").to_string(),
-        study: study.name().to_string(),
+        study: study.name.to_string(),
         scenario: spec.name.clone(),
         seed: spec.seed,
         question,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
     bootstrap_ci, col, report_head, reseeded, treated,
 };
 use crate::scenario::{self, Errors, ScenarioError, Spec};
@@ -60,7 +60,7 @@ impl StudyDef for PairedStudy {
         e.int(&at!(Self::at(), p.repetitions), p.repetitions as u64, 2, 1000);
         e.int(&at!(Self::at(), p.resamples), p.resamples as u64, 100, 100_000);
         e.finish()?;
-        let treated = treated(spec, &p.treatment, Kind::Paired.name())?;
+        let treated = treated(spec, &p.treatment, PairedStudy::ABOUT.name)?;
         let jobs = (0..p.repetitions)
             .flat_map(|k| {
                 let seed = spec.seed.wrapping_add(k as u64);
@@ -89,7 +89,7 @@ impl OneBatchStudy for PairedStudy {
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
         let mut rep = report_head(
-            Kind::Paired,
+            PairedStudy::ABOUT,
             &self.base,
             format!("does the treatment {change} change the outcome, beyond run-to-run noise?"),
         );

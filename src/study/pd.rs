@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef,
-    StudyReport, column, report_head, table,
+    About, Chart, ChartSeries, ColumnDef, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    column, report_head, table,
 };
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
@@ -201,7 +201,7 @@ impl OneBatchStudy for PdStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(
-            Kind::Pd,
+            PdStudy::ABOUT,
             &self.base,
             "colocated or disaggregated prefill/decode, with or without prefix reuse?".into(),
         );

@@ -10,8 +10,8 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    brief, col, report_head,
+    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport, brief,
+    col, report_head,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
@@ -162,7 +162,7 @@ impl OneBatchStudy for RankingStudy {
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let reps = self.repetitions;
         let mut rep = report_head(
-            Kind::Ranking,
+            RankingStudy::ABOUT,
             &self.base,
             format!(
                 "which queue policy (or admission policy) serves these requests best, over {reps} repetition{}?",

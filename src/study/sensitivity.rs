@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, Kind, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    col, report_head, treated,
+    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport, col,
+    report_head, treated,
 };
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
@@ -51,7 +51,7 @@ impl StudyDef for SensitivityStudy {
         e.int(&at!(Self::at(), p.samples), p.samples as u64, 1, 1000);
         e.range_open_lo(&at!(Self::at(), p.range), p.range, 1.0, 10.0);
         e.finish()?;
-        let treated = treated(spec, &p.treatment, Kind::Sensitivity.name())?;
+        let treated = treated(spec, &p.treatment, SensitivityStudy::ABOUT.name)?;
         // Scales from the study stream: log-uniform, shared by baseline and treatment (common random numbers).
         let mut rng = crate::rng::stream(spec.seed, crate::rng::Stream::Study, 2);
         let ln = libm::log(p.range);
@@ -96,7 +96,7 @@ impl OneBatchStudy for SensitivityStudy {
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let change = serde_json::to_string(&self.p.treatment).unwrap_or_default();
         let mut rep = report_head(
-            Kind::Sensitivity,
+            SensitivityStudy::ABOUT,
             &self.base,
             format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range),
         );

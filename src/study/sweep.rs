@@ -7,9 +7,9 @@ use super::{About, ColumnDef, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef
 use crate::scenario::{self, Errors, ScenarioError, Spec};
 
 /// One row of a sweep: the knob's value, its run, and whether the run is on the knob's frontier.
-pub struct SweepRow<V> {
+pub struct SweepRow<'a, V> {
     pub value: V,
-    pub run: RunSummary,
+    pub run: &'a RunSummary,
     pub on_front: bool,
 }
 
@@ -31,9 +31,10 @@ pub trait Knob: 'static {
     fn frontier(_: &RunSummary) -> Option<(f64, f64)> {
         None
     }
-    fn columns() -> Vec<ColumnDef<SweepRow<Self::Value>>>;
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, Self::Value>>>;
     /// The best row, answer, charts and notes.
-    fn conclude(base: &Spec, rows: &[SweepRow<Self::Value>], report: &mut StudyReport);
+    /// `runs` are the rows' runs, in order.
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, Self::Value>], runs: &[RunSummary], report: &mut StudyReport);
 }
 
 /// A list's length within 1 … `most` at `at`, then each entry checked.
@@ -80,15 +81,14 @@ impl<K: Knob> OneBatchStudy for Sweep<K> {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let kind = super::Kind::from_name(K::ABOUT.name).expect("a registered sweep");
-        let mut rep = report_head(kind, &self.base, K::QUESTION.into());
+        let mut rep = report_head(K::ABOUT, &self.base, K::QUESTION.into());
         let figures: Vec<Option<(f64, f64)>> = r.iter().map(K::frontier).collect();
         let front = super::pareto(&figures.iter().map(|f| f.map_or((0.0, 0.0), |(a, b)| (-a, b))).collect::<Vec<_>>());
-        let rows: Vec<SweepRow<K::Value>> = (r.iter().zip(&self.values).enumerate())
-            .map(|(i, (run, &value))| SweepRow { value, run: run.clone(), on_front: figures[i].is_some() && front[i] })
+        let rows: Vec<SweepRow<'_, K::Value>> = (r.iter().zip(&self.values).enumerate())
+            .map(|(i, (run, &value))| SweepRow { value, run, on_front: figures[i].is_some() && front[i] })
             .collect();
         (rep.columns, rep.rows) = table(&K::columns(), &rows);
-        K::conclude(&self.base, &rows, &mut rep);
+        K::conclude(&self.base, &rows, r, &mut rep);
         rep.runs = r.to_vec();
         rep
     }

@@ -54,24 +54,23 @@ impl Knob for Slack {
         variant(spec, &p, &default_host(), spec.engine.retention_budget_blocks)
     }
 
-    fn columns() -> Vec<ColumnDef<SweepRow<f64>>> {
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, f64>>> {
         vec![
             column("Affinity slack", "s", Format::Seconds, |x| (x.value / 1e3).into()),
-            column("p95 turn TTFT", "s", Format::Seconds, |x| sess(&x.run).turn_ttft_p95_s.into()),
-            column("p95 session E2E", "s", Format::Seconds, |x| sess(&x.run).session_e2e_p95_s.into()),
-            column("Route locality", "", Format::Percent, |x| sess(&x.run).route_locality.into()),
-            column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(&x.run)).into()),
-            column("Recomputed", "tokens", Format::Int, |x| sess(&x.run).recomputed_history_tokens.into()),
-            column("Session SLO", "", Format::Percent, |x| sess(&x.run).slo_attainment.into()),
-            column("Pressure evictions", "", Format::Int, |x| sess(&x.run).pressure_evictions.into()),
-            column("Diagnosis", "", Format::Text, |x| session_brief(&x.run).into()),
+            column("p95 turn TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
+            column("p95 session E2E", "s", Format::Seconds, |x| sess(x.run).session_e2e_p95_s.into()),
+            column("Route locality", "", Format::Percent, |x| sess(x.run).route_locality.into()),
+            column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(x.run)).into()),
+            column("Recomputed", "tokens", Format::Int, |x| sess(x.run).recomputed_history_tokens.into()),
+            column("Session SLO", "", Format::Percent, |x| sess(x.run).slo_attainment.into()),
+            column("Pressure evictions", "", Format::Int, |x| sess(x.run).pressure_evictions.into()),
+            column("Diagnosis", "", Format::Text, |x| session_brief(x.run).into()),
         ]
     }
 
-    fn conclude(base: &Spec, rows: &[SweepRow<f64>], rep: &mut StudyReport) {
-        let r: Vec<RunSummary> = rows.iter().map(|x| x.run.clone()).collect();
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, f64>], r: &[RunSummary], rep: &mut StudyReport) {
         let slacks: Vec<f64> = rows.iter().map(|x| x.value).collect();
-        rep.best_row = fastest(&r);
+        rep.best_row = fastest(r);
         if let Some(b) = rep.best_row {
             let s = sess(&r[b]);
             rep.answer = format!(

@@ -93,7 +93,7 @@ impl OneBatchStudy for AgentPoliciesStudy {
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(
-            Kind::AgentPolicies,
+            AgentPoliciesStudy::ABOUT,
             &self.base,
             "which retention and routing policy serves these agent sessions best, and what does it hold in memory?"
                 .into(),

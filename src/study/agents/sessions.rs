@@ -122,7 +122,7 @@ impl OneBatchStudy for SessionsStudy {
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(
-            Kind::AgentSessions,
+            SessionsStudy::ABOUT,
             &self.base,
             "what do these agent sessions see, turn by turn, and what holds them back?".into(),
         );

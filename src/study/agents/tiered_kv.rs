@@ -138,7 +138,7 @@ impl Study for TieredKvStudy {
 
 fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     let mut rep = report_head(
-        Kind::TieredKv,
+        TieredKvStudy::ABOUT,
         &st.base,
         "where should a session's KV wait for its next turn — HBM, host memory, or nowhere — and what if HBM shrinks?"
             .into(),

@@ -75,24 +75,23 @@ impl Knob for Ttl {
         Some((sess(r).turn_ttft_p95_s, sess(r).hbm_mean_gb))
     }
 
-    fn columns() -> Vec<ColumnDef<SweepRow<Option<f64>>>> {
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, Option<f64>>>> {
         vec![
             column("TTL", "", Format::Text, |x| ttl_label(x.value).into()),
             column("Pareto", "", Format::Bool, |x| x.on_front.into()),
-            column("p95 turn TTFT", "s", Format::Seconds, |x| sess(&x.run).turn_ttft_p95_s.into()),
-            column("p95 session E2E", "s", Format::Seconds, |x| sess(&x.run).session_e2e_p95_s.into()),
-            column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(&x.run)).into()),
-            column("Recomputed history", "tokens", Format::Int, |x| sess(&x.run).recomputed_history_tokens.into()),
-            column("Mean KV", "GB, HBM", Format::Num, |x| sess(&x.run).hbm_mean_gb.into()),
-            column("HBM GB·s", "GB·s", Format::Num, |x| sess(&x.run).hbm_gb_s.into()),
-            column("TTL evictions", "", Format::Int, |x| sess(&x.run).ttl_evictions.into()),
-            column("Pressure evictions", "", Format::Int, |x| sess(&x.run).pressure_evictions.into()),
-            column("Diagnosis", "", Format::Text, |x| session_brief(&x.run).into()),
+            column("p95 turn TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
+            column("p95 session E2E", "s", Format::Seconds, |x| sess(x.run).session_e2e_p95_s.into()),
+            column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(x.run)).into()),
+            column("Recomputed history", "tokens", Format::Int, |x| sess(x.run).recomputed_history_tokens.into()),
+            column("Mean KV", "GB, HBM", Format::Num, |x| sess(x.run).hbm_mean_gb.into()),
+            column("HBM GB·s", "GB·s", Format::Num, |x| sess(x.run).hbm_gb_s.into()),
+            column("TTL evictions", "", Format::Int, |x| sess(x.run).ttl_evictions.into()),
+            column("Pressure evictions", "", Format::Int, |x| sess(x.run).pressure_evictions.into()),
+            column("Diagnosis", "", Format::Text, |x| session_brief(x.run).into()),
         ]
     }
 
-    fn conclude(base: &Spec, rows: &[SweepRow<Option<f64>>], rep: &mut StudyReport) {
-        let r: Vec<RunSummary> = rows.iter().map(|x| x.run.clone()).collect();
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, Option<f64>>], r: &[RunSummary], rep: &mut StudyReport) {
         let ttls: Vec<Option<f64>> = rows.iter().map(|x| x.value).collect();
         let front: Vec<bool> = rows.iter().map(|x| x.on_front).collect();
         // The knee: the least HBM whose p95 turn TTFT is within 10 % of the best.
