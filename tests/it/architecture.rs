@@ -314,11 +314,8 @@ fn in_a_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 
 #[test]
 fn the_files_of_each_folder_import_each_other_without_a_cycle() {
-    // The page (www/src) is not held to it yet: its App is one type whose methods are spread over app.rs, lab.rs,
-    // study_panel.rs and calibration.rs, which call each other; it joins this list when the page is panels that
-    // own their state (issue 22, item 5). `www_files_are_still_one_cycle` keeps that note true.
-    let mut dirs = vec![root().join("worker/src"), root().join("src")];
-    let mut i = 1;
+    let mut dirs = vec![root().join("worker/src"), root().join("www/src"), root().join("src")];
+    let mut i = 2;
     while i < dirs.len() {
         let sub: Vec<PathBuf> = std::fs::read_dir(&dirs[i])
             .unwrap()
@@ -357,17 +354,6 @@ fn the_folder_scan_sees_a_cycle() {
     write("c.rs", "pub struct C;\nimpl C {\n    fn only_c(&self) {}\n}\n");
     assert!(in_a_cycle(&folder_graph(&dir)).is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn www_files_are_still_one_cycle() {
-    let left = in_a_cycle(&folder_graph(&root().join("www/src")));
-    let names: BTreeSet<&str> = left.iter().map(|l| l.split(' ').next().unwrap()).collect();
-    assert_eq!(
-        names,
-        BTreeSet::from(["app", "calibration", "lab", "study_panel"]),
-        "the page's files changed their cycle: when it is gone, add www/src to the folders checked above"
-    );
 }
 
 /// The engine feeds the recorder only through its hooks (`on_*`, `advance`, `itl_sink`, `finish`) and reads

@@ -1,37 +1,83 @@
 //! The Serving Lab's results: the diagnosis (what was run, what was missed), the cards, the charts, the
-//! per-class table and the per-request table, and their exports. A panel of its own (`panels::LabPanel`); the
-//! scenario editing it shares with every panel stays in `app.rs`.
+//! per-class table and the per-request table, and their exports: the Serving Lab panel, which owns its run
+//! and its results. The scenario it runs is the editor's (`editor.rs`), shared with every panel.
 
+use inferscale_worker::{Input, Output, Results};
 use serde_json::Value;
 use wasm_bindgen::JsCast;
-use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlInputElement};
+use web_sys::{Element, HtmlElement, HtmlInputElement};
 
-use inferscale_worker::Results;
-
-use super::{App, PAGE_ROWS};
+use crate::behaviour::{Behaviour, Cx, Wiring};
 use crate::charts;
 use crate::exports;
 use crate::figure::{self, Figure, Fmt};
 use crate::numbers;
+use crate::page::{copy_link_to, now_ms, share_hash, window};
+use crate::panels::PanelId;
 use crate::sort::Sort;
 use crate::table::{self, Table, esc};
+use crate::workers::Pool;
 
-impl App {
-    pub(super) fn show_results(&mut self, results: Results) {
+/// The Serving Lab's state: its worker, the run in flight, the last results and how they are shown.
+#[derive(Default)]
+pub struct Lab {
+    /// Its simulator: a pool of one worker.
+    pool: Option<Pool>,
+    run_id: u32,
+    running: bool,
+    started_ms: f64,
+    results: Option<Results>,
+    report: Value,
+    table: Table,
+    /// Show only the requests that missed an objective of their class.
+    missed_only: bool,
+    /// The per-request SLOs (ns) of each class of the scenario that ran: (name, ttft, tpot, e2e).
+    ran_slos: Vec<ClassSlos>,
+    sort: Sort,
+    page: usize,
+    /// The charts on screen: what each drew and how its pixels map to data.
+    charts: Vec<Figure>,
+}
+
+const PAGE_ROWS: usize = 50;
+
+/// A class's per-request SLOs in ns: (name, TTFT, TPOT, E2E).
+type ClassSlos = (String, Option<u64>, Option<u64>, Option<u64>);
+
+impl Lab {
+    pub fn spawn_worker(&mut self, cx: &Cx) {
+        self.pool = Some(cx.page.pool(PanelId::Lab, 1));
+    }
+
+    fn set_buttons(&self, cx: &Cx) {
+        if let Ok(b) = cx.page.el("cancel").dyn_into::<web_sys::HtmlButtonElement>() {
+            b.set_disabled(!self.running);
+        }
+        cx.editor.lab_running.set(self.running);
+        cx.editor.validate(cx.page);
+    }
+
+    fn progress(&self, cx: &Cx, f: f64) {
+        if let Ok(p) = cx.page.el("progress").dyn_into::<web_sys::HtmlProgressElement>() {
+            p.set_value(f);
+        }
+    }
+
+    pub fn show_results(&mut self, cx: &Cx, results: Results) {
         self.report = serde_json::from_str(&results.report_json).unwrap_or(Value::Null);
         self.table = Table::parse(&results.requests_csv);
         self.sort = Sort::default();
         self.page = 0;
         self.results = Some(results);
-        self.html("results").set_hidden(false);
-        self.render_diagnosis();
-        self.render_cards();
-        self.render_charts();
-        self.render_classes();
-        self.render_table();
+        cx.page.html("results").set_hidden(false);
+        self.render_diagnosis(cx);
+        self.render_cards(cx);
+        self.render_charts(cx);
+        self.render_classes(cx);
+        self.render_table(cx);
     }
 
-    pub(super) fn render_diagnosis(&self) {
+    pub fn render_diagnosis(&self, cx: &Cx) {
         let d = &self.report["diagnosis"];
         let findings: String = d["findings"]
             .as_array()
@@ -52,7 +98,7 @@ impl App {
                 a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect()
             })
             .unwrap_or_default();
-        self.el("diagnosis").set_inner_html(&format!(
+        cx.page.el("diagnosis").set_inner_html(&format!(
             "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p>{warnings}<ul>{}</ul>",
             esc(self.results.as_ref().map_or("", |r| r.setup.as_str())),
             self.report["summary"]["offered_rate_rps"].as_f64().unwrap_or(0.0),
@@ -65,7 +111,7 @@ impl App {
         ));
     }
 
-    pub(super) fn render_cards(&self) {
+    pub fn render_cards(&self, cx: &Cx) {
         let s = &self.report["summary"];
         let a = &self.report["audits"];
         let f = |v: &Value| v.as_f64().unwrap_or(0.0);
@@ -149,15 +195,15 @@ impl App {
                 format!("<div class=\"card {cls}\" data-metric=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>", esc(key), esc(k), esc(v))
             })
             .collect();
-        self.el("cards").set_inner_html(&html);
+        cx.page.el("cards").set_inner_html(&html);
     }
 
-    pub(super) fn render_charts(&mut self) {
+    pub fn render_charts(&mut self, cx: &Cx) {
         let Some(r) = &self.results else { return };
         let mut figs = self.cdf_figures(r);
         figs.extend(self.series_figures());
         figs.extend(self.class_figure());
-        self.label_figures(&figs);
+        cx.page.label_figures(&figs);
         self.charts = figs;
     }
 
@@ -294,7 +340,7 @@ impl App {
 
     /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
     /// percentile objectives on it.
-    pub(super) fn objective_lines(&self, metric: &str) -> Vec<(String, f64)> {
+    pub fn objective_lines(&self, metric: &str) -> Vec<(String, f64)> {
         // The SLOs of the scenario that ran (captured at Run: the editor may have changed since).
         let mut out: Vec<(String, f64)> = Vec::new();
         for (name, ttft, tpot, e2e) in &self.ran_slos {
@@ -318,24 +364,7 @@ impl App {
         out
     }
 
-    /// A chart's hover read-out: its figure's nearest data point (canvases may be scaled by CSS).
-    pub(super) fn hover(&self, figures: &[Figure], ev: &web_sys::MouseEvent) {
-        let Some(canvas) = ev.target().and_then(|t| t.dyn_into::<HtmlCanvasElement>().ok()) else { return };
-        let Some(f) = figures.iter().find(|f| f.id == canvas.id()) else { return };
-        let scale = canvas.width() as f64 / canvas.client_width().max(1) as f64;
-        let text = f.read_out(((ev.offset_x() as f64) * scale) as i32, ((ev.offset_y() as f64) * scale) as i32);
-        self.el(&format!("hover-{}", f.id)).set_text_content(Some(&text));
-    }
-
-    /// Give each drawn figure its accessible name and its data table.
-    pub(super) fn label_figures(&self, figures: &[Figure]) {
-        for f in figures {
-            self.el(&f.id).set_attribute("aria-label", &f.summary).ok();
-            self.el(&format!("data-{}", f.id)).set_inner_html(&f.table());
-        }
-    }
-
-    pub(super) fn render_classes(&self) {
+    pub fn render_classes(&self, cx: &Cx) {
         let rows: String = self.report["classes"]
             .as_array()
             .into_iter()
@@ -355,19 +384,19 @@ impl App {
                 )
             })
             .collect();
-        self.el("classes").set_inner_html(&format!(
+        cx.page.el("classes").set_inner_html(&format!(
             "<table><thead><tr><th>Class</th><th>Requests</th><th>Completed</th><th>Rejected</th><th>SLO attainment</th><th>Goodput (req/s)</th><th>p95 TTFT</th><th>p95 TPOT</th><th>p95 E2E</th></tr></thead><tbody>{rows}</tbody></table>"
         ));
     }
 
     /// Did this CSV row miss an objective of its class? The core's `missed` column says (which objective, or
     /// `not_completed`); empty: it met them.
-    pub(super) fn row_missed(&self, row: &[String]) -> bool {
+    pub fn row_missed(&self, row: &[String]) -> bool {
         let at = self.table.header.iter().position(|h| h == "missed");
         at.and_then(|i| row.get(i)).is_some_and(|m| !m.is_empty())
     }
 
-    pub(super) fn render_table(&self) {
+    pub fn render_table(&self, cx: &Cx) {
         let t = &self.table;
         let head: String = t
             .header
@@ -392,24 +421,25 @@ impl App {
             .collect();
         let checked = if self.missed_only { " checked" } else { "" };
         let what = if self.missed_only { "requests that missed an objective" } else { "requests" };
-        self.el("requests").set_inner_html(&format!(
+        cx.page.el("requests").set_inner_html(&format!(
             "<div class=\"pager\"><button type=\"button\" data-page=\"prev\">Previous</button><span id=\"page-info\">Page {} of {pages} ({} {what})</span><button type=\"button\" data-page=\"next\">Next</button><label class=\"inline\"><input type=\"checkbox\" id=\"missed-only\" data-filter=\"missed\"{checked}> Only requests that missed an objective</label></div><div class=\"table-wrap\"><table id=\"request-table\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
             page + 1,
             rows.len()
         ));
     }
 
-    pub(super) fn table_click(&mut self, target: &Element) {
+    pub fn table_click(&mut self, cx: &Cx, target: &Element) {
         if let Some(col) = target.get_attribute("data-col").and_then(|c| c.parse::<usize>().ok()) {
             self.sort.click(col);
             self.table.sort(col, self.sort.desc);
             self.page = 0;
-            self.render_table();
+            self.render_table(cx);
         } else if target.get_attribute("data-filter").is_some() {
             self.missed_only = target.clone().dyn_into::<HtmlInputElement>().map(|i| i.checked()).unwrap_or(false);
             self.page = 0;
-            self.render_table();
-            if let Ok(Some(b)) = self
+            self.render_table(cx);
+            if let Ok(Some(b)) = cx
+                .page
                 .el("requests")
                 .query_selector("#missed-only")
                 .map(|e| e.and_then(|e| e.dyn_into::<HtmlElement>().ok()))
@@ -420,11 +450,143 @@ impl App {
             let shown = self.table.view(|r| !self.missed_only || self.row_missed(r)).len();
             let pages = table::pages(shown, PAGE_ROWS);
             self.page = if dir == "next" { (self.page + 1).min(pages - 1) } else { self.page.saturating_sub(1) };
-            self.render_table();
+            self.render_table(cx);
         }
     }
 
-    pub(super) fn export(&self, what: &str) {
+    pub fn export_png(&self, canvas_id: &str) {
+        let name = self.report["scenario"].as_str().unwrap_or("scenario");
+        let seed = self.report["seed"].as_u64().unwrap_or(0);
+        exports::png(
+            canvas_id,
+            &format!("inferscale-{name}-seed{seed}-{}.png", canvas_id.trim_start_matches("chart-")),
+        );
+    }
+}
+
+impl Behaviour for Lab {
+    fn wiring(&self) -> &'static Wiring {
+        &Wiring {
+            run: "run",
+            cancel: "cancel",
+            copy_link: "copy-link",
+            results: "results",
+            charts: "lab-charts",
+            export_bar: ("lab-exports", "Exports"),
+            exports: &[
+                ("x-json", "json", "JSON"),
+                ("x-csv", "csv", "CSV (requests)"),
+                ("x-summary", "summary", "CSV (summary)"),
+                ("x-md", "md", "Markdown"),
+            ],
+        }
+    }
+
+    fn show(&mut self, _cx: &Cx, _id: PanelId) {}
+
+    fn run(&mut self, cx: &Cx) {
+        if self.running || !cx.editor.validate(cx.page) {
+            return;
+        }
+        self.run_id += 1;
+        self.running = true;
+        self.started_ms = now_ms();
+        self.set_buttons(cx);
+        self.progress(cx, 0.0);
+        cx.page.set_status("Running…");
+        // The objectives the run is judged by, for the table's "missed" filter.
+        self.ran_slos = inferscale::scenario::parse(&cx.editor.scenario_text(cx.page))
+            .map(|sp| {
+                let ns = |ms: Option<f64>| ms.map(|m| (m * 1e6).round() as u64);
+                sp.workload
+                    .classes
+                    .iter()
+                    .map(|c| (c.name.clone(), ns(c.slo.ttft_ms), ns(c.slo.tpot_ms), ns(c.slo.e2e_ms)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The URL replays this run.
+        let _ = window().location().set_hash(&share_hash(&cx.editor.text(cx.page)));
+        // `?crash-test` in the URL makes Run crash the worker instead: the e2e test of recovery.
+        let crash = window().location().search().unwrap_or_default().contains("crash-test");
+        let msg = if crash {
+            Input::Crash { run_id: self.run_id }
+        } else {
+            Input::Run { run_id: self.run_id, scenario_json: cx.editor.scenario_text(cx.page) }
+        };
+        if self.pool.is_none() {
+            self.spawn_worker(cx);
+        }
+        if let Some(p) = &self.pool {
+            p.send(0, msg);
+        }
+    }
+
+    fn cancel(&mut self, cx: &Cx) {
+        if !self.running {
+            return;
+        }
+        // Dropping the pool terminates the worker at once, mid-run; a fresh one takes the next run.
+        self.pool = None;
+        self.spawn_worker(cx);
+        self.running = false;
+        self.set_buttons(cx);
+        self.progress(cx, 0.0);
+        cx.page.set_status("Cancelled (the last results stay on screen)");
+    }
+
+    fn on_output(&mut self, cx: &Cx, _worker: usize, out: Output) {
+        match out {
+            Output::Progress { run_id, done, expected } if run_id == self.run_id && self.running => {
+                let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
+                self.progress(cx, f);
+                let elapsed = (now_ms() - self.started_ms) / 1000.0;
+                let left =
+                    if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+                cx.page.set_status(&format!("Running: {done} of {expected} requests done ({:.0} %){left}", f * 100.0));
+            }
+            Output::Done { run_id, results } if run_id == self.run_id => {
+                self.running = false;
+                self.set_buttons(cx);
+                self.progress(cx, 1.0);
+                let secs = (now_ms() - self.started_ms) / 1000.0;
+                cx.page.el("status").set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
+                cx.page.el("status").set_attribute("data-compute-ms", &format!("{:.1}", results.compute_ms)).ok();
+                cx.page.el("status").set_attribute("data-simulate-ms", &format!("{:.1}", results.simulate_ms)).ok();
+                cx.page.set_status(&format!("Done in {secs:.2} s"));
+                self.show_results(cx, results);
+                // Take the user to what the run says.
+                cx.page.el("results").scroll_into_view();
+                if let Ok(h) = cx.page.el("diagnosis-title").dyn_into::<HtmlElement>() {
+                    h.focus().ok();
+                }
+                // Run → results on screen (cards, charts, table drawn), for the e2e benchmark.
+                cx.page.el("status").set_attribute("data-shown-ms", &format!("{:.1}", now_ms() - self.started_ms)).ok();
+            }
+            Output::Failed { run_id, message } if run_id == self.run_id => {
+                // The worker is dead: replace it; the inputs and the last results stay on screen.
+                self.running = false;
+                self.pool = None;
+                self.spawn_worker(cx);
+                self.set_buttons(cx);
+                self.progress(cx, 0.0);
+                cx.editor.show_errors(
+                    cx.page,
+                    &[("(simulator)".into(), format!("internal error, the worker was restarted: {message}"))],
+                );
+                cx.page.set_status("The simulator failed; it was restarted");
+            }
+            Output::Invalid { run_id, errors } if run_id == self.run_id => {
+                self.running = false;
+                self.set_buttons(cx);
+                cx.editor.show_errors(cx.page, &errors);
+                cx.page.set_status("The scenario was refused");
+            }
+            _ => {} // a message from a cancelled run
+        }
+    }
+
+    fn export(&self, _cx: &Cx, what: &str) {
         let Some(r) = &self.results else { return };
         let name = self.report["scenario"].as_str().unwrap_or("scenario").to_string();
         let seed = self.report["seed"].as_u64().unwrap_or(0);
@@ -437,13 +599,20 @@ impl App {
         exports::download_text(&format!("inferscale-{name}-seed{seed}.{ext}"), text, mime);
     }
 
-    pub(super) fn export_png(&self, canvas_id: &str) {
-        let name = self.report["scenario"].as_str().unwrap_or("scenario");
-        let seed = self.report["seed"].as_u64().unwrap_or(0);
-        exports::png(
-            canvas_id,
-            &format!("inferscale-{name}-seed{seed}-{}.png", canvas_id.trim_start_matches("chart-")),
-        );
+    fn copy_link(&self, cx: &Cx) {
+        copy_link_to(&share_hash(&cx.editor.text(cx.page)));
+        cx.page.set_status("Link copied: it replays this exact run");
+    }
+
+    fn click(&mut self, cx: &Cx, target: &Element) {
+        match target.get_attribute("data-png") {
+            Some(id) => self.export_png(&id),
+            None => self.table_click(cx, target),
+        }
+    }
+
+    fn figures(&self) -> &[Figure] {
+        &self.charts
     }
 }
 

@@ -3,8 +3,20 @@
 
 #[cfg(target_arch = "wasm32")]
 mod app;
+#[cfg(target_arch = "wasm32")]
+mod behaviour;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod cal_view;
+#[cfg(target_arch = "wasm32")]
+mod calibration;
+#[cfg(target_arch = "wasm32")]
+mod editor;
+#[cfg(target_arch = "wasm32")]
+mod lab;
+#[cfg(target_arch = "wasm32")]
+mod page;
+#[cfg(target_arch = "wasm32")]
+mod study_panel;
 
 #[cfg(target_arch = "wasm32")]
 mod charts;

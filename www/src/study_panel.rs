@@ -5,25 +5,27 @@
 
 use std::collections::HashMap;
 
-use inferscale::study::{self, Cell, Format, Job, RunSummary, Study, StudyReport};
+use inferscale::study::{self, Cell, Format, Job, Kind, RunSummary, Study, StudyReport};
 use inferscale_worker::{Input, Output};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlInputElement, HtmlSelectElement};
 
-use super::{App, esc, now_ms, window};
+use crate::behaviour::{Behaviour, Cx, Wiring};
 use crate::charts;
 use crate::details;
 use crate::exports;
-use crate::panels::PanelId;
-use crate::panels::{LabPanel, Panel};
+use crate::figure::Figure;
+use crate::page::{copy_link_to, error_list, mark_field, now_ms, share_hash_for, window};
+use crate::panels::{Panel, PanelId};
 use crate::sort::Sort;
-use crate::study_defs::{PKind, PanelDef, Param, default_options, panel, registry};
+use crate::study_defs::{PKind, PanelDef, Param, default_options, panel};
+use crate::table::esc;
 use crate::variant::Variant;
 use crate::workers::Pool;
 
 /// A study running in the page.
-pub(super) struct Active {
+pub struct Active {
     name: String,
     study: Box<dyn Study>,
     batch: Vec<Job>,
@@ -34,20 +36,38 @@ pub(super) struct Active {
     started_ms: f64,
 }
 
-#[derive(Default)]
-pub(super) struct StudyState {
-    pub active: Option<Active>,
+/// The study panels' state: one panel serves every study, each keeping its options and last result.
+pub struct Studies {
+    /// The study on screen.
+    shown: Kind,
+    active: Option<Active>,
     /// Each panel keeps its last result.
-    pub reports: HashMap<String, StudyReport>,
-    pub workers: Option<Pool>,
-    pub run_id: u32,
+    reports: HashMap<String, StudyReport>,
+    workers: Option<Pool>,
+    run_id: u32,
     /// The panel's charts on screen.
-    pub figures: Vec<crate::figure::Figure>,
+    figures: Vec<Figure>,
     /// Display order of the table's rows, and the sort column.
-    pub order: Vec<usize>,
-    pub sort: Sort,
+    order: Vec<usize>,
+    sort: Sort,
     /// Each panel's study options (as the CLI's `--params`).
     pub options: HashMap<String, Value>,
+}
+
+impl Default for Studies {
+    fn default() -> Self {
+        Studies {
+            shown: Kind::ALL[0],
+            active: None,
+            reports: HashMap::new(),
+            workers: None,
+            run_id: 0,
+            figures: Vec::new(),
+            order: Vec::new(),
+            sort: Sort::default(),
+            options: HashMap::new(),
+        }
+    }
 }
 
 /// The P/D and prefix blocks the P/D study assumes when the scenario has none (the core's defaults), for a
@@ -60,54 +80,33 @@ fn pd_defaults(v: &Value) -> Option<(Value, Value)> {
     Some((serde_json::to_value(d).ok()?, serde_json::to_value(x).ok()?))
 }
 
-impl App {
+impl Studies {
     /// The current panel's study options, without nulls (absent options take the study's default).
-    pub(super) fn study_options(&self) -> Value {
-        let v =
-            self.study.options.get(self.panel.name()).cloned().unwrap_or_else(|| default_options(self.panel.name()));
+    pub fn study_options(&self) -> Value {
+        let v = self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
         match v {
             Value::Object(m) => Value::Object(m.into_iter().filter(|(_, x)| !x.is_null()).collect()),
             other => other,
         }
     }
 
-    /// Show a panel: "lab" or a study's name. Each keeps its inputs and last result.
-    pub(super) fn show_panel(&mut self, name: &str) {
-        let all = registry();
-        let shown = all.iter().find(|p| p.name() == name).copied().unwrap_or(&LabPanel);
-        let name = shown.name();
-        self.panel = PanelId::from_name(name);
-        for p in &all {
-            self.html(p.section()).set_hidden(p.section() != shown.section());
-        }
-        if let Ok(links) = self.doc.query_selector_all("nav [data-panel]") {
-            for i in 0..links.length() {
-                let Some(a) = links.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
-                let on = a.get_attribute("data-panel").as_deref() == Some(name);
-                a.class_list().toggle_with_force("active", on).ok();
-                if on {
-                    a.set_attribute("aria-current", "page").ok()
-                } else {
-                    a.remove_attribute("aria-current").ok()
-                };
-            }
-        }
-        if self.panel == PanelId::Calibration {
-            self.show_calibration();
-        }
+    /// The study `kind` came on screen: its title, parameters, buttons and last result.
+    fn show_study(&mut self, cx: &Cx, kind: Kind) {
+        self.shown = kind;
+        let name = kind.name();
         if let Some(p) = panel(name) {
-            self.el("study-title").set_text_content(Some(p.title()));
-            self.el("study-intro").set_text_content(Some(p.sentence));
-            self.render_params(p);
-            self.sync_study_params();
-            self.set_study_buttons();
-            match self.study.reports.get(name).cloned() {
-                Some(r) => self.render_study(&r),
-                None => self.html("study-results").set_hidden(true),
+            cx.page.el("study-title").set_text_content(Some(p.title()));
+            cx.page.el("study-intro").set_text_content(Some(p.sentence));
+            self.render_params(cx, p);
+            self.sync_study_params(cx);
+            self.set_study_buttons(cx);
+            match self.reports.get(name).cloned() {
+                Some(r) => self.render_study(cx, &r),
+                None => cx.page.html("study-results").set_hidden(true),
             }
-            let busy = self.study.active.as_ref().is_some_and(|a| a.name == name);
+            let busy = self.active.as_ref().is_some_and(|a| a.name == name);
             if !busy {
-                self.el("study-status").set_text_content(Some(if self.study.reports.contains_key(name) {
+                cx.page.el("study-status").set_text_content(Some(if self.reports.contains_key(name) {
                     "Showing the last result"
                 } else {
                     "Ready"
@@ -116,7 +115,7 @@ impl App {
         }
     }
 
-    fn render_params(&self, p: &PanelDef) {
+    fn render_params(&self, cx: &Cx, p: &PanelDef) {
         let html: String = p
             .params
             .iter()
@@ -171,14 +170,14 @@ impl App {
         } else {
             "Study options <span class=\"unit\">in the link; the CLI's --params</span>"
         };
-        self.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
+        cx.page.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
     }
 
     /// With session classes, a field of the sessions' own applies only to the classes that do not set it:
     /// its title says which, and it is disabled when none does (its value would change nothing).
-    fn mark_inherited(&self, p: &PanelDef, v: &Value) {
+    fn mark_inherited(&self, cx: &Cx, p: &PanelDef, v: &Value) {
         for f in p.params {
-            let Some(el) = self.doc.get_element_by_id(f.id) else { continue };
+            let Some(el) = cx.page.doc.get_element_by_id(f.id) else { continue };
             let users = crate::variant::inherited_by(v, f.ptr);
             let title = match &users {
                 None => f.title.to_string(),
@@ -191,9 +190,9 @@ impl App {
     }
 
     /// A variant field's select and the inputs of its chosen kind's numbers (the others hidden).
-    fn sync_variant(&self, f: &Param, var: &Variant, v: &Value) {
-        let focused = |el: &Element| self.doc.active_element().as_ref() == Some(el);
-        let sel = self.el(f.id);
+    fn sync_variant(&self, cx: &Cx, f: &Param, var: &Variant, v: &Value) {
+        let focused = |el: &Element| cx.page.doc.active_element().as_ref() == Some(el);
+        let sel = cx.page.el(f.id);
         if !focused(&sel)
             && let Ok(s) = sel.dyn_into::<HtmlSelectElement>()
         {
@@ -201,10 +200,10 @@ impl App {
         }
         for n in var.numbers() {
             let id = format!("{}-{}", f.id, n.key);
-            if let Some(label) = self.doc.get_element_by_id(&format!("{id}-label")) {
+            if let Some(label) = cx.page.doc.get_element_by_id(&format!("{id}-label")) {
                 label.toggle_attribute_with_force("hidden", !var.takes(v, f.ptr, n.key)).ok();
             }
-            let el = self.el(&id);
+            let el = cx.page.el(&id);
             let shown = v.pointer(&format!("{}/{}", f.ptr, n.key)).map_or(String::new(), crate::variant::shown);
             if !focused(&el)
                 && let Ok(i) = el.dyn_into::<HtmlInputElement>()
@@ -215,9 +214,9 @@ impl App {
     }
 
     /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
-    pub(super) fn sync_study_params(&self) {
-        let Some(p) = panel(self.panel.name()) else { return };
-        let text = self.editor().value();
+    pub fn sync_study_params(&self, cx: &Cx) {
+        let Some(p) = panel(self.shown.name()) else { return };
+        let text = cx.editor.text(cx.page);
         let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
         let mut full = v.clone();
         if let Some((d, x)) = pd_defaults(&v) {
@@ -229,10 +228,10 @@ impl App {
             }
         }
         let options =
-            self.study.options.get(self.panel.name()).cloned().unwrap_or_else(|| default_options(self.panel.name()));
+            self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
         for f in p.params {
             if let PKind::Variant(var) = f.kind {
-                self.sync_variant(f, var, &full);
+                self.sync_variant(cx, f, var, &full);
                 continue;
             }
             let raw = match f.ptr.strip_prefix("study:") {
@@ -253,8 +252,8 @@ impl App {
                 (Some(Value::Null) | None, _) => String::new(),
                 (Some(x), _) => x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()),
             };
-            let el = self.el(f.id);
-            if self.doc.active_element().as_ref() == Some(&el) {
+            let el = cx.page.el(f.id);
+            if cx.page.doc.active_element().as_ref() == Some(&el) {
                 continue;
             }
             if let Ok(i) = el.clone().dyn_into::<HtmlInputElement>() {
@@ -272,12 +271,12 @@ impl App {
         // Fields left to the scenario show what they inherit.
         let tp = v.pointer("/hardware/tp").map(|x| x.to_string()).unwrap_or_else(|| "1".into());
         for id in ["p-prefill-tp", "p-decode-tp"] {
-            if let Some(el) = self.doc.get_element_by_id(id) {
+            if let Some(el) = cx.page.doc.get_element_by_id(id) {
                 el.set_attribute("placeholder", &format!("{tp} (hardware.tp)")).ok();
             }
         }
         let cores = window().navigator().hardware_concurrency() as usize;
-        self.el("study-workers").set_attribute("placeholder", &cores.clamp(1, 16).to_string()).ok();
+        cx.page.el("study-workers").set_attribute("placeholder", &cores.clamp(1, 16).to_string()).ok();
         let name = v.pointer("/name").and_then(Value::as_str).unwrap_or("unnamed");
         let unit = if v.pointer("/workload/sessions").is_some() { "sessions" } else { "requests" };
         let n =
@@ -296,20 +295,20 @@ impl App {
                 classes.join(", ")
             )
         };
-        self.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}{mix}")));
-        self.mark_inherited(p, &v);
+        cx.page.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}{mix}")));
+        self.mark_inherited(cx, p, &v);
     }
 
     /// A parameter field changed: write it (and the rest of its block, if the scenario had none) into the
     /// scenario, so the Serving Lab and the link carry it too.
-    pub(super) fn study_param_changed(&mut self, target: &Element) {
+    pub fn study_param_changed(&mut self, cx: &Cx, target: &Element) {
         let Some(ptr) = target.get_attribute("data-ptr") else { return };
-        let Some(p) = panel(self.panel.name()) else { return };
+        let Some(p) = panel(self.shown.name()) else { return };
         if let Some((f, var)) = p.params.iter().find_map(|f| match f.kind {
             PKind::Variant(var) if ptr == f.ptr || ptr.starts_with(&format!("{}/", f.ptr)) => Some((f, var)),
             _ => None,
         }) {
-            self.variant_changed(f, var, &ptr, target);
+            self.variant_changed(cx, f, var, &ptr, target);
             return;
         }
         let Some(f) = p.params.iter().find(|f| f.ptr == ptr) else { return };
@@ -333,28 +332,24 @@ impl App {
                 PKind::Json => match serde_json::from_str::<Value>(raw) {
                     Ok(v) => v,
                     Err(e) => {
-                        self.show_study_errors(&[(
-                            format!("study.{}.{key}", self.panel.name()),
-                            format!("not JSON: {e}"),
-                        )]);
+                        self.show_study_errors(
+                            cx,
+                            &[(format!("study.{}.{key}", self.shown.name()), format!("not JSON: {e}"))],
+                        );
                         return;
                     }
                 },
                 PKind::Select(_) | PKind::Variant(_) => json!(raw),
             };
-            let mut opts = self
-                .study
-                .options
-                .get(self.panel.name())
-                .cloned()
-                .unwrap_or_else(|| default_options(self.panel.name()));
+            let mut opts =
+                self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
             opts[key] = value;
-            self.study.options.insert(self.panel.name().to_string(), opts);
-            self.validate_study();
+            self.options.insert(self.shown.name().to_string(), opts);
+            self.validate_study(cx);
             return;
         }
-        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
-            self.show_study_errors(&[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
+        let Ok(mut v) = serde_json::from_str::<Value>(&cx.editor.text(cx.page)) else {
+            self.show_study_errors(cx, &[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
             return;
         };
         // The first edit of a block writes the rest of it as the study would assume it.
@@ -382,17 +377,17 @@ impl App {
             PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
             PKind::Variant(_) => {} // variant_changed wrote it
         }
-        self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
-        self.sync_controls();
-        self.validate();
-        self.sync_study_params();
-        self.validate_study();
+        cx.editor.area(cx.page).set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        cx.editor.sync_controls(cx.page);
+        cx.editor.validate(cx.page);
+        self.sync_study_params(cx);
+        self.validate_study(cx);
     }
 
     /// A variant's select (a kind chosen) or one of its numbers (typed) changed: written into the scenario.
-    fn variant_changed(&mut self, f: &Param, var: &Variant, ptr: &str, target: &Element) {
-        let Ok(mut v) = serde_json::from_str::<Value>(&self.editor().value()) else {
-            self.show_study_errors(&[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
+    fn variant_changed(&mut self, cx: &Cx, f: &Param, var: &Variant, ptr: &str, target: &Element) {
+        let Ok(mut v) = serde_json::from_str::<Value>(&cx.editor.text(cx.page)) else {
+            self.show_study_errors(cx, &[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
             return;
         };
         if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
@@ -401,36 +396,36 @@ impl App {
             let key = ptr.rsplit_once('/').map_or("", |x| x.1);
             var.set_number(&mut v, f.ptr, key, &i.value());
         }
-        self.editor().set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
-        self.sync_controls();
-        self.validate();
-        self.sync_study_params();
-        self.validate_study();
+        cx.editor.area(cx.page).set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        cx.editor.sync_controls(cx.page);
+        cx.editor.validate(cx.page);
+        self.sync_study_params(cx);
+        self.validate_study(cx);
     }
 
     /// Check the scenario and the study's inputs; show errors by their fields; Run only when valid.
-    pub(super) fn validate_study(&self) -> bool {
-        self.build_study().is_some()
+    pub fn validate_study(&self, cx: &Cx) -> bool {
+        self.build_study(cx).is_some()
     }
 
     /// The panel's study from the scenario and its options, built by the core (which validates both); its
     /// errors shown by their fields, and Run enabled only when there are none.
-    fn build_study(&self) -> Option<Box<dyn Study>> {
+    fn build_study(&self, cx: &Cx) -> Option<Box<dyn Study>> {
         let fields =
             |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
-        let built = inferscale::scenario::parse(&self.scenario_text())
+        let built = inferscale::scenario::parse(&cx.editor.scenario_text(cx.page))
             .map_err(fields)
-            .and_then(|spec| study::build(self.panel.name(), &spec, &self.study_options()).map_err(fields));
-        self.show_study_errors(built.as_ref().err().map_or(&[][..], |e| e.as_slice()));
+            .and_then(|spec| study::build(self.shown.name(), &spec, &self.study_options()).map_err(fields));
+        self.show_study_errors(cx, built.as_ref().err().map_or(&[][..], |e| e.as_slice()));
         built.ok()
     }
 
-    fn show_study_errors(&self, errors: &[(String, String)]) {
-        self.el("study-errors").set_inner_html(&super::error_list(errors));
-        if let Some(p) = panel(self.panel.name()) {
+    fn show_study_errors(&self, cx: &Cx, errors: &[(String, String)]) {
+        cx.page.el("study-errors").set_inner_html(&error_list(errors));
+        if let Some(p) = panel(self.shown.name()) {
             for f in p.params {
                 let d = match f.ptr.strip_prefix("study:") {
-                    Some(key) => format!("study.{}.{key}", self.panel.name()),
+                    Some(key) => format!("study.{}.{key}", self.shown.name()),
                     None => details::dotted(f.ptr),
                 };
                 let under = |path: &str, d: &str| path == d || path.starts_with(&format!("{d}."));
@@ -439,91 +434,67 @@ impl App {
                     // A number's error at its input; the rest of the block's at the select.
                     let numbers = var.numbers();
                     for n in &numbers {
-                        super::mark_field(&self.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
+                        mark_field(&cx.page.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
                     }
                     let rest = errors.iter().find(|(path, _)| {
                         under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key)))
                     });
-                    super::mark_field(&self.el(f.id), rest.map(|h| h.1.as_str()));
+                    mark_field(&cx.page.el(f.id), rest.map(|h| h.1.as_str()));
                     continue;
                 }
-                super::mark_field(&self.el(f.id), at(&d));
+                mark_field(&cx.page.el(f.id), at(&d));
             }
         }
-        if let Ok(b) = self.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
-            b.set_disabled(!errors.is_empty() || self.study.active.is_some());
+        if let Ok(b) = cx.page.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
+            b.set_disabled(!errors.is_empty() || self.active.is_some());
         }
     }
 
-    fn set_study_buttons(&self) {
-        let running = self.study.active.is_some();
-        if let Ok(b) = self.el("study-cancel").dyn_into::<web_sys::HtmlButtonElement>() {
+    fn set_study_buttons(&self, cx: &Cx) {
+        let running = self.active.is_some();
+        if let Ok(b) = cx.page.el("study-cancel").dyn_into::<web_sys::HtmlButtonElement>() {
             b.set_disabled(!running);
         }
-        self.validate_study();
+        self.validate_study(cx);
     }
 
-    fn worker_count(&self) -> usize {
-        let want =
-            self.el("study-workers").dyn_into::<HtmlInputElement>().ok().and_then(|i| i.value().parse::<usize>().ok());
+    fn worker_count(&self, cx: &Cx) -> usize {
+        let want = cx
+            .page
+            .el("study-workers")
+            .dyn_into::<HtmlInputElement>()
+            .ok()
+            .and_then(|i| i.value().parse::<usize>().ok());
         let cores = window().navigator().hardware_concurrency() as usize;
         want.unwrap_or(cores).clamp(1, 16)
     }
 
-    fn spawn_study_workers(&mut self, n: usize) {
-        self.study.workers = Some(Pool::spawn(n, self.self_ref.clone(), App::on_study_output));
+    fn spawn_study_workers(&mut self, cx: &Cx, n: usize) {
+        self.workers = Some(cx.page.pool(PanelId::Study(self.shown), n));
     }
 
     fn workers_len(&self) -> usize {
-        self.study.workers.as_ref().map_or(0, Pool::len)
+        self.workers.as_ref().map_or(0, Pool::len)
     }
 
-    pub(super) fn run_study(&mut self) {
-        if self.study.active.is_some() {
-            return;
-        }
-        let Some(st) = self.build_study() else { return };
-        let name = self.panel.name().to_string();
-        let _ =
-            window().location().set_hash(&super::share_hash_for(&name, &self.study_options(), &self.editor().value()));
-        let n = self.worker_count();
-        if self.workers_len() != n {
-            self.spawn_study_workers(n);
-        }
-        self.study.run_id += 1;
-        self.study.active = Some(Active {
-            name,
-            study: st,
-            batch: Vec::new(),
-            results: Vec::new(),
-            next_job: 0,
-            done_before: 0,
-            started_ms: now_ms(),
-        });
-        self.set_study_buttons();
-        self.el("study-status").set_text_content(Some("Running…"));
-        self.el("study-status").set_attribute("data-workers", &n.to_string()).ok();
-        self.next_batch();
-    }
-
-    fn next_batch(&mut self) {
-        let Some(a) = self.study.active.as_mut() else { return };
+    fn next_batch(&mut self, cx: &Cx) {
+        let Some(a) = self.active.as_mut() else { return };
         a.done_before += a.batch.len();
         a.batch = a.study.next();
         if a.batch.is_empty() {
-            let a = self.study.active.take().expect("active");
+            let a = self.active.take().expect("active");
             let report = a.study.report();
             let secs = (now_ms() - a.started_ms) / 1000.0;
-            self.study.reports.insert(a.name.clone(), report.clone());
-            self.set_study_buttons();
-            self.study_progress(1.0);
-            let status = self.el("study-status");
+            self.reports.insert(a.name.clone(), report.clone());
+            self.set_study_buttons(cx);
+            self.study_progress(cx, 1.0);
+            let status = cx.page.el("study-status");
             status.set_attribute("data-run-ms", &format!("{:.1}", secs * 1000.0)).ok();
             let runs = if a.done_before == 1 { "1 run".to_string() } else { format!("{} runs", a.done_before) };
             status.set_text_content(Some(&format!("Done: {runs} in {secs:.2} s on {} workers", self.workers_len())));
-            if self.panel.name() == a.name {
-                self.study.sort = Sort::default();
-                self.render_study(&report);
+            if self.shown.name() == a.name {
+                self.sort = Sort::default();
+                self.render_study(cx, &report);
             }
             return;
         }
@@ -536,8 +507,8 @@ impl App {
 
     /// Give worker `w` the next job of the batch, if any is left.
     fn dispatch(&mut self, w: usize) {
-        let run_id = self.study.run_id;
-        let Some(a) = self.study.active.as_mut() else { return };
+        let run_id = self.run_id;
+        let Some(a) = self.active.as_mut() else { return };
         if a.next_job >= a.batch.len() {
             return;
         }
@@ -552,19 +523,133 @@ impl App {
             progress,
         };
         a.next_job += 1;
-        if let Some(p) = &self.study.workers {
+        if let Some(p) = &self.workers {
             p.send(w, msg);
         }
     }
 
-    pub(super) fn on_study_output(&mut self, w: usize, out: Output) {
-        if self.study.active.is_none() {
+    fn stop_study(&mut self, cx: &Cx, status: &str) {
+        // Dropping the bridges terminates the workers at once; fresh ones take the next study.
+        self.workers = None;
+        self.active = None;
+        self.study_progress(cx, 0.0);
+        self.set_study_buttons(cx);
+        cx.page.el("study-status").set_text_content(Some(status));
+    }
+
+    fn study_progress(&self, cx: &Cx, f: f64) {
+        if let Ok(p) = cx.page.el("study-progress").dyn_into::<web_sys::HtmlProgressElement>() {
+            p.set_value(f);
+        }
+    }
+
+    pub fn render_study(&mut self, cx: &Cx, r: &StudyReport) {
+        cx.page.html("study-results").set_hidden(false);
+        cx.page.el("study-answer").set_inner_html(&format!("<b>Answer:</b> {}", esc(&r.answer)));
+        if self.order.len() != r.rows.len() || self.sort.col.is_none() {
+            self.order = (0..r.rows.len()).collect();
+        }
+        self.render_study_table(cx, r);
+        let charts: String = r
+            .charts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| crate::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320))
+            .collect();
+        cx.page.el("study-charts").set_inner_html(&charts);
+        let figures: Vec<crate::figure::Figure> = r
+            .charts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| charts::study_figure(&format!("study-chart-{i}"), c))
+            .collect();
+        cx.page.label_figures(&figures);
+        self.figures = figures;
+        let notes: String = r.notes.iter().map(|n| format!("<li>{}</li>", esc(n))).collect();
+        cx.page.el("study-notes").set_inner_html(&notes);
+    }
+
+    fn render_study_table(&self, cx: &Cx, r: &StudyReport) {
+        let head: String = r
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| self.sort.th("data-scol", i, &header_html(c), &c.label))
+            .collect();
+        let body: String = self
+            .order
+            .iter()
+            .map(|&i| {
+                let cells: String = r.rows[i].iter().zip(&r.columns).map(|(c, col)| cell_html(c, col)).collect();
+                let best = if Some(i) == r.best_row { " class=\"best\" aria-label=\"best\"" } else { "" };
+                format!("<tr{best}>{cells}</tr>")
+            })
+            .collect();
+        let more: String = r.tables.iter().enumerate().map(|(k, t)| extra_table(k, t)).collect();
+        cx.page.el("study-table").set_inner_html(&format!("<div class=\"table-wrap\"><table id=\"study-table-el\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"));
+    }
+}
+
+impl Behaviour for Studies {
+    fn wiring(&self) -> &'static Wiring {
+        &Wiring {
+            run: "study-run",
+            cancel: "study-cancel",
+            copy_link: "study-copy-link",
+            results: "study-results",
+            charts: "study-charts",
+            export_bar: ("study-exports", "Study exports"),
+            exports: &[("sx-json", "json", "JSON"), ("sx-csv", "csv", "CSV"), ("sx-md", "md", "Markdown")],
+        }
+    }
+
+    fn show(&mut self, cx: &Cx, id: PanelId) {
+        if let PanelId::Study(kind) = id {
+            self.show_study(cx, kind);
+        }
+    }
+
+    fn run(&mut self, cx: &Cx) {
+        if self.active.is_some() {
+            return;
+        }
+        let Some(st) = self.build_study(cx) else { return };
+        let name = self.shown.name().to_string();
+        let _ = window().location().set_hash(&share_hash_for(&name, &self.study_options(), &cx.editor.text(cx.page)));
+        let n = self.worker_count(cx);
+        if self.workers_len() != n {
+            self.spawn_study_workers(cx, n);
+        }
+        self.run_id += 1;
+        self.active = Some(Active {
+            name,
+            study: st,
+            batch: Vec::new(),
+            results: Vec::new(),
+            next_job: 0,
+            done_before: 0,
+            started_ms: now_ms(),
+        });
+        self.set_study_buttons(cx);
+        cx.page.el("study-status").set_text_content(Some("Running…"));
+        cx.page.el("study-status").set_attribute("data-workers", &n.to_string()).ok();
+        self.next_batch(cx);
+    }
+
+    fn cancel(&mut self, cx: &Cx) {
+        if self.active.is_some() {
+            self.stop_study(cx, "Cancelled (the last result stays on screen)");
+        }
+    }
+
+    fn on_output(&mut self, cx: &Cx, w: usize, out: Output) {
+        if self.active.is_none() {
             return; // a cancelled study's last message
         }
         match out {
-            Output::JobDone { run_id, job, summary_json } if run_id == self.study.run_id => {
+            Output::JobDone { run_id, job, summary_json } if run_id == self.run_id => {
                 let Ok(summary) = serde_json::from_str::<RunSummary>(&summary_json) else { return };
-                let a = self.study.active.as_mut().expect("active");
+                let a = self.active.as_mut().expect("active");
                 a.results[job as usize] = Some(summary);
                 let finished = a.results.iter().filter(|r| r.is_some()).count();
                 let (_, total) = a.study.progress();
@@ -579,108 +664,56 @@ impl App {
                 };
                 let text = format!("Running: {done} of {total} runs done{left}");
                 let complete = finished == a.results.len();
-                self.study_progress(f);
-                self.el("study-status").set_text_content(Some(&text));
+                self.study_progress(cx, f);
+                cx.page.el("study-status").set_text_content(Some(&text));
                 if complete {
-                    let a = self.study.active.as_mut().expect("active");
+                    let a = self.active.as_mut().expect("active");
                     let results = a.results.drain(..).map(|r| r.expect("complete")).collect();
                     a.study.feed(results);
-                    self.next_batch();
+                    self.next_batch(cx);
                 } else {
                     self.dispatch(w);
                 }
             }
-            Output::Progress { run_id, done, expected } if run_id == self.study.run_id => {
+            Output::Progress { run_id, done, expected } if run_id == self.run_id => {
                 let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
-                self.study_progress(f);
-                self.el("study-status").set_text_content(Some(&format!(
+                self.study_progress(cx, f);
+                cx.page.el("study-status").set_text_content(Some(&format!(
                     "Running: 0 of 1 runs done, its requests {:.0} % done",
                     f * 100.0
                 )));
             }
-            Output::Invalid { run_id, errors } if run_id == self.study.run_id => {
-                self.stop_study("A run of the study was refused");
-                self.show_study_errors(&errors);
+            Output::Invalid { run_id, errors } if run_id == self.run_id => {
+                self.stop_study(cx, "A run of the study was refused");
+                self.show_study_errors(cx, &errors);
             }
-            Output::Failed { run_id, message } if run_id == self.study.run_id => {
-                self.stop_study("The simulator failed; the workers were restarted");
-                self.show_study_errors(&[("(simulator)".into(), format!("internal error: {message}"))]);
+            Output::Failed { run_id, message } if run_id == self.run_id => {
+                self.stop_study(cx, "The simulator failed; the workers were restarted");
+                self.show_study_errors(cx, &[("(simulator)".into(), format!("internal error: {message}"))]);
             }
             _ => {}
         }
     }
 
-    fn stop_study(&mut self, status: &str) {
-        // Dropping the bridges terminates the workers at once; fresh ones take the next study.
-        self.study.workers = None;
-        self.study.active = None;
-        self.study_progress(0.0);
-        self.set_study_buttons();
-        self.el("study-status").set_text_content(Some(status));
+    fn export(&self, _cx: &Cx, what: &str) {
+        let Some(r) = self.reports.get(self.shown.name()) else { return };
+        let base = format!("inferscale-study-{}-{}-seed{}", r.study, r.scenario, r.seed);
+        let (text, ext, mime) = match what {
+            "json" => (r.json(), "json", "application/json"),
+            "csv" => (r.csv(), "csv", "text/csv"),
+            _ => (r.markdown(), "md", "text/markdown"),
+        };
+        exports::download_text(&format!("{base}.{ext}"), &text, mime);
     }
 
-    pub(super) fn cancel_study(&mut self) {
-        if self.study.active.is_some() {
-            self.stop_study("Cancelled (the last result stays on screen)");
-        }
+    fn copy_link(&self, cx: &Cx) {
+        copy_link_to(&share_hash_for(self.shown.name(), &self.study_options(), &cx.editor.text(cx.page)));
+        cx.page.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
     }
 
-    fn study_progress(&self, f: f64) {
-        if let Ok(p) = self.el("study-progress").dyn_into::<web_sys::HtmlProgressElement>() {
-            p.set_value(f);
-        }
-    }
-
-    pub(super) fn render_study(&mut self, r: &StudyReport) {
-        self.html("study-results").set_hidden(false);
-        self.el("study-answer").set_inner_html(&format!("<b>Answer:</b> {}", esc(&r.answer)));
-        if self.study.order.len() != r.rows.len() || self.study.sort.col.is_none() {
-            self.study.order = (0..r.rows.len()).collect();
-        }
-        self.render_study_table(r);
-        let charts: String = r
-            .charts
-            .iter()
-            .enumerate()
-            .map(|(i, c)| crate::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320))
-            .collect();
-        self.el("study-charts").set_inner_html(&charts);
-        let figures: Vec<crate::figure::Figure> = r
-            .charts
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| charts::study_figure(&format!("study-chart-{i}"), c))
-            .collect();
-        self.label_figures(&figures);
-        self.study.figures = figures;
-        let notes: String = r.notes.iter().map(|n| format!("<li>{}</li>", esc(n))).collect();
-        self.el("study-notes").set_inner_html(&notes);
-    }
-
-    fn render_study_table(&self, r: &StudyReport) {
-        let head: String = r
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| self.study.sort.th("data-scol", i, &header_html(c), &c.label))
-            .collect();
-        let body: String = self
-            .study
-            .order
-            .iter()
-            .map(|&i| {
-                let cells: String = r.rows[i].iter().zip(&r.columns).map(|(c, col)| cell_html(c, col)).collect();
-                let best = if Some(i) == r.best_row { " class=\"best\" aria-label=\"best\"" } else { "" };
-                format!("<tr{best}>{cells}</tr>")
-            })
-            .collect();
-        let more: String = r.tables.iter().enumerate().map(|(k, t)| extra_table(k, t)).collect();
-        self.el("study-table").set_inner_html(&format!("<div class=\"table-wrap\"><table id=\"study-table-el\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"));
-    }
-
-    pub(super) fn study_click(&mut self, target: &Element) {
+    fn click(&mut self, cx: &Cx, target: &Element) {
         if let Some(id) = target.get_attribute("data-png") {
-            if let Some(r) = self.study.reports.get(self.panel.name()) {
+            if let Some(r) = self.reports.get(self.shown.name()) {
                 exports::png(
                     &id,
                     &format!(
@@ -703,11 +736,11 @@ impl App {
         else {
             return;
         };
-        let Some(r) = self.study.reports.get(self.panel.name()).cloned() else { return };
-        self.study.sort.click(col);
-        let desc = self.study.sort.desc;
+        let Some(r) = self.reports.get(self.shown.name()).cloned() else { return };
+        self.sort.click(col);
+        let desc = self.sort.desc;
         let key = |i: usize| r.rows[i].get(col).cloned().unwrap_or(Cell::Empty);
-        self.study.order.sort_by(|&a, &b| {
+        self.order.sort_by(|&a, &b| {
             let ord = match (key(a), key(b)) {
                 (Cell::Num(x), Cell::Num(y)) => x.total_cmp(&y),
                 (Cell::Empty, Cell::Empty) => std::cmp::Ordering::Equal,
@@ -717,23 +750,17 @@ impl App {
             };
             if desc { ord.reverse() } else { ord }
         });
-        self.render_study_table(&r);
+        self.render_study_table(cx, &r);
     }
 
-    pub(super) fn export_study(&self, what: &str) {
-        let Some(r) = self.study.reports.get(self.panel.name()) else { return };
-        let base = format!("inferscale-study-{}-{}-seed{}", r.study, r.scenario, r.seed);
-        let (text, ext, mime) = match what {
-            "json" => (r.json(), "json", "application/json"),
-            "csv" => (r.csv(), "csv", "text/csv"),
-            _ => (r.markdown(), "md", "text/markdown"),
-        };
-        exports::download_text(&format!("{base}.{ext}"), &text, mime);
+    fn figures(&self) -> &[Figure] {
+        &self.figures
     }
 
-    pub(super) fn copy_study_link(&self) {
-        super::copy_link_to(&super::share_hash_for(self.panel.name(), &self.study_options(), &self.editor().value()));
-        self.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
+    /// The study's parameters inherit from the scenario: show the new one's, and whether the study takes it.
+    fn scenario_replaced(&mut self, cx: &Cx) {
+        self.sync_study_params(cx);
+        self.validate_study(cx);
     }
 }
 

@@ -2,9 +2,6 @@
 //! study as many as it is given. Each worker's answers reach the page with the worker's index; dropping the
 //! pool (or a worker) terminates it at once, mid-run — that is Cancel.
 
-use std::cell::RefCell;
-use std::rc::Weak;
-
 use gloo_worker::{Spawnable, WorkerBridge};
 use inferscale_worker::{Input, Output, SimWorker};
 
@@ -13,19 +10,12 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// `n` fresh workers whose answers go to `on(app, worker, output)`.
-    pub fn spawn<A: 'static>(n: usize, app: Weak<RefCell<A>>, on: fn(&mut A, usize, Output)) -> Pool {
+    /// `n` fresh workers whose answers go to `on(worker, output)`.
+    pub fn spawn(n: usize, on: impl Fn(usize, Output) + Clone + 'static) -> Pool {
         let bridges = (0..n)
             .map(|w| {
-                let app = app.clone();
-                SimWorker::spawner()
-                    .as_module(false)
-                    .callback(move |out: Output| {
-                        if let Some(app) = app.upgrade() {
-                            on(&mut app.borrow_mut(), w, out);
-                        }
-                    })
-                    .spawn("./worker.js")
+                let on = on.clone();
+                SimWorker::spawner().as_module(false).callback(move |out: Output| on(w, out)).spawn("./worker.js")
             })
             .collect();
         Pool { bridges }
