@@ -15,7 +15,8 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, RunSummary, Study, StudyDef, StudyReport, col, report_head, reseeded,
+    About, Cell, Chart, ChartSeries, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport, col, report_head,
+    reseeded,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -99,6 +100,8 @@ impl StudyDef for CapacityStudy {
         name: "capacity",
         title: "Capacity planner",
         question: "what load does the cluster sustain at its objectives, or how many replicas does a load need?",
+        how: "Measured by bracketing and bisection in every repetition, never derived.",
+        group: Group::Decide,
     };
     type Options = CapacityParams;
 

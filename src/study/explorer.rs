@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport, brief,
-    col, pareto, patched, report_head,
+    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    brief, col, pareto, patched, report_head,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
@@ -90,6 +90,8 @@ impl StudyDef for ExplorerStudy {
         name: "explorer",
         title: "Design explorer",
         question: "which candidate deployments are on the goodput / p95 TTFT frontier?",
+        how: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
+        group: Group::Decide,
     };
     type Options = ExplorerParams;
 
@@ -143,11 +145,7 @@ impl OneBatchStudy for ExplorerStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(
-            ExplorerStudy::ABOUT,
-            &self.base,
-            "which deployments are on the frontier of goodput against p95 TTFT, in total and per GPU?".into(),
-        );
+        let mut rep = report_head(ExplorerStudy::ABOUT, &self.base, Self::ABOUT.question.into());
         rep.columns = vec![
             col("Candidate", "", Format::Text),
             col("Perf Pareto", "", Format::Bool),

@@ -562,8 +562,34 @@ pub struct About {
     pub name: &'static str,
     /// The lab's panel title.
     pub title: &'static str,
-    /// One line for the CLI's help: the question it answers.
+    /// The question it answers, in one line: the CLI's help, the lab panel's lead and (unless the run makes it
+    /// more precise) the report's question.
     pub question: &'static str,
+    /// How it answers: the lab panel's sentence after the question.
+    pub how: &'static str,
+    /// Its group in the lab's sidebar.
+    pub group: Group,
+}
+
+/// What a study is for, as the lab's sidebar groups them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// Choose a configuration or a size.
+    Decide,
+    /// Show that a difference is real.
+    Prove,
+    /// Agent sessions.
+    Agents,
+}
+
+impl Group {
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Decide => "Decide",
+            Group::Prove => "Prove",
+            Group::Agents => "Agents",
+        }
+    }
 }
 
 /// The registry: one line per study, `Variant => its StudyDef type` (a sweep: `sweep::Sweep<its Knob>`), in the order the CLI's help and the lab's

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
     bootstrap_ci, col, report_head, reseeded, treated,
 };
 use crate::scenario::{self, Errors, ScenarioError, Spec};
@@ -51,6 +51,8 @@ impl StudyDef for PairedStudy {
         name: "paired",
         title: "Paired experiment",
         question: "does a change make a difference beyond run-to-run noise?",
+        how: "Baseline against a treatment over K repetitions, both on the same seed each time, with bootstrap confidence intervals of the paired deltas.",
+        group: Group::Prove,
     };
     type Options = PairedParams;
 

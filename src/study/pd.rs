@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    column, report_head, table,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    StudyReport, column, report_head, table,
 };
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
@@ -32,6 +32,8 @@ impl StudyDef for PdStudy {
         name: "pd",
         title: "P/D comparison",
         question: "colocated or disaggregated prefill/decode, with or without prefix reuse?",
+        how: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: the goodput per GPU of each layout, and what limits it.",
+        group: Group::Decide,
     };
     type Options = PdParams;
 
@@ -200,11 +202,7 @@ impl OneBatchStudy for PdStudy {
         &mut self.batch
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(
-            PdStudy::ABOUT,
-            &self.base,
-            "colocated or disaggregated prefill/decode, with or without prefix reuse?".into(),
-        );
+        let mut rep = report_head(PdStudy::ABOUT, &self.base, Self::ABOUT.question.into());
         let r = results;
         (rep.columns, rep.rows) = table(&COLUMNS, r);
         // Best: most goodput per GPU; ties by SLO attainment, then the simpler layout (earlier row).

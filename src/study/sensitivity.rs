@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport, col,
-    report_head, treated,
+    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
+    col, report_head, treated,
 };
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
@@ -42,6 +42,8 @@ impl StudyDef for SensitivityStudy {
         name: "sensitivity",
         title: "Sensitivity",
         question: "does a change still win if the cost profile is off?",
+        how: "Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
+        group: Group::Prove,
     };
     type Options = SensitivityParams;
 

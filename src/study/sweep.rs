@@ -16,8 +16,6 @@ pub struct SweepRow<'a, V> {
 /// A knob a sweep turns.
 pub trait Knob: 'static {
     const ABOUT: About;
-    /// The report's question (the table's sentence; `ABOUT.question` is the CLI's line).
-    const QUESTION: &'static str;
     type Options: serde::de::DeserializeOwned + serde::Serialize + Default;
     type Value: Copy;
     /// The values the options list, each within its bound (errors at `at`, the study's path); the scenario
@@ -81,7 +79,7 @@ impl<K: Knob> OneBatchStudy for Sweep<K> {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(K::ABOUT, &self.base, K::QUESTION.into());
+        let mut rep = report_head(K::ABOUT, &self.base, K::ABOUT.question.into());
         let figures: Vec<Option<(f64, f64)>> = r.iter().map(K::frontier).collect();
         let front = super::pareto(&figures.iter().map(|f| f.map_or((0.0, 0.0), |(a, b)| (-a, b))).collect::<Vec<_>>());
         let rows: Vec<SweepRow<'_, K::Value>> = (r.iter().zip(&self.values).enumerate())

@@ -1,5 +1,6 @@
-//! The study panels' definitions: for each study of the core's registry (`study::Kind`), its sidebar group,
-//! its sentence and the fields that edit its inputs and options. Plain data, so its tests run natively: they
+//! The study panels' definitions: each study of the core's registry (`study::Kind`) is a panel — its name,
+//! title, group, question and how it answers are the core's `About` — and a study with options has the fields
+//! that edit its inputs and options here. Plain data, so its tests run natively: they
 //! check every panel against the core (each study has a panel, each option field is an option of the study's
 //! options struct, and each such option has a field).
 
@@ -8,24 +9,23 @@ use serde_json::{Value, json};
 
 use crate::panels::{CalibrationPanel, LabPanel, Panel};
 
-/// A study's panel: its sidebar group, its sentence and its parameters. Its name and title are the core's
-/// (`study::Kind`), so the CLI's help and the sidebar say the same.
+/// The fields of a study's panel (a study without options needs none). Everything else a panel shows of
+/// its study is the core's `About`, so the CLI's help, the report and the sidebar say the same.
 pub(crate) struct PanelDef {
     pub kind: Kind,
-    pub group: &'static str,
-    pub sentence: &'static str,
     pub params: &'static [Param],
 }
 
-impl Panel for PanelDef {
+/// Every study is a panel of the sidebar, as the core describes it.
+impl Panel for Kind {
     fn name(&self) -> &'static str {
-        self.kind.name()
+        Kind::name(*self)
     }
     fn title(&self) -> &'static str {
-        self.kind.about().title
+        self.about().title
     }
     fn group(&self) -> &'static str {
-        self.group
+        self.about().group.name()
     }
     fn section(&self) -> &'static str {
         "panel-study"
@@ -35,7 +35,7 @@ impl Panel for PanelDef {
 /// Every panel of the page, in sidebar order: the Serving Lab, the study panels, then Calibration.
 pub(crate) fn registry() -> Vec<&'static dyn Panel> {
     std::iter::once(&LabPanel as &'static dyn Panel)
-        .chain(PANELS.iter().map(|p| p as &'static dyn Panel))
+        .chain(Kind::ALL.iter().map(|k| k as &'static dyn Panel))
         .chain(std::iter::once(&CalibrationPanel as &'static dyn Panel))
         .collect()
 }
@@ -82,8 +82,6 @@ const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", 
 pub(crate) const PANELS: &[PanelDef] = &[
     PanelDef {
         kind: Kind::Ranking,
-        group: "Decide",
-        sentence: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: is the miss a queueing problem a policy can fix, or are the policies tied?",
         params: &[
             Param {
                 id: "o-admission",
@@ -113,8 +111,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::Capacity,
-        group: "Decide",
-        sentence: "How much load does this cluster sustain at its objectives — or how many replicas does a given load need? Measured by bracketing and bisection in every repetition, never derived.",
         params: &[
             Param {
                 id: "o-target",
@@ -184,8 +180,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::Pd,
-        group: "Decide",
-        sentence: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: which layout gives the most goodput per GPU, and what limits each?",
         params: &[
             Param {
                 id: "p-prefill",
@@ -295,8 +289,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::Explorer,
-        group: "Decide",
-        sentence: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
         params: &[
             Param {
                 id: "o-etarget",
@@ -318,8 +310,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::Paired,
-        group: "Prove",
-        sentence: "Baseline against a treatment over K repetitions, both on the same seed each time: is the difference real, or run-to-run noise? Bootstrap confidence intervals of the paired deltas.",
         params: &[
             Param {
                 id: "o-treatment",
@@ -349,8 +339,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::Sensitivity,
-        group: "Prove",
-        sentence: "Does the treatment still win if the cost profile is off? Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
         params: &[
             Param {
                 id: "o-streatment",
@@ -380,8 +368,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::AgentSessions,
-        group: "Agents",
-        sentence: "One run of the session workload — turns that re-send a growing history, tool calls between them, a retention policy, a host tier and a router — on the Serving Lab's model, GPUs and engine: turn latency by turn index, what retention holds over time, and what holds the sessions back.",
         params: &[
             Param {
                 id: "g-rate",
@@ -483,8 +469,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::AgentPolicies,
-        group: "Agents",
-        sentence: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
         params: &[
             Param {
                 id: "a-rate",
@@ -538,8 +522,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::TtlSweep,
-        group: "Agents",
-        sentence: "How long to keep a session's KV in HBM after a turn: each TTL's p95 turn TTFT against the HBM it holds, with the Pareto frontier of the two.",
         params: &[
             Param {
                 id: "t-rate",
@@ -569,8 +551,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::TieredKv,
-        group: "Agents",
-        sentence: "HBM, host memory or recomputation for a session's KV — stateless, TTL, bounded affinity, host offload and the gap oracle's bound — then the same policies as the HBM budget for retention shrinks.",
         params: &[
             Param {
                 id: "k-rate",
@@ -624,8 +604,6 @@ pub(crate) const PANELS: &[PanelDef] = &[
     },
     PanelDef {
         kind: Kind::AffinitySlack,
-        group: "Agents",
-        sentence: "How much load imbalance a turn should accept to stay where its KV is: bounded affinity's slack swept from load balancing to sticky.",
         params: &[
             Param {
                 id: "f-rate",
@@ -657,19 +635,20 @@ pub(crate) const PANELS: &[PanelDef] = &[
 
 /// The options a panel starts with: the study's defaults, and an example treatment where one is required.
 pub(crate) fn default_options(name: &str) -> Value {
-    let Some(p) = panel(name) else { return json!({}) };
-    let mut v = p.kind.default_options();
-    if matches!(p.kind, Kind::Paired | Kind::Sensitivity) {
+    let Ok(kind) = Kind::from_name(name) else { return json!({}) };
+    let mut v = kind.default_options();
+    if matches!(kind, Kind::Paired | Kind::Sensitivity) {
         v["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
     }
-    if p.kind == Kind::Sensitivity {
+    if kind == Kind::Sensitivity {
         v["samples"] = json!(12);
     }
     v
 }
 
-pub(crate) fn panel(name: &str) -> Option<&'static PanelDef> {
-    PANELS.iter().find(|p| p.name() == name)
+/// The fields of study `kind`'s panel; none for a study without options.
+pub(crate) fn params(kind: Kind) -> &'static [Param] {
+    PANELS.iter().find(|p| p.kind == kind).map_or(&[], |p| p.params)
 }
 
 #[cfg(test)]
@@ -677,9 +656,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_study_has_one_panel_in_the_registry_order() {
-        let kinds: Vec<Kind> = PANELS.iter().map(|p| p.kind).collect();
-        assert_eq!(kinds, Kind::ALL.to_vec());
+    fn every_study_is_a_panel_in_the_registry_order() {
+        // A study with options has one definition of its fields; one without needs none.
+        for k in Kind::ALL {
+            let defs = PANELS.iter().filter(|p| p.kind == *k).count();
+            let want = usize::from(!k.option_names().is_empty());
+            assert_eq!(defs, want, "{}: {defs} field definitions", k.name());
+        }
         let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
         assert_eq!(
             names,
@@ -709,19 +692,19 @@ mod tests {
         let mut checked = 0;
         for p in PANELS {
             let options = p.kind.option_names();
-            assert!(!options.is_empty(), "{}: no options read off the struct", p.name());
+            assert!(!options.is_empty(), "{}: no options read off the struct", p.kind.name());
             let fields: Vec<&str> = p.params.iter().filter_map(|f| f.ptr.strip_prefix("study:")).collect();
             for f in &fields {
                 assert!(
                     options.iter().any(|o| o == f),
                     "{}: field `{f}` is not an option (options: {options:?})",
-                    p.name()
+                    p.kind.name()
                 );
                 checked += 1;
             }
             if p.kind != Kind::Pd {
                 for o in &options {
-                    assert!(fields.contains(&o.as_str()), "{}: option `{o}` has no field", p.name());
+                    assert!(fields.contains(&o.as_str()), "{}: option `{o}` has no field", p.kind.name());
                 }
             }
         }
@@ -765,10 +748,10 @@ mod tests {
     fn default_options_are_accepted_by_the_study() {
         let spec = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
         let agents = inferscale::scenario::parse(include_str!("../../scenarios/agent-sessions.json")).unwrap();
-        for p in PANELS {
-            let on = if p.group == "Agents" { &agents } else { &spec };
-            let built = p.kind.build(on, &default_options(p.name()));
-            assert!(built.is_ok(), "{}: {:?}", p.name(), built.err());
+        for k in Kind::ALL {
+            let on = if k.about().group == inferscale::study::Group::Agents { &agents } else { &spec };
+            let built = k.build(on, &default_options(k.name()));
+            assert!(built.is_ok(), "{}: {:?}", k.name(), built.err());
         }
     }
 }

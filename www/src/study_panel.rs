@@ -17,9 +17,9 @@ use crate::details;
 use crate::exports;
 use crate::figure::Figure;
 use crate::page::{copy_link_to, error_list, mark_field, now_ms, share_hash_for, window};
-use crate::panels::{Panel, PanelId};
+use crate::panels::PanelId;
 use crate::sort::Sort;
-use crate::study_defs::{PKind, PanelDef, Param, default_options, panel};
+use crate::study_defs::{PKind, Param, default_options, params};
 use crate::table::esc;
 use crate::variant::Variant;
 use crate::workers::Pool;
@@ -94,10 +94,15 @@ impl Studies {
     fn show_study(&mut self, cx: &Cx, kind: Kind) {
         self.shown = kind;
         let name = kind.name();
-        if let Some(p) = panel(name) {
-            cx.page.el("study-title").set_text_content(Some(p.title()));
-            cx.page.el("study-intro").set_text_content(Some(p.sentence));
-            self.render_params(cx, p);
+        {
+            let about = kind.about();
+            cx.page.el("study-title").set_text_content(Some(about.title));
+            cx.page.el("study-intro").set_inner_html(&format!(
+                "<strong>{}</strong> {}",
+                esc(&capitalised(about.question)),
+                esc(about.how)
+            ));
+            self.render_params(cx, params(kind));
             self.sync_study_params(cx);
             self.set_study_buttons(cx);
             match self.reports.get(name).cloned() {
@@ -115,9 +120,8 @@ impl Studies {
         }
     }
 
-    fn render_params(&self, cx: &Cx, p: &PanelDef) {
-        let html: String = p
-            .params
+    fn render_params(&self, cx: &Cx, params: &[Param]) {
+        let html: String = params
             .iter()
             .map(|f| {
                 let input = match f.kind {
@@ -165,7 +169,7 @@ impl Studies {
                 format!("<label{wide}>{}{unit}{input}</label>", esc(f.label))
             })
             .collect();
-        let legend = if p.params.iter().all(|f| f.ptr.starts_with('/')) {
+        let legend = if params.iter().all(|f| f.ptr.starts_with('/')) {
             "Study inputs <span class=\"unit\">saved in the scenario</span>"
         } else {
             "Study options <span class=\"unit\">in the link; the CLI's --params</span>"
@@ -175,8 +179,8 @@ impl Studies {
 
     /// With session classes, a field of the sessions' own applies only to the classes that do not set it:
     /// its title says which, and it is disabled when none does (its value would change nothing).
-    fn mark_inherited(&self, cx: &Cx, p: &PanelDef, v: &Value) {
-        for f in p.params {
+    fn mark_inherited(&self, cx: &Cx, params: &[Param], v: &Value) {
+        for f in params {
             let Some(el) = cx.page.doc.get_element_by_id(f.id) else { continue };
             let users = crate::variant::inherited_by(v, f.ptr);
             let title = match &users {
@@ -215,7 +219,7 @@ impl Studies {
 
     /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
     pub fn sync_study_params(&self, cx: &Cx) {
-        let Some(p) = panel(self.shown.name()) else { return };
+        let ps = params(self.shown);
         let text = cx.editor.text(cx.page);
         let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
         let mut full = v.clone();
@@ -229,7 +233,7 @@ impl Studies {
         }
         let options =
             self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
-        for f in p.params {
+        for f in ps {
             if let PKind::Variant(var) = f.kind {
                 self.sync_variant(cx, f, var, &full);
                 continue;
@@ -296,22 +300,22 @@ impl Studies {
             )
         };
         cx.page.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}{mix}")));
-        self.mark_inherited(cx, p, &v);
+        self.mark_inherited(cx, ps, &v);
     }
 
     /// A parameter field changed: write it (and the rest of its block, if the scenario had none) into the
     /// scenario, so the Serving Lab and the link carry it too.
     pub fn study_param_changed(&mut self, cx: &Cx, target: &Element) {
         let Some(ptr) = target.get_attribute("data-ptr") else { return };
-        let Some(p) = panel(self.shown.name()) else { return };
-        if let Some((f, var)) = p.params.iter().find_map(|f| match f.kind {
+        let ps = params(self.shown);
+        if let Some((f, var)) = ps.iter().find_map(|f| match f.kind {
             PKind::Variant(var) if ptr == f.ptr || ptr.starts_with(&format!("{}/", f.ptr)) => Some((f, var)),
             _ => None,
         }) {
             self.variant_changed(cx, f, var, &ptr, target);
             return;
         }
-        let Some(f) = p.params.iter().find(|f| f.ptr == ptr) else { return };
+        let Some(f) = ps.iter().find(|f| f.ptr == ptr) else { return };
         let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
             if f.kind == PKind::Bool { i.checked().to_string() } else { i.value() }
         } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
@@ -422,8 +426,8 @@ impl Studies {
 
     fn show_study_errors(&self, cx: &Cx, errors: &[(String, String)]) {
         cx.page.el("study-errors").set_inner_html(&error_list(errors));
-        if let Some(p) = panel(self.shown.name()) {
-            for f in p.params {
+        {
+            for f in params(self.shown) {
                 let d = match f.ptr.strip_prefix("study:") {
                     Some(key) => format!("study.{}.{key}", self.shown.name()),
                     None => details::dotted(f.ptr),
@@ -762,6 +766,12 @@ impl Behaviour for Studies {
         self.sync_study_params(cx);
         self.validate_study(cx);
     }
+}
+
+/// "which …?" → "Which …?"
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
 /// A variant field: its select of kinds, then a labelled number input per number any kind takes.

@@ -26,8 +26,9 @@ impl Knob for Slack {
         name: "affinity-slack",
         title: "Affinity slack",
         question: "how much imbalance should a turn accept to stay where its KV is?",
+        how: "Bounded affinity's slack swept from load balancing to sticky.",
+        group: Group::Agents,
     };
-    const QUESTION: &'static str = "how much load imbalance should a session's turn accept to stay where its KV is?";
     type Options = AffinitySlackParams;
     type Value = f64;
 

@@ -32,6 +32,8 @@ impl StudyDef for AgentPoliciesStudy {
         name: "agent-policies",
         title: "Agent policies",
         question: "which KV retention and routing policy serves these agent sessions best?",
+        how: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
+        group: Group::Agents,
     };
     type Options = AgentPoliciesParams;
 
@@ -92,12 +94,7 @@ impl OneBatchStudy for AgentPoliciesStudy {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(
-            AgentPoliciesStudy::ABOUT,
-            &self.base,
-            "which retention and routing policy serves these agent sessions best, and what does it hold in memory?"
-                .into(),
-        );
+        let mut rep = report_head(AgentPoliciesStudy::ABOUT, &self.base, Self::ABOUT.question.into());
         (rep.columns, rep.rows) = table(&COLUMNS, r);
         rep.best_row = fastest(r);
         if let (Some(b), Some(base)) = (rep.best_row, r.first()) {

@@ -27,6 +27,8 @@ impl StudyDef for SessionsStudy {
         name: "agent-sessions",
         title: "Agent sessions",
         question: "what do these agent sessions see, turn by turn, and what holds them back?",
+        how: "One run of the session workload — turns that re-send a growing history, tool calls between them, a retention policy, a host tier and a router — on the Serving Lab's model, GPUs and engine: turn latency by turn index, and what retention holds over time.",
+        group: Group::Agents,
     };
     type Options = SessionsParams;
 
@@ -121,11 +123,7 @@ impl OneBatchStudy for SessionsStudy {
         &mut self.batch
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
-        let mut rep = report_head(
-            SessionsStudy::ABOUT,
-            &self.base,
-            "what do these agent sessions see, turn by turn, and what holds them back?".into(),
-        );
+        let mut rep = report_head(SessionsStudy::ABOUT, &self.base, Self::ABOUT.question.into());
         rep.columns = vec![
             col("Figure", "", Format::Text),
             col("Shown", "", Format::Text),

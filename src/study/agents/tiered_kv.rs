@@ -42,6 +42,8 @@ impl StudyDef for TieredKvStudy {
         name: "tiered-kv",
         title: "Tiered KV",
         question: "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?",
+        how: "Stateless, TTL, bounded affinity, host offload and the gap oracle's bound on the same sessions, then the same policies as the HBM budget for retention shrinks.",
+        group: Group::Agents,
     };
     type Options = TieredKvParams;
 
@@ -137,12 +139,7 @@ impl Study for TieredKvStudy {
 }
 
 fn tiered_report(st: &TieredKvStudy) -> StudyReport {
-    let mut rep = report_head(
-        TieredKvStudy::ABOUT,
-        &st.base,
-        "where should a session's KV wait for its next turn — HBM, host memory, or nowhere — and what if HBM shrinks?"
-            .into(),
-    );
+    let mut rep = report_head(TieredKvStudy::ABOUT, &st.base, TieredKvStudy::ABOUT.question.into());
     rep.columns = vec![
         col("Policy", "", Format::Text),
         col("p95 turn TTFT", "s", Format::Seconds),

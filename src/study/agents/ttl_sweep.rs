@@ -46,8 +46,9 @@ impl Knob for Ttl {
         name: "ttl-sweep",
         title: "TTL sweep",
         question: "how long should a session's KV stay in HBM after a turn?",
+        how: "Each TTL's p95 turn TTFT against the HBM it holds, with the Pareto frontier of the two.",
+        group: Group::Agents,
     };
-    const QUESTION: &'static str = "how long should a session's KV stay in HBM after a turn: what does each TTL buy in latency, and cost in memory?";
     type Options = TtlSweepParams;
     type Value = Option<f64>;
 
