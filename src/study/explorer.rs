@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    brief, col, pareto, patched, report_head,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    StudyReport, brief, column, pareto, patched, report_head, table,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
@@ -146,42 +146,13 @@ impl OneBatchStudy for ExplorerStudy {
     }
     fn build_report(&self, results: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(ExplorerStudy::ABOUT, &self.base, Self::ABOUT.question.into());
-        rep.columns = vec![
-            col("Candidate", "", Format::Text),
-            col("Perf Pareto", "", Format::Bool),
-            col("Efficiency Pareto", "", Format::Bool),
-            col("SLO pass", "", Format::Bool),
-            col("GPU instances", "", Format::Int),
-            col("Goodput", "req/s", Format::Num),
-            col("Goodput/GPU", "req/s", Format::Num),
-            col("p95 TTFT", "s", Format::Seconds),
-            col("p95 E2E", "s", Format::Seconds),
-            col("KV peak", "", Format::Percent),
-            col("Diagnosis", "", Format::Text),
-        ];
         let r = results;
         let perf = pareto(&r.iter().map(|x| (x.goodput_rps, x.ttft_p95_s)).collect::<Vec<_>>());
         let eff = pareto(&r.iter().map(|x| (x.goodput_per_gpu_rps, x.ttft_p95_s)).collect::<Vec<_>>());
         let pass: Vec<bool> = r.iter().map(|x| x.slo_attainment >= self.target).collect();
-        rep.rows = r
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                vec![
-                    Cell::from(x.label.as_str()),
-                    perf[i].into(),
-                    eff[i].into(),
-                    pass[i].into(),
-                    x.gpus.into(),
-                    x.goodput_rps.into(),
-                    x.goodput_per_gpu_rps.into(),
-                    x.ttft_p95_s.into(),
-                    x.e2e_p95_s.into(),
-                    x.kv_peak_fraction.into(),
-                    brief(x).into(),
-                ]
-            })
-            .collect();
+        let rows: Vec<Row> =
+            (r.iter().enumerate()).map(|(i, run)| Row { run, perf: perf[i], eff: eff[i], pass: pass[i] }).collect();
+        (rep.columns, rep.rows) = table(&columns(), &rows);
         // The recommendation: on the efficiency frontier and passing, the most goodput per GPU.
         let pick = |ok: &dyn Fn(usize) -> bool| {
             (0..r.len())
@@ -228,6 +199,30 @@ impl OneBatchStudy for ExplorerStudy {
         rep.runs = r.to_vec();
         rep
     }
+}
+
+/// A candidate's row: its run and where it stands.
+struct Row<'a> {
+    run: &'a RunSummary,
+    perf: bool,
+    eff: bool,
+    pass: bool,
+}
+
+fn columns<'a>() -> [ColumnDef<Row<'a>>; 11] {
+    [
+        column("Candidate", "", Format::Text, |r| r.run.label.as_str().into()),
+        column("Perf Pareto", "", Format::Bool, |r| r.perf.into()),
+        column("Efficiency Pareto", "", Format::Bool, |r| r.eff.into()),
+        column("SLO pass", "", Format::Bool, |r| r.pass.into()),
+        column("GPU instances", "", Format::Int, |r| r.run.gpus.into()),
+        column("Goodput", "req/s", Format::Num, |r| r.run.goodput_rps.into()),
+        column("Goodput/GPU", "req/s", Format::Num, |r| r.run.goodput_per_gpu_rps.into()),
+        column("p95 TTFT", "s", Format::Seconds, |r| r.run.ttft_p95_s.into()),
+        column("p95 E2E", "s", Format::Seconds, |r| r.run.e2e_p95_s.into()),
+        column("KV peak", "", Format::Percent, |r| r.run.kv_peak_fraction.into()),
+        column("Diagnosis", "", Format::Text, |r| brief(r.run).into()),
+    ]
 }
 
 /// A scatter of every candidate's p95 TTFT against `y`, with the frontier `front` as a line.

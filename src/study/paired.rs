@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    bootstrap_ci, col, report_head, reseeded, treated,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    StudyReport, bootstrap_ci, column, report_head, reseeded, table, treated,
 };
 use crate::scenario::{self, Errors, ScenarioError, Spec};
 
@@ -81,6 +81,31 @@ pub(super) fn pairs(results: &[RunSummary], f: fn(&RunSummary) -> f64) -> (Vec<f
     results.chunks(2).map(|c| (f(&c[0]), f(&c[1]))).unzip()
 }
 
+/// A metric's row: the means, the paired delta with its interval, and how often the treatment won.
+struct Row {
+    name: &'static str,
+    mb: f64,
+    mt: f64,
+    md: f64,
+    lo: f64,
+    hi: f64,
+    rel: f64,
+    wins: f64,
+    excludes: bool,
+}
+
+const COLUMNS: [ColumnDef<Row>; 9] = [
+    column("Metric", "", Format::Text, |r| r.name.into()),
+    column("Baseline mean", "per metric", Format::Num, |r| r.mb.into()),
+    column("Treatment mean", "", Format::Num, |r| r.mt.into()),
+    column("Mean delta", "treatment − baseline", Format::Num, |r| r.md.into()),
+    column("95 % CI low", "bootstrap", Format::Num, |r| r.lo.into()),
+    column("95 % CI high", "bootstrap", Format::Num, |r| r.hi.into()),
+    column("Relative change", "", Format::Percent, |r| r.rel.into()),
+    column("Treatment win rate", "", Format::Percent, |r| r.wins.into()),
+    column("CI excludes zero", "", Format::Bool, |r| r.excludes.into()),
+];
+
 impl OneBatchStudy for PairedStudy {
     fn batch(&self) -> &OneBatch {
         &self.batch
@@ -95,20 +120,8 @@ impl OneBatchStudy for PairedStudy {
             &self.base,
             format!("does the treatment {change} change the outcome, beyond run-to-run noise?"),
         );
-        rep.columns = vec![
-            col("Metric", "", Format::Text),
-            col("Baseline mean", "", Format::Num),
-            col("Treatment mean", "", Format::Num),
-            col("Mean delta", "treatment − baseline", Format::Num),
-            col("95 % CI low", "bootstrap", Format::Num),
-            col("95 % CI high", "bootstrap", Format::Num),
-            col("Relative change", "", Format::Percent),
-            col("Treatment win rate", "", Format::Percent),
-            col("CI excludes zero", "", Format::Bool),
-        ];
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-        let mut bars = Vec::new();
-        let mut headline = Vec::new();
+        let (mut bars, mut headline, mut rows) = (Vec::new(), Vec::new(), Vec::new());
         for (i, (name, _unit, _fmt, higher, f)) in METRICS.iter().enumerate() {
             let (b, t) = pairs(results, *f);
             let d: Vec<f64> = t.iter().zip(&b).map(|(t, b)| t - b).collect();
@@ -123,17 +136,7 @@ impl OneBatchStudy for PairedStudy {
             let wins =
                 d.iter().filter(|x| if *higher { **x > 0.0 } else { **x < 0.0 }).count() as f64 / d.len().max(1) as f64;
             let excludes = (lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0);
-            rep.rows.push(vec![
-                Cell::from(*name),
-                mb.into(),
-                mt.into(),
-                md.into(),
-                lo.into(),
-                hi.into(),
-                rel.into(),
-                wins.into(),
-                excludes.into(),
-            ]);
+            rows.push(Row { name, mb, mt, md, lo, hi, rel, wins, excludes });
             // Improvement: the relative change signed so that up is better (a latency that fell is up).
             bars.push((i as f64, if *higher { rel } else { -rel }));
             if i < 2 || *name == "p95 TTFT" {
@@ -145,8 +148,8 @@ impl OneBatchStudy for PairedStudy {
                 });
             }
         }
+        (rep.columns, rep.rows) = table(&COLUMNS, &rows);
         rep.answer = format!("Over {} paired repetitions: {}.", self.p.repetitions, headline.join("; "));
-        rep.columns[1].unit = "per metric".into();
         // Two series so that colour says it too: better (up) and worse (down), each bar in its own slot.
         let side = |better: bool| bars.iter().map(|&(x, y)| (x, if (y >= 0.0) == better { y } else { 0.0 })).collect();
         rep.charts = vec![Chart {

@@ -10,8 +10,8 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    brief, col, report_head,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    StudyReport, brief, column, report_head, table,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
@@ -171,19 +171,6 @@ impl OneBatchStudy for RankingStudy {
                 if reps == 1 { "" } else { "s" }
             ),
         );
-        rep.columns = vec![
-            col("Rank", "", Format::Int),
-            col("Scheduler", "", Format::Text),
-            col("Goodput", "req/s, mean", Format::Num),
-            col("Goodput 95 % CI", "req/s", Format::Text),
-            col("SLO attainment", "mean", Format::Percent),
-            col("SLO 95 % CI", "", Format::Text),
-            col("p95 TTFT", "s, mean", Format::Seconds),
-            col("p95 E2E", "s, mean", Format::Seconds),
-            col("KV peak", "mean", Format::Percent),
-            col("Unfinished", "requests, all repetitions", Format::Int),
-            col("Versus the best", "", Format::Text),
-        ];
         let policies = self.policies(results);
         // Rank: mean SLO attainment, then mean goodput; the earlier policy on a full tie.
         let mut order: Vec<usize> = (0..policies.len()).collect();
@@ -208,18 +195,12 @@ impl OneBatchStudy for RankingStudy {
         let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
         let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
         // A diagnosis that differs per row gets a column; one shared by every row is said once, in the notes.
-        if !same_sentence {
-            rep.columns.push(col("Diagnosis", "first repetition", Format::Text));
-        }
-        rep.rows = (order.iter().enumerate())
-            .map(|(rank, &i)| {
-                let mut row = table_row(rank, &policies[i], tied[i]);
-                if !same_sentence {
-                    row.push(briefs[i].as_str().into());
-                }
-                row
-            })
+        let rows: Vec<Row> = (order.iter().enumerate())
+            .map(|(rank, &i)| Row { rank, p: &policies[i], tied: tied[i], brief: &briefs[i] })
             .collect();
+        let all = columns();
+        let shown = if same_sentence { &all[..all.len() - 1] } else { &all[..] };
+        (rep.columns, rep.rows) = table(shown, &rows);
         if let (Some(&first), Some(&worst)) = (order.first(), order.last()) {
             rep.best_row = Some(0);
             let ties: Vec<&str> = order.iter().skip(1).filter(|&&i| tied[i]).map(|&i| policies[i].label).collect();
@@ -276,27 +257,43 @@ fn ci(c: (f64, f64, f64), pct: bool) -> String {
 }
 
 /// The table row of the policy ranked `rank` (0: the best).
-fn table_row(rank: usize, p: &Policy, tied: bool) -> Vec<Cell> {
-    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let versus = if rank == 0 {
-        "best"
-    } else if tied {
-        "not distinguishable from the best"
-    } else {
-        "worse"
-    };
-    vec![
-        Cell::from((rank + 1) as u64),
-        p.label.into(),
-        p.goodput.0.into(),
-        ci(p.goodput, false).into(),
-        p.slo.0.into(),
-        ci(p.slo, true).into(),
-        mean(p.runs.iter().map(|x| x.ttft_p95_s).collect()).into(),
-        mean(p.runs.iter().map(|x| x.e2e_p95_s).collect()).into(),
-        mean(p.runs.iter().map(|x| x.kv_peak_fraction).collect()).into(),
-        p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into(),
-        versus.into(),
+/// A row of the table: a policy in its rank, whether it ties the best, its first repetition's diagnosis.
+struct Row<'a> {
+    rank: usize,
+    p: &'a Policy<'a>,
+    tied: bool,
+    brief: &'a str,
+}
+
+fn mean_of(p: &Policy, f: fn(&RunSummary) -> f64) -> f64 {
+    p.runs.iter().map(f).sum::<f64>() / p.runs.len().max(1) as f64
+}
+
+fn versus(r: &Row) -> &'static str {
+    match (r.rank, r.tied) {
+        (0, _) => "best",
+        (_, true) => "not distinguishable from the best",
+        _ => "worse",
+    }
+}
+
+/// The table; its last column (the diagnosis) is left out when every row's is the same (the notes say it).
+fn columns<'a>() -> [ColumnDef<Row<'a>>; 12] {
+    [
+        column("Rank", "", Format::Int, |r| ((r.rank + 1) as u64).into()),
+        column("Scheduler", "", Format::Text, |r| r.p.label.into()),
+        column("Goodput", "req/s, mean", Format::Num, |r| r.p.goodput.0.into()),
+        column("Goodput 95 % CI", "req/s", Format::Text, |r| ci(r.p.goodput, false).into()),
+        column("SLO attainment", "mean", Format::Percent, |r| r.p.slo.0.into()),
+        column("SLO 95 % CI", "", Format::Text, |r| ci(r.p.slo, true).into()),
+        column("p95 TTFT", "s, mean", Format::Seconds, |r| mean_of(r.p, |x| x.ttft_p95_s).into()),
+        column("p95 E2E", "s, mean", Format::Seconds, |r| mean_of(r.p, |x| x.e2e_p95_s).into()),
+        column("KV peak", "mean", Format::Percent, |r| mean_of(r.p, |x| x.kv_peak_fraction).into()),
+        column("Unfinished", "requests, all repetitions", Format::Int, |r| {
+            r.p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into()
+        }),
+        column("Versus the best", "", Format::Text, |r| versus(r).into()),
+        column("Diagnosis", "first repetition", Format::Text, |r| r.brief.into()),
     ]
 }
 

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef, StudyReport,
-    col, report_head, treated,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    StudyReport, column, report_head, table, treated,
 };
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
 
@@ -88,6 +88,30 @@ fn advantage(b: &RunSummary, t: &RunSummary) -> i32 {
     ord as i32
 }
 
+/// A sample's row: its cost scales (prefill, decode, transfer), both runs, and whether the advantage holds.
+struct Row<'a> {
+    i: usize,
+    scales: (f64, f64, f64),
+    b: &'a RunSummary,
+    t: &'a RunSummary,
+    holds: bool,
+}
+
+fn columns<'a>() -> [ColumnDef<Row<'a>>; 10] {
+    [
+        column("Sample", "", Format::Text, |r| if r.i == 0 { "nominal".into() } else { r.i.to_string().into() }),
+        column("Prefill ×", "", Format::Num, |r| r.scales.0.into()),
+        column("Decode ×", "", Format::Num, |r| r.scales.1.into()),
+        column("Transfer ×", "", Format::Num, |r| r.scales.2.into()),
+        column("Baseline SLO", "", Format::Percent, |r| r.b.slo_attainment.into()),
+        column("Treatment SLO", "", Format::Percent, |r| r.t.slo_attainment.into()),
+        column("Goodput delta", "req/s", Format::Num, |r| (r.t.goodput_rps - r.b.goodput_rps).into()),
+        column("p95 TTFT delta", "s", Format::Seconds, |r| (r.t.ttft_p95_s - r.b.ttft_p95_s).into()),
+        column("p95 E2E delta", "s", Format::Seconds, |r| (r.t.e2e_p95_s - r.b.e2e_p95_s).into()),
+        column("Advantage holds", "", Format::Bool, |r| r.holds.into()),
+    ]
+}
+
 impl OneBatchStudy for SensitivityStudy {
     fn batch(&self) -> &OneBatch {
         &self.batch
@@ -102,44 +126,21 @@ impl OneBatchStudy for SensitivityStudy {
             &self.base,
             format!("does the treatment {change} still win if the cost profile is off by up to ×{}?", self.p.range),
         );
-        rep.columns = vec![
-            col("Sample", "", Format::Text),
-            col("Prefill ×", "", Format::Num),
-            col("Decode ×", "", Format::Num),
-            col("Transfer ×", "", Format::Num),
-            col("Baseline SLO", "", Format::Percent),
-            col("Treatment SLO", "", Format::Percent),
-            col("Goodput delta", "req/s", Format::Num),
-            col("p95 TTFT delta", "s", Format::Seconds),
-            col("p95 E2E delta", "s", Format::Seconds),
-            col("Advantage holds", "", Format::Bool),
-        ];
         let r = results;
         let nominal = r.get(0..2).map(|c| advantage(&c[0], &c[1])).unwrap_or(0);
         let mut holds_n = 0;
-        let (mut pts_b, mut pts_t) = (Vec::new(), Vec::new());
+        let (mut pts_b, mut pts_t, mut rows) = (Vec::new(), Vec::new(), Vec::new());
         for (i, c) in r.chunks(2).enumerate() {
             let (b, t) = (&c[0], &c[1]);
-            let (pf, dc, tr) = self.scales[i];
             let holds = nominal != 0 && advantage(b, t) == nominal;
             if i > 0 {
                 holds_n += holds as u32;
                 pts_b.push((i as f64, b.slo_attainment));
                 pts_t.push((i as f64, t.slo_attainment));
             }
-            rep.rows.push(vec![
-                Cell::from(if i == 0 { "nominal".to_string() } else { format!("{i}") }),
-                pf.into(),
-                dc.into(),
-                tr.into(),
-                b.slo_attainment.into(),
-                t.slo_attainment.into(),
-                (t.goodput_rps - b.goodput_rps).into(),
-                (t.ttft_p95_s - b.ttft_p95_s).into(),
-                (t.e2e_p95_s - b.e2e_p95_s).into(),
-                holds.into(),
-            ]);
+            rows.push(Row { i, scales: self.scales[i], b, t, holds });
         }
+        (rep.columns, rep.rows) = table(&columns(), &rows);
         let n = self.p.samples;
         rep.best_row = Some(0);
         rep.answer = match nominal {
