@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study,
-    StudyDef, StudyReport, col, report_head,
+    StudyDef, StudyReport, report_head,
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
 

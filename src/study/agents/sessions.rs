@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::study::{ColumnDef, column, table};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -115,6 +116,16 @@ fn class_bars(classes: &[crate::study::SessionClassRun]) -> Chart {
     }
 }
 
+/// A figure's row: its name, how it is shown, its value (NaN: none) and its unit.
+type Figure = (String, String, f64, &'static str);
+
+const COLUMNS: [ColumnDef<Figure>; 4] = [
+    column("Figure", "", Format::Text, |f| f.0.as_str().into()),
+    column("Shown", "", Format::Text, |f| f.1.as_str().into()),
+    column("Value", "in its unit", Format::Figure, |f| if f.2.is_nan() { Cell::Empty } else { f.2.into() }),
+    column("Unit", "", Format::Text, |f| f.3.into()),
+];
+
 impl OneBatchStudy for SessionsStudy {
     fn batch(&self) -> &OneBatch {
         &self.batch
@@ -124,23 +135,14 @@ impl OneBatchStudy for SessionsStudy {
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(SessionsStudy::ABOUT, &self.base, Self::ABOUT.question.into());
-        rep.columns = vec![
-            col("Figure", "", Format::Text),
-            col("Shown", "", Format::Text),
-            col("Value", "in its unit", Format::Figure),
-            col("Unit", "", Format::Text),
-        ];
         let Some(run) = r.first() else { return rep };
         let s = sess(run);
-        let row = |n: String, shown: String, v: f64, u: &str| {
-            vec![Cell::from(n), shown.into(), if v.is_nan() { Cell::Empty } else { v.into() }, u.into()]
-        };
-        rep.rows = session_figures(s).into_iter().map(|(n, shown, v, u)| row(n.into(), shown, v, u)).collect();
+        let mut rows: Vec<Figure> =
+            session_figures(s).into_iter().map(|(n, shown, v, u)| (n.into(), shown, v, u)).collect();
         for c in &s.classes {
-            for (n, shown, v, u) in class_figures(c) {
-                rep.rows.push(row(format!("{}: {n}", c.name), shown, v, u));
-            }
+            rows.extend(class_figures(c).into_iter().map(|(n, shown, v, u)| (format!("{}: {n}", c.name), shown, v, u)));
         }
+        (rep.columns, rep.rows) = table(&COLUMNS, &rows);
         rep.answer = format!(
             "p95 turn TTFT {} over {} turns of {} sessions; {}.",
             crate::metrics::secs(s.turn_ttft_p95_s),

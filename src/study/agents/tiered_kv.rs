@@ -3,6 +3,7 @@
 use super::*;
 use crate::scenario::at;
 use crate::spec::field::Checked;
+use crate::study::{ColumnDef, column, table};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -140,43 +141,17 @@ impl Study for TieredKvStudy {
 
 fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     let mut rep = report_head(TieredKvStudy::ABOUT, &st.base, TieredKvStudy::ABOUT.question.into());
-    rep.columns = vec![
-        col("Policy", "", Format::Text),
-        col("p95 turn TTFT", "s", Format::Seconds),
-        col("p95 session E2E", "s", Format::Seconds),
-        col("Session SLO", "", Format::Percent),
-        col("Reuse", "of history", Format::Percent),
-        col("HBM hit", "of later turns", Format::Percent),
-        col("Host hit", "of later turns", Format::Percent),
-        col("Mean HBM", "GB", Format::Num),
-        col("Mean host", "GB", Format::Num),
-        col("Transfer p95", "s", Format::Seconds),
-        col("Recomputed", "tokens", Format::Int),
-        col("Diagnosis", "", Format::Text),
-    ];
     let n = st.policies.len();
-    let Some(rest) = st.results.get(1..) else { return rep };
-    let reference = if st.results.is_empty() { 0.0 } else { st.reference_blocks() };
+    let rest = st.results.get(1..).unwrap_or_default();
     let (free, budgeted) = rest.split_at(n.min(rest.len()));
-    rep.rows = (free.iter().enumerate())
-        .map(|(k, x)| {
-            let s = sess(x);
-            vec![
-                Cell::from(st.policies[k].label.as_str()),
-                s.turn_ttft_p95_s.into(),
-                s.session_e2e_p95_s.into(),
-                s.slo_attainment.into(),
-                s.reuse.into(),
-                s.hbm_hit_rate.into(),
-                s.host_hit_rate.into(),
-                s.hbm_mean_gb.into(),
-                s.host_mean_gb.into(),
-                (s.host_hit_rate > 0.0).then_some(s.restore_p95_s).into(),
-                s.recomputed_history_tokens.into(),
-                session_brief(x).into(),
-            ]
-        })
+    let rows: Vec<Row> = (free.iter().enumerate())
+        .map(|(k, run)| Row { policy: &st.policies[k].label, run, fraction: 1.0, reference: 0.0 })
         .collect();
+    (rep.columns, rep.rows) = table(&free_columns(), &rows);
+    if st.results.is_empty() {
+        return rep;
+    }
+    let reference = st.reference_blocks();
     rep.tables = vec![budget_table(st, budgeted, reference)];
     // The best real policy without a budget (the oracle is a bound, not a choice).
     rep.best_row = fastest(&rest[..n.min(rest.len()) - 1]);
@@ -254,39 +229,57 @@ fn tiered_notes(st: &TieredKvStudy, reference: f64) -> Vec<String> {
 /// The tiered-kv study's second table: the same policies under each per-replica HBM budget.
 fn budget_table(st: &TieredKvStudy, budgeted: &[RunSummary], reference: f64) -> crate::study::Table {
     let n = st.policies.len();
-    let columns = vec![
-        col("Policy", "", Format::Text),
-        col("Budget / replica", "blocks", Format::Int),
-        col("Reference ×", "", Format::Num),
-        col("p95 turn TTFT", "s", Format::Seconds),
-        col("Session SLO", "", Format::Percent),
-        col("Reuse", "of history", Format::Percent),
-        col("Mean HBM", "GB", Format::Num),
-        col("Mean host", "GB", Format::Num),
-        col("Pressure evictions", "", Format::Int),
-        col("Failed turns", "", Format::Int),
-        col("Diagnosis", "", Format::Text),
-    ];
-    let rows = (budgeted.iter().enumerate())
-        .map(|(k, x)| {
-            let s = sess(x);
-            let f = st.p.budgets[k / n];
-            vec![
-                Cell::from(st.policies[k % n].label.as_str()),
-                (f * reference).round().max(1.0).into(),
-                f.into(),
-                s.turn_ttft_p95_s.into(),
-                s.slo_attainment.into(),
-                s.reuse.into(),
-                s.hbm_mean_gb.into(),
-                s.host_mean_gb.into(),
-                s.pressure_evictions.into(),
-                s.failed_turns.into(),
-                session_brief(x).into(),
-            ]
-        })
+    let rows: Vec<Row> = (budgeted.iter().enumerate())
+        .map(|(k, run)| Row { policy: &st.policies[k % n].label, run, fraction: st.p.budgets[k / n], reference })
         .collect();
+    let (columns, rows) = table(&budget_columns(), &rows);
     crate::study::Table { title: "Under a shrinking HBM budget per replica".into(), columns, rows }
+}
+
+/// A policy's run; under a budget, the budget as a fraction of the reference (blocks per replica).
+struct Row<'a> {
+    policy: &'a str,
+    run: &'a RunSummary,
+    fraction: f64,
+    reference: f64,
+}
+
+/// Without a budget.
+fn free_columns<'a>() -> [ColumnDef<Row<'a>>; 12] {
+    [
+        column("Policy", "", Format::Text, |r| r.policy.into()),
+        column("p95 turn TTFT", "s", Format::Seconds, |r| sess(r.run).turn_ttft_p95_s.into()),
+        column("p95 session E2E", "s", Format::Seconds, |r| sess(r.run).session_e2e_p95_s.into()),
+        column("Session SLO", "", Format::Percent, |r| sess(r.run).slo_attainment.into()),
+        column("Reuse", "of history", Format::Percent, |r| sess(r.run).reuse.into()),
+        column("HBM hit", "of later turns", Format::Percent, |r| sess(r.run).hbm_hit_rate.into()),
+        column("Host hit", "of later turns", Format::Percent, |r| sess(r.run).host_hit_rate.into()),
+        column("Mean HBM", "GB", Format::Num, |r| sess(r.run).hbm_mean_gb.into()),
+        column("Mean host", "GB", Format::Num, |r| sess(r.run).host_mean_gb.into()),
+        column("Transfer p95", "s", Format::Seconds, |r| {
+            let s = sess(r.run);
+            (s.host_hit_rate > 0.0).then_some(s.restore_p95_s).into()
+        }),
+        column("Recomputed", "tokens", Format::Int, |r| sess(r.run).recomputed_history_tokens.into()),
+        column("Diagnosis", "", Format::Text, |r| session_brief(r.run).into()),
+    ]
+}
+
+/// Under a shrinking budget.
+fn budget_columns<'a>() -> [ColumnDef<Row<'a>>; 11] {
+    [
+        column("Policy", "", Format::Text, |r| r.policy.into()),
+        column("Budget / replica", "blocks", Format::Int, |r| (r.fraction * r.reference).round().max(1.0).into()),
+        column("Reference ×", "", Format::Num, |r| r.fraction.into()),
+        column("p95 turn TTFT", "s", Format::Seconds, |r| sess(r.run).turn_ttft_p95_s.into()),
+        column("Session SLO", "", Format::Percent, |r| sess(r.run).slo_attainment.into()),
+        column("Reuse", "of history", Format::Percent, |r| sess(r.run).reuse.into()),
+        column("Mean HBM", "GB", Format::Num, |r| sess(r.run).hbm_mean_gb.into()),
+        column("Mean host", "GB", Format::Num, |r| sess(r.run).host_mean_gb.into()),
+        column("Pressure evictions", "", Format::Int, |r| sess(r.run).pressure_evictions.into()),
+        column("Failed turns", "", Format::Int, |r| sess(r.run).failed_turns.into()),
+        column("Diagnosis", "", Format::Text, |r| session_brief(r.run).into()),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------------------
