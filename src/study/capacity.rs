@@ -15,8 +15,8 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport, col, report_head,
-    reseeded,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport, column,
+    report_head, reseeded, table,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -63,6 +63,58 @@ impl Default for CapacityParams {
 /// The mean of `f` over runs.
 fn mean_of(runs: &[RunSummary], f: impl Fn(&RunSummary) -> f64) -> f64 {
     runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64
+}
+
+/// A table row: an evaluation (a rate, or a replica count) with its criterion's mean, worst repetition and
+/// target.
+struct Row<'a> {
+    e: &'a Eval,
+    mean: f64,
+    worst: f64,
+    target: f64,
+}
+
+/// A criterion's columns: (its mean's label, unit, format).
+type Criterion = (&'static str, &'static str, Format);
+
+/// The rate search's table; `rate` and `served` are the units of offered and served load.
+fn rate_columns<'a>(rate: &'static str, served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 9] {
+    [
+        column("Rate", rate, Format::Num, |r| r.e.rate.into()),
+        column("Pass", "", Format::Bool, |r| r.e.pass.into()),
+        column(c.0, c.1, c.2, |r| r.mean.into()),
+        column("Worst repetition", c.1, c.2, |r| r.worst.into()),
+        column("Target", c.1, c.2, |r| r.target.into()),
+        column("SLO range", "min – max", Format::Text, |r| slo_range(&r.e.runs).into()),
+        column("Goodput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.goodput_rps).into()),
+        column("p95 TTFT", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.ttft_p95_s).into()),
+        column("p95 E2E", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.e2e_p95_s).into()),
+    ]
+}
+
+/// The replica search's table.
+fn replica_columns<'a>(served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 10] {
+    [
+        column("Replicas", "", Format::Int, |r| (r.e.rate as u64).into()),
+        column("GPUs", "", Format::Int, |r| (r.e.runs.first().map_or(0, |x| x.gpus) as u64).into()),
+        column("Pass", "", Format::Bool, |r| r.e.pass.into()),
+        column(c.0, c.1, c.2, |r| r.mean.into()),
+        column("Worst repetition", c.1, c.2, |r| r.worst.into()),
+        column("Steady throughput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.steady_throughput_rps).into()),
+        column("Goodput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.goodput_rps).into()),
+        column("p95 TTFT", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.ttft_p95_s).into()),
+        column("p95 E2E", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.e2e_p95_s).into()),
+        column("Overloaded", "repetitions", Format::Int, |r| {
+            (r.e.runs.iter().filter(|x| x.overloaded).count() as u64).into()
+        }),
+    ]
+}
+
+/// The lowest and highest SLO attainment over the repetitions.
+fn slo_range(runs: &[RunSummary]) -> String {
+    let slos = runs.iter().map(|r| r.slo_attainment);
+    let (lo, hi) = slos.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    format!("{:.1} – {:.1} %", lo * 100.0, hi * 100.0)
 }
 
 /// One point of the search: a rate (req/s) or a replica count, with its repetitions.
@@ -168,6 +220,15 @@ impl CapacityStudy {
     }
 
     /// What the searched rate counts: requests, or the sessions a session scenario's arrivals start.
+    /// How the criterion's columns read: (its mean's label, unit, format).
+    fn criterion_column(&self) -> Criterion {
+        if self.p.max_mean_wait_ms.is_some() {
+            ("Mean wait", "s", Format::Seconds)
+        } else {
+            ("Mean SLO", "", Format::Percent)
+        }
+    }
+
     fn rate_unit(&self) -> &'static str {
         if self.turns_per_session.is_some() { "sessions/s" } else { "req/s" }
     }
@@ -310,7 +371,6 @@ impl Study for CapacityStudy {
         if self.replica_search() {
             return self.report_replicas();
         }
-        let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
             CapacityStudy::ABOUT,
             &self.base,
@@ -320,42 +380,17 @@ impl Study for CapacityStudy {
                 self.p.repetitions
             ),
         );
-        let (mean_label, unit, fmt) =
-            if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
-        rep.columns = vec![
-            col("Rate", self.rate_unit(), Format::Num),
-            col("Pass", "", Format::Bool),
-            col(mean_label, unit, fmt),
-            col("Worst repetition", unit, fmt),
-            col("Target", unit, fmt),
-            col("SLO range", "min – max", Format::Text),
-            col("Goodput", self.served_unit(), Format::Num),
-            col("p95 TTFT", "s", Format::Seconds),
-            col("p95 E2E", "s", Format::Seconds),
-        ];
         let evals = self.sorted_evals();
         let target = self.p.max_mean_wait_ms.map_or(self.target, |w| w / 1e3);
-        let mut pts = Vec::new();
-        let mut band = Vec::new();
-        for e in &evals {
+        let (mut pts, mut band, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        for &e in &evals {
             let (mean, worst, range) = self.criterion_stats(e);
-            let slos: Vec<f64> = e.runs.iter().map(|r| r.slo_attainment).collect();
-            let (smin, smax) =
-                (slos.iter().copied().fold(f64::MAX, f64::min), slos.iter().copied().fold(f64::MIN, f64::max));
-            rep.rows.push(vec![
-                Cell::from(e.rate),
-                e.pass.into(),
-                mean.into(),
-                worst.into(),
-                target.into(),
-                format!("{:.1} – {:.1} %", smin * 100.0, smax * 100.0).into(),
-                mean_of(&e.runs, |r| r.goodput_rps).into(),
-                mean_of(&e.runs, |r| r.ttft_p95_s).into(),
-                mean_of(&e.runs, |r| r.e2e_p95_s).into(),
-            ]);
+            rows.push(Row { e, mean, worst, target });
             pts.push((e.rate, mean));
             band.push(range);
         }
+        (rep.columns, rep.rows) =
+            table(&rate_columns(self.rate_unit(), self.served_unit(), self.criterion_column()), &rows);
         rep.best_row = self.lo.and_then(|l| evals.iter().position(|e| e.rate == l));
         let found = self.lo.unwrap_or(0.0);
         let u = self.rate_unit();
@@ -496,7 +531,6 @@ impl CapacityStudy {
     fn report_replicas(&self) -> StudyReport {
         let rate = self.p.target_rps.unwrap_or(0.0);
         let u = self.rate_unit();
-        let wait = self.p.max_mean_wait_ms.is_some();
         let mut rep = report_head(
             CapacityStudy::ABOUT,
             &self.base,
@@ -506,41 +540,15 @@ impl CapacityStudy {
                 self.p.repetitions
             ),
         );
-        let (mean_label, unit, fmt) =
-            if wait { ("Mean wait", "s", Format::Seconds) } else { ("Mean SLO", "", Format::Percent) };
-        rep.columns = vec![
-            col("Replicas", "", Format::Int),
-            col("GPUs", "", Format::Int),
-            col("Pass", "", Format::Bool),
-            col(mean_label, unit, fmt),
-            col("Worst repetition", unit, fmt),
-            col("Steady throughput", self.served_unit(), Format::Num),
-            col("Goodput", self.served_unit(), Format::Num),
-            col("p95 TTFT", "s", Format::Seconds),
-            col("p95 E2E", "s", Format::Seconds),
-            col("Overloaded", "repetitions", Format::Int),
-        ];
         let evals = self.sorted_evals();
-        let mut pts = Vec::new();
-        let mut band = Vec::new();
-        for e in &evals {
+        let (mut pts, mut band, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        for &e in &evals {
             let (mean, worst, range) = self.criterion_stats(e);
-            let gpus = e.runs.first().map_or(0, |r| r.gpus);
-            rep.rows.push(vec![
-                Cell::from(e.rate as u64),
-                Cell::from(gpus as u64),
-                e.pass.into(),
-                mean.into(),
-                worst.into(),
-                mean_of(&e.runs, |r| r.steady_throughput_rps).into(),
-                mean_of(&e.runs, |r| r.goodput_rps).into(),
-                mean_of(&e.runs, |r| r.ttft_p95_s).into(),
-                mean_of(&e.runs, |r| r.e2e_p95_s).into(),
-                Cell::from(e.runs.iter().filter(|r| r.overloaded).count() as u64),
-            ]);
+            rows.push(Row { e, mean, worst, target: 0.0 });
             pts.push((e.rate, mean));
             band.push(range);
         }
+        (rep.columns, rep.rows) = table(&replica_columns(self.served_unit(), self.criterion_column()), &rows);
         rep.best_row = self.hi.and_then(|h| evals.iter().position(|e| e.rate == h));
         let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
         rep.answer = match (self.lo, self.hi) {

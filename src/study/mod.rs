@@ -346,10 +346,6 @@ pub struct Column {
     pub format: Format,
 }
 
-fn col(label: &str, unit: &str, format: Format) -> Column {
-    Column { label: label.into(), unit: unit.into(), format }
-}
-
 /// A table column declared whole: its header, unit and format beside how a row's cell is read, so the header
 /// and the cells cannot drift apart.
 pub struct ColumnDef<R> {

@@ -462,3 +462,25 @@ fn every_study_is_registered_once() {
     let forgotten = [("new.rs".to_string(), "impl StudyDef for NewStudy {\nimpl Knob for NewKnob {".to_string())];
     assert_eq!(unregistered_studies(&forgotten, registry), ["new.rs: NewStudy", "new.rs: NewKnob"]);
 }
+
+/// A study's table is declared as `ColumnDef`s (header, unit, format and cell together) and built by
+/// `study::table`: no study writes a `Column` or a row of cells by hand, so a header cannot drift from its cells.
+#[test]
+fn every_study_table_is_declared_with_its_cells() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/study"), &mut files);
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("study/mod.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code: Vec<String> = text.split("#[cfg(test)]").next().unwrap().lines().map(code_of).collect();
+        for (i, line) in code.iter().enumerate() {
+            for hand in ["Column {", "columns = vec!", "columns.push(", "rows.push(vec!", "rows = vec!"] {
+                if line.contains(hand) {
+                    bad.push(format!("{}:{} `{hand}`", f.strip_prefix(root()).unwrap().display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(files.len() >= 12, "study files: {files:?}");
+    assert!(bad.is_empty(), "tables written by hand, not as ColumnDefs: {bad:?}");
+}
