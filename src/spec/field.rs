@@ -30,6 +30,12 @@ pub trait Declared {
 }
 
 /// Validation's side of `Declared`.
+/// A tagged enum whose variants' number fields are bounded (`variant_bounds!`): each variant's Rust name
+/// (its `kind` is [`snake`] of it) with its fields, for the docs test and the lab.
+pub trait Variants {
+    const VARIANTS: &'static [(&'static str, &'static [Field])];
+}
+
 pub(crate) trait Checked {
     /// Checks every bounded field that is present, pushing errors at `at.name`; true when all hold.
     fn check_fields(&self, at: &str, e: &mut Errors) -> bool;
@@ -112,6 +118,9 @@ pub fn plain(v: f64) -> String {
     if whole && v >= 2f64.powi(30) && (v as u64).is_power_of_two() {
         return format!("2^{}", (v as u64).trailing_zeros());
     }
+    if v > 0.0 && v < 1e-4 && libm::log10(v).fract() == 0.0 {
+        return format!("1e{}", libm::log10(v) as i32);
+    }
     if v >= 1e5 && libm::log10(v).fract() == 0.0 {
         return format!("1e{}", libm::log10(v) as i32);
     }
@@ -150,10 +159,17 @@ impl Block {
 
 /// The bound of the field a JSON pointer names (`/engine/max_num_seqs`), if it declares one.
 pub fn bound_at(pointer: &str) -> Option<Bound> {
-    super::declared_blocks().into_iter().find_map(|b| {
+    let in_block = super::declared_blocks().into_iter().find_map(|b| {
         let rest = pointer.strip_prefix('/')?.strip_prefix(&b.at.replace('.', "/"))?.strip_prefix('/')?;
         b.fields.iter().find(|f| f.name == rest).map(|f| f.bound)
-    })
+    });
+    // An arrival kind's field (a field two kinds share, as `rate_rps`, has one bound).
+    let arrival = || {
+        let name = pointer.strip_prefix("/workload/arrival/")?;
+        let fields = <super::ArrivalSpec as Variants>::VARIANTS.iter().flat_map(|v| v.1.iter());
+        fields.clone().find(|f| f.name == name).map(|f| f.bound)
+    };
+    in_block.or_else(arrival)
 }
 
 /// A field's path, `at.name`, with the name taken from the field itself (`at!(at, en.max_model_len)` does
@@ -192,6 +208,46 @@ macro_rules! bounds {
     };
 }
 pub(crate) use bounds;
+
+/// Declares the bounds of a tagged enum's fields, variant by variant, beside the enum:
+/// `variant_bounds!(ArrivalSpec { Poisson { rate_rps: Bound::OpenLo(0.0, 1e7) }, … })`. Checking a value checks
+/// its variant's fields, each error at `{at}.{field}`; a variant not listed has no bounded field.
+macro_rules! variant_bounds {
+    ($ty:ident { $($v:ident { $($f:ident: $b:expr),* $(,)? }),* $(,)? }) => {
+        impl $crate::spec::field::Variants for $ty {
+            const VARIANTS: &'static [(&'static str, &'static [$crate::spec::Field])] = &[$((
+                stringify!($v),
+                &[$($crate::spec::Field { name: stringify!($f), bound: $b }),*],
+            )),*];
+        }
+        impl $crate::spec::field::Checked for $ty {
+            fn check_fields(&self, at: &str, e: &mut $crate::spec::Errors) -> bool {
+                #[allow(unreachable_patterns)]
+                match self {
+                    $($ty::$v { $($f,)* .. } => {
+                        let mut ok = true;
+                        $(ok &= $b.check(&format!("{at}.{}", stringify!($f)), $f, e);)*
+                        ok
+                    })*
+                    _ => true,
+                }
+            }
+        }
+    };
+}
+pub(crate) use variant_bounds;
+
+/// A variant's serde name (`rename_all = "snake_case"`): `ClosedLoop` → `closed_loop`.
+pub fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

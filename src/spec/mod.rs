@@ -10,8 +10,8 @@ mod strict;
 
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
-pub use field::{Block, Bound, Declared, Field, bound_at, plain};
-pub(crate) use field::{at, bounds};
+pub use field::{Block, Bound, Declared, Field, Variants, bound_at, plain, snake};
+pub(crate) use field::{at, bounds, variant_bounds};
 pub use strict::{json_kind, names_in_refusal, strict_json};
 
 use serde::{Deserialize, Serialize};
@@ -473,6 +473,28 @@ pub enum ArrivalSpec {
         hash_block_tokens: u32,
     },
 }
+
+/// The most requests (or sessions) per second an open-loop arrival process may offer.
+pub const MAX_RATE_RPS: f64 = 1e7;
+
+const PERIOD: &str = "a mean period; the generator walks the periods one by one";
+
+variant_bounds!(ArrivalSpec {
+    Poisson { rate_rps: Bound::OpenLo(0.0, MAX_RATE_RPS) },
+    Constant { rate_rps: Bound::OpenLo(0.0, MAX_RATE_RPS) },
+    Gamma { rate_rps: Bound::OpenLo(0.0, MAX_RATE_RPS), cv: Bound::Range(0.05, 20.0) },
+    OnOff {
+        rate_on_rps: Bound::Within(1e-6, MAX_RATE_RPS, "the arrival rate while on"),
+        rate_off_rps: Bound::Range(0.0, MAX_RATE_RPS),
+        mean_on_s: Bound::Within(1e-3, 1e6, PERIOD),
+        mean_off_s: Bound::Within(1e-3, 1e6, PERIOD),
+    },
+    ClosedLoop {
+        clients: Bound::Int(1, 1_000_000),
+        think_s: Bound::Within(0.0, 1e6, "a client's mean pause between its requests"),
+    },
+    Trace { time_scale: Bound::OpenLo(0.0, 1e6), hash_block_tokens: Bound::Int(1, 1 << 20) },
+});
 
 fn is_true(x: &bool) -> bool {
     *x

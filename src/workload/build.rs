@@ -6,7 +6,6 @@ use super::class::{Class, Tenant, classes, tenants};
 use crate::spec::field::Checked;
 use crate::spec::{ArrivalSpec, Errors, NS_PER_S, PredictorSpec, PrefixSpec, TraceFormat, WorkloadSpec, s_to_ns};
 
-const MAX_RATE_RPS: f64 = 1e7;
 /// The longest arrival span a run may have, ns (about 31 years): the u64 nanosecond clock holds 584 years,
 /// and the drain after the last arrival must fit too.
 pub(crate) const MAX_SPAN_NS: f64 = 1e18;
@@ -170,9 +169,6 @@ impl Workload {
         let (arrival, hashes) = arrival?;
         let chains = match (&w.arrival, hashes) {
             (ArrivalSpec::Trace { reuse_hash_ids: true, hash_block_tokens, .. }, Some(hashes)) => {
-                if !e.int("workload.arrival.hash_block_tokens", *hash_block_tokens as u64, 1, 1 << 20) {
-                    return None;
-                }
                 Some(Chains { block_tokens: *hash_block_tokens, hashes })
             }
             _ => None,
@@ -217,65 +213,47 @@ impl Arrival {
     /// The arrival process of `a`, and a trace's block-hash chains when it has them; errors under
     /// `workload.arrival.`.
     fn build(a: &ArrivalSpec, e: &mut Errors) -> Option<(Arrival, Option<super::trace::HashChains>)> {
+        // Every number within its declared bound (`spec::ArrivalSpec`'s), each error at its field.
+        let ok = a.check_fields("workload.arrival", e);
         if let ArrivalSpec::Trace { path, data, format, time_scale, .. } = a {
-            return trace(path.as_deref(), data.as_deref(), *format, *time_scale, e);
+            return trace(path.as_deref(), data.as_deref(), *format, ok.then_some(*time_scale), e);
         }
-        let arrival = match a {
-            ArrivalSpec::Poisson { rate_rps } => e
-                .range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS)
-                .then(|| Arrival::Poisson { mean_gap_ns: NS_PER_S / rate_rps }),
-            ArrivalSpec::Constant { rate_rps } => e
-                .range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS)
-                .then(|| Arrival::Constant { gap_ns: NS_PER_S / rate_rps }),
+        if !ok {
+            return None;
+        }
+        let arrival = match *a {
+            ArrivalSpec::Poisson { rate_rps } => Arrival::Poisson { mean_gap_ns: NS_PER_S / rate_rps },
+            ArrivalSpec::Constant { rate_rps } => Arrival::Constant { gap_ns: NS_PER_S / rate_rps },
             ArrivalSpec::Gamma { rate_rps, cv } => {
-                let a = e.range_open_lo("workload.arrival.rate_rps", *rate_rps, 0.0, MAX_RATE_RPS);
-                let b = e.range("workload.arrival.cv", *cv, 0.05, 20.0);
-                (a && b).then(|| {
-                    let shape = 1.0 / (cv * cv);
-                    Arrival::Gamma { shape, scale_ns: NS_PER_S / rate_rps / shape }
-                })
+                let shape = 1.0 / (cv * cv);
+                Arrival::Gamma { shape, scale_ns: NS_PER_S / rate_rps / shape }
             }
             ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
-                on_off(*rate_on_rps, *rate_off_rps, *mean_on_s, *mean_off_s, e)
+                on_off(rate_on_rps, rate_off_rps, mean_on_s, mean_off_s, e)?
             }
             ArrivalSpec::ClosedLoop { clients, think_s } => {
-                let a = e.int("workload.arrival.clients", *clients as u64, 1, 1_000_000);
-                let b = e.within(
-                    "workload.arrival.think_s",
-                    *think_s,
-                    0.0,
-                    1e6,
-                    "a client's mean pause between its requests",
-                );
-                (a && b).then(|| Arrival::ClosedLoop { clients: *clients as u64, think_ns: think_s * NS_PER_S })
+                Arrival::ClosedLoop { clients: clients as u64, think_ns: think_s * NS_PER_S }
             }
-            ArrivalSpec::Burst {} => Some(Arrival::Burst),
+            ArrivalSpec::Burst {} => Arrival::Burst,
             ArrivalSpec::Trace { .. } => unreachable!("handled above"),
         };
-        arrival.map(|a| (a, None))
+        Some((arrival, None))
     }
 }
 
-/// On/off (Markov-modulated Poisson) arrivals.
+/// On/off (Markov-modulated Poisson) arrivals, of fields within their bounds.
 fn on_off(rate_on_rps: f64, rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64, e: &mut Errors) -> Option<Arrival> {
-    let a = e.within("workload.arrival.rate_on_rps", rate_on_rps, 1e-6, MAX_RATE_RPS, "the arrival rate while on");
-    let b = e.range("workload.arrival.rate_off_rps", rate_off_rps, 0.0, MAX_RATE_RPS);
-    let period = "a mean period; the generator walks the periods one by one";
-    let c = e.within("workload.arrival.mean_on_s", mean_on_s, 1e-3, 1e6, period);
-    let d = e.within("workload.arrival.mean_off_s", mean_off_s, 1e-3, 1e6, period);
     // The generator walks on/off periods one at a time between arrivals: with far fewer than one
     // arrival per on-period it would walk millions of them per request (a run that never ends).
     let per_period = rate_on_rps * mean_on_s;
-    let e_ok = !(a && c)
-        || per_period >= 1e-3
-        || {
-            e.push(
-                "workload.arrival.mean_on_s",
-                format!("rate_on_rps × mean_on_s must be at least 0.001 arrivals per on-period (got {per_period:e}): raise the rate or the on period"),
-            );
-            false
-        };
-    (a && b && c && d && e_ok).then(|| Arrival::OnOff {
+    if per_period < 1e-3 {
+        e.push(
+            "workload.arrival.mean_on_s",
+            format!("rate_on_rps × mean_on_s must be at least 0.001 arrivals per on-period (got {per_period:e}): raise the rate or the on period"),
+        );
+        return None;
+    }
+    Some(Arrival::OnOff {
         on_rate_per_ns: rate_on_rps / NS_PER_S,
         off_rate_per_ns: rate_off_rps / NS_PER_S,
         mean_on_ns: mean_on_s * NS_PER_S,
@@ -288,10 +266,9 @@ fn trace(
     path: Option<&str>,
     data: Option<&str>,
     format: TraceFormat,
-    time_scale: f64,
+    time_scale: Option<f64>,
     e: &mut Errors,
 ) -> Option<(Arrival, Option<super::trace::HashChains>)> {
-    let ok = e.range_open_lo("workload.arrival.time_scale", time_scale, 0.0, 1e6);
     match data {
         None => {
             let why = match path {
@@ -302,7 +279,9 @@ fn trace(
             None
         }
         Some(text) => match super::trace::parse_with_chains(text, format) {
-            Ok((rows, chains)) if ok => {
+            Ok((rows, chains)) => {
+                // None: the fields were out of their bounds (reported); the text was still read for its errors.
+                let time_scale = time_scale?;
                 // Scaled arrivals must stay on the clock: an arrival past it would be dropped unseen.
                 let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
                 if last > MAX_SPAN_NS {
@@ -315,7 +294,6 @@ fn trace(
                     Some((Arrival::Trace { rows: super::trace::scale(rows, time_scale) }, chains))
                 }
             }
-            Ok(_) => None,
             Err(msg) => {
                 e.push("workload.arrival.data", msg);
                 None

@@ -2,7 +2,7 @@
 //! the same (a row per declared field, its allowed range first in the "allowed" column, its default in the
 //! "default" column), and so must the lab's controls (checked in the `www` crate's tests).
 
-use inferscale::scenario::{Bound, declared_blocks, plain};
+use inferscale::scenario::{ArrivalSpec, Bound, Variants, declared_blocks, plain, snake};
 use serde_json::Value;
 
 /// A docs table row: the section it is under (its heading's first backticked path), the field names of its
@@ -151,4 +151,79 @@ fn set(s: &mut Value, path: &str, v: f64, whole: bool) {
     }
     let n = if whole { Value::from(v as u64) } else { Value::from(v) };
     at.as_object_mut().unwrap().insert(parts[parts.len() - 1].to_string(), n);
+}
+
+/// Each arrival kind's row in docs/scenario.md names every bounded field of the kind with its range in the
+/// parenthesis after it (or after the fields listed with it).
+fn variant_disagreements(docs: &str) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (variant, fields) in ArrivalSpec::VARIANTS {
+        let kind = snake(variant);
+        let Some(row) = docs.lines().find(|l| l.starts_with(&format!("| `{kind}` |"))) else {
+            wrong.push(format!("arrival kind {kind}: no row in docs/scenario.md"));
+            continue;
+        };
+        for f in *fields {
+            let allowed = f.bound.allowed();
+            let stated = row.find(&format!("`{}`", f.name)).and_then(|i| {
+                let rest = &row[i..];
+                let open = rest.find('(')?;
+                Some(&rest[open..open + rest[open..].find(')').unwrap_or(rest.len() - open)])
+            });
+            if !stated.is_some_and(|p| p.contains(&allowed)) {
+                wrong
+                    .push(format!("workload.arrival.{} ({kind}): the docs say {stated:?}, the code {allowed}", f.name));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn docs_state_every_arrival_kinds_bounds_as_the_code_does() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenario.md")).unwrap();
+    let wrong = variant_disagreements(&docs);
+    assert!(wrong.is_empty(), "docs/scenario.md differs from spec::ArrivalSpec:\n{}", wrong.join("\n"));
+    let drifted = docs.replace(
+        "`cv` (coefficient of variation of gaps, 0.05 … 20)",
+        "`cv` (coefficient of variation of gaps, 0.1 … 20)",
+    );
+    assert_ne!(drifted, docs, "the row the test edits is in the docs");
+    assert_eq!(variant_disagreements(&drifted).len(), 1);
+}
+
+#[test]
+fn an_arrival_kinds_bound_is_what_validation_refuses_at() {
+    let base: Value =
+        serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap()).unwrap();
+    let trace = std::fs::read_to_string(super::root().join("scenarios/traces/sample-vidur.csv")).unwrap();
+    let mut checks = 0;
+    for (variant, fields) in ArrivalSpec::VARIANTS {
+        let mut arrival = inferscale::catalog::arrival_of_kind(&snake(variant), 2.0);
+        if snake(variant) == "trace" {
+            arrival["data"] = Value::from(trace.as_str());
+        }
+        for f in *fields {
+            let path = format!("workload.arrival.{}", f.name);
+            let (lo, hi) = f.bound.limits();
+            let whole = matches!(f.bound, Bound::Int(..));
+            let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
+            let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
+            for v in [below, hi + step(hi)] {
+                if v < 0.0 && whole {
+                    continue; // a negative whole number is a type error, tested elsewhere
+                }
+                let mut s = base.clone();
+                s["workload"]["arrival"] = arrival.clone();
+                set(&mut s, &path, v, whole);
+                let out = inferscale::scenario::parse(&s.to_string())
+                    .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
+                let at = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
+                assert!(at, "{path} = {v} ({variant}) is not refused at its field");
+                checks += 1;
+            }
+        }
+    }
+    assert!(checks >= 20, "{checks} probes");
+    eprintln!("{checks} probes just past the bounds of the arrival kinds' fields");
 }
