@@ -454,7 +454,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         check_chains(spec, w, en, &mut e);
         if w.sessions.is_some() && spec.cluster.disaggregation.is_some() {
             e.push(
-                "cluster.disaggregation",
+                path_of!(spec.cluster.disaggregation),
                 "sessions with disaggregated prefill and decode are not modelled: remove one of them",
             );
         }
@@ -520,11 +520,14 @@ fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
     let en = &spec.engine;
     let Some(s) = &w.sessions else {
         if en.host_kv.is_some() {
-            e.push("engine.host_kv", "the host tier holds sessions' KV between turns: it needs workload.sessions");
+            e.push(
+                path_of!(spec.engine.host_kv),
+                "the host tier holds sessions' KV between turns: it needs workload.sessions",
+            );
         }
         if en.retention_budget_blocks.is_some() {
             e.push(
-                "engine.retention_budget_blocks",
+                path_of!(spec.engine.retention_budget_blocks),
                 "the retention budget caps sessions' retained KV: it needs workload.sessions",
             );
         }
@@ -537,7 +540,7 @@ fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
         );
     }
     if en.host_kv.is_some() && spec.cluster.router == RouterSpec::CentralQueue {
-        e.push("cluster.router", "a host tier restores a turn's KV on the worker a router picks at arrival: central_queue picks at dispatch; use a router (sticky, bounded_affinity, least_outstanding, …)");
+        e.push(path_of!(spec.cluster.router), "a host tier restores a turn's KV on the worker a router picks at arrival: central_queue picks at dispatch; use a router (sticky, bounded_affinity, least_outstanding, …)");
     }
 }
 
@@ -735,10 +738,10 @@ fn check_chains(spec: &Spec, w: &Workload, en: &Engine, e: &mut Errors) {
         e.push("engine.block_size_tokens", format!("must divide the trace's hashed block of {} tokens (workload.arrival.hash_block_tokens) to reuse its hash_ids (got {})", c.block_tokens, en.block_size_tokens));
     }
     if spec.prefix.is_some() {
-        e.push("prefix", "a trace with hash_ids brings its own shared prefixes: remove `prefix`, or set workload.arrival.reuse_hash_ids to false");
+        e.push(path_of!(spec.prefix), "a trace with hash_ids brings its own shared prefixes: remove `prefix`, or set workload.arrival.reuse_hash_ids to false");
     }
     if spec.cluster.disaggregation.is_some() {
-        e.push("cluster.disaggregation", "replaying a trace's hash_ids into the prefix cache is modelled for colocated serving only: set workload.arrival.reuse_hash_ids to false");
+        e.push(path_of!(spec.cluster.disaggregation), "replaying a trace's hash_ids into the prefix cache is modelled for colocated serving only: set workload.arrival.reuse_hash_ids to false");
     }
 }
 
@@ -941,35 +944,13 @@ fn check_fits_pool(role: Role, cap: u64, w: &Workload, e: &mut Errors) {
 }
 
 fn validate_policies(spec: &Spec, e: &mut Errors) {
-    let mut routers = vec![("cluster.router".to_string(), &spec.cluster.router)];
+    // Each policy's numbers within the bounds declared beside its enum.
+    spec.cluster.router.check_fields(&path_of!(spec.cluster.router), e);
     if let Some(d) = &spec.cluster.disaggregation {
-        routers.extend([
-            ("cluster.disaggregation.prefill.router".to_string(), &d.prefill.router),
-            ("cluster.disaggregation.decode.router".to_string(), &d.decode.router),
-        ]);
+        let at = path_of!(spec.cluster.disaggregation);
+        d.prefill.router.check_fields(&format!("{at}.{}", path_of!(d.prefill.router)), e);
+        d.decode.router.check_fields(&format!("{at}.{}", path_of!(d.decode.router)), e);
     }
-    for (path, r) in routers {
-        if let RouterSpec::BoundedAffinity { slack_ms } = r {
-            e.range(&format!("{path}.slack_ms"), *slack_ms, 0.0, 1e9);
-        }
-    }
-    if let SchedulerSpec::Drr { quantum_tokens } = spec.scheduler {
-        e.int("scheduler.quantum_tokens", quantum_tokens as u64, 1, 100_000_000);
-    }
-    match spec.admission {
-        AdmissionSpec::None => {}
-        AdmissionSpec::QueueCap { max_waiting } => {
-            e.int("admission.max_waiting", max_waiting as u64, 1, 1_000_000_000);
-        }
-        AdmissionSpec::Deadline { slack } => {
-            e.range("admission.slack", slack, 0.1, 100.0);
-        }
-        AdmissionSpec::RandomDrop { probability } => {
-            e.range("admission.probability", probability, 0.0, 1.0);
-        }
-        AdmissionSpec::TokenBucket { rate_tokens_per_s, burst_tokens } => {
-            e.range_open_lo("admission.rate_tokens_per_s", rate_tokens_per_s, 0.0, 1e12);
-            e.range("admission.burst_tokens", burst_tokens, 1.0, 1e12);
-        }
-    }
+    spec.scheduler.check_fields(&path_of!(spec.scheduler), e);
+    spec.admission.check_fields(&path_of!(spec.admission), e);
 }

@@ -190,6 +190,16 @@ macro_rules! at {
 }
 pub(crate) use at;
 
+/// The path of a field reached from the scenario: `path_of!(spec.engine.host_kv)` → `"engine.host_kv"`. The chain
+/// must name real fields (it is type-checked), so a renamed field cannot leave its error path behind.
+macro_rules! path_of {
+    ($root:ident $(. $f:ident)+) => {{
+        let _ = &$root$(.$f)+;
+        [$(stringify!($f)),+].join(".")
+    }};
+}
+pub(crate) use path_of;
+
 /// Declares the bounds of a block's fields, beside its struct: `bounds!(EngineSpec { max_num_seqs:
 /// Bound::Int(1, 65_536), … })`. A misspelt field does not compile.
 macro_rules! bounds {

@@ -11,7 +11,7 @@ mod strict;
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
 pub use field::{Block, Bound, Declared, Field, Variants, bound_at, plain, snake};
-pub(crate) use field::{at, bounds, variant_bounds};
+pub(crate) use field::{at, bounds, path_of, variant_bounds};
 pub use strict::{json_kind, names_in_refusal, strict_json};
 
 use serde::{Deserialize, Serialize};
@@ -1059,6 +1059,8 @@ fn default_quantum() -> u32 {
     2048
 }
 
+variant_bounds!(SchedulerSpec { Drr { quantum_tokens: Bound::Int(1, 100_000_000) } });
+
 /// Which arrivals are turned away.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -1078,6 +1080,13 @@ pub enum AdmissionSpec {
     /// Per-tenant token bucket on prompt + predicted output tokens.
     TokenBucket { rate_tokens_per_s: f64, burst_tokens: f64 },
 }
+
+variant_bounds!(AdmissionSpec {
+    QueueCap { max_waiting: Bound::Int(1, 1_000_000_000) },
+    Deadline { slack: Bound::Range(0.1, 100.0) },
+    RandomDrop { probability: Bound::Range(0.0, 1.0) },
+    TokenBucket { rate_tokens_per_s: Bound::OpenLo(0.0, 1e12), burst_tokens: Bound::Range(1.0, 1e12) },
+});
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -1182,6 +1191,8 @@ pub enum RouterSpec {
         slack_ms: f64,
     },
 }
+
+variant_bounds!(RouterSpec { BoundedAffinity { slack_ms: Bound::Range(0.0, 1e9) } });
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]

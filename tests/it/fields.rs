@@ -2,7 +2,9 @@
 //! the same (a row per declared field, its allowed range first in the "allowed" column, its default in the
 //! "default" column), and so must the lab's controls (checked in the `www` crate's tests).
 
-use inferscale::scenario::{ArrivalSpec, Bound, Variants, declared_blocks, plain, snake};
+use inferscale::scenario::{
+    AdmissionSpec, ArrivalSpec, Bound, Field, RouterSpec, SchedulerSpec, Variants, declared_blocks, plain, snake,
+};
 use serde_json::Value;
 
 /// A docs table row: the section it is under (its heading's first backticked path), the field names of its
@@ -226,4 +228,87 @@ fn an_arrival_kinds_bound_is_what_validation_refuses_at() {
     }
     assert!(checks >= 20, "{checks} probes");
     eprintln!("{checks} probes just past the bounds of the arrival kinds' fields");
+}
+
+/// A tagged enum's variants with their bounded fields (`Variants::VARIANTS`).
+type Kinds = &'static [(&'static str, &'static [Field])];
+
+/// Each policy's bounded fields (scheduler, admission, router) are stated in docs/scenario.md's prose as
+/// "`field` (RANGE …)": the first such mention of each must carry the code's range.
+fn policy_disagreements(docs: &str) -> Vec<String> {
+    let all: [Kinds; 3] = [SchedulerSpec::VARIANTS, AdmissionSpec::VARIANTS, RouterSpec::VARIANTS];
+    let mut wrong = Vec::new();
+    for f in all.iter().flat_map(|v| v.iter()).flat_map(|(_, fields)| fields.iter()) {
+        let name = format!("`{}`", f.name);
+        let stated = docs.match_indices(&name).find_map(|(i, _)| {
+            let rest = docs[i + name.len()..].trim_start();
+            rest.starts_with('(').then(|| &rest[..rest.find(')').unwrap_or(rest.len())])
+        });
+        if !stated.is_some_and(|p| p.contains(&f.bound.allowed())) {
+            wrong.push(format!("{}: the docs say {stated:?}, the code {}", f.name, f.bound.allowed()));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn docs_state_every_policys_bounds_as_the_code_does() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenario.md")).unwrap();
+    let wrong = policy_disagreements(&docs);
+    assert!(wrong.is_empty(), "docs/scenario.md differs from the policies' bounds:\n{}", wrong.join("\n"));
+    let drifted = docs.replace("`max_waiting` (1 … 1e9)", "`max_waiting` (1 … 1e6)");
+    assert_ne!(drifted, docs, "the text the test edits is in the docs");
+    assert_eq!(policy_disagreements(&drifted).len(), 1);
+}
+
+#[test]
+fn a_policys_bound_is_what_validation_refuses_at() {
+    let base: Value =
+        serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap()).unwrap();
+    let mut checks = 0;
+    let policies: [(&str, Kinds); 3] = [
+        ("scheduler", SchedulerSpec::VARIANTS),
+        ("admission", AdmissionSpec::VARIANTS),
+        ("cluster.router", RouterSpec::VARIANTS),
+    ];
+    for (at, variants) in policies {
+        for (variant, fields) in variants {
+            // The variant with every field in the middle of its range, then one field just past each end.
+            let mut policy = serde_json::json!({ "kind": snake(variant) });
+            for f in *fields {
+                let (lo, hi) = f.bound.limits();
+                let whole = matches!(f.bound, Bound::Int(..));
+                policy[f.name] =
+                    if whole { Value::from(((lo + hi) / 2.0) as u64) } else { Value::from((lo + hi) / 2.0) };
+            }
+            for f in *fields {
+                let path = format!("{at}.{}", f.name);
+                let (lo, hi) = f.bound.limits();
+                let whole = matches!(f.bound, Bound::Int(..));
+                let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
+                let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
+                for v in [below, hi + step(hi)] {
+                    if v < 0.0 && whole {
+                        continue;
+                    }
+                    let mut s = base.clone();
+                    set(&mut s, at, 0.0, false);
+                    set_value(&mut s, at, policy.clone());
+                    set(&mut s, &path, v, whole);
+                    let out = inferscale::scenario::parse(&s.to_string())
+                        .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
+                    let hit = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
+                    assert!(hit, "{path} = {v} ({variant}) is not refused at its field");
+                    checks += 1;
+                }
+            }
+        }
+    }
+    assert!(checks >= 12, "{checks} probes");
+    eprintln!("{checks} probes just past the bounds of the policies' fields");
+}
+
+fn set_value(s: &mut Value, path: &str, v: Value) {
+    let ptr = format!("/{}", path.replace('.', "/"));
+    *s.pointer_mut(&ptr).unwrap() = v;
 }
