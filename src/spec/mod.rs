@@ -330,6 +330,8 @@ pub struct SessionClassSpec {
     pub request_class: Option<String>,
 }
 
+bounds!(SessionClassSpec { weight: Bound::Range(0.0, 1e9) });
+
 /// A session trace (JSONL, one session a line; docs/scenario.md, "Session traces").
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -414,6 +416,8 @@ pub struct ToolSpec {
     #[serde(default)]
     pub cv: f64,
 }
+
+bounds!(ToolSpec { weight: Bound::Range(0.0, 1e9), mean_s: Bound::Range(0.0, 1e6), cv: Bound::Range(0.0, 20.0) });
 
 fn default_classes() -> Vec<ClassSpec> {
     vec![ClassSpec::default()]
@@ -582,6 +586,8 @@ pub struct ClassSpec {
     pub slo: SloSpec,
 }
 
+bounds!(ClassSpec { weight: Bound::Range(0.0, 1e9), priority: Bound::Int(0, 1000) });
+
 fn default_class_name() -> String {
     "default".into()
 }
@@ -618,6 +624,12 @@ pub struct SloSpec {
     pub e2e_ms: Option<f64>,
 }
 
+bounds!(SloSpec {
+    ttft_ms: Bound::OpenLo(0.0, 1e9),
+    tpot_ms: Bound::OpenLo(0.0, 1e9),
+    e2e_ms: Bound::OpenLo(0.0, 1e9)
+});
+
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSpec {
@@ -632,6 +644,12 @@ pub struct TenantSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_tokens: Option<f64>,
 }
+
+bounds!(TenantSpec {
+    weight: Bound::Range(0.0, 1e9),
+    rate_tokens_per_s: Bound::OpenLo(0.0, 1e12),
+    burst_tokens: Bound::Range(1.0, 1e12),
+});
 
 fn default_tenant_name() -> String {
     "default".into()

@@ -2,7 +2,8 @@
 //! from their spec (a leaf of the workload: the workload and the sessions' classes build on it).
 
 use super::LengthDist;
-use crate::spec::{ClassSpec, Errors, LengthSpec, TenantSpec, ms_to_ns};
+use crate::spec::field::Checked;
+use crate::spec::{ClassSpec, Errors, LengthSpec, TenantSpec, at, ms_to_ns};
 
 pub(crate) use crate::spec::MAX_TOKENS;
 /// At most this many classes (each is a row of the report's per-class tables).
@@ -49,22 +50,18 @@ impl Class {
     /// Class `i` of the workload; errors under `workload.classes[i].`.
     fn build(c: &ClassSpec, i: usize, e: &mut Errors) -> Option<Class> {
         let p = format!("workload.classes[{i}]");
-        e.range(&format!("{p}.weight"), c.weight, 0.0, 1e9);
-        e.int(&format!("{p}.priority"), c.priority as u64, 0, 1000);
+        c.check_fields(&p, e);
         let prompt = validate_length(&c.prompt_tokens, &format!("{p}.prompt_tokens"), e);
         let output = validate_length(&c.output_tokens, &format!("{p}.output_tokens"), e);
-        let mut slo = Slo::default();
-        for (name, v, slot) in [
-            ("ttft_ms", c.slo.ttft_ms, &mut slo.ttft_ns),
-            ("tpot_ms", c.slo.tpot_ms, &mut slo.tpot_ns),
-            ("e2e_ms", c.slo.e2e_ms, &mut slo.e2e_ns),
-        ] {
-            if let Some(v) = v
-                && e.range_open_lo(&format!("{p}.slo.{name}"), v, 0.0, 1e9)
-            {
-                *slot = Some(ms_to_ns(v));
-            }
-        }
+        // Out-of-bound objectives are reported (and the scenario refused); in bound, they are the class's.
+        let slo = match c.slo.check_fields(&format!("{p}.{}", at!(c.slo)), e) {
+            true => Slo {
+                ttft_ns: c.slo.ttft_ms.map(ms_to_ns),
+                tpot_ns: c.slo.tpot_ms.map(ms_to_ns),
+                e2e_ns: c.slo.e2e_ms.map(ms_to_ns),
+            },
+            false => Slo::default(),
+        };
         Some(Class { name: c.name.clone(), priority: c.priority, prompt: prompt?, output: output?, slo })
     }
 }
@@ -77,13 +74,7 @@ pub(super) fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec
     let mut tenants = Vec::new();
     for (i, t) in specs.iter().enumerate() {
         let p = format!("workload.tenants[{i}]");
-        e.range(&format!("{p}.weight"), t.weight, 0.0, 1e9);
-        if let Some(r) = t.rate_tokens_per_s {
-            e.range_open_lo(&format!("{p}.rate_tokens_per_s"), r, 0.0, 1e12);
-        }
-        if let Some(b) = t.burst_tokens {
-            e.range(&format!("{p}.burst_tokens"), b, 1.0, 1e12);
-        }
+        t.check_fields(&p, e);
         tenants.push(Tenant {
             name: t.name.clone(),
             rate_tokens_per_s: t.rate_tokens_per_s,

@@ -4,6 +4,7 @@
 use super::LengthDist;
 use super::class::{Class, cdf, validate_length, validate_length_within};
 use super::sessions_trace::SessionTrace;
+use crate::spec::field::Checked;
 use crate::spec::{
     Errors, LengthSpec, NS_PER_S, RetentionSpec, SessionClassSpec, SessionSloSpec, SessionTraceSpec, SessionsSpec,
     ToolSpec, ms_to_ns, s_to_ns,
@@ -276,7 +277,7 @@ fn class_list(
     let mut out = Vec::new();
     for (i, c) in specs.iter().enumerate() {
         let p = format!("{P}.classes[{i}]");
-        e.range(&format!("{p}.weight"), c.weight, 0.0, 1e9);
+        c.check_fields(&p, e);
         if c.name.trim().is_empty() {
             e.push(format!("{p}.name"), "a session class needs a name");
         } else if specs[..i].iter().any(|o| o.name == c.name) {
@@ -337,13 +338,11 @@ fn tool_mix(specs: &[ToolSpec], path: &str, all: &mut Vec<Tool>, e: &mut Errors)
     let mut ix = Vec::new();
     for (i, t) in specs.iter().enumerate() {
         let tp = format!("{path}[{i}]");
-        e.range(&format!("{tp}.weight"), t.weight, 0.0, 1e9);
-        let a = e.range(&format!("{tp}.mean_s"), t.mean_s, 0.0, 1e6);
-        let b = e.range(&format!("{tp}.cv"), t.cv, 0.0, 20.0);
+        let ok = t.check_fields(&tp, e);
         if t.name.trim().is_empty() {
             e.push(format!("{tp}.name"), "a tool needs a name");
         }
-        if a && b {
+        if ok {
             let sigma = libm::sqrt(libm::log(1.0 + t.cv * t.cv));
             let mean_ns = t.mean_s * NS_PER_S;
             ix.push(all.len() as u16);

@@ -312,3 +312,47 @@ fn set_value(s: &mut Value, path: &str, v: Value) {
     let ptr = format!("/{}", path.replace('.', "/"));
     *s.pointer_mut(&ptr).unwrap() = v;
 }
+
+/// The list items' bounds (a class, its objectives, a tenant, a tool, a session class), declared beside their
+/// structs, are what validation refuses at, on the first item of a shipped scenario that has one.
+#[test]
+fn a_list_items_bound_is_what_validation_refuses_at() {
+    use inferscale::scenario::{ClassSpec, Declared, SessionClassSpec, SloSpec, TenantSpec, ToolSpec};
+    let read = |n: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios").join(n)).unwrap()).unwrap()
+    };
+    let items: [(&str, &[Field], Value); 5] = [
+        ("workload.classes[0]", ClassSpec::FIELDS, read("default.json")),
+        ("workload.classes[0].slo", SloSpec::FIELDS, read("default.json")),
+        ("workload.tenants[0]", TenantSpec::FIELDS, read("bursty-multitenant.json")),
+        ("workload.sessions.tools[0]", ToolSpec::FIELDS, read("agent-sessions.json")),
+        ("workload.sessions.classes[0]", SessionClassSpec::FIELDS, read("agent-mix.json")),
+    ];
+    let mut checks = 0;
+    for (at, fields, base) in items {
+        let parent = format!("/{}", at.replace(['.', '['], "/").replace(']', ""));
+        assert!(base.pointer(&parent).is_some(), "the base scenario has {at}");
+        for f in fields {
+            let path = format!("{at}.{}", f.name);
+            let (lo, hi) = f.bound.limits();
+            let whole = matches!(f.bound, Bound::Int(..));
+            let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
+            let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
+            for v in [below, hi + step(hi)] {
+                if v < 0.0 && whole {
+                    continue;
+                }
+                let mut s = base.clone();
+                let n = if whole { Value::from(v as u64) } else { Value::from(v) };
+                s.pointer_mut(&parent).unwrap().as_object_mut().unwrap().insert(f.name.to_string(), n);
+                let out = inferscale::scenario::parse(&s.to_string())
+                    .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
+                let hit = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
+                assert!(hit, "{path} = {v} is not refused at its field");
+                checks += 1;
+            }
+        }
+    }
+    assert!(checks >= 20, "{checks} probes");
+    eprintln!("{checks} probes just past the bounds of the list items' fields");
+}
