@@ -377,13 +377,7 @@ fn fuzz_study_options() -> (u32, u32, Vec<String>) {
     agents.workload.requests = Some(8);
     let (mut cases, mut failures, mut ran) = (0, Vec::new(), 0);
     for &kind in Kind::ALL {
-        let spec = if kind.name().starts_with("agent")
-            || ["ttl-sweep", "tiered-kv", "affinity-slack"].contains(&kind.name())
-        {
-            &agents
-        } else {
-            &plain
-        };
+        let spec = if kind.about().group == inferscale::study::Group::Agents { &agents } else { &plain };
         let mut defaults = kind.default_options();
         if matches!(kind, Kind::Paired | Kind::Sensitivity) {
             defaults["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
