@@ -3,6 +3,7 @@
 //! constructors. `scenario::validate` assembles them.
 
 use super::{CostModel, Linear, Roofline, presets};
+use crate::spec::at;
 use crate::spec::field::Checked;
 use crate::spec::{CostSpec, Errors, HardwareSpec, ModelSpec, NS_PER_MS, suggest};
 
@@ -138,7 +139,7 @@ impl Model {
         };
         let mut ok = resolved.check_fields("model", e);
         if ok && kv_heads > heads {
-            e.push("model.kv_heads", format!("must be ≤ heads ({heads}) (got {kv_heads})"));
+            e.push(at!("model", resolved.kv_heads), format!("must be ≤ heads ({heads}) (got {kv_heads})"));
             ok = false;
         }
         let moe = match (m.moe, base.and_then(|b| b.moe)) {
@@ -225,13 +226,16 @@ impl Hardware {
         };
         let mut ok = resolved.check_fields("hardware", e);
         if (1..=64).contains(&h.tp) && !h.tp.is_power_of_two() {
-            e.push("hardware.tp", format!("must be a power of two (1, 2, 4, 8, …) (got {})", h.tp));
+            e.push(at!("hardware", resolved.tp), format!("must be a power of two (1, 2, 4, 8, …) (got {})", h.tp));
             ok = false;
         } else if let Some(m) = model
             && (1..=64).contains(&h.tp)
             && m.heads % h.tp != 0
         {
-            e.push("hardware.tp", format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp));
+            e.push(
+                at!("hardware", resolved.tp),
+                format!("must divide the model's attention heads ({}) (got {})", m.heads, h.tp),
+            );
             ok = false;
         }
         ok.then(|| Hardware {

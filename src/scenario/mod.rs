@@ -328,12 +328,15 @@ const MAX_OBJECTIVES: usize = 64;
 fn validate_objectives(o: &ObjectivesSpec, w: Option<&Workload>, e: &mut Errors) -> Objectives {
     o.check_fields("objectives", e);
     if o.percentiles.len() > MAX_OBJECTIVES {
-        e.push("objectives.percentiles", format!("at most {MAX_OBJECTIVES} objectives (got {})", o.percentiles.len()));
+        e.push(
+            at!("objectives", o.percentiles),
+            format!("at most {MAX_OBJECTIVES} objectives (got {})", o.percentiles.len()),
+        );
         return Objectives { attainment_target: o.attainment_target, percentiles: vec![] };
     }
     let mut percentiles = Vec::new();
     for (i, p) in o.percentiles.iter().enumerate() {
-        let path = format!("objectives.percentiles[{i}]");
+        let path = format!("{}[{i}]", at!("objectives", o.percentiles));
         let ok = e.range_open_lo(&format!("{path}.percentile"), p.percentile, 0.0, 100.0)
             & e.range_open_lo(&format!("{path}.max_ms"), p.max_ms, 0.0, 1e9);
         let class = match (&p.class, w) {
@@ -547,10 +550,10 @@ fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
 /// Deadline admission tests each request against its class's end-to-end SLO: every class needs one.
 fn check_deadlines(spec: &Spec, w: &Workload, e: &mut Errors) {
     if let AdmissionSpec::Deadline { .. } = spec.admission {
-        for (i, c) in w.classes.iter().enumerate() {
+        for (i, (c, cs)) in w.classes.iter().zip(&spec.workload.classes).enumerate() {
             if c.slo.e2e_ns.is_none() {
                 e.push(
-                    format!("workload.classes[{i}].slo.e2e_ms"),
+                    format!("{}[{i}].{}", path_of!(spec.workload.classes), path_of!(cs.slo.e2e_ms)),
                     "required when admission.kind is \"deadline\" (the deadline to test against)",
                 );
             }
@@ -735,7 +738,7 @@ fn check_longest_step(p: &Pool, named: bool, e: &mut Errors) {
 fn check_chains(spec: &Spec, w: &Workload, en: &Engine, e: &mut Errors) {
     let Some(c) = &w.chains else { return };
     if c.block_tokens % en.block_size_tokens != 0 {
-        e.push("engine.block_size_tokens", format!("must divide the trace's hashed block of {} tokens (workload.arrival.hash_block_tokens) to reuse its hash_ids (got {})", c.block_tokens, en.block_size_tokens));
+        e.push(path_of!(spec.engine.block_size_tokens), format!("must divide the trace's hashed block of {} tokens (workload.arrival.hash_block_tokens) to reuse its hash_ids (got {})", c.block_tokens, en.block_size_tokens));
     }
     if spec.prefix.is_some() {
         e.push(path_of!(spec.prefix), "a trace with hash_ids brings its own shared prefixes: remove `prefix`, or set workload.arrival.reuse_hash_ids to false");
@@ -828,7 +831,7 @@ fn validate_disagg(
     let mut pools = Vec::new();
     let mut first = 0;
     for (role, ps) in [(Role::Prefill, &d.prefill), (Role::Decode, &d.decode)] {
-        let p = format!("cluster.disaggregation.{}", role.name());
+        let p = format!("{}.{}", path_of!(spec.cluster.disaggregation), role.name());
         ps.check_fields(&p, e);
         if ps.router == RouterSpec::CentralQueue {
             e.push(format!("{p}.router"), "central_queue is for colocated serving; pools route to per-worker queues (round_robin, random, least_outstanding, least_kv, power_of_two)");

@@ -3,6 +3,7 @@
 
 use super::TraceRow;
 use super::class::{Class, Tenant, classes, tenants};
+use crate::spec::at;
 use crate::spec::field::Checked;
 use crate::spec::{ArrivalSpec, Errors, NS_PER_S, PredictorSpec, PrefixSpec, TraceFormat, WorkloadSpec, s_to_ns};
 
@@ -155,7 +156,7 @@ impl Workload {
         let is_trace = matches!(w.arrival, ArrivalSpec::Trace { .. });
         w.check_fields("workload", e);
         if matches!(w.arrival, ArrivalSpec::Burst {}) && w.requests.is_none() {
-            e.push("workload.requests", "a burst needs `requests`: how many arrive at t = 0");
+            e.push(at!("workload", w.requests), "a burst needs `requests`: how many arrive at t = 0");
         } else if !is_trace && w.requests.is_none() && w.duration_s.is_none() {
             e.push("workload", "give `requests` (a count) or `duration_s` (seconds of arrivals), or both");
         }
@@ -182,7 +183,7 @@ impl Workload {
                         | ArrivalSpec::Gamma { .. }
                         | ArrivalSpec::OnOff { .. }
                 ) {
-                    e.push("workload.sessions", "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); to replay recorded sessions use workload.sessions.trace (a closed loop of sessions is not modelled)");
+                    e.push(at!("workload", w.sessions), "sessions start on an open-loop arrival process (poisson, constant, gamma, on_off); to replay recorded sessions use workload.sessions.trace (a closed loop of sessions is not modelled)");
                     return None;
                 }
                 Some(super::sessions::Sessions::build(spec, &classes, e)?)
@@ -318,7 +319,7 @@ impl Prefix {
             _ => w.classes.iter().map(|c| c.prompt.max()).max().unwrap_or(0),
         };
         if p.prefix_tokens > 0 && p.prefix_tokens >= longest {
-            e.push("prefix.prefix_tokens", format!("must be shorter than the longest prompt ({longest} tokens): a shared prefix is part of a prompt (got {})", p.prefix_tokens));
+            e.push(at!("prefix", p.prefix_tokens), format!("must be shorter than the longest prompt ({longest} tokens): a shared prefix is part of a prompt (got {})", p.prefix_tokens));
             return None;
         }
         let shared_tokens = p.prefix_tokens / block * block;
