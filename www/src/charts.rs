@@ -239,7 +239,9 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
         .caption(caption, ("sans-serif", 15))
         .margin(10)
         .margin_right(16)
-        .x_label_area_size(if legend { 58 } else { 38 })
+        // A strip below the axis title for the legend row, so the title never runs into it.
+        .margin_bottom(if legend { 30 } else { 10 })
+        .x_label_area_size(38)
         .y_label_area_size((longest as u32 * 6 + 14).clamp(40, 210))
         .build_cartesian_2d(lo..top, 0.0..n as f64)
         .ok()?;
@@ -330,7 +332,7 @@ fn legend_row(
 ) -> Option<()> {
     let (_, h) = root.dim_in_pixel();
     let mut x = 14i32;
-    let y = h as i32 - 16;
+    let y = h as i32 - 14;
     for (j, sr) in c.series.iter().enumerate() {
         let col = series_colour(&sr.name, j);
         root.draw(&Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled())).ok()?;
