@@ -103,58 +103,6 @@ fn a_documented_range_or_default_that_drifts_fails() {
     assert_eq!(disagreements(&gone), ["metrics.series_points: no row in docs/scenario.md"]);
 }
 
-#[test]
-fn a_declared_bound_is_what_validation_refuses_at() {
-    // Just past each end of every declared bound, on the default scenario, is refused at that field; its ends
-    // themselves are not refused there.
-    // A block with required fields is probed on the first shipped scenario that has it.
-    let bases: Vec<Value> = ["default.json", "pd-llama3-8b-h100.json", "agent-sessions.json"]
-        .iter()
-        .map(|n| {
-            serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios").join(n)).unwrap()).unwrap()
-        })
-        .collect();
-    let (mut probed, mut checks) = (0, 0);
-    for block in declared_blocks() {
-        let pointer = format!("/{}", block.at.replace('.', "/"));
-        let has = |b: &&Value| block.defaults.is_some() || b.pointer(&pointer).is_some();
-        let base = bases.iter().find(has).unwrap_or_else(|| panic!("no shipped scenario has {}", block.at));
-        probed += 1;
-        for f in block.fields {
-            let path = format!("{}.{}", block.at, f.name);
-            let (lo, hi) = f.bound.limits();
-            let step = |v: f64| if matches!(f.bound, Bound::Int(..)) { 1.0 } else { v.abs().max(1.0) * 1e-6 };
-            let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
-            for (v, refused) in [(below, true), (hi + step(hi), true)] {
-                if v < 0.0 && matches!(f.bound, Bound::Int(..)) {
-                    continue; // a negative whole number is a type error, tested elsewhere
-                }
-                let mut s = base.clone();
-                set(&mut s, &path, v, matches!(f.bound, Bound::Int(..)));
-                let out = inferscale::scenario::parse(&s.to_string())
-                    .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
-                let at = out.err().map(|e| e.errors.iter().any(|x| x.path == path)).unwrap_or(false);
-                assert_eq!(at, refused, "{path} = {v}");
-                checks += 1;
-            }
-        }
-    }
-    assert_eq!(probed, declared_blocks().len());
-    let fields: usize = declared_blocks().iter().map(|b| b.fields.len()).sum();
-    assert!(checks > fields, "{checks} probes of {fields} fields");
-    eprintln!("{checks} probes just past the bounds of {fields} declared fields in {probed} blocks");
-}
-
-fn set(s: &mut Value, path: &str, v: f64, whole: bool) {
-    let mut at = s;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        at = at.as_object_mut().unwrap().entry(*p).or_insert(Value::Object(Default::default()));
-    }
-    let n = if whole { Value::from(v as u64) } else { Value::from(v) };
-    at.as_object_mut().unwrap().insert(parts[parts.len() - 1].to_string(), n);
-}
-
 /// Each arrival kind's row in docs/scenario.md names every bounded field of the kind with its range in the
 /// parenthesis after it (or after the fields listed with it).
 fn variant_disagreements(docs: &str) -> Vec<String> {
@@ -194,42 +142,6 @@ fn docs_state_every_arrival_kinds_bounds_as_the_code_does() {
     assert_eq!(variant_disagreements(&drifted).len(), 1);
 }
 
-#[test]
-fn an_arrival_kinds_bound_is_what_validation_refuses_at() {
-    let base: Value =
-        serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap()).unwrap();
-    let trace = std::fs::read_to_string(super::root().join("scenarios/traces/sample-vidur.csv")).unwrap();
-    let mut checks = 0;
-    for (variant, fields) in ArrivalSpec::VARIANTS {
-        let mut arrival = inferscale::catalog::arrival_of_kind(&snake(variant), 2.0);
-        if snake(variant) == "trace" {
-            arrival["data"] = Value::from(trace.as_str());
-        }
-        for f in *fields {
-            let path = format!("workload.arrival.{}", f.name);
-            let (lo, hi) = f.bound.limits();
-            let whole = matches!(f.bound, Bound::Int(..));
-            let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
-            let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
-            for v in [below, hi + step(hi)] {
-                if v < 0.0 && whole {
-                    continue; // a negative whole number is a type error, tested elsewhere
-                }
-                let mut s = base.clone();
-                s["workload"]["arrival"] = arrival.clone();
-                set(&mut s, &path, v, whole);
-                let out = inferscale::scenario::parse(&s.to_string())
-                    .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
-                let at = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
-                assert!(at, "{path} = {v} ({variant}) is not refused at its field");
-                checks += 1;
-            }
-        }
-    }
-    assert!(checks >= 20, "{checks} probes");
-    eprintln!("{checks} probes just past the bounds of the arrival kinds' fields");
-}
-
 /// A tagged enum's variants with their bounded fields (`Variants::VARIANTS`).
 type Kinds = &'static [(&'static str, &'static [Field])];
 
@@ -261,10 +173,79 @@ fn docs_state_every_policys_bounds_as_the_code_does() {
     assert_eq!(policy_disagreements(&drifted).len(), 1);
 }
 
+/// Field `f` of the object at `at` (a dotted path, `[i]` for a list item) in scenario `base`, set just below its
+/// least and just above its most, is refused at `{at}.{name}` each time (a negative whole number is a type
+/// error, tested elsewhere). Returns how many probes it made.
+fn probe(base: &Value, at: &str, f: &Field) -> usize {
+    let path = format!("{at}.{}", f.name);
+    let whole = matches!(f.bound, Bound::Int(..));
+    let (lo, hi) = f.bound.limits();
+    let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
+    let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
+    let mut n = 0;
+    for v in [below, hi + step(hi)].into_iter().filter(|v| !(whole && *v < 0.0)) {
+        let mut s = base.clone();
+        let number = if whole { Value::from(v as u64) } else { Value::from(v) };
+        object_at(&mut s, at).insert(f.name.to_string(), number);
+        let out =
+            inferscale::scenario::parse(&s.to_string()).and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
+        let hit = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
+        assert!(hit, "{path} = {v} is not refused at its field");
+        n += 1;
+    }
+    n
+}
+
+/// The object at dotted path `at` in `s`, made (empty) where it is missing.
+fn object_at<'a>(s: &'a mut Value, at: &str) -> &'a mut serde_json::Map<String, Value> {
+    let mut v = s;
+    for part in at.split(['.', '[', ']']).filter(|p| !p.is_empty()) {
+        v = match part.parse::<usize>() {
+            Ok(i) => &mut v[i],
+            Err(_) => v.as_object_mut().unwrap().entry(part).or_insert(Value::Object(Default::default())),
+        };
+    }
+    v.as_object_mut().unwrap()
+}
+
+fn shipped(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios").join(name)).unwrap()).unwrap()
+}
+
+#[test]
+fn a_declared_bound_is_what_validation_refuses_at() {
+    // A block with required fields is probed on the first shipped scenario that has it.
+    let bases = [shipped("default.json"), shipped("pd-llama3-8b-h100.json"), shipped("agent-sessions.json")];
+    let mut checks = 0;
+    for block in declared_blocks() {
+        let pointer = format!("/{}", block.at.replace('.', "/"));
+        let has = |b: &&Value| block.defaults.is_some() || b.pointer(&pointer).is_some();
+        let base = bases.iter().find(has).unwrap_or_else(|| panic!("no shipped scenario has {}", block.at));
+        checks += block.fields.iter().map(|f| probe(base, block.at, f)).sum::<usize>();
+    }
+    let fields: usize = declared_blocks().iter().map(|b| b.fields.len()).sum();
+    assert!(checks > fields, "{checks} probes of {fields} fields");
+    eprintln!("{checks} probes just past the bounds of {fields} declared fields in {} blocks", declared_blocks().len());
+}
+
+#[test]
+fn an_arrival_kinds_bound_is_what_validation_refuses_at() {
+    let trace = std::fs::read_to_string(super::root().join("scenarios/traces/sample-vidur.csv")).unwrap();
+    let mut checks = 0;
+    for (variant, fields) in ArrivalSpec::VARIANTS {
+        let mut base = shipped("default.json");
+        base["workload"]["arrival"] = inferscale::catalog::arrival_of_kind(&snake(variant), 2.0);
+        if snake(variant) == "trace" {
+            base["workload"]["arrival"]["data"] = Value::from(trace.as_str());
+        }
+        checks += fields.iter().map(|f| probe(&base, "workload.arrival", f)).sum::<usize>();
+    }
+    assert!(checks >= 20, "{checks} probes");
+    eprintln!("{checks} probes just past the bounds of the arrival kinds' fields");
+}
+
 #[test]
 fn a_policys_bound_is_what_validation_refuses_at() {
-    let base: Value =
-        serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap()).unwrap();
     let mut checks = 0;
     let policies: [(&str, Kinds); 3] = [
         ("scheduler", SchedulerSpec::VARIANTS),
@@ -274,43 +255,24 @@ fn a_policys_bound_is_what_validation_refuses_at() {
     for (at, variants) in policies {
         for (variant, fields) in variants {
             // The variant with every field in the middle of its range, then one field just past each end.
-            let mut policy = serde_json::json!({ "kind": snake(variant) });
+            let mut base = shipped("default.json");
+            let policy = object_at(&mut base, at);
+            policy.clear();
+            policy.insert("kind".into(), Value::from(snake(variant)));
             for f in *fields {
                 let (lo, hi) = f.bound.limits();
-                let whole = matches!(f.bound, Bound::Int(..));
-                policy[f.name] =
-                    if whole { Value::from(((lo + hi) / 2.0) as u64) } else { Value::from((lo + hi) / 2.0) };
+                let mid = if matches!(f.bound, Bound::Int(..)) {
+                    Value::from(((lo + hi) / 2.0) as u64)
+                } else {
+                    Value::from((lo + hi) / 2.0)
+                };
+                policy.insert(f.name.into(), mid);
             }
-            for f in *fields {
-                let path = format!("{at}.{}", f.name);
-                let (lo, hi) = f.bound.limits();
-                let whole = matches!(f.bound, Bound::Int(..));
-                let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
-                let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
-                for v in [below, hi + step(hi)] {
-                    if v < 0.0 && whole {
-                        continue;
-                    }
-                    let mut s = base.clone();
-                    set(&mut s, at, 0.0, false);
-                    set_value(&mut s, at, policy.clone());
-                    set(&mut s, &path, v, whole);
-                    let out = inferscale::scenario::parse(&s.to_string())
-                        .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
-                    let hit = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
-                    assert!(hit, "{path} = {v} ({variant}) is not refused at its field");
-                    checks += 1;
-                }
-            }
+            checks += fields.iter().map(|f| probe(&base, at, f)).sum::<usize>();
         }
     }
     assert!(checks >= 12, "{checks} probes");
     eprintln!("{checks} probes just past the bounds of the policies' fields");
-}
-
-fn set_value(s: &mut Value, path: &str, v: Value) {
-    let ptr = format!("/{}", path.replace('.', "/"));
-    *s.pointer_mut(&ptr).unwrap() = v;
 }
 
 /// The list items' bounds (a class, its objectives, a tenant, a tool, a session class), declared beside their
@@ -318,40 +280,17 @@ fn set_value(s: &mut Value, path: &str, v: Value) {
 #[test]
 fn a_list_items_bound_is_what_validation_refuses_at() {
     use inferscale::scenario::{ClassSpec, Declared, SessionClassSpec, SloSpec, TenantSpec, ToolSpec};
-    let read = |n: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(super::root().join("scenarios").join(n)).unwrap()).unwrap()
-    };
-    let items: [(&str, &[Field], Value); 5] = [
-        ("workload.classes[0]", ClassSpec::FIELDS, read("default.json")),
-        ("workload.classes[0].slo", SloSpec::FIELDS, read("default.json")),
-        ("workload.tenants[0]", TenantSpec::FIELDS, read("bursty-multitenant.json")),
-        ("workload.sessions.tools[0]", ToolSpec::FIELDS, read("agent-sessions.json")),
-        ("workload.sessions.classes[0]", SessionClassSpec::FIELDS, read("agent-mix.json")),
+    let items: [(&str, &[Field], &str); 5] = [
+        ("workload.classes[0]", ClassSpec::FIELDS, "default.json"),
+        ("workload.classes[0].slo", SloSpec::FIELDS, "default.json"),
+        ("workload.tenants[0]", TenantSpec::FIELDS, "bursty-multitenant.json"),
+        ("workload.sessions.tools[0]", ToolSpec::FIELDS, "agent-sessions.json"),
+        ("workload.sessions.classes[0]", SessionClassSpec::FIELDS, "agent-mix.json"),
     ];
     let mut checks = 0;
-    for (at, fields, base) in items {
-        let parent = format!("/{}", at.replace(['.', '['], "/").replace(']', ""));
-        assert!(base.pointer(&parent).is_some(), "the base scenario has {at}");
-        for f in fields {
-            let path = format!("{at}.{}", f.name);
-            let (lo, hi) = f.bound.limits();
-            let whole = matches!(f.bound, Bound::Int(..));
-            let step = |v: f64| if whole { 1.0 } else { v.abs().max(1.0) * 1e-6 };
-            let below = if matches!(f.bound, Bound::OpenLo(..)) { lo } else { lo - step(lo) };
-            for v in [below, hi + step(hi)] {
-                if v < 0.0 && whole {
-                    continue;
-                }
-                let mut s = base.clone();
-                let n = if whole { Value::from(v as u64) } else { Value::from(v) };
-                s.pointer_mut(&parent).unwrap().as_object_mut().unwrap().insert(f.name.to_string(), n);
-                let out = inferscale::scenario::parse(&s.to_string())
-                    .and_then(|sp| inferscale::scenario::validate(&sp).map(|_| ()));
-                let hit = out.err().is_some_and(|e| e.errors.iter().any(|x| x.path == path));
-                assert!(hit, "{path} = {v} is not refused at its field");
-                checks += 1;
-            }
-        }
+    for (at, fields, scenario) in items {
+        let base = shipped(scenario);
+        checks += fields.iter().map(|f| probe(&base, at, f)).sum::<usize>();
     }
     assert!(checks >= 20, "{checks} probes");
     eprintln!("{checks} probes just past the bounds of the list items' fields");
