@@ -162,8 +162,8 @@ impl Workload {
         }
         let max_requests = w.requests.unwrap_or(MAX_REQUESTS);
         let end_ns = w.duration_s.filter(|d| d.is_finite() && *d > 0.0).map(s_to_ns).unwrap_or(u64::MAX);
-        let (classes, class_cdf) = classes(&w.classes, e);
-        let (tenants, tenant_cdf) = tenants(&w.tenants, e);
+        let (classes, class_cdf) = classes(&w.classes, &at!("workload", w.classes), e);
+        let (tenants, tenant_cdf) = tenants(&w.tenants, &at!("workload", w.tenants), e);
         if e.0.len() > n0 {
             return None;
         }

@@ -36,21 +36,20 @@ pub struct Tenant {
     pub burst_tokens: f64,
 }
 
-/// The classes and their cumulative weights.
-pub(super) fn classes(specs: &[ClassSpec], e: &mut Errors) -> (Vec<Class>, Vec<f64>) {
+/// The classes (the list at `at`) and their cumulative weights.
+pub(super) fn classes(specs: &[ClassSpec], at: &str, e: &mut Errors) -> (Vec<Class>, Vec<f64>) {
     if specs.is_empty() || specs.len() > MAX_CLASSES {
-        e.push("workload.classes", format!("must list 1 to {MAX_CLASSES} classes (got {})", specs.len()));
+        e.push(at, format!("must list 1 to {MAX_CLASSES} classes (got {})", specs.len()));
         return (Vec::new(), Vec::new());
     }
-    let classes = specs.iter().enumerate().filter_map(|(i, c)| Class::build(c, i, e)).collect();
-    (classes, cdf(specs.iter().map(|c| c.weight), "workload.classes", e))
+    let classes = specs.iter().enumerate().filter_map(|(i, c)| Class::build(c, &format!("{at}[{i}]"), e)).collect();
+    (classes, cdf(specs.iter().map(|c| c.weight), at, e))
 }
 
 impl Class {
-    /// Class `i` of the workload; errors under `workload.classes[i].`.
-    fn build(c: &ClassSpec, i: usize, e: &mut Errors) -> Option<Class> {
-        let p = format!("workload.classes[{i}]");
-        c.check_fields(&p, e);
+    /// The class at path `p` (`workload.classes[i]`); errors under it.
+    fn build(c: &ClassSpec, p: &str, e: &mut Errors) -> Option<Class> {
+        c.check_fields(p, e);
         let prompt = validate_length(&c.prompt_tokens, &format!("{p}.prompt_tokens"), e);
         let output = validate_length(&c.output_tokens, &format!("{p}.output_tokens"), e);
         // Out-of-bound objectives are reported (and the scenario refused); in bound, they are the class's.
@@ -66,14 +65,14 @@ impl Class {
     }
 }
 
-/// The tenants and their cumulative weights.
-pub(super) fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec<f64>) {
+/// The tenants (the list at `at`) and their cumulative weights.
+pub(super) fn tenants(specs: &[TenantSpec], at: &str, e: &mut Errors) -> (Vec<Tenant>, Vec<f64>) {
     if specs.is_empty() || specs.len() > 1024 {
-        e.push("workload.tenants", format!("must list 1 to 1024 tenants (got {})", specs.len()));
+        e.push(at, format!("must list 1 to 1024 tenants (got {})", specs.len()));
     }
     let mut tenants = Vec::new();
     for (i, t) in specs.iter().enumerate() {
-        let p = format!("workload.tenants[{i}]");
+        let p = format!("{at}[{i}]");
         t.check_fields(&p, e);
         tenants.push(Tenant {
             name: t.name.clone(),
@@ -81,7 +80,7 @@ pub(super) fn tenants(specs: &[TenantSpec], e: &mut Errors) -> (Vec<Tenant>, Vec
             burst_tokens: t.burst_tokens.unwrap_or(0.0),
         });
     }
-    (tenants, cdf(specs.iter().map(|t| t.weight), "workload.tenants", e))
+    (tenants, cdf(specs.iter().map(|t| t.weight), at, e))
 }
 
 /// Normalised cumulative weights; an error if they do not sum to something positive (each weight is checked
