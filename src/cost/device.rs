@@ -5,7 +5,7 @@
 use super::{CostModel, Linear, Roofline, presets};
 use crate::spec::at;
 use crate::spec::field::Checked;
-use crate::spec::{CostSpec, Errors, HardwareSpec, ModelSpec, NS_PER_MS, suggest};
+use crate::spec::{CostSpec, Errors, HardwareSpec, ModelSpec, MoeSpec, NS_PER_MS, suggest};
 
 /// Model shape with derived byte figures.
 #[derive(Clone, Debug, PartialEq)]
@@ -107,7 +107,8 @@ macro_rules! from_preset {
 impl Model {
     /// The model of `m`: its preset's figures, each overridable; errors under `model.`.
     pub(crate) fn build(m: &ModelSpec, e: &mut Errors) -> Option<Model> {
-        let base = lookup(m.preset.as_deref(), presets::MODELS, |p| p.name, "model.preset", "model", e).ok()?;
+        let base =
+            lookup(m.preset.as_deref(), presets::MODELS, |p| p.name, &at!("model", m.preset), "model", e).ok()?;
         macro_rules! field {
             ($f:ident) => {
                 from_preset!(e, m, base, "model", "required when model.preset is not given", $f)
@@ -175,10 +176,11 @@ impl Moe {
         params_b: f64,
         e: &mut Errors,
     ) -> Result<Option<Moe>, ()> {
-        let mut ok = e.int("model.moe.experts", experts as u64, 2, 1024);
-        ok &= e.int("model.moe.experts_per_token", per_token as u64, 1, experts.max(1) as u64);
+        let at = at!("model", ModelSpec::moe);
+        let mut ok = e.int(&at!(at, MoeSpec::experts), experts as u64, 2, 1024);
+        ok &= e.int(&at!(at, MoeSpec::experts_per_token), per_token as u64, 1, experts.max(1) as u64);
         ok &= e.within(
-            "model.moe.expert_params_b",
+            &at!(at, MoeSpec::expert_params_b),
             expert_params_b,
             1e-3,
             params_b,
@@ -192,7 +194,8 @@ impl Hardware {
     /// The device of `h` (its preset's figures, each overridable) at its TP, checked against `model`'s
     /// heads; errors under `hardware.`.
     pub(crate) fn build(h: &HardwareSpec, model: Option<&Model>, e: &mut Errors) -> Option<Hardware> {
-        let base = lookup(h.device.as_deref(), presets::DEVICES, |d| d.name, "hardware.device", "device", e).ok()?;
+        let base =
+            lookup(h.device.as_deref(), presets::DEVICES, |d| d.name, &at!("hardware", h.device), "device", e).ok()?;
         macro_rules! field {
             ($f:ident) => {
                 from_preset!(e, h, base, "hardware", "required when hardware.device is not given", $f)

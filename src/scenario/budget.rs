@@ -6,7 +6,7 @@
 //! at least one request's decode token or prefill chunk). Both bounds are upper bounds: a run inside them
 //! ends within the budget, and one outside is refused with the estimate, the limit and how to raise it.
 
-use super::{FieldError, Scenario, ScenarioError};
+use super::{FieldError, Scenario, ScenarioError, WorkloadSpec, at};
 use crate::workload::Arrival;
 
 /// Entries of the ITL record at which `metrics` compacts it (128 MB): below it — every run of up to millions
@@ -190,7 +190,7 @@ impl Scenario {
         let mut errors = Vec::new();
         if est.memory_bytes * runs > budget.memory_bytes {
             errors.push(FieldError {
-                path: "workload.requests".into(),
+                path: at!("workload", WorkloadSpec::requests),
                 message: format!(
                     "{who} would need about {} GB of memory ({:.3e} requests, {:.3e} output tokens{}), over the budget of {} GB: fewer requests or a shorter workload.duration_s{raise}",
                     gb(est.memory_bytes * runs),
@@ -203,7 +203,7 @@ impl Scenario {
         }
         if est.steps * runs > budget.steps {
             errors.push(FieldError {
-                path: "workload.requests".into(),
+                path: at!("workload", WorkloadSpec::requests),
                 message: format!(
                     "{who} could take up to {:.3e} steps (one per output token and prefill chunk), over the budget of {:.0e} steps: fewer requests or shorter outputs{raise}",
                     est.steps * runs,

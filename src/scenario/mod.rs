@@ -536,9 +536,12 @@ fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
         }
         return;
     };
-    if s.retention == crate::workload::Retention::HostOffload && en.host_kv.is_none() {
+    if s.retention == crate::workload::Retention::HostOffload
+        && en.host_kv.is_none()
+        && let Some(ss) = &spec.workload.sessions
+    {
         e.push(
-            "workload.sessions.retention",
+            format!("{}.{}", path_of!(spec.workload.sessions), path_of!(ss.retention)),
             "host_offload moves a session's KV to host memory: it needs engine.host_kv (capacity_gb, bandwidth_gbps)",
         );
     }
@@ -595,7 +598,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
     let kv_total_blocks = kv_capacity_tokens / block;
     if kv_total_blocks == 0 {
         e.push(
-            "engine.kv_capacity_tokens",
+            at!("engine", en.kv_capacity_tokens),
             format!("KV capacity ({kv_capacity_tokens} tokens) is less than one block ({block} tokens)"),
         );
         return None;
@@ -660,7 +663,7 @@ fn kv_capacity_tokens(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) 
                 2.0 * m.layers as f64 * kv_heads_per_gpu * m.head_dim as f64 * m.kv_bytes_per_elem;
             if usable <= weights_per_gpu {
                 e.push(
-                    "engine.gpu_memory_utilization",
+                    at!("engine", en.gpu_memory_utilization),
                     format!(
                         "the weights ({:.1} GB per GPU at tp {}) do not fit in {:.1} GB (hardware.hbm_gb × gpu_memory_utilization): raise tp, memory or utilisation",
                         weights_per_gpu / 1e9, h.tp, usable / 1e9
@@ -699,24 +702,36 @@ fn check_longest_step(p: &Pool, named: bool, e: &mut Errors) {
     }
     let latency = p.cost.step(&crate::cost::StepWork { decode_seqs: 1, ..Default::default() }).comm_ns;
     let (path, what) = [
-        (c.prefill_compute_ns + c.decode_compute_ns, "hardware.peak_tflops", "compute (peak_tflops × mfu)"),
-        (c.weights_ns + c.kv_read_ns, "hardware.hbm_bandwidth_gbps", "reading weights and KV (HBM bandwidth)"),
+        (
+            c.prefill_compute_ns + c.decode_compute_ns,
+            at!("hardware", HardwareSpec::peak_tflops),
+            "compute (peak_tflops × mfu)",
+        ),
+        (
+            c.weights_ns + c.kv_read_ns,
+            at!("hardware", HardwareSpec::hbm_bandwidth_gbps),
+            "reading weights and KV (HBM bandwidth)",
+        ),
         (
             (c.comm_ns - latency).max(0.0),
-            "hardware.interconnect_gbps",
+            at!("hardware", HardwareSpec::interconnect_gbps),
             "the all-reduce's bandwidth (interconnect_gbps × allreduce_bw_efficiency)",
         ),
-        (latency.min(c.comm_ns), "hardware.allreduce_latency_us", "the all-reduce's latency (twice a layer)"),
-        (c.overhead_ns, "hardware.step_overhead_ms", "the fixed step overhead"),
+        (
+            latency.min(c.comm_ns),
+            at!("hardware", HardwareSpec::allreduce_latency_us),
+            "the all-reduce's latency (twice a layer)",
+        ),
+        (c.overhead_ns, at!("hardware", HardwareSpec::step_overhead_ms), "the fixed step overhead"),
     ]
     .into_iter()
     .fold(
-        (0.0, ("cost", "the cost model")),
+        (0.0, ("cost".to_string(), "the cost model")),
         |best, (ns, path, what)| if ns > best.0 { (ns, (path, what)) } else { best },
     )
     .1;
     let (path, what) = match p.cost {
-        CostModel::Linear(_) => ("cost", "the linear cost's per-step and per-token times"),
+        CostModel::Linear(_) => ("cost".to_string(), "the linear cost's per-step and per-token times"),
         _ => (path, what),
     };
     let pool = if named { format!(" ({} pool)", p.role.name()) } else { String::new() };
@@ -771,7 +786,7 @@ fn check_fits(w: &Workload, en: &Engine, context: Option<u32>, e: &mut Errors) {
             }) {
                 check(
                     e,
-                    format!("workload.arrival.data (request {})", i + 1),
+                    format!("{} (request {})", at!("workload.arrival", ArrivalSpec::Trace { data }), i + 1),
                     r.prompt_tokens as u64,
                     r.output_tokens as u64,
                 );
@@ -779,7 +794,12 @@ fn check_fits(w: &Workload, en: &Engine, context: Option<u32>, e: &mut Errors) {
         }
         _ => {
             for (i, c) in w.classes.iter().enumerate() {
-                check(e, format!("workload.classes[{i}]"), c.prompt.max() as u64, c.output.max() as u64);
+                check(
+                    e,
+                    format!("{}[{i}]", at!("workload", WorkloadSpec::classes)),
+                    c.prompt.max() as u64,
+                    c.output.max() as u64,
+                );
             }
         }
     }
@@ -801,15 +821,15 @@ fn check_first_turns(w: &Workload, mut check: impl FnMut(String, u64, u64)) {
             let (i, widest) = (t.programs.iter().enumerate())
                 .max_by_key(|(_, p)| p.prompt(0, 0, 0) + p.output_tokens[0] as u64)
                 .expect("a trace has a session");
-            let at = format!("workload.sessions.trace (line {})", t.lines[i]);
+            let at = format!("{} (line {})", at!("workload.sessions", SessionsSpec::trace), t.lines[i]);
             check(at, widest.prompt(0, 0, 0), widest.output_tokens[0] as u64);
         }
         None => {
             for (i, c) in s.classes.iter().enumerate() {
                 let at = if s.named_classes {
-                    format!("workload.sessions.classes[{i}]")
+                    format!("{}[{i}]", at!("workload.sessions", SessionsSpec::classes))
                 } else {
-                    "workload.sessions".into()
+                    at!("workload", WorkloadSpec::sessions)
                 };
                 check(at, c.first.max() as u64, c.output.max() as u64);
             }
@@ -921,7 +941,7 @@ fn check_fits_pool(role: Role, cap: u64, w: &Workload, e: &mut Errors) {
             if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| need(r.prompt_tokens, r.output_tokens) > cap) {
                 let n = need(r.prompt_tokens, r.output_tokens);
                 e.push(
-                    format!("workload.arrival.data (request {})", i + 1),
+                    format!("{} (request {})", at!("workload.arrival", ArrivalSpec::Trace { data }), i + 1),
                     format!(
                         "a request of {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)",
                         role.name()
@@ -934,7 +954,7 @@ fn check_fits_pool(role: Role, cap: u64, w: &Workload, e: &mut Errors) {
                 let n = need(c.prompt.max(), c.output.max());
                 if n > cap {
                     e.push(
-                        format!("workload.classes[{i}]"),
+                        format!("{}[{i}]", at!("workload", WorkloadSpec::classes)),
                         format!(
                             "a request of up to {n} tokens exceeds the KV capacity of one {} worker ({cap} tokens)",
                             role.name()

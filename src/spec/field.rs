@@ -187,6 +187,22 @@ macro_rules! at {
         let _ = &$s.$f;
         format!("{}.{}", $at, stringify!($f))
     }};
+    // A field of a spec type where no value of it is at hand: `at!("hardware", HardwareSpec::tp)`.
+    ($at:expr, $ty:ident :: $f:ident) => {{
+        let _ = |s: &$ty| {
+            let _ = &s.$f;
+        };
+        format!("{}.{}", $at, stringify!($f))
+    }};
+    // A field of an enum's variant: `at!("workload.arrival", ArrivalSpec::Trace { data })`.
+    ($at:expr, $ty:ident :: $v:ident { $f:ident }) => {{
+        let _ = |x: &$ty| {
+            if let $ty::$v { $f, .. } = x {
+                let _ = $f;
+            }
+        };
+        format!("{}.{}", $at, stringify!($f))
+    }};
 }
 pub(crate) use at;
 

@@ -203,7 +203,7 @@ impl Workload {
         let span = (self.mean_gap_ns() * self.max_requests as f64).min(self.end_ns as f64);
         if span > MAX_SPAN_NS {
             e.push(
-                "workload.requests",
+                at!("workload", WorkloadSpec::requests),
                 format!("{} requests at this rate span {:.3e} s of simulated time, past the clock's limit of {:.0e} s (about 31 years): fewer requests, a higher rate, or workload.duration_s", self.max_requests, span / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
             );
         }
@@ -215,7 +215,7 @@ impl Arrival {
     /// `workload.arrival.`.
     fn build(a: &ArrivalSpec, e: &mut Errors) -> Option<(Arrival, Option<super::trace::HashChains>)> {
         // Every number within its declared bound (`spec::ArrivalSpec`'s), each error at its field.
-        let ok = a.check_fields("workload.arrival", e);
+        let ok = a.check_fields(&at!("workload", WorkloadSpec::arrival), e);
         if let ArrivalSpec::Trace { path, data, format, time_scale, .. } = a {
             return trace(path.as_deref(), data.as_deref(), *format, ok.then_some(*time_scale), e);
         }
@@ -249,7 +249,7 @@ fn on_off(rate_on_rps: f64, rate_off_rps: f64, mean_on_s: f64, mean_off_s: f64, 
     let per_period = rate_on_rps * mean_on_s;
     if per_period < 1e-3 {
         e.push(
-            "workload.arrival.mean_on_s",
+            at!("workload.arrival", ArrivalSpec::OnOff { mean_on_s }),
             format!("rate_on_rps × mean_on_s must be at least 0.001 arrivals per on-period (got {per_period:e}): raise the rate or the on period"),
         );
         return None;
@@ -276,7 +276,7 @@ fn trace(
                 Some(p) => format!("trace contents missing: the front end did not load `{p}`"),
                 None => "a trace needs `path` (a file) or `data` (its text)".into(),
             };
-            e.push("workload.arrival.data", why);
+            e.push(at!("workload.arrival", ArrivalSpec::Trace { data }), why);
             None
         }
         Some(text) => match super::trace::parse_with_chains(text, format) {
@@ -287,7 +287,7 @@ fn trace(
                 let last = rows.iter().map(|r| r.arrival_ns).max().unwrap_or(0) as f64 * time_scale;
                 if last > MAX_SPAN_NS {
                     e.push(
-                            "workload.arrival.time_scale",
+                            at!("workload.arrival", ArrivalSpec::Trace { time_scale }),
                             format!("the trace's last arrival would be at {:.3e} s after scaling, past the simulated clock's limit of {:.0e} s (about 31 years): lower time_scale", last / NS_PER_S, MAX_SPAN_NS / NS_PER_S),
                         );
                     None
@@ -296,7 +296,7 @@ fn trace(
                 }
             }
             Err(msg) => {
-                e.push("workload.arrival.data", msg);
+                e.push(at!("workload.arrival", ArrivalSpec::Trace { data }), msg);
                 None
             }
         },
