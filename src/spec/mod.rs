@@ -367,6 +367,8 @@ pub struct SessionSloSpec {
     pub session_s: Option<f64>,
 }
 
+bounds!(SessionSloSpec { turn_ttft_ms: Bound::OpenLo(0.0, 1e9), session_s: Bound::OpenLo(0.0, 1e8) });
+
 impl SessionSloSpec {
     pub fn is_empty(&self) -> bool {
         self.turn_ttft_ms.is_none() && self.session_s.is_none()
@@ -398,6 +400,8 @@ pub enum RetentionSpec {
     /// is faster than recomputing; else frees it. An upper bound, not a policy an engine can run.
     GapOracle,
 }
+
+variant_bounds!(RetentionSpec { Ttl { ttl_s: Bound::Range(0.0, 1e7) } });
 
 impl RetentionSpec {
     pub fn is_stateless(&self) -> bool {

@@ -4,6 +4,7 @@
 use super::LengthDist;
 use super::class::{Class, cdf, validate_length, validate_length_within};
 use super::sessions_trace::SessionTrace;
+use crate::spec::at;
 use crate::spec::field::Checked;
 use crate::spec::{
     Errors, LengthSpec, NS_PER_S, RetentionSpec, SessionClassSpec, SessionSloSpec, SessionTraceSpec, SessionsSpec,
@@ -114,15 +115,14 @@ impl Sessions {
         }
         let n0 = e.0.len();
         let mut tools = Vec::new();
-        let (turns, first, new, output) =
-            given_lengths([&s.turns, &s.first_tokens, &s.new_tokens, &s.output_tokens], P, e);
+        let (turns, first, new, output) = given_lengths(lengths_at!(P, s), e);
         let base = Base {
             turns,
             first,
             new,
             output,
-            tools: tool_mix(&s.tools, &format!("{P}.tools"), &mut tools, e),
-            slo: slo(&s.slo, P, e),
+            tools: tool_mix(&s.tools, &at!(P, s.tools), &mut tools, e),
+            slo: slo(&s.slo, &at!(P, s.slo), e),
         };
         let classes: Vec<SessionClass> = if s.classes.is_empty() {
             base.class("default".into(), 1.0, None, P, e).into_iter().collect()
@@ -132,7 +132,7 @@ impl Sessions {
         let class_cdf = if s.classes.is_empty() {
             vec![1.0]
         } else {
-            cdf(s.classes.iter().map(|c| c.weight), &format!("{P}.classes"), e)
+            cdf(s.classes.iter().map(|c| c.weight), &at!(P, s.classes), e)
         };
         if e.0.len() > n0 {
             return None;
@@ -148,21 +148,21 @@ impl Sessions {
     /// empirical distributions of its lengths for the estimates.
     fn from_trace(s: &SessionsSpec, t: &SessionTraceSpec, retention: Retention, e: &mut Errors) -> Option<Sessions> {
         use super::sessions_trace::{Shape, parse};
-        for (given, name) in [
-            (s.turns.is_some(), "turns"),
-            (s.first_tokens.is_some(), "first_tokens"),
-            (s.new_tokens.is_some(), "new_tokens"),
-            (s.output_tokens.is_some(), "output_tokens"),
-            (!s.tools.is_empty(), "tools"),
-            (!s.classes.is_empty(), "classes"),
+        for (given, at) in [
+            (s.turns.is_some(), at!(P, s.turns)),
+            (s.first_tokens.is_some(), at!(P, s.first_tokens)),
+            (s.new_tokens.is_some(), at!(P, s.new_tokens)),
+            (s.output_tokens.is_some(), at!(P, s.output_tokens)),
+            (!s.tools.is_empty(), at!(P, s.tools)),
+            (!s.classes.is_empty(), at!(P, s.classes)),
         ] {
             if given {
-                e.push(format!("{P}.{name}"), "comes from the session trace: remove it, or remove `trace`");
+                e.push(at, "comes from the session trace: remove it, or remove `trace`");
             }
         }
-        let (turn_ttft_ns, session_ns) = slo(&s.slo, P, e);
+        let (turn_ttft_ns, session_ns) = slo(&s.slo, &at!(P, s.slo), e);
         let Some(text) = &t.data else {
-            e.push(format!("{P}.trace"), "the trace's text is missing: give `path` (the CLI reads it) or `data`");
+            e.push(at!(P, s.trace), "the trace's text is missing: give `path` (the CLI reads it) or `data`");
             return None;
         };
         let shape = match t.format {
@@ -170,7 +170,7 @@ impl Sessions {
             crate::spec::SessionTraceFormat::Inferscale => Some(Shape::Ours),
             crate::spec::SessionTraceFormat::InferenceLab => Some(Shape::InferenceLab),
         };
-        let trace = parse(text, shape).map_err(|why| e.push(format!("{P}.trace"), why)).ok()?;
+        let trace = parse(text, shape).map_err(|why| e.push(at!(P, s.trace), why)).ok()?;
         let empirical = |v: Vec<u32>| LengthDist::Empirical(if v.is_empty() { vec![1] } else { v });
         let progs = &trace.programs;
         let tools: Vec<Tool> = (trace.tools.iter().enumerate())
@@ -276,26 +276,25 @@ fn class_list(
 ) -> Vec<SessionClass> {
     let mut out = Vec::new();
     for (i, c) in specs.iter().enumerate() {
-        let p = format!("{P}.classes[{i}]");
+        let p = format!("{}[{i}]", at!(P, SessionsSpec::classes));
         c.check_fields(&p, e);
         if c.name.trim().is_empty() {
-            e.push(format!("{p}.name"), "a session class needs a name");
+            e.push(at!(p, c.name), "a session class needs a name");
         } else if specs[..i].iter().any(|o| o.name == c.name) {
-            e.push(format!("{p}.name"), format!("the name {:?} is taken by an earlier session class", c.name));
+            e.push(at!(p, c.name), format!("the name {:?} is taken by an earlier session class", c.name));
         }
-        let (turns, first, new, output) =
-            given_lengths([&c.turns, &c.first_tokens, &c.new_tokens, &c.output_tokens], &p, e);
+        let (turns, first, new, output) = given_lengths(lengths_at!(p, c), e);
         let merged = Base {
             turns: turns.or_else(|| base.turns.clone()),
             first: first.or_else(|| base.first.clone()),
             new: new.or_else(|| base.new.clone()),
             output: output.or_else(|| base.output.clone()),
             tools: match &c.tools {
-                Some(t) => tool_mix(t, &format!("{p}.tools"), tools, e),
+                Some(t) => tool_mix(t, &at!(p, c.tools), tools, e),
                 None => base.tools.clone(),
             },
             slo: {
-                let (t, s) = slo(&c.slo, &p, e);
+                let (t, s) = slo(&c.slo, &at!(p, c.slo), e);
                 (t.or(base.slo.0), s.or(base.slo.1))
             },
         };
@@ -317,14 +316,26 @@ fn class_list(
     out
 }
 
-/// The turns, first prompt, new input and output given at `p` (the sessions' or a class's), each validated;
-/// None where not given.
-fn given_lengths(x: [&Option<LengthSpec>; 4], p: &str, e: &mut Errors) -> (Field, Field, Field, Field) {
-    let length = |x: &Option<LengthSpec>, field: &str, e: &mut Errors| {
-        x.as_ref().map(|x| validate_length(x, &format!("{p}.{field}"), e))
+/// The turns, first prompt, new input and output of `$s` (the sessions' or a class's spec), each with its path
+/// under `$at`.
+macro_rules! lengths_at {
+    ($at:expr, $s:ident) => {
+        [
+            (&$s.turns, at!($at, $s.turns)),
+            (&$s.first_tokens, at!($at, $s.first_tokens)),
+            (&$s.new_tokens, at!($at, $s.new_tokens)),
+            (&$s.output_tokens, at!($at, $s.output_tokens)),
+        ]
     };
-    let turns = x[0].as_ref().map(|t| validate_turns(t, &format!("{p}.turns"), e));
-    (turns, length(x[1], "first_tokens", e), length(x[2], "new_tokens", e), length(x[3], "output_tokens", e))
+}
+use lengths_at;
+
+/// The turns, first prompt, new input and output, each with its path, validated; None where not given.
+fn given_lengths(x: [(&Option<LengthSpec>, String); 4], e: &mut Errors) -> (Field, Field, Field, Field) {
+    let length =
+        |(x, at): &(&Option<LengthSpec>, String), e: &mut Errors| x.as_ref().map(|x| validate_length(x, at, e));
+    let turns = x[0].0.as_ref().map(|t| validate_turns(t, &x[0].1, e));
+    (turns, length(&x[1], e), length(&x[2], e), length(&x[3], e))
 }
 
 /// A turn-count distribution: a length distribution of at most 10,000 turns.
@@ -364,7 +375,7 @@ fn retention(s: &SessionsSpec, e: &mut Errors) -> Retention {
         RetentionSpec::Stateless => Retention::Stateless,
         RetentionSpec::Retain | RetentionSpec::Ttl { ttl_s: None } => Retention::Retain,
         RetentionSpec::Ttl { ttl_s: Some(t) } => {
-            e.range(&format!("{P}.retention.ttl_s"), t, 0.0, 1e7);
+            s.retention.check_fields(&at!(P, s.retention), e);
             Retention::Ttl(s_to_ns(t.clamp(0.0, 1e7)))
         }
         RetentionSpec::HostOffload => Retention::HostOffload,
@@ -372,10 +383,10 @@ fn retention(s: &SessionsSpec, e: &mut Errors) -> Retention {
     }
 }
 
-/// Session objectives at `p` (ns).
-fn slo(s: &SessionSloSpec, p: &str, e: &mut Errors) -> (Option<u64>, Option<u64>) {
-    let turn_ttft_ns =
-        s.turn_ttft_ms.filter(|&v| e.range_open_lo(&format!("{p}.slo.turn_ttft_ms"), v, 0.0, 1e9)).map(ms_to_ns);
-    let session_ns = s.session_s.filter(|&v| e.range_open_lo(&format!("{p}.slo.session_s"), v, 0.0, 1e8)).map(s_to_ns);
-    (turn_ttft_ns, session_ns)
+/// Session objectives at `at` (ns); out of their bounds, reported (and the scenario refused).
+fn slo(s: &SessionSloSpec, at: &str, e: &mut Errors) -> (Option<u64>, Option<u64>) {
+    match s.check_fields(at, e) {
+        true => (s.turn_ttft_ms.map(ms_to_ns), s.session_s.map(s_to_ns)),
+        false => (None, None),
+    }
 }
