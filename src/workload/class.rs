@@ -116,35 +116,41 @@ pub(super) fn validate_length_within(l: &LengthSpec, p: &str, most: u32, e: &mut
     let max_t = most as u64;
     match l {
         LengthSpec::Fixed { tokens } => {
-            e.int(&format!("{p}.tokens"), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens))
+            e.int(&at!(p, LengthSpec::Fixed { tokens }), *tokens as u64, 1, max_t).then_some(LengthDist::Fixed(*tokens))
         }
         LengthSpec::Uniform { min, max } => {
-            let a = e.int(&format!("{p}.min"), *min as u64, 1, max_t);
-            let b = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            let a = e.int(&at!(p, LengthSpec::Uniform { min }), *min as u64, 1, max_t);
+            let b = e.int(&at!(p, LengthSpec::Uniform { max }), *max as u64, 1, max_t);
             if a && b && min > max {
-                e.push(format!("{p}.max"), format!("must be ≥ min ({min}) (got {max})"));
+                e.push(at!(p, LengthSpec::Uniform { max }), format!("must be ≥ min ({min}) (got {max})"));
                 return None;
             }
             (a && b).then_some(LengthDist::Uniform { min: *min, max: *max })
         }
         LengthSpec::Lognormal { mean, cv, max } => {
-            let a = e.range(&format!("{p}.mean"), *mean, 1.0, most as f64);
-            let b = e.range(&format!("{p}.cv"), *cv, 0.0, 20.0);
-            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            let a = e.range(&at!(p, LengthSpec::Lognormal { mean }), *mean, 1.0, most as f64);
+            let b = e.range(&at!(p, LengthSpec::Lognormal { cv }), *cv, 0.0, 20.0);
+            let c = e.int(&at!(p, LengthSpec::Lognormal { max }), *max as u64, 1, max_t);
             (a && b && c).then(|| LengthDist::lognormal(*mean, *cv, *max))
         }
         LengthSpec::Geometric { mean, max } => {
-            let a = e.range(&format!("{p}.mean"), *mean, 1.0, most as f64);
-            let c = e.int(&format!("{p}.max"), *max as u64, 1, max_t);
+            let a = e.range(&at!(p, LengthSpec::Geometric { mean }), *mean, 1.0, most as f64);
+            let c = e.int(&at!(p, LengthSpec::Geometric { max }), *max as u64, 1, max_t);
             (a && c).then(|| LengthDist::geometric(*mean, *max))
         }
         LengthSpec::Empirical { values } => {
             if values.is_empty() || values.len() > 10_000_000 {
-                e.push(format!("{p}.values"), format!("must hold 1 to 10,000,000 lengths (got {})", values.len()));
+                e.push(
+                    at!(p, LengthSpec::Empirical { values }),
+                    format!("must hold 1 to 10,000,000 lengths (got {})", values.len()),
+                );
                 return None;
             }
             if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > most) {
-                e.push(format!("{p}.values[{i}]"), format!("must be from 1 to {most} (got {v})"));
+                e.push(
+                    format!("{}[{i}]", at!(p, LengthSpec::Empirical { values })),
+                    format!("must be from 1 to {most} (got {v})"),
+                );
                 return None;
             }
             Some(LengthDist::Empirical(values.clone()))
