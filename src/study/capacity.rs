@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport, column,
-    report_head, reseeded, table,
+    mean_of, report_head, reseeded, table,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -58,11 +58,6 @@ impl Default for CapacityParams {
             max_replicas: 256,
         }
     }
-}
-
-/// The mean of `f` over runs.
-fn mean_of(runs: &[RunSummary], f: impl Fn(&RunSummary) -> f64) -> f64 {
-    runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64
 }
 
 /// A table row: an evaluation (a rate, or a replica count) with its criterion's mean, worst repetition and

@@ -355,6 +355,11 @@ pub struct ColumnDef<R> {
     pub cell: fn(&R) -> Cell,
 }
 
+/// The mean of `f` over runs (0 for none).
+fn mean_of(runs: &[RunSummary], f: impl Fn(&RunSummary) -> f64) -> f64 {
+    runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64
+}
+
 /// `ColumnDef { label, unit, format, cell }`, in one line.
 pub const fn column<R>(label: &'static str, unit: &'static str, format: Format, cell: fn(&R) -> Cell) -> ColumnDef<R> {
     ColumnDef { label, unit, format, cell }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
-    StudyReport, brief, column, report_head, table,
+    StudyReport, brief, column, mean_of, report_head, table,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
@@ -265,10 +265,6 @@ struct Row<'a> {
     brief: &'a str,
 }
 
-fn mean_of(p: &Policy, f: fn(&RunSummary) -> f64) -> f64 {
-    p.runs.iter().map(f).sum::<f64>() / p.runs.len().max(1) as f64
-}
-
 fn versus(r: &Row) -> &'static str {
     match (r.rank, r.tied) {
         (0, _) => "best",
@@ -286,9 +282,9 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 12] {
         column("Goodput 95 % CI", "req/s", Format::Text, |r| ci(r.p.goodput, false).into()),
         column("SLO attainment", "mean", Format::Percent, |r| r.p.slo.0.into()),
         column("SLO 95 % CI", "", Format::Text, |r| ci(r.p.slo, true).into()),
-        column("p95 TTFT", "s, mean", Format::Seconds, |r| mean_of(r.p, |x| x.ttft_p95_s).into()),
-        column("p95 E2E", "s, mean", Format::Seconds, |r| mean_of(r.p, |x| x.e2e_p95_s).into()),
-        column("KV peak", "mean", Format::Percent, |r| mean_of(r.p, |x| x.kv_peak_fraction).into()),
+        column("p95 TTFT", "s, mean", Format::Seconds, |r| mean_of(r.p.runs, |x| x.ttft_p95_s).into()),
+        column("p95 E2E", "s, mean", Format::Seconds, |r| mean_of(r.p.runs, |x| x.e2e_p95_s).into()),
+        column("KV peak", "mean", Format::Percent, |r| mean_of(r.p.runs, |x| x.kv_peak_fraction).into()),
         column("Unfinished", "requests, all repetitions", Format::Int, |r| {
             r.p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into()
         }),

@@ -94,29 +94,27 @@ impl Studies {
     fn show_study(&mut self, cx: &Cx, kind: Kind) {
         self.shown = kind;
         let name = kind.name();
-        {
-            let about = kind.about();
-            cx.page.el("study-title").set_text_content(Some(about.title));
-            cx.page.el("study-intro").set_inner_html(&format!(
-                "<strong>{}</strong> {}",
-                esc(&capitalised(about.question)),
-                esc(about.how)
-            ));
-            self.render_params(cx, params(kind));
-            self.sync_study_params(cx);
-            self.set_study_buttons(cx);
-            match self.reports.get(name).cloned() {
-                Some(r) => self.render_study(cx, &r),
-                None => cx.page.html("study-results").set_hidden(true),
-            }
-            let busy = self.active.as_ref().is_some_and(|a| a.name == name);
-            if !busy {
-                cx.page.el("study-status").set_text_content(Some(if self.reports.contains_key(name) {
-                    "Showing the last result"
-                } else {
-                    "Ready"
-                }));
-            }
+        let about = kind.about();
+        cx.page.el("study-title").set_text_content(Some(about.title));
+        cx.page.el("study-intro").set_inner_html(&format!(
+            "<strong>{}</strong> {}",
+            esc(&capitalised(about.question)),
+            esc(about.how)
+        ));
+        self.render_params(cx, params(kind));
+        self.sync_study_params(cx);
+        self.set_study_buttons(cx);
+        match self.reports.get(name).cloned() {
+            Some(r) => self.render_study(cx, &r),
+            None => cx.page.html("study-results").set_hidden(true),
+        }
+        let busy = self.active.as_ref().is_some_and(|a| a.name == name);
+        if !busy {
+            cx.page.el("study-status").set_text_content(Some(if self.reports.contains_key(name) {
+                "Showing the last result"
+            } else {
+                "Ready"
+            }));
         }
     }
 
@@ -426,28 +424,26 @@ impl Studies {
 
     fn show_study_errors(&self, cx: &Cx, errors: &[(String, String)]) {
         cx.page.el("study-errors").set_inner_html(&error_list(errors));
-        {
-            for f in params(self.shown) {
-                let d = match f.ptr.strip_prefix("study:") {
-                    Some(key) => format!("study.{}.{key}", self.shown.name()),
-                    None => details::dotted(f.ptr),
-                };
-                let under = |path: &str, d: &str| path == d || path.starts_with(&format!("{d}."));
-                let at = |d: &str| errors.iter().find(|(path, _)| under(path, d)).map(|h| h.1.as_str());
-                if let PKind::Variant(var) = f.kind {
-                    // A number's error at its input; the rest of the block's at the select.
-                    let numbers = var.numbers();
-                    for n in &numbers {
-                        mark_field(&cx.page.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
-                    }
-                    let rest = errors.iter().find(|(path, _)| {
-                        under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key)))
-                    });
-                    mark_field(&cx.page.el(f.id), rest.map(|h| h.1.as_str()));
-                    continue;
+        for f in params(self.shown) {
+            let d = match f.ptr.strip_prefix("study:") {
+                Some(key) => format!("study.{}.{key}", self.shown.name()),
+                None => details::dotted(f.ptr),
+            };
+            let under = |path: &str, d: &str| path == d || path.starts_with(&format!("{d}."));
+            let at = |d: &str| errors.iter().find(|(path, _)| under(path, d)).map(|h| h.1.as_str());
+            if let PKind::Variant(var) = f.kind {
+                // A number's error at its input; the rest of the block's at the select.
+                let numbers = var.numbers();
+                for n in &numbers {
+                    mark_field(&cx.page.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
                 }
-                mark_field(&cx.page.el(f.id), at(&d));
+                let rest = errors.iter().find(|(path, _)| {
+                    under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key)))
+                });
+                mark_field(&cx.page.el(f.id), rest.map(|h| h.1.as_str()));
+                continue;
             }
+            mark_field(&cx.page.el(f.id), at(&d));
         }
         if let Ok(b) = cx.page.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
             b.set_disabled(!errors.is_empty() || self.active.is_some());
