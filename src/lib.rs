@@ -27,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod advice;
 pub mod bench;
 pub mod catalog;
 pub mod cost;
@@ -57,4 +58,18 @@ pub fn simulate(sc: &Scenario) -> Report {
 /// Run with progress reports; the callback returns false to cancel.
 pub fn simulate_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Report, RunError> {
     engine::run_with_progress(sc, progress).map(|rec| Report::build(sc, rec))
+}
+
+/// Run, then test the diagnosis's proposed changes on the same requests (`advice`): the CLI's and the lab's
+/// run. `progress` hears the run's progress, then each tested change's (the index of the run, 0 the
+/// scenario's own), and may cancel.
+pub fn simulate_tested(
+    spec: &Spec,
+    sc: &Scenario,
+    budget: &scenario::Budget,
+    progress: &mut dyn FnMut(usize, Progress) -> bool,
+) -> Result<Report, RunError> {
+    let mut report = simulate_with_progress(sc, &mut |p| progress(0, p))?;
+    advice::test(spec, sc, &mut report, budget, &mut |k, p| progress(k + 1, p))?;
+    Ok(report)
 }

@@ -212,8 +212,10 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     let load = |path: &Path, seed: Option<u64>| load(path, seed, &budget);
     match cli.command {
         Command::Run { scenario, seed, format, out } => {
-            let sc = load(&scenario, seed)?;
-            let report = inferscale::simulate(&sc);
+            let spec = load_spec(&scenario, seed)?;
+            let sc = validated(&scenario, &spec, &budget)?;
+            let report = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, _| true)
+                .map_err(|_| Failure::Internal("a run without a progress callback was cancelled".into()))?;
             let text = render(&report, &sc, format);
             write_out(out.as_deref(), &text)
         }
@@ -491,9 +493,13 @@ fn write_out(out: Option<&Path>, text: &str) -> Result<(), Failure> {
 
 /// Read, parse, resolve the trace file (relative to the scenario), validate.
 fn load(path: &Path, seed: Option<u64>, budget: &scenario::Budget) -> Result<Scenario, Failure> {
-    let spec = load_spec(path, seed)?;
+    validated(path, &load_spec(path, seed)?, budget)
+}
+
+/// The spec validated and held to the budget; errors name the file.
+fn validated(path: &Path, spec: &Spec, budget: &scenario::Budget) -> Result<Scenario, Failure> {
     let invalid = |e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display()));
-    let sc = scenario::validate(&spec).map_err(invalid)?;
+    let sc = scenario::validate(spec).map_err(invalid)?;
     sc.check_budget(budget, 1, ", or raise the budget with --budget-gb").map_err(invalid)?;
     Ok(sc)
 }

@@ -268,13 +268,7 @@ pub fn markdown(r: &Report) -> String {
     }
     steady_markdown(&mut m, st);
     objectives_markdown(&mut m, &r.objectives);
-    let _ = writeln!(
-        m,
-        "\n## Diagnosis ({})\n\n{}\n\n**Advice:** {}",
-        r.diagnosis.kind,
-        md_text(&r.diagnosis.verdict),
-        md_text(&r.diagnosis.advice)
-    );
+    diagnosis_markdown(&mut m, &r.diagnosis);
     m.push_str("\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n");
     m.push_str(&stats_row("TTFT", &s.ttft_s));
     m.push_str(&stats_row("TPOT", &s.tpot_s));
@@ -288,6 +282,42 @@ pub fn markdown(r: &Report) -> String {
     engine_markdown(&mut m, &r.engine);
     audits_markdown(&mut m, &r.audits);
     m
+}
+
+/// The verdict, its regime and limit, the advice, and the changes tested on the same requests.
+fn diagnosis_markdown(m: &mut String, d: &crate::metrics::Diagnosis) {
+    let _ = writeln!(
+        m,
+        "\n## Diagnosis ({})\n\nRegime: {} (offered ÷ served {:.2}); limit: {}.\n\n{}\n\n**Advice:** {}",
+        d.kind,
+        d.regime.replace('_', " "),
+        d.load_factor,
+        d.limit.replace('_', " "),
+        md_text(&d.verdict),
+        md_text(&d.advice)
+    );
+    if d.tested.is_empty() {
+        return;
+    }
+    m.push_str("\nTested on the same requests (measured, same seed):\n\n| change | outcome | served (req/s) | within SLO (%) | p95 TTFT | p95 TPOT |\n|---|---|---|---|---|---|\n");
+    for t in &d.tested {
+        let outcome = match (t.measured, t.objectives_met, t.overloaded) {
+            (false, _, _) => t.note.clone().unwrap_or_default(),
+            (true, true, _) => "objectives met".into(),
+            (true, false, true) => "still overloaded".into(),
+            (true, false, false) => "still missed".into(),
+        };
+        let _ = writeln!(
+            m,
+            "| {} | {} | {:.2} | {:.1} | {} | {} |",
+            md_cell(&t.change),
+            md_cell(&outcome),
+            t.served_rps,
+            t.slo_attainment * 100.0,
+            crate::metrics::secs(t.p95_ttft_s),
+            crate::metrics::secs(t.p95_tpot_s)
+        );
+    }
 }
 
 /// The steady-state window and its warnings.

@@ -1,8 +1,11 @@
-//! The bottleneck explanation: a short diagnosis computed from a run's report, with the numbers behind it,
-//! ending with the one change most likely to help. It answers "capacity problem or queueing problem?".
+//! The bottleneck explanation, decided in order: first the regime (is the offered load above what this
+//! configuration serves?), then what limits the service rate, and only below saturation queueing, memory,
+//! interference or service time. It names the changes worth testing (`Change`); `crate::advice` runs them on
+//! the same requests and writes what each measured into `tested` and the advice.
 
 use serde::Serialize;
 
+use super::session_report::SessionsSummary;
 use super::steady::{Miss, ObjectivesReport, SteadySummary};
 use super::summary::{EngineSummary, PoolSummary, PrefixSummary, Summary, TransferSummary};
 
@@ -10,31 +13,127 @@ use super::summary::{EngineSummary, PoolSummary, PrefixSummary, Summary, Transfe
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     pub label: String,
-    /// Fraction (0–1) or a plain number, as `unit` says.
+    /// `fraction` (0–1), `s` (seconds) or `number`, as `unit` says.
     pub value: f64,
     pub unit: &'static str,
+}
+
+/// A change the diagnosis proposes, relative to the scenario (`crate::advice` makes it concrete and runs it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Change {
+    /// Every pool's workers × factor (rounded up, at least one more).
+    Replicas { factor: f64 },
+    /// One replica fewer (colocated, more than one).
+    FewerReplicas,
+    /// KV capacity per worker × factor.
+    Kv { factor: f64 },
+    /// `engine.max_num_seqs` × factor.
+    MaxSeqs { factor: f64 },
+    /// `engine.max_num_batched_tokens` × factor (chunked prefill turned on when it shrinks).
+    TokenBudget { factor: f64 },
+    /// Prefill chunks a quarter of their size (at least 256 tokens), chunked prefill on.
+    SmallerChunks,
+    /// `cluster.router` least outstanding.
+    LoadAwareRouter,
+    /// `scheduler` shortest predicted job first.
+    ShortestFirst,
+    /// The prefill/decode link's bandwidth × factor.
+    LinkBandwidth { factor: f64 },
+    /// The host tier's bandwidth × factor.
+    HostBandwidth { factor: f64 },
+    /// The prefill pool's workers × factor.
+    PrefillWorkers { factor: f64 },
+    /// Tensor parallelism × 2.
+    MoreTp,
+}
+
+/// A proposed change as run on the same requests (same seed): what it measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Tested {
+    /// The change in words, with its figures ("10 replicas (from 3)").
+    pub change: String,
+    /// False when it could not be run (`note` says why); its figures are then 0.
+    pub measured: bool,
+    /// Steady throughput, req/s.
+    pub served_rps: f64,
+    pub slo_attainment: f64,
+    pub p95_ttft_s: f64,
+    pub p95_tpot_s: f64,
+    /// The objectives met and the load sustained (not overloaded).
+    pub objectives_met: bool,
+    pub overloaded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The diagnosis of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Diagnosis {
-    /// `healthy`, `capacity`, `queueing`, `memory`, `interference`, `overload_rejections`, or (disaggregated)
-    /// `transfer`.
+    /// `capacity`, `overload_rejections`, `healthy`, `transfer`, `memory`, `queueing`, `interference` or
+    /// `service_time` (docs/metrics.md defines each by its thresholds).
     pub kind: &'static str,
+    /// `overloaded` (the waiting queue grows: offered > served), `shedding` (a fifth or more turned away) or
+    /// `under_capacity`.
+    pub regime: &'static str,
+    /// Offered ÷ served over the steady window (1 when the load is carried or no window exists).
+    pub load_factor: f64,
+    /// What limits the service rate: `kv_memory`, `batch_cap`, `token_budget`, `compute`,
+    /// `memory_bandwidth`, `kv_link`, `host_link` or `prefill_pool`.
+    pub limit: &'static str,
     /// One or two plain sentences with the numbers.
     pub verdict: String,
-    /// The change most likely to help.
+    /// The change most likely to help; once tested, what the tested changes measured comes first.
     pub advice: String,
     pub findings: Vec<Finding>,
     /// Which per-request objective each class missed, and how often (empty when none was missed).
     pub missed: Vec<Miss>,
+    /// The proposed changes, each run on the same requests (absent when not tested: studies' runs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tested: Vec<Tested>,
+    /// The changes worth testing, in order (`crate::advice` runs the first two that apply).
+    #[serde(skip)]
+    pub candidates: Vec<Change>,
 }
 
 fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
 }
 
+fn pct1(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
 use super::secs;
+
+/// The thresholds each verdict is decided on (docs/metrics.md's "Diagnosis" table states them).
+pub mod threshold {
+    /// Rejected + failed requests ÷ requests at or above which the system is shedding load.
+    pub const SHEDDING: f64 = 0.2;
+    /// A limiter (KV, batch cap, token budget) that stopped admission on this share of steps limits the rate.
+    pub const LIMITED: f64 = 0.2;
+    /// Preemptions per request above which KV memory is the limit whatever the limiters say.
+    pub const PREEMPTING: f64 = 0.1;
+    /// Waiting's share of mean TTFT (beyond the prefill alone) above which waiting dominates.
+    pub const QUEUE_DOMINATES: f64 = 0.5;
+    /// Device time-busy above which a queue under capacity is that of a nearly saturated server.
+    pub const NEAR_SATURATION: f64 = 0.85;
+    /// Prefill's share of step time above which prefill interferes with decodes.
+    pub const PREFILL_HEAVY: f64 = 0.4;
+    /// Compute-bound steps' share above which compute (not memory bandwidth) sets the step time.
+    pub const COMPUTE_BOUND: f64 = 0.5;
+    /// The busiest KV link's busy share, or transfer's share of p95 TTFT, above which the link limits.
+    pub const LINK_BUSY: f64 = 0.8;
+    pub const TRANSFER_SHARE: f64 = 0.5;
+    /// The prefill pool's busy share above which it is the bottleneck of a disaggregated run.
+    pub const PREFILL_POOL_BUSY: f64 = 0.9;
+    /// The decode pool's KV peak above which its memory is full.
+    pub const DECODE_KV_FULL: f64 = 0.95;
+    /// p95 restore wait ÷ p95 turn TTFT above which restores from host memory limit the turns.
+    pub const RESTORE_SHARE: f64 = 0.5;
+    /// Replicas proposed for an overload: replicas × load factor × this margin (a queue at ρ ≈ 1 is long).
+    pub const MARGIN: f64 = 1.1;
+}
+use threshold as t;
 
 /// "Missed: TTFT ≤ 1000 ms for chat (38.2 % of its requests; p95 2.3 s); p95 TTFT ≤ 1000 ms (measured 2.3 s,
 /// +131 %)." — empty when every objective was met.
@@ -68,208 +167,395 @@ fn missed_sentence(o: &ObjectivesReport, missed: &[Miss]) -> String {
     if parts.is_empty() { String::new() } else { format!(" Missed: {}.", parts.join("; ")) }
 }
 
-fn pct1(x: f64) -> String {
-    format!("{:.1} %", x * 100.0)
+/// What a diagnosis reads: the report's sections.
+pub struct Inputs<'a> {
+    pub summary: &'a Summary,
+    pub engine: &'a EngineSummary,
+    pub steady: &'a SteadySummary,
+    pub objectives: &'a ObjectivesReport,
+    pub pools: Option<&'a [PoolSummary]>,
+    pub transfer: Option<&'a TransferSummary>,
+    pub prefix: Option<&'a PrefixSummary>,
+    pub sessions: Option<&'a SessionsSummary>,
+    /// The mean TTFT of the completed requests alone on an idle worker (`steady::unloaded_ttft_s`).
+    pub unloaded_ttft_s: f64,
 }
 
 /// The figures a verdict is decided on.
 #[derive(Clone, Copy)]
 struct Evidence {
     queue_share: f64,
+    /// Of mean TTFT, what it takes beyond the prefill alone: waiting in the queue or for room in a batch.
+    wait_share: f64,
     busy: f64,
     kv_limited: f64,
     preempt_per_req: f64,
     prefill_share: f64,
     turned_away: f64,
+    /// Offered ÷ served over the steady window.
+    load_factor: f64,
+    /// Disaggregated: the link's busy share, transfer's share of p95 TTFT, the pools' busy shares, decode KV.
+    link_busy: f64,
+    transfer_share: f64,
+    prefill_pool_busy: f64,
+    decode_pool_busy: f64,
+    decode_kv_peak: f64,
+    /// Sessions: p95 restore wait ÷ p95 turn TTFT.
+    restore_share: f64,
+}
+
+fn share(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 { (part / whole).min(1.0) } else { 0.0 }
 }
 
 impl Evidence {
-    fn of(s: &Summary, e: &EngineSummary) -> Evidence {
-        let queue_share = if s.ttft_s.mean > 0.0 { (s.queue_delay_s.mean / s.ttft_s.mean).min(1.0) } else { 0.0 };
-        let busy = e.busy_fraction;
-        let kv_limited = e.limiter.kv_free + e.limiter.kv_reservation + e.limiter.preemption;
-        let preempt_per_req = if s.requests > 0 { s.preemptions as f64 / s.requests as f64 } else { 0.0 };
-        let step_total: f64 = [
-            e.cost_breakdown_s.prefill_compute,
-            e.cost_breakdown_s.decode_compute,
-            e.cost_breakdown_s.weights,
-            e.cost_breakdown_s.kv_read,
-        ]
-        .iter()
-        .sum::<f64>()
-        .max(1e-12);
-        let prefill_share = e.cost_breakdown_s.prefill_compute / step_total;
-        let turned_away = if s.requests > 0 { (s.rejected + s.failed) as f64 / s.requests as f64 } else { 0.0 };
-        Evidence { queue_share, busy, kv_limited, preempt_per_req, prefill_share, turned_away }
-    }
-
-    fn findings(&self, s: &Summary, e: &EngineSummary) -> Vec<Finding> {
-        let Evidence { queue_share, busy, kv_limited, preempt_per_req, prefill_share, turned_away } = *self;
-        vec![
-            Finding { label: "SLO attainment".into(), value: s.slo_attainment, unit: "fraction" },
-            Finding {
-                label: "device time-busy (share of time stepping, not of capacity)".into(),
-                value: busy,
-                unit: "fraction",
-            },
-            Finding { label: "queueing share of mean TTFT".into(), value: queue_share, unit: "fraction" },
-            Finding { label: "steps limited by KV memory".into(), value: kv_limited, unit: "fraction" },
-            Finding { label: "steps limited by the batch cap".into(), value: e.limiter.max_seqs, unit: "fraction" },
-            Finding {
-                label: "steps limited by the token budget".into(),
-                value: e.limiter.token_budget,
-                unit: "fraction",
-            },
-            Finding { label: "preemptions per request".into(), value: preempt_per_req, unit: "number" },
-            Finding { label: "prefill share of compute+memory time".into(), value: prefill_share, unit: "fraction" },
-            Finding { label: "requests rejected or failed".into(), value: turned_away, unit: "fraction" },
-        ]
-    }
-}
-
-/// Diagnose from the summary, engine figures, the steady window and the objectives.
-pub fn diagnose(
-    s: &Summary,
-    e: &EngineSummary,
-    st: &SteadySummary,
-    o: &ObjectivesReport,
-    missed: Vec<Miss>,
-) -> Diagnosis {
-    let ev = Evidence::of(s, e);
-    let findings = ev.findings(s, e);
-    let (kind, verdict, advice) = verdict(&ev, s, st, o);
-    let verdict = if o.met { verdict } else { format!("{verdict}{}", missed_sentence(o, &missed)) };
-    Diagnosis { kind, verdict, advice, findings, missed }
-}
-
-/// The kind, the verdict and the advice, from the first rule that applies.
-fn verdict(ev: &Evidence, s: &Summary, st: &SteadySummary, o: &ObjectivesReport) -> (&'static str, String, String) {
-    let Evidence { queue_share, busy, kv_limited, preempt_per_req, prefill_share, turned_away } = *ev;
-    if o.met && st.overloaded {
-        (
-            "capacity",
-            format!(
-                "The objectives are met over this run, but the cluster does not keep up: the number in system grew from {} to {} while {:.2} req/s were offered and {:.2} req/s served (device time-busy {}). A longer run would miss them.",
-                st.in_system_start, st.in_system_end, st.offered_rate_rps, st.throughput_rps, pct(busy)
-            ),
-            "Add capacity (replicas or faster GPUs) or reduce the load; the capacity planner finds the rate this cluster sustains.".into(),
-        )
-    } else if o.met {
-        (
-            "healthy",
-            format!(
-                "The objectives are met ({} of requests meet their SLOs, target {}). The device is time-busy {}; queueing is {} of mean TTFT.",
-                pct1(s.slo_attainment),
-                pct1(o.attainment_target),
-                pct(busy),
-                pct(queue_share)
-            ),
-            if busy < 0.5 {
-                "There is headroom: fewer GPUs or a higher load would still meet the SLOs; measure it with the capacity planner.".into()
+    fn of(i: &Inputs) -> Evidence {
+        let (s, e, st) = (i.summary, i.engine, i.steady);
+        let c = &e.cost_breakdown_s;
+        let step_total = (c.prefill_compute + c.decode_compute + c.weights + c.kv_read).max(1e-12);
+        let per_request = |n: u64| if s.requests > 0 { n as f64 / s.requests as f64 } else { 0.0 };
+        let pool = |role: &str| i.pools.and_then(|p| p.iter().find(|p| p.role == role));
+        let restore_share =
+            i.sessions.filter(|x| x.kv.restores > 0).map_or(0.0, |x| share(x.kv.restore_s.p95, x.turn_ttft_s.p95));
+        Evidence {
+            queue_share: share(s.queue_delay_s.mean, s.ttft_s.mean),
+            wait_share: share((s.ttft_s.mean - i.unloaded_ttft_s).max(0.0), s.ttft_s.mean),
+            busy: e.busy_fraction,
+            kv_limited: e.limiter.kv_free + e.limiter.kv_reservation + e.limiter.preemption,
+            preempt_per_req: per_request(s.preemptions),
+            prefill_share: c.prefill_compute / step_total,
+            turned_away: per_request(s.rejected + s.failed),
+            load_factor: if st.window_s > 0.0 && st.throughput_rps > 0.0 {
+                st.offered_rate_rps / st.throughput_rps
             } else {
-                "Keep a margin: the device is well used; watch p99 as load grows.".into()
+                1.0
             },
-        )
-    } else if turned_away > 0.2 {
-        (
-            "overload_rejections",
-            format!(
-                "{} of requests were rejected or failed; SLO attainment is {}.",
-                pct1(turned_away),
-                pct1(s.slo_attainment)
+            link_busy: i.transfer.map_or(0.0, |x| x.link_busy_max_fraction),
+            transfer_share: i.transfer.map_or(0.0, |x| share(x.latency_s.p95, s.ttft_s.p95)),
+            prefill_pool_busy: pool("prefill").map_or(0.0, |p| p.busy_fraction),
+            decode_pool_busy: pool("decode").map_or(0.0, |p| p.busy_fraction),
+            decode_kv_peak: pool("decode").map_or(0.0, |p| p.kv_peak_fraction),
+            restore_share,
+        }
+    }
+
+    fn link_bound(&self) -> bool {
+        self.link_busy > t::LINK_BUSY || self.transfer_share > t::TRANSFER_SHARE
+    }
+
+    /// What limits the service rate: a link or a pool first (they cap a disaggregated or session run
+    /// whatever a worker's limiters say), then preemptions, then the limiter that stopped admission most
+    /// often, else the step itself (compute- or bandwidth-bound).
+    fn limit(&self, e: &EngineSummary) -> &'static str {
+        if self.link_bound() {
+            return "kv_link";
+        }
+        if self.restore_share > t::RESTORE_SHARE {
+            return "host_link";
+        }
+        if self.prefill_pool_busy > t::PREFILL_POOL_BUSY {
+            return "prefill_pool";
+        }
+        if self.preempt_per_req > t::PREEMPTING || self.decode_kv_peak > t::DECODE_KV_FULL {
+            return "kv_memory";
+        }
+        let limiters = [
+            ("kv_memory", self.kv_limited),
+            ("batch_cap", e.limiter.max_seqs),
+            ("token_budget", e.limiter.token_budget),
+        ];
+        let (name, most) = limiters.iter().fold(("", 0.0), |a, &(n, v)| if v > a.1 { (n, v) } else { a });
+        if most >= t::LIMITED {
+            name
+        } else if e.compute_bound_step_fraction >= t::COMPUTE_BOUND {
+            "compute"
+        } else {
+            "memory_bandwidth"
+        }
+    }
+
+    /// The limit in words, with the figure that shows it.
+    fn limit_words(&self, limit: &str, e: &EngineSummary) -> String {
+        match limit {
+            "kv_link" => format!(
+                "the KV-transfer link (busiest link busy {}, transfer {} of p95 TTFT)",
+                pct(self.link_busy),
+                pct(self.transfer_share)
             ),
-            "The system sheds load: add capacity, or relax the admission policy if the rejections are premature."
-                .into(),
-        )
-    } else if kv_limited > 0.2 || preempt_per_req > 0.1 {
-        (
-            "memory",
-            format!("KV memory is the binding limit: {} of steps were held back by KV, {:.2} preemptions per request, KV peak {}.", pct(kv_limited), preempt_per_req, pct(s.kv_peak_fraction)),
-            "Add KV memory (more GPUs per replica, FP8 KV, higher gpu_memory_utilization) or reserve KV closer to the true output length to avoid preemptions.".into(),
-        )
-    } else if busy > 0.9 && queue_share > 0.5 {
-        // Under continuous batching the device steps whenever anything is present, so "busy" alone is not
-        // saturation; busy *and* queues dominating TTFT is.
-        (
-            "capacity",
-            format!("A capacity problem: the device is time-busy {} and requests spend {} of their TTFT waiting in the queue.", pct(busy), pct(queue_share)),
-            "Add capacity (replicas or faster GPUs) or reduce the load; a different scheduler only reshuffles who waits.".into(),
-        )
-    } else if queue_share > 0.5 {
-        // Not saturated (busy ≤ 90 %), yet waiting dominates.
-        (
-            "queueing",
-            format!("A queueing problem: the device is only {} time-busy, yet {} of TTFT is spent waiting — bursts or uneven routing build queues.", pct(busy), pct(queue_share)),
-            "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order.".into(),
-        )
-    } else if prefill_share > 0.4 {
-        (
-            "interference",
-            format!("Prefill interference: prefill takes {} of step time and shares steps with decodes, so TPOT suffers while the device is {} time-busy.", pct(prefill_share), pct(busy)),
-            "Use smaller prefill chunks or a smaller token budget to bound decode stalls, or separate prefill from decode (disaggregation).".into(),
-        )
-    } else {
-        (
-            "capacity",
-            format!("SLO attainment is {} with the device {} time-busy and {} of TTFT queueing: service itself is too slow for the SLOs.", pct1(s.slo_attainment), pct(busy), pct(queue_share)),
-            "The per-request service time misses the SLO even without queueing: a faster GPU, more tensor parallelism, or a looser SLO.".into(),
-        )
+            "host_link" => {
+                format!("restores from host memory (p95 restore {} of p95 turn TTFT)", pct(self.restore_share))
+            }
+            "prefill_pool" => format!(
+                "the prefill pool (busy {}; decode pool {})",
+                pct(self.prefill_pool_busy),
+                pct(self.decode_pool_busy)
+            ),
+            "kv_memory" => format!(
+                "KV memory ({} of steps held back by KV, {:.2} preemptions per request)",
+                pct(self.kv_limited),
+                self.preempt_per_req
+            ),
+            "batch_cap" => format!("the batch cap (max_num_seqs reached on {} of steps)", pct(e.limiter.max_seqs)),
+            "token_budget" => {
+                format!("the token budget (max_num_batched_tokens spent on {} of steps)", pct(e.limiter.token_budget))
+            }
+            "compute" => format!("compute ({} of steps compute-bound)", pct(e.compute_bound_step_fraction)),
+            _ => format!(
+                "memory bandwidth (reading weights and KV; {} of steps compute-bound)",
+                pct(e.compute_bound_step_fraction)
+            ),
+        }
+    }
+
+    fn findings(&self, i: &Inputs) -> Vec<Finding> {
+        let (s, e) = (i.summary, i.engine);
+        let f = |label: &str, value: f64, unit: &'static str| Finding { label: label.into(), value, unit };
+        let mut v = vec![
+            f("SLO attainment", s.slo_attainment, "fraction"),
+            f("offered ÷ served, steady window (load factor)", self.load_factor, "number"),
+            f("device time-busy (share of time stepping, not of capacity)", self.busy, "fraction"),
+            f("queueing share of mean TTFT (arrival to admission)", self.queue_share, "fraction"),
+            f("waiting share of mean TTFT (beyond its prefill alone)", self.wait_share, "fraction"),
+            f("mean TTFT alone on an idle worker", i.unloaded_ttft_s, "s"),
+            f("steps limited by KV memory", self.kv_limited, "fraction"),
+            f("steps limited by the batch cap", e.limiter.max_seqs, "fraction"),
+            f("steps limited by the token budget", e.limiter.token_budget, "fraction"),
+            f("preemptions per request", self.preempt_per_req, "number"),
+            f("prefill share of compute+memory time", self.prefill_share, "fraction"),
+            f("requests rejected or failed", self.turned_away, "fraction"),
+        ];
+        if let Some(p) = i.prefix {
+            v.push(f("prefix cache hit rate", p.hit_rate, "fraction"));
+        }
+        if i.transfer.is_some() {
+            v.push(f("prefill pool busy", self.prefill_pool_busy, "fraction"));
+            v.push(f("decode pool busy", self.decode_pool_busy, "fraction"));
+            v.push(f("busiest transfer link busy", self.link_busy, "fraction"));
+            v.push(f("KV transfer share of p95 TTFT", self.transfer_share, "fraction"));
+        }
+        if i.sessions.is_some_and(|x| x.kv.restores > 0) {
+            v.push(f("p95 restore wait ÷ p95 turn TTFT", self.restore_share, "fraction"));
+        }
+        v
     }
 }
 
-/// Disaggregated and prefix-sharing runs: add their evidence, and when the link or a pool is what limits the
-/// run, say so instead of the colocated verdict. Colocated runs are left as they are.
-pub fn diagnose_pools(
-    d: &mut Diagnosis,
-    s: &Summary,
-    o: &ObjectivesReport,
-    pools: Option<&[PoolSummary]>,
-    transfer: Option<&TransferSummary>,
-    prefix: Option<&PrefixSummary>,
-) {
-    if let Some(p) = prefix {
-        d.findings.push(Finding { label: "prefix cache hit rate".into(), value: p.hit_rate, unit: "fraction" });
+/// The change that raises a limit.
+fn raise(limit: &str) -> Change {
+    match limit {
+        "kv_link" => Change::LinkBandwidth { factor: 2.0 },
+        "host_link" => Change::HostBandwidth { factor: 2.0 },
+        "prefill_pool" => Change::PrefillWorkers { factor: 1.5 },
+        "kv_memory" => Change::Kv { factor: 2.0 },
+        "batch_cap" => Change::MaxSeqs { factor: 2.0 },
+        "token_budget" => Change::TokenBudget { factor: 2.0 },
+        _ => Change::MoreTp,
     }
-    let (Some(pools), Some(t)) = (pools, transfer) else { return };
-    let busy = |role: &str| pools.iter().find(|p| p.role == role).map_or(0.0, |p| p.busy_fraction);
-    let kv_peak = |role: &str| pools.iter().find(|p| p.role == role).map_or(0.0, |p| p.kv_peak_fraction);
-    let transfer_share = if s.ttft_s.p95 > 0.0 { (t.latency_s.p95 / s.ttft_s.p95).min(1.0) } else { 0.0 };
-    d.findings.push(Finding { label: "prefill pool busy".into(), value: busy("prefill"), unit: "fraction" });
-    d.findings.push(Finding { label: "decode pool busy".into(), value: busy("decode"), unit: "fraction" });
-    d.findings.push(Finding {
-        label: "busiest transfer link busy".into(),
-        value: t.link_busy_max_fraction,
-        unit: "fraction",
-    });
-    d.findings.push(Finding { label: "KV transfer share of p95 TTFT".into(), value: transfer_share, unit: "fraction" });
-    if o.met {
-        return;
-    }
-    if t.link_busy_max_fraction > 0.8 || transfer_share > 0.5 {
-        d.kind = "transfer";
-        d.verdict = format!(
-            "The KV-transfer link limits the run: the busiest link is busy {}, and transfer is {} of p95 TTFT (p95 transfer {:.0} ms).",
-            pct(t.link_busy_max_fraction),
-            pct(transfer_share),
-            t.latency_s.p95 * 1e3
-        );
-        d.advice = "A faster interconnect, a link per prefill/decode pair, fewer KV bytes per token (FP8 KV), or prefix caching on the prefill side.".into();
-    } else if busy("prefill") > 0.9 && d.kind != "memory" {
-        d.kind = "capacity";
-        d.verdict = format!(
-            "The prefill pool is the bottleneck: busy {} while the decode pool is busy {}; TTFT is prefill queueing.",
-            pct(busy("prefill")),
-            pct(busy("decode"))
-        );
-        d.advice = "Move workers from decode to prefill (or add prefill workers), or cache shared prefixes to cut prefill work.".into();
-    } else if kv_peak("decode") > 0.95 {
-        d.kind = "memory";
-        d.verdict =
-            format!("Decode KV is full (peak {}): transferred prompts wait for decode memory.", pct(kv_peak("decode")));
-        d.advice =
-            "More decode workers or decode memory (TP, FP8 KV), or reserve KV closer to the true output length.".into();
+}
+
+/// A verdict: the kind, its sentences and the changes worth testing.
+struct Verdict {
+    kind: &'static str,
+    regime: &'static str,
+    verdict: String,
+    advice: String,
+    candidates: Vec<Change>,
+}
+
+/// Diagnose a run from its report's sections.
+pub fn diagnose(i: &Inputs, missed: Vec<Miss>) -> Diagnosis {
+    let ev = Evidence::of(i);
+    let limit = ev.limit(i.engine);
+    let v = if i.steady.overloaded || ev.turned_away >= t::SHEDDING {
+        over_capacity(&ev, i, limit)
+    } else if i.objectives.met {
+        healthy(&ev, i)
     } else {
-        return; // the colocated verdict stands, with its sentence on what was missed
+        under_capacity(&ev, i, limit)
+    };
+    let o = i.objectives;
+    let verdict = if o.met { v.verdict } else { format!("{}{}", v.verdict, missed_sentence(o, &missed)) };
+    Diagnosis {
+        kind: v.kind,
+        regime: v.regime,
+        load_factor: ev.load_factor,
+        limit,
+        verdict,
+        advice: v.advice,
+        findings: ev.findings(i),
+        missed,
+        tested: Vec::new(),
+        candidates: v.candidates,
     }
-    d.verdict.push_str(&missed_sentence(o, &d.missed));
+}
+
+/// The load is above what this configuration serves: the waiting queue grows, or a fifth is turned away.
+fn over_capacity(ev: &Evidence, i: &Inputs, limit: &'static str) -> Verdict {
+    let (st, e) = (i.steady, i.engine);
+    let limited = format!("The service rate is limited by {}.", ev.limit_words(limit, e));
+    if !st.overloaded {
+        let factor = 1.0 / (1.0 - ev.turned_away).max(0.01);
+        return Verdict {
+            kind: "overload_rejections",
+            regime: "shedding",
+            verdict: format!(
+                "A capacity problem: {} of requests were rejected or failed, so the cluster serves about 1/{:.1} of what is offered (device time-busy {}). {limited}",
+                pct1(ev.turned_away),
+                factor,
+                pct(ev.busy)
+            ),
+            advice:
+                "The system sheds load: add capacity, or relax the admission policy if the rejections are premature."
+                    .into(),
+            candidates: capacity_changes(Change::Replicas { factor: factor * t::MARGIN }, limit),
+        };
+    }
+    let met =
+        if i.objectives.met { " The objectives are met over this run, but a longer run would miss them." } else { "" };
+    Verdict {
+        kind: "capacity",
+        regime: "overloaded",
+        verdict: format!(
+            "A capacity problem: {:.2} req/s were offered and {:.2} req/s served over the steady window, so the load is at least {:.2}× what this configuration carries (served rates under overload favour cheap requests); the waiting queue grew from {} to {} (device time-busy {}). {limited}{met}",
+            st.offered_rate_rps, st.throughput_rps, ev.load_factor, st.waiting_start, st.waiting_end, pct(ev.busy)
+        ),
+        advice: "Add capacity (replicas or faster GPUs) or reduce the load, or raise the limit if it is what caps the rate; the capacity planner searches the count. A scheduler or router only reshuffles who waits.".into(),
+        candidates: capacity_changes(Change::Replicas { factor: ev.load_factor * t::MARGIN }, limit),
+    }
+}
+
+/// More replicas first, then the limit raised; a link first when it is the limit (more workers do not
+/// widen a shared link or a host's).
+fn capacity_changes(more: Change, limit: &str) -> Vec<Change> {
+    if limit == "kv_link" || limit == "host_link" { vec![raise(limit), more] } else { vec![more, raise(limit)] }
+}
+
+fn healthy(ev: &Evidence, i: &Inputs) -> Verdict {
+    let (s, o) = (i.summary, i.objectives);
+    // Time-busy is no headroom test under continuous batching (a worker steps whenever anything runs), so
+    // the headroom is measured: one replica fewer, on the same requests.
+    Verdict {
+        kind: "healthy",
+        regime: "under_capacity",
+        verdict: format!(
+            "The objectives are met ({} of requests meet their SLOs, target {}), and the load is carried. The device is time-busy {}; queueing is {} of mean TTFT.",
+            pct1(s.slo_attainment),
+            pct1(o.attainment_target),
+            pct(ev.busy),
+            pct(ev.queue_share)
+        ),
+        advice:
+            "Keep a margin and watch p99 as load grows; the capacity planner measures the rate this cluster sustains."
+                .into(),
+        candidates: vec![Change::FewerReplicas],
+    }
+}
+
+fn under(kind: &'static str, verdict: String, advice: &str, candidates: Vec<Change>) -> Verdict {
+    Verdict { kind, regime: "under_capacity", verdict, advice: advice.into(), candidates }
+}
+
+/// Under capacity, a link or the prefill pool as the limit: their own verdicts.
+fn link_or_pool(ev: &Evidence, i: &Inputs, limit: &'static str) -> Option<Verdict> {
+    let words = match limit {
+        "kv_link" => format!(
+            "The KV-transfer link limits the run: the busiest link is busy {}, and transfer is {} of p95 TTFT (p95 transfer {}).",
+            pct(ev.link_busy),
+            pct(ev.transfer_share),
+            secs(i.transfer.map_or(0.0, |x| x.latency_s.p95))
+        ),
+        "host_link" => format!(
+            "Restores from host memory limit the turns: the p95 restore wait is {} of the p95 turn TTFT.",
+            pct(ev.restore_share)
+        ),
+        "prefill_pool" => {
+            return Some(under(
+                "queueing",
+                format!(
+                    "The prefill pool is the bottleneck: busy {} while the decode pool is busy {}; TTFT is prefill queueing.",
+                    pct(ev.prefill_pool_busy),
+                    pct(ev.decode_pool_busy)
+                ),
+                "Move workers from decode to prefill (or add prefill workers), or cache shared prefixes to cut prefill work.",
+                vec![Change::PrefillWorkers { factor: 1.5 }],
+            ));
+        }
+        _ => return None,
+    };
+    let change =
+        if limit == "kv_link" { Change::LinkBandwidth { factor: 4.0 } } else { Change::HostBandwidth { factor: 4.0 } };
+    Some(under(
+        "transfer",
+        words,
+        "A faster link, fewer KV bytes per token (FP8 KV), or keeping more in HBM (prefix caching, a longer retention).",
+        vec![change],
+    ))
+}
+
+/// The load is carried but an objective is missed: a link, memory, queueing, interference or the service
+/// time itself, in that order.
+fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str) -> Verdict {
+    let v = under;
+    if let Some(verdict) = link_or_pool(ev, i, limit) {
+        return verdict;
+    }
+    if ev.preempt_per_req > t::PREEMPTING
+        || ev.decode_kv_peak > t::DECODE_KV_FULL
+        || (ev.kv_limited > t::LIMITED && ev.wait_share > t::QUEUE_DOMINATES)
+    {
+        return v(
+            "memory",
+            format!(
+                "The load is carried, but KV memory binds: {} of steps were held back by KV, {:.2} preemptions per request, KV peak {}.",
+                pct(ev.kv_limited),
+                ev.preempt_per_req,
+                pct(i.summary.kv_peak_fraction)
+            ),
+            "Add KV memory (more GPUs per replica, FP8 KV, higher gpu_memory_utilization) or reserve KV closer to the true output length to avoid preemptions.",
+            vec![Change::Kv { factor: 2.0 }],
+        );
+    }
+    if ev.wait_share > t::QUEUE_DOMINATES {
+        let near = ev.busy > t::NEAR_SATURATION;
+        let mut c = vec![Change::LoadAwareRouter, Change::ShortestFirst];
+        c.insert(if near { 0 } else { 2 }, Change::Replicas { factor: 1.25 });
+        let why = if near {
+            format!("the device is {} time-busy, so the queue is that of a nearly saturated server", pct(ev.busy))
+        } else {
+            format!("the device is only {} time-busy, so bursts or uneven routing build the queues", pct(ev.busy))
+        };
+        return v(
+            "queueing",
+            format!(
+                "A queueing problem under capacity: {} of mean TTFT is spent waiting ({} in the queue, the rest for room in a batch) while the load is carried; {why}.",
+                pct(ev.wait_share),
+                pct(ev.queue_share)
+            ),
+            "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most.",
+            c,
+        );
+    }
+    if ev.prefill_share > t::PREFILL_HEAVY {
+        return v(
+            "interference",
+            format!(
+                "Prefill interference: prefill takes {} of step time and shares steps with decodes, so TPOT suffers while the device is {} time-busy.",
+                pct(ev.prefill_share),
+                pct(ev.busy)
+            ),
+            "Use smaller prefill chunks or a smaller token budget to bound decode stalls, or separate prefill from decode (disaggregation).",
+            vec![Change::SmallerChunks, Change::TokenBudget { factor: 0.5 }],
+        );
+    }
+    v(
+        "service_time",
+        format!(
+            "The service time itself misses the objectives: the load is carried, the device is {} time-busy and waiting is only {} of mean TTFT (a prompt alone takes {} on average).",
+            pct(ev.busy),
+            pct(ev.wait_share),
+            secs(i.unloaded_ttft_s)
+        ),
+        "A faster GPU, more tensor parallelism, or a looser objective: no queue to remove.",
+        vec![Change::MoreTp],
+    )
 }

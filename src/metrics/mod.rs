@@ -4,7 +4,7 @@
 //! Every gauge is time-weighted (integer area in value·ns), so time averages are exact and Little's law can
 //! be audited against per-request records.
 
-mod diagnose;
+pub mod diagnose;
 mod report;
 mod session_report;
 mod sessions;
@@ -12,7 +12,7 @@ mod stats;
 pub mod steady;
 mod summary;
 
-pub use diagnose::{Diagnosis, Finding, diagnose, diagnose_pools};
+pub use diagnose::{Change, Diagnosis, Finding, Tested, diagnose};
 pub use report::*;
 pub use session_report::*;
 pub use sessions::SessionMetrics;

@@ -283,14 +283,19 @@ impl Report {
         }
         let objectives = super::steady::objectives(sc, reqs, summary.slo_attainment);
         let missed: Vec<Miss> = super::steady::misses(sc, reqs, &classes);
-        let mut diagnosis = super::diagnose(&summary, &engine, &steady, &objectives, missed);
-        super::diagnose_pools(
-            &mut diagnosis,
-            &summary,
-            &objectives,
-            pools.as_deref(),
-            transfer.as_ref(),
-            prefix.as_ref(),
+        let diagnosis = super::diagnose(
+            &super::diagnose::Inputs {
+                summary: &summary,
+                engine: &engine,
+                steady: &steady,
+                objectives: &objectives,
+                pools: pools.as_deref(),
+                transfer: transfer.as_ref(),
+                prefix: prefix.as_ref(),
+                sessions: sessions.as_ref(),
+                unloaded_ttft_s: super::steady::unloaded_ttft_s(sc, reqs),
+            },
+            missed,
         );
         Report {
             inferscale_version: env!("CARGO_PKG_VERSION"),

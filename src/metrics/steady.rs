@@ -382,3 +382,37 @@ pub fn misses(sc: &Scenario, reqs: &[RequestRecord], classes: &[super::GroupSumm
     }
     out
 }
+
+/// At most this many completed requests (evenly strided) are priced alone by `unloaded_ttft_s`.
+const UNLOADED_SAMPLE: usize = 4096;
+
+/// The mean TTFT the completed requests would have had alone: the request overhead plus their prompt
+/// prefilled in chunks on an idle worker of the pool they entered (no queue, no batch-mates). What TTFT
+/// takes beyond it is waiting — in the queue, or for the budget in a shared batch. It overstates the
+/// service of prompts found cached (prefixes, retained history), so it understates their waiting.
+pub fn unloaded_ttft_s(sc: &Scenario, reqs: &[RequestRecord]) -> f64 {
+    let pool = sc.front_pool();
+    let e = &pool.engine;
+    let chunk = if e.chunked_prefill { e.prefill_chunk_tokens.min(e.max_num_batched_tokens) } else { u32::MAX }.max(1);
+    let done: Vec<&RequestRecord> = reqs.iter().filter(|r| r.outcome == Outcome::Completed).collect();
+    let stride = done.len().div_ceil(UNLOADED_SAMPLE).max(1);
+    let (mut sum_ns, mut n) = (0.0, 0u32);
+    for r in done.iter().step_by(stride) {
+        let (mut ctx, mut ns) = (0u64, e.request_overhead_ns as f64);
+        while ctx < r.prompt_tokens as u64 {
+            let c = (r.prompt_tokens as u64 - ctx).min(chunk as u64);
+            let work = crate::cost::StepWork {
+                prefill_seqs: 1,
+                prefill_tokens: c as u32,
+                prefill_attention_pairs: c * ctx + c * (c + 1) / 2,
+                prefill_context_tokens: ctx,
+                ..Default::default()
+            };
+            ns += pool.cost.step(&work).total_ns as f64;
+            ctx += c;
+        }
+        sum_ns += ns;
+        n += 1;
+    }
+    if n == 0 { 0.0 } else { sum_ns / n as f64 / 1e9 }
+}

@@ -40,8 +40,12 @@ fn run_json_has_the_contract_keys() {
     assert!(v["classes"].as_array().unwrap().len() == 2);
     assert!(v["tenants"].is_array());
     assert!(v["series"]["t_s"].as_array().unwrap().len() > 10);
-    // The CLI's JSON is the library's JSON, byte for byte.
-    let lib = inferscale::export::json(&inferscale::simulate(&super::valid(&super::shipped("default.json"))));
+    // The CLI's JSON is the library's tested run's JSON, byte for byte.
+    let spec = super::shipped("default.json");
+    let budget = inferscale::scenario::Budget::NATIVE;
+    let tested = inferscale::simulate_tested(&spec, &super::valid(&spec), &budget, &mut |_, _| true).unwrap();
+    assert!(!tested.diagnosis.tested.is_empty());
+    let lib = inferscale::export::json(&tested);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), lib);
 }
 

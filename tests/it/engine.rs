@@ -252,27 +252,6 @@ fn progress_is_reported_and_cancel_stops_the_run() {
     assert_eq!(calls, 3);
 }
 
-#[test]
-fn diagnosis_names_the_bottleneck() {
-    let kind = |s: &Spec| simulate(&super::valid(s)).diagnosis.kind;
-    // Preemption-heavy: memory.
-    assert_eq!(kind(&super::shipped("kv-pressure.json")), "memory");
-    // A light load with loose SLOs: healthy.
-    let mut light = super::small();
-    light.workload.arrival = ArrivalSpec::Poisson { rate_rps: 0.5 };
-    for c in &mut light.workload.classes {
-        c.slo = SloSpec { ttft_ms: Some(5000.0), tpot_ms: Some(200.0), e2e_ms: None };
-    }
-    assert_eq!(kind(&light), "healthy");
-    // Far more work than one replica can do, queues everywhere: capacity.
-    let mut heavy = super::small();
-    heavy.workload.arrival = ArrivalSpec::Poisson { rate_rps: 30.0 };
-    let r = simulate(&super::valid(&heavy));
-    assert_eq!(r.diagnosis.kind, "capacity", "{}", r.diagnosis.verdict);
-    assert!(r.diagnosis.verdict.contains('%') && !r.diagnosis.advice.is_empty());
-    assert!(r.diagnosis.findings.len() >= 8);
-}
-
 /// The follow-up mechanism (what closed-loop clients and session turns will use): inert, it changes nothing;
 /// echoing each completion twice, a second after it, every request makes a chain of three, each arriving a
 /// second after its predecessor's last token with its lengths, the open-loop requests are the ones drawn

@@ -4,6 +4,7 @@ mod bad_input;
 mod cli;
 mod closed_forms;
 mod determinism;
+mod diagnosis;
 mod engine;
 mod fields;
 mod fuzz;

@@ -244,8 +244,9 @@ fn pd_reports_pools_gpus_and_transfer_pressure() {
     assert!(ts.latency_s.p95 > 10.0 * t.latency_s.p95);
     assert!(slow.summary.ttft_s.p95 > r.summary.ttft_s.p95);
     // The run's own diagnosis names the link, with its numbers, and the findings carry the P/D evidence.
-    assert_eq!(slow.diagnosis.kind, "transfer", "{}", slow.diagnosis.verdict);
-    assert!(slow.diagnosis.verdict.contains("link") && slow.diagnosis.advice.contains("interconnect"));
+    // The link caps the rate below the offered load: a capacity problem whose limit is the link.
+    assert_eq!((slow.diagnosis.kind, slow.diagnosis.limit), ("capacity", "kv_link"), "{}", slow.diagnosis.verdict);
+    assert!(slow.diagnosis.verdict.contains("limited by the KV-transfer link (busiest link busy 100 %"));
     for label in [
         "prefill pool busy",
         "decode pool busy",

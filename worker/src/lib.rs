@@ -180,9 +180,13 @@ pub fn run_scenario(
     clock_ms: &dyn Fn() -> f64,
 ) -> Result<Results, Vec<(String, String)>> {
     let t0 = clock_ms();
-    let sc = inferscale::scenario::load_for_browser(scenario_json)
-        .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
-    let report = inferscale::simulate_with_progress(&sc, &mut |p| {
+    let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
+    let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
+    let sc = inferscale::scenario::validate(&spec).map_err(errors)?;
+    let budget = inferscale::scenario::Budget::BROWSER;
+    sc.check_budget(&budget, 1, inferscale::scenario::BROWSER_RAISE).map_err(errors)?;
+    // The run, then the diagnosis's tested changes on the same requests: the bar restarts for each.
+    let report = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, p| {
         progress(p.done, p.expected);
         true
     })
@@ -362,8 +366,13 @@ mod tests {
         let mut calls = 0;
         let r = run_scenario(&text, &mut |_, _| calls += 1, &|| 0.0).unwrap();
         assert!(calls > 0);
-        let sc = inferscale::scenario::load(&text).unwrap();
-        assert_eq!(r.report_json, inferscale::export::json(&inferscale::simulate(&sc)));
+        // The CLI's run: the report with its diagnosis's changes tested (the browser budget holds them here).
+        let spec = inferscale::scenario::parse(&text).unwrap();
+        let sc = inferscale::scenario::validate(&spec).unwrap();
+        let budget = inferscale::scenario::Budget::BROWSER;
+        let cli = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, _| true).unwrap();
+        assert!(!cli.diagnosis.tested.is_empty(), "default.json's diagnosis proposes a change");
+        assert_eq!(r.report_json, inferscale::export::json(&cli));
         assert!(r.ttft_cdf.len() <= CDF_POINTS + 1 && r.ttft_cdf.last().unwrap().1 == 1.0);
         assert!(r.e2e_cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
     }

@@ -85,8 +85,11 @@ impl Lab {
                 a.iter()
                     .map(|f| {
                         let v = f["value"].as_f64().unwrap_or(0.0);
-                        let shown =
-                            if f["unit"] == "fraction" { format!("{:.1} %", v * 100.0) } else { format!("{v:.3}") };
+                        let shown = match f["unit"].as_str() {
+                            Some("fraction") => format!("{:.1} %", v * 100.0),
+                            Some("s") => fmt_s(v),
+                            _ => format!("{v:.3}"),
+                        };
                         format!("<li>{}: <b>{}</b></li>", esc(f["label"].as_str().unwrap_or("")), shown)
                     })
                     .collect()
@@ -98,15 +101,24 @@ impl Lab {
                 a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect()
             })
             .unwrap_or_default();
+        let regime = match d["regime"].as_str() {
+            Some("overloaded") => {
+                format!("over capacity ({:.2}× offered ÷ served)", d["load_factor"].as_f64().unwrap_or(1.0))
+            }
+            Some("shedding") => "over capacity (shedding load)".to_string(),
+            _ => "under capacity".to_string(),
+        };
         cx.page.el("diagnosis").set_inner_html(&format!(
-            "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p>{}</p><p><b>Most likely to help:</b> {}</p>{warnings}<ul>{}</ul>",
+            "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p class=\"regime\">Regime: <b>{regime}</b> · limit: <b>{}</b></p><p>{}</p><p><b>Most likely to help:</b> {}</p>{}{warnings}<ul>{}</ul>",
             esc(self.results.as_ref().map_or("", |r| r.setup.as_str())),
             self.report["summary"]["offered_rate_rps"].as_f64().unwrap_or(0.0),
             self.report["summary"]["requests"],
             self.report["seed"],
             esc(d["kind"].as_str().unwrap_or("")),
+            esc(&d["limit"].as_str().unwrap_or("").replace('_', " ")),
             esc(d["verdict"].as_str().unwrap_or("")),
             esc(d["advice"].as_str().unwrap_or("")),
+            tested_table(&d["tested"]),
             findings
         ));
     }
@@ -614,6 +626,39 @@ impl Behaviour for Lab {
     fn figures(&self) -> &[Figure] {
         &self.charts
     }
+}
+
+/// The diagnosis's changes as run on the same requests: one row each, marked measured.
+fn tested_table(tested: &Value) -> String {
+    let Some(rows) = tested.as_array().filter(|a| !a.is_empty()) else { return String::new() };
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let body: String = rows
+        .iter()
+        .map(|t| {
+            if t["measured"] != true {
+                let note = t["note"].as_str().unwrap_or("not run");
+                return format!("<tr><td>{}</td><td colspan=\"5\">{}</td></tr>", esc(t["change"].as_str().unwrap_or("")), esc(note));
+            }
+            let outcome = if t["objectives_met"] == true {
+                "<span class=\"good\">objectives met</span>"
+            } else if t["overloaded"] == true {
+                "<span class=\"bad\">still overloaded</span>"
+            } else {
+                "<span class=\"bad\">still missed</span>"
+            };
+            format!(
+                "<tr><td>{}</td><td>{outcome}</td><td class=\"num\">{:.2}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                esc(t["change"].as_str().unwrap_or("")),
+                f(&t["served_rps"]),
+                f(&t["slo_attainment"]) * 100.0,
+                fmt_s(f(&t["p95_ttft_s"])),
+                fmt_s(f(&t["p95_tpot_s"]))
+            )
+        })
+        .collect();
+    format!(
+        "<table class=\"tested\" aria-label=\"Changes tested on the same requests\"><caption>Tested on the same requests (measured, same seed)</caption><thead><tr><th>change</th><th>outcome</th><th>served (req/s)</th><th>within SLO (%)</th><th>p95 TTFT</th><th>p95 TPOT</th></tr></thead><tbody>{body}</tbody></table>"
+    )
 }
 
 fn fmt_s(s: f64) -> String {

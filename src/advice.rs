@@ -1,0 +1,299 @@
+//! Tested advice: the diagnosis's proposed changes (`metrics::Change`), each made concrete on a copy of the
+//! scenario's spec and run on the same requests (the same seed: common random numbers), so the advice says
+//! what each change measured instead of what it might do.
+
+use crate::metrics::diagnose::threshold::MARGIN;
+use crate::metrics::{Change, Report, Tested};
+use crate::scenario::{Budget, RouterSpec, Scenario, SchedulerSpec, Spec};
+use crate::{Progress, RunError};
+
+/// At most this many changes are run after a run.
+pub const MAX_TESTED: usize = 2;
+
+/// The most replicas (or pool workers) a change proposes: the field's bound.
+const MAX_REPLICAS: u32 = 4096;
+
+/// `n × factor`, rounded up, at least one more than `n`, at most the bound (None when already there).
+fn scaled(n: u32, factor: f64) -> Option<u32> {
+    let m = (libm::ceil(n as f64 * factor) as u32).max(n + 1).min(MAX_REPLICAS);
+    (m > n).then_some(m)
+}
+
+/// A policy's kind as the scenario file spells it.
+fn kind_of<T: serde::Serialize>(policy: &T) -> String {
+    serde_json::to_value(policy).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// The change made concrete: its words and the changed spec; None when it does not apply to this scenario
+/// (a router change with one replica, a link without disaggregation, a policy already in place).
+pub fn apply(change: Change, spec: &Spec, sc: &Scenario) -> Option<(String, Spec)> {
+    apply_from(change, spec, spec, sc)
+}
+
+/// `apply` to `spec`, a step of a search that started from `first` (whose counts the words give as "from").
+fn apply_from(change: Change, spec: &Spec, first: &Spec, sc: &Scenario) -> Option<(String, Spec)> {
+    let mut s = spec.clone();
+    let words = match change {
+        Change::Replicas { factor } => match s.cluster.disaggregation.as_mut() {
+            Some(d) => {
+                let f = first.cluster.disaggregation.as_ref()?;
+                let (p, q) = (f.prefill.replicas, f.decode.replicas);
+                d.prefill.replicas = scaled(d.prefill.replicas, factor)?;
+                d.decode.replicas = scaled(d.decode.replicas, factor)?;
+                format!("{} prefill + {} decode workers (from {p} + {q})", d.prefill.replicas, d.decode.replicas)
+            }
+            None => {
+                let n = first.cluster.replicas;
+                s.cluster.replicas = scaled(s.cluster.replicas, factor)?;
+                format!("{} replicas (from {n})", s.cluster.replicas)
+            }
+        },
+        Change::FewerReplicas => {
+            let n = s.cluster.replicas;
+            if s.cluster.disaggregation.is_some() || n < 2 {
+                return None;
+            }
+            s.cluster.replicas = n - 1;
+            format!("{} replicas (from {n})", n - 1)
+        }
+        Change::Kv { factor } => {
+            let now = sc.pools.iter().map(|p| p.engine.kv_capacity_tokens).max()?;
+            let tokens = libm::round(now as f64 * factor) as u64;
+            s.engine.kv_capacity_tokens = Some(tokens);
+            format!("{factor}× KV memory ({tokens} tokens per worker, from {now})")
+        }
+        Change::MaxSeqs { factor } => {
+            let n = s.engine.max_num_seqs;
+            s.engine.max_num_seqs = (libm::round(n as f64 * factor) as u32).max(1);
+            format!("max_num_seqs {} (from {n})", s.engine.max_num_seqs)
+        }
+        Change::TokenBudget { factor } => token_budget(&mut s, factor)?,
+        Change::SmallerChunks => {
+            let e = &mut s.engine;
+            let from = sc.front_pool().engine.prefill_chunk_tokens.min(e.max_num_batched_tokens);
+            let to = (from / 4).max(256);
+            if to >= from {
+                return None;
+            }
+            (e.chunked_prefill, e.prefill_chunk_tokens) = (true, Some(to));
+            format!("prefill chunks of {to} tokens (from {from})")
+        }
+        Change::LoadAwareRouter | Change::ShortestFirst => policy(change, &mut s)?,
+        Change::LinkBandwidth { factor } => {
+            let l = &mut s.cluster.disaggregation.as_mut()?.link;
+            let from = l.bandwidth_gbps;
+            l.bandwidth_gbps = from * factor;
+            format!("KV link {} GB/s (from {from})", l.bandwidth_gbps)
+        }
+        Change::HostBandwidth { factor } => {
+            let h = s.engine.host_kv.as_mut()?;
+            let from = h.bandwidth_gbps;
+            h.bandwidth_gbps = from * factor;
+            format!("host link {} GB/s (from {from})", h.bandwidth_gbps)
+        }
+        Change::PrefillWorkers { factor } => {
+            let p = &mut s.cluster.disaggregation.as_mut()?.prefill;
+            let from = p.replicas;
+            p.replicas = scaled(from, factor)?;
+            format!("{} prefill workers (from {from})", p.replicas)
+        }
+        Change::MoreTp => {
+            if s.cluster.disaggregation.is_some() {
+                return None;
+            }
+            let tp = s.hardware.tp;
+            s.hardware.tp = tp * 2;
+            format!("TP {} (from {tp}; {} GPUs)", tp * 2, tp * 2 * s.cluster.replicas)
+        }
+    };
+    Some((words, s))
+}
+
+/// A policy change: a load-aware router, or shortest-job-first (None when already in place or when it cannot
+/// matter: one replica, or pools that have their own routers).
+fn policy(change: Change, s: &mut Spec) -> Option<String> {
+    Some(match change {
+        Change::LoadAwareRouter => {
+            use RouterSpec as R;
+            let load_aware = matches!(
+                s.cluster.router,
+                R::LeastOutstanding | R::PowerOfTwo | R::CentralQueue | R::Sticky | R::BoundedAffinity { .. }
+            );
+            if s.cluster.disaggregation.is_some() || s.cluster.replicas < 2 || load_aware {
+                return None;
+            }
+            let from = kind_of(&s.cluster.router);
+            s.cluster.router = R::LeastOutstanding;
+            format!("least-outstanding router (from {from})")
+        }
+        Change::ShortestFirst => {
+            if s.scheduler == SchedulerSpec::Sjf {
+                return None;
+            }
+            let from = kind_of(&s.scheduler);
+            s.scheduler = SchedulerSpec::Sjf;
+            format!("shortest-job-first order (from {from})")
+        }
+        _ => return None,
+    })
+}
+
+/// A token budget × factor; a smaller one turns chunked prefill on (with chunks no larger than it), since
+/// without chunks the longest prompt must fit the budget.
+fn token_budget(s: &mut Spec, factor: f64) -> Option<String> {
+    let e = &mut s.engine;
+    let from = e.max_num_batched_tokens;
+    let to = (libm::round(from as f64 * factor) as u32).max(64);
+    if to == from {
+        return None;
+    }
+    e.max_num_batched_tokens = to;
+    if to < from {
+        e.chunked_prefill = true;
+        e.prefill_chunk_tokens = e.prefill_chunk_tokens.map(|c| c.min(to));
+    }
+    Some(format!("token budget {to} (from {from})"))
+}
+
+impl Tested {
+    fn of(change: String, r: &Report) -> Tested {
+        Tested {
+            change,
+            measured: true,
+            served_rps: r.steady.throughput_rps,
+            slo_attainment: r.summary.slo_attainment,
+            p95_ttft_s: r.summary.ttft_s.p95,
+            p95_tpot_s: r.summary.tpot_s.p95,
+            objectives_met: r.objectives.met && !r.steady.overloaded,
+            overloaded: r.steady.overloaded,
+            note: None,
+        }
+    }
+
+    fn not_run(change: String, why: String) -> Tested {
+        let z = 0.0;
+        Tested {
+            change,
+            measured: false,
+            served_rps: z,
+            slo_attainment: z,
+            p95_ttft_s: z,
+            p95_tpot_s: z,
+            objectives_met: false,
+            overloaded: false,
+            note: Some(why),
+        }
+    }
+
+    /// "10 replicas (from 3): 19.9 req/s served, 99.6 % within SLO, p95 TTFT 412 ms, p95 TPOT 31.0 ms".
+    fn sentence(&self) -> String {
+        if !self.measured {
+            return format!("{}: {}", self.change, self.note.as_deref().unwrap_or("not run"));
+        }
+        let s = crate::metrics::secs;
+        let outcome = if self.objectives_met {
+            "objectives met"
+        } else if self.overloaded {
+            "still overloaded"
+        } else {
+            "still missed"
+        };
+        format!(
+            "{}: {outcome} ({:.2} req/s served, {:.1} % within SLO, p95 TTFT {}, p95 TPOT {})",
+            self.change,
+            self.served_rps,
+            self.slo_attainment * 100.0,
+            s(self.p95_ttft_s),
+            s(self.p95_tpot_s)
+        )
+    }
+}
+
+/// Replicas are searched in at most this many runs: each overloaded one scales by its own measured load
+/// factor (served rates under overload understate what is missing: the cheap requests are served first).
+pub const MAX_REPLICA_STEPS: usize = 3;
+
+/// Run the first `MAX_TESTED` of the report's proposed changes that apply, each validated and held to
+/// `budget`, and write what they measured into the diagnosis (`tested`, and the advice's first sentence).
+/// `progress` hears each run's progress (the index of the run, from 0) and may cancel.
+pub fn test(
+    spec: &Spec,
+    sc: &Scenario,
+    report: &mut Report,
+    budget: &Budget,
+    progress: &mut dyn FnMut(usize, Progress) -> bool,
+) -> Result<(), RunError> {
+    let applicable: Vec<Change> = report
+        .diagnosis
+        .candidates
+        .iter()
+        .filter(|c| apply(**c, spec, sc).is_some())
+        .copied()
+        .take(MAX_TESTED)
+        .collect();
+    let mut tested = Vec::new();
+    for change in applicable {
+        let (mut s, mut c) = (spec.clone(), change);
+        for _ in 0..MAX_REPLICA_STEPS {
+            let Some((words, next)) = apply_from(c, &s, spec, sc) else { break };
+            let (t, load_factor) = run_one(words, &next, budget, &mut |p| progress(tested.len(), p))?;
+            let again = matches!(change, Change::Replicas { .. }) && t.measured && !t.objectives_met;
+            tested.push(t);
+            if !again {
+                break;
+            }
+            // Overloaded: scale by what this run still missed; carried but missed: a quarter more.
+            let factor = if tested.last().is_some_and(|t| t.overloaded) { load_factor * MARGIN } else { 1.25 };
+            (s, c) = (next, Change::Replicas { factor });
+        }
+    }
+    write_advice(report, tested);
+    Ok(())
+}
+
+/// One changed spec, validated, held to the budget and run: what it measured and its load factor.
+fn run_one(
+    words: String,
+    s: &Spec,
+    budget: &Budget,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<(Tested, f64), RunError> {
+    match crate::scenario::validate(s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) {
+        Ok(v) => {
+            let r = crate::simulate_with_progress(&v, progress)?;
+            Ok((Tested::of(words, &r), r.diagnosis.load_factor))
+        }
+        Err(e) => {
+            let first = e.errors.first().map_or(String::new(), |f| format!("{}: {}", f.path, f.message));
+            Ok((Tested::not_run(words, format!("not run ({first})")), 1.0))
+        }
+    }
+}
+
+/// The advice leads with what was measured: the first change that met the objectives, or that none did.
+fn write_advice(report: &mut Report, tested: Vec<Tested>) {
+    let d = &mut report.diagnosis;
+    let measured: Vec<&Tested> = tested.iter().filter(|t| t.measured).collect();
+    let lead = if d.kind == "healthy" {
+        measured.first().map(|t| {
+            if t.objectives_met {
+                format!("Measured on the same requests: {}, so there is headroom.", t.sentence())
+            } else {
+                format!("Measured on the same requests: {}, so keep the current size.", t.sentence())
+            }
+        })
+    } else if let Some(best) = measured.iter().find(|t| t.objectives_met) {
+        let others: Vec<String> = measured.iter().filter(|t| t.change != best.change).map(|t| t.sentence()).collect();
+        let also = if others.is_empty() { String::new() } else { format!(" Also measured: {}.", others.join("; ")) };
+        Some(format!("Measured on the same requests: {}.{also}", best.sentence()))
+    } else if !measured.is_empty() {
+        let all: Vec<String> = measured.iter().map(|t| t.sentence()).collect();
+        Some(format!("Measured on the same requests, no tested change meets the objectives: {}.", all.join("; ")))
+    } else {
+        None
+    };
+    if let Some(lead) = lead {
+        d.advice = format!("{lead} {}", d.advice);
+    }
+    d.tested = tested;
+}

@@ -1,0 +1,184 @@
+//! The diagnosis as a decision: the regime first (is the load above what the configuration serves?), then
+//! what limits the service rate, and only under capacity queueing, memory, interference, a link or the
+//! service time. Each row pins a scenario's verdict and its first tested change, run on the same requests.
+
+use inferscale::scenario::{ArrivalSpec, Spec};
+use serde_json::json;
+
+use super::{shipped, valid};
+
+/// A shipped scenario with fields replaced (JSON pointer → value).
+fn with(name: &str, edits: &[(&str, serde_json::Value)]) -> Spec {
+    let mut v = serde_json::to_value(shipped(name)).unwrap();
+    for (ptr, x) in edits {
+        *v.pointer_mut(ptr).unwrap_or_else(|| panic!("{name}: no {ptr}")) = x.clone();
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+/// The run as the CLI and the lab make it: the diagnosis's changes tested.
+fn tested(spec: &Spec) -> inferscale::Report {
+    let budget = inferscale::scenario::Budget::NATIVE;
+    inferscale::simulate_tested(spec, &valid(spec), &budget, &mut |_, _| true).unwrap()
+}
+
+struct Row {
+    what: &'static str,
+    spec: Spec,
+    kind: &'static str,
+    regime: &'static str,
+    limit: &'static str,
+    /// The first change tested, and whether it met the objectives.
+    first: (&'static str, bool),
+}
+
+fn rows() -> Vec<Row> {
+    let rag = json!([{"name": "rag", "prompt_tokens": {"kind": "fixed", "tokens": 6000},
+        "output_tokens": {"kind": "fixed", "tokens": 200}, "slo": {"tpot_ms": 20}}]);
+    let link = |gbps: f64| json!({"bandwidth_gbps": gbps, "latency_ms": 0.05, "topology": "shared"});
+    vec![
+        Row {
+            what: "overload with KV pressure",
+            spec: shipped("kv-pressure.json"),
+            kind: "capacity",
+            regime: "overloaded",
+            limit: "kv_memory",
+            first: ("2 replicas (from 1)", true),
+        },
+        Row {
+            what: "overload without KV pressure (the 70B case: 3 replicas at 19.8 req/s)",
+            spec: with(
+                "chat-70b-h100-tp4.json",
+                &[("/cluster/replicas", json!(3)), ("/workload/arrival/rate_rps", json!(19.8))],
+            ),
+            kind: "capacity",
+            regime: "overloaded",
+            limit: "batch_cap",
+            first: ("5 replicas (from 3)", false),
+        },
+        Row {
+            what: "bursty under capacity",
+            spec: with(
+                "default.json",
+                &[
+                    ("/workload/arrival", json!({"kind": "gamma", "rate_rps": 8.0, "cv": 6.0})),
+                    ("/cluster/replicas", json!(4)),
+                    ("/workload/requests", json!(3000)),
+                ],
+            ),
+            kind: "queueing",
+            regime: "under_capacity",
+            limit: "memory_bandwidth",
+            first: ("5 replicas (from 4)", false),
+        },
+        Row {
+            what: "prefill interference",
+            spec: with(
+                "default.json",
+                &[
+                    ("/workload/arrival/rate_rps", json!(0.8)),
+                    ("/workload/classes", rag),
+                    ("/engine/prefill_chunk_tokens", json!(8192)),
+                ],
+            ),
+            kind: "interference",
+            regime: "under_capacity",
+            limit: "memory_bandwidth",
+            first: ("prefill chunks of 2048 tokens (from 8192)", false),
+        },
+        Row {
+            what: "link-bound P/D under capacity",
+            spec: with("pd-llama3-8b-h100.json", &[("/cluster/disaggregation/link", link(5.0))]),
+            kind: "transfer",
+            regime: "under_capacity",
+            limit: "kv_link",
+            first: ("KV link 20 GB/s (from 5)", true),
+        },
+        Row {
+            what: "link-bound P/D over capacity: the link first (more workers share the same link)",
+            spec: with("pd-llama3-8b-h100.json", &[("/cluster/disaggregation/link", link(3.0))]),
+            kind: "capacity",
+            regime: "overloaded",
+            limit: "kv_link",
+            first: ("KV link 6 GB/s (from 3)", false),
+        },
+        Row {
+            what: "host-restore-bound sessions",
+            spec: with("agent-sessions.json", &[("/engine/host_kv/bandwidth_gbps", json!(0.5))]),
+            kind: "transfer",
+            regime: "under_capacity",
+            limit: "host_link",
+            first: ("host link 2 GB/s (from 0.5)", false),
+        },
+        Row {
+            what: "healthy: the headroom measured with one replica fewer",
+            spec: with("chat-70b-h100-tp4.json", &[("/cluster/replicas", json!(8))]),
+            kind: "healthy",
+            regime: "under_capacity",
+            limit: "memory_bandwidth",
+            first: ("7 replicas (from 8)", true),
+        },
+    ]
+}
+
+#[test]
+fn each_scenario_gets_its_verdict_and_its_first_tested_change() {
+    let mut failures = Vec::new();
+    for row in rows() {
+        let r = tested(&row.spec);
+        let d = &r.diagnosis;
+        let first = d.tested.first().map(|t| (t.change.as_str(), t.objectives_met));
+        let got = (d.kind, d.regime, d.limit, first);
+        let want = (row.kind, row.regime, row.limit, Some(row.first));
+        if got != want {
+            failures.push(format!("{}:\n  got  {got:?}\n  want {want:?}\n  {}\n  {}", row.what, d.verdict, d.advice));
+        }
+        // The advice leads with what was measured, never with what contradicts it.
+        let met = d.tested.iter().find(|t| t.objectives_met);
+        assert!(d.advice.starts_with("Measured on the same requests"), "{}: {}", row.what, d.advice);
+        if let (Some(m), false) = (met, d.kind == "healthy") {
+            assert!(d.advice.starts_with(&format!("Measured on the same requests: {}: objectives met", m.change)));
+        }
+        assert!(d.tested.iter().all(|t| t.measured), "{}: {:?}", row.what, d.tested);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The case: a 3× overload is capacity whatever KV says, with the replicas that carry it measured.
+#[test]
+fn an_overload_is_capacity_and_the_replicas_that_meet_it_are_measured() {
+    let spec = &rows()[1].spec;
+    let r = tested(spec);
+    let d = &r.diagnosis;
+    assert!(d.load_factor > 1.3 && r.steady.overloaded, "{}", d.load_factor);
+    assert!(d.verdict.starts_with("A capacity problem: 20.01 req/s were offered and 14.61 req/s served"));
+    assert!(d.advice.starts_with("Measured on the same requests: 8 replicas (from 3): objectives met"), "{}", d.advice);
+    // The search stops at the first count that meets them: 5 (overloaded), 6 (carried, missed), 8.
+    let counts: Vec<&str> = d.tested.iter().map(|t| t.change.as_str()).collect();
+    assert_eq!(counts[..3], ["5 replicas (from 3)", "6 replicas (from 3)", "8 replicas (from 3)"]);
+    // What the diagnosis measured is what a run of that configuration reports.
+    let mut eight = spec.clone();
+    eight.cluster.replicas = 8;
+    let direct = inferscale::simulate(&valid(&eight));
+    let t = &d.tested[2];
+    assert_eq!((t.served_rps, t.slo_attainment), (direct.steady.throughput_rps, direct.summary.slo_attainment));
+}
+
+/// A study's runs are not tested (they are many, and the study compares them itself); a run with a light load
+/// and loose objectives is healthy; a closed loop is never "overloaded".
+#[test]
+fn untested_runs_and_the_plain_verdicts() {
+    let r = inferscale::simulate(&valid(&shipped("kv-pressure.json")));
+    assert!(r.diagnosis.tested.is_empty() && !r.diagnosis.candidates.is_empty());
+    assert!(!inferscale::export::json(&r).contains("\"tested\""));
+    let mut light = super::small();
+    light.workload.arrival = ArrivalSpec::Poisson { rate_rps: 0.5 };
+    for c in &mut light.workload.classes {
+        c.slo = inferscale::scenario::SloSpec { ttft_ms: Some(5000.0), tpot_ms: Some(200.0), e2e_ms: None };
+    }
+    assert_eq!(inferscale::simulate(&valid(&light)).diagnosis.kind, "healthy");
+    let mut closed = super::small();
+    closed.workload.arrival = ArrivalSpec::ClosedLoop { clients: 64, think_s: 0.0 };
+    let r = inferscale::simulate(&valid(&closed));
+    assert_ne!(r.diagnosis.regime, "overloaded", "{}", r.diagnosis.verdict);
+}
