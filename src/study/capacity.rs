@@ -15,8 +15,8 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport, column,
-    mean_of, report_head, reseeded, table,
+    About, Chart, ChartSeries, ColumnDef, DynColumn, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport,
+    column, mean_of, report_head, reseeded, table_with,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -72,8 +72,9 @@ struct Row<'a> {
 /// A criterion's columns: (its mean's label, unit, format).
 type Criterion = (&'static str, &'static str, Format);
 
-/// The rate search's table; `rate` and `served` are the units of offered and served load.
-fn rate_columns<'a>(rate: &'static str, served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 9] {
+/// The rate search's table; `rate` and `served` are the units of offered and served load. Throughput and
+/// goodput are both the steady window's (like with like).
+fn rate_columns<'a>(rate: &'static str, served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 11] {
     [
         column("Rate", rate, Format::Num, |r| r.e.rate.into()),
         column("Pass", "", Format::Bool, |r| r.e.pass.into()),
@@ -81,14 +82,16 @@ fn rate_columns<'a>(rate: &'static str, served: &'static str, c: Criterion) -> [
         column("Worst repetition", c.1, c.2, |r| r.worst.into()),
         column("Target", c.1, c.2, |r| r.target.into()),
         column("SLO range", "min – max", Format::Text, |r| slo_range(&r.e.runs).into()),
-        column("Goodput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.goodput_rps).into()),
+        column("Steady throughput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.steady_throughput_rps).into()),
+        column("Steady goodput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.steady_goodput_rps).into()),
         column("p95 TTFT", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.ttft_p95_s).into()),
+        column("p95 TPOT", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.tpot_p95_s).into()),
         column("p95 E2E", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.e2e_p95_s).into()),
     ]
 }
 
 /// The replica search's table.
-fn replica_columns<'a>(served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 10] {
+fn replica_columns<'a>(served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 11] {
     [
         column("Replicas", "", Format::Int, |r| (r.e.rate as u64).into()),
         column("GPUs", "", Format::Int, |r| (r.e.runs.first().map_or(0, |x| x.gpus) as u64).into()),
@@ -96,13 +99,49 @@ fn replica_columns<'a>(served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>
         column(c.0, c.1, c.2, |r| r.mean.into()),
         column("Worst repetition", c.1, c.2, |r| r.worst.into()),
         column("Steady throughput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.steady_throughput_rps).into()),
-        column("Goodput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.goodput_rps).into()),
+        column("Steady goodput", served, Format::Num, |r| mean_of(&r.e.runs, |x| x.steady_goodput_rps).into()),
         column("p95 TTFT", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.ttft_p95_s).into()),
+        column("p95 TPOT", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.tpot_p95_s).into()),
         column("p95 E2E", "s", Format::Seconds, |r| mean_of(&r.e.runs, |x| x.e2e_p95_s).into()),
         column("Overloaded", "repetitions", Format::Int, |r| {
             (r.e.runs.iter().filter(|x| x.overloaded).count() as u64).into()
         }),
     ]
+}
+
+/// One column per percentile objective: its value in the worst repetition (the criterion holds in every one).
+fn objective_columns<'a>(spec: &Spec) -> Vec<DynColumn<'a, Row<'a>>> {
+    (spec.objectives.percentiles.iter().enumerate())
+        .map(|(i, o)| DynColumn {
+            label: format!("{}, worst repetition", objective_words(o)),
+            unit: "s",
+            format: Format::Seconds,
+            cell: Box::new(move |r: &Row| {
+                r.e.runs.iter().filter_map(|x| x.objective_values_s.get(i).copied()).fold(0.0, f64::max).into()
+            }),
+        })
+        .collect()
+}
+
+/// "chat: TTFT ≤ 1000 ms, TPOT ≤ 50 ms; batch: E2E ≤ 120000 ms" — every class's SLO ("no class SLO": every
+/// completed request meets it).
+fn class_slos(spec: &Spec) -> String {
+    let classes: Vec<String> = (spec.workload.classes.iter())
+        .filter_map(|c| {
+            let parts: Vec<String> = [("TTFT", c.slo.ttft_ms), ("TPOT", c.slo.tpot_ms), ("E2E", c.slo.e2e_ms)]
+                .iter()
+                .filter_map(|(m, v)| v.map(|v| format!("{m} ≤ {}", crate::metrics::secs(v / 1e3))))
+                .collect();
+            (!parts.is_empty()).then(|| format!("{}: {}", c.name, parts.join(", ")))
+        })
+        .collect();
+    if classes.is_empty() { "no class SLO: every completed request meets it".into() } else { classes.join("; ") }
+}
+
+/// "p95 TTFT ≤ 1000 ms", "p99 E2E of batch ≤ 60000 ms".
+fn objective_words(o: &crate::scenario::PercentileObjectiveSpec) -> String {
+    let of = o.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
+    format!("p{} {}{of} ≤ {}", o.percentile, o.metric.label(), crate::metrics::secs(o.max_ms / 1e3))
 }
 
 /// The lowest and highest SLO attainment over the repetitions.
@@ -370,8 +409,8 @@ impl Study for CapacityStudy {
             CapacityStudy::ABOUT,
             &self.base,
             format!(
-                "what is the highest rate at which {} in all {} repetitions?",
-                self.criterion_text(),
+                "what is the highest rate that meets {} in all {} repetitions?",
+                self.criterion_short(),
                 self.p.repetitions
             ),
         );
@@ -384,14 +423,18 @@ impl Study for CapacityStudy {
             pts.push((e.rate, mean));
             band.push(range);
         }
-        (rep.columns, rep.rows) =
-            table(&rate_columns(self.rate_unit(), self.served_unit(), self.criterion_column()), &rows);
+        let defs = rate_columns(self.rate_unit(), self.served_unit(), self.criterion_column());
+        (rep.columns, rep.rows) = table_with(&defs, &objective_columns(&self.base), &rows);
         rep.best_row = self.lo.and_then(|l| evals.iter().position(|e| e.rate == l));
         let found = self.lo.unwrap_or(0.0);
         let u = self.rate_unit();
+        let failed = |h: f64| evals.iter().find(|e| e.rate == h).map_or(String::new(), |e| self.why_failed(e));
         rep.answer = match (self.lo, self.hi) {
             (Some(l), Some(h)) => format!(
-                "{l:.3} {u} is the highest rate that passed in every repetition; {h:.3} {u} failed (bracket ±{:.1} %).",
+                "{l:.3} {u} is the highest rate at which {} in every one of {} repetitions; {h:.3} {u} failed ({}; bracket ±{:.1} %).",
+                self.criterion_text(),
+                self.p.repetitions,
+                failed(h),
                 (h - l) / l * 100.0 / 2.0
             ),
             (Some(l), None) => format!("every rate tried passed, up to {l:.3} {u} (the search stopped there)."),
@@ -408,6 +451,7 @@ impl Study for CapacityStudy {
             "Repetition k runs on seed {} + k; every rate sees the same seeds (common random numbers).",
             self.base.seed
         ));
+        rep.notes.push(self.criterion_note());
         let x_label = format!("offered rate ({})", self.rate_unit());
         rep.charts = vec![self.criterion_chart("offered rate", &x_label, pts, band)];
         rep.runs = evals
@@ -476,14 +520,78 @@ impl CapacityStudy {
         evals
     }
 
-    /// "the mean queueing delay stays at or under 200 ms" / "SLO attainment stays at or above 99.0 % and …".
+    /// The criterion in full: "≥ 99.0 % of requests meet their class's SLO (chat: TTFT ≤ 1000 ms, TPOT ≤ 50 ms),
+    /// p95 TTFT ≤ 800 ms holds, and the waiting queue does not grow" — or the mean wait's.
     fn criterion_text(&self) -> String {
+        let objectives: String = self.percentile_clause().iter().map(|p| format!(", {p} holds")).collect();
         match self.p.max_mean_wait_ms {
-            Some(w) => format!("the mean queueing delay stays at or under {w} ms"),
+            Some(w) => format!("the mean queueing delay stays at or under {w} ms and the waiting queue does not grow"),
+            None => format!(
+                "≥ {:.1} % of requests meet their class's SLO ({}){objectives}, and the waiting queue does not grow",
+                self.target * 100.0,
+                class_slos(&self.base)
+            ),
+        }
+    }
+
+    /// "the objectives" or "a mean wait ≤ 200 ms", for the question (the answer states the criterion in full).
+    fn criterion_short(&self) -> String {
+        match self.p.max_mean_wait_ms {
+            Some(w) => format!("a mean queueing delay ≤ {w} ms"),
+            None => "the objectives".into(),
+        }
+    }
+
+    /// The note that says the criteria are separate and all must hold.
+    fn criterion_note(&self) -> String {
+        match self.p.max_mean_wait_ms {
+            Some(_) => "A run passes when its mean queueing delay is within the bound and its waiting queue does not grow (steady.overloaded); a point passes when every repetition does.".into(),
+            None => format!(
+                "A run passes when all of these hold, each a separate criterion: the share of requests meeting their class's SLO reaches the attainment target ({:.1} %){}; and its waiting queue does not grow (steady.overloaded). A point passes when every repetition does; the objective columns show the worst repetition.",
+                self.target * 100.0,
+                if self.base.objectives.percentiles.is_empty() { String::new() } else { format!("; each percentile objective holds ({})", self.percentile_clause().join(", ")) }
+            ),
+        }
+    }
+
+    /// Why an evaluation failed, from its worst repetitions: "attainment 98.7 % < 99.0 %; p95 TTFT 1.2 s >
+    /// 1000 ms in 3 of 5; the queue grew in 2 of 5".
+    fn why_failed(&self, e: &Eval) -> String {
+        let n = e.runs.len();
+        let of = |k: usize| if n > 1 { format!(" in {k} of {n}") } else { String::new() };
+        let mut why = Vec::new();
+        let grew = e.runs.iter().filter(|r| r.overloaded).count();
+        if grew > 0 {
+            why.push(format!("the waiting queue grew{}", of(grew)));
+        }
+        match self.p.max_mean_wait_ms {
+            Some(w) => {
+                let worst = e.runs.iter().map(|r| r.queue_delay_mean_s).fold(0.0, f64::max);
+                if worst * 1e3 > w {
+                    why.push(format!("mean wait {} over {w} ms", crate::metrics::secs(worst)));
+                }
+            }
             None => {
-                format!("SLO attainment stays at or above {:.1} %{}", self.target * 100.0, self.percentile_clause())
+                let low = e.runs.iter().map(|r| r.slo_attainment).fold(f64::MAX, f64::min);
+                if low < self.target {
+                    why.push(format!("attainment {:.1} % under {:.1} %", low * 100.0, self.target * 100.0));
+                }
+                for (i, o) in self.base.objectives.percentiles.iter().enumerate() {
+                    let over: Vec<f64> = e
+                        .runs
+                        .iter()
+                        .filter_map(|r| r.objective_values_s.get(i).copied())
+                        .filter(|v| *v * 1e3 > o.max_ms)
+                        .collect();
+                    if let Some(worst) = over.iter().copied().reduce(f64::max) {
+                        let words = objective_words(o);
+                        let (head, bound) = words.split_once(" ≤ ").unwrap_or((&words, ""));
+                        why.push(format!("{head} {} over {bound}{}", crate::metrics::secs(worst), of(over.len())));
+                    }
+                }
             }
         }
+        if why.is_empty() { "a criterion missed".into() } else { why.join("; ") }
     }
 
     /// The chart of the criterion against the search's x (rate or replicas), with its band and target.
@@ -510,17 +618,9 @@ impl CapacityStudy {
         }
     }
 
-    /// " and p95 TTFT ≤ 1000 ms" for the scenario's percentile objectives.
-    fn percentile_clause(&self) -> String {
-        self.base
-            .objectives
-            .percentiles
-            .iter()
-            .map(|p| {
-                let of = p.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
-                format!(" and p{} {}{of} ≤ {} ms", p.percentile, p.metric.label(), p.max_ms)
-            })
-            .collect()
+    /// "p95 TTFT ≤ 1000 ms" for each of the scenario's percentile objectives.
+    fn percentile_clause(&self) -> Vec<String> {
+        self.base.objectives.percentiles.iter().map(objective_words).collect()
     }
 
     fn report_replicas(&self) -> StudyReport {
@@ -530,8 +630,8 @@ impl CapacityStudy {
             CapacityStudy::ABOUT,
             &self.base,
             format!(
-                "what is the fewest replicas at which {} at {rate} {u} in all {} repetitions?",
-                self.criterion_text(),
+                "what is the fewest replicas that meet {} at {rate} {u} in all {} repetitions?",
+                self.criterion_short(),
                 self.p.repetitions
             ),
         );
@@ -543,14 +643,18 @@ impl CapacityStudy {
             pts.push((e.rate, mean));
             band.push(range);
         }
-        (rep.columns, rep.rows) = table(&replica_columns(self.served_unit(), self.criterion_column()), &rows);
+        let defs = replica_columns(self.served_unit(), self.criterion_column());
+        (rep.columns, rep.rows) = table_with(&defs, &objective_columns(&self.base), &rows);
         rep.best_row = self.hi.and_then(|h| evals.iter().position(|e| e.rate == h));
         let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
         rep.answer = match (self.lo, self.hi) {
             (Some(l), Some(h)) => format!(
-                "{h} replicas ({} GPUs) sustain {rate} {u}: the fewest that pass in every repetition; {l} replica{} failed.",
+                "{h} replicas ({} GPUs) carry {rate} {u}: the fewest at which {} in every one of {} repetitions; {l} replica{} failed ({}).",
                 gpus_of(h),
-                if l == 1.0 { "" } else { "s" }
+                self.criterion_text(),
+                self.p.repetitions,
+                if l == 1.0 { "" } else { "s" },
+                evals.iter().find(|e| e.rate == l).map_or(String::new(), |e| self.why_failed(e))
             ),
             (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} {u}.", gpus_of(h)),
             // The search ran out of evaluations before any count passed: say so, not that replicas cannot help.
@@ -572,7 +676,7 @@ impl CapacityStudy {
             serde_json::to_value(&self.base.cluster.router).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default(),
             self.base.seed
         ));
-        rep.notes.push("A run whose waiting queue grows over its steady window (steady.overloaded) fails, however well its requests did.".into());
+        rep.notes.push(self.criterion_note());
         rep.charts = vec![self.criterion_chart("replicas", "replicas", pts, band)];
         rep.runs = evals.iter().flat_map(|e| e.runs.iter().cloned()).collect();
         rep

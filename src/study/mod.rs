@@ -69,8 +69,13 @@ pub struct RunSummary {
     /// Completions per second in the steady-state window, and whether the waiting queue grew there.
     pub steady_throughput_rps: f64,
     pub overloaded: bool,
+    /// Completions meeting every SLO of their class per second in the steady-state window (beside
+    /// `steady_throughput_rps`, like with like).
+    pub steady_goodput_rps: f64,
     /// Every percentile objective of the scenario met (true when it has none).
     pub percentiles_met: bool,
+    /// Each percentile objective's measured value, s, in the scenario's order.
+    pub objective_values_s: Vec<f64>,
     /// The run's own diagnosis.
     pub diagnosis_kind: String,
     pub diagnosis_verdict: String,
@@ -210,7 +215,9 @@ impl RunSummary {
             prefill_saved_fraction: saved.map(|x| if prompt_total > 0 { x as f64 / prompt_total as f64 } else { 0.0 }),
             steady_throughput_rps: r.steady.throughput_rps,
             overloaded: r.steady.overloaded,
+            steady_goodput_rps: r.steady.goodput_rps,
             percentiles_met: r.objectives.percentiles.iter().all(|p| p.met),
+            objective_values_s: r.objectives.percentiles.iter().map(|p| p.value_s).collect(),
             diagnosis_kind: r.diagnosis.kind.to_string(),
             diagnosis_verdict: r.diagnosis.verdict.clone(),
             sessions: SessionRun::of(r),
@@ -370,6 +377,25 @@ pub fn table<R>(defs: &[ColumnDef<R>], rows: &[R]) -> (Vec<Column>, Vec<Vec<Cell
     let columns =
         defs.iter().map(|d| Column { label: d.label.into(), unit: d.unit.into(), format: d.format }).collect();
     (columns, rows.iter().map(|r| defs.iter().map(|d| (d.cell)(r)).collect()).collect())
+}
+
+/// A column whose header is known only at run time (one per percentile objective of the scenario), declared
+/// whole like a `ColumnDef`.
+pub struct DynColumn<'a, R> {
+    pub label: String,
+    pub unit: &'static str,
+    pub format: Format,
+    pub cell: Box<dyn Fn(&R) -> Cell + 'a>,
+}
+
+/// `table`, then the columns made at run time.
+pub fn table_with<R>(defs: &[ColumnDef<R>], more: &[DynColumn<R>], rows: &[R]) -> (Vec<Column>, Vec<Vec<Cell>>) {
+    let (mut columns, mut cells) = table(defs, rows);
+    columns.extend(more.iter().map(|d| Column { label: d.label.clone(), unit: d.unit.into(), format: d.format }));
+    for (row, r) in cells.iter_mut().zip(rows) {
+        row.extend(more.iter().map(|d| (d.cell)(r)));
+    }
+    (columns, cells)
 }
 
 /// One table cell. Serialised plainly: a number, a string, a boolean or null.

@@ -146,7 +146,7 @@ async function setLabScenario(page, v) {
 
 const PANELS = [
   ['ranking', /ranks first/],
-  ['capacity', /highest rate that passed/],
+  ['capacity', /is the highest rate at which/],
   ['explorer', /frontier/],
   ['paired', /paired repetitions/],
   ['sensitivity', /nominal profile/],
@@ -414,7 +414,7 @@ test('capacity planner: "how many replicas for this load?" typed with the keyboa
   await page.keyboard.type('2');
   await page.keyboard.press('Tab');
   await runStudy(page);
-  assert.match(await page.textContent('#study-answer'), /^Answer: \d+ replicas? \(\d+ GPUs\) (sustain|already passes at) 12\.5 req\/s/);
+  assert.match(await page.textContent('#study-answer'), /^Answer: \d+ replicas? \(\d+ GPUs\) (carry|already passes at) 12\.5 req\/s/);
   const head = await page.$$eval('#study-table-el th', (ths) => ths.map((th) => th.textContent));
   assert.ok(head[0].startsWith('Replicas'), head.join(' | '));
   const json = await download(page, '#sx-json');

@@ -475,7 +475,8 @@ fn every_study_table_is_declared_with_its_cells() {
         let code: Vec<String> = text.split("#[cfg(test)]").next().unwrap().lines().map(code_of).collect();
         for (i, line) in code.iter().enumerate() {
             for hand in ["Column {", "columns = vec!", "columns.push(", "rows.push(vec!", "rows = vec!"] {
-                if line.contains(hand) {
+                // `DynColumn { label, unit, format, cell }` is declared whole, its header made at run time.
+                if line.contains(hand) && !line.contains("DynColumn {") {
                     bad.push(format!("{}:{} `{hand}`", f.strip_prefix(root()).unwrap().display(), i + 1));
                 }
             }

@@ -290,7 +290,7 @@ fn replica_search_matches_the_erlang_c_count_for_a_mean_wait_objective() {
         );
         assert_eq!(st.found_replicas(), Some(erlang), "{}", rep.answer);
         assert!(
-            rep.answer.starts_with(&format!("{erlang} replicas ({erlang} GPUs) sustain 6 req/s")),
+            rep.answer.starts_with(&format!("{erlang} replicas ({erlang} GPUs) carry 6 req/s: the fewest at which the mean queueing delay stays at or under")),
             "{}",
             rep.answer
         );
@@ -313,7 +313,9 @@ fn capacity_uses_the_scenarios_objectives_and_refuses_what_it_cannot_size() {
     )
     .unwrap();
     let rep = st.report();
-    assert!(rep.question.contains("at or above 50.0 %"), "{}", rep.question);
+    let criterion =
+        |rep: &study::StudyReport| rep.notes.iter().find(|n| n.starts_with("A run passes")).unwrap().clone();
+    assert!(criterion(&rep).contains("reaches the attainment target (50.0 %)"), "{}", criterion(&rep));
     // A percentile objective is part of the criterion.
     spec.objectives.percentiles = vec![scenario::PercentileObjectiveSpec {
         metric: scenario::LatencyMetric::Ttft,
@@ -326,7 +328,8 @@ fn capacity_uses_the_scenarios_objectives_and_refuses_what_it_cannot_size() {
         &serde_json::from_value(serde_json::json!({"repetitions": 1})).unwrap(),
     )
     .unwrap();
-    assert!(st.report().question.contains("and p95 TTFT ≤ 1000 ms"), "{}", st.report().question);
+    let note = criterion(&st.report());
+    assert!(note.contains("each percentile objective holds (p95 TTFT ≤ 1000 ms)"), "{note}");
     // A disaggregated scenario's replicas are its pools: the replica search says so.
     let pd = super::shipped("pd-llama3-8b-h100.json");
     let e = study::capacity::CapacityStudy::new(
@@ -673,7 +676,7 @@ fn capacity_on_sessions_speaks_in_sessions_and_turns() {
     let mut st = study::capacity::CapacityStudy::new(&spec, &serde_json::from_value(params).unwrap()).unwrap();
     let rep = study::run_native(&mut st, 2, &mut |_, _| true).unwrap();
     assert_eq!((rep.columns[0].label.as_str(), rep.columns[0].unit.as_str()), ("Rate", "sessions/s"));
-    let goodput = rep.columns.iter().find(|c| c.label == "Goodput").unwrap();
+    let goodput = rep.columns.iter().find(|c| c.label == "Steady goodput").unwrap();
     assert_eq!(goodput.unit, "turns/s");
     let note = rep.notes.iter().find(|n| n.starts_with("Measured saturation throughput")).expect("a saturation note");
     assert!(note.contains("sessions/s (") && note.contains("mean turns per session"), "{note}");
