@@ -399,7 +399,7 @@ fn over_capacity(ev: &Evidence, i: &Inputs, limit: &'static str) -> Verdict {
             kind: "overload_rejections",
             regime: "shedding",
             verdict: format!(
-                "A capacity problem: {} of requests were rejected or failed, so the cluster serves about 1/{:.1} of what is offered (device time-busy {}). {limited}",
+                "A capacity problem: {} of requests were rejected or failed. The cluster serves about 1/{:.1} of what is offered (device time-busy {}). {limited}",
                 pct1(ev.turned_away),
                 factor,
                 pct(ev.busy)
@@ -416,7 +416,7 @@ fn over_capacity(ev: &Evidence, i: &Inputs, limit: &'static str) -> Verdict {
         kind: "capacity",
         regime: "overloaded",
         verdict: format!(
-            "A capacity problem: {:.2} req/s were offered and {:.2} req/s served over the steady window, so the load is at least {:.2}× what this configuration carries (served rates under overload favour cheap requests); the waiting queue grew from {} to {} (device time-busy {}). {limited}{met}",
+            "A capacity problem: {:.2} req/s offered, {:.2} req/s served over the steady window. The load is at least {:.2}× what this configuration carries (served rates under overload favour cheap requests); the waiting queue grew from {} to {} (device time-busy {}). {limited}{met}",
             st.offered_rate_rps, st.throughput_rps, ev.load_factor, st.waiting_start, st.waiting_end, pct(ev.busy)
         ),
         advice: "Add capacity (replicas or faster GPUs) or reduce the load, or raise the limit if it is what caps the rate; the capacity planner searches the count. A scheduler or router only reshuffles who waits.".into(),

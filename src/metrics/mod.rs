@@ -24,6 +24,10 @@ use crate::scenario::{Arrival, Scenario};
 /// Seconds as every report, verdict and the lab show them: ms below 10 s (whole ms from 100 ms up, one decimal
 /// below, three below 1 ms), s with one decimal above.
 pub fn secs(x: f64) -> String {
+    if x < 0.0 {
+        // A difference: the same rule on its size ("-5.1 s", never "-5060.114 ms").
+        return format!("-{}", secs(-x));
+    }
     if x >= 10.0 {
         format!("{x:.1} s")
     } else if x >= 0.1 {

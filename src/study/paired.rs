@@ -84,6 +84,7 @@ pub(super) fn pairs(results: &[RunSummary], f: fn(&RunSummary) -> f64) -> (Vec<f
 /// A metric's row: the means, the paired delta with its interval, and how often the treatment won.
 struct Row {
     name: &'static str,
+    unit: Unit,
     mb: f64,
     mt: f64,
     md: f64,
@@ -94,13 +95,62 @@ struct Row {
     excludes: bool,
 }
 
-const COLUMNS: [ColumnDef<Row>; 9] = [
+/// `v` with `decimals` places, or more when that would show a value that is not zero as zero (two significant
+/// digits then): an interval's bound that excludes 0 never reads "+0.000".
+fn fixed(v: f64, decimals: usize) -> String {
+    let shown_as_zero = v != 0.0 && v.abs() < 0.5 * 10f64.powi(-(decimals as i32));
+    let d = if shown_as_zero { (1.0 - libm::floor(libm::log10(v.abs()))) as usize } else { decimals };
+    format!("{:.d$}", v + 0.0)
+}
+
+/// How a row's figures read: its format, and for a latency the one unit (s or ms, and decimals) its largest
+/// figure takes, so a row never mixes "13.6 s" with "9321 ms".
+#[derive(Clone, Copy)]
+struct Unit {
+    format: Format,
+    per_s: f64,
+    name: &'static str,
+    decimals: usize,
+}
+
+impl Unit {
+    fn of(format: Format, largest: f64) -> Unit {
+        let (per_s, name, decimals) = match largest.abs() {
+            x if x >= 10.0 => (1.0, "s", 1),
+            x if x >= 0.1 => (1e3, "ms", 0),
+            x if x >= 0.001 => (1e3, "ms", 1),
+            _ => (1e3, "ms", 3),
+        };
+        Unit { format, per_s, name, decimals }
+    }
+
+    /// A value with its unit: a share in %, a rate in req/s, a latency in the row's unit.
+    fn shown(self, v: f64) -> String {
+        match self.format {
+            Format::Percent => format!("{} %", fixed(v * 100.0, 1)),
+            Format::Seconds => format!("{} {}", fixed(v * self.per_s, self.decimals), self.name),
+            _ => format!("{} req/s", fixed(v, 3)),
+        }
+    }
+
+    /// A difference with its sign and unit: percentage points for a share.
+    fn delta(self, d: f64) -> String {
+        let sign = if d < 0.0 { "−" } else { "+" };
+        match self.format {
+            Format::Percent => format!("{sign}{} pp", fixed(d.abs() * 100.0, 1)),
+            Format::Seconds => format!("{sign}{} {}", fixed(d.abs() * self.per_s, self.decimals), self.name),
+            _ => format!("{sign}{} req/s", fixed(d.abs(), 3)),
+        }
+    }
+}
+
+/// The rows' cells carry their units (each row is a different metric, so no column has one unit).
+const COLUMNS: [ColumnDef<Row>; 8] = [
     column("Metric", "", Format::Text, |r| r.name.into()),
-    column("Baseline mean", "per metric", Format::Num, |r| r.mb.into()),
-    column("Treatment mean", "", Format::Num, |r| r.mt.into()),
-    column("Mean delta", "treatment − baseline", Format::Num, |r| r.md.into()),
-    column("95 % CI low", "bootstrap", Format::Num, |r| r.lo.into()),
-    column("95 % CI high", "bootstrap", Format::Num, |r| r.hi.into()),
+    column("Baseline mean", "", Format::Text, |r| r.unit.shown(r.mb).into()),
+    column("Treatment mean", "", Format::Text, |r| r.unit.shown(r.mt).into()),
+    column("Mean delta", "treatment − baseline", Format::Text, |r| r.unit.delta(r.md).into()),
+    column("95 % CI", "bootstrap", Format::Text, |r| format!("{} … {}", r.unit.delta(r.lo), r.unit.delta(r.hi)).into()),
     column("Relative change", "", Format::Percent, |r| r.rel.into()),
     column("Treatment win rate", "", Format::Percent, |r| r.wins.into()),
     column("CI excludes zero", "", Format::Bool, |r| r.excludes.into()),
@@ -122,7 +172,7 @@ impl OneBatchStudy for PairedStudy {
         );
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let (mut bars, mut headline, mut rows) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, (name, _unit, _fmt, higher, f)) in METRICS.iter().enumerate() {
+        for (i, (name, _unit, format, higher, f)) in METRICS.iter().enumerate() {
             let (b, t) = pairs(results, *f);
             let d: Vec<f64> = t.iter().zip(&b).map(|(t, b)| t - b).collect();
             let (lo, hi) = bootstrap_ci(
@@ -136,15 +186,17 @@ impl OneBatchStudy for PairedStudy {
             let wins =
                 d.iter().filter(|x| if *higher { **x > 0.0 } else { **x < 0.0 }).count() as f64 / d.len().max(1) as f64;
             let excludes = (lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0);
-            rows.push(Row { name, mb, mt, md, lo, hi, rel, wins, excludes });
-            // Improvement: the relative change signed so that up is better (a latency that fell is up).
+            let u = Unit::of(*format, [mb, mt, lo, hi].iter().fold(0.0f64, |m, x| m.max(x.abs())));
+            rows.push(Row { name, unit: u, mb, mt, md, lo, hi, rel, wins, excludes });
+            // Improvement: the relative change signed so that better is positive (a latency that fell is).
             bars.push((i as f64, if *higher { rel } else { -rel }));
             if i < 2 || *name == "p95 TTFT" {
                 let better = if (md > 0.0) == *higher { "better" } else { "worse" };
+                let ci = format!("95 % CI {} … {}", u.delta(lo), u.delta(hi));
                 headline.push(if excludes {
-                    format!("{name} {better} by {:+.3} (95 % CI {lo:+.3} … {hi:+.3})", md)
+                    format!("{name} {better}: {} → {}, {} ({ci})", u.shown(mb), u.shown(mt), u.delta(md))
                 } else {
-                    format!("{name} not distinguishable from noise (CI {lo:+.3} … {hi:+.3})")
+                    format!("{name} not distinguishable from noise ({} → {}, {ci})", u.shown(mb), u.shown(mt))
                 });
             }
         }
@@ -154,9 +206,9 @@ impl OneBatchStudy for PairedStudy {
         let side = |better: bool| bars.iter().map(|&(x, y)| (x, if (y >= 0.0) == better { y } else { 0.0 })).collect();
         rep.charts = vec![Chart {
             kind: "bars".into(),
-            title: "Improvement, treatment vs baseline (up = better)".into(),
+            title: "Improvement, treatment vs baseline (right of 0 = better)".into(),
             x_label: "metric".into(),
-            y_label: "relative change, signed so up is better".into(),
+            y_label: "relative change, signed so that better is positive".into(),
             categories: METRICS.iter().map(|m| m.0.to_string()).collect(),
             series: vec![
                 ChartSeries { name: "better".into(), points: side(true), band: vec![], labels: vec![], line: false },
@@ -167,7 +219,7 @@ impl OneBatchStudy for PairedStudy {
         rep.notes = vec![
             format!("Repetition k runs baseline and treatment on seed {} + k: the same requests for both.", self.base.seed),
             format!("CI: percentile bootstrap of the mean paired delta, {} resamples, seeded (reproducible).", self.p.resamples),
-            "The chart shows the relative change signed so that up is better: a latency that fell and a rate that rose point up (\"better\"), the opposite down (\"worse\"). The table gives the raw deltas.".into(),
+            "The chart shows the relative change signed so that better is positive: a latency that fell and a rate that rose extend right of 0 (\"better\"), the opposite left (\"worse\"). The table gives the deltas in each metric's unit (a share's in percentage points); every run's figures are in the JSON.".into(),
         ];
         rep.runs = results.to_vec();
         rep

@@ -68,13 +68,69 @@ struct Policy<'a> {
     runs: &'a [RunSummary],
     slo: (f64, f64, f64),
     goodput: (f64, f64, f64),
+    ttft: (f64, f64, f64),
 }
 
-/// Is the 95 % interval of the paired differences `f(a_k) − f(b_k)` one that includes 0?
-fn paired_tie(a: &[RunSummary], b: &[RunSummary], f: fn(&RunSummary) -> f64) -> bool {
-    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| f(x) - f(y)).collect();
-    let (_, lo, hi) = mean_ci(&d);
-    lo <= 0.0 && 0.0 <= hi
+/// A metric the ranking orders by: its words, how a run reads it, and whether more is better.
+struct Metric {
+    name: String,
+    value: Box<dyn Fn(&RunSummary) -> f64>,
+    higher_is_better: bool,
+}
+
+/// What the ranking orders by, in order: the scenario's percentile objectives (each as measured ÷ bound),
+/// SLO attainment, goodput, then p95 TTFT and p95 TPOT (the latencies users feel).
+fn metrics(spec: &Spec) -> Vec<Metric> {
+    let mut m: Vec<Metric> = (spec.objectives.percentiles.iter().enumerate())
+        .map(|(i, o)| {
+            let of = o.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
+            let max_s = o.max_ms / 1e3;
+            Metric {
+                name: format!("p{} {}{of} ≤ {}", o.percentile, o.metric.label(), crate::metrics::secs(max_s)),
+                value: Box::new(move |r: &RunSummary| r.objective_values_s.get(i).map_or(0.0, |v| v / max_s)),
+                higher_is_better: false,
+            }
+        })
+        .collect();
+    let plain = |name: &str, f: fn(&RunSummary) -> f64, higher_is_better| Metric {
+        name: name.into(),
+        value: Box::new(f),
+        higher_is_better,
+    };
+    m.push(plain("SLO attainment", |r| r.slo_attainment, true));
+    m.push(plain("goodput", |r| r.goodput_rps, true));
+    m.push(plain("p95 TTFT", |r| r.ttft_p95_s, false));
+    m.push(plain("p95 TPOT", |r| r.tpot_p95_s, false));
+    m
+}
+
+/// Is `a` better, worse or not distinguishable from `b`, and on which metric? The first metric, in order,
+/// whose 95 % interval of the paired differences (repetition k against repetition k) excludes 0 decides; with
+/// one repetition, the first that differs. Equal: a tie on every metric.
+fn compare(a: &[RunSummary], b: &[RunSummary], metrics: &[Metric]) -> (std::cmp::Ordering, Option<usize>) {
+    for (k, m) in metrics.iter().enumerate() {
+        let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| (m.value)(x) - (m.value)(y)).collect();
+        let (mean, lo, hi) = mean_ci(&d);
+        if (lo <= 0.0 && 0.0 <= hi) || mean == 0.0 {
+            continue;
+        }
+        let better = (mean > 0.0) == m.higher_is_better;
+        return (if better { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater }, Some(k));
+    }
+    (std::cmp::Ordering::Equal, None)
+}
+
+/// The policies in rank order: an insertion sort by `compare` (a pairwise test need not be transitive, which a
+/// library sort may refuse; eight policies make the quadratic cost nothing). Ties keep the earlier policy first.
+fn rank(policies: &[Policy], metrics: &[Metric]) -> Vec<usize> {
+    let mut order: Vec<usize> = Vec::with_capacity(policies.len());
+    for i in 0..policies.len() {
+        let at = (order.iter())
+            .position(|&j| compare(policies[i].runs, policies[j].runs, metrics).0 == std::cmp::Ordering::Less)
+            .unwrap_or(order.len());
+        order.insert(at, i);
+    }
+    order
 }
 
 impl StudyDef for RankingStudy {
@@ -172,25 +228,12 @@ impl OneBatchStudy for RankingStudy {
             ),
         );
         let policies = self.policies(results);
-        // Rank: mean SLO attainment, then mean goodput; the earlier policy on a full tie.
-        let mut order: Vec<usize> = (0..policies.len()).collect();
-        order.sort_by(|&a, &b| {
-            policies[b]
-                .slo
-                .0
-                .total_cmp(&policies[a].slo.0)
-                .then(policies[b].goodput.0.total_cmp(&policies[a].goodput.0))
-                .then(a.cmp(&b))
-        });
-        // Each policy: not distinguishable from the best at 95 % (paired differences), on both criteria.
+        let metrics = metrics(&self.base);
+        let order = rank(&policies, &metrics);
+        // Each policy against the best: not distinguishable on any ranked metric is a tie.
         let best = order.first().map(|&i| &policies[i]);
-        let tied: Vec<bool> = policies
-            .iter()
-            .map(|p| {
-                best.is_some_and(|b| {
-                    paired_tie(p.runs, b.runs, |x| x.slo_attainment) && paired_tie(p.runs, b.runs, |x| x.goodput_rps)
-                })
-            })
+        let tied: Vec<bool> = (policies.iter())
+            .map(|p| best.is_some_and(|b| compare(p.runs, b.runs, &metrics).0 == std::cmp::Ordering::Equal))
             .collect();
         let briefs: Vec<String> = policies.iter().map(|p| brief(&p.runs[0])).collect();
         let same_sentence = briefs.windows(2).all(|w| w[0] == w[1]);
@@ -204,10 +247,18 @@ impl OneBatchStudy for RankingStudy {
         if let (Some(&first), Some(&worst)) = (order.first(), order.last()) {
             rep.best_row = Some(0);
             let ties: Vec<&str> = order.iter().skip(1).filter(|&&i| tied[i]).map(|&i| policies[i].label).collect();
+            let second = order.get(1).map(|&j| &policies[j]);
+            let decided = second.and_then(|s| compare(policies[first].runs, s.runs, &metrics).1);
             rep.answer = answer(&policies[first], &policies[worst], &ties, reps);
+            if let (Some(s), Some(k)) = (second, decided) {
+                rep.answer.push_str(&format!(" It is ahead of {} on {}.", s.label, metrics[k].name));
+            }
+        }
+        rep.notes = self.notes(same_sentence.then(|| briefs.first()).flatten(), &metrics);
+        if let Some(note) = identical_note(&policies) {
+            rep.notes.push(note);
         }
         rep.charts = vec![chart(&policies, &order, &tied)];
-        rep.notes = self.notes(same_sentence.then(|| briefs.first()).flatten());
         rep.runs = results.to_vec();
         rep
     }
@@ -225,15 +276,19 @@ impl RankingStudy {
                     runs,
                     slo: mean_ci(&runs.iter().map(|x| x.slo_attainment).collect::<Vec<_>>()),
                     goodput: mean_ci(&runs.iter().map(|x| x.goodput_rps).collect::<Vec<_>>()),
+                    ttft: mean_ci(&runs.iter().map(|x| x.ttft_p95_s).collect::<Vec<_>>()),
                 }
             })
             .collect()
     }
 
-    fn notes(&self, shared_diagnosis: Option<&String>) -> Vec<String> {
+    fn notes(&self, shared_diagnosis: Option<&String>, metrics: &[Metric]) -> Vec<String> {
+        let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
         let mut notes = vec![format!(
-            "Every policy runs the same requests (same arrivals, lengths and predictions) on each of {} seeds (seed {} + k); only the order and admission differ. 95 % intervals: mean ± t · s/√R over the repetitions; \"not distinguishable\": the interval of the paired differences from the best includes 0 for attainment and for goodput.",
-            self.repetitions, self.base.seed
+            "Every policy runs the same requests (same arrivals, lengths and predictions) on each of {} seeds (seed {} + k); only the order and admission differ. Ranked by {}, in that order: the first metric on which the 95 % interval of the paired differences (repetition against repetition) excludes 0 decides; \"not distinguishable\": it includes 0 on every one. 95 % intervals of the means: mean ± t · s/√R over the repetitions.",
+            self.repetitions,
+            self.base.seed,
+            names.join(", then ")
         )];
         if let Some(b) = shared_diagnosis {
             notes.push(format!("Every policy's diagnosis (first repetition): {b}"));
@@ -256,7 +311,11 @@ fn ci(c: (f64, f64, f64), pct: bool) -> String {
     }
 }
 
-/// The table row of the policy ranked `rank` (0: the best).
+/// A latency's 95 % interval in the reports' seconds format, clipped to ≥ 0.
+fn ci_s(c: (f64, f64, f64)) -> String {
+    format!("{} – {}", crate::metrics::secs(c.1.max(0.0)), crate::metrics::secs(c.2.max(0.0)))
+}
+
 /// A row of the table: a policy in its rank, whether it ties the best, its first repetition's diagnosis.
 struct Row<'a> {
     rank: usize,
@@ -274,7 +333,7 @@ fn versus(r: &Row) -> &'static str {
 }
 
 /// The table; its last column (the diagnosis) is left out when every row's is the same (the notes say it).
-fn columns<'a>() -> [ColumnDef<Row<'a>>; 12] {
+fn columns<'a>() -> [ColumnDef<Row<'a>>; 14] {
     [
         column("Rank", "", Format::Int, |r| ((r.rank + 1) as u64).into()),
         column("Scheduler", "", Format::Text, |r| r.p.label.into()),
@@ -282,7 +341,9 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 12] {
         column("Goodput 95 % CI", "req/s", Format::Text, |r| ci(r.p.goodput, false).into()),
         column("SLO attainment", "mean", Format::Percent, |r| r.p.slo.0.into()),
         column("SLO 95 % CI", "", Format::Text, |r| ci(r.p.slo, true).into()),
-        column("p95 TTFT", "s, mean", Format::Seconds, |r| mean_of(r.p.runs, |x| x.ttft_p95_s).into()),
+        column("p95 TTFT", "s, mean", Format::Seconds, |r| r.p.ttft.0.into()),
+        column("p95 TTFT 95 % CI", "", Format::Text, |r| ci_s(r.p.ttft).into()),
+        column("p95 TPOT", "s, mean", Format::Seconds, |r| mean_of(r.p.runs, |x| x.tpot_p95_s).into()),
         column("p95 E2E", "s, mean", Format::Seconds, |r| mean_of(r.p.runs, |x| x.e2e_p95_s).into()),
         column("KV peak", "mean", Format::Percent, |r| mean_of(r.p.runs, |x| x.kv_peak_fraction).into()),
         column("Unfinished", "requests, all repetitions", Format::Int, |r| {
@@ -293,6 +354,39 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 12] {
     ]
 }
 
+/// Policies whose every repetition gave the same figures: said once, since no ranking separates them.
+fn identical_note(policies: &[Policy]) -> Option<String> {
+    let key = |p: &Policy| -> Vec<u64> {
+        (p.runs.iter())
+            .flat_map(|r| [r.slo_attainment, r.goodput_rps, r.ttft_p95_s, r.tpot_p95_s, r.e2e_p95_s])
+            .map(f64::to_bits)
+            .collect()
+    };
+    let first = key(policies.first()?);
+    let same: Vec<&str> = policies.iter().filter(|p| key(p) == first).map(|p| p.label).collect();
+    if same.len() < 2 {
+        return None;
+    }
+    let wait = mean_of(policies[0].runs, |r| r.queue_delay_mean_s);
+    let ttft = mean_of(policies[0].runs, |r| r.ttft_p50_s);
+    // Arrival order, shortest output and shortest prompt first differ whenever two requests wait at once; if
+    // two of them agree on every repetition, the queue never held a choice.
+    let orders = ["FCFS", "SJF (predicted output)", "SPF (shortest prompt)"];
+    let why = if same.iter().filter(|l| orders.contains(l)).count() >= 2 {
+        "little queue forms, and a queue's order only matters to requests that wait: the policies cannot differ"
+    } else {
+        "they order this workload's queue alike (DRR with one tenant serves in arrival order, priorities with one class too, a queue cap that never fills admits everyone)"
+    };
+    Some(format!(
+        "{} of {} policies give identical results on every repetition ({}): the mean queueing delay is {} (median TTFT {}); {why}.",
+        same.len(),
+        policies.len(),
+        same.join(", "),
+        crate::metrics::secs(wait),
+        crate::metrics::secs(ttft)
+    ))
+}
+
 fn answer(first: &Policy, worst: &Policy, ties: &[&str], reps: usize) -> String {
     let tie_text = match ties.len() {
         0 => String::new(),
@@ -300,13 +394,15 @@ fn answer(first: &Policy, worst: &Policy, ties: &[&str], reps: usize) -> String 
         _ => format!(" Not distinguishable from it at 95 % over {reps} paired repetitions: {}.", ties.join(", ")),
     };
     format!(
-        "{} ranks first: SLO attainment {:.1} % ({}), goodput {:.2} req/s (last: {} at {:.1} %).{tie_text}",
+        "{} ranks first: SLO attainment {:.1} % ({}), goodput {:.2} req/s, p95 TTFT {} (last: {} at {:.1} %, p95 TTFT {}).{tie_text}",
         first.label,
         first.slo.0 * 100.0,
         ci(first.slo, true),
         first.goodput.0,
+        crate::metrics::secs(first.ttft.0),
         worst.label,
-        worst.slo.0 * 100.0
+        worst.slo.0 * 100.0,
+        crate::metrics::secs(worst.ttft.0)
     )
 }
 

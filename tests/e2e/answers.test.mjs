@@ -30,7 +30,7 @@ test('finding 1: a 3× overload is diagnosed as capacity, and the replicas that 
   const d = page.locator('#diagnosis');
   assert.equal(await d.locator('h3').textContent(), 'Diagnosis: capacity');
   assert.match(await d.locator('.regime').textContent(), /^Regime: over capacity \([0-9.]+× offered ÷ served\) · limit: batch cap$/);
-  assert.match(await d.textContent(), /A capacity problem: 20\.01 req\/s were offered and 14\.61 req\/s served/);
+  assert.match(await d.textContent(), /A capacity problem: 20\.01 req\/s offered, 14\.61 req\/s served over the steady window\./);
   // The advice leads with what was measured on the same requests, and the table shows each run.
   assert.match(await d.textContent(), /Most likely to help: Measured on the same requests: 8 replicas \(from 3\): objectives met/);
   const table = page.getByRole('table', { name: 'Changes tested on the same requests' });

@@ -151,7 +151,9 @@ fn an_overload_is_capacity_and_the_replicas_that_meet_it_are_measured() {
     let r = tested(spec);
     let d = &r.diagnosis;
     assert!(d.load_factor > 1.3 && r.steady.overloaded, "{}", d.load_factor);
-    assert!(d.verdict.starts_with("A capacity problem: 20.01 req/s were offered and 14.61 req/s served"));
+    assert!(
+        d.verdict.starts_with("A capacity problem: 20.01 req/s offered, 14.61 req/s served over the steady window.")
+    );
     assert!(d.advice.starts_with("Measured on the same requests: 8 replicas (from 3): objectives met"), "{}", d.advice);
     // The search stops at the first count that meets them: 5 (overloaded), 6 (carried, missed), 8.
     let counts: Vec<&str> = d.tested.iter().map(|t| t.change.as_str()).collect();

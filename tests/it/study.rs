@@ -228,15 +228,25 @@ fn paired_ci_excludes_zero_iff_both_bounds_share_a_sign() {
     for treatment in [serde_json::json!({"/hardware/tp": 2}), serde_json::json!({"/scheduler": {"kind": "spf"}})] {
         let r =
             run("paired", &spec, serde_json::json!({"treatment": treatment, "repetitions": 6, "resamples": 500}), 2);
-        let num = |c: &Cell| match c {
-            Cell::Num(x) => *x,
-            _ => panic!("a number"),
+        // Each metric's cells carry its unit: "+1.2 pp", "−51.3 s", "+0.370 req/s"; the interval "lo … hi".
+        let text = |c: &Cell| match c {
+            Cell::Text(t) => t.clone(),
+            _ => panic!("a text cell: {c:?}"),
+        };
+        let value = |t: &str| -> f64 {
+            let sign = if t.starts_with('−') { -1.0 } else { 1.0 };
+            let digits: String = t.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
+            let x: f64 = digits.parse().unwrap();
+            sign * if t.ends_with(" ms") { x / 1e3 } else { x }
         };
         for row in &r.rows {
-            let (lo, hi) = (num(&row[4]), num(&row[5]));
-            let delta = num(&row[3]);
-            assert!(lo <= delta + 1e-12 && delta <= hi + 1e-12, "the mean delta lies in its CI: {row:?}");
-            assert_eq!(row[8], Cell::Bool((lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0)), "{row:?}");
+            let ci = text(&row[4]);
+            let (lo, hi) = ci.split_once(" … ").map(|(a, b)| (value(a), value(b))).unwrap();
+            let delta = value(&text(&row[3]));
+            let unit = |t: &str| t.rsplit(' ').next().unwrap().to_string();
+            assert_eq!(unit(&text(&row[3])), unit(&ci), "the delta and its interval in one unit: {row:?}");
+            assert!(lo <= delta + 1e-3 && delta <= hi + 1e-3, "the mean delta lies in its CI: {row:?}");
+            assert_eq!(row[7], Cell::Bool((lo > 0.0 && hi > 0.0) || (lo < 0.0 && hi < 0.0)), "{row:?}");
         }
     }
 }
@@ -688,4 +698,45 @@ fn capacity_on_sessions_speaks_in_sessions_and_turns() {
     let (measured, textbook) = (figure("throughput: "), figure("mean output tokens): "));
     assert!(textbook > measured * 0.5 && textbook < measured * 20.0, "{note}");
     assert!(rep.answer.contains("sessions/s"), "{}", rep.answer);
+}
+
+/// The ranking orders by the scenario's objectives and the latencies users feel when attainment cannot
+/// separate policies, and says why identical rows are identical.
+#[test]
+fn ranking_separates_policies_on_latency_and_explains_identical_rows() {
+    let mut over = shipped("chat-70b-h100-tp4.json");
+    over.cluster.replicas = 3;
+    over.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 19.8 };
+    let r = run("ranking", &over, serde_json::json!({"repetitions": 3}), 2);
+    let col = |name: &str| r.columns.iter().position(|c| c.label == name).unwrap();
+    let row_of = |label: &str| r.rows.iter().find(|row| row[1] == Cell::Text(label.into())).unwrap();
+    let (fcfs, sjf) = (row_of("FCFS"), row_of("SJF (predicted output)"));
+    // Their p95 TTFTs differ by tens of seconds: not "not distinguishable".
+    let ttft = |row: &Vec<Cell>| match row[col("p95 TTFT")] {
+        Cell::Num(x) => x,
+        _ => panic!(),
+    };
+    assert!((ttft(fcfs) - ttft(sjf)).abs() > 10.0, "{} vs {}", ttft(fcfs), ttft(sjf));
+    assert!(r.rows.iter().skip(1).all(|row| row[col("Versus the best")] == Cell::Text("worse".into())));
+    assert!(r.answer.contains(" req/s, p95 TTFT ") && r.answer.contains(" It is ahead of "), "{}", r.answer);
+    let ranked_by = r.notes.iter().find(|n| n.contains("Ranked by")).unwrap();
+    assert!(ranked_by.contains("Ranked by SLO attainment, then goodput, then p95 TTFT, then p95 TPOT"), "{ranked_by}");
+    // FCFS and DRR over one tenant order the queue alike; the note says so, not "no queue".
+    let same = r.notes.iter().find(|n| n.contains("give identical results")).expect("a note on identical rows");
+    assert!(same.contains("FCFS, DRR (tenants)") && same.contains("order this workload's queue alike"), "{same}");
+    // With a percentile objective, it ranks first.
+    over.objectives.percentiles = vec![scenario::PercentileObjectiveSpec {
+        metric: scenario::LatencyMetric::Ttft,
+        percentile: 95.0,
+        max_ms: 1000.0,
+        class: None,
+    }];
+    let r = run("ranking", &over, serde_json::json!({"repetitions": 2, "admission": false}), 2);
+    let ranked_by = r.notes.iter().find(|n| n.contains("Ranked by")).unwrap();
+    assert!(ranked_by.contains("Ranked by p95 TTFT ≤ 1000 ms, then SLO attainment"), "{ranked_by}");
+    // At 9 replicas little queue forms: the rows that are identical are said to be so, for that reason.
+    over.cluster.replicas = 9;
+    let r = run("ranking", &over, serde_json::json!({"repetitions": 2}), 2);
+    let same = r.notes.iter().find(|n| n.contains("give identical results")).expect("a note on identical rows");
+    assert!(same.contains("little queue forms"), "{same}");
 }

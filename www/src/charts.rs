@@ -51,6 +51,7 @@ fn frame<'a>(
 
 /// A linear tick: whole numbers without decimals, others with as few as they need.
 fn tick(v: f64) -> String {
+    let v = v + 0.0; // −0 reads 0
     if (v - v.round()).abs() < 1e-9 {
         format!("{:.0}", v)
     } else if v.abs() >= 1.0 {
@@ -138,7 +139,7 @@ pub fn bars(
             if (x - i as f64 - 0.5).abs() < 0.01 { names.get(i).cloned().unwrap_or_default() } else { String::new() }
         })
         .y_desc(desc)
-        .y_label_formatter(&|y| if span < 0.2 { format!("{:.1} %", y * 100.0) } else { format!("{:.0} %", y * 100.0) })
+        .y_label_formatter(&|y| crate::numbers::pct_label(*y, if span < 0.2 { 1 } else { 0 }))
         .label_style(("sans-serif", 12))
         .draw()
         .ok()?;
@@ -259,7 +260,7 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
             }
         })
         .x_label_formatter(&|x| match fmt {
-            Fmt::Pct | Fmt::SignedPct => format!("{:.0} %", x * 100.0),
+            Fmt::Pct | Fmt::SignedPct => crate::numbers::pct_label(*x, 0),
             _ => tick(*x),
         })
         .x_labels(6)
@@ -399,7 +400,7 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
         .x_label_formatter(&|x| if counts && x.fract().abs() > 1e-9 { String::new() } else { tick(*x) })
         .y_label_formatter(&|y| {
             if fmt_y == Fmt::Pct {
-                if y_max - y_lo < 0.2 { format!("{:.1} %", y * 100.0) } else { format!("{:.0} %", y * 100.0) }
+                crate::numbers::pct_label(*y, if y_max - y_lo < 0.2 { 1 } else { 0 })
             } else {
                 tick(*y)
             }
@@ -569,8 +570,8 @@ pub fn cdf(
         .ok()?;
     chart
         .configure_mesh()
-        .x_label_formatter(&|x| secs(*x))
-        .y_label_formatter(&|y| format!("{:.0} %", y * 100.0))
+        .x_label_formatter(&|x| crate::numbers::secs_on_axis(*x, hi))
+        .y_label_formatter(&|y| crate::numbers::pct_label(*y, 0))
         .x_desc("latency (log scale)")
         .y_desc("requests at or below")
         .label_style(("sans-serif", 12))

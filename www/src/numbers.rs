@@ -69,8 +69,46 @@ pub fn shown(v: &Value) -> String {
     }
 }
 
+/// A share as a percent with `decimals` places; a value that rounds to zero reads "0 %", never "-0 %" (an
+/// axis through zero).
+pub fn pct_label(x: f64, decimals: usize) -> String {
+    let scale = 10f64.powi(decimals as i32);
+    let v = (x * 100.0 * scale).round() / scale + 0.0;
+    format!("{v:.decimals$} %")
+}
+
+/// A time tick on an axis that runs up to `axis_max_s`: every tick of one axis in one unit (s when the axis
+/// reaches 10 s, else ms), to three significant digits — never "3000 ms" beside "10.0 s".
+pub fn secs_on_axis(x: f64, axis_max_s: f64) -> String {
+    let sig3 = |v: f64| {
+        if v == 0.0 || !v.is_finite() {
+            return "0".to_string();
+        }
+        let p = 10f64.powi(2 - v.abs().log10().floor() as i32);
+        format!("{}", (v * p).round() / p)
+    };
+    if axis_max_s >= 10.0 { format!("{} s", sig3(x)) } else { format!("{} ms", sig3(x * 1e3)) }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_axis_has_one_time_unit() {
+        let ticks = |max: f64| [0.5, 1.0, 3.0, 10.0].map(|x| super::secs_on_axis(x, max));
+        assert_eq!(ticks(30.0), ["0.5 s", "1 s", "3 s", "10 s"]);
+        assert_eq!(ticks(5.0), ["500 ms", "1000 ms", "3000 ms", "10000 ms"]);
+        assert_eq!(super::secs_on_axis(0.0123456, 1.0), "12.3 ms");
+        assert_eq!(super::secs_on_axis(0.002, 20.0), "0.002 s");
+    }
+
+    #[test]
+    fn a_percent_that_rounds_to_zero_is_never_negative() {
+        assert_eq!(super::pct_label(-0.0001, 0), "0 %");
+        assert_eq!(super::pct_label(-0.0, 1), "0.0 %");
+        assert_eq!(super::pct_label(-0.25, 0), "-25 %");
+        assert_eq!(super::pct_label(0.9876, 1), "98.8 %");
+    }
+
     use super::*;
 
     fn num(raw: &str) -> Value {

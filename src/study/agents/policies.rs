@@ -81,7 +81,7 @@ const COLUMNS: [ColumnDef<RunSummary>; 11] = [
     column("Recomputed history", "tokens", Format::Int, |x| sess(x).recomputed_history_tokens.into()),
     column("Mean KV", "GB, HBM", Format::Num, |x| sess(x).hbm_mean_gb.into()),
     column("Peak KV", "GB, HBM", Format::Num, |x| sess(x).hbm_peak_gb.into()),
-    column("HBM GB·s", "GB·s", Format::Num, |x| sess(x).hbm_gb_s.into()),
+    column("HBM held", "GB·s", Format::Num, |x| sess(x).hbm_gb_s.into()),
     column("Evictions", "TTL + pressure", Format::Int, |x| (sess(x).ttl_evictions + sess(x).pressure_evictions).into()),
     column("Diagnosis", "", Format::Text, |x| session_brief(x).into()),
 ];

@@ -85,7 +85,7 @@ impl Knob for Ttl {
             column("Cache hit", "of later turns", Format::Percent, |x| cache_hit(sess(x.run)).into()),
             column("Recomputed history", "tokens", Format::Int, |x| sess(x.run).recomputed_history_tokens.into()),
             column("Mean KV", "GB, HBM", Format::Num, |x| sess(x.run).hbm_mean_gb.into()),
-            column("HBM GB·s", "GB·s", Format::Num, |x| sess(x.run).hbm_gb_s.into()),
+            column("HBM held", "GB·s", Format::Num, |x| sess(x.run).hbm_gb_s.into()),
             column("TTL evictions", "", Format::Int, |x| sess(x.run).ttl_evictions.into()),
             column("Pressure evictions", "", Format::Int, |x| sess(x.run).pressure_evictions.into()),
             column("Diagnosis", "", Format::Text, |x| session_brief(x.run).into()),
