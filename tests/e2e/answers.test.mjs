@@ -46,3 +46,53 @@ test('finding 1: a 3× overload is diagnosed as capacity, and the replicas that 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('finding 4 (hidden-state audit): typing into every input of every study panel leaves the Serving Lab\'s scenario unchanged', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  // The agent panels need the agent scenario; the rest run on the default one. Each is audited on both.
+  for (const example of ['default', 'agent-sessions']) {
+    await page.click('nav [data-panel="lab"]');
+    await page.getByRole('combobox', { name: 'Example' }).selectOption(example);
+    const before = await page.inputValue('#scenario');
+    const panels = await page.$$eval('nav [data-panel]', (a) => a.map((x) => x.dataset.panel).filter((p) => p !== 'lab' && p !== 'calibration'));
+    assert.ok(panels.length >= 10, panels.join(','));
+    let changed = 0;
+    for (const p of panels) {
+      await page.click(`nav [data-panel="${p}"]`);
+      const ids = await page.$$eval('#study-params [data-ptr^="/"]', (els) => els.filter((e) => !e.disabled && e.offsetParent !== null).map((e) => e.id));
+      for (const id of ids) {
+        const el = page.locator(`#${id}`);
+        // A kind chosen above may hide or disable its numbers.
+        if (!(await el.isVisible()) || (await el.isDisabled())) continue;
+        const tag = await el.evaluate((e) => e.tagName);
+        if (tag === 'SELECT') {
+          const options = await el.evaluate((e) => [...e.options].map((o) => o.value));
+          const now = await el.inputValue();
+          const other = options.find((o) => o !== now);
+          if (other === undefined) continue;
+          await el.focus();
+          await el.selectOption(other);
+        } else if (tag === 'TEXTAREA') {
+          await el.click();
+          await page.keyboard.press('End');
+          await page.keyboard.type(' ');
+          await page.keyboard.press('Tab');
+        } else {
+          const now = await el.inputValue();
+          await el.click();
+          await page.keyboard.press('Control+A');
+          await page.keyboard.press('Backspace');
+          await page.keyboard.type(String((Number(now) || 1) + 1));
+          await page.keyboard.press('Tab');
+        }
+        changed++;
+        assert.equal(await page.inputValue('#scenario'), before, `${p}: #${id} changed the Serving Lab's scenario`);
+      }
+    }
+    assert.ok(changed >= 20, `${example}: ${changed} inputs changed`);
+    // The panel's own inputs are offered to the Serving Lab, never applied behind its back.
+    assert.equal(await page.inputValue('#scenario'), before);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -78,7 +78,7 @@ test('P/D comparison: runs over several workers, shows the table and charts, and
   await page.close();
 });
 
-test('P/D comparison: inputs edit the scenario, bad ones are named, Cancel stops a long study, a link reruns it', async () => {
+test('P/D comparison: inputs are the panel\'s own (the lab\'s scenario unchanged until "Use in Serving Lab"), bad ones are named, Cancel stops a long study, a link reruns it', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await page.click('nav [data-panel="pd"]');
   // The default scenario has no P/D block: the panel shows the split the study would use.
@@ -92,8 +92,9 @@ test('P/D comparison: inputs edit the scenario, bad ones are named, Cancel stops
   await page.dispatchEvent('#p-bw', 'change');
   assert.equal(await page.isDisabled('#study-run'), false);
   const scenario = JSON.parse(await page.inputValue('#scenario'));
-  assert.equal(scenario.cluster.disaggregation.link.bandwidth_gbps, 12.5, 'written into the Serving Lab\'s scenario');
-  assert.equal(scenario.cluster.disaggregation.decode.replicas, 1);
+  assert.equal(scenario.cluster.disaggregation, undefined, 'the Serving Lab\'s scenario is unchanged');
+  assert.equal(await page.isVisible('#study-own'), true);
+  assert.match(await page.textContent('#study-own-fields'), /\/cluster\/disaggregation/);
   // A long study (4 × 200k requests) is cancelled mid-way; the page answers at once. (The scenario is
   // edited in the Serving Lab, then the P/D panel runs it.)
   const setScenario = async (v) => {
@@ -126,6 +127,14 @@ test('P/D comparison: inputs edit the scenario, bad ones are named, Cancel stops
   assert.equal(await again.isVisible('#panel-study'), true);
   const second = await download(again, '#sx-json');
   assert.equal(second.text, first.text);
+  // "Use in Serving Lab" writes the panel's inputs into the lab's scenario, and the lab's Undo takes them back.
+  await page.click('#study-use-in-lab');
+  const used = JSON.parse(await page.inputValue('#scenario'));
+  assert.equal(used.cluster.disaggregation.link.bandwidth_gbps, 12.5);
+  assert.equal(await page.isVisible('#study-own'), false);
+  await page.click('nav [data-panel="lab"]');
+  await page.getByRole('button', { name: /^Undo the P\/D comparison inputs/ }).click();
+  assert.equal(JSON.parse(await page.inputValue('#scenario')).cluster.disaggregation, undefined);
   assert.deepEqual(errors, [], 'no console errors');
   await again.close();
   await page.close();
@@ -235,7 +244,9 @@ test('Agent sessions panel: retention, router and host tier are selects with the
   const { page, errors } = await openLab(ctx, server.url);
   await page.selectOption('#preset', 'agent-sessions');
   await page.click('nav [data-panel="agent-sessions"]');
-  const scenario = async () => JSON.parse(await page.inputValue('#scenario'));
+  const lab = await page.inputValue('#scenario');
+  // The panel's inputs are its own: the scenario it runs is shown beside them; the lab's stays as it was.
+  const scenario = async () => JSON.parse(await page.textContent('#study-own-text'));
   const retention = page.getByRole('combobox', { name: /Retention/ });
   const ttl = page.getByRole('spinbutton', { name: /^TTL/ });
   const router = page.getByRole('combobox', { name: /Router/ });
@@ -294,6 +305,7 @@ test('Agent sessions panel: retention, router and host tier are selects with the
   assert.equal(await page.isDisabled('#study-run'), false);
   await runStudy(page);
   assert.match(await page.textContent('#study-answer'), /p95 turn TTFT .* over \d+ turns of 200 sessions/);
+  assert.equal(await page.inputValue('#scenario'), lab, 'the Serving Lab\'s scenario is unchanged');
   // With session classes, a field of the sessions' own says which classes take it, and is disabled when
   // every class sets its own; the result has each class's rows.
   await page.click('nav [data-panel="lab"]');

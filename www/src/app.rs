@@ -286,8 +286,10 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         });
     }
     // A field reformats only once the user has left it.
+    // (A focusout can fire inside another handler, when that handler's DOM change removes the focused field:
+    // then that handler reformats the controls itself.)
     on(&app, "controls", "focusout", |app, _| {
-        let a = app.borrow();
+        let Ok(a) = app.try_borrow() else { return };
         a.editor.sync_controls(&a.page)
     });
     on(&app, "scenario", "input", |app, _| {
@@ -377,6 +379,20 @@ fn wire_panels(app: &Rc<RefCell<App>>) {
             app.borrow_mut().show_panel(PanelId::Lab.name());
         });
     }
+    // A study panel's own inputs reach the Serving Lab only through this button (Undo puts the old scenario back).
+    on(app, "study-use-in-lab", "click", |app, _| {
+        let a = &mut *app.borrow_mut();
+        let what = format!("the {} inputs", a.study.title());
+        let Some(text) = a.study.take_edits(&Cx { page: &a.page, editor: &a.editor }) else { return };
+        a.replaced(|ed, page| ed.replace_scenario(page, &what, &text));
+        a.page.el("study-status").set_text_content(Some(
+            "The Serving Lab now runs this panel's inputs (Undo there puts its scenario back).",
+        ));
+    });
+    on(app, "study-reset-inputs", "click", |app, _| {
+        let a = &mut *app.borrow_mut();
+        a.study.reset_edits(&Cx { page: &a.page, editor: &a.editor });
+    });
     on(app, "study-params", "change", |app, e| {
         if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {
             let a = &mut *app.borrow_mut();

@@ -52,6 +52,9 @@ pub struct Studies {
     sort: Sort,
     /// Each panel's study options (as the CLI's `--params`).
     pub options: HashMap<String, Value>,
+    /// Each panel's own inputs on the scenario (block pointer → value; null: removed): the variants it
+    /// compares. The Serving Lab's scenario never changes under them; "Use in Serving Lab" applies them.
+    pub edits: HashMap<String, serde_json::Map<String, Value>>,
 }
 
 impl Default for Studies {
@@ -63,6 +66,7 @@ impl Default for Studies {
             workers: None,
             run_id: 0,
             figures: Vec::new(),
+            edits: HashMap::new(),
             order: Vec::new(),
             sort: Sort::default(),
             options: HashMap::new(),
@@ -82,6 +86,72 @@ fn pd_defaults(v: &Value) -> Option<(Value, Value)> {
 
 impl Studies {
     /// The current panel's study options, without nulls (absent options take the study's default).
+    /// The panel's title ("P/D comparison").
+    pub fn title(&self) -> &'static str {
+        self.shown.about().title
+    }
+
+    /// The scenario as this panel sees it: `text` with the panel's own inputs applied.
+    fn with_edits(&self, text: &str) -> Option<Value> {
+        let mut v = serde_json::from_str::<Value>(text).ok()?;
+        for (ptr, x) in self.edits.get(self.shown.name()).into_iter().flatten() {
+            if x.is_null() {
+                let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ""));
+                if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
+                    o.remove(key);
+                }
+            } else {
+                details::set(&mut v, ptr, x.clone());
+            }
+        }
+        Some(v)
+    }
+
+    /// The panel's scenario: the Serving Lab's with this panel's inputs (as the link and "Use in Serving Lab"
+    /// carry it).
+    pub fn panel_text(&self, cx: &Cx) -> String {
+        let text = cx.editor.text(cx.page);
+        self.with_edits(&text).map_or(text, |v| serde_json::to_string_pretty(&v).unwrap_or_default())
+    }
+
+    /// The fields this panel's inputs change, for the line that offers to use them in the Serving Lab.
+    fn show_edits(&self, cx: &Cx) {
+        cx.page.el("study-own-text").set_text_content(Some(&self.panel_text(cx)));
+        let edits = self.edits.get(self.shown.name()).filter(|e| !e.is_empty());
+        let line = cx.page.html("study-own");
+        line.set_hidden(edits.is_none());
+        if let Some(e) = edits {
+            let fields: Vec<&str> = e.keys().map(|k| k.as_str()).collect();
+            cx.page.el("study-own-fields").set_text_content(Some(&fields.join(", ")));
+        }
+    }
+
+    /// "Use in Serving Lab": this panel's inputs become the Serving Lab's scenario's (the app records the old one
+    /// for Undo); the panel then has none of its own.
+    pub fn take_edits(&mut self, cx: &Cx) -> Option<String> {
+        let text = self.panel_text(cx);
+        self.edits.remove(self.shown.name())?;
+        self.show_edits(cx);
+        Some(text)
+    }
+
+    /// "Reset": the panel's inputs follow the Serving Lab's scenario again.
+    pub fn reset_edits(&mut self, cx: &Cx) {
+        self.edits.remove(self.shown.name());
+        self.show_edits(cx);
+        self.sync_study_params(cx);
+        self.validate_study(cx);
+    }
+
+    /// Keep `block` of the panel's scenario `v` as one of its own inputs.
+    fn keep_edit(&mut self, cx: &Cx, v: &Value, block: &str) {
+        let x = v.pointer(block).cloned().unwrap_or(Value::Null);
+        self.edits.entry(self.shown.name().to_string()).or_default().insert(block.to_string(), x);
+        self.show_edits(cx);
+        self.sync_study_params(cx);
+        self.validate_study(cx);
+    }
+
     pub fn study_options(&self) -> Value {
         let v = self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
         match v {
@@ -168,7 +238,7 @@ impl Studies {
             })
             .collect();
         let legend = if params.iter().all(|f| f.ptr.starts_with('/')) {
-            "Study inputs <span class=\"unit\">saved in the scenario</span>"
+            "Study inputs <span class=\"unit\">this panel's own: the Serving Lab's scenario is unchanged</span>"
         } else {
             "Study options <span class=\"unit\">in the link; the CLI's --params</span>"
         };
@@ -218,8 +288,9 @@ impl Studies {
     /// Show the scenario's values (or the defaults the study would take) in the parameter fields.
     pub fn sync_study_params(&self, cx: &Cx) {
         let ps = params(self.shown);
-        let text = cx.editor.text(cx.page);
+        let text = self.panel_text(cx);
         let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
+        self.show_edits(cx);
         let mut full = v.clone();
         if let Some((d, x)) = pd_defaults(&v) {
             if full.pointer("/cluster/disaggregation").is_none() {
@@ -350,45 +421,52 @@ impl Studies {
             self.validate_study(cx);
             return;
         }
-        let Ok(mut v) = serde_json::from_str::<Value>(&cx.editor.text(cx.page)) else {
+        let Some(mut v) = self.with_edits(&cx.editor.text(cx.page)) else {
             self.show_study_errors(cx, &[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
             return;
         };
-        // The first edit of a block writes the rest of it as the study would assume it.
+        // The first edit of a block writes the rest of it as the study would assume it, and the block is what
+        // the panel keeps.
+        let mut block = ptr.clone();
         if let Some((d, x)) = pd_defaults(&v) {
-            if ptr.starts_with("/cluster/disaggregation") && v.pointer("/cluster/disaggregation").is_none() {
-                details::set(&mut v, "/cluster/disaggregation", d);
+            if ptr.starts_with("/cluster/disaggregation") {
+                if v.pointer("/cluster/disaggregation").is_none() {
+                    details::set(&mut v, "/cluster/disaggregation", d);
+                }
+                block = "/cluster/disaggregation".into();
             }
-            if ptr.starts_with("/prefix") && v.pointer("/prefix").is_none() {
-                details::set(&mut v, "/prefix", x);
+            if ptr.starts_with("/prefix") {
+                if v.pointer("/prefix").is_none() {
+                    details::set(&mut v, "/prefix", x);
+                }
+                block = "/prefix".into();
             }
         }
         let raw = raw.trim();
+        let number = |raw: &str, int: bool| {
+            if int { raw.parse::<i64>().map(|n| json!(n)).ok() } else { raw.parse::<f64>().map(|n| json!(n)).ok() }
+                .unwrap_or(json!(raw))
+        };
         match f.kind {
-            PKind::Select(_) if raw.is_empty() => {
+            // An emptied field is left to the scenario's default, not written as "".
+            PKind::Select(_) | PKind::Int | PKind::Num | PKind::OptNum if raw.is_empty() => {
                 let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ""));
                 if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
                     o.remove(key);
                 }
             }
             PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
-            PKind::Int => details::set(&mut v, &ptr, raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw))),
-            PKind::Num | PKind::OptNum => {
-                details::set(&mut v, &ptr, raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw)))
-            }
+            PKind::Int => details::set(&mut v, &ptr, number(raw, true)),
+            PKind::Num | PKind::OptNum => details::set(&mut v, &ptr, number(raw, false)),
             PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
             PKind::Variant(_) => {} // variant_changed wrote it
         }
-        cx.editor.area(cx.page).set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
-        cx.editor.sync_controls(cx.page);
-        cx.editor.validate(cx.page);
-        self.sync_study_params(cx);
-        self.validate_study(cx);
+        self.keep_edit(cx, &v, &block);
     }
 
-    /// A variant's select (a kind chosen) or one of its numbers (typed) changed: written into the scenario.
+    /// A variant's select (a kind chosen) or one of its numbers (typed) changed: kept as the panel's input.
     fn variant_changed(&mut self, cx: &Cx, f: &Param, var: &Variant, ptr: &str, target: &Element) {
-        let Ok(mut v) = serde_json::from_str::<Value>(&cx.editor.text(cx.page)) else {
+        let Some(mut v) = self.with_edits(&cx.editor.text(cx.page)) else {
             self.show_study_errors(cx, &[("(root)".into(), "fix the scenario JSON in the Serving Lab first".into())]);
             return;
         };
@@ -398,11 +476,7 @@ impl Studies {
             let key = ptr.rsplit_once('/').map_or("", |x| x.1);
             var.set_number(&mut v, f.ptr, key, &i.value());
         }
-        cx.editor.area(cx.page).set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
-        cx.editor.sync_controls(cx.page);
-        cx.editor.validate(cx.page);
-        self.sync_study_params(cx);
-        self.validate_study(cx);
+        self.keep_edit(cx, &v, f.ptr);
     }
 
     /// Check the scenario and the study's inputs; show errors by their fields; Run only when valid.
@@ -415,7 +489,9 @@ impl Studies {
     fn build_study(&self, cx: &Cx) -> Option<Box<dyn Study>> {
         let fields =
             |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
-        let built = inferscale::scenario::parse(&cx.editor.scenario_text(cx.page))
+        let text = cx.editor.scenario_text(cx.page);
+        let text = self.with_edits(&text).map_or(text, |v| v.to_string());
+        let built = inferscale::scenario::parse(&text)
             .map_err(fields)
             .and_then(|spec| study::build(self.shown.name(), &spec, &self.study_options()).map_err(fields));
         self.show_study_errors(cx, built.as_ref().err().map_or(&[][..], |e| e.as_slice()));
@@ -615,7 +691,7 @@ impl Behaviour for Studies {
         }
         let Some(st) = self.build_study(cx) else { return };
         let name = self.shown.name().to_string();
-        let _ = window().location().set_hash(&share_hash_for(&name, &self.study_options(), &cx.editor.text(cx.page)));
+        let _ = window().location().set_hash(&share_hash_for(&name, &self.study_options(), &self.panel_text(cx)));
         let n = self.worker_count(cx);
         if self.workers_len() != n {
             self.spawn_study_workers(cx, n);
@@ -707,7 +783,7 @@ impl Behaviour for Studies {
     }
 
     fn copy_link(&self, cx: &Cx) {
-        copy_link_to(&share_hash_for(self.shown.name(), &self.study_options(), &cx.editor.text(cx.page)));
+        copy_link_to(&share_hash_for(self.shown.name(), &self.study_options(), &self.panel_text(cx)));
         cx.page.el("study-status").set_text_content(Some("Link copied: it reruns this study"));
     }
 

@@ -50,7 +50,7 @@ impl StudyDef for AgentPoliciesStudy {
             policy("stateless + load balancing", RetentionSpec::Stateless, lb.clone(), false),
             policy("retain, no affinity", RetentionSpec::Retain, lb, false),
             policy(
-                &format!("TTL {} + sticky", crate::metrics::secs(p.ttl_s)),
+                &format!("TTL {} then drop + sticky", crate::metrics::secs(p.ttl_s)),
                 RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
                 sticky.clone(),
                 false,

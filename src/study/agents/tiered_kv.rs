@@ -63,7 +63,7 @@ impl StudyDef for TieredKvStudy {
         let policies = vec![
             policy("stateless", RetentionSpec::Stateless, Some(RouterSpec::LeastOutstanding), false),
             policy(
-                &format!("TTL {}", crate::metrics::secs(p.ttl_s)),
+                &format!("TTL {} then offload", crate::metrics::secs(p.ttl_s)),
                 RetentionSpec::Ttl { ttl_s: Some(p.ttl_s) },
                 sticky.clone(),
                 true,
