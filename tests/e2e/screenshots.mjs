@@ -35,9 +35,24 @@ await page.keyboard.press('Control+A');
 await page.keyboard.press('Backspace');
 await page.locator('#controls').scrollIntoViewIfNeeded();
 await page.screenshot({ path: join(out, 'serving-lab-invalid-input.png') });
-// The P/D comparison panel with its result.
+// A 3× overload, diagnosed as capacity with the changes it tested on the same requests.
+await page.selectOption('#preset', 'chat-70b-h100-tp4');
+for (const [name, text] of [['Replicas', '3'], ['Rate (req/s)', '19.8']]) {
+  await page.getByRole('spinbutton', { name, exact: true }).click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(text);
+  await page.keyboard.press('Tab');
+}
+await page.click('#run');
+await page.waitForFunction(() => /^Done in/.test(document.getElementById('status').textContent), null, { timeout: 120000 });
+await page.locator('#diagnosis').screenshot({ path: join(out, 'serving-lab-diagnosis-overload.png') });
+// The P/D comparison panel with its result, one of its inputs the panel's own (offered to the Serving Lab).
 await page.selectOption('#preset', 'pd-llama3-8b-h100');
 await page.click('nav [data-panel="pd"]');
+await page.locator('#p-bw').click();
+await page.keyboard.press('Control+A');
+await page.keyboard.type('25');
+await page.keyboard.press('Tab');
 await page.click('#study-run');
 await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
 await page.screenshot({ path: join(out, 'pd-comparison.png'), fullPage: true });
