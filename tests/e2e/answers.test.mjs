@@ -96,3 +96,63 @@ test('finding 4 (hidden-state audit): typing into every input of every study pan
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+/** The Serving Lab on the 70B example at `replicas` and 19.8 req/s, typed. */
+async function seventyB(page, replicas) {
+  await page.click('nav [data-panel="lab"]');
+  await page.getByRole('combobox', { name: 'Example' }).selectOption('chat-70b-h100-tp4');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), String(replicas));
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true }), '19.8');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '2000');
+}
+
+async function runStudy(page) {
+  await page.click('#study-run');
+  await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 240000 });
+}
+
+const headers = (page) => page.$$eval('#study-table-el thead th', (ths) => ths.map((th) => th.textContent));
+
+test('finding 2: the capacity planner states its criterion, shows every objective, and compares steady with steady', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await seventyB(page, 3);
+  await page.click('nav [data-panel="capacity"]');
+  await typeInto(page, page.getByRole('spinbutton', { name: /^Or: fewest replicas for/ }), '20');
+  const reps = page.getByRole('spinbutton', { name: /^Repetitions/ });
+  await typeInto(page, reps, '2');
+  await runStudy(page);
+  const answer = await page.textContent('#study-answer');
+  assert.match(answer, /^Answer: \d+ replicas \(\d+ GPUs\) carry 20 req\/s: the fewest at which ≥ 99\.0 % of requests meet their class's SLO \(interactive: TTFT ≤ 1500 ms, TPOT ≤ 80\.0 ms; batch: E2E ≤ 120\.0 s\), and the waiting queue does not grow in every one of 2 repetitions; \d+ replicas failed \(/);
+  const h = await headers(page);
+  for (const want of ['Steady throughput', 'Steady goodput', 'p95 TPOT']) assert.ok(h.some((x) => x.startsWith(want)), `${want} in ${h.join(' | ')}`);
+  assert.ok(!h.some((x) => /^Goodput/.test(x)), 'no whole-run goodput beside steady throughput');
+  assert.match(await page.textContent('#study-results'), /A run passes when all of these hold, each a separate criterion/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('finding 3: the ranking separates policies on latency with units, and says why identical rows are identical', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await seventyB(page, 3);
+  await page.click('nav [data-panel="ranking"]');
+  await typeInto(page, page.getByRole('spinbutton', { name: /^Repetitions/ }), '3');
+  await runStudy(page);
+  const answer = await page.textContent('#study-answer');
+  assert.match(answer, /ranks first: SLO attainment [0-9.]+ % \([0-9.]+ – [0-9.]+ %\), goodput [0-9.]+ req\/s, p95 TTFT [0-9.]+ (s|ms) .* It is ahead of .* on /);
+  const rows = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const h = await headers(page);
+  const versus = h.findIndex((x) => x.startsWith('Versus the best'));
+  const sjf = rows.find((r) => r[1] === 'SJF (predicted output)');
+  assert.equal(sjf[versus], 'worse', 'SJF and FCFS differ by tens of seconds of p95 TTFT: not a tie');
+  const notes = await page.textContent('#study-results');
+  assert.match(notes, /Ranked by SLO attainment, then goodput, then p95 TTFT, then p95 TPOT/);
+  assert.match(notes, /give identical results on every repetition \(FCFS, DRR \(tenants\)[,)].*order this workload.s queue alike/);
+  // The paired experiment's answer carries units, and its chart's axis never reads "-0 %".
+  await page.click('nav [data-panel="paired"]');
+  await runStudy(page);
+  assert.match(await page.textContent('#study-answer'), /SLO attainment (better|worse|not distinguishable)[^;]* %[^;]*pp/);
+  assert.match(await page.textContent('#study-answer'), /Goodput [^;]* req\/s/);
+  assert.doesNotMatch(await page.textContent('#study-results'), /-0 %|−0 %/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
