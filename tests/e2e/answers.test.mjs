@@ -156,3 +156,37 @@ test('finding 3: the ranking separates policies on latency with units, and says 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('finding 5: Add class, Remove, Add objective and Undo keep the keyboard focus on or next to the control', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const active = () => page.evaluate(() => {
+    const e = document.activeElement;
+    return `${e.id || e.tagName}|${e.getAttribute('data-act') || ''}|${e.getAttribute('data-i') || ''}`;
+  });
+  const press = async (selector) => {
+    await page.locator(selector).focus();
+    await page.keyboard.press('Enter');
+  };
+  const classes = async () => (await scenario(page)).workload.classes.length;
+  assert.equal(await classes(), 2);
+  await press('[data-act="add-class"]');
+  assert.equal(await classes(), 3);
+  assert.equal(await active(), 'BUTTON|add-class|', 'focus stays on Add class');
+  await press('[data-act="del-class"][data-i="1"]');
+  assert.equal(await classes(), 2);
+  assert.equal(await active(), 'BUTTON|del-class|1', 'focus on the Remove now in the removed row\'s place');
+  await press('[data-act="del-class"][data-i="1"]');
+  assert.equal(await classes(), 1);
+  assert.equal(await active(), 'BUTTON|add-class|', 'the last class cannot be removed: focus goes to Add class');
+  await press('[data-act="add-objective"]');
+  assert.equal((await scenario(page)).objectives.percentiles.length, 1);
+  assert.equal(await active(), 'BUTTON|add-objective|');
+  await press('[data-act="del-objective"][data-i="0"]');
+  assert.equal(await active(), 'BUTTON|add-objective|');
+  await page.getByRole('combobox', { name: 'Example' }).selectOption('kv-pressure');
+  await press('#undo');
+  assert.equal((await scenario(page)).workload.classes.length, 1, 'Undo brought back the edited scenario');
+  assert.equal(await active(), 'preset||', 'focus on the Example select after Undo hides itself');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -229,6 +229,11 @@ impl Editor {
         } else if let Some(act) = target.get_attribute("data-act") {
             let i = target.get_attribute("data-i").and_then(|i| i.parse().ok()).unwrap_or(0);
             details::action(&mut v, &act, i);
+            self.area(page).set_value(&serde_json::to_string_pretty(&v).unwrap_or_default());
+            self.sync_controls(page);
+            self.validate(page);
+            refocus(page, &act, i);
+            return;
         } else {
             return;
         }
@@ -439,6 +444,10 @@ impl Editor {
         self.field_errors.clear();
         self.load_text(page, &text);
         self.show_undo(page);
+        // The Undo button hides itself: focus goes to the Example select, where a replacement starts.
+        if let Ok(e) = page.el("preset").dyn_into::<web_sys::HtmlElement>() {
+            let _ = e.focus();
+        }
         self.notice(page, &format!("Undone: the scenario from before the {what} is back."), None);
     }
 
@@ -634,5 +643,21 @@ fn with_trace_text(v: &mut Value, ptr: &str, name: &str, data: &str) {
         && !b.contains_key("data")
     {
         b.insert("data".into(), Value::String(data.to_string()));
+    }
+}
+
+/// After a row is added or removed the rows are drawn anew: focus goes back to the Add button, or to the Remove
+/// button now in the removed row's place (else the one before it, else Add), so a keyboard user stays put.
+fn refocus(page: &Page, act: &str, i: usize) {
+    let Some((verb, what)) = act.split_once('-') else { return };
+    let find = |sel: String| page.doc.query_selector(&sel).ok().flatten();
+    let add = || find(format!("[data-act=\"add-{what}\"]"));
+    let del = |k: usize| find(format!("[data-act=\"del-{what}\"][data-i=\"{k}\"]:not([disabled])"));
+    let target = match verb {
+        "del" => del(i).or_else(|| i.checked_sub(1).and_then(del)).or_else(add),
+        _ => add(),
+    };
+    if let Some(e) = target.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+        let _ = e.focus();
     }
 }
