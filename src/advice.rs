@@ -2,6 +2,7 @@
 //! scenario's spec and run on the same requests (the same seed: common random numbers), so the advice says
 //! what each change measured instead of what it might do.
 
+use crate::catalog::kind_of;
 use crate::metrics::diagnose::threshold::MARGIN;
 use crate::metrics::{Change, Report, Tested};
 use crate::scenario::{Budget, RouterSpec, Scenario, SchedulerSpec, Spec};
@@ -10,18 +11,17 @@ use crate::{Progress, RunError};
 /// At most this many changes are run after a run.
 pub const MAX_TESTED: usize = 2;
 
-/// The most replicas (or pool workers) a change proposes: the field's bound.
-const MAX_REPLICAS: u32 = 4096;
+/// The most replicas (or pool workers) a change proposes: `cluster.replicas`' declared bound (a pool's is the
+/// same).
+fn max_replicas() -> u32 {
+    let fields = <crate::scenario::ClusterSpec as crate::spec::Declared>::FIELDS;
+    fields.iter().find(|f| f.name == "replicas").map_or(1, |f| f.bound.limits().1 as u32)
+}
 
 /// `n × factor`, rounded up, at least one more than `n`, at most the bound (None when already there).
 fn scaled(n: u32, factor: f64) -> Option<u32> {
-    let m = (libm::ceil(n as f64 * factor) as u32).max(n + 1).min(MAX_REPLICAS);
+    let m = (libm::ceil(n as f64 * factor) as u32).max(n + 1).min(max_replicas());
     (m > n).then_some(m)
-}
-
-/// A policy's kind as the scenario file spells it.
-fn kind_of<T: serde::Serialize>(policy: &T) -> String {
-    serde_json::to_value(policy).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default()
 }
 
 /// The change made concrete: its words and the changed spec; None when it does not apply to this scenario
@@ -223,28 +223,23 @@ pub fn test(
     budget: &Budget,
     progress: &mut dyn FnMut(usize, Progress) -> bool,
 ) -> Result<(), RunError> {
-    let applicable: Vec<Change> = report
-        .diagnosis
-        .candidates
-        .iter()
-        .filter(|c| apply(**c, spec, sc).is_some())
-        .copied()
+    // Each change that applies, made concrete once: its first step.
+    let first_steps: Vec<(Change, String, Spec)> = (report.diagnosis.candidates.iter())
+        .filter_map(|&c| apply(c, spec, sc).map(|(words, s)| (c, words, s)))
         .take(MAX_TESTED)
         .collect();
     let mut tested = Vec::new();
-    for change in applicable {
-        let (mut s, mut c) = (spec.clone(), change);
+    for (change, mut words, mut next) in first_steps {
         for _ in 0..MAX_REPLICA_STEPS {
-            let Some((words, next)) = apply_from(c, &s, spec, sc) else { break };
             let (t, load_factor) = run_one(words, &next, budget, &mut |p| progress(tested.len(), p))?;
             let again = matches!(change, Change::Replicas { .. }) && t.measured && !t.objectives_met;
-            tested.push(t);
-            if !again {
-                break;
-            }
             // Overloaded: scale by what this run still missed; carried but missed: a quarter more.
-            let factor = if tested.last().is_some_and(|t| t.overloaded) { load_factor * MARGIN } else { 1.25 };
-            (s, c) = (next, Change::Replicas { factor });
+            let factor = if t.overloaded { load_factor * MARGIN } else { 1.25 };
+            tested.push(t);
+            let Some(step) = again.then(|| apply_from(Change::Replicas { factor }, &next, spec, sc)).flatten() else {
+                break;
+            };
+            (words, next) = step;
         }
     }
     write_advice(report, tested);

@@ -82,6 +82,11 @@ pub fn length_of_kind(kind: &str, mean: f64) -> Value {
     }
 }
 
+/// A policy's kind as the scenario file spells it (`least_outstanding`): the tag its serde enum writes.
+pub fn kind_of<T: Serialize>(policy: &T) -> String {
+    serde_json::to_value(policy).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default()
+}
+
 /// `{"kind": k}` for a policy (estimator, admission, scheduler, router) with the parameters that kind
 /// requires, at sensible starting values.
 pub fn policy_of_kind(kind: &str) -> Value {

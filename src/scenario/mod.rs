@@ -117,9 +117,15 @@ pub const BROWSER_RAISE: &str = "; the command line runs larger ones (inferscale
 
 /// Parse, validate, and refuse what would exceed the lab's budget ([`Budget::BROWSER`]).
 pub fn load_for_browser(text: &str) -> Result<Scenario, ScenarioError> {
-    let sc = load(text)?;
+    load_spec_for_browser(text).map(|(_, sc)| sc)
+}
+
+/// `load_for_browser`, keeping the spec (the tested advice derives its changes from it).
+pub fn load_spec_for_browser(text: &str) -> Result<(Spec, Scenario), ScenarioError> {
+    let spec = parse(text)?;
+    let sc = validate(&spec)?;
     sc.check_budget(&Budget::BROWSER, 1, BROWSER_RAISE)?;
-    Ok(sc)
+    Ok((spec, sc))
 }
 
 /// serde says "unknown field `x`, expected one of `a`, `b`"; add "did you mean `a`?" when one is close.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, DynColumn, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport,
-    column, mean_of, report_head, reseeded, table_with,
+    column, mean_of, objective_words, report_head, reseeded, table_with,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -136,12 +136,6 @@ fn class_slos(spec: &Spec) -> String {
         })
         .collect();
     if classes.is_empty() { "no class SLO: every completed request meets it".into() } else { classes.join("; ") }
-}
-
-/// "p95 TTFT ≤ 1000 ms", "p99 E2E of batch ≤ 60000 ms".
-fn objective_words(o: &crate::scenario::PercentileObjectiveSpec) -> String {
-    let of = o.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
-    format!("p{} {}{of} ≤ {}", o.percentile, o.metric.label(), crate::metrics::secs(o.max_ms / 1e3))
 }
 
 /// The lowest and highest SLO attainment over the repetitions.
@@ -673,7 +667,7 @@ impl CapacityStudy {
         }
         rep.notes.push(format!(
             "Every replica count is simulated with the scenario's router ({}) on the same requests (repetition k on seed {} + k), so routing and queueing across replicas are in the answer.",
-            serde_json::to_value(&self.base.cluster.router).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default(),
+            crate::catalog::kind_of(&self.base.cluster.router),
             self.base.seed
         ));
         rep.notes.push(self.criterion_note());

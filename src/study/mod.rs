@@ -362,6 +362,13 @@ pub struct ColumnDef<R> {
     pub cell: fn(&R) -> Cell,
 }
 
+/// "p95 TTFT ≤ 1000 ms", "p99 E2E of batch ≤ 60.0 s": a percentile objective as the studies' answers, notes and
+/// headers write it.
+pub fn objective_words(o: &crate::scenario::PercentileObjectiveSpec) -> String {
+    let of = o.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
+    format!("p{} {}{of} ≤ {}", o.percentile, o.metric.label(), crate::metrics::secs(o.max_ms / 1e3))
+}
+
 /// The mean of `f` over runs (0 for none).
 fn mean_of(runs: &[RunSummary], f: impl Fn(&RunSummary) -> f64) -> f64 {
     runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64

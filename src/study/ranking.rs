@@ -83,10 +83,9 @@ struct Metric {
 fn metrics(spec: &Spec) -> Vec<Metric> {
     let mut m: Vec<Metric> = (spec.objectives.percentiles.iter().enumerate())
         .map(|(i, o)| {
-            let of = o.class.as_ref().map(|c| format!(" of {c}")).unwrap_or_default();
             let max_s = o.max_ms / 1e3;
             Metric {
-                name: format!("p{} {}{of} ≤ {}", o.percentile, o.metric.label(), crate::metrics::secs(max_s)),
+                name: super::objective_words(o),
                 value: Box::new(move |r: &RunSummary| r.objective_values_s.get(i).map_or(0.0, |v| v / max_s)),
                 higher_is_better: false,
             }

@@ -180,13 +180,10 @@ pub fn run_scenario(
     clock_ms: &dyn Fn() -> f64,
 ) -> Result<Results, Vec<(String, String)>> {
     let t0 = clock_ms();
-    let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
-    let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
-    let sc = inferscale::scenario::validate(&spec).map_err(errors)?;
-    let budget = inferscale::scenario::Budget::BROWSER;
-    sc.check_budget(&budget, 1, inferscale::scenario::BROWSER_RAISE).map_err(errors)?;
+    let (spec, sc) = inferscale::scenario::load_spec_for_browser(scenario_json)
+        .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
     // The run, then the diagnosis's tested changes on the same requests: the bar restarts for each.
-    let report = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, p| {
+    let report = inferscale::simulate_tested(&spec, &sc, &inferscale::scenario::Budget::BROWSER, &mut |_, p| {
         progress(p.done, p.expected);
         true
     })

@@ -96,10 +96,7 @@ impl Studies {
         let mut v = serde_json::from_str::<Value>(text).ok()?;
         for (ptr, x) in self.edits.get(self.shown.name()).into_iter().flatten() {
             if x.is_null() {
-                let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ""));
-                if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
-                    o.remove(key);
-                }
+                details::remove(&mut v, ptr);
             } else {
                 details::set(&mut v, ptr, x.clone());
             }
@@ -114,9 +111,10 @@ impl Studies {
         self.with_edits(&text).map_or(text, |v| serde_json::to_string_pretty(&v).unwrap_or_default())
     }
 
-    /// The fields this panel's inputs change, for the line that offers to use them in the Serving Lab.
-    fn show_edits(&self, cx: &Cx) {
-        cx.page.el("study-own-text").set_text_content(Some(&self.panel_text(cx)));
+    /// The panel's scenario `text`, and the fields its inputs change, for the line that offers to use them in
+    /// the Serving Lab.
+    fn show_edits(&self, cx: &Cx, text: &str) {
+        cx.page.el("study-own-text").set_text_content(Some(text));
         let edits = self.edits.get(self.shown.name()).filter(|e| !e.is_empty());
         let line = cx.page.html("study-own");
         line.set_hidden(edits.is_none());
@@ -127,18 +125,16 @@ impl Studies {
     }
 
     /// "Use in Serving Lab": this panel's inputs become the Serving Lab's scenario's (the app records the old one
-    /// for Undo); the panel then has none of its own.
+    /// for Undo, and the replaced scenario redraws the panel); the panel then has none of its own.
     pub fn take_edits(&mut self, cx: &Cx) -> Option<String> {
         let text = self.panel_text(cx);
         self.edits.remove(self.shown.name())?;
-        self.show_edits(cx);
         Some(text)
     }
 
     /// "Reset": the panel's inputs follow the Serving Lab's scenario again.
     pub fn reset_edits(&mut self, cx: &Cx) {
         self.edits.remove(self.shown.name());
-        self.show_edits(cx);
         self.sync_study_params(cx);
         self.validate_study(cx);
     }
@@ -147,7 +143,6 @@ impl Studies {
     fn keep_edit(&mut self, cx: &Cx, v: &Value, block: &str) {
         let x = v.pointer(block).cloned().unwrap_or(Value::Null);
         self.edits.entry(self.shown.name().to_string()).or_default().insert(block.to_string(), x);
-        self.show_edits(cx);
         self.sync_study_params(cx);
         self.validate_study(cx);
     }
@@ -289,8 +284,8 @@ impl Studies {
     pub fn sync_study_params(&self, cx: &Cx) {
         let ps = params(self.shown);
         let text = self.panel_text(cx);
+        self.show_edits(cx, &text);
         let Ok(v) = serde_json::from_str::<Value>(&text) else { return };
-        self.show_edits(cx);
         let mut full = v.clone();
         if let Some((d, x)) = pd_defaults(&v) {
             if full.pointer("/cluster/disaggregation").is_none() {
@@ -450,10 +445,7 @@ impl Studies {
         match f.kind {
             // An emptied field is left to the scenario's default, not written as "".
             PKind::Select(_) | PKind::Int | PKind::Num | PKind::OptNum if raw.is_empty() => {
-                let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ""));
-                if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
-                    o.remove(key);
-                }
+                details::remove(&mut v, &ptr)
             }
             PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
             PKind::Int => details::set(&mut v, &ptr, number(raw, true)),
