@@ -234,7 +234,7 @@ fn steady_warnings(s: &SteadySummary, requests: usize, short: bool) -> Vec<Strin
     }
     if s.overloaded {
         w.push(format!(
-            "overloaded: the waiting queue grew from {} to {} over the window ({:.2} req/s of {:.2} req/s offered are not served), so latencies and attainment grow with run length; the steady throughput is the cluster's capacity",
+            "overloaded: the waiting queue grew from {} to {} over the window ({:.2} req/s of {:.2} req/s offered are not served), so latencies and attainment grow with run length; the steady throughput is what the cluster serves under overload (above its capacity for the whole mix when the order serves cheap requests first)",
             s.waiting_start,
             s.waiting_end,
             s.backlog_growth_rps,
