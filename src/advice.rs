@@ -215,13 +215,14 @@ pub const MAX_REPLICA_STEPS: usize = 3;
 
 /// Run the first `MAX_TESTED` of the report's proposed changes that apply, each validated and held to
 /// `budget`, and write what they measured into the diagnosis (`tested`, and the advice's first sentence).
-/// `progress` hears each run's progress (the index of the run, from 0) and may cancel.
+/// `progress` hears each run's progress (the index of the run, from 0, and the change it runs, as the table
+/// words it) and may cancel.
 pub fn test(
     spec: &Spec,
     sc: &Scenario,
     report: &mut Report,
     budget: &Budget,
-    progress: &mut dyn FnMut(usize, Progress) -> bool,
+    progress: &mut dyn FnMut(usize, &str, Progress) -> bool,
 ) -> Result<(), RunError> {
     // Each change that applies, made concrete once: its first step.
     let first_steps: Vec<(Change, String, Spec)> = (report.diagnosis.candidates.iter())
@@ -231,7 +232,8 @@ pub fn test(
     let mut tested = Vec::new();
     for (change, mut words, mut next) in first_steps {
         for _ in 0..MAX_REPLICA_STEPS {
-            let (t, load_factor) = run_one(words, &next, budget, &mut |p| progress(tested.len(), p))?;
+            let k = tested.len();
+            let (t, load_factor) = run_one(words, &next, budget, &mut |w, p| progress(k, w, p))?;
             let again = matches!(change, Change::Replicas { .. }) && t.measured && !t.objectives_met;
             // Overloaded: scale by what this run still missed; carried but missed: a quarter more.
             let factor = if t.overloaded { load_factor * MARGIN } else { 1.25 };
@@ -251,11 +253,11 @@ fn run_one(
     words: String,
     s: &Spec,
     budget: &Budget,
-    progress: &mut dyn FnMut(Progress) -> bool,
+    progress: &mut dyn FnMut(&str, Progress) -> bool,
 ) -> Result<(Tested, f64), RunError> {
     match crate::scenario::validate(s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) {
         Ok(v) => {
-            let r = crate::simulate_with_progress(&v, progress)?;
+            let r = crate::simulate_with_progress(&v, &mut |p| progress(&words, p))?;
             Ok((Tested::of(words, &r), r.diagnosis.load_factor))
         }
         Err(e) => {

@@ -82,6 +82,27 @@ pub fn length_of_kind(kind: &str, mean: f64) -> Value {
     }
 }
 
+/// The sessions a scenario starts from when a front end turns agent sessions on: the coding agent of
+/// `scenarios/agent-sessions.json` (about 10 turns, six tools from file reads to builds, a 10 s TTL), so the
+/// lab and the agent panels start from the shipped example's figures rather than a second set. A model with
+/// a shorter context than the example's gets prompts that fit it: the first turn's and a new input's `max`
+/// leave room for the longest output, and a first prompt's mean is at most half its max.
+pub fn default_sessions(context_tokens: Option<u32>) -> Value {
+    let example: Value = serde_json::from_str(include_str!("../scenarios/agent-sessions.json")).unwrap_or_default();
+    let mut s = example.pointer("/workload/sessions").cloned().unwrap_or_else(|| json!({}));
+    let out = s.pointer("/output_tokens/max").and_then(Value::as_u64).unwrap_or(0);
+    let Some(room) = context_tokens.map(|c| (c as u64).saturating_sub(out).max(1)) else { return s };
+    for key in ["first_tokens", "new_tokens"] {
+        let Some(len) = s.get_mut(key).and_then(Value::as_object_mut) else { continue };
+        let max = len.get("max").and_then(Value::as_u64).unwrap_or(room).min(room);
+        len.insert("max".into(), json!(max));
+        if let Some(mean) = len.get("mean").and_then(Value::as_f64) {
+            len.insert("mean".into(), json!(mean.min((max / 2).max(1) as f64)));
+        }
+    }
+    s
+}
+
 /// A policy's kind as the scenario file spells it (`least_outstanding`): the tag its serde enum writes.
 pub fn kind_of<T: Serialize>(policy: &T) -> String {
     serde_json::to_value(policy).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default()
@@ -106,6 +127,23 @@ pub fn policy_of_kind(kind: &str) -> Value {
 mod tests {
     use super::*;
     use crate::spec::{AdmissionSpec, PredictorSpec, RouterSpec, SchedulerSpec};
+
+    #[test]
+    fn the_default_sessions_are_the_examples_and_validate_on_any_scenario() {
+        let example = default_sessions(None);
+        assert_eq!(example["tools"].as_array().map(Vec::len), Some(6));
+        assert_eq!(example["first_tokens"]["mean"], 6000);
+        for (model, context) in [("llama-3-8b", 8192), ("llama-3.1-8b", 131_072)] {
+            let s = default_sessions(Some(context));
+            let mut v = json!({"workload": {"arrival": {"kind": "poisson", "rate_rps": 0.2}, "requests": 20},
+                "model": {"preset": model}});
+            v["workload"]["sessions"] = s;
+            let spec = crate::scenario::parse(&v.to_string()).expect("parses");
+            crate::scenario::validate(&spec).unwrap_or_else(|e| panic!("{model}: {e:?}"));
+        }
+        assert_eq!(default_sessions(Some(8192))["first_tokens"]["max"], 6192, "8192 less the 2000-token output");
+        assert_eq!(default_sessions(Some(8192))["first_tokens"]["mean"], 3096.0);
+    }
 
     #[test]
     fn every_kind_is_listed_and_starts_from_a_block_that_reads() {

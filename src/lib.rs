@@ -62,14 +62,15 @@ pub fn simulate_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) 
 
 /// Run, then test the diagnosis's proposed changes on the same requests (`advice`): the CLI's and the lab's
 /// run. `progress` hears the run's progress, then each tested change's (the index of the run, 0 the
-/// scenario's own), and may cancel.
+/// scenario's own, and the change as the diagnosis's table words it, "" for the scenario's own), and may
+/// cancel.
 pub fn simulate_tested(
     spec: &Spec,
     sc: &Scenario,
     budget: &scenario::Budget,
-    progress: &mut dyn FnMut(usize, Progress) -> bool,
+    progress: &mut dyn FnMut(usize, &str, Progress) -> bool,
 ) -> Result<Report, RunError> {
-    let mut report = simulate_with_progress(sc, &mut |p| progress(0, p))?;
-    advice::test(spec, sc, &mut report, budget, &mut |k, p| progress(k + 1, p))?;
+    let mut report = simulate_with_progress(sc, &mut |p| progress(0, "", p))?;
+    advice::test(spec, sc, &mut report, budget, &mut |k, w, p| progress(k + 1, w, p))?;
     Ok(report)
 }

@@ -214,7 +214,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Run { scenario, seed, format, out } => {
             let spec = load_spec(&scenario, seed)?;
             let sc = validated(&scenario, &spec, &budget)?;
-            let report = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, _| true)
+            let report = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, _, _| true)
                 .map_err(|_| Failure::Internal("a run without a progress callback was cancelled".into()))?;
             let text = render(&report, &sc, format);
             write_out(out.as_deref(), &text)

@@ -241,6 +241,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(m, "# InferScale report: {}\n", md_cell(&r.scenario));
     let _ = writeln!(m, "Seed {} · {} GPU(s) · InferScale {}\n", r.seed, r.gpus, r.inferscale_version);
     let _ = writeln!(m, "**Setup:** {}; offered {:.3} req/s.\n", md_text(&r.setup.sentence()), s.offered_rate_rps);
+    for t in &r.setup.truncated_lengths {
+        let _ = writeln!(m, "**Lengths:** {}.\n", md_text(t));
+    }
     m.push_str("## Summary\n\n| metric | value |\n|---|---|\n");
     let st = &r.steady;
     for (k, v) in [

@@ -61,6 +61,10 @@ pub struct Setup {
     /// loops, whose offered rate says it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<String>,
+    /// Length distributions whose `max` cuts the mean they ask for (by more than 1 %), said as sentences:
+    /// the requests are shorter than the field reads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub truncated_lengths: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -102,7 +106,8 @@ impl Setup {
             crate::workload::Arrival::Burst => Some("a burst at t = 0".to_string()),
             _ => None,
         };
-        Setup { model: sc.model.name.clone(), pools, load }
+        let truncated_lengths = sc.workload.truncations().iter().map(|t| t.sentence()).collect();
+        Setup { model: sc.model.name.clone(), pools, load, truncated_lengths }
     }
 
     /// "llama-3-70b on 8 × h100-sxm (TP 4 × 2 replicas)"; P/D: each pool.

@@ -803,6 +803,14 @@ pub fn patched(
     Ok(out)
 }
 
+/// Remove the field at a JSON pointer (an optional field left empty); nothing when it is not there.
+pub fn remove_pointer(v: &mut serde_json::Value, ptr: &str) {
+    let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ptr));
+    if let Some(o) = v.pointer_mut(parent).and_then(serde_json::Value::as_object_mut) {
+        o.remove(key);
+    }
+}
+
 /// Set the value at a JSON pointer, creating objects on the way; array elements are indexed, never replaced.
 /// A missing list on the way is a scenario list left at its default — one entry with every field at its
 /// default, which is what `{}` means — so that is what it becomes. (The lab's editors use this too.)

@@ -61,6 +61,58 @@ pub struct Workload {
     pub sessions: Option<super::sessions::Sessions>,
 }
 
+/// A length distribution whose bounds cut the mean its spec asked for (by more than 1 %).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Truncation {
+    /// The distribution's field (`workload.classes[0].prompt_tokens`).
+    pub path: String,
+    pub asked_tokens: f64,
+    pub sampled_tokens: f64,
+    pub max_tokens: u32,
+}
+
+impl Truncation {
+    /// "max 4096 cuts the mean of 2000 to 1812 tokens" (turns: "turns"), as said at the field.
+    pub fn what(&self) -> String {
+        let unit = if self.path.ends_with("turns") { "turns" } else { "tokens" };
+        format!(
+            "max {} cuts the mean of {:.0} to {:.0} {unit}",
+            self.max_tokens, self.asked_tokens, self.sampled_tokens
+        )
+    }
+
+    /// The field and `what`, as the report's setup says it.
+    pub fn sentence(&self) -> String {
+        format!("{}: {}", self.path, self.what())
+    }
+}
+
+impl Workload {
+    /// Every length distribution whose `max` cuts its asked mean: the classes', and the sessions' own when
+    /// they draw programs (not a trace) and name no classes.
+    pub fn truncations(&self) -> Vec<Truncation> {
+        let mut out = Vec::new();
+        let mut check = |path: String, d: &super::LengthDist| {
+            if let Some((asked, sampled)) = d.truncated() {
+                out.push(Truncation { path, asked_tokens: asked, sampled_tokens: sampled, max_tokens: d.max() });
+            }
+        };
+        for (i, c) in self.classes.iter().enumerate() {
+            check(format!("workload.classes[{i}].prompt_tokens"), &c.prompt);
+            check(format!("workload.classes[{i}].output_tokens"), &c.output);
+        }
+        if let Some(s) = self.sessions.as_ref().filter(|s| s.trace.is_none() && !s.named_classes) {
+            let c = &s.classes[0];
+            for (key, d) in
+                [("turns", &c.turns), ("first_tokens", &c.first), ("new_tokens", &c.new), ("output_tokens", &c.output)]
+            {
+                check(format!("workload.sessions.{key}"), d);
+            }
+        }
+        out
+    }
+}
+
 /// Block-hash chains of a trace (request i is row i), and the tokens each hashed block covers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chains {

@@ -25,6 +25,11 @@ pub enum LengthDist {
     Empirical(Vec<u32>),
 }
 
+/// The standard normal CDF.
+fn phi(z: f64) -> f64 {
+    0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)
+}
+
 impl LengthDist {
     /// Lognormal from its mean and coefficient of variation: σ² = ln(1 + cv²), μ = ln(mean) − σ²/2.
     pub fn lognormal(mean: f64, cv: f64, max: u32) -> Self {
@@ -68,6 +73,28 @@ impl LengthDist {
         }
     }
 
+    /// The mean of the samples: the bounds' clamping included (lognormal: E[min(X, max)] in closed form, the
+    /// rounding and the clamp at 1 left out; geometric: Σ_{k=1}^{max} P(K ≥ k)).
+    pub fn sampled_mean(&self) -> f64 {
+        match self {
+            LengthDist::Lognormal { mu, sigma, mean, max } if *sigma > 0.0 => {
+                let m = *max as f64;
+                let z = (libm::log(m) - mu) / sigma;
+                mean * phi(z - sigma) + m * (1.0 - phi(z))
+            }
+            LengthDist::Lognormal { mean, max, .. } => mean.min(*max as f64),
+            LengthDist::Geometric { p, max } if *p < 1.0 => -libm::expm1(*max as f64 * libm::log1p(-p)) / p,
+            _ => self.mean(),
+        }
+    }
+
+    /// (asked, sampled) means when the bounds cut the asked mean by more than 1 %: what a user who typed a
+    /// mean and a max should be told.
+    pub fn truncated(&self) -> Option<(f64, f64)> {
+        let (asked, got) = (self.mean(), self.sampled_mean());
+        (got < asked * 0.99).then_some((asked, got))
+    }
+
     /// The smallest value a sample can take.
     pub fn min(&self) -> u32 {
         match self {
@@ -88,5 +115,30 @@ impl LengthDist {
             }
             LengthDist::Empirical(v) => v.iter().copied().max().unwrap_or(1),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sampled_mean_is_the_clamped_ones_and_a_cut_over_1_percent_is_reported() {
+        let mut rng = crate::rng::stream(3, crate::rng::Stream::Study, 0);
+        for d in [
+            LengthDist::lognormal(2000.0, 1.0, 4096),
+            LengthDist::geometric(500.0, 600),
+            LengthDist::lognormal(200.0, 1.0, 1600),
+        ] {
+            let n = 200_000;
+            let sampled = (0..n).map(|_| d.sample(&mut rng) as f64).sum::<f64>() / n as f64;
+            let rel = (sampled - d.sampled_mean()).abs() / sampled;
+            assert!(rel < 0.01, "{d:?}: sampled {sampled}, closed form {}", d.sampled_mean());
+        }
+        let (asked, got) = LengthDist::lognormal(2000.0, 1.0, 4096).truncated().unwrap();
+        assert_eq!(asked, 2000.0);
+        assert!((1700.0..1900.0).contains(&got), "{got}");
+        assert_eq!(LengthDist::lognormal(200.0, 1.0, 1600).truncated(), None, "max 8 × mean cuts 0.5 %");
+        assert_eq!(LengthDist::Fixed(7).truncated(), None);
     }
 }

@@ -11,7 +11,7 @@ mod sessions;
 pub mod sessions_trace;
 pub mod trace;
 
-pub use build::{Arrival, Chains, Predictor, Prefix, Workload};
+pub use build::{Arrival, Chains, Predictor, Prefix, Truncation, Workload};
 pub use class::{Class, Slo, Tenant};
 pub use sessions::{Retention, SessionClass, Sessions, Tool};
 

@@ -1,7 +1,7 @@
 // The answers a user acts on (issue 23), as a new user reaches them: typed with the keyboard, read off the page.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, browser, openLab, runAndWait, download } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, download, recordTexts } from './browser.mjs';
 
 let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
@@ -26,7 +26,12 @@ test('finding 1: a 3× overload is diagnosed as capacity, and the replicas that 
   const s = await scenario(page);
   assert.equal(s.cluster.replicas, 3);
   assert.equal(s.workload.arrival.rate_rps, 19.8);
+  const seen = await recordTexts(page, 'status');
   await runAndWait(page, 120000);
+  // While the advice is tested the status says which change runs, and its progress starts over.
+  const status = await seen();
+  assert.ok(status.some((t) => /^Testing the advice on the same requests: 5 replicas \(from 3\): \d+ of \d+ requests done/.test(t)), status.slice(-8).join('\n'));
+  assert.ok(status.some((t) => /^Running: \d+ of \d+ requests done/.test(t)), 'the scenario\'s own run first');
   const d = page.locator('#diagnosis');
   assert.equal(await d.locator('h3').textContent(), 'Diagnosis: capacity');
   assert.match(await d.locator('.regime').textContent(), /^Regime: over capacity \([0-9.]+× offered ÷ served\) · limit: batch cap$/);

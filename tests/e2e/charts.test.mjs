@@ -169,3 +169,67 @@ test('every study chart: a named image with a data table, read-outs that are its
   assert.deepEqual(errs, [], 'no console errors');
   await page.close();
 });
+
+/** Record every stroked line segment on each canvas, with its colour (through the current transform). */
+async function recordStrokes(page) {
+  await page.addInitScript(() => {
+    window.strokes = {};
+    const P = CanvasRenderingContext2D.prototype;
+    const { beginPath, moveTo, lineTo, stroke } = P;
+    const at = (c, x, y) => { const t = c.getTransform(); return [t.a * x + t.c * y + t.e, t.b * x + t.d * y + t.f]; };
+    P.beginPath = function (...a) { this.__path = []; return beginPath.apply(this, a); };
+    P.moveTo = function (x, y) { (this.__path ||= []).push({ move: true, p: at(this, x, y) }); return moveTo.call(this, x, y); };
+    P.lineTo = function (x, y) { (this.__path ||= []).push({ move: false, p: at(this, x, y) }); return lineTo.call(this, x, y); };
+    P.stroke = function (...a) {
+      const path = this.__path || [];
+      for (let i = 1; i < path.length; i++) {
+        if (!path[i].move) (window.strokes[this.canvas.id] ||= []).push({ a: path[i - 1].p, b: path[i].p, colour: String(this.strokeStyle) });
+      }
+      return stroke.apply(this, a);
+    };
+  });
+}
+
+test('CDF legends sit off every curve, objective and marker; class SLOs and percentile objectives are drawn apart', async () => {
+  const page = await ctx.newPage();
+  await recordText(page);
+  await recordStrokes(page);
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(server.url);
+  await page.waitForFunction(() => window.wasmBindings !== undefined, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('scenario').value.length > 10);
+  // A p95 TTFT objective beside the classes' TTFT SLOs (added from the keyboard).
+  await page.getByRole('button', { name: 'Add objective' }).focus();
+  await page.keyboard.press('Enter');
+  await page.evaluate(() => { window.drawnText = {}; window.strokes = {}; });
+  await runAndWait(page);
+  for (const which of ['ttft', 'tpot', 'e2e']) {
+    const id = `chart-${which}`;
+    const texts = await page.evaluate((id) => window.drawnText[id] || [], id);
+    const strokes = await page.evaluate((id) => window.strokes[id] || [], id);
+    const legend = texts.filter((t) => t.text === which.toUpperCase() || / SLO \d|≤|^p\d+ \d/.test(t.text));
+    assert.ok(legend.length >= 4, `${which}: legend ${legend.map((t) => t.text).join(' | ')}`);
+    // The grid (light lines and the faint major ones) runs under the legend's background; every other line
+    // must miss its labels.
+    const data = strokes.filter((s) => !/#ebebeb|rgb\(235, 235, 235\)|rgba\(0, 0, 0, 0\.2\)/i.test(s.colour));
+    assert.ok(data.length > 20, `${which}: ${data.length} strokes recorded`);
+    for (const t of legend) {
+      for (const s of data) {
+        for (let k = 0; k <= 40; k++) {
+          const x = s.a[0] + (s.b[0] - s.a[0]) * k / 40; const y = s.a[1] + (s.b[1] - s.a[1]) * k / 40;
+          const inside = x > t.x0 + 1 && x < t.x1 - 1 && y > t.y0 + 1 && y < t.y1 - 1;
+          assert.ok(!inside, `${which}: a ${s.colour} line crosses the legend's "${t.text}"`);
+        }
+      }
+    }
+  }
+  // On the TTFT CDF: the class SLOs in black dashes, the p95 objective in its own colour, and a cross.
+  const colours = new Set((await page.evaluate(() => window.strokes['chart-ttft'])).map((s) => s.colour.toLowerCase()));
+  assert.ok(colours.has('#000000'), [...colours].join(' '));
+  assert.ok(colours.has('#be1e5a'), `the percentile objective's colour: ${[...colours].join(' ')}`);
+  const ttft = (await page.evaluate(() => window.drawnText['chart-ttft'])).map((t) => t.text);
+  assert.ok(ttft.includes('p95 ≤ 1000 ms'), ttft.join(' | '));
+  assert.deepEqual(errors, []);
+  await page.close();
+});

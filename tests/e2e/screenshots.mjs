@@ -25,6 +25,34 @@ await page.locator('#cards').screenshot({ path: join(out, 'serving-lab-cards.png
 await page.locator('#lab-charts').screenshot({ path: join(out, 'serving-lab-charts.png') });
 await page.locator('#requests').screenshot({ path: join(out, 'serving-lab-requests.png') });
 await page.locator('#d-objectives').screenshot({ path: join(out, 'serving-lab-objectives.png') });
+// P/D and agent sessions as the Serving Lab's own controls, turned on from the keyboard.
+for (const [name, id] of [['Prefill and decode on separate workers (P/D)', 'pd'], ['Agent sessions (multi-turn, tool calls between turns)', 'session']]) {
+  const box = page.getByRole('checkbox', { name });
+  await box.focus();
+  await page.keyboard.press('Space');
+  await page.locator(`#d-${id === 'pd' ? 'disagg' : 'sessions'}`).scrollIntoViewIfNeeded();
+  await page.locator(`#d-${id === 'pd' ? 'disagg' : 'sessions'}`).screenshot({ path: join(out, `serving-lab-${id}-controls.png`) });
+  await box.focus();
+  await page.keyboard.press('Space');
+}
+// A broken JSON: the error at its line, marked in the gutter; a control typed meanwhile is held.
+await page.click('#scenario');
+await page.keyboard.press('Control+Home');
+for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
+await page.keyboard.press('End');
+await page.keyboard.press('Backspace');
+await page.locator('#c-rate').click();
+await page.keyboard.press('Control+A');
+await page.keyboard.type('7');
+await page.keyboard.press('Tab');
+await page.locator('.setup').scrollIntoViewIfNeeded();
+await page.locator('.setup').screenshot({ path: join(out, 'serving-lab-json-error.png') });
+await page.click('#scenario');
+await page.keyboard.press('Control+Home');
+for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
+await page.keyboard.press('End');
+await page.keyboard.type(',');
+await page.keyboard.press('Tab');
 await page.selectOption('#preset', 'kv-pressure');
 // Typed as a user would: a negative rate and a cleared request count.
 await page.locator('#c-rate').click();

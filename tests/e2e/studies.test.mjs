@@ -219,10 +219,11 @@ test('every Agents study panel, on the shipped agent scenario: progress, Cancel,
   // The sidebar has an Agents group.
   const agents = await page.$$eval('nav h2', (hs) => hs.map((h) => h.textContent));
   assert.ok(agents.includes('Agents'), agents.join(', '));
-  // On a scenario without sessions the study says what it needs, at the study.
+  // On a scenario without sessions the panel takes the agent example's as its own input, and says so.
   await page.click('nav [data-panel="ttl-sweep"]');
-  assert.match(await page.textContent('#study-errors'), /study\.ttl-sweep: .*needs workload\.sessions/);
-  assert.equal(await page.isDisabled('#study-run'), true, 'nothing to run without sessions');
+  assert.match(await page.textContent('#study-own'), /\/workload\/sessions \(the agent example's/);
+  assert.equal(await page.textContent('#study-errors'), '');
+  assert.equal(await page.isDisabled('#study-run'), false, 'it runs without loading the example');
   const long = { ...base, workload: { ...base.workload, requests: 4000 } };
   for (const [name, answer] of AGENT_PANELS) {
     const ms = await cancelThenMatchCli(page, name, answer, { file: 'scenarios/agent-sessions.json', base, long, minRows: 4, exportName: 'agent-sessions-seed7' });

@@ -43,7 +43,7 @@ fn run_json_has_the_contract_keys() {
     // The CLI's JSON is the library's tested run's JSON, byte for byte.
     let spec = super::shipped("default.json");
     let budget = inferscale::scenario::Budget::NATIVE;
-    let tested = inferscale::simulate_tested(&spec, &super::valid(&spec), &budget, &mut |_, _| true).unwrap();
+    let tested = inferscale::simulate_tested(&spec, &super::valid(&spec), &budget, &mut |_, _, _| true).unwrap();
     assert!(!tested.diagnosis.tested.is_empty());
     let lib = inferscale::export::json(&tested);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), lib);

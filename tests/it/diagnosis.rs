@@ -19,7 +19,7 @@ fn with(name: &str, edits: &[(&str, serde_json::Value)]) -> Spec {
 /// The run as the CLI and the lab make it: the diagnosis's changes tested.
 fn tested(spec: &Spec) -> inferscale::Report {
     let budget = inferscale::scenario::Budget::NATIVE;
-    inferscale::simulate_tested(spec, &valid(spec), &budget, &mut |_, _| true).unwrap()
+    inferscale::simulate_tested(spec, &valid(spec), &budget, &mut |_, _, _| true).unwrap()
 }
 
 struct Row {

@@ -811,3 +811,23 @@ fn retained_sessions_yield_to_pressure_and_keep_every_audit() {
         }
     }
 }
+
+/// A `max` that cuts the mean a class asks for is said in the report's setup, and the closed form is what the
+/// requests measure (lognormal mean 2000, CV 1, max 4096: 18xx tokens, not 2000).
+#[test]
+fn a_max_that_cuts_the_asked_mean_is_said_in_the_setup_with_the_mean_the_requests_have() {
+    let mut s = linear(2000, 10, 4000, 1.0);
+    s.workload.classes[0].prompt_tokens = LengthSpec::Lognormal { mean: 2000.0, cv: 1.0, max: 4096 };
+    let r = simulate(&super::valid(&s));
+    let said = &r.setup.truncated_lengths;
+    assert_eq!(said.len(), 1, "{said:?}");
+    let sampled: f64 = said[0].split(" to ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+    assert!(
+        said[0].starts_with("workload.classes[0].prompt_tokens: max 4096 cuts the mean of 2000 to "),
+        "{}",
+        said[0]
+    );
+    let measured = r.requests.iter().map(|q| q.prompt_tokens as f64).sum::<f64>() / r.requests.len() as f64;
+    assert!((measured - sampled).abs() / sampled < 0.03, "report says {sampled}, requests average {measured}");
+    assert!(sampled < 1900.0);
+}

@@ -54,6 +54,11 @@ pub enum Output {
         done: u64,
         expected: u64,
     },
+    /// A run's diagnosis now tests `change` on the same requests (its progress follows, from 0).
+    Testing {
+        run_id: u32,
+        change: String,
+    },
     Done {
         run_id: u32,
         results: Results,
@@ -172,19 +177,20 @@ pub fn run_calibration(
 /// Points per CDF sent to the page.
 pub use inferscale::export::CDF_POINTS;
 
-/// Validate and run a scenario, reporting progress as (requests final, requests expected). `clock_ms` reads a
-/// wall clock for the timing fields (the core reads none).
+/// Validate and run a scenario, reporting progress as (the change under test, "" for the scenario itself;
+/// requests final, requests expected). `clock_ms` reads a wall clock for the timing fields (the core reads
+/// none).
 pub fn run_scenario(
     scenario_json: &str,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(&str, u64, u64),
     clock_ms: &dyn Fn() -> f64,
 ) -> Result<Results, Vec<(String, String)>> {
     let t0 = clock_ms();
     let (spec, sc) = inferscale::scenario::load_spec_for_browser(scenario_json)
         .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
-    // The run, then the diagnosis's tested changes on the same requests: the bar restarts for each.
-    let report = inferscale::simulate_tested(&spec, &sc, &inferscale::scenario::Budget::BROWSER, &mut |_, p| {
-        progress(p.done, p.expected);
+    // The run, then the diagnosis's tested changes on the same requests: the bar restarts for each, named.
+    let report = inferscale::simulate_tested(&spec, &sc, &inferscale::scenario::Budget::BROWSER, &mut |_, w, p| {
+        progress(w, p.done, p.expected);
         true
     })
     .expect("a run is only cancelled by terminating the worker");
@@ -235,7 +241,7 @@ pub fn warm_up() {
     if let Ok(mut spec) = inferscale::scenario::parse(SCENARIO) {
         spec.workload.requests = Some(3000);
         if let Ok(text) = serde_json::to_string(&spec) {
-            let _ = run_scenario(&text, &mut |_, _| {}, &|| 0.0);
+            let _ = run_scenario(&text, &mut |_, _, _| {}, &|| 0.0);
         }
     }
 }
@@ -326,11 +332,16 @@ mod web {
                     scope.respond(id, out);
                 }
                 Input::Run { run_id, scenario_json } => {
-                    // Report progress at most every half percent, so a million-request run sends ~200 messages.
-                    let mut last = 0u64;
+                    // Report progress at most every half percent, so a million-request run sends ~200 messages;
+                    // each tested change starts its own count, said first.
+                    let (mut last, mut stage) = (0u64, String::new());
                     let out = match run_scenario(
                         &scenario_json,
-                        &mut |done, expected| {
+                        &mut |change, done, expected| {
+                            if change != stage {
+                                (stage, last) = (change.to_string(), 0);
+                                scope.respond(id, Output::Testing { run_id, change: stage.clone() });
+                            }
                             let step = (expected / 200).max(1);
                             if done >= last + step || done == expected {
                                 last = done;
@@ -361,13 +372,13 @@ mod tests {
     fn runs_and_matches_the_cli_report() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
         let mut calls = 0;
-        let r = run_scenario(&text, &mut |_, _| calls += 1, &|| 0.0).unwrap();
+        let r = run_scenario(&text, &mut |_, _, _| calls += 1, &|| 0.0).unwrap();
         assert!(calls > 0);
         // The CLI's run: the report with its diagnosis's changes tested (the browser budget holds them here).
         let spec = inferscale::scenario::parse(&text).unwrap();
         let sc = inferscale::scenario::validate(&spec).unwrap();
         let budget = inferscale::scenario::Budget::BROWSER;
-        let cli = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, _| true).unwrap();
+        let cli = inferscale::simulate_tested(&spec, &sc, &budget, &mut |_, _, _| true).unwrap();
         assert!(!cli.diagnosis.tested.is_empty(), "default.json's diagnosis proposes a change");
         assert_eq!(r.report_json, inferscale::export::json(&cli));
         assert!(r.ttft_cdf.len() <= CDF_POINTS + 1 && r.ttft_cdf.last().unwrap().1 == 1.0);
@@ -378,12 +389,12 @@ mod tests {
     fn bad_input_is_an_answer_not_a_crash() {
         let errs = run_scenario(
             "{\"workload\": {\"arrival\": {\"kind\": \"poisson\", \"rate_rps\": -1}, \"requests\": 5}}",
-            &mut |_, _| {},
+            &mut |_, _, _| {},
             &|| 0.0,
         )
         .unwrap_err();
         assert_eq!(errs[0].0, "workload.arrival.rate_rps");
-        assert!(run_scenario("not json", &mut |_, _| {}, &|| 0.0).is_err());
+        assert!(run_scenario("not json", &mut |_, _, _| {}, &|| 0.0).is_err());
     }
 
     #[test]

@@ -297,24 +297,34 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         a.editor.sync_controls(&a.page);
         a.editor.validate(&a.page);
     });
+    // Leaving the editor with JSON that parses applies what was typed in the fields while it did not.
+    on(&app, "scenario", "change", |app, _| app.borrow_mut().edit(|ed, page| ed.apply_held(page)));
+    on(&app, "scenario", "scroll", |app, _| {
+        let a = app.borrow();
+        a.page.el("scenario-lines").set_scroll_top(a.editor.area(&a.page).scroll_top());
+    });
+    on(&app, "errors", "click", |app, e| {
+        let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+        let Some(line) = t.get_attribute("data-line").and_then(|n| n.parse().ok()) else { return };
+        let a = app.borrow();
+        a.editor.go_to_line(&a.page, line);
+    });
     on(&app, "c-trace", "change", |app, e| {
         read_file(app, &e, |a, name, text| a.replaced(|ed, page| ed.upload_trace(page, &name, text)))
     });
     on(&app, "c-session-trace", "change", |app, e| {
         read_file(app, &e, |a, name, text| a.replaced(|ed, page| ed.upload_session_trace(page, &name, text)))
     });
-    // One listener per generated section serves every row in it.
-    for id in ["d-arrival", "d-classes", "d-tenants", "d-objectives"] {
-        for event in ["change", "click"] {
-            on(&app, id, event, move |app, e| {
-                let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
-                // Fields commit on change; buttons act on click.
-                let is_button = t.has_attribute("data-act");
-                if (event == "click") == is_button {
-                    app.borrow_mut().edit(|ed, page| ed.detail_changed(page, &t));
-                }
-            });
-        }
+    // One listener serves every generated row.
+    for event in ["change", "click"] {
+        on(&app, "details", event, move |app, e| {
+            let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+            // Fields commit on change; buttons act on click.
+            let is_button = t.has_attribute("data-act");
+            if (event == "click") == is_button {
+                app.borrow_mut().edit(|ed, page| ed.detail_changed(page, &t));
+            }
+        });
     }
     on(&app, "c-import", "change", |app, e| {
         read_file(app, &e, |a, name, text| a.replaced(|ed, page| ed.import(page, &name, &text)))

@@ -348,27 +348,31 @@ fn legend_row(
     Some(())
 }
 
-/// The corner of the plot with the fewest points near it (in shares of the axes), for the legend.
-fn emptiest_corner(pts: &[(f64, f64)], x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
-    let share = |v: f64, r: (f64, f64)| (v - r.0) / (r.1 - r.0).max(1e-12);
-    let count = |right: bool, top: bool| {
-        pts.iter()
-            .filter(|p| {
-                let (sx, sy) = (share(p.0, x), share(p.1, y));
-                (if right { sx > 0.55 } else { sx < 0.45 }) && (if top { sy > 0.6 } else { sy < 0.4 })
-            })
-            .count()
-    };
-    [
-        (true, false, SeriesLabelPosition::LowerRight),
-        (true, true, SeriesLabelPosition::UpperRight),
-        (false, true, SeriesLabelPosition::UpperLeft),
-        (false, false, SeriesLabelPosition::LowerLeft),
-    ]
-    .into_iter()
-    .min_by_key(|(r, t, _)| count(*r, *t))
-    .map(|c| c.2)
-    .unwrap_or(SeriesLabelPosition::LowerRight)
+/// The corner of `chart`'s plot where a legend of `labels` covers the fewest of the `drawn` points (shares of
+/// the plot, y up).
+fn legend_corner<DB: DrawingBackend, CT: CoordTranslate>(
+    chart: &ChartContext<DB, CT>,
+    drawn: &[(f64, f64)],
+    labels: &[String],
+) -> SeriesLabelPosition {
+    let (w, h) = chart.plotting_area().dim_in_pixel();
+    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let (lw, lh) = figure::legend_px(labels.len(), chars);
+    match figure::legend_corner(drawn, (lw / w.max(1) as f64, lh / h.max(1) as f64)) {
+        figure::Corner::LowerRight => SeriesLabelPosition::LowerRight,
+        figure::Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+        figure::Corner::UpperRight => SeriesLabelPosition::UpperRight,
+        figure::Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
+    }
+}
+
+/// Objectives on a percentile are drawn in this colour (class SLOs in black), in every chart that has both.
+const OBJECTIVE: RGBColor = RGBColor(190, 30, 90);
+
+/// A vertical dashed line at `x` from `y0` to `y1`, in `n` pieces, every other one drawn.
+fn dashes(x: f64, y0: f64, y1: f64, n: usize, style: ShapeStyle) -> Vec<PathElement<(f64, f64)>> {
+    let at = |k: usize| y0 + (y1 - y0) * k as f64 / n as f64;
+    (0..n).step_by(2).map(|k| PathElement::new(vec![(x, at(k)), (x, at(k + 1))], style)).collect()
 }
 
 fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Mapping> {
@@ -441,7 +445,19 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
             .label(format!("target {}", fmt_y.show(t)))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     }
-    let corner = emptiest_corner(&all, x_range, (y_lo, y_max));
+    // The legend goes where the fewest lines, points and target run.
+    let share = |p: &(f64, f64)| ((p.0 - x_range.0) / (x_range.1 - x_range.0), (p.1 - y_lo) / (y_max - y_lo));
+    let mut drawn: Vec<(f64, f64)> = Vec::new();
+    for s in &c.series {
+        let pts: Vec<(f64, f64)> = s.points.iter().map(share).collect();
+        drawn.extend(if s.line { figure::along(&pts, 0.01) } else { pts });
+    }
+    let mut labels: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
+    if let Some(t) = c.target {
+        drawn.extend(figure::along(&[share(&(x_range.0, t)), share(&(x_range.1, t))], 0.01));
+        labels.push(format!("target {}", fmt_y.show(t)));
+    }
+    let corner = legend_corner(&chart, &drawn, &labels);
     let _ = chart
         .configure_series_labels()
         .position(corner)
@@ -550,7 +566,7 @@ pub fn cdf(
     title: &str,
     pts: &[(f64, f64)],
     colour: usize,
-    objectives: &[(String, f64)],
+    objectives: &[(String, f64, Option<f64>)],
     marks: &[(String, f64, f64)],
 ) -> Option<Mapping> {
     let backend = CanvasBackend::new(canvas_id)?;
@@ -580,33 +596,53 @@ pub fn cdf(
         .ok()?;
     let c = PALETTE[colour % PALETTE.len()];
     let positive: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 > 0.0).collect();
+    let name = title.split(' ').next().unwrap_or(title);
     chart
-        .draw_series(LineSeries::new(positive, c.stroke_width(2)))
+        .draw_series(LineSeries::new(positive.clone(), c.stroke_width(2)))
         .ok()?
-        .label(title.split(' ').next().unwrap_or(title))
+        .label(name)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    // Where things are drawn, as shares of the plot (log x), for the legend's corner.
+    let share = |x: f64, y: f64| ((x.ln() - lo.ln()) / (hi.ln() - lo.ln()), y / 1.02);
+    let mut drawn = figure::along(&positive.iter().map(|p| share(p.0, p.1)).collect::<Vec<_>>(), 0.01);
     let grey = RGBColor(60, 60, 60);
-    for (label, x) in objectives.iter().filter(|o| o.1 > 0.0) {
-        let dashes: Vec<PathElement<(f64, f64)>> = (0..17)
-            .step_by(2)
-            .map(|k| PathElement::new(vec![(*x, k as f64 / 16.0), (*x, (k + 1) as f64 / 16.0)], BLACK.stroke_width(1)))
-            .collect();
-        chart
-            .draw_series(dashes)
-            .ok()?
-            .label(label.clone())
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 6, y), (x + 9, y), (x + 15, y)], BLACK));
+    for (label, x, pct) in objectives.iter().filter(|o| o.1 > 0.0) {
+        let top = pct.unwrap_or(1.0);
+        drawn.extend(figure::along(&[share(*x, 0.0), share(*x, top)], 0.01));
+        match pct {
+            // A class's per-request SLO: a dashed line the whole height (every request is held to it).
+            None => {
+                chart
+                    .draw_series(dashes(*x, 0.0, 1.0, 16, BLACK.stroke_width(1)))
+                    .ok()?
+                    .label(label.clone())
+                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 6, y), (x + 9, y), (x + 15, y)], BLACK));
+            }
+            // An objective on a percentile: dotted up to its percentile, a cross where the curve must pass left.
+            Some(p) => {
+                chart.draw_series(dashes(*x, 0.0, *p, 24, OBJECTIVE.stroke_width(2))).ok()?;
+                chart
+                    .draw_series(std::iter::once(Cross::new((*x, *p), 5, OBJECTIVE.stroke_width(2))))
+                    .ok()?
+                    .label(label.clone())
+                    .legend(|(x, y)| Cross::new((x + 8, y), 5, OBJECTIVE.stroke_width(2)));
+            }
+        }
     }
     for (k, (label, x, f)) in marks.iter().enumerate().filter(|m| m.1.1 > 0.0) {
+        drawn.push(share(*x, *f));
         chart
             .draw_series(std::iter::once(Circle::new((*x, *f), 3 + k as i32, grey.stroke_width(2))))
             .ok()?
             .label(label.clone())
             .legend(move |(x, y)| Circle::new((x + 8, y), 3 + k as i32, grey.stroke_width(2)));
     }
+    let labels = std::iter::once(name.to_string()).chain(objectives.iter().map(|o| o.0.clone()));
+    let labels: Vec<String> = labels.chain(marks.iter().map(|m| m.0.clone())).collect();
+    let corner = legend_corner(&chart, &drawn, &labels);
     let _ = chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(corner)
         .border_style(BLACK)
         .background_style(WHITE.mix(0.9))
         .label_font(("sans-serif", 11))

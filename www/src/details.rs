@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::table::esc;
+use crate::variant::{self, Variant};
 
 /// One generated section: the container's id, its HTML, and a signature of its structure (which fields, of
 /// which kinds). When the signature is unchanged the page updates values in place instead of rebuilding,
@@ -21,9 +22,9 @@ pub struct Section {
     pub values: Vec<(String, String)>,
 }
 
-/// The four sections, from the effective spec (defaults filled in).
+/// The sections, from the effective spec (defaults filled in).
 pub fn sections(v: &Value) -> Vec<Section> {
-    vec![arrival(v), classes(v), tenants(v), objectives(v)]
+    vec![arrival(v), classes(v), tenants(v), objectives(v), disaggregation(v), sessions(v)]
 }
 
 /// How a field's text becomes JSON.
@@ -42,6 +43,14 @@ enum Ty {
     Choice,
     /// Text where empty removes the field (e.g. "every class").
     OptText,
+    /// A checkbox that adds a block (at its starting values) or removes it: P/D, sessions.
+    OnOff,
+    /// A router's kind: the block becomes that kind with the numbers it takes.
+    Router,
+    /// Sessions' retention kind, likewise.
+    Retention,
+    /// The host tier: none, or host memory with its numbers.
+    HostTier,
 }
 
 impl Ty {
@@ -55,12 +64,26 @@ impl Ty {
             Ty::LenKind => "lenkind",
             Ty::Choice => "choice",
             Ty::OptText => "opttext",
+            Ty::OnOff => "onoff",
+            Ty::Router => "router",
+            Ty::Retention => "retention",
+            Ty::HostTier => "host",
         }
     }
     fn parse(s: &str) -> Option<Ty> {
-        [Ty::Num, Ty::Int, Ty::OptNum, Ty::Text, Ty::List, Ty::LenKind, Ty::Choice, Ty::OptText]
+        use Ty::*;
+        [Num, Int, OptNum, Text, List, LenKind, Choice, OptText, OnOff, Router, Retention, HostTier]
             .into_iter()
             .find(|t| t.name() == s)
+    }
+    /// The block kinds a select of this type picks among (the study panels' own, one definition).
+    fn variant(self) -> Option<&'static Variant> {
+        match self {
+            Ty::Router => Some(&variant::ROUTER),
+            Ty::Retention => Some(&variant::RETENTION),
+            Ty::HostTier => Some(&variant::HOST_TIER),
+            _ => None,
+        }
     }
 }
 
@@ -86,7 +109,8 @@ impl Builder {
         let (kind, extra) = match ty {
             Ty::Num | Ty::OptNum => ("number", " step=\"any\""),
             Ty::Int => ("number", " step=\"1\""),
-            Ty::Text | Ty::List | Ty::LenKind | Ty::Choice | Ty::OptText => ("text", ""),
+            Ty::OnOff => ("checkbox", if value.as_bool() == Some(true) { " checked" } else { "" }),
+            _ => ("text", ""),
         };
         self.html.push_str(&format!(
             "<input type=\"{kind}\"{extra} data-ptr=\"{}\" data-ty=\"{}\" aria-label=\"{}\" title=\"{}\" value=\"{}\">",
@@ -131,6 +155,39 @@ impl Builder {
         ));
         self.sig.push_str(&format!("{ptr}:choice;"));
         self.values.push((ptr.to_string(), value.to_string()));
+    }
+
+    /// A select of a block's kinds (`ty` names which) and inputs for the numbers the chosen kind takes.
+    fn variant(&mut self, ptr: &str, ty: Ty, v: &Value, label: &str, title: &str) {
+        let Some(var) = ty.variant() else { return };
+        let chosen = var.chosen(v, ptr);
+        let opts: String = var
+            .choices
+            .iter()
+            .map(|c| {
+                let sel = if c.value == chosen { " selected" } else { "" };
+                format!("<option value=\"{}\"{sel}>{}</option>", c.value, esc(c.label))
+            })
+            .collect();
+        self.html.push_str(&format!(
+            "<select data-ptr=\"{}\" data-ty=\"{}\" aria-label=\"{}\" title=\"{}\">{opts}</select>",
+            esc(ptr),
+            ty.name(),
+            esc(label),
+            esc(title)
+        ));
+        // The kind is part of the structure: another kind takes other numbers.
+        self.sig.push_str(&format!("{ptr}:{}={chosen};", ty.name()));
+        self.values.push((ptr.to_string(), chosen.to_string()));
+        let taken = var.choices.iter().find(|c| c.value == chosen).map_or(&[][..], |c| c.numbers);
+        for n in taken {
+            let at = format!("{ptr}/{}", n.key);
+            let x = v.pointer(&at).cloned().unwrap_or(Value::Null);
+            self.html.push_str(&format!("<label>{} <span class=\"unit\">{}</span>", esc(n.label), esc(n.unit)));
+            let unit = n.unit.split([';', ',']).next().unwrap_or(n.unit);
+            self.input(&at, Ty::Num, &x, &format!("{label}: {} ({unit})", n.label), n.unit);
+            self.html.push_str("</label>");
+        }
     }
 
     fn finish(self, id: &'static str) -> Section {
@@ -396,6 +453,239 @@ fn objectives(v: &Value) -> Section {
     b.finish("d-objectives")
 }
 
+/// A checkbox that turns a block on (`ptr`, at its starting values) or off, with its label.
+fn on_off(b: &mut Builder, ptr: &str, on: bool, label: &str, title: &str) {
+    b.html.push_str("<div class=\"drow\"><label class=\"check\">");
+    b.input(ptr, Ty::OnOff, &json!(on), label, title);
+    b.html.push_str(&format!(" {}</label></div>", esc(label)));
+    b.sig.push_str(&format!("{ptr}={on};"));
+}
+
+/// The device presets a pool may take; empty: the scenario's hardware.
+fn devices() -> Vec<(&'static str, &'static str)> {
+    let mut out = vec![("", "as Device above")];
+    out.extend(inferscale::cost::presets::DEVICES.iter().map(|d| (d.name, d.name)));
+    out
+}
+
+const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
+
+/// Prefill and decode on separate pools: on/off, each pool's workers, device, TP and router, and the link.
+fn disaggregation(v: &Value) -> Section {
+    let mut b = Builder::new();
+    let d = v.pointer("/cluster/disaggregation").filter(|d| d.is_object());
+    on_off(
+        &mut b,
+        "/cluster/disaggregation",
+        d.is_some(),
+        "Prefill and decode on separate workers (P/D)",
+        "Disaggregated serving: prefill workers hand each prompt's KV over a link to decode workers. Off: every replica does both",
+    );
+    let Some(d) = d else { return b.finish("d-disagg") };
+    let tp = v.pointer("/hardware/tp").and_then(Value::as_u64).unwrap_or(1);
+    b.html.push_str(
+        "<table class=\"dtable\"><thead><tr><th>Pool</th><th>Workers</th><th>Device</th><th>TP <span class=\"unit\">GPUs/worker; empty: TP above</span></th><th>Router</th></tr></thead><tbody>",
+    );
+    let mut gpus = 0;
+    for role in ["prefill", "decode"] {
+        let p = format!("/cluster/disaggregation/{role}");
+        let pool = &d[role];
+        gpus += pool["replicas"].as_u64().unwrap_or(1) * pool["tp"].as_u64().unwrap_or(tp);
+        b.html.push_str(&format!("<tr><td>{role}</td><td>"));
+        b.input(
+            &format!("{p}/replicas"),
+            Ty::Int,
+            &pool["replicas"],
+            &format!("{role} workers"),
+            "Workers in this pool",
+        );
+        b.html.push_str("</td><td>");
+        let dev = pool["device"].as_str().unwrap_or("");
+        b.choice(
+            &format!("{p}/device"),
+            dev,
+            &devices(),
+            &format!("{role} device"),
+            "This pool's GPU; empty: Device above",
+        );
+        b.html.push_str("</td><td>");
+        b.input(
+            &format!("{p}/tp"),
+            Ty::OptNum,
+            &pool["tp"],
+            &format!("{role} TP (GPUs per worker)"),
+            "Tensor parallelism of one worker; empty: TP above",
+        );
+        b.html.push_str("</td><td><div class=\"len\">");
+        b.variant(
+            &format!("{p}/router"),
+            Ty::Router,
+            v,
+            &format!("{role} router"),
+            "How requests pick a worker in this pool",
+        );
+        b.html.push_str("</div></td></tr>");
+    }
+    b.html.push_str("</tbody></table><div class=\"drow\"><label>KV link <span class=\"unit\">GB/s</span>");
+    let link = "/cluster/disaggregation/link";
+    b.input(
+        &format!("{link}/bandwidth_gbps"),
+        Ty::Num,
+        &d["link"]["bandwidth_gbps"],
+        "KV link bandwidth (GB/s)",
+        "Bandwidth of one link carrying prompt KV from prefill to decode",
+    );
+    b.html.push_str("</label><label>latency <span class=\"unit\">ms</span>");
+    b.input(
+        &format!("{link}/latency_ms"),
+        Ty::Num,
+        &d["link"]["latency_ms"],
+        "KV link latency (ms)",
+        "Fixed latency of one transfer",
+    );
+    b.html.push_str("</label><label>topology");
+    let topo = d["link"]["topology"].as_str().unwrap_or("per_pair");
+    b.choice(
+        &format!("{link}/topology"),
+        topo,
+        TOPOLOGY,
+        "KV link topology",
+        "A link per (prefill, decode) pair, or one link every transfer shares",
+    );
+    b.html.push_str(&format!(
+        "</label></div><p class=\"unit\">The pools replace Replicas and Router above: {gpus} GPUs in all.</p>"
+    ));
+    b.finish("d-disagg")
+}
+
+/// Agent sessions: on/off, their lengths, tools as rows, what a turn's end does with the KV, the host tier
+/// and the sessions' objectives.
+fn sessions(v: &Value) -> Section {
+    let mut b = Builder::new();
+    let s = v.pointer("/workload/sessions").filter(|s| s.is_object());
+    on_off(
+        &mut b,
+        "/workload/sessions",
+        s.is_some(),
+        "Agent sessions (multi-turn, tool calls between turns)",
+        "Each arrival starts a session whose turns re-send a growing history, with a tool call between turns. Off: each arrival is one request",
+    );
+    let Some(s) = s else { return b.finish("d-sessions") };
+    b.html.push_str("<p class=\"unit\">Arrivals start sessions: Rate is sessions/s and Requests counts sessions; each turn is scheduled as a request of the class mix.</p>");
+    let p = "/workload/sessions";
+    if let Some(path) = s.pointer("/trace/path").and_then(Value::as_str) {
+        b.html.push_str(&format!("<p>Sessions replay <code>{}</code>.</p>", esc(path)));
+        b.sig.push_str("trace;");
+    } else {
+        b.html.push_str("<table class=\"dtable\"><thead><tr><th>Turns <span class=\"unit\">per session</span></th><th>First prompt <span class=\"unit\">tokens</span></th><th>New input <span class=\"unit\">tokens a later turn</span></th><th>Output <span class=\"unit\">tokens a turn</span></th></tr></thead><tbody><tr>");
+        for (key, who) in [
+            ("turns", "session turns"),
+            ("first_tokens", "first prompt"),
+            ("new_tokens", "new input"),
+            ("output_tokens", "turn output"),
+        ] {
+            length_cells(&mut b, &format!("{p}/{key}"), &s[key], who);
+        }
+        b.html.push_str("</tr></tbody></table>");
+        tools(&mut b, s);
+    }
+    b.html.push_str("<div class=\"drow\"><label>Retention <span class=\"unit\">KV between turns</span>");
+    b.variant(&format!("{p}/retention"), Ty::Retention, v, "retention", "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to the host tier or freed; moved to the host tier at once; or the gap oracle (a bound)");
+    b.html.push_str("</label><label>Host tier");
+    b.variant("/engine/host_kv", Ty::HostTier, v, "host tier", "Host memory behind HBM for sessions' KV, and its link");
+    b.html.push_str("</label><label>turn TTFT SLO <span class=\"unit\">ms</span>");
+    let slo = |k: &str| s.pointer(&format!("/slo/{k}")).cloned().unwrap_or(Value::Null);
+    b.input(
+        &format!("{p}/slo/turn_ttft_ms"),
+        Ty::OptNum,
+        &slo("turn_ttft_ms"),
+        "turn TTFT objective (ms)",
+        "Every turn's TTFT must be at most this; empty: none",
+    );
+    b.html.push_str("</label><label>session SLO <span class=\"unit\">s</span>");
+    b.input(
+        &format!("{p}/slo/session_s"),
+        Ty::OptNum,
+        &slo("session_s"),
+        "session time objective (s)",
+        "A whole session must take at most this; empty: none",
+    );
+    b.html.push_str("</label></div>");
+    let classes: Vec<&str> =
+        s["classes"].as_array().map_or(vec![], |c| c.iter().filter_map(|c| c["name"].as_str()).collect());
+    if !classes.is_empty() {
+        b.html.push_str(&format!(
+            "<p class=\"unit\">Session classes {} set their own fields in the JSON; the fields here apply where a class leaves one out.</p>",
+            esc(&classes.join(", "))
+        ));
+        b.sig.push_str(&format!("classes={};", classes.len()));
+    }
+    b.finish("d-sessions")
+}
+
+/// The tools a turn's end calls: one row each (name, weight, mean latency, CV), added and removed.
+fn tools(b: &mut Builder, s: &Value) {
+    let list = s["tools"].as_array().cloned().unwrap_or_default();
+    b.html.push_str("<table class=\"dtable\"><thead><tr><th>Tool</th><th>Weight</th><th>Mean latency <span class=\"unit\">s</span></th><th>CV <span class=\"unit\">lognormal</span></th><th></th></tr></thead><tbody>");
+    for (i, t) in list.iter().enumerate() {
+        let p = format!("/workload/sessions/tools/{i}");
+        let who = format!("tool {}", i + 1);
+        b.html.push_str("<tr><td>");
+        b.input(&format!("{p}/name"), Ty::Text, &t["name"], &format!("{who} name"), "Name shown in reports");
+        b.html.push_str("</td><td>");
+        b.input(
+            &format!("{p}/weight"),
+            Ty::Num,
+            &t["weight"],
+            &format!("{who} weight"),
+            "Relative share of tool calls (normalised)",
+        );
+        b.html.push_str("</td><td>");
+        b.input(
+            &format!("{p}/mean_s"),
+            Ty::Num,
+            &t["mean_s"],
+            &format!("{who} mean latency (s)"),
+            "Mean time the tool takes, seconds",
+        );
+        b.html.push_str("</td><td>");
+        b.input(
+            &format!("{p}/cv"),
+            Ty::Num,
+            &t["cv"],
+            &format!("{who} latency CV"),
+            "Coefficient of variation of its latency (0: always the mean)",
+        );
+        b.html.push_str(&format!(
+            "</td><td><button type=\"button\" data-act=\"del-tool\" data-i=\"{i}\" aria-label=\"Remove {who}\" title=\"Remove this tool\">Remove</button></td></tr>"
+        ));
+    }
+    if list.is_empty() {
+        b.html.push_str("<tr><td colspan=\"5\">No tools: each turn follows the last at once.</td></tr>");
+    }
+    b.html.push_str(
+        "</tbody></table><button type=\"button\" data-act=\"add-tool\" title=\"Add a tool call\">Add tool</button>",
+    );
+    b.sig.push_str(&format!("tools={};", list.len()));
+}
+
+/// The block a checkbox turns on: the P/D study's pools (a third of the replicas prefill) or the example's
+/// sessions. None when the scenario is not one yet (its errors say why).
+pub fn block_turned_on(v: &Value, ptr: &str) -> Option<Value> {
+    match ptr {
+        "/cluster/disaggregation" => {
+            let spec = inferscale::scenario::parse(&v.to_string()).ok()?;
+            serde_json::to_value(inferscale::study::pd::default_disaggregation(&spec)).ok()
+        }
+        "/workload/sessions" => {
+            let spec = inferscale::scenario::parse(&v.to_string()).ok()?;
+            let preset = spec.model.preset.as_deref().and_then(inferscale::cost::presets::model);
+            Some(inferscale::catalog::default_sessions(spec.model.context_tokens.or(preset.map(|m| m.context_tokens))))
+        }
+        _ => None,
+    }
+}
+
 /// A length distribution of kind `kind` at about the scale of `old` (its mean), with the other parameters
 /// at sensible defaults.
 fn length_of_kind(kind: &str, old: &Value) -> Value {
@@ -433,12 +723,29 @@ pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str, label: &str, bad_inpu
             }
             Typed::Invalid(message) => return Err(message),
         },
-        Ty::Text | Ty::Choice => Value::String(raw.to_string()),
-        Ty::OptText if raw.is_empty() => {
+        Ty::OnOff => {
+            match (raw == "true", v.pointer(ptr).is_some_and(|b| !b.is_null())) {
+                (true, false) => match block_turned_on(v, ptr) {
+                    Some(block) => set(v, ptr, block),
+                    None => return Err(format!("{label}: fix the scenario's errors first")),
+                },
+                (false, true) => remove(v, ptr),
+                _ => {}
+            }
+            return Ok(());
+        }
+        Ty::Router | Ty::Retention | Ty::HostTier => {
+            if let Some(var) = ty.variant() {
+                var.choose(v, ptr, raw);
+            }
+            return Ok(());
+        }
+        Ty::Text => Value::String(raw.to_string()),
+        Ty::OptText | Ty::Choice if raw.is_empty() => {
             remove(v, ptr);
             return Ok(());
         }
-        Ty::OptText => Value::String(raw.to_string()),
+        Ty::OptText | Ty::Choice => Value::String(raw.to_string()),
         Ty::List => {
             let items: Vec<Value> = raw
                 .split([',', ' ', ';'])
@@ -462,6 +769,15 @@ pub fn action(v: &mut Value, act: &str, i: usize) {
         let Some(list) = v.pointer_mut("/objectives/percentiles").and_then(Value::as_array_mut) else { return };
         if act == "add-objective" {
             list.push(json!({"metric": "ttft", "percentile": 95, "max_ms": 1000}));
+        } else if i < list.len() {
+            list.remove(i);
+        }
+        return;
+    }
+    if act == "add-tool" || act == "del-tool" {
+        let Some(list) = tools_of(v) else { return };
+        if act == "add-tool" {
+            list.push(json!({"name": format!("tool-{}", list.len() + 1), "weight": 1, "mean_s": 1, "cv": 1}));
         } else if i < list.len() {
             list.remove(i);
         }
@@ -492,6 +808,12 @@ pub fn action(v: &mut Value, act: &str, i: usize) {
     }
 }
 
+/// The sessions' tools (none when the list is left out), when the scenario has sessions.
+fn tools_of(v: &mut Value) -> Option<&mut Vec<Value>> {
+    let s = v.pointer_mut("/workload/sessions")?.as_object_mut()?;
+    s.entry("tools").or_insert_with(|| json!([])).as_array_mut()
+}
+
 /// The list at `ptr`. A scenario that leaves it out has the default one — a single entry with every field
 /// at its default, which is what `{}` means — so that is what an absent list becomes.
 fn ensure_array<'a>(v: &'a mut Value, ptr: &str) -> Option<&'a mut Vec<Value>> {
@@ -508,10 +830,7 @@ pub fn set(v: &mut Value, ptr: &str, new: Value) {
 
 /// Remove the field at a JSON pointer (an optional field left empty).
 pub fn remove(v: &mut Value, ptr: &str) {
-    let (parent, key) = ptr.rsplit_once('/').unwrap_or(("", ptr));
-    if let Some(o) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
-        o.remove(key);
-    }
+    inferscale::study::remove_pointer(v, ptr);
 }
 
 /// `/workload/classes/1/slo/ttft_ms` → `workload.classes[1].slo.ttft_ms` (the validator's field paths).
@@ -711,5 +1030,72 @@ mod tests {
         assert!(concerns("workload.classes[0].prompt_tokens", "/workload/classes/0/prompt_tokens/kind"));
         assert!(!concerns("workload.classes[0].prompt_tokens", "/workload/classes/0/prompt_tokens/max"));
         assert!(!concerns("workload.classes[10].weight", "/workload/classes/1/weight"));
+    }
+
+    #[test]
+    fn pd_turns_on_with_pools_edits_each_pool_and_turns_off() {
+        let mut v = spec(
+            r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 4}, "requests": 50}, "cluster": {"replicas": 6}}"#,
+        );
+        assert_eq!(sections(&v)[4].values.len(), 1, "off: only the checkbox");
+        edit(&mut v, "/cluster/disaggregation", "onoff", "true", "P/D", false).unwrap();
+        assert_eq!(v.pointer("/cluster/disaggregation/prefill/replicas"), Some(&json!(2)), "a third prefill");
+        assert_eq!(v.pointer("/cluster/disaggregation/decode/replicas"), Some(&json!(4)));
+        let v2 = spec(&v.to_string());
+        let ptrs: Vec<String> = sections(&v2)[4].values.iter().map(|x| x.0.clone()).collect();
+        for p in [
+            "/cluster/disaggregation/decode/tp",
+            "/cluster/disaggregation/prefill/router",
+            "/cluster/disaggregation/link/topology",
+        ] {
+            assert!(ptrs.iter().any(|x| x == p), "{p} missing from {ptrs:?}");
+        }
+        assert!(sections(&v2)[4].html.contains("6 GPUs in all"));
+        edit(&mut v, "/cluster/disaggregation/decode/device", "choice", "h200", "d", false).unwrap();
+        edit(&mut v, "/cluster/disaggregation/decode/tp", "optnum", "2", "d", false).unwrap();
+        edit(&mut v, "/cluster/disaggregation/prefill/router", "router", "bounded_affinity", "r", false).unwrap();
+        assert_eq!(v.pointer("/cluster/disaggregation/prefill/router/slack_ms"), Some(&json!(50)));
+        let v2 = spec(&v.to_string());
+        assert!(sections(&v2)[4].html.contains("10 GPUs in all"), "2 prefill × 1 + 4 decode × 2");
+        inferscale::scenario::validate(&inferscale::scenario::parse(&v.to_string()).unwrap()).expect("validates");
+        edit(&mut v, "/cluster/disaggregation/decode/device", "choice", "", "d", false).unwrap();
+        assert!(v.pointer("/cluster/disaggregation/decode/device").is_none(), "empty: the scenario's device");
+        edit(&mut v, "/cluster/disaggregation", "onoff", "false", "P/D", false).unwrap();
+        assert!(v.pointer("/cluster/disaggregation").is_none());
+    }
+
+    #[test]
+    fn sessions_turn_on_with_tools_as_rows_that_are_added_edited_and_removed() {
+        let mut v = spec(r#"{"workload": {"arrival": {"kind": "poisson", "rate_rps": 0.2}, "requests": 20}}"#);
+        edit(&mut v, "/workload/sessions", "onoff", "true", "sessions", false).unwrap();
+        let n = |v: &Value| v.pointer("/workload/sessions/tools").and_then(Value::as_array).map_or(0, Vec::len);
+        assert_eq!(n(&v), 6, "the example's tools");
+        let shown = spec(&v.to_string());
+        let ptrs: Vec<String> = sections(&shown)[5].values.iter().map(|x| x.0.clone()).collect();
+        for p in [
+            "/workload/sessions/tools/5/mean_s",
+            "/workload/sessions/turns/mean",
+            "/workload/sessions/retention/ttl_s",
+            "/engine/host_kv",
+            "/workload/sessions/slo/session_s",
+        ] {
+            assert!(ptrs.iter().any(|x| x == p), "{p} missing from {ptrs:?}");
+        }
+        for _ in 0..6 {
+            action(&mut v, "del-tool", 0);
+        }
+        assert_eq!(n(&v), 0, "none: turns follow at once");
+        assert!(sections(&spec(&v.to_string()))[5].html.contains("No tools"));
+        action(&mut v, "add-tool", 0);
+        edit(&mut v, "/workload/sessions/tools/0/mean_s", "num", "2.5", "t", false).unwrap();
+        edit(&mut v, "/workload/sessions/retention", "retention", "host_offload", "r", false).unwrap();
+        edit(&mut v, "/engine/host_kv", "host", "host", "h", false).unwrap();
+        let sc =
+            inferscale::scenario::validate(&inferscale::scenario::parse(&v.to_string()).unwrap()).expect("validates");
+        assert!(sc.workload.sessions.is_some());
+        edit(&mut v, "/workload/sessions", "onoff", "false", "sessions", false).unwrap();
+        assert!(v.pointer("/workload/sessions").is_none());
+        action(&mut v, "add-tool", 0);
+        assert!(v.pointer("/workload/sessions").is_none(), "no tools without sessions");
     }
 }

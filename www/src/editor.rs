@@ -10,8 +10,9 @@ use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTex
 
 use crate::controls::{CONTROLS, Kind, PAIRS};
 use crate::details;
+use crate::json_lines;
 use crate::numbers;
-use crate::page::{Page, mark_field, set_disabled};
+use crate::page::{self, Page, mark_field, set_disabled};
 use crate::table::esc;
 
 /// Shipped examples (the trace example carries its trace text, since a page cannot read files by path).
@@ -47,6 +48,9 @@ pub struct Editor {
     auto_name: String,
     /// The Serving Lab's run is in flight: its Run stays disabled whatever the scenario.
     pub lab_running: Cell<bool>,
+    /// Fields typed while the JSON did not parse (a control's id, or a generated row's `ptr:` pointer):
+    /// they keep their text and are applied once the JSON parses again.
+    unapplied: Vec<String>,
 }
 
 impl Default for Editor {
@@ -58,6 +62,7 @@ impl Default for Editor {
             undo: None,
             auto_name: String::new(),
             lab_running: Cell::new(false),
+            unapplied: Vec::new(),
         }
     }
 }
@@ -92,14 +97,22 @@ impl Editor {
     /// Validate the editor's scenario; show every error inline; enable Run only when valid.
     pub fn validate(&self, page: &Page) -> bool {
         let mut errors = self.field_errors.clone();
-        if let Err(e) = inferscale::scenario::load_for_browser(&self.scenario_text(page)) {
-            // A field with text of its own still in error shows that, not the old value's verdict.
-            errors.extend(
-                e.errors
-                    .into_iter()
-                    .map(|f| (f.path, f.message))
-                    .filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)),
-            );
+        let syntax = json_lines::syntax_error(&self.text(page));
+        self.show_lines(page, syntax.as_ref());
+        if let Some(e) = &syntax {
+            // Text that is not JSON yet: where it breaks, in the editor's lines (not a later field's verdict).
+            errors.push(("(root)".into(), e.text()));
+        } else {
+            match inferscale::scenario::load_for_browser(&self.scenario_text(page)) {
+                // A field with text of its own still in error shows that, not the old value's verdict.
+                Err(e) => errors.extend(
+                    e.errors
+                        .into_iter()
+                        .map(|f| (f.path, f.message))
+                        .filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)),
+                ),
+                Ok(sc) => self.show_truncations(page, &sc.workload.truncations()),
+            }
         }
         self.show_errors(page, &errors);
         let ok = errors.is_empty();
@@ -127,6 +140,22 @@ impl Editor {
         ok
     }
 
+    /// A max that cuts its distribution's mean is said at the max (and at the class's length control).
+    fn show_truncations(&self, page: &Page, cuts: &[inferscale::workload::Truncation]) {
+        let note = |path: &str| cuts.iter().find(|t| t.path == path).map(|t| t.what());
+        for (id, path) in
+            [("c-prompt", "workload.classes[0].prompt_tokens"), ("c-output", "workload.classes[0].output_tokens")]
+        {
+            page::note_field(&page.el(id), note(path).as_deref());
+        }
+        let Ok(fields) = page.el("details").query_selector_all("[data-ptr$=\"/max\"]") else { return };
+        for i in 0..fields.length() {
+            let Some(el) = fields.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
+            let ptr = el.get_attribute("data-ptr").unwrap_or_default();
+            page::note_field(&el, note(&details::dotted(ptr.trim_end_matches("/max"))).as_deref());
+        }
+    }
+
     /// The name a user knows a field by: its control's label, a generated row's label, else the path.
     pub fn label_of(&self, page: &Page, path: &str) -> String {
         if let Some(c) = CONTROLS.iter().find(|(_, ptr, kind, _)| dotted(ptr, *kind) == path) {
@@ -146,7 +175,10 @@ impl Editor {
             .map(|(p, m)| {
                 let label = self.label_of(page, p);
                 let text = if m.starts_with(&label) { esc(m) } else { format!("<b>{}</b>: {}", esc(&label), esc(m)) };
-                format!("<li>{text} <code>{}</code></li>", esc(p))
+                let go = json_lines::line_of(m).filter(|_| p == "(root)").map_or(String::new(), |n| {
+                    format!(" <button type=\"button\" data-line=\"{n}\">Go to line {n}</button>")
+                });
+                format!("<li>{text} <code>{}</code>{go}</li>", esc(p))
             })
             .collect();
         page.el("errors").set_inner_html(&items);
@@ -206,13 +238,22 @@ impl Editor {
 
     /// A generated field changed (`target` carries its pointer and type) or one of their buttons was pressed.
     pub fn detail_changed(&mut self, page: &Page, target: &Element) {
+        let held = target.get_attribute("data-ptr").map(|p| format!("ptr:{p}"));
         let Ok(mut v) = serde_json::from_str::<Value>(&self.area(page).value()) else {
-            self.show_errors(page, &[("(root)".into(), "fix the JSON first: the controls edit it".into())]);
+            match (held, target.get_attribute("data-ptr")) {
+                (Some(field), Some(ptr)) => self.hold(page, field, details::dotted(&ptr)),
+                _ => self.notice(page, "Not done: the scenario JSON has an error (see its line); fix it first.", None),
+            }
             return;
         };
+        self.unapplied.retain(|u| Some(u) != held.as_ref());
         if let (Some(ptr), Some(ty)) = (target.get_attribute("data-ptr"), target.get_attribute("data-ty")) {
             let (raw, bad_input) = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
-                (i.value(), i.validity().bad_input())
+                if i.type_() == "checkbox" {
+                    (i.checked().to_string(), false)
+                } else {
+                    (i.value(), i.validity().bad_input())
+                }
             } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
                 (s.value(), false)
             } else {
@@ -265,10 +306,14 @@ impl Editor {
             if *id == "c-formation" && value.is_none() {
                 value = Some(json!("vllm")); // the default, which the format leaves out
             }
+            let (pd, sessions) =
+                (v.pointer("/cluster/disaggregation").is_some(), v.pointer("/workload/sessions").is_some());
             let enabled = match *id {
                 "c-rate" => matches!(arrival, "poisson" | "constant" | "gamma"),
                 "c-cv" => arrival == "gamma",
-                "c-prompt" | "c-output" => arrival != "trace" && length_field(&v, id, ptr).is_some(),
+                // Sessions draw their own lengths; the pools replace the replicas and their router.
+                "c-prompt" | "c-output" => arrival != "trace" && !sessions && length_field(&v, id, ptr).is_some(),
+                "c-replicas" | "c-router" => !pd,
                 _ => true,
             };
             set_disabled(&el, !enabled);
@@ -290,6 +335,9 @@ impl Editor {
                 sel.set_value(value.as_ref().and_then(Value::as_str).unwrap_or(""));
             }
         }
+        let sessions = v.pointer("/workload/sessions").is_some();
+        page.el("c-rate-unit").set_text_content(Some(if sessions { "sessions/s" } else { "req/s" }));
+        page.el("c-requests-unit").set_text_content(Some(if sessions { "sessions" } else { "" }));
         self.render_details(page, &v);
         for (range, number) in PAIRS {
             let n: HtmlInputElement = page.el(number).dyn_into().unwrap();
@@ -316,9 +364,10 @@ impl Editor {
         let path = dotted(ptr, kind);
         self.field_errors.retain(|(p, _)| *p != path);
         let Ok(mut v) = serde_json::from_str::<Value>(&self.area(page).value()) else {
-            self.show_errors(page, &[("(root)".into(), "fix the JSON first: the controls edit it".into())]);
+            self.hold(page, id.to_string(), path);
             return;
         };
+        self.unapplied.retain(|u| u != id);
         let length = length_field(&v, id, ptr);
         // A fixed length takes whole tokens; a mean may be fractional.
         let int = kind == Kind::Int || length == Some("tokens");
@@ -360,6 +409,69 @@ impl Editor {
 
     /// While the scenario's name is an example's or one the page derived, it follows what is run, so the
     /// name in exports and reports says it ("llama-3-70b-h100-sxm-tp4x2-20rps"); a name the user wrote stays.
+    /// A field typed while the JSON does not parse: it keeps its text, says why it is not applied yet, and
+    /// the JSON's own error stays in the list.
+    fn hold(&mut self, page: &Page, field: String, path: String) {
+        let line = json_lines::syntax_error(&self.text(page)).map_or(0, |e| e.line);
+        self.field_errors.retain(|(p, _)| *p != path);
+        self.field_errors.push((
+            path,
+            format!("not applied yet: the scenario JSON has an error at line {line}; this value is applied once the JSON parses"),
+        ));
+        if !self.unapplied.contains(&field) {
+            self.unapplied.push(field);
+        }
+        self.validate(page);
+    }
+
+    /// The JSON parses again: the fields typed meanwhile are applied, in the order they were typed.
+    pub fn apply_held(&mut self, page: &Page) {
+        if self.unapplied.is_empty() || json_lines::syntax_error(&self.text(page)).is_some() {
+            return;
+        }
+        for field in std::mem::take(&mut self.unapplied) {
+            match field.strip_prefix("ptr:") {
+                Some(ptr) => {
+                    let sel = format!("[data-ptr=\"{ptr}\"]");
+                    if let Ok(Some(el)) = page.el("details").query_selector(&sel) {
+                        self.detail_changed(page, &el);
+                    } else {
+                        self.field_errors.retain(|(p, _)| *p != details::dotted(ptr));
+                    }
+                }
+                None => self.control_changed(page, &field),
+            }
+        }
+        self.sync_controls(page);
+        self.validate(page);
+    }
+
+    /// The line numbers beside the editor, the broken line marked; redrawn only when they change.
+    fn show_lines(&self, page: &Page, bad: Option<&json_lines::SyntaxError>) {
+        let text = self.text(page);
+        let key = format!("{}:{}", text.split('\n').count(), bad.map_or(String::new(), |b| b.text()));
+        let gutter = page.el("scenario-lines");
+        if gutter.get_attribute("data-key").as_deref() != Some(key.as_str()) {
+            gutter.set_inner_html(&json_lines::gutter_html(&text, bad));
+            gutter.set_attribute("data-key", &key).ok();
+        }
+        gutter.set_scroll_top(self.area(page).scroll_top());
+    }
+
+    /// "Go to line N": select that line in the editor and bring it into view.
+    pub fn go_to_line(&self, page: &Page, line: usize) {
+        let area = self.area(page);
+        let text = area.value();
+        let (a, b) = json_lines::line_range(&text, line);
+        // The textarea counts UTF-16 units.
+        let units = |i: usize| text[..i].encode_utf16().count() as u32;
+        area.focus().ok();
+        area.set_selection_range(units(a), units(b)).ok();
+        let lines = text.split('\n').count().max(1) as i32;
+        area.set_scroll_top((area.scroll_height() * (line as i32 - 3).max(0)) / lines);
+        page.el("scenario-lines").set_scroll_top(area.scroll_top());
+    }
+
     pub fn derive_name(&mut self, v: &mut Value) {
         let name = v["name"].as_str().unwrap_or("scenario").to_string();
         let ours = name == self.auto_name || PRESETS.iter().any(|(p, _)| *p == name) || name == "scenario";
@@ -425,6 +537,7 @@ impl Editor {
             self.undo = Some((what.to_string(), old));
         }
         self.field_errors.clear();
+        self.unapplied.clear();
         self.notice(page, "", None);
         self.load_text(page, text);
         self.show_undo(page);
@@ -442,6 +555,7 @@ impl Editor {
     pub fn undo(&mut self, page: &Page) {
         let Some((what, text)) = self.undo.take() else { return };
         self.field_errors.clear();
+        self.unapplied.clear();
         self.load_text(page, &text);
         self.show_undo(page);
         // The Undo button hides itself: focus goes to the Example select, where a replacement starts.

@@ -209,6 +209,57 @@ impl Figure {
     }
 }
 
+/// A legend's corner of the plot: the corners in the order they are preferred when equally free.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Corner {
+    LowerRight,
+    UpperLeft,
+    UpperRight,
+    LowerLeft,
+}
+
+/// The corner where a legend of `size` (width, height as shares of the plot area) covers the fewest of the
+/// drawn points `pts` (x, y shares of the plot area, y up). Lines are given as points along them (see
+/// `along`), so a legend never sits on a curve when a free corner exists.
+pub fn legend_corner(pts: &[(f64, f64)], size: (f64, f64)) -> Corner {
+    let (w, h) = (size.0.min(1.0) + 0.03, size.1.min(1.0) + 0.03);
+    let covered = |c: Corner| {
+        let (right, top) = match c {
+            Corner::LowerRight => (true, false),
+            Corner::UpperLeft => (false, true),
+            Corner::UpperRight => (true, true),
+            Corner::LowerLeft => (false, false),
+        };
+        let x_in = |x: f64| if right { x >= 1.0 - w } else { x <= w };
+        let y_in = |y: f64| if top { y >= 1.0 - h } else { y <= h };
+        pts.iter().filter(|p| x_in(p.0) && y_in(p.1)).count()
+    };
+    [Corner::LowerRight, Corner::UpperLeft, Corner::UpperRight, Corner::LowerLeft]
+        .into_iter()
+        .min_by_key(|c| covered(*c))
+        .unwrap_or(Corner::LowerRight)
+}
+
+/// Points every `step` (in shares of the plot) along the polyline `pts`, so a long straight piece between two
+/// data points still counts where it runs.
+pub fn along(pts: &[(f64, f64)], step: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = pts.first().copied().into_iter().collect();
+    for w in pts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let n = (((b.0 - a.0).hypot(b.1 - a.1) / step.max(1e-6)).ceil() as usize).clamp(1, 10_000);
+        out.extend((1..=n).map(|k| {
+            let t = k as f64 / n as f64;
+            (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t)
+        }));
+    }
+    out
+}
+
+/// A legend's size in pixels for `entries` labels, the longest `chars` long, in the 11 px sans-serif it uses.
+pub fn legend_px(entries: usize, chars: usize) -> (f64, f64) {
+    (40.0 + 6.3 * chars as f64, 8.0 + 15.0 * entries as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +339,19 @@ mod tests {
             "TTFT: 50.0 % of requests ≤ 100 ms",
             "nearest in log x: 10^-1.2 is nearest 10^-1"
         );
+    }
+
+    #[test]
+    fn a_legend_goes_where_no_curve_runs() {
+        // A CDF rising from the lower left to the upper right leaves the lower right and upper left free; with
+        // a vertical objective in the lower right, the upper left.
+        let cdf = along(&[(0.0, 0.0), (0.3, 0.1), (0.6, 0.9), (1.0, 1.0)], 0.01);
+        assert_eq!(legend_corner(&cdf, (0.3, 0.3)), Corner::LowerRight);
+        let mut with_line = cdf.clone();
+        with_line.extend(along(&[(0.9, 0.0), (0.9, 1.0)], 0.01));
+        assert_eq!(legend_corner(&with_line, (0.3, 0.3)), Corner::UpperLeft);
+        // Two points far apart still make a line through the corner between them.
+        assert!(along(&[(0.0, 0.0), (1.0, 0.0)], 0.1).len() >= 11);
+        assert_eq!(legend_px(2, 10), (103.0, 38.0));
     }
 }

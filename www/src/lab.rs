@@ -37,6 +37,10 @@ pub struct Lab {
     page: usize,
     /// The charts on screen: what each drew and how its pixels map to data.
     charts: Vec<Figure>,
+    /// The change the diagnosis is testing on the same requests ("" while the scenario itself runs), and
+    /// when that run started (for its time left).
+    testing: String,
+    stage_ms: f64,
 }
 
 const PAGE_ROWS: usize = 50;
@@ -101,6 +105,14 @@ impl Lab {
                 a.iter().map(|w| format!("<p class=\"warning\">⚠ {}</p>", esc(w.as_str().unwrap_or("")))).collect()
             })
             .unwrap_or_default();
+        // Lengths shorter than their fields read (a max that cuts the mean) are part of what ran.
+        let lengths: String = self.report["setup"]["truncated_lengths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| format!("<p class=\"warning\">⚠ Lengths: {}</p>", esc(t.as_str().unwrap_or(""))))
+            .collect();
+        let warnings = format!("{lengths}{warnings}");
         let regime = match d["regime"].as_str() {
             Some("overloaded") => {
                 format!("over capacity ({:.2}× offered ÷ served)", d["load_factor"].as_f64().unwrap_or(1.0))
@@ -352,9 +364,11 @@ impl Lab {
 
     /// The objectives drawn on a latency CDF: every class's per-request SLO on that metric, and the
     /// percentile objectives on it.
-    pub fn objective_lines(&self, metric: &str) -> Vec<(String, f64)> {
+    /// The objectives on `metric`'s CDF: (label, bound in seconds, the percentile's share for an objective
+    /// on a percentile; None for a class's per-request SLO).
+    pub fn objective_lines(&self, metric: &str) -> Vec<(String, f64, Option<f64>)> {
         // The SLOs of the scenario that ran (captured at Run: the editor may have changed since).
-        let mut out: Vec<(String, f64)> = Vec::new();
+        let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
         for (name, ttft, tpot, e2e) in &self.ran_slos {
             let bound = match metric {
                 "ttft" => ttft,
@@ -363,7 +377,7 @@ impl Lab {
             };
             if let Some(ns) = bound {
                 let s = *ns as f64 / 1e9;
-                out.push((format!("{name} SLO {}", charts::secs(s)), s));
+                out.push((format!("{name} SLO {}", charts::secs(s)), s, None));
             }
         }
         for p in
@@ -371,7 +385,8 @@ impl Lab {
         {
             let of = p["class"].as_str().map(|c| format!(" {c}")).unwrap_or_default();
             let max_s = p["max_s"].as_f64().unwrap_or(0.0);
-            out.push((format!("p{}{of} ≤ {}", numbers::shown(&p["percentile"]), charts::secs(max_s)), max_s));
+            let share = p["percentile"].as_f64().map(|x| x / 100.0);
+            out.push((format!("p{}{of} ≤ {}", numbers::shown(&p["percentile"]), charts::secs(max_s)), max_s, share));
         }
         out
     }
@@ -502,7 +517,9 @@ impl Behaviour for Lab {
         }
         self.run_id += 1;
         self.running = true;
+        self.testing.clear();
         self.started_ms = now_ms();
+        self.stage_ms = self.started_ms;
         self.set_buttons(cx);
         self.progress(cx, 0.0);
         cx.page.set_status("Running…");
@@ -552,10 +569,21 @@ impl Behaviour for Lab {
             Output::Progress { run_id, done, expected } if run_id == self.run_id && self.running => {
                 let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
                 self.progress(cx, f);
-                let elapsed = (now_ms() - self.started_ms) / 1000.0;
+                let elapsed = (now_ms() - self.stage_ms) / 1000.0;
                 let left =
                     if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
-                cx.page.set_status(&format!("Running: {done} of {expected} requests done ({:.0} %){left}", f * 100.0));
+                let what = if self.testing.is_empty() {
+                    "Running".to_string()
+                } else {
+                    format!("Testing the advice on the same requests: {}", self.testing)
+                };
+                cx.page.set_status(&format!("{what}: {done} of {expected} requests done ({:.0} %){left}", f * 100.0));
+            }
+            Output::Testing { run_id, change } if run_id == self.run_id && self.running => {
+                self.stage_ms = now_ms();
+                self.progress(cx, 0.0);
+                cx.page.set_status(&format!("Testing the advice on the same requests: {change}…"));
+                self.testing = change;
             }
             Output::Done { run_id, results } if run_id == self.run_id => {
                 self.running = false;

@@ -29,6 +29,8 @@ mod exports;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod figure;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod json_lines;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod numbers;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod panels;

@@ -114,32 +114,46 @@ pub fn error_list(errors: &[(String, String)]) -> String {
 pub fn mark_field(el: &Element, error: Option<&str>) {
     el.class_list().toggle_with_force("invalid", error.is_some()).ok();
     el.set_attribute("aria-invalid", if error.is_some() { "true" } else { "false" }).ok();
-    // Beside a slider + number pair the message goes after the pair, not between them.
+    say_at(el, "field-msg", "msg", error);
+}
+
+/// A note about a valid value (a max that cuts the mean) after the field, and in its description.
+pub fn note_field(el: &Element, note: Option<&str>) {
+    say_at(el, "field-note", "note", note);
+}
+
+/// Text of `class` right after the field (after a slider + number pair, not between them), or none.
+fn say_at(el: &Element, class: &str, prefix: &str, text: Option<&str>) {
     let anchor = el.parent_element().filter(|p| p.class_list().contains("pair")).unwrap_or_else(|| el.clone());
-    let next = anchor.next_element_sibling().filter(|n| n.class_list().contains("field-msg"));
-    match (error, next) {
+    let mut next = anchor.next_element_sibling();
+    while let Some(n) = next.clone().filter(|n| !n.class_list().contains(class)) {
+        let said = n.class_list().contains("field-msg") || n.class_list().contains("field-note");
+        next = if said { n.next_element_sibling() } else { None };
+    }
+    let key =
+        if el.id().is_empty() { el.get_attribute("data-ptr").unwrap_or_default().replace('/', "-") } else { el.id() };
+    let id = format!("{prefix}-{key}");
+    let described = el.get_attribute("aria-describedby").unwrap_or_default();
+    let others: Vec<&str> = described.split_whitespace().filter(|d| *d != id).collect();
+    match (text, next) {
         (Some(m), Some(n)) => n.set_text_content(Some(m)),
         (Some(m), None) => {
             let Some(doc) = el.owner_document() else { return };
             let Ok(n) = doc.create_element("span") else { return };
-            n.set_class_name("field-msg");
+            n.set_class_name(class);
             n.set_attribute("role", "status").ok();
             n.set_text_content(Some(m));
-            let id = format!(
-                "msg-{}",
-                if el.id().is_empty() {
-                    el.get_attribute("data-ptr").unwrap_or_default().replace('/', "-")
-                } else {
-                    el.id()
-                }
-            );
             n.set_id(&id);
-            el.set_attribute("aria-describedby", &id).ok();
+            el.set_attribute("aria-describedby", &[others, vec![id.as_str()]].concat().join(" ")).ok();
             anchor.insert_adjacent_element("afterend", &n).ok();
         }
         (None, Some(n)) => {
             n.remove();
-            el.remove_attribute("aria-describedby").ok();
+            if others.is_empty() {
+                el.remove_attribute("aria-describedby").ok();
+            } else {
+                el.set_attribute("aria-describedby", &others.join(" ")).ok();
+            }
         }
         (None, None) => {}
     }

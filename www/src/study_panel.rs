@@ -91,9 +91,21 @@ impl Studies {
         self.shown.about().title
     }
 
+    /// The sessions an agent panel adds when the Serving Lab's scenario `v` has none: the shipped example's
+    /// (fitted to the model's context), so the panel runs without loading the example first.
+    fn added_sessions(&self, v: &Value) -> Option<Value> {
+        let agents = self.shown.about().group == study::Group::Agents;
+        (agents && v.pointer("/workload/sessions").is_none())
+            .then(|| details::block_turned_on(v, "/workload/sessions"))
+            .flatten()
+    }
+
     /// The scenario as this panel sees it: `text` with the panel's own inputs applied.
     fn with_edits(&self, text: &str) -> Option<Value> {
         let mut v = serde_json::from_str::<Value>(text).ok()?;
+        if let Some(s) = self.added_sessions(&v) {
+            details::set(&mut v, "/workload/sessions", s);
+        }
         for (ptr, x) in self.edits.get(self.shown.name()).into_iter().flatten() {
             if x.is_null() {
                 details::remove(&mut v, ptr);
@@ -115,21 +127,26 @@ impl Studies {
     /// the Serving Lab.
     fn show_edits(&self, cx: &Cx, text: &str) {
         cx.page.el("study-own-text").set_text_content(Some(text));
-        let edits = self.edits.get(self.shown.name()).filter(|e| !e.is_empty());
-        let line = cx.page.html("study-own");
-        line.set_hidden(edits.is_none());
-        if let Some(e) = edits {
-            let fields: Vec<&str> = e.keys().map(|k| k.as_str()).collect();
-            cx.page.el("study-own-fields").set_text_content(Some(&fields.join(", ")));
+        let mut fields: Vec<String> =
+            self.edits.get(self.shown.name()).into_iter().flatten().map(|e| e.0.clone()).collect();
+        let lab = serde_json::from_str::<Value>(&cx.editor.text(cx.page)).unwrap_or_default();
+        if self.added_sessions(&lab).is_some() {
+            fields.insert(
+                0,
+                "/workload/sessions (the agent example's: the Serving Lab's scenario has no sessions)".into(),
+            );
         }
+        cx.page.html("study-own").set_hidden(fields.is_empty());
+        cx.page.el("study-own-fields").set_text_content(Some(&fields.join(", ")));
     }
 
     /// "Use in Serving Lab": this panel's inputs become the Serving Lab's scenario's (the app records the old one
     /// for Undo, and the replaced scenario redraws the panel); the panel then has none of its own.
     pub fn take_edits(&mut self, cx: &Cx) -> Option<String> {
         let text = self.panel_text(cx);
-        self.edits.remove(self.shown.name())?;
-        Some(text)
+        let lab = serde_json::from_str::<Value>(&cx.editor.text(cx.page)).ok()?;
+        let edits = self.edits.remove(self.shown.name());
+        (edits.is_some() || self.added_sessions(&lab).is_some()).then_some(text)
     }
 
     /// "Reset": the panel's inputs follow the Serving Lab's scenario again.

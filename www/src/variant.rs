@@ -65,7 +65,7 @@ impl Variant {
     pub fn choose(&self, v: &mut Value, ptr: &str, value: &str) {
         let Some(c) = self.choices.iter().find(|c| c.value == value) else { return };
         if self.tag.is_none() && c.value == self.choices[0].value {
-            crate::details::remove(v, ptr);
+            inferscale::study::remove_pointer(v, ptr);
             return;
         }
         let old = v.pointer(ptr).and_then(Value::as_object).cloned().unwrap_or_default();
@@ -84,7 +84,7 @@ impl Variant {
                 _ => {}
             }
         }
-        crate::details::set(v, ptr, Value::Object(block));
+        inferscale::study::set_pointer(v, ptr, Value::Object(block));
     }
 
     /// Number `key` typed as `raw`: written as a number (the text itself when it is not one, so the core
@@ -98,8 +98,8 @@ impl Variant {
             self.choose(v, ptr, self.chosen(v, ptr));
         }
         match raw.trim() {
-            "" => crate::details::remove(v, &at),
-            t => crate::details::set(v, &at, t.parse::<f64>().map(number).unwrap_or(json!(t))),
+            "" => inferscale::study::remove_pointer(v, &at),
+            t => inferscale::study::set_pointer(v, &at, t.parse::<f64>().map(number).unwrap_or(json!(t))),
         }
     }
 }

@@ -1,0 +1,174 @@
+// The Serving Lab's inputs a new user reaches for (issue 23): P/D pools and agent sessions as controls, the
+// JSON's errors at their line and never replaced while it is broken, and a max that cuts a mean said at the
+// field. Typed with the keyboard, read off the page and the scenario JSON.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serve, browser, openLab, runAndWait, download } from './browser.mjs';
+
+let server, ctx;
+before(async () => { server = await serve(); ctx = await browser(); });
+after(async () => { await ctx?.close(); server?.stop(); });
+
+const scenario = async (page) => JSON.parse(await page.inputValue('#scenario'));
+
+/** Select the field's text and type `text` key by key, as a user does; then Tab out of it. */
+async function typeInto(page, locator, text) {
+  await locator.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type(text, { delay: 5 });
+  await page.keyboard.press('Tab');
+}
+
+/** Toggle a checkbox from the keyboard. */
+async function toggle(locator, page) {
+  await locator.focus();
+  await page.keyboard.press('Space');
+}
+
+test('P/D from the Serving Lab: on, pools typed, the replicas field stands aside, the run is disaggregated, off again', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const pd = page.getByRole('checkbox', { name: 'Prefill and decode on separate workers (P/D)' });
+  assert.equal(await pd.isChecked(), false);
+  await toggle(pd, page);
+  assert.ok((await scenario(page)).cluster.disaggregation, 'the block is written');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'prefill workers' }), '1');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'decode workers' }), '2');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'KV link bandwidth (GB/s)' }), '25.5');
+  await page.getByRole('combobox', { name: 'decode router' }).selectOption('least_kv');
+  const d = (await scenario(page)).cluster.disaggregation;
+  assert.equal(d.prefill.replicas, 1);
+  assert.equal(d.decode.replicas, 2);
+  assert.equal(d.link.bandwidth_gbps, 25.5);
+  assert.deepEqual(d.decode.router, { kind: 'least_kv' });
+  // The pools replace Replicas and Router, which say so by standing aside.
+  assert.equal(await page.getByRole('spinbutton', { name: 'Replicas', exact: true }).isDisabled(), true);
+  assert.equal(await page.getByRole('combobox', { name: 'Router', exact: true }).isDisabled(), true);
+  assert.match(await page.textContent('#d-disagg'), /The pools replace Replicas and Router above: 3 GPUs in all\./);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '300');
+  await runAndWait(page, 120000);
+  const report = JSON.parse((await download(page, '#x-json')).text);
+  assert.deepEqual(report.setup.pools.map((p) => [p.role, p.replicas]), [['prefill', 1], ['decode', 2]]);
+  // Off: the block goes, the replicas field is back.
+  await toggle(pd, page);
+  assert.equal((await scenario(page)).cluster.disaggregation, undefined);
+  assert.equal(await page.getByRole('spinbutton', { name: 'Replicas', exact: true }).isDisabled(), false);
+  assert.equal(await pd.evaluate((e) => e === document.activeElement), true, 'focus stays on the checkbox');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('agent sessions from the Serving Lab: on, tools as rows added, typed and removed, the run reports sessions', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true }), '0.2');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '12');
+  const on = page.getByRole('checkbox', { name: 'Agent sessions (multi-turn, tool calls between turns)' });
+  await toggle(on, page);
+  let s = (await scenario(page)).workload.sessions;
+  assert.equal(s.tools.length, 6, 'the agent example\'s tools');
+  // The default model's 8k context: the example's prompts are fitted to it, so the scenario is valid at once.
+  assert.equal(s.first_tokens.max, 6192);
+  assert.equal(await page.textContent('#errors'), '');
+  assert.equal(await page.textContent('#c-rate-unit'), 'sessions/s');
+  assert.equal(await page.textContent('#c-requests-unit'), 'sessions');
+  assert.equal(await page.getByRole('spinbutton', { name: 'Prompt length (tokens)' }).isDisabled(), true, 'sessions draw their own lengths');
+  // Remove the first tool from the keyboard; focus stays on the Remove button now in its place.
+  await page.getByRole('button', { name: 'Remove tool 1' }).focus();
+  await page.keyboard.press('Enter');
+  assert.equal((await scenario(page)).workload.sessions.tools.length, 5);
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'Remove tool 1');
+  await page.getByRole('button', { name: 'Add tool' }).focus();
+  await page.keyboard.press('Enter');
+  await typeInto(page, page.getByRole('textbox', { name: 'tool 6 name' }), 'deploy');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'tool 6 mean latency (s)' }), '12.5');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'tool 6 latency CV' }), '0.5');
+  await page.getByRole('combobox', { name: 'retention' }).selectOption('ttl');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'retention: TTL (s)' }), '4');
+  s = (await scenario(page)).workload.sessions;
+  assert.deepEqual(s.tools[5], { name: 'deploy', weight: 1, mean_s: 12.5, cv: 0.5 });
+  assert.deepEqual(s.retention, { kind: 'ttl', ttl_s: 4 });
+  // A bad value is said at its row and the scenario keeps the last good one.
+  await typeInto(page, page.getByRole('spinbutton', { name: 'tool 6 mean latency (s)' }), '-3');
+  assert.match(await page.textContent('#errors'), /tool 6 mean latency/);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'tool 6 mean latency (s)' }), '12.5');
+  await runAndWait(page, 120000);
+  const report = JSON.parse((await download(page, '#x-json')).text);
+  assert.ok(report.sessions, 'the report has its sessions section');
+  assert.equal(report.sessions.sessions, 12);
+  // Off: the block goes and the lengths are the classes' again.
+  await toggle(on, page);
+  assert.equal((await scenario(page)).workload.sessions, undefined);
+  assert.equal(await page.textContent('#c-rate-unit'), 'req/s');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the agent panels run without the example: they add its sessions as their own input and say so', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const before = await page.inputValue('#scenario');
+  await page.click('nav [data-panel="agent-sessions"]');
+  await page.waitForSelector('#study-own:not([hidden])');
+  assert.match(await page.textContent('#study-own'), /\/workload\/sessions \(the agent example's: the Serving Lab's scenario has no sessions\)/);
+  assert.equal(await page.textContent('#study-errors'), '');
+  assert.equal(await page.isDisabled('#study-run'), false);
+  assert.equal(await page.inputValue('#g-turns'), '10', 'the example\'s mean turns');
+  assert.equal(await page.inputValue('#scenario'), before, 'the Serving Lab\'s scenario is unchanged');
+  // "Use in Serving Lab" takes them there (undoable).
+  await page.click('#study-use-in-lab');
+  assert.ok((await scenario(page)).workload.sessions, 'now the Serving Lab has them');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a broken JSON: its error at its line, kept while a control is typed, the control applied once it parses', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  // Delete the comma after "seed": 42 (line 4) with the keyboard.
+  await page.click('#scenario');
+  await page.keyboard.press('Control+Home');
+  for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('End');
+  await page.keyboard.press('Backspace');
+  const list = page.locator('#errors');
+  assert.match(await list.textContent(), /the scenario JSON: line 5, column 3: expected `,` or `}`/);
+  assert.equal(await page.textContent('#scenario-lines mark'), '5', 'the gutter marks line 5');
+  // A control typed now keeps its text, says why it is not applied, and the JSON's error stays.
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true }), '7');
+  assert.equal(await page.inputValue('#c-rate'), '7');
+  assert.match(await page.textContent('#msg-c-rate'), /not applied yet: the scenario JSON has an error at line 5/);
+  assert.match(await list.textContent(), /line 5, column 3: expected `,` or `}`/, 'the parser\'s error is not replaced');
+  assert.equal(await page.isDisabled('#run'), true);
+  // "Go to line 5" selects that line in the editor.
+  await page.getByRole('button', { name: 'Go to line 5' }).click();
+  const selected = await page.evaluate(() => { const t = document.getElementById('scenario'); return [document.activeElement === t, t.value.slice(t.selectionStart, t.selectionEnd)]; });
+  assert.deepEqual(selected, [true, '  "workload": {']);
+  // Put the comma back and leave the editor: the JSON parses, the typed rate is applied.
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('End');
+  await page.keyboard.type(',');
+  await page.keyboard.press('Tab');
+  await page.waitForFunction(() => JSON.parse(document.getElementById('scenario').value).workload.arrival.rate_rps === 7);
+  assert.equal(await list.textContent(), '');
+  assert.equal(await page.locator('#scenario-lines mark').count(), 0);
+  assert.equal(await page.isDisabled('#run'), false);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a max that cuts the mean is said at the field, in the diagnosis and in the Markdown setup', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Prompt length (tokens)' }), '2000');
+  const note = /max 4096 cuts the mean of 2000 to 18\d\d tokens/;
+  assert.match(await page.textContent('#note-c-prompt'), note);
+  assert.match(await page.textContent('#d-classes'), note, 'and at the class row\'s max');
+  // Raising the max takes the note away.
+  await typeInto(page, page.getByRole('spinbutton', { name: 'class 1 prompt max (tokens)' }), '32768');
+  assert.equal(await page.locator('#note-c-prompt').count(), 0);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'class 1 prompt max (tokens)' }), '4096');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '300');
+  await runAndWait(page);
+  assert.match(await page.textContent('#diagnosis'), /⚠ Lengths: workload\.classes\[0\]\.prompt_tokens: max 4096 cuts the mean of 2000 to 18\d\d tokens/);
+  const md = await download(page, '#x-md');
+  assert.match(md.text, /\*\*Lengths:\*\* workload\.classes\[0\]\.prompt_tokens: max 4096 cuts the mean of 2000 to 18\d\d tokens\./);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
