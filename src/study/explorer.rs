@@ -31,7 +31,11 @@ pub struct ExplorerParams {
     pub target: Option<f64>,
 }
 
-/// Ten colocated variations of the scenario and six P/D / prefix-cache layouts.
+/// Ten colocated variations of the scenario and up to six P/D / prefix-cache layouts. Layouts that change how
+/// the GPUs are arranged keep the baseline's GPU count: TP ×2 halves the replicas (when they are even), and the
+/// P/D layouts split the baseline's replicas into prefill and decode workers (about 1:1, 1:2 and 1:3, the
+/// distinct splits there are). Only "replicas +1" adds GPUs on purpose, and a one-replica baseline's P/D
+/// layouts (which need two workers); `gpu_note` says which.
 pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
     let e = &spec.engine;
     let c = |name: &str, set: Value| Candidate { name: name.into(), set: set.as_object().cloned().unwrap_or_default() };
@@ -49,7 +53,13 @@ pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
         p
     };
     let link = serde_json::to_value(super::pd::default_link()).expect("serialises");
-    let pd = |d: u32| json!({"prefill": {"replicas": 1}, "decode": {"replicas": d}, "link": link});
+    let pd = |p: u32, d: u32| json!({"prefill": {"replicas": p}, "decode": {"replicas": d}, "link": link});
+    let r = spec.cluster.replicas;
+    let tp2 = if r % 2 == 0 {
+        c("TP ×2, replicas ×½", json!({"/hardware/tp": spec.hardware.tp * 2, "/cluster/replicas": r / 2}))
+    } else {
+        c("TP ×2", json!({"/hardware/tp": spec.hardware.tp * 2}))
+    };
     let mut v = vec![
         c("baseline", json!({})),
         c("batch cap ×½", json!({"/engine/max_num_seqs": (e.max_num_seqs / 2).max(1)})),
@@ -63,19 +73,52 @@ pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
             "chunk 512",
             json!({"/engine/prefill_chunk_tokens": 512u32.min(e.max_num_batched_tokens), "/engine/chunked_prefill": true}),
         ),
-        c("TP ×2", json!({"/hardware/tp": spec.hardware.tp * 2})),
+        tp2,
         c("replicas +1", json!({"/cluster/replicas": spec.cluster.replicas + 1})),
         c("SJF scheduler", json!({"/scheduler": {"kind": "sjf"}})),
         c("priority scheduler", json!({"/scheduler": {"kind": "priority"}})),
     ];
-    for d in [1, 2, 3] {
-        v.push(c(&format!("P/D 1:{d}"), json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(false)})));
+    for (p, d) in pd_splits(r) {
+        v.push(c(&format!("P/D {p}:{d}"), json!({"/cluster/disaggregation": pd(p, d), "/prefix": with_cache(false)})));
         v.push(c(
-            &format!("P/D 1:{d} + prefix cache"),
-            json!({"/cluster/disaggregation": pd(d), "/prefix": with_cache(true)}),
+            &format!("P/D {p}:{d} + prefix cache"),
+            json!({"/cluster/disaggregation": pd(p, d), "/prefix": with_cache(true)}),
         ));
     }
     v
+}
+
+/// Prefill : decode workers from `replicas` workers, about 1:1, 1:2 and 1:3, each split once; one replica
+/// cannot be split, so then 1:1, 1:2 and 1:3 workers (more GPUs than the baseline).
+fn pd_splits(replicas: u32) -> Vec<(u32, u32)> {
+    if replicas < 2 {
+        return vec![(1, 1), (1, 2), (1, 3)];
+    }
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for d in [1, 2, 3] {
+        let p = ((replicas as f64 / (d as f64 + 1.0)).round() as u32).clamp(1, replicas - 1);
+        if !out.contains(&(p, replicas - p)) {
+            out.push((p, replicas - p));
+        }
+    }
+    out
+}
+
+/// Which default candidates use another GPU count than the baseline's, said once in the report.
+fn gpu_note(spec: &Spec) -> String {
+    let (r, tp) = (spec.cluster.replicas, spec.hardware.tp);
+    let gpus = r * tp;
+    let mut more = vec![format!("replicas +1 ({} GPUs)", gpus + tp)];
+    if r % 2 == 1 {
+        more.push(format!("TP ×2 ({} GPUs: {r} replicas cannot be halved)", 2 * gpus));
+    }
+    if r < 2 {
+        more.push(format!("the P/D layouts ({}, {} and {} GPUs: one replica cannot be split)", 2 * tp, 3 * tp, 4 * tp));
+    }
+    format!(
+        "GPU counts: every candidate uses the baseline's {gpus} GPUs (TP ×2 with half the replicas, P/D layouts split its {r} replicas) but {}; compare those on goodput per GPU (the efficiency frontier).",
+        more.join(", ")
+    )
 }
 
 pub struct ExplorerStudy {
@@ -130,7 +173,8 @@ impl StudyDef for ExplorerStudy {
             }
         }
         if !given {
-            notes.push("Candidates: ten variations of the scenario and six P/D layouts with and without prefix caching (edit them in the study options).".into());
+            notes.push("Candidates: ten variations of the scenario and P/D layouts with and without prefix caching (edit them in the study options).".into());
+            notes.push(gpu_note(spec));
         }
         let target = p.target.unwrap_or(sc.objectives.attainment_target);
         Ok(ExplorerStudy { base: spec.clone(), target, batch: OneBatch::new(jobs), notes })
@@ -253,5 +297,18 @@ fn frontier_scatter(
             ChartSeries { name: front_name.into(), points: f, band: vec![], labels: vec![], line: true },
         ],
         target: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_keep_the_baselines_gpus_where_they_can() {
+        assert_eq!(pd_splits(9), vec![(5, 4), (3, 6), (2, 7)]);
+        assert_eq!(pd_splits(2), vec![(1, 1)]);
+        assert_eq!(pd_splits(3), vec![(2, 1), (1, 2)]);
+        assert_eq!(pd_splits(1), vec![(1, 1), (1, 2), (1, 3)], "one replica cannot be split");
     }
 }

@@ -740,3 +740,33 @@ fn ranking_separates_policies_on_latency_and_explains_identical_rows() {
     let same = r.notes.iter().find(|n| n.contains("give identical results")).expect("a note on identical rows");
     assert!(same.contains("little queue forms"), "{same}");
 }
+
+/// The explorer compares layouts at the baseline's GPU count: only "replicas +1" adds GPUs on a baseline whose
+/// replicas can be halved and split, and the report says which candidates differ (issue 23: P/D layouts of
+/// 8–16 GPUs were ranked beside a 36-GPU baseline).
+#[test]
+fn the_explorer_compares_layouts_at_the_baselines_gpu_count_and_says_which_differ() {
+    let mut spec = small_spec(200);
+    spec.cluster.replicas = 4;
+    let r = run("explorer", &spec, serde_json::json!({}), 2);
+    let col = r.columns.iter().position(|c| c.label == "GPU instances").unwrap();
+    let gpus: Vec<(String, f64)> = (r.rows.iter())
+        .map(|row| match (&row[0], &row[col]) {
+            (study::Cell::Text(n), study::Cell::Num(g)) => (n.clone(), *g),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    for (name, g) in &gpus {
+        let want = if name == "replicas +1" { 5.0 } else { 4.0 };
+        assert_eq!(*g, want, "{name}: {gpus:?}");
+    }
+    assert!(gpus.iter().any(|(n, _)| n == "P/D 2:2"), "{gpus:?}");
+    assert!(gpus.iter().any(|(n, _)| n == "TP ×2, replicas ×½"), "{gpus:?}");
+    let note = r.notes.iter().find(|n| n.starts_with("GPU counts:")).expect("the GPU note");
+    assert!(note.contains("baseline's 4 GPUs") && note.contains("replicas +1 (5 GPUs)"), "{note}");
+    // One replica cannot be split or halved: the report says those layouts use more GPUs.
+    spec.cluster.replicas = 1;
+    let r = run("explorer", &spec, serde_json::json!({}), 2);
+    let note = r.notes.iter().find(|n| n.starts_with("GPU counts:")).unwrap();
+    assert!(note.contains("TP ×2 (2 GPUs") && note.contains("one replica cannot be split"), "{note}");
+}
