@@ -172,3 +172,22 @@ test('a max that cuts the mean is said at the field, in the diagnosis and in the
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('the design explorer compares layouts at the Serving Lab\'s GPU count and names those that differ', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '4');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '300');
+  await page.click('nav [data-panel="explorer"]');
+  await page.click('#study-run');
+  await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+  const head = await page.$$eval('#study-table-el thead th', (ths) => ths.map((th) => th.textContent));
+  const g = head.findIndex((h) => h.startsWith('GPU instances'));
+  const rows = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.ok(rows.length >= 14, `${rows.length} candidates`);
+  for (const r of rows) assert.equal(r[g], r[0] === 'replicas +1' ? '5' : '4', `${r[0]}: ${r[g]} GPUs`);
+  const names = rows.map((r) => r[0]);
+  for (const n of ['P/D 2:2', 'P/D 1:3', 'TP ×2, replicas ×½']) assert.ok(names.includes(n), names.join(', '));
+  assert.match(await page.textContent('#study-notes'), /GPU counts: every candidate uses the baseline's 4 GPUs .* but replicas \+1 \(5 GPUs\)/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
