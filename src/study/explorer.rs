@@ -55,7 +55,7 @@ pub fn default_candidates(spec: &Spec, sc: &Scenario) -> Vec<Candidate> {
     let link = serde_json::to_value(super::pd::default_link()).expect("serialises");
     let pd = |p: u32, d: u32| json!({"prefill": {"replicas": p}, "decode": {"replicas": d}, "link": link});
     let r = spec.cluster.replicas;
-    let tp2 = if r % 2 == 0 {
+    let tp2 = if r.is_multiple_of(2) {
         c("TP ×2, replicas ×½", json!({"/hardware/tp": spec.hardware.tp * 2, "/cluster/replicas": r / 2}))
     } else {
         c("TP ×2", json!({"/hardware/tp": spec.hardware.tp * 2}))
@@ -108,12 +108,20 @@ fn pd_splits(replicas: u32) -> Vec<(u32, u32)> {
 fn gpu_note(spec: &Spec) -> String {
     let (r, tp) = (spec.cluster.replicas, spec.hardware.tp);
     let gpus = r * tp;
-    let mut more = vec![format!("replicas +1 ({} GPUs)", gpus + tp)];
-    if r % 2 == 1 {
-        more.push(format!("TP ×2 ({} GPUs: {r} replicas cannot be halved)", 2 * gpus));
-    }
     if r < 2 {
-        more.push(format!("the P/D layouts ({}, {} and {} GPUs: one replica cannot be split)", 2 * tp, 3 * tp, 4 * tp));
+        return format!(
+            "GPU counts: the baseline has {gpus} GPU{}, one replica, which cannot be halved or split, so TP ×2 ({} GPUs), replicas +1 ({} GPUs) and the P/D layouts ({}, {} and {} GPUs) use more; compare them on goodput per GPU (the efficiency frontier).",
+            if gpus == 1 { "" } else { "s" },
+            2 * gpus,
+            gpus + tp,
+            2 * tp,
+            3 * tp,
+            4 * tp
+        );
+    }
+    let mut more = vec![format!("replicas +1 ({} GPUs)", gpus + tp)];
+    if !r.is_multiple_of(2) {
+        more.push(format!("TP ×2 ({} GPUs: {r} replicas cannot be halved)", 2 * gpus));
     }
     format!(
         "GPU counts: every candidate uses the baseline's {gpus} GPUs (TP ×2 with half the replicas, P/D layouts split its {r} replicas) but {}; compare those on goodput per GPU (the efficiency frontier).",

@@ -1,22 +1,11 @@
 // The answers a user acts on (issue 23), as a new user reaches them: typed with the keyboard, read off the page.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, browser, openLab, runAndWait, download, recordTexts } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, download, recordTexts, scenario, typeInto } from './browser.mjs';
 
 let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
 after(async () => { await ctx?.close(); server?.stop(); });
-
-const scenario = async (page) => JSON.parse(await page.inputValue('#scenario'));
-
-/** Select the field's text and type `text` key by key, as a user does; then Tab out of it. */
-async function typeInto(page, locator, text) {
-  await locator.click();
-  await page.keyboard.press('Control+A');
-  await page.keyboard.press('Backspace');
-  await page.keyboard.type(text, { delay: 5 });
-  await page.keyboard.press('Tab');
-}
 
 test('finding 1: a 3× overload is diagnosed as capacity, and the replicas that meet the objectives are measured', async () => {
   const { page, errors } = await openLab(ctx, server.url);
@@ -192,6 +181,32 @@ test('finding 5: Add class, Remove, Add objective and Undo keep the keyboard foc
   await press('#undo');
   assert.equal((await scenario(page)).workload.classes.length, 1, 'Undo brought back the edited scenario');
   assert.equal(await active(), 'preset||', 'focus on the Example select after Undo hides itself');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('finding 5: sensitivity cells in the reports\' seconds format, and no unit said twice in a study table header', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '300');
+  await page.click('nav [data-panel="sensitivity"]');
+  await runStudy(page);
+  const head = await page.$$eval('#study-table-el thead th', (ths) => ths.map((th) => th.textContent));
+  const rows = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  for (const h of ['p95 TTFT delta', 'p95 E2E delta']) {
+    const k = head.indexOf(h);
+    assert.ok(k >= 0, head.join(' | '));
+    // ms below 10 s with at most one decimal, else s with two or three: never "−5060.114 ms".
+    for (const r of rows) assert.match(r[k], /^-?(\d{1,4}(\.\d)? ms|\d+\.\d{1,3} s)$/, `${h}: "${r[k]}"`);
+  }
+  for (const h of head) assert.doesNotMatch(h, /(\S+·\S+|ms|req\/s).*\1/, `a unit said twice: "${h}"`);
+  // The agent policies' HBM column, on the agent example: its unit once.
+  await page.click('nav [data-panel="lab"]');
+  await page.getByRole('combobox', { name: 'Example' }).selectOption('agent-sessions');
+  await page.click('nav [data-panel="agent-policies"]');
+  await page.click('#study-run');
+  await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 180000 });
+  const agentHead = await page.$$eval('#study-table-el thead th', (ths) => ths.map((th) => th.textContent));
+  assert.ok(agentHead.includes('HBM held GB·s'), agentHead.join(' | '));
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -86,3 +86,15 @@ export async function recordTexts(page, id) {
   }, id);
   return () => page.evaluate(() => window.seenTexts);
 }
+
+/** The Serving Lab's scenario as its JSON editor holds it. */
+export const scenario = async (page) => JSON.parse(await page.inputValue('#scenario'));
+
+/** Select the field's text and type `text` key by key, as a user does; then Tab out of it. */
+export async function typeInto(page, locator, text) {
+  await locator.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type(text, { delay: 5 });
+  await page.keyboard.press('Tab');
+}

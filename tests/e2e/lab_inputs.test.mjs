@@ -3,22 +3,11 @@
 // field. Typed with the keyboard, read off the page and the scenario JSON.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, browser, openLab, runAndWait, download } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, download, scenario, typeInto } from './browser.mjs';
 
 let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
 after(async () => { await ctx?.close(); server?.stop(); });
-
-const scenario = async (page) => JSON.parse(await page.inputValue('#scenario'));
-
-/** Select the field's text and type `text` key by key, as a user does; then Tab out of it. */
-async function typeInto(page, locator, text) {
-  await locator.click();
-  await page.keyboard.press('Control+A');
-  await page.keyboard.press('Backspace');
-  await page.keyboard.type(text, { delay: 5 });
-  await page.keyboard.press('Tab');
-}
 
 /** Toggle a checkbox from the keyboard. */
 async function toggle(locator, page) {

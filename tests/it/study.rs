@@ -768,5 +768,5 @@ fn the_explorer_compares_layouts_at_the_baselines_gpu_count_and_says_which_diffe
     spec.cluster.replicas = 1;
     let r = run("explorer", &spec, serde_json::json!({}), 2);
     let note = r.notes.iter().find(|n| n.starts_with("GPU counts:")).unwrap();
-    assert!(note.contains("TP ×2 (2 GPUs") && note.contains("one replica cannot be split"), "{note}");
+    assert!(note.contains("TP ×2 (2 GPUs)") && note.contains("cannot be halved or split"), "{note}");
 }

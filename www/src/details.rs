@@ -124,6 +124,20 @@ impl Builder {
         self.values.push((ptr.to_string(), text));
     }
 
+    /// A list entry's first two cells: its name and its weight, a relative share `of` what it is picked for.
+    fn name_and_weight(&mut self, p: &str, x: &Value, who: &str, of: &str) {
+        self.cell(&format!("{p}/name"), Ty::Text, &x["name"], &format!("{who} name"), "Name shown in reports");
+        let title = format!("Relative share of {of} (normalised)");
+        self.cell(&format!("{p}/weight"), Ty::Num, &x["weight"], &format!("{who} weight"), &title);
+    }
+
+    /// An input in a table cell of its own.
+    fn cell(&mut self, ptr: &str, ty: Ty, value: &Value, label: &str, title: &str) {
+        self.html.push_str("<td>");
+        self.input(ptr, ty, value, label, title);
+        self.html.push_str("</td>");
+    }
+
     fn len_kind(&mut self, ptr: &str, kind: &str, label: &str) {
         let options: String = len_kinds()
             .iter()
@@ -192,6 +206,48 @@ impl Builder {
 
     fn finish(self, id: &'static str) -> Section {
         Section { id, html: self.html, sig: self.sig, values: self.values }
+    }
+}
+
+/// A list edited as table rows (classes, tenants, tools, objectives): a header, one row per entry with its
+/// Remove button, and an Add button; the count is part of the structure.
+struct Rows {
+    /// The header cells of the entry's fields (the Remove column is added).
+    head: &'static str,
+    /// The list's pointer; its entries are `{ptr}/{i}`.
+    ptr: &'static str,
+    /// An entry as labels name it ("tenant": "tenant 2 weight", "Remove tenant 2", "Add tenant").
+    what: &'static str,
+    /// The Add button's title.
+    add_title: &'static str,
+    /// The list keeps one entry at least (its last Remove is disabled).
+    keep_one: bool,
+    /// What an empty list's one row says.
+    empty: &'static str,
+}
+
+impl Rows {
+    /// The table; `cells` writes an entry's cells given its pointer, value and name ("tenant 2").
+    fn build(&self, b: &mut Builder, list: &[Value], cells: impl Fn(&mut Builder, &str, &Value, &str)) {
+        b.html.push_str(&format!("<table class=\"dtable\"><thead><tr>{}<th></th></tr></thead><tbody>", self.head));
+        let what = self.what;
+        for (i, x) in list.iter().enumerate() {
+            let who = format!("{what} {}", i + 1);
+            b.html.push_str("<tr>");
+            cells(b, &format!("{}/{i}", self.ptr), x, &who);
+            let disabled = if self.keep_one && list.len() == 1 { " disabled" } else { "" };
+            b.html.push_str(&format!(
+                "<td><button type=\"button\" data-act=\"del-{what}\" data-i=\"{i}\"{disabled} aria-label=\"Remove {who}\" title=\"Remove this {what}\">Remove</button></td></tr>"
+            ));
+        }
+        if list.is_empty() && !self.empty.is_empty() {
+            b.html.push_str(&format!("<tr><td colspan=\"9\">{}</td></tr>", esc(self.empty)));
+        }
+        b.html.push_str(&format!(
+            "</tbody></table><button type=\"button\" data-act=\"add-{what}\" title=\"{}\">Add {what}</button>",
+            esc(self.add_title)
+        ));
+        b.sig.push_str(&format!("{}={};", self.ptr, list.len()));
     }
 }
 
@@ -290,108 +346,68 @@ fn length_cells(b: &mut Builder, ptr: &str, len: &Value, who: &str) {
 fn classes(v: &Value) -> Section {
     let mut b = Builder::new();
     let list = v.pointer("/workload/classes").and_then(Value::as_array).cloned().unwrap_or_default();
-    b.html.push_str(
-        "<table class=\"dtable\"><thead><tr><th>Class</th><th>Weight</th><th>Priority <span class=\"unit\">0 = first</span></th>\
-         <th>Prompt tokens</th><th>Output tokens</th><th>TTFT SLO <span class=\"unit\">ms</span></th>\
-         <th>TPOT SLO <span class=\"unit\">ms</span></th><th>E2E SLO <span class=\"unit\">ms</span></th><th></th></tr></thead><tbody>",
-    );
-    for (i, c) in list.iter().enumerate() {
-        let p = format!("/workload/classes/{i}");
-        let who = format!("class {}", i + 1);
-        b.html.push_str("<tr><td>");
-        b.input(&format!("{p}/name"), Ty::Text, &c["name"], &format!("{who} name"), "Name shown in reports");
-        b.html.push_str("</td><td>");
-        b.input(
-            &format!("{p}/weight"),
-            Ty::Num,
-            &c["weight"],
-            &format!("{who} weight"),
-            "Relative share of requests (normalised)",
-        );
-        b.html.push_str("</td><td>");
-        b.input(
+    let rows = Rows {
+        head: "<th>Class</th><th>Weight</th><th>Priority <span class=\"unit\">0 = first</span></th><th>Prompt tokens</th><th>Output tokens</th><th>TTFT SLO <span class=\"unit\">ms</span></th><th>TPOT SLO <span class=\"unit\">ms</span></th><th>E2E SLO <span class=\"unit\">ms</span></th>",
+        ptr: "/workload/classes",
+        what: "class",
+        add_title: "Add a class (a copy of the last)",
+        keep_one: true,
+        empty: "",
+    };
+    rows.build(&mut b, &list, |b, p, c, who| {
+        b.name_and_weight(p, c, who, "requests");
+        b.cell(
             &format!("{p}/priority"),
             Ty::Int,
             &c["priority"],
             &format!("{who} priority"),
             "0 is most urgent (priority scheduler, preemption victim)",
         );
-        b.html.push_str("</td>");
-        length_cells(&mut b, &format!("{p}/prompt_tokens"), &c["prompt_tokens"], &format!("{who} prompt"));
-        length_cells(&mut b, &format!("{p}/output_tokens"), &c["output_tokens"], &format!("{who} output"));
+        length_cells(b, &format!("{p}/prompt_tokens"), &c["prompt_tokens"], &format!("{who} prompt"));
+        length_cells(b, &format!("{p}/output_tokens"), &c["output_tokens"], &format!("{who} output"));
         for (key, what) in [
             ("ttft_ms", "time to first token"),
             ("tpot_ms", "time per output token"),
             ("e2e_ms", "end-to-end deadline"),
         ] {
-            b.html.push_str("<td>");
             let value = c.pointer(&format!("/slo/{key}")).cloned().unwrap_or(Value::Null);
-            b.input(
-                &format!("{p}/slo/{key}"),
-                Ty::OptNum,
-                &value,
-                &format!("{who} {what} objective (ms)"),
-                &format!("{what}, ms; empty: no objective"),
-            );
-            b.html.push_str("</td>");
+            let label = format!("{who} {what} objective (ms)");
+            b.cell(&format!("{p}/slo/{key}"), Ty::OptNum, &value, &label, &format!("{what}, ms; empty: no objective"));
         }
-        let disabled = if list.len() == 1 { " disabled" } else { "" };
-        b.html.push_str(&format!(
-            "<td><button type=\"button\" data-act=\"del-class\" data-i=\"{i}\"{disabled} aria-label=\"Remove {who}\" title=\"Remove this class\">Remove</button></td></tr>"
-        ));
-    }
-    b.html.push_str("</tbody></table><button type=\"button\" data-act=\"add-class\" title=\"Add a class (a copy of the last)\">Add class</button>");
-    b.sig.push_str(&format!("n={};", list.len()));
+    });
     b.finish("d-classes")
 }
 
 fn tenants(v: &Value) -> Section {
     let mut b = Builder::new();
     let list = v.pointer("/workload/tenants").and_then(Value::as_array).cloned().unwrap_or_default();
-    b.html.push_str(
-        "<table class=\"dtable\"><thead><tr><th>Tenant</th><th>Weight</th><th>Bucket rate <span class=\"unit\">tokens/s</span></th>\
-         <th>Bucket size <span class=\"unit\">tokens</span></th><th></th></tr></thead><tbody>",
-    );
-    for (i, t) in list.iter().enumerate() {
-        let p = format!("/workload/tenants/{i}");
-        let who = format!("tenant {}", i + 1);
-        b.html.push_str("<tr><td>");
-        b.input(&format!("{p}/name"), Ty::Text, &t["name"], &format!("{who} name"), "Name shown in reports");
-        b.html.push_str("</td><td>");
-        b.input(
-            &format!("{p}/weight"),
-            Ty::Num,
-            &t["weight"],
-            &format!("{who} weight"),
-            "Relative share of requests (normalised)",
-        );
-        b.html.push_str("</td><td>");
+    let rows = Rows {
+        head: "<th>Tenant</th><th>Weight</th><th>Bucket rate <span class=\"unit\">tokens/s</span></th><th>Bucket size <span class=\"unit\">tokens</span></th>",
+        ptr: "/workload/tenants",
+        what: "tenant",
+        add_title: "Add a tenant",
+        keep_one: true,
+        empty: "",
+    };
+    rows.build(&mut b, &list, |b, p, t, who| {
+        b.name_and_weight(p, t, who, "requests");
         let rate = t.get("rate_tokens_per_s").cloned().unwrap_or(Value::Null);
-        b.input(
+        b.cell(
             &format!("{p}/rate_tokens_per_s"),
             Ty::OptNum,
             &rate,
             &format!("{who} token-bucket rate (tokens/s)"),
             "Token-bucket admission: this tenant's refill rate; empty: the admission block's",
         );
-        b.html.push_str("</td><td>");
         let burst = t.get("burst_tokens").cloned().unwrap_or(Value::Null);
-        b.input(
+        b.cell(
             &format!("{p}/burst_tokens"),
             Ty::OptNum,
             &burst,
             &format!("{who} token-bucket size (tokens)"),
             "Token-bucket admission: this tenant's bucket; empty: the admission block's",
         );
-        let disabled = if list.len() == 1 { " disabled" } else { "" };
-        b.html.push_str(&format!(
-            "</td><td><button type=\"button\" data-act=\"del-tenant\" data-i=\"{i}\"{disabled} aria-label=\"Remove {who}\" title=\"Remove this tenant\">Remove</button></td></tr>"
-        ));
-    }
-    b.html.push_str(
-        "</tbody></table><button type=\"button\" data-act=\"add-tenant\" title=\"Add a tenant\">Add tenant</button>",
-    );
-    b.sig.push_str(&format!("n={};", list.len()));
+    });
     b.finish("d-tenants")
 }
 
@@ -405,22 +421,23 @@ fn objectives(v: &Value) -> Section {
     b.input("/objectives/attainment_target", Ty::Num, &target, "attainment target (fraction)", "Share of requests that must meet every per-request SLO of their class, in (0, 1]: the cards, the diagnosis and the capacity planner use it");
     b.html.push_str("</label></div>");
     let list = v.pointer("/objectives/percentiles").and_then(Value::as_array).cloned().unwrap_or_default();
-    b.html.push_str(
-        "<table class=\"dtable\"><thead><tr><th>Percentile <span class=\"unit\">%</span></th><th>Metric</th><th>At most <span class=\"unit\">ms</span></th>\
-         <th>Class <span class=\"unit\">empty: all</span></th><th></th></tr></thead><tbody>",
-    );
-    for (i, o) in list.iter().enumerate() {
-        let p = format!("/objectives/percentiles/{i}");
-        let who = format!("objective {}", i + 1);
-        b.html.push_str("<tr><td>");
-        b.input(
+    let rows = Rows {
+        head: "<th>Percentile <span class=\"unit\">%</span></th><th>Metric</th><th>At most <span class=\"unit\">ms</span></th><th>Class <span class=\"unit\">empty: all</span></th>",
+        ptr: "/objectives/percentiles",
+        what: "objective",
+        add_title: "Add an objective on a percentile",
+        keep_one: false,
+        empty: "",
+    };
+    rows.build(&mut b, &list, |b, p, o, who| {
+        b.cell(
             &format!("{p}/percentile"),
             Ty::Num,
             &o["percentile"],
             &format!("{who} percentile (%)"),
             "Which percentile: 50 is the median, 99 the tail",
         );
-        b.html.push_str("</td><td>");
+        b.html.push_str("<td>");
         b.choice(
             &format!("{p}/metric"),
             o["metric"].as_str().unwrap_or("ttft"),
@@ -428,28 +445,23 @@ fn objectives(v: &Value) -> Section {
             &format!("{who} metric"),
             "The latency it bounds",
         );
-        b.html.push_str("</td><td>");
-        b.input(
+        b.html.push_str("</td>");
+        b.cell(
             &format!("{p}/max_ms"),
             Ty::Num,
             &o["max_ms"],
             &format!("{who} bound (ms)"),
             "The percentile must be at most this",
         );
-        b.html.push_str("</td><td>");
-        b.input(
+        let class = o.get("class").unwrap_or(&Value::Null);
+        b.cell(
             &format!("{p}/class"),
             Ty::OptText,
-            o.get("class").unwrap_or(&Value::Null),
+            class,
             &format!("{who} class"),
             "A class name; empty: every completed request",
         );
-        b.html.push_str(&format!(
-            "</td><td><button type=\"button\" data-act=\"del-objective\" data-i=\"{i}\" aria-label=\"Remove {who}\" title=\"Remove this objective\">Remove</button></td></tr>"
-        ));
-    }
-    b.html.push_str("</tbody></table><button type=\"button\" data-act=\"add-objective\" title=\"Add an objective on a percentile\">Add objective</button>");
-    b.sig.push_str(&format!("n={};", list.len()));
+    });
     b.finish("d-objectives")
 }
 
@@ -626,47 +638,31 @@ fn sessions(v: &Value) -> Section {
 /// The tools a turn's end calls: one row each (name, weight, mean latency, CV), added and removed.
 fn tools(b: &mut Builder, s: &Value) {
     let list = s["tools"].as_array().cloned().unwrap_or_default();
-    b.html.push_str("<table class=\"dtable\"><thead><tr><th>Tool</th><th>Weight</th><th>Mean latency <span class=\"unit\">s</span></th><th>CV <span class=\"unit\">lognormal</span></th><th></th></tr></thead><tbody>");
-    for (i, t) in list.iter().enumerate() {
-        let p = format!("/workload/sessions/tools/{i}");
-        let who = format!("tool {}", i + 1);
-        b.html.push_str("<tr><td>");
-        b.input(&format!("{p}/name"), Ty::Text, &t["name"], &format!("{who} name"), "Name shown in reports");
-        b.html.push_str("</td><td>");
-        b.input(
-            &format!("{p}/weight"),
-            Ty::Num,
-            &t["weight"],
-            &format!("{who} weight"),
-            "Relative share of tool calls (normalised)",
-        );
-        b.html.push_str("</td><td>");
-        b.input(
+    let rows = Rows {
+        head: "<th>Tool</th><th>Weight</th><th>Mean latency <span class=\"unit\">s</span></th><th>CV <span class=\"unit\">lognormal</span></th>",
+        ptr: "/workload/sessions/tools",
+        what: "tool",
+        add_title: "Add a tool a turn's end may call",
+        keep_one: false,
+        empty: "No tools: each turn follows the last at once.",
+    };
+    rows.build(b, &list, |b, p, t, who| {
+        b.name_and_weight(p, t, who, "tool calls");
+        b.cell(
             &format!("{p}/mean_s"),
             Ty::Num,
             &t["mean_s"],
             &format!("{who} mean latency (s)"),
             "Mean time the tool takes, seconds",
         );
-        b.html.push_str("</td><td>");
-        b.input(
+        b.cell(
             &format!("{p}/cv"),
             Ty::Num,
             &t["cv"],
             &format!("{who} latency CV"),
             "Coefficient of variation of its latency (0: always the mean)",
         );
-        b.html.push_str(&format!(
-            "</td><td><button type=\"button\" data-act=\"del-tool\" data-i=\"{i}\" aria-label=\"Remove {who}\" title=\"Remove this tool\">Remove</button></td></tr>"
-        ));
-    }
-    if list.is_empty() {
-        b.html.push_str("<tr><td colspan=\"5\">No tools: each turn follows the last at once.</td></tr>");
-    }
-    b.html.push_str(
-        "</tbody></table><button type=\"button\" data-act=\"add-tool\" title=\"Add a tool call\">Add tool</button>",
-    );
-    b.sig.push_str(&format!("tools={};", list.len()));
+    });
 }
 
 /// The block a checkbox turns on: the P/D study's pools (a third of the replicas prefill) or the example's

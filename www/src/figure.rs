@@ -255,9 +255,10 @@ pub fn along(pts: &[(f64, f64)], step: f64) -> Vec<(f64, f64)> {
     out
 }
 
-/// A legend's size in pixels for `entries` labels, the longest `chars` long, in the 11 px sans-serif it uses.
+/// A legend's size in pixels for `entries` labels, the longest `chars` long, in the 11 px sans-serif it uses,
+/// with its margin from the plot's edge (generous: a legend that would touch a point goes elsewhere).
 pub fn legend_px(entries: usize, chars: usize) -> (f64, f64) {
-    (40.0 + 6.3 * chars as f64, 8.0 + 15.0 * entries as f64)
+    (50.0 + 7.0 * chars as f64, 20.0 + 18.0 * entries as f64)
 }
 
 #[cfg(test)]
@@ -352,6 +353,6 @@ mod tests {
         assert_eq!(legend_corner(&with_line, (0.3, 0.3)), Corner::UpperLeft);
         // Two points far apart still make a line through the corner between them.
         assert!(along(&[(0.0, 0.0), (1.0, 0.0)], 0.1).len() >= 11);
-        assert_eq!(legend_px(2, 10), (103.0, 38.0));
+        assert_eq!(legend_px(2, 10), (120.0, 56.0));
     }
 }
