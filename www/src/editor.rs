@@ -97,23 +97,24 @@ impl Editor {
     /// Validate the editor's scenario; show every error inline; enable Run only when valid.
     pub fn validate(&self, page: &Page) -> bool {
         let mut errors = self.field_errors.clone();
-        let syntax = json_lines::syntax_error(&self.text(page));
-        self.show_lines(page, syntax.as_ref());
-        if let Some(e) = &syntax {
-            // Text that is not JSON yet: where it breaks, in the editor's lines (not a later field's verdict).
-            errors.push(("(root)".into(), e.text()));
-        } else {
-            match inferscale::scenario::load_for_browser(&self.scenario_text(page)) {
+        // The text is parsed once; only a scenario that fails is looked at for a syntax error.
+        let mut syntax = None;
+        match inferscale::scenario::load_for_browser(&self.scenario_text(page)) {
+            Ok(sc) => self.show_truncations(page, &sc.workload.truncations()),
+            Err(e) => match json_lines::syntax_error(&self.text(page)) {
+                // Text that is not JSON yet: where it breaks, in the editor's lines (not a field's verdict).
+                Some(bad) => syntax = Some(bad),
                 // A field with text of its own still in error shows that, not the old value's verdict.
-                Err(e) => errors.extend(
+                None => errors.extend(
                     e.errors
                         .into_iter()
                         .map(|f| (f.path, f.message))
                         .filter(|(p, _)| !self.field_errors.iter().any(|(q, _)| q == p)),
                 ),
-                Ok(sc) => self.show_truncations(page, &sc.workload.truncations()),
-            }
+            },
         }
+        self.show_lines(page, syntax.as_ref());
+        errors.extend(syntax.map(|bad| ("(root)".to_string(), bad.text())));
         self.show_errors(page, &errors);
         let ok = errors.is_empty();
         if let Ok(b) = page.el("run").dyn_into::<web_sys::HtmlButtonElement>() {
@@ -238,15 +239,17 @@ impl Editor {
 
     /// A generated field changed (`target` carries its pointer and type) or one of their buttons was pressed.
     pub fn detail_changed(&mut self, page: &Page, target: &Element) {
-        let held = target.get_attribute("data-ptr").map(|p| format!("ptr:{p}"));
+        let held = target.get_attribute("data-ptr").map(|p| (format!("ptr:{p}"), details::dotted(&p)));
         let Ok(mut v) = serde_json::from_str::<Value>(&self.area(page).value()) else {
-            match (held, target.get_attribute("data-ptr")) {
-                (Some(field), Some(ptr)) => self.hold(page, field, details::dotted(&ptr)),
-                _ => self.notice(page, "Not done: the scenario JSON has an error (see its line); fix it first.", None),
+            match held {
+                Some((field, path)) => self.hold(page, field, path),
+                None => {
+                    self.notice(page, "Not done: the scenario JSON has an error (see its line); fix it first.", None)
+                }
             }
             return;
         };
-        self.unapplied.retain(|u| Some(u) != held.as_ref());
+        self.unapplied.retain(|u| Some(u) != held.as_ref().map(|h| &h.0));
         if let (Some(ptr), Some(ty)) = (target.get_attribute("data-ptr"), target.get_attribute("data-ty")) {
             let (raw, bad_input) = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
                 if i.type_() == "checkbox" {
@@ -290,6 +293,8 @@ impl Editor {
         let Ok(v) = serde_json::to_value(&spec) else { return };
         let arrival = v.pointer("/workload/arrival/kind").and_then(Value::as_str).unwrap_or("");
         let focused = page.doc.active_element().map(|e| e.id()).unwrap_or_default();
+        let (pd, sessions) =
+            (v.pointer("/cluster/disaggregation").is_some(), v.pointer("/workload/sessions").is_some());
         for (id, ptr, kind, _) in CONTROLS {
             let el = page.el(id);
             let path = if *kind == Kind::Tagged {
@@ -306,8 +311,6 @@ impl Editor {
             if *id == "c-formation" && value.is_none() {
                 value = Some(json!("vllm")); // the default, which the format leaves out
             }
-            let (pd, sessions) =
-                (v.pointer("/cluster/disaggregation").is_some(), v.pointer("/workload/sessions").is_some());
             let enabled = match *id {
                 "c-rate" => matches!(arrival, "poisson" | "constant" | "gamma"),
                 "c-cv" => arrival == "gamma",
@@ -335,7 +338,6 @@ impl Editor {
                 sel.set_value(value.as_ref().and_then(Value::as_str).unwrap_or(""));
             }
         }
-        let sessions = v.pointer("/workload/sessions").is_some();
         page.el("c-rate-unit").set_text_content(Some(if sessions { "sessions/s" } else { "req/s" }));
         page.el("c-requests-unit").set_text_content(Some(if sessions { "sessions" } else { "" }));
         self.render_details(page, &v);
