@@ -395,8 +395,7 @@ fn run_calibrate(
         .map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
     let base = load_spec(scenario, None)?;
     // The parser admits only known names.
-    let mut extras: Vec<Extra> = fit.iter().filter_map(|f| Extra::parse(f)).collect();
-    extras.dedup();
+    let extras: Vec<Extra> = Extra::ALL.into_iter().filter(|x| fit.iter().any(|f| f == x.name())).collect();
     let c = truth::calibrate_with_progress(&base, &b.cases, train, &extras, &mut |_, _| {})
         .map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {

@@ -75,48 +75,91 @@ pub fn calibration_json(c: &Calibration) -> String {
 
 /// A calibration's table: one row per case and metric.
 pub fn calibration_csv(c: &Calibration) -> String {
-    let mut out = String::from("case,set,metric,measured_ms,baseline_ms,calibrated_ms,baseline_ape,calibrated_ape\n");
+    let mut out = String::from(
+        "case,set,saturated,metric,measured_ms,baseline_ms,calibrated_ms,baseline_ape,calibrated_ape,leave_one_out_ms,leave_one_out_ape\n",
+    );
     for r in &c.rows {
         let set = if r.training { "training" } else { "held-out" };
         out += &format!(
-            "{},{set},{},{},{},{},{},{}\n",
+            "{},{set},{},{},{},{},{},{},{},{},{}\n",
             csv_field(&r.case),
+            r.saturated,
             r.metric,
             num(Some(r.measured_ms)),
             num(Some(r.baseline_ms)),
             num(Some(r.calibrated_ms)),
             num(Some(r.baseline_ape)),
-            num(Some(r.calibrated_ape))
+            num(Some(r.calibrated_ape)),
+            num(r.leave_one_out_ms),
+            num(r.leave_one_out_ape)
         );
     }
     out
 }
 
-/// A calibration: the fit, the held-out errors, the table, warnings and notes.
+/// A calibration: the verdict, the fit, the held-out errors, the cases past saturation, the table, warnings
+/// and notes.
 pub fn calibration_markdown(c: &Calibration) -> String {
     let pct = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
     let mut out = format!(
-        "# Calibration\n\nFitted on the training cases: {}. Objective ({}): {:.4} before, {:.4} after.\n\n## Held-out error (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n",
+        "# Calibration\n\n**Use the {} model.** {}\n\nFitted on the training cases: {}. Objective ({}): {:.4} before, {:.4} after.\n",
+        c.recommended,
+        md_cell(&c.verdict),
         c.fitted.sentence(),
         c.objective,
         c.train_error_baseline,
         c.train_error_calibrated
     );
-    for m in &c.held_out_mape {
+    if !c.unidentified.is_empty() {
+        out += &format!(
+            "\nNot identifiable from these cases (left neutral, not fitted): {}.\n",
+            c.unidentified.join(", ")
+        );
+    }
+    out += "\n## Error (median APE over latency figures)\n\n| | figures | uncalibrated | calibrated |\n|---|---|---|---|\n";
+    for (name, h) in [("held out", &c.held_out), ("leave-one-out (training)", &c.leave_one_out)] {
+        out += &format!("| {name} | {} | {} | {} |\n", h.figures, pct(h.baseline), pct(h.calibrated));
+    }
+    if let Some(n) = c.noise_floor {
+        out += &format!("| repeated runs' spread | {} runs | {} | |\n", n.runs, pct(Some(n.spread)));
+    }
+    out += "\n## Held-out error per metric (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n";
+    for m in c.held_out_mape.iter().filter(|m| m.baseline.is_some()) {
         out += &format!("| {} | {} | {} |\n", m.metric, pct(m.baseline), pct(m.calibrated));
     }
-    out += "\n## Every case\n\n| case | set | metric | measured (ms) | baseline pred. (ms) | calibrated pred. (ms) | baseline APE | calibrated APE |\n|---|---|---|---|---|---|---|---|\n";
+    if !c.saturated.is_empty() {
+        out += "\n## Past saturation (fitted on throughput only)\n\n| case | set | offered (req/s) | measured (req/s) | baseline pred. | calibrated pred. | why |\n|---|---|---|---|---|---|---|\n";
+        for s in &c.saturated {
+            let set = if s.training { "training" } else { "held-out" };
+            out += &format!(
+                "| {} | {set} | {} | {} | {:.2} | {:.2} | {} |\n",
+                md_cell(&s.case),
+                s.offered_rps,
+                s.measured_rps.map_or("—".into(), |x| format!("{x:.2}")),
+                s.baseline_rps,
+                s.calibrated_rps,
+                md_cell(&s.why)
+            );
+        }
+    }
+    out += "\n## Every case\n\n| case | set | metric | measured (ms) | baseline pred. (ms) | calibrated pred. (ms) | baseline APE | calibrated APE | leave-one-out APE |\n|---|---|---|---|---|---|---|---|---|\n";
     for r in &c.rows {
-        let set = if r.training { "training" } else { "held-out" };
+        let set = match (r.training, r.saturated) {
+            (true, false) => "training",
+            (false, false) => "held-out",
+            (true, true) => "training (saturated)",
+            (false, true) => "held-out (saturated)",
+        };
         out += &format!(
-            "| {} | {set} | {} | {:.1} | {:.1} | {:.1} | {} | {} |\n",
+            "| {} | {set} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
             md_cell(&r.case),
             r.metric,
             r.measured_ms,
             r.baseline_ms,
             r.calibrated_ms,
             pct(Some(r.baseline_ape)),
-            pct(Some(r.calibrated_ape))
+            pct(Some(r.calibrated_ape)),
+            pct(r.leave_one_out_ape)
         );
     }
     for (title, list) in [("Warnings", &c.warnings), ("Notes", &c.notes)] {

@@ -565,6 +565,12 @@ pub enum LengthSpec {
     Empirical {
         values: Vec<u32>,
     },
+    /// Replay these values in order: request i takes `values[i mod n]`. A class's prompt and output
+    /// sequences of one length replay measured (input, output) pairs exactly (calibration's burst cases).
+    /// Not for sessions, which draw their programs.
+    Sequence {
+        values: Vec<u32>,
+    },
 }
 
 fn default_len_max() -> u32 {

@@ -1,42 +1,109 @@
-//! Calibration: fit the cost model's global multipliers (`cost_scale.prefill`, `cost_scale.decode`) on some
-//! measured runs and show the error on the others.
+//! Calibration: fit the cost model's global multipliers (`cost_scale.prefill`, `cost_scale.decode`, and the
+//! extra knobs asked for) on some measured runs, and show — before the fit is used — whether it predicts
+//! better than the uncalibrated model on runs it did not see.
 //!
 //! Each case's scenario is the base scenario (model, GPUs, engine settings) with the case's workload: its rate
-//! (or closed loop, or burst), its request count and its lengths. The objective, over the training cases, is
-//! the sum over the TTFT, TPOT and E2E medians of the median over cases of |ln(predicted / measured)|. The search is
-//! deterministic: a log-spaced grid over [1/4, 4] for both multipliers, then a pattern search halving its step
-//! around the best point. Calibration corrects a global scale; it cannot fix a scheduler the model lacks.
+//! (or closed loop, or burst), its request count and its lengths — the measured (input, output) pairs replayed
+//! in order when the file has them. The objective, over the training cases, sums over TTFT, TPOT, ITL and E2E
+//! (median and mean) a trimmed mean of |ln(predicted / measured)|; a case past saturation (the measurement's
+//! or the model's) counts by its throughput only. Calibration corrects a global scale; it cannot fix a
+//! scheduler the model lacks, and the verdict says when the fit does not beat the uncalibrated model.
 
 use serde::Serialize;
 
-use super::{Case, Rate};
+use super::fit;
+pub use super::fit::Extra;
+use super::{Case, LatencyMs, Rate, checks};
 use crate::scenario::{self, ArrivalSpec, ClassSpec, LengthSpec, Scenario, Spec};
 
 /// Requests a case's run simulates when its file does not say how many it sent.
 const DEFAULT_REQUESTS: u64 = 500;
-/// Requests a case's run simulates at most (a measured run of 10^5 prompts is matched in its medians).
-const MAX_REQUESTS: u64 = 2000;
+/// The most steps one case's run may take (its upper bound, `Scenario::estimate`): a few seconds natively;
+/// a calibration runs each case a few hundred times. A case past it simulates fewer requests, and says so.
+pub const CASE_STEPS: f64 = 2e7;
 
-/// The compared figures: (name, the case's measured median in ms, the report's prediction in ms).
+/// The compared figures: (name, the case's measurement in ms, the report's prediction in ms).
 type Metric = (&'static str, fn(&Case) -> Option<f64>, fn(&crate::Report) -> f64);
-const METRICS: [Metric; 3] = [
+const METRICS: [Metric; 8] = [
     ("TTFT median", |c| c.measured.ttft_ms.median, |r| r.summary.ttft_s.p50 * 1e3),
+    ("TTFT mean", |c| c.measured.ttft_ms.mean, |r| r.summary.ttft_s.mean * 1e3),
     ("TPOT median", |c| c.measured.tpot_ms.median, |r| r.summary.tpot_s.p50 * 1e3),
+    ("TPOT mean", |c| c.measured.tpot_ms.mean, |r| r.summary.tpot_s.mean * 1e3),
+    ("ITL median", |c| itl(c)?.median, |r| r.summary.itl_s.p50 * 1e3),
+    ("ITL mean", |c| itl(c)?.mean, |r| r.summary.itl_s.mean * 1e3),
     ("E2E median", |c| c.measured.e2e_ms.median, |r| r.summary.e2e_s.p50 * 1e3),
+    ("E2E mean", |c| c.measured.e2e_ms.mean, |r| r.summary.e2e_s.mean * 1e3),
 ];
+const N: usize = METRICS.len();
 
-/// The result: fitted multipliers, the table of every case and metric, held-out errors and warnings.
+/// A case's ITL, unless it was measured per streamed chunk of several tokens (mean ITL over twice the mean
+/// TPOT): the model's ITL is per token.
+fn itl(c: &Case) -> Option<&LatencyMs> {
+    let m = &c.measured;
+    let chunked = matches!((m.itl_ms.mean, m.tpot_ms.mean), (Some(i), Some(t)) if i > 2.0 * t);
+    (!chunked).then_some(&m.itl_ms)
+}
+
+/// The result: the fit, whether to use it, the table of every case and metric, and what was flagged.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Calibration {
     pub objective: &'static str,
     pub fitted: Multipliers,
+    /// The model to use: `calibrated` only when the fit predicts the cases it did not see better than the
+    /// uncalibrated model (held out, else left out one at a time); `uncalibrated` otherwise.
+    pub recommended: &'static str,
+    /// Why, in words: the held-out and leave-one-out errors, and what was flagged.
+    pub verdict: String,
+    /// Median APE over every held-out latency figure (cases past saturation left out), before and after.
+    pub held_out: Headline,
+    /// Median APE over the training cases' latency figures: uncalibrated, and each case predicted by a fit
+    /// on the other training cases.
+    pub leave_one_out: Headline,
+    /// Repeated runs of one configuration in the bundle: how far they differ from their own mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<NoiseFloor>,
     pub train_error_baseline: f64,
     pub train_error_calibrated: f64,
     pub rows: Vec<Row>,
     /// Per metric: held-out MAPE before and after (None when no held-out case has the metric).
     pub held_out_mape: Vec<MetricError>,
+    /// Cases past saturation: counted by their throughput only.
+    pub saturated: Vec<Saturated>,
+    /// Knobs asked for that the cases cannot identify (the objective does not move with them): left at their
+    /// neutral value and not reported as fitted.
+    pub unidentified: Vec<&'static str>,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
+}
+
+/// A median absolute percentage error over `figures` figures, before and after calibration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Headline {
+    pub figures: usize,
+    pub baseline: Option<f64>,
+    pub calibrated: Option<f64>,
+}
+
+/// The spread of repeated runs: over `groups` configurations measured more than once (`runs` in all), the
+/// median over their latency figures of the largest |run − the runs' mean| ÷ their mean.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NoiseFloor {
+    pub groups: usize,
+    pub runs: usize,
+    pub spread: f64,
+}
+
+/// A case past saturation, and its throughput: measured, and predicted before and after.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Saturated {
+    pub case: String,
+    pub training: bool,
+    pub why: String,
+    pub offered_rps: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_rps: Option<f64>,
+    pub baseline_rps: f64,
+    pub calibrated_rps: f64,
 }
 
 /// What calibration fitted: the prefill and decode multipliers always, and each extra knob it was asked to
@@ -56,50 +123,6 @@ pub struct Multipliers {
     pub tp_comm: Option<f64>,
 }
 
-/// A knob calibration may fit besides the prefill and decode multipliers (`--fit`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Extra {
-    StepOverhead,
-    RequestOverhead,
-    TpComm,
-}
-
-impl Extra {
-    pub const ALL: [Extra; 3] = [Extra::StepOverhead, Extra::RequestOverhead, Extra::TpComm];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Extra::StepOverhead => "step_overhead",
-            Extra::RequestOverhead => "request_overhead",
-            Extra::TpComm => "tp_comm",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Extra> {
-        Extra::ALL.into_iter().find(|x| x.name() == name)
-    }
-
-    /// The search's coordinate for this knob: (lower bound, upper bound, its unit per pattern step of 1).
-    /// Overheads search in ms from 0; the all-reduce factor in log2, like the multipliers.
-    fn range(self) -> (f64, f64, f64) {
-        match self {
-            Extra::StepOverhead => (0.0, 50.0, 8.0),
-            Extra::RequestOverhead => (0.0, 2000.0, 80.0),
-            Extra::TpComm => (-3.0, 3.0, 1.0),
-        }
-    }
-
-    /// The coordinates the first grid tries for this knob (a coarse net: an overhead can stand in for a
-    /// larger prefill scale, so each must be tried with the other from the start).
-    fn grid(self) -> &'static [f64] {
-        match self {
-            Extra::StepOverhead => &[0.0, 2.0, 8.0],
-            Extra::RequestOverhead => &[0.0, 20.0, 80.0, 320.0],
-            Extra::TpComm => &[-1.0, 0.0, 1.0],
-        }
-    }
-}
-
 impl Multipliers {
     /// "prefill × 1.016, decode × 0.692" and each extra fitted: "step overhead + 1.20 ms", "TP all-reduce × 1.40".
     pub fn sentence(&self) -> String {
@@ -114,6 +137,34 @@ impl Multipliers {
             parts.push(format!("TP all-reduce × {f:.3}"));
         }
         parts.join(", ")
+    }
+
+    /// Forget coordinate `i`'s knob (the cases cannot identify it): a multiplier back to 1, an extra absent.
+    fn forget(&mut self, i: usize, extras: &[Extra]) {
+        match i {
+            0 => self.prefill = 1.0,
+            1 => self.decode = 1.0,
+            _ => match extras[i - 2] {
+                Extra::StepOverhead => self.step_overhead_ms = None,
+                Extra::RequestOverhead => self.request_overhead_ms = None,
+                Extra::TpComm => self.tp_comm = None,
+            },
+        }
+    }
+
+    /// Coordinate `i`'s value as said: "prefill × 0.251", "request overhead + 2000.0 ms".
+    fn said(&self, i: usize, extras: &[Extra]) -> String {
+        match i {
+            0 => format!("prefill × {:.3}", self.prefill),
+            1 => format!("decode × {:.3}", self.decode),
+            _ => match extras[i - 2] {
+                Extra::StepOverhead => format!("step overhead + {:.2} ms", self.step_overhead_ms.unwrap_or(0.0)),
+                Extra::RequestOverhead => {
+                    format!("request overhead + {:.1} ms", self.request_overhead_ms.unwrap_or(0.0))
+                }
+                Extra::TpComm => format!("TP all-reduce × {:.3}", self.tp_comm.unwrap_or(1.0)),
+            },
+        }
     }
 
     const ONE: Multipliers =
@@ -138,12 +189,19 @@ impl Multipliers {
 pub struct Row {
     pub case: String,
     pub training: bool,
+    /// The case is past saturation: its latencies are shown, not fitted nor counted in the errors.
+    pub saturated: bool,
     pub metric: &'static str,
     pub measured_ms: f64,
     pub baseline_ms: f64,
     pub calibrated_ms: f64,
     pub baseline_ape: f64,
     pub calibrated_ape: f64,
+    /// A training case's prediction by the fit on the other training cases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leave_one_out_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leave_one_out_ape: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -151,6 +209,28 @@ pub struct MetricError {
     pub metric: &'static str,
     pub baseline: Option<f64>,
     pub calibrated: Option<f64>,
+}
+
+/// A case's validated scenario with its run cut to the budget: (scenario, requests measured, requests
+/// simulated).
+pub fn case_run(base: &Spec, case: &Case) -> Result<(Scenario, u64, u64), String> {
+    let spec = scenario_of(base, case)?;
+    let check = |s: &Spec| scenario::validate(s).map_err(|e| format!("{}: {e}", case.id));
+    let sc = check(&spec)?;
+    let asked = spec.workload.requests.unwrap_or(DEFAULT_REQUESTS);
+    let steps = sc.estimate().steps;
+    if steps <= CASE_STEPS {
+        return Ok((sc, asked, asked));
+    }
+    // The estimate is not quite proportional to the requests (a Poisson run's allowance): cut until it fits.
+    let (mut spec, mut sc, mut cut, mut steps) = (spec, sc, asked, steps);
+    while steps > CASE_STEPS && cut > 1 {
+        cut = ((cut as f64 * 0.95 * CASE_STEPS / steps) as u64).max(1);
+        spec.workload.requests = Some(cut);
+        sc = check(&spec)?;
+        steps = sc.estimate().steps;
+    }
+    Ok((sc, asked, cut))
 }
 
 /// The scenario of `case`: `base` with the case's workload. The error names what the case lacks.
@@ -168,13 +248,18 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
         },
         (None, _) => return Err(format!("{}: no request rate (nor `inf`): the load to simulate is unknown", case.id)),
     };
-    let sent = w.num_prompts.or(case.measured.completed).unwrap_or(DEFAULT_REQUESTS).clamp(1, MAX_REQUESTS);
-    s.workload.requests = Some(sent);
-    let length = |lens: &[u32], mean: Option<f64>, what: &str| -> Result<LengthSpec, String> {
-        let nonzero: Vec<u32> = lens.iter().copied().filter(|&x| x > 0).collect();
-        match (nonzero.is_empty(), mean) {
-            (false, _) => Ok(LengthSpec::Empirical { values: nonzero }),
-            (true, Some(m)) if m >= 1.0 => Ok(LengthSpec::Fixed { tokens: m.round() as u32 }),
+    let pairs = !w.input_lens.is_empty() && w.input_lens.len() == w.output_lens.len();
+    let sent = if pairs {
+        w.input_lens.len() as u64
+    } else {
+        w.num_prompts.or(case.measured.completed).unwrap_or(DEFAULT_REQUESTS)
+    };
+    s.workload.requests = Some(sent.clamp(1, crate::spec::MAX_REQUESTS));
+    let length = |lens: &[u32], range: Option<[u32; 2]>, mean: Option<f64>, what: &str| -> Result<LengthSpec, String> {
+        match (pairs, range, mean) {
+            (true, _, _) => Ok(LengthSpec::Sequence { values: lens.to_vec() }),
+            (false, Some([min, max]), _) => Ok(LengthSpec::Uniform { min, max }),
+            (false, None, Some(m)) if m >= 1.0 => Ok(LengthSpec::Fixed { tokens: m.round() as u32 }),
             _ => Err(format!("{}: no {what} lengths (neither per-request lists nor token totals)", case.id)),
         }
     };
@@ -185,21 +270,29 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
         .cloned()
         .unwrap_or_else(|| serde_json::from_str::<ClassSpec>("{}").expect("a default class"));
     s.workload.classes = vec![ClassSpec {
-        prompt_tokens: length(&w.input_lens, w.mean_input_tokens, "input")?,
-        output_tokens: length(&w.output_lens, w.mean_output_tokens, "output")?,
+        prompt_tokens: length(&w.input_lens, w.input_range, w.mean_input_tokens, "input")?,
+        output_tokens: length(&w.output_lens, w.output_range, w.mean_output_tokens, "output")?,
         weight: 1.0,
         ..class
     }];
     Ok(s)
 }
 
-/// Each case's predictions (ms, in `METRICS` order; None where the case has no measurement) at `m`: its
-/// validated scenario with every pool's prefill and decode multipliers scaled by `m` — what validating
-/// `cost_scale` × `m` gives, without validating each case again at every point of the search.
-fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers, tick: &mut Ticker<'_>) -> Vec<[Option<f64>; 3]> {
+/// What one case's run predicts: each metric in ms (None where the case has no measurement), what it served,
+/// and whether its queue grew.
+#[derive(Clone, Copy, Debug)]
+struct Pred {
+    ms: [Option<f64>; N],
+    served_rps: f64,
+    overloaded: bool,
+}
+
+/// Each case's prediction at `m`: its validated scenario with every pool's cost scaled by `m` — what
+/// validating `cost_scale` × `m` gives, without validating each case again at every point of the search.
+fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, tick: &mut Ticker<'_>) -> Vec<Pred> {
     (scenarios.iter().zip(cases))
         .map(|(sc, c)| {
-            let mut sc = sc.clone();
+            let mut sc = (*sc).clone();
             for p in &mut sc.pools {
                 let (prefill, decode) = p.cost.scales();
                 let overhead_ns = m.step_overhead_ms.unwrap_or(0.0) * 1e6;
@@ -212,195 +305,38 @@ fn predict(scenarios: &[Scenario], cases: &[&Case], m: Multipliers, tick: &mut T
             }
             let r = crate::simulate(&sc);
             tick.tick();
-            METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r)))
+            Pred {
+                ms: METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r))),
+                served_rps: r.summary.throughput_rps,
+                overloaded: r.steady.overloaded,
+            }
         })
         .collect()
 }
 
-/// The objective: over the metrics, the sum of a trimmed mean over cases of |ln(pred / measured)| — the mean
-/// of the smallest three quarters (all of them below four cases). Each metric counts (one mean over every
-/// figure at once would let two metrics right hide a third wrong); the worst quarter of the cases cannot pull
-/// the fit, yet every case counts when there are few (a median of three ignores one, and left the search
-/// stranded where two cases fit and the third is far off).
-fn objective(cases: &[&Case], preds: &[[Option<f64>; 3]]) -> f64 {
+/// The objective: over the metrics, the sum of a trimmed mean over cases not past saturation of
+/// |ln(pred / measured)| — the mean of the smallest three quarters (all of them below four cases); cases past
+/// saturation add the same of their throughput. Each metric counts (one mean over every figure at once would
+/// let two metrics right hide a third wrong); the worst quarter cannot pull the fit, yet every case counts
+/// when there are few.
+fn objective(cases: &[&Case], saturated: &[bool], preds: &[Pred]) -> f64 {
     let trimmed_mean = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let keep = v.len() - v.len() / 4;
         if keep == 0 { 0.0 } else { v[..keep].iter().sum::<f64>() / keep as f64 }
     };
-    (0..METRICS.len())
-        .map(|k| {
-            let errs = (cases.iter().zip(preds)).filter_map(|(c, p)| match ((METRICS[k].1)(c), p[k]) {
-                (Some(m), Some(x)) if m > 0.0 => Some(if x > 0.0 { libm::fabs(libm::log(x / m)) } else { 10.0 }),
-                _ => None,
-            });
-            trimmed_mean(errs.collect())
-        })
-        .sum()
-}
-
-/// Minimise the training objective: a 9 × 9 log grid over the two multipliers, times a coarse net for each
-/// extra, then a pattern search over every knob, halving its step.
-fn fit(scenarios: &[Scenario], cases: &[&Case], extras: &[Extra], tick: &mut Ticker<'_>) -> (Multipliers, f64) {
-    let mut eval = |x: &[f64]| objective(cases, &predict(scenarios, cases, Multipliers::at(x, extras), tick));
-    let (mut best, mut best_err) = (vec![0.0; 2 + extras.len()], f64::INFINITY);
-    for x in grid(extras) {
-        let e = eval(&x);
-        if e < best_err {
-            (best, best_err) = (x, e);
-        }
-    }
-    if !extras.is_empty() {
-        // An overhead and a scale can stand in for each other: a simplex follows the valley they make, which
-        // moves along the axes (below) cross only slowly.
-        (best, best_err) = nelder_mead(&mut eval, best, best_err, extras);
-    }
-    let mut step = 0.25;
-    while step > 1.0 / 512.0 {
-        let mut moved = false;
-        for d in moves(step, extras) {
-            let x: Vec<f64> = best.iter().zip(&d).map(|(a, b)| a + b).collect();
-            if !in_bounds(&x, extras) {
-                continue;
-            }
-            let e = eval(&x);
-            if e < best_err {
-                (best, best_err, moved) = (x, e, true);
-            }
-        }
-        if !moved {
-            step /= 2.0;
-        }
-    }
-    (Multipliers::at(&best, extras), best_err)
-}
-
-/// Nelder–Mead from `x0` (objective `f0`) in the search's coordinates, points clamped to the bounds; a fixed
-/// budget of evaluations, so it always ends. The best point and its objective.
-fn nelder_mead(eval: &mut impl FnMut(&[f64]) -> f64, x0: Vec<f64>, f0: f64, extras: &[Extra]) -> (Vec<f64>, f64) {
-    let n = x0.len();
-    let clamp = |mut x: Vec<f64>| {
-        for (i, v) in x.iter_mut().enumerate() {
-            let (lo, hi) = bounds(i, extras);
-            *v = v.clamp(lo, hi);
-        }
-        x
+    let err = |m: f64, x: f64| if x > 0.0 { libm::fabs(libm::log(x / m)) } else { 10.0 };
+    let within = |k: usize| {
+        (cases.iter().zip(preds).zip(saturated))
+            .filter(|(_, s)| !**s)
+            .filter_map(move |((c, p), _)| Some(err((METRICS[k].1)(c).filter(|m| *m > 0.0)?, p.ms[k]?)))
     };
-    let unit = |i: usize| if i < 2 { 0.25 } else { 0.25 * extras[i - 2].range().2 };
-    let mut simplex: Vec<(Vec<f64>, f64)> = vec![(x0.clone(), f0)];
-    for i in 0..n {
-        let mut x = x0.clone();
-        x[i] += unit(i);
-        let x = clamp(x);
-        let f = eval(&x);
-        simplex.push((x, f));
-    }
-    let towards = |a: &[f64], b: &[f64], t: f64| a.iter().zip(b).map(|(p, q)| p + t * (q - p)).collect::<Vec<f64>>();
-    for _ in 0..NM_ROUNDS * n {
-        simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let centroid: Vec<f64> = (0..n).map(|j| simplex[..n].iter().map(|p| p.0[j]).sum::<f64>() / n as f64).collect();
-        let worst = simplex[n].clone();
-        let reflected = clamp(towards(&centroid, &worst.0, -1.0));
-        let fr = eval(&reflected);
-        if fr < simplex[0].1 {
-            let expanded = clamp(towards(&centroid, &worst.0, -2.0));
-            let fe = eval(&expanded);
-            simplex[n] = if fe < fr { (expanded, fe) } else { (reflected, fr) };
-        } else if fr < simplex[n - 1].1 {
-            simplex[n] = (reflected, fr);
-        } else {
-            let contracted = clamp(towards(&centroid, &worst.0, 0.5));
-            let fc = eval(&contracted);
-            if fc < worst.1 {
-                simplex[n] = (contracted, fc);
-            } else {
-                let best = simplex[0].0.clone();
-                for p in simplex.iter_mut().skip(1) {
-                    let x = clamp(towards(&best, &p.0, 0.5));
-                    *p = (x.clone(), eval(&x));
-                }
-            }
-        }
-    }
-    simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
-    simplex.swap_remove(0)
+    let latency: f64 = (0..N).map(|k| trimmed_mean(within(k).collect())).sum();
+    let served = (cases.iter().zip(preds).zip(saturated))
+        .filter(|(_, s)| **s)
+        .filter_map(|((c, p), _)| Some(err(c.measured.request_throughput_rps?, p.served_rps)));
+    latency + trimmed_mean(served.collect())
 }
-
-/// Rounds of the simplex per dimension.
-const NM_ROUNDS: usize = 40;
-
-/// The first grid: log2 prefill and decode in −2 … 2 by halves, times each extra's coarse net.
-fn grid(extras: &[Extra]) -> Vec<Vec<f64>> {
-    let mut points: Vec<Vec<f64>> = Vec::new();
-    for i in -4..=4 {
-        for j in -4..=4 {
-            points.push(vec![i as f64 * 0.5, j as f64 * 0.5]);
-        }
-    }
-    for e in extras {
-        points = points
-            .into_iter()
-            .flat_map(|p| e.grid().iter().map(move |v| p.iter().copied().chain([*v]).collect()))
-            .collect();
-    }
-    points
-}
-
-/// The pattern search's moves at `step`: each multiplier alone and both together (in the order the two-knob
-/// fit always used), then each extra up and down in its own unit, alone and traded against each multiplier
-/// (an overhead up with a scale down: the valley an overhead and a scale make together).
-fn moves(step: f64, extras: &[Extra]) -> Vec<Vec<f64>> {
-    let n = 2 + extras.len();
-    let mut out = Vec::new();
-    for (dp, dd) in [
-        (step, 0.0),
-        (-step, 0.0),
-        (0.0, step),
-        (0.0, -step),
-        (step, step),
-        (-step, -step),
-        (step, -step),
-        (-step, step),
-    ] {
-        let mut d = vec![0.0; n];
-        (d[0], d[1]) = (dp, dd);
-        out.push(d);
-    }
-    for (k, e) in extras.iter().enumerate() {
-        for sign in [1.0, -1.0] {
-            for with in [None, Some(0), Some(1)] {
-                let mut d = vec![0.0; n];
-                d[2 + k] = sign * step * e.range().2;
-                if let Some(m) = with {
-                    d[m] = -sign * step;
-                }
-                out.push(d);
-            }
-        }
-    }
-    out
-}
-
-fn in_bounds(x: &[f64], extras: &[Extra]) -> bool {
-    x.iter().enumerate().all(|(i, v)| {
-        let (lo, hi) = bounds(i, extras);
-        (lo..=hi).contains(v)
-    })
-}
-
-/// The search's bounds on coordinate `i`: log2 of the multipliers within ±2 (¼ … 4), then each extra's range.
-fn bounds(i: usize, extras: &[Extra]) -> (f64, f64) {
-    match i {
-        0 | 1 => (-2.0, 2.0),
-        _ => {
-            let (lo, hi, _) = extras[i - 2].range();
-            (lo, hi)
-        }
-    }
-}
-
-/// Pattern-search levels of [`fit`]: a fit runs at least its grid's points and `LEVELS` rounds of moves.
-const LEVELS: u64 = 7;
 
 /// Counts the simulations a calibration runs, for a progress bar: (done, expected so far).
 struct Ticker<'a> {
@@ -423,6 +359,59 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
     calibrate_with_progress(base, all_cases, train, &[], &mut |_, _| {})
 }
 
+/// The cases calibration can use, each with its validated scenario and whether it trains; the warnings of
+/// those left out, cut to the budget, or measured elsewhere than the base scenario.
+struct Prepared {
+    cases: Vec<Case>,
+    scenarios: Vec<Scenario>,
+    is_train: Vec<bool>,
+    warnings: Vec<String>,
+}
+
+fn prepare(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Prepared, String> {
+    if all_cases.is_empty() {
+        return Err("the bundle has no case".into());
+    }
+    if let Some(t) = train.iter().find(|t| !all_cases.iter().any(|c| &c.id == *t)) {
+        return Err(format!("--train names `{t}`, which is not a case of the bundle"));
+    }
+    if let Some((i, c)) = all_cases.iter().enumerate().find(|(i, c)| all_cases[..*i].iter().any(|d| d.id == c.id)) {
+        return Err(format!(
+            "the bundle has case `{}` twice (cases {} and {i}): ids must be unique",
+            c.id,
+            all_cases.iter().position(|d| d.id == c.id).unwrap_or(0)
+        ));
+    }
+    // The split is made over the whole bundle (so it does not depend on the base scenario, and a page can show
+    // it before anything runs); a case whose workload cannot be simulated is then left out, and said.
+    let split = training_split(all_cases, train);
+    let mut p = Prepared { cases: vec![], scenarios: vec![], is_train: vec![], warnings: vec![] };
+    for (c, t) in all_cases.iter().zip(split) {
+        match checks::figures(c).map_err(|e| format!("{}: {e}", c.id)).and_then(|_| case_run(base, c)) {
+            Ok((sc, asked, simulated)) => {
+                if simulated < asked {
+                    p.warnings.push(format!("{}: {simulated} of the {asked} requests measured are simulated: the run budget ({CASE_STEPS:e} steps a case) bites, and past saturation the figures grow with a run's length", c.id));
+                }
+                if let Some(n) = c.workload.max_concurrency.filter(|&n| n > 1_000_000) {
+                    p.warnings.push(format!("{}: max_concurrency {n} is simulated as 1,000,000 clients", c.id));
+                }
+                p.warnings.extend(checks::mismatch(base, c));
+                p.cases.push(c.clone());
+                p.scenarios.push(sc);
+                p.is_train.push(t);
+            }
+            Err(why) => p.warnings.push(format!("left out: {why}")),
+        }
+    }
+    if p.cases.is_empty() {
+        return Err(format!("no case can be simulated ({})", p.warnings.join("; ")));
+    }
+    if !p.is_train.contains(&true) {
+        return Err("no training case: name some with --train, or import at least two runs".into());
+    }
+    Ok(p)
+}
+
 /// [`calibrate`], calling `progress(simulations done, simulations expected)` after each simulation (the
 /// expected count is the search's minimum, raised as it goes past it).
 /// `extras`: the knobs to fit besides the two multipliers.
@@ -433,59 +422,143 @@ pub fn calibrate_with_progress(
     extras: &[Extra],
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Calibration, String> {
-    if let Some(t) = train.iter().find(|t| !all_cases.iter().any(|c| &c.id == *t)) {
-        return Err(format!("--train names `{t}`, which is not a case of the bundle"));
+    let p = prepare(base, all_cases, train)?;
+    let all: Vec<&Case> = p.cases.iter().collect();
+    let scen: Vec<&Scenario> = p.scenarios.iter().collect();
+    let n_train = p.is_train.iter().filter(|t| **t).count() as u64;
+    let (grid_n, moves_n) = (fit::grid(extras).len() as u64, fit::moves(1.0, extras).len() as u64);
+    let expected = n_train * (grid_n + moves_n * fit::LEVELS) + 2 * all.len() as u64 + n_train * n_train * moves_n * 4;
+    let mut tick = Ticker { done: 0, expected, progress };
+    let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
+    let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
+    // A training case the model cannot keep up with is judged first by the uncalibrated model, then by the
+    // fit: when the fit changes which cases it cannot keep up with, it is made again once with those.
+    let mut saturated = saturation(&all, &p.is_train, &before, "uncalibrated");
+    let mut flags: Vec<bool> = saturated.iter().map(Option::is_some).collect();
+    let (mut fitted_x, mut fitted, mut after) = fit_with(&all, &scen, &flags, extras, &train, &mut tick);
+    let again = saturation(&all, &p.is_train, &after, "calibrated");
+    if again.iter().map(Option::is_some).ne(flags.iter().copied()) {
+        (saturated, flags) = (again.clone(), again.iter().map(Option::is_some).collect());
+        (fitted_x, fitted, after) = fit_with(&all, &scen, &flags, extras, &train, &mut tick);
     }
-    // The split is made over the whole bundle (so it does not depend on the base scenario, and a page can show
-    // it before anything runs); a case whose workload cannot be simulated is then left out, and said.
-    let bundle_split = training_split(all_cases, train);
-    let (mut cases, mut scenarios, mut is_train, mut skipped) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (c, t) in all_cases.iter().zip(bundle_split) {
-        match scenario_of(base, c).and_then(|s| scenario::validate(&s).map_err(|e| format!("{}: {e}", c.id))) {
-            Ok(sc) => {
-                cases.push(c.clone());
-                scenarios.push(sc);
-                is_train.push(t);
-            }
-            Err(why) => skipped.push(format!("left out: {why}")),
-        }
-    }
-    if all_cases.is_empty() {
-        return Err("the bundle has no case".into());
-    }
-    if cases.is_empty() {
-        return Err(format!("no case can be simulated ({})", skipped.join("; ")));
-    }
-    let cases = &cases[..];
-    let pick = |want: bool| -> (Vec<Scenario>, Vec<&Case>) {
-        let idx: Vec<usize> = (0..cases.len()).filter(|&i| is_train[i] == want).collect();
-        (idx.iter().map(|&i| scenarios[i].clone()).collect(), idx.iter().map(|&i| &cases[i]).collect())
-    };
-    let (train_scenarios, train_cases) = pick(true);
-    if train_cases.is_empty() {
-        return Err("no training case: name some with --train, or import at least two runs".into());
-    }
-    let all: Vec<&Case> = cases.iter().collect();
-    let one = Multipliers::ONE;
-    let n_train = train_cases.len() as u64;
-    let (grid_n, moves_n) = (grid(extras).len() as u64, moves(1.0, extras).len() as u64);
-    let mut tick =
-        Ticker { done: 0, expected: n_train * (1 + grid_n + moves_n * LEVELS) + 2 * all.len() as u64, progress };
-    let train_base = objective(&train_cases, &predict(&train_scenarios, &train_cases, one, &mut tick));
-    let (fitted, train_fit) = fit(&train_scenarios, &train_cases, extras, &mut tick);
-    let before = predict(&scenarios, &all, one, &mut tick);
-    let after = predict(&scenarios, &all, fitted, &mut tick);
-    let rows = rows(cases, &is_train, &before, &after);
+    let pick = |v: &[bool]| train.iter().map(|&i| v[i]).collect::<Vec<_>>();
+    let train_cases: Vec<&Case> = train.iter().map(|&i| all[i]).collect();
+    let train_base = objective(&train_cases, &pick(&flags), &train.iter().map(|&i| before[i]).collect::<Vec<_>>());
+    let mut fitting = Fitting { all: &all, scen: &scen, flags: &flags, extras, tick: &mut tick };
+    let loo = fitting.leave_one_out(&train, &fitted_x.point);
+    let rows = rows(&all, &p.is_train, &flags, &before, &after, &loo);
+    let mut warnings = p.warnings;
+    warnings.extend(bound_warnings(&fitted_x.point, fitted, extras));
+    warnings.extend(load_range_warnings(&all, &p.is_train));
+    let held_out = headline(&rows, |r| !r.training, |r| Some(r.calibrated_ape));
+    let leave_one_out = headline(&rows, |r| r.training, |r| r.leave_one_out_ape);
+    let noise_floor = noise_floor(&all);
+    let (recommended, verdict) = verdict(&held_out, &leave_one_out, noise_floor, n_train, &warnings);
     Ok(Calibration {
-        objective: "Σ over TTFT, TPOT and E2E medians of the mean over training cases of |ln(predicted / measured)|, the worst quarter of cases left out",
+        objective: "Σ over TTFT, TPOT, ITL and E2E (median and mean) of the mean over training cases of |ln(predicted / measured)|, the worst quarter of cases left out; a case past saturation counts by its throughput",
         fitted,
+        recommended,
+        verdict,
+        held_out,
+        leave_one_out,
+        noise_floor,
         train_error_baseline: train_base,
-        train_error_calibrated: train_fit,
+        train_error_calibrated: fitted_x.objective,
         held_out_mape: held_out_mape(&rows),
-        warnings: skipped.into_iter().chain(load_range_warnings(cases, &is_train)).collect(),
-        notes: vec!["Calibration corrects a global scale of prefill and decode time; it cannot fix a scheduler or a cost the model does not have (a held-out error that stays high after calibration points to one).".into()],
+        saturated: saturated_list(&all, &p.is_train, &saturated, &before, &after),
+        unidentified: fitted_x.unidentified.iter().map(|&i| fit::names(extras)[i]).collect(),
         rows,
+        warnings,
+        notes: vec!["Calibration corrects a global scale of prefill and decode time (and the knobs asked for); it cannot fix a scheduler or a cost the model does not have (a held-out error that stays high after calibration points to one).".into()],
     })
+}
+
+/// Fit on the cases `train` with these saturation flags: the fit, its knobs, and every case's prediction there.
+fn fit_with(
+    all: &[&Case],
+    scen: &[&Scenario],
+    flags: &[bool],
+    extras: &[Extra],
+    train: &[usize],
+    tick: &mut Ticker<'_>,
+) -> (Fitted, Multipliers, Vec<Pred>) {
+    let fitted_x = Fitting { all, scen, flags, extras, tick: &mut *tick }.fit(train);
+    let mut fitted = Multipliers::at(&fitted_x.point, extras);
+    for &i in &fitted_x.unidentified {
+        fitted.forget(i, extras);
+    }
+    let after = predict(scen, all, fitted, tick);
+    (fitted_x, fitted, after)
+}
+
+/// Why each case is past saturation: its measurement (any case), or the `model` predicting `preds` falling
+/// behind (a training case only: a held-out case the model cannot keep up with is an error of the model, and
+/// counts).
+fn saturation(cases: &[&Case], is_train: &[bool], preds: &[Pred], model: &str) -> Vec<Option<String>> {
+    (cases.iter().zip(preds).zip(is_train))
+        .map(|((c, p), train)| {
+            checks::measured_saturation(c)
+                .or_else(|| checks::model_saturation(c, p.served_rps, p.overloaded, model).filter(|_| *train))
+        })
+        .collect()
+}
+
+/// The fit's end: its point, its objective, and the coordinates the cases cannot identify (set neutral).
+struct Fitted {
+    point: Vec<f64>,
+    objective: f64,
+    unidentified: Vec<usize>,
+}
+
+/// What every fit of one calibration shares: the cases, their scenarios and saturation flags, the knobs.
+struct Fitting<'a, 't> {
+    all: &'a [&'a Case],
+    scen: &'a [&'a Scenario],
+    flags: &'a [bool],
+    extras: &'a [Extra],
+    tick: &'a mut Ticker<'t>,
+}
+
+impl Fitting<'_, '_> {
+    fn flags_of(&self, idx: &[usize]) -> Vec<bool> {
+        idx.iter().map(|&i| self.flags[i]).collect()
+    }
+
+    /// The objective of the cases `idx` at search point `x`.
+    fn eval(&mut self, idx: &[usize], x: &[f64]) -> f64 {
+        let cases: Vec<&Case> = idx.iter().map(|&i| self.all[i]).collect();
+        let scen: Vec<&Scenario> = idx.iter().map(|&i| self.scen[i]).collect();
+        let preds = predict(&scen, &cases, Multipliers::at(x, self.extras), self.tick);
+        objective(&cases, &self.flags_of(idx), &preds)
+    }
+
+    /// The full search on the cases `idx`, then the knobs it cannot identify set neutral.
+    fn fit(&mut self, idx: &[usize]) -> Fitted {
+        let extras = self.extras;
+        let (mut point, objective) = fit::search(&mut |x| self.eval(idx, x), extras);
+        let unidentified = fit::flat(&mut |x| self.eval(idx, x), &point, objective, extras);
+        for &i in &unidentified {
+            point[i] = 0.0;
+        }
+        Fitted { point, objective, unidentified }
+    }
+
+    /// Each training case predicted by a fit on the others (a pattern search from the whole fit's point);
+    /// None for the others, and when one case trains.
+    fn leave_one_out(&mut self, train: &[usize], from: &[f64]) -> Vec<Option<Pred>> {
+        let mut out = vec![None; self.all.len()];
+        if train.len() < 2 {
+            return out;
+        }
+        for &i in train {
+            let rest: Vec<usize> = train.iter().copied().filter(|&j| j != i).collect();
+            let f0 = self.eval(&rest, from);
+            let extras = self.extras;
+            let (x, _) = fit::pattern(&mut |x| self.eval(&rest, x), from.to_vec(), f0, extras, 0.125, 1.0 / 128.0);
+            out[i] = predict(&[self.scen[i]], &[self.all[i]], Multipliers::at(&x, extras), self.tick).pop();
+        }
+        out
+    }
 }
 
 /// The documented default split of `cases`: every other case in order of offered load (the first, third, …)
@@ -503,7 +576,7 @@ fn training_split(cases: &[Case], train: &[String]) -> Vec<bool> {
     order.sort_by(|&a, &b| load(&cases[a]).total_cmp(&load(&cases[b])).then(a.cmp(&b)));
     let mut is_train = vec![false; cases.len()];
     for (k, &i) in order.iter().enumerate() {
-        is_train[i] = k % 2 == 0;
+        is_train[i] = k.is_multiple_of(2);
     }
     is_train
 }
@@ -517,23 +590,34 @@ fn load(c: &Case) -> f64 {
     }
 }
 
-fn rows(cases: &[Case], is_train: &[bool], before: &[[Option<f64>; 3]], after: &[[Option<f64>; 3]]) -> Vec<Row> {
+fn rows(
+    cases: &[&Case],
+    is_train: &[bool],
+    saturated: &[bool],
+    before: &[Pred],
+    after: &[Pred],
+    loo: &[Option<Pred>],
+) -> Vec<Row> {
     let ape = |p: f64, m: f64| (p - m).abs() / m;
     let mut out = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         for (k, (name, measured, _)) in METRICS.iter().enumerate() {
-            if let (Some(m), Some(b), Some(a)) = (measured(c), before[i][k], after[i][k])
+            if let (Some(m), Some(b), Some(a)) = (measured(c), before[i].ms[k], after[i].ms[k])
                 && m > 0.0
             {
+                let l = loo[i].and_then(|p| p.ms[k]);
                 out.push(Row {
                     case: c.id.clone(),
                     training: is_train[i],
+                    saturated: saturated[i],
                     metric: name,
                     measured_ms: m,
                     baseline_ms: b,
                     calibrated_ms: a,
                     baseline_ape: ape(b, m),
                     calibrated_ape: ape(a, m),
+                    leave_one_out_ms: l,
+                    leave_one_out_ape: l.map(|l| ape(l, m)),
                 });
             }
         }
@@ -541,11 +625,26 @@ fn rows(cases: &[Case], is_train: &[bool], before: &[[Option<f64>; 3]], after: &
     out
 }
 
+/// The median APE, before and after (`after` of a row), over the rows `which` keeps that are not past
+/// saturation and have an `after`.
+fn headline(rows: &[Row], which: impl Fn(&Row) -> bool, after: impl Fn(&Row) -> Option<f64>) -> Headline {
+    let kept: Vec<&Row> = rows.iter().filter(|r| which(r) && !r.saturated && after(r).is_some()).collect();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| crate::metrics::percentile(&v, 50.0))
+    };
+    Headline {
+        figures: kept.len(),
+        baseline: median(kept.iter().map(|r| r.baseline_ape).collect()),
+        calibrated: median(kept.iter().filter_map(|r| after(r)).collect()),
+    }
+}
+
 fn held_out_mape(rows: &[Row]) -> Vec<MetricError> {
     METRICS
         .iter()
         .map(|(name, _, _)| {
-            let held: Vec<&Row> = rows.iter().filter(|r| !r.training && r.metric == *name).collect();
+            let held: Vec<&Row> = rows.iter().filter(|r| !r.training && !r.saturated && r.metric == *name).collect();
             let mean = |f: fn(&Row) -> f64| {
                 (!held.is_empty()).then(|| held.iter().map(|r| f(r)).sum::<f64>() / held.len() as f64)
             };
@@ -554,8 +653,46 @@ fn held_out_mape(rows: &[Row]) -> Vec<MetricError> {
         .collect()
 }
 
+fn saturated_list(
+    cases: &[&Case],
+    is_train: &[bool],
+    why: &[Option<String>],
+    before: &[Pred],
+    after: &[Pred],
+) -> Vec<Saturated> {
+    (0..cases.len())
+        .filter_map(|i| {
+            let (Some(why), Some(Rate::PerSecond(offered))) = (&why[i], cases[i].workload.request_rate) else {
+                return None;
+            };
+            Some(Saturated {
+                case: cases[i].id.clone(),
+                training: is_train[i],
+                why: why.clone(),
+                offered_rps: offered,
+                measured_rps: cases[i].measured.request_throughput_rps,
+                baseline_rps: before[i].served_rps,
+                calibrated_rps: after[i].served_rps,
+            })
+        })
+        .collect()
+}
+
+/// A knob that ended on its search bound: no value inside the bounds fits, which a scale cannot mend.
+fn bound_warnings(x: &[f64], m: Multipliers, extras: &[Extra]) -> Vec<String> {
+    fit::at_bound(x, extras)
+        .into_iter()
+        .map(|i| {
+            format!(
+                "{} ends on its search bound: no value within the bounds fits these cases — check the base scenario's model, device, TP and engine profile before using the fit",
+                m.said(i, extras)
+            )
+        })
+        .collect()
+}
+
 /// A held-out case outside the training cases' load range is an extrapolation: said, per case.
-fn load_range_warnings(cases: &[Case], is_train: &[bool]) -> Vec<String> {
+fn load_range_warnings(cases: &[&Case], is_train: &[bool]) -> Vec<String> {
     let train: Vec<f64> = cases.iter().zip(is_train).filter(|(_, t)| **t).map(|(c, _)| load(c)).collect();
     let (lo, hi) = train.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
     (cases.iter().zip(is_train))
@@ -568,4 +705,99 @@ fn load_range_warnings(cases: &[Case], is_train: &[bool]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Repeated runs: cases of one configuration (engine, model, load, prompts, dataset, generator and mean
+/// lengths within 5 %), and over their latency figures the median of the largest relative deviation from the
+/// runs' mean. None without a configuration measured twice.
+fn noise_floor(cases: &[&Case]) -> Option<NoiseFloor> {
+    let key = |c: &Case| {
+        let w = &c.workload;
+        let bucket = |m: Option<f64>| m.map(|m| libm::round(libm::log(m) / libm::log(1.05)) as i64);
+        format!(
+            "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            c.engine,
+            c.model_id,
+            w.request_rate,
+            w.max_concurrency,
+            w.num_prompts,
+            w.dataset,
+            w.input_range,
+            w.output_range,
+            bucket(w.mean_input_tokens),
+            bucket(w.mean_output_tokens)
+        )
+    };
+    let mut groups: Vec<(String, Vec<&Case>)> = Vec::new();
+    for c in cases {
+        match groups.iter_mut().find(|(k, _)| *k == key(c)) {
+            Some((_, g)) => g.push(c),
+            None => groups.push((key(c), vec![c])),
+        }
+    }
+    groups.retain(|(_, g)| g.len() > 1);
+    let mut spreads = Vec::new();
+    for (_, g) in &groups {
+        for (_, measured, _) in METRICS {
+            let v: Vec<f64> = g.iter().filter_map(|c| measured(c)).collect();
+            if v.len() == g.len() {
+                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                spreads.push(v.iter().map(|x| (x - mean).abs() / mean).fold(0.0, f64::max));
+            }
+        }
+    }
+    spreads.sort_by(f64::total_cmp);
+    (!spreads.is_empty()).then(|| NoiseFloor {
+        groups: groups.len(),
+        runs: groups.iter().map(|(_, g)| g.len()).sum(),
+        spread: crate::metrics::percentile(&spreads, 50.0),
+    })
+}
+
+/// Which model to use, and why: the held-out error decides when there is one, else the leave-one-out error;
+/// with neither, nothing shows that the fit generalises, and the uncalibrated model stays.
+fn verdict(
+    held: &Headline,
+    loo: &Headline,
+    noise: Option<NoiseFloor>,
+    n_train: u64,
+    warnings: &[String],
+) -> (&'static str, String) {
+    let pct = |x: f64| format!("{:.1} %", x * 100.0);
+    let said = |h: &Headline, what: &str| match (h.baseline, h.calibrated) {
+        (Some(b), Some(a)) => Some((
+            b,
+            a,
+            format!("{what} ({} figures): median APE {} uncalibrated → {} calibrated", h.figures, pct(b), pct(a)),
+        )),
+        _ => None,
+    };
+    let (held, loo) = (said(held, "Held out"), said(loo, "Leave-one-out on the training cases"));
+    let mut parts: Vec<String> = Vec::new();
+    let better = match (&held, &loo) {
+        (Some((b, a, s)), _) | (None, Some((b, a, s))) => {
+            parts.push(format!("{s}."));
+            a < b
+        }
+        (None, None) => {
+            parts.push(format!("Every case trains and {n_train} case(s) cannot be left out one at a time: nothing shows the fit predicts runs it did not see."));
+            false
+        }
+    };
+    if let (Some(_), Some((b, a, s))) = (&held, &loo) {
+        let also = if a < b { "" } else { " — the fit does not generalise even among the cases it saw" };
+        parts.push(format!("{s}{also}."));
+    }
+    parts.push(if better {
+        "The calibrated model predicts better: use it.".into()
+    } else {
+        "The calibrated model is not better than the uncalibrated one: keep the uncalibrated model (the fit is shown, not recommended).".into()
+    });
+    if let Some(n) = noise {
+        parts.push(format!("Repeated runs in the bundle differ by {} (median over {} configuration(s)): an error below that is not a claim.", pct(n.spread), n.groups));
+    }
+    if warnings.iter().any(|w| w.contains("search bound")) {
+        parts.push("A knob ended on its search bound (see the warnings).".into());
+    }
+    (if better { "calibrated" } else { "uncalibrated" }, parts.join(" "))
 }

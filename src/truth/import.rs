@@ -161,12 +161,16 @@ impl<'a> Fields<'a> {
         keys.iter().find_map(|k| self.obj.get(*k).and_then(Value::as_str)).map(str::to_string)
     }
 
-    /// A per-request list of numbers, from the top level or `details`.
-    fn list(&self, key: &str) -> Vec<f64> {
+    /// A per-request list from the top level or `details`, each entry checked by `entry` (an error names
+    /// `key[i]`); None when the file has no such list.
+    fn list<T>(&self, key: &str, entry: impl Fn(&Value) -> Result<T, String>) -> Result<Option<Vec<T>>, Bad> {
         let v = self.obj.get(key).or_else(|| self.details.and_then(|d| d.get(key)));
-        v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_f64().or_else(|| x.as_str()?.parse().ok())).collect())
-            .unwrap_or_default()
+        let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
+        let a = v.as_array().ok_or_else(|| (Some(key.to_string()), "must be a list, one entry per request".into()))?;
+        (a.iter().enumerate())
+            .map(|(i, x)| entry(x).map_err(|m| (Some(format!("{key}[{i}]")), m)))
+            .collect::<Result<Vec<T>, Bad>>()
+            .map(Some)
     }
 
     /// `{mean,median}_{name}_ms` and `p{90,95,99}_{name}_ms` for the first of `names` that has any.
@@ -204,8 +208,9 @@ fn engine_of(obj: &Map<String, Value>) -> &'static str {
 fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case, Bad> {
     let mut f = Fields::new(obj);
     let engine = engine_of(obj);
-    let workload = workload_of(&mut f)?;
-    let measured = measured_of(&mut f, &workload)?;
+    let lists = per_request(&mut f)?;
+    let workload = workload_of(&mut f, engine, lists.as_ref())?;
+    let measured = measured_of(&mut f, lists.as_ref())?;
     if !measured.has_latency() {
         return Err((
             None,
@@ -226,13 +231,15 @@ fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case,
         engine: engine.into(),
         backend: f.text(&["backend"]),
         model_id: f.text(&["model_id", "model", "tokenizer_id"]),
+        tp: f.count(&["tensor_parallel_size", "tp_size", "tp"]).ok().flatten().map(|t| t.min(1 << 20) as u32),
+        gpu: f.text(&["gpu", "gpu_type", "hardware"]),
         workload,
         measured,
         notes: f.notes,
     })
 }
 
-fn workload_of(f: &mut Fields) -> Result<CaseWorkload, Bad> {
+fn workload_of(f: &mut Fields, engine: &str, lists: Option<&PerRequest>) -> Result<CaseWorkload, Bad> {
     let request_rate = match f.obj.get("request_rate") {
         Some(Value::String(s)) if ["inf", "infinity", "+inf"].contains(&s.trim().to_ascii_lowercase().as_str()) => {
             Some(Rate::Infinite)
@@ -242,34 +249,189 @@ fn workload_of(f: &mut Fields) -> Result<CaseWorkload, Bad> {
         _ => f.num(&["request_rate"])?.map(Rate::PerSecond),
     };
     let completed = f.count(&["completed"])?;
-    let (inputs, outputs) = (f.list("input_lens"), f.list("output_lens"));
-    let mean_of = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let (inputs, outputs) = lists.map_or((vec![], vec![]), |l| (l.inputs.clone(), l.outputs.clone()));
+    let mean_of = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64);
     let per_completed = |total: Option<f64>| match (total, completed) {
         (Some(t), Some(c)) if c > 0 => Some(t / c as f64),
         _ => None,
     };
-    let total_in = f.num(&["total_input_tokens", "total_input"])?;
-    let total_out = f.num(&["total_output_tokens", "total_output"])?;
-    let w = CaseWorkload {
+    // With empty responses left out of the lists, their means are the served requests'; the totals are not.
+    let lists_first = lists.is_some_and(|l| l.empty > 0);
+    let total_in = per_completed(f.num(&["total_input_tokens", "total_input"])?);
+    let total_out = per_completed(f.num(&["total_output_tokens", "total_output"])?);
+    let pick = |lists: Option<f64>, totals: Option<f64>| if lists_first { lists.or(totals) } else { totals.or(lists) };
+    let (input_range, output_range) = generator_ranges(f, engine)?;
+    let mut w = CaseWorkload {
         request_rate,
         max_concurrency: f.count(&["max_concurrency"])?,
         burstiness: f.num(&["burstiness"])?,
         num_prompts: f.count(&["num_prompts"])?,
         dataset: f.text(&["dataset_name", "dataset"]),
-        mean_input_tokens: per_completed(total_in)
-            .or_else(|| mean_of(&inputs))
-            .or(f.num(&["random_input_len", "input_len"])?),
-        mean_output_tokens: per_completed(total_out)
-            .or_else(|| mean_of(&outputs))
-            .or(f.num(&["random_output_len", "output_len"])?),
-        input_lens: inputs.iter().map(|x| *x as u32).collect(),
-        output_lens: outputs.iter().map(|x| *x as u32).collect(),
+        mean_input_tokens: pick(mean_of(&inputs), total_in).or(f.num(&["random_input_len", "input_len"])?),
+        mean_output_tokens: pick(mean_of(&outputs), total_out).or(f.num(&["random_output_len", "output_len"])?),
+        input_lens: inputs,
+        output_lens: outputs,
+        input_range,
+        output_range,
         duration_s: f.num(&["duration"])?,
     };
+    for (what, range, mean) in
+        [("input", &mut w.input_range, w.mean_input_tokens), ("output", &mut w.output_range, w.mean_output_tokens)]
+    {
+        let Some([lo, hi]) = *range else { continue };
+        let drawn = (lo as f64 + hi as f64) / 2.0;
+        match mean {
+            Some(m) if (m / drawn - 1.0).abs() > 0.1 => {
+                f.notes.push(format!("the {what} lengths measured (mean {m:.1}) are not the generator's uniform {lo} … {hi} (mean {drawn:.1}): the measured mean is used"));
+                *range = None;
+            }
+            _ => f.notes.push(format!(
+                "{what} lengths uniform in {lo} … {hi} tokens, as the `random` dataset drew them (`random_range_ratio`)"
+            )),
+        }
+    }
     Ok(w)
 }
 
-fn measured_of(f: &mut Fields, w: &CaseWorkload) -> Result<Measured, Bad> {
+/// The `random` dataset's length generator, when the file names it: SGLang's `bench_serving` draws each
+/// length uniformly from [max(⌊L × ratio⌋, 1), L] for input and output alike (and ignores EOS, so outputs
+/// are as drawn); vLLM's from [⌊L × (1 − ratio)⌋, ⌊L × (1 + ratio)⌋] for the input (its outputs stop at EOS
+/// unless `--ignore-eos`, so only the input's range is the generator's).
+/// An inclusive range of tokens, for the input and the output.
+type Ranges = (Option<[u32; 2]>, Option<[u32; 2]>);
+
+fn generator_ranges(f: &mut Fields, engine: &str) -> Result<Ranges, Bad> {
+    let random = f.text(&["dataset_name", "dataset"]).is_some_and(|d| d.starts_with("random"));
+    let ratio = f.num(&["random_range_ratio"])?;
+    let (Some(ratio), true) = (ratio, random) else { return Ok((None, None)) };
+    if ratio > 1.0 && engine == "sglang" {
+        return Err((Some("random_range_ratio".into()), format!("must be from 0 to 1 (got {ratio})")));
+    }
+    let cap = |x: f64| x.clamp(0.0, 1e7) as u32;
+    let range = |len: Option<f64>, forced: bool| -> Option<[u32; 2]> {
+        let l = len.filter(|&l| l >= 1.0 && forced)?;
+        Some(if engine == "sglang" {
+            [cap((l * ratio).floor()).max(1), cap(l)]
+        } else {
+            [cap((l * (1.0 - ratio)).floor()).max(1), cap((l * (1.0 + ratio)).floor())]
+        })
+    };
+    let input = range(f.num(&["random_input_len"])?, true);
+    let output = range(f.num(&["random_output_len"])?, engine == "sglang");
+    Ok((input, output))
+}
+
+/// A request's tokens in a per-request list: a whole number from 0 to 10^7.
+fn tokens_entry(x: &Value) -> Result<u32, String> {
+    match x.as_f64().or_else(|| x.as_str()?.trim().parse().ok()) {
+        Some(v) if v.fract() == 0.0 && (0.0..=1e7).contains(&v) => Ok(v as u32),
+        _ => Err(format!("must be a whole number of tokens from 0 to 10,000,000 (got {x})")),
+    }
+}
+
+/// A request's time in seconds, ≥ 0 and finite; null (a failed request's) is none.
+fn seconds_entry(x: &Value) -> Result<Option<f64>, String> {
+    if x.is_null() {
+        return Ok(None);
+    }
+    match x.as_f64().or_else(|| x.as_str()?.trim().parse().ok()) {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
+        _ => Err(format!("must be a time in seconds ≥ 0 (got {x})")),
+    }
+}
+
+/// A request's inter-token gaps: a list of seconds (or one number).
+fn gaps_entry(x: &Value) -> Result<Vec<f64>, String> {
+    match x {
+        Value::Array(a) => a.iter().map(|g| seconds_entry(g).map(|v| v.unwrap_or(0.0))).collect(),
+        _ => seconds_entry(x).map(|v| v.into_iter().collect()),
+    }
+}
+
+/// The per-request lists (vLLM's `--save-detailed` and the legacy script, SGLang's `--output-details`),
+/// checked entry by entry and against each other, with the empty responses (0 output tokens, or no TTFT or
+/// latency) left out: what the requests served measured.
+struct PerRequest {
+    inputs: Vec<u32>,
+    outputs: Vec<u32>,
+    ttfts_s: Vec<f64>,
+    latencies_s: Vec<f64>,
+    /// Every served request's inter-token gaps, in one list.
+    itls_s: Vec<f64>,
+    /// TPOT of each served request of 2 or more tokens: (latency − TTFT) / (output − 1), as vLLM computes it.
+    tpots_s: Vec<f64>,
+    empty: usize,
+}
+
+fn per_request(f: &mut Fields) -> Result<Option<PerRequest>, Bad> {
+    let inputs = f.list("input_lens", tokens_entry)?;
+    let outputs = f.list("output_lens", tokens_entry)?;
+    let ttfts = f.list("ttfts", seconds_entry)?;
+    let latencies = f.list("latencies", seconds_entry)?;
+    let itls = f.list("itls", gaps_entry)?;
+    let sizes: Vec<(&str, usize)> = [
+        ("input_lens", inputs.as_ref().map(Vec::len)),
+        ("output_lens", outputs.as_ref().map(Vec::len)),
+        ("ttfts", ttfts.as_ref().map(Vec::len)),
+        ("latencies", latencies.as_ref().map(Vec::len)),
+        ("itls", itls.as_ref().map(Vec::len)),
+    ]
+    .into_iter()
+    .filter_map(|(k, n)| Some((k, n?)))
+    .collect();
+    let Some(&(_, n)) = sizes.first() else { return Ok(None) };
+    if sizes.iter().any(|&(_, m)| m != n) {
+        let said: Vec<String> = sizes.iter().map(|(k, m)| format!("{k} {m}")).collect();
+        f.notes.push(format!("the per-request lists disagree in length ({}): they are not used", said.join(", ")));
+        return Ok(None);
+    }
+    let at = |v: &Option<Vec<Option<f64>>>, i: usize| v.as_ref().map(|v| v[i]);
+    let mut pr = PerRequest {
+        inputs: vec![],
+        outputs: vec![],
+        ttfts_s: vec![],
+        latencies_s: vec![],
+        itls_s: vec![],
+        tpots_s: vec![],
+        empty: 0,
+    };
+    for i in 0..n {
+        let (ttft, latency) = (at(&ttfts, i), at(&latencies, i));
+        if let (Some(Some(t)), Some(Some(l))) = (ttft, latency)
+            && t > l + 1e-9
+        {
+            return Err((
+                Some(format!("ttfts[{i}]")),
+                format!("a TTFT of {t} s is longer than the request's latency ({l} s)"),
+            ));
+        }
+        let out = outputs.as_ref().map(|o| o[i]);
+        if out == Some(0) || ttft == Some(None) || latency == Some(None) || ttft == Some(Some(0.0)) && out.is_none() {
+            pr.empty += 1;
+            continue;
+        }
+        (inputs.as_ref()).inspect(|v| pr.inputs.push(v[i]));
+        out.inspect(|&o| pr.outputs.push(o));
+        ttft.flatten().inspect(|&t| pr.ttfts_s.push(t));
+        latency.flatten().inspect(|&l| pr.latencies_s.push(l));
+        (itls.as_ref()).inspect(|v| pr.itls_s.extend_from_slice(&v[i]));
+        if let (Some(Some(t)), Some(Some(l)), Some(o)) = (ttft, latency, out)
+            && o > 1
+        {
+            pr.tpots_s.push((l - t) / (o - 1) as f64);
+        }
+    }
+    let (completed, failed) = (f.count(&["completed"])?, f.count(&["failed"])?.unwrap_or(0));
+    if let Some(c) = completed
+        && n as u64 != c
+        && n as u64 != c + failed
+    {
+        f.notes.push(format!("the per-request lists hold {n} requests, the run says completed {c} (failed {failed})"));
+    }
+    Ok(Some(pr))
+}
+
+fn measured_of(f: &mut Fields, lists: Option<&PerRequest>) -> Result<Measured, Bad> {
     let (ttft_ms, _) = f.latency(&["ttft"])?;
     let (tpot_ms, _) = f.latency(&["tpot"])?;
     let (itl_ms, _) = f.latency(&["itl"])?;
@@ -288,34 +450,38 @@ fn measured_of(f: &mut Fields, w: &CaseWorkload) -> Result<Measured, Bad> {
         output_throughput_tps: f.num(&["output_throughput"])?,
         total_token_throughput_tps: f.num(&["total_token_throughput", "total_throughput"])?,
     };
-    from_lists(f, w, &mut m);
+    if let Some(l) = lists {
+        from_lists(f, l, &mut m);
+    }
     Ok(m)
 }
 
-/// Latencies the file has only as per-request lists (seconds): their statistics, said in a note.
-fn from_lists(f: &mut Fields, w: &CaseWorkload, m: &mut Measured) {
-    let (ttfts, latencies) = (f.list("ttfts"), f.list("latencies"));
+/// Statistics from the per-request lists: every one when empty responses were left out of them (the file's
+/// aggregates count those), otherwise only those the file has no aggregate for; said in a note.
+fn from_lists(f: &mut Fields, l: &PerRequest, m: &mut Measured) {
+    let before = m.ttft_ms.median;
     let mut computed = Vec::new();
-    if m.ttft_ms.is_empty() && !ttfts.is_empty() {
-        m.ttft_ms = stats_ms(&ttfts);
-        computed.push("TTFT");
-    }
-    if m.e2e_ms.is_empty() && !latencies.is_empty() {
-        m.e2e_ms = stats_ms(&latencies);
-        computed.push("E2E");
-    }
-    if m.tpot_ms.is_empty() && ttfts.len() == latencies.len() && latencies.len() == w.output_lens.len() {
-        // vLLM's TPOT of a request: (latency − TTFT) / (output tokens − 1), over requests of 2 or more tokens.
-        let per: Vec<f64> = (0..latencies.len())
-            .filter(|&i| w.output_lens[i] > 1)
-            .map(|i| (latencies[i] - ttfts[i]) / (w.output_lens[i] - 1) as f64)
-            .collect();
-        if !per.is_empty() {
-            m.tpot_ms = stats_ms(&per);
-            computed.push("TPOT");
+    for (name, list, stat) in [
+        ("TTFT", &l.ttfts_s, &mut m.ttft_ms),
+        ("E2E", &l.latencies_s, &mut m.e2e_ms),
+        ("TPOT", &l.tpots_s, &mut m.tpot_ms),
+        ("ITL", &l.itls_s, &mut m.itl_ms),
+    ] {
+        if !list.is_empty() && (stat.is_empty() || l.empty > 0) {
+            *stat = stats_ms(list);
+            computed.push(name);
         }
     }
-    if !computed.is_empty() {
+    if l.empty > 0 {
+        let median = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:.1} ms"));
+        f.notes.push(format!(
+            "{} empty response(s) (0 output tokens, or no TTFT) left out of every statistic and of the replayed pairs ({} computed from the lists; TTFT median {} in the file's aggregates, {} without them)",
+            l.empty,
+            computed.join(", "),
+            median(before),
+            median(m.ttft_ms.median)
+        ));
+    } else if !computed.is_empty() {
         f.notes.push(format!("{} computed from the per-request lists (no aggregate in the file)", computed.join(", ")));
     }
 }
@@ -359,10 +525,6 @@ fn check_run(f: &mut Fields, w: &CaseWorkload, m: &Measured) {
             None => "request_rate inf without max_concurrency: a burst of every prompt at t = 0".into(),
         });
     }
-    let empty = w.output_lens.iter().filter(|&&o| o == 0).count();
-    if empty > 0 {
-        f.notes.push(format!("{empty} request(s) with no output counted as completed: they pull the means down"));
-    }
     if let (Some(itl), Some(tpot)) = (m.itl_ms.mean, m.tpot_ms.mean)
         && tpot > 0.0
         && itl > 2.0 * tpot
@@ -373,7 +535,7 @@ fn check_run(f: &mut Fields, w: &CaseWorkload, m: &Measured) {
         ));
     }
     let requested = f.num(&["random_output_len", "output_len"]).ok().flatten();
-    if let (Some(req), Some(got)) = (requested, w.mean_output_tokens)
+    if let (Some(req), Some(got), None) = (requested, w.mean_output_tokens, w.output_range)
         && req > 0.0
         && (got / req - 1.0).abs() > 0.1
     {

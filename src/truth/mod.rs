@@ -4,6 +4,8 @@
 //! cases is the input of calibration. Pure: the front ends read the files and pass their text.
 
 pub mod calibrate;
+mod checks;
+mod fit;
 mod import;
 pub mod steps;
 
@@ -57,6 +59,12 @@ pub struct Case {
     pub backend: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
+    /// Tensor parallelism and GPUs, when the file says (`tensor_parallel_size`, `tp`; metadata `gpu` such as
+    /// `4xNVIDIA_L40S`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu: Option<String>,
     pub workload: CaseWorkload,
     pub measured: Measured,
     /// What was missing, renamed or suspicious, in words.
@@ -98,11 +106,18 @@ pub struct CaseWorkload {
     pub mean_input_tokens: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_output_tokens: Option<f64>,
-    /// Per-request lengths, when the file has them.
+    /// Per-request lengths, when the file has them: (input, output) pairs in the order sent, empty responses
+    /// (0 output tokens) left out.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub input_lens: Vec<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub output_lens: Vec<u32>,
+    /// The client's length generator, when the file names it (a `random` dataset's `random_input_len` with
+    /// `random_range_ratio`): lengths uniform between these bounds, inclusive.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub input_range: Option<[u32; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub output_range: Option<[u32; 2]>,
     /// Wall time of the run, s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,

@@ -106,6 +106,19 @@ pub(super) fn cdf(weights: impl Iterator<Item = f64>, path: &str, e: &mut Errors
     out
 }
 
+/// A list of 1 to 10^7 lengths, each 1 … `most`, at `at`; the first bad one is named.
+fn listed(values: &[u32], at: &str, most: u32, e: &mut Errors) -> bool {
+    if values.is_empty() || values.len() > 10_000_000 {
+        e.push(at.to_string(), format!("must hold 1 to 10,000,000 lengths (got {})", values.len()));
+        return false;
+    }
+    if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > most) {
+        e.push(format!("{at}[{i}]"), format!("must be from 1 to {most} (got {v})"));
+        return false;
+    }
+    true
+}
+
 /// A length distribution of tokens (1 … `MAX_TOKENS`) at `p`.
 pub(super) fn validate_length(l: &LengthSpec, p: &str, e: &mut Errors) -> Option<LengthDist> {
     validate_length_within(l, p, MAX_TOKENS, e)
@@ -138,22 +151,9 @@ pub(super) fn validate_length_within(l: &LengthSpec, p: &str, most: u32, e: &mut
             let c = e.int(&at!(p, LengthSpec::Geometric { max }), *max as u64, 1, max_t);
             (a && c).then(|| LengthDist::geometric(*mean, *max))
         }
-        LengthSpec::Empirical { values } => {
-            if values.is_empty() || values.len() > 10_000_000 {
-                e.push(
-                    at!(p, LengthSpec::Empirical { values }),
-                    format!("must hold 1 to 10,000,000 lengths (got {})", values.len()),
-                );
-                return None;
-            }
-            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| **v == 0 || **v > most) {
-                e.push(
-                    format!("{}[{i}]", at!(p, LengthSpec::Empirical { values })),
-                    format!("must be from 1 to {most} (got {v})"),
-                );
-                return None;
-            }
-            Some(LengthDist::Empirical(values.clone()))
-        }
+        LengthSpec::Empirical { values } => listed(values, &at!(p, LengthSpec::Empirical { values }), most, e)
+            .then(|| LengthDist::Empirical(values.clone())),
+        LengthSpec::Sequence { values } => listed(values, &at!(p, LengthSpec::Sequence { values }), most, e)
+            .then(|| LengthDist::Sequence(values.clone())),
     }
 }

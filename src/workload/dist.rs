@@ -23,6 +23,8 @@ pub enum LengthDist {
         max: u32,
     },
     Empirical(Vec<u32>),
+    /// Request i takes `v[i mod len]`: no draw.
+    Sequence(Vec<u32>),
 }
 
 /// The standard normal CDF.
@@ -59,6 +61,16 @@ impl LengthDist {
                 k.clamp(1.0, *max as f64) as u32
             }
             LengthDist::Empirical(v) => v[rng.below(v.len() as u64) as usize],
+            // Sessions refuse a sequence at validation; were one to get here, it is read as empirical.
+            LengthDist::Sequence(v) => v[rng.below(v.len() as u64) as usize],
+        }
+    }
+
+    /// Request `idx`'s sample: a sequence's `idx`-th value (cycling), otherwise a draw as [`Self::sample`].
+    pub fn sample_at(&self, idx: u64, rng: &mut Rng64) -> u32 {
+        match self {
+            LengthDist::Sequence(v) => v[(idx % v.len() as u64) as usize],
+            d => d.sample(rng),
         }
     }
 
@@ -69,7 +81,9 @@ impl LengthDist {
             LengthDist::Uniform { min, max } => (*min as f64 + *max as f64) / 2.0,
             LengthDist::Lognormal { mean, .. } => *mean,
             LengthDist::Geometric { p, .. } => 1.0 / p,
-            LengthDist::Empirical(v) => v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64,
+            LengthDist::Empirical(v) | LengthDist::Sequence(v) => {
+                v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64
+            }
         }
     }
 
@@ -102,7 +116,7 @@ impl LengthDist {
             LengthDist::Uniform { min, .. } => *min,
             // Rounded and clamped to [1, max].
             LengthDist::Lognormal { .. } | LengthDist::Geometric { .. } => 1,
-            LengthDist::Empirical(v) => v.iter().copied().min().unwrap_or(1),
+            LengthDist::Empirical(v) | LengthDist::Sequence(v) => v.iter().copied().min().unwrap_or(1),
         }
     }
 
@@ -113,7 +127,7 @@ impl LengthDist {
             LengthDist::Uniform { max, .. } | LengthDist::Lognormal { max, .. } | LengthDist::Geometric { max, .. } => {
                 *max
             }
-            LengthDist::Empirical(v) => v.iter().copied().max().unwrap_or(1),
+            LengthDist::Empirical(v) | LengthDist::Sequence(v) => v.iter().copied().max().unwrap_or(1),
         }
     }
 }

@@ -294,7 +294,7 @@ impl Generator<'_> {
         let c = &w.classes[class];
         let (prompt_tokens, output_tokens) = match trace_row {
             Some(t) => (t.prompt_tokens, t.output_tokens),
-            None => (c.prompt.sample(&mut r), c.output.sample(&mut r)),
+            None => (c.prompt.sample_at(idx, &mut r), c.output.sample_at(idx, &mut r)),
         };
         let mean = self.class_mean_output[class];
         let prefix_group = self.prefix_group(idx, prompt_tokens);

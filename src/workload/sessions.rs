@@ -332,6 +332,14 @@ use lengths_at;
 
 /// The turns, first prompt, new input and output, each with its path, validated; None where not given.
 fn given_lengths(x: [(&Option<LengthSpec>, String); 4], e: &mut Errors) -> (Field, Field, Field, Field) {
+    for (l, at) in &x {
+        if let Some(LengthSpec::Sequence { .. }) = l {
+            e.push(
+                format!("{at}.kind"),
+                "a sequence replays lengths per request; a session draws its program: use `empirical`",
+            );
+        }
+    }
     let length =
         |(x, at): &(&Option<LengthSpec>, String), e: &mut Errors| x.as_ref().map(|x| validate_length(x, at, e));
     let turns = x[0].0.as_ref().map(|t| validate_turns(t, &x[0].1, e));

@@ -74,6 +74,15 @@ test('result files import with their notes; a bad file names its line and key; t
   assert.equal(await page.$$eval('#cal-rows tbody tr', (t) => t.length), cal.rows.length);
   assert.match(await page.textContent('#cal-rows'), /held out: (within|better|worse)/);
   assert.match(await page.textContent('#cal-notes'), /cannot fix a scheduler/);
+  // Which model to use comes first, as the CLI's verdict says it; then the errors held out and left out.
+  const answer = await page.textContent('#cal-answer');
+  assert.ok(answer.includes(`Use the ${cal.recommended} model. ${cal.verdict}`), answer);
+  const headline = await page.textContent('#cal-headline');
+  assert.match(headline, /Held out/);
+  assert.match(headline, /Leave-one-out \(training cases\)/);
+  const metrics = new Set(cal.rows.map((r) => r.metric));
+  assert.equal(await page.$$eval('#cal-charts canvas', (c) => c.length), metrics.size, 'one chart per metric compared');
+  assert.ok(metrics.has('TTFT mean') && metrics.has('E2E mean'), [...metrics].join(', '));
   for (const id of ['cal-chart-0', 'cal-chart-1', 'cal-chart-2']) {
     assert.ok(await inkFraction(page, id) > 0.02, `${id} is drawn`);
   }

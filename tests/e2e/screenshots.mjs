@@ -125,6 +125,18 @@ await page.locator('#study-params').screenshot({ path: join(out, 'agents-agent-s
 await page.click('#study-run');
 await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
 await page.locator('#study-results').screenshot({ path: join(out, 'agents-agent-mix-results.png') });
+// The Calibration panel: the answer, the error tables and the log-axis charts, on the shipped result files.
+await page.click('nav [data-panel="lab"]');
+await page.selectOption('#preset', 'default');
+await page.click('nav [data-panel="calibration"]');
+const results = join(ROOT, 'tests/data/results');
+await page.setInputFiles('#cal-files', ['vllm-runs-jsonl.json', 'vllm-current.json', 'sglang-bench-serving.jsonl', 'sglang-random-range.jsonl', 'vllm-legacy.json'].map((f) => join(results, f)));
+await page.waitForFunction(() => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length >= 7, null, { timeout: 20000 });
+await page.click('#cal-run');
+await page.waitForFunction(() => /^Done in/.test(document.getElementById('cal-status').textContent), null, { timeout: 120000 });
+await page.locator('#cal-answer').screenshot({ path: join(out, 'calibration-answer.png') });
+await page.locator('#cal-mape-wrap').screenshot({ path: join(out, 'calibration-errors.png') });
+await page.locator('#cal-charts').screenshot({ path: join(out, 'calibration-charts.png') });
 await ctx.close();
 server.stop();
 console.log(`screenshots written to ${out}`);

@@ -98,11 +98,10 @@ pub fn cases_table(cases: &[Case], train: &[bool]) -> String {
     )
 }
 
-/// The calibration's answer in one paragraph: the fit and what it did to the held-out error.
+/// The calibration's answer in one paragraph: which model to use and why, then the fit.
 pub fn answer(c: &Value) -> String {
     let f = |v: &Value| v.as_f64();
     let n_train = c["rows"].as_array().map_or(0, |r| distinct(r, true));
-    let n_held = c["rows"].as_array().map_or(0, |r| distinct(r, false));
     let fitted = &c["fitted"];
     let mut fit = format!(
         "prefill × {:.3}, decode × {:.3}",
@@ -118,23 +117,69 @@ pub fn answer(c: &Value) -> String {
     if let Some(x) = f(&fitted["tp_comm"]) {
         fit += &format!(", TP all-reduce × {x:.3}");
     }
-    if n_held == 0 {
-        return format!(
-            "Fitted {fit} on {n_train} training case(s). No case is held out, so there is no held-out error: the errors below are training errors, which a fit always makes small."
+    let unidentified: Vec<&str> =
+        c["unidentified"].as_array().into_iter().flatten().filter_map(|u| u.as_str()).collect();
+    let not = if unidentified.is_empty() {
+        String::new()
+    } else {
+        format!(" Not identifiable from these cases (left neutral): {}.", unidentified.join(", "))
+    };
+    format!(
+        "Use the {} model. {} Fitted {fit} on {n_train} training case(s).{not}",
+        c["recommended"].as_str().unwrap_or("uncalibrated"),
+        c["verdict"].as_str().unwrap_or("")
+    )
+}
+
+/// The headline errors: held out and left out one at a time (median APE, before → after), and the repeated
+/// runs' spread beside them.
+pub fn headline_table(c: &Value) -> String {
+    let row = |name: &str, h: &Value| {
+        format!(
+            "<tr><td class=\"text\">{name}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            h["figures"].as_u64().unwrap_or(0),
+            pct(h["baseline"].as_f64()),
+            pct(h["calibrated"].as_f64())
+        )
+    };
+    let mut rows = row("Held out", &c["held_out"]) + &row("Leave-one-out (training cases)", &c["leave_one_out"]);
+    if let Some(n) = c["noise_floor"].as_object() {
+        rows += &format!(
+            "<tr><td class=\"text\">Repeated runs' spread ({} runs of {} configuration(s))</td><td></td><td>{}</td><td></td></tr>",
+            n["runs"].as_u64().unwrap_or(0),
+            n["groups"].as_u64().unwrap_or(0),
+            pct(n["spread"].as_f64())
         );
     }
-    let per: Vec<String> = c["held_out_mape"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["baseline"].is_number())
-        .map(|m| {
-            format!("{} {} → {}", m["metric"].as_str().unwrap_or(""), pct(f(&m["baseline"])), pct(f(&m["calibrated"])))
+    format!(
+        "<div class=\"table-wrap\"><table id=\"cal-headline\"><caption>Error over latency figures (median absolute percentage error; cases past saturation left out)</caption><thead><tr><th class=\"text\">Cases</th><th>Figures</th><th>Uncalibrated</th><th>Calibrated</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+}
+
+/// The cases past saturation, fitted on their throughput only.
+pub fn saturated_table(c: &Value) -> String {
+    let list = c["saturated"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return String::new();
+    }
+    let rps = |v: &Value| v.as_f64().map_or("—".into(), |x| format!("{x:.2}"));
+    let rows: String = list
+        .iter()
+        .map(|s| {
+            format!(
+                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+                esc(s["case"].as_str().unwrap_or("")),
+                if s["training"].as_bool() == Some(true) { "training" } else { "held-out" },
+                rps(&s["offered_rps"]),
+                rps(&s["measured_rps"]),
+                rps(&s["baseline_rps"]),
+                rps(&s["calibrated_rps"]),
+                esc(s["why"].as_str().unwrap_or(""))
+            )
         })
         .collect();
     format!(
-        "Fitted {fit} on {n_train} training case(s). Held-out error (MAPE over {n_held} case(s), baseline → calibrated): {}.",
-        per.join(", ")
+        "<div class=\"table-wrap\"><table id=\"cal-saturated\"><caption>Past saturation: their latencies grow with a run's length, so they count by throughput only</caption><thead><tr><th class=\"text\">Case</th><th class=\"text\">Set</th><th>Offered <span class=\"unit\">req/s</span></th><th>Measured <span class=\"unit\">req/s</span></th><th>Uncalibrated <span class=\"unit\">req/s</span></th><th>Calibrated <span class=\"unit\">req/s</span></th><th class=\"text\">Why</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 }
 
@@ -167,7 +212,7 @@ pub fn mape_table(c: &Value) -> String {
         })
         .collect();
     format!(
-        "<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Held-out error (mean absolute percentage error)</caption><thead><tr><th>Metric</th><th>Baseline</th><th>Calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>"
+        "<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Held-out error (mean absolute percentage error)</caption><thead><tr><th class=\"text\">Metric</th><th>Baseline</th><th>Calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 }
 
@@ -181,6 +226,7 @@ pub const COLUMNS: &[(&str, &str, &str)] = &[
     ("Calibrated pred.", "ms", "calibrated_ms"),
     ("Baseline APE", "", "baseline_ape"),
     ("Calibrated APE", "", "calibrated_ape"),
+    ("Leave-one-out APE", "", "leave_one_out_ape"),
     ("Verdict", "", "verdict"),
 ];
 
@@ -188,7 +234,9 @@ pub const COLUMNS: &[(&str, &str, &str)] = &[
 pub fn verdict(row: &Value, warnings: &[String]) -> String {
     let (b, a) = (row["baseline_ape"].as_f64().unwrap_or(0.0), row["calibrated_ape"].as_f64().unwrap_or(0.0));
     let id = row["case"].as_str().unwrap_or("");
-    let mut v = if row["training"].as_bool() == Some(true) {
+    let mut v = if row["saturated"].as_bool() == Some(true) {
+        "past saturation: shown, not fitted nor counted".to_string()
+    } else if row["training"].as_bool() == Some(true) {
         "fitted on".to_string()
     } else if a <= 0.1 {
         "held out: within 10 %".to_string()
@@ -203,10 +251,20 @@ pub fn verdict(row: &Value, warnings: &[String]) -> String {
     v
 }
 
+/// A row's set: training or held out, and past saturation.
+fn set(row: &Value) -> &'static str {
+    match (row["training"].as_bool() == Some(true), row["saturated"].as_bool() == Some(true)) {
+        (true, false) => "training",
+        (false, false) => "held-out",
+        (true, true) => "training, saturated",
+        (false, true) => "held-out, saturated",
+    }
+}
+
 /// A cell of the every-case table as shown.
 pub fn cell(row: &Value, field: &str, warnings: &[String]) -> String {
     match field {
-        "training" => (if row["training"].as_bool() == Some(true) { "training" } else { "held-out" }).into(),
+        "training" => set(row).into(),
         "case" | "metric" => row[field].as_str().unwrap_or("").into(),
         "verdict" => verdict(row, warnings),
         f if f.ends_with("_ape") => pct(row[f].as_f64()),
@@ -227,7 +285,7 @@ pub fn rows_table(c: &Value, order: &[usize], sort: &crate::sort::Sort) -> Strin
         })
         .collect::<String>();
     // The text columns' headers align with their cells.
-    let th = [0, 1, 2, 8].iter().fold(th, |h, i| {
+    let th = [0, 1, 2, 9].iter().fold(th, |h, i| {
         h.replace(&format!("<th data-ccol=\"{i}\""), &format!("<th class=\"text\" data-ccol=\"{i}\""))
     });
     let body: String = order
@@ -274,8 +332,9 @@ pub fn warnings(c: &Value) -> Vec<String> {
     c["warnings"].as_array().into_iter().flatten().filter_map(|w| w.as_str().map(str::to_string)).collect()
 }
 
-/// One chart per metric: each case's prediction against its measurement, before and after calibration, with
-/// the y = x line a perfect model would sit on. Milliseconds on both axes.
+/// One chart per metric: each case's prediction against its measurement, before and after calibration, and
+/// the y = x line a perfect model would sit on (drawn on log axes with ±10 % about it: predictions off by
+/// orders of magnitude stay on the chart). Milliseconds on both axes; a case past saturation is labelled so.
 pub fn charts(c: &Value) -> Vec<Chart> {
     let rows = c["rows"].as_array().cloned().unwrap_or_default();
     let mut metrics: Vec<String> = Vec::new();
@@ -291,21 +350,20 @@ pub fn charts(c: &Value) -> Vec<Chart> {
         .map(|m| {
             let of: Vec<&Value> = rows.iter().filter(|r| r["metric"].as_str() == Some(m)).collect();
             let s = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+            let label = |r: &Value| {
+                let id = r["case"].as_str().unwrap_or("");
+                if r["saturated"].as_bool() == Some(true) { format!("{id} (saturated)") } else { id.to_string() }
+            };
             let series = |name: &str, k: &str, labels: bool| ChartSeries {
                 name: name.into(),
                 points: of.iter().map(|r| (s(r, "measured_ms"), s(r, k))).collect(),
                 band: Vec::new(),
-                labels: if labels {
-                    of.iter().map(|r| r["case"].as_str().unwrap_or("").to_string()).collect()
-                } else {
-                    Vec::new()
-                },
+                labels: if labels { of.iter().map(|r| label(r)).collect() } else { Vec::new() },
                 line: false,
             };
-            let top = of
-                .iter()
-                .flat_map(|r| [s(r, "measured_ms"), s(r, "baseline_ms"), s(r, "calibrated_ms")])
-                .fold(0.0f64, f64::max);
+            let values = || of.iter().flat_map(|r| [s(r, "measured_ms"), s(r, "baseline_ms"), s(r, "calibrated_ms")]);
+            let top = values().fold(0.0f64, f64::max);
+            let low = values().filter(|v| *v > 0.0).fold(top, f64::min);
             Chart {
                 kind: "scatter".into(),
                 title: format!("{m}: predicted against measured"),
@@ -313,11 +371,11 @@ pub fn charts(c: &Value) -> Vec<Chart> {
                 y_label: "predicted (ms)".into(),
                 categories: Vec::new(),
                 series: vec![
-                    series("baseline", "baseline_ms", false),
+                    series("uncalibrated", "baseline_ms", false),
                     series("calibrated", "calibrated_ms", true),
                     ChartSeries {
                         name: "y = x (exact)".into(),
-                        points: vec![(0.0, 0.0), (top, top)],
+                        points: vec![(low, low), (top, top)],
                         band: Vec::new(),
                         labels: Vec::new(),
                         line: true,
@@ -348,7 +406,8 @@ mod tests {
     fn the_views_say_what_the_calibration_found() {
         let c = calibration();
         let a = answer(&c);
-        assert!(a.starts_with("Fitted prefill × ") && a.contains("Held-out error") && a.contains("TTFT median"), "{a}");
+        assert!(a.starts_with("Use the ") && a.contains("Held out (") && a.contains("Fitted prefill × "), "{a}");
+        assert!(headline_table(&c).contains("Leave-one-out (training cases)"));
         let rows = c["rows"].as_array().unwrap();
         let html = rows_table(&c, &(0..rows.len()).collect::<Vec<_>>(), &Default::default());
         assert_eq!(html.matches("<tr data-set=").count(), rows.len());
@@ -357,7 +416,8 @@ mod tests {
         assert!(html.contains("outside the training load range"), "the sample has a held-out case at 32 clients");
         assert!(mape_table(&c).contains("points"));
         let charts = charts(&c);
-        assert_eq!(charts.len(), 3, "one chart per metric");
+        let metrics: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["metric"].as_str()).collect();
+        assert_eq!(charts.len(), metrics.len(), "one chart per metric");
         for ch in &charts {
             let line = &ch.series[2];
             assert!(line.line && line.points[1].0 == line.points[1].1);
@@ -370,8 +430,20 @@ mod tests {
         }
         // Sorting by calibrated APE descending puts the worst first.
         let order = sorted(&c, 7, true);
+        assert!(line_spans_from_the_smallest(&charts));
         let ape = |i: usize| rows[i]["calibrated_ape"].as_f64().unwrap();
         assert!(order.windows(2).all(|w| ape(w[0]) >= ape(w[1])));
+    }
+
+    /// The y = x line starts at the smallest positive value (a log axis has no 0).
+    fn line_spans_from_the_smallest(charts: &[Chart]) -> bool {
+        charts.iter().all(|ch| {
+            let low = ch.series[..2]
+                .iter()
+                .flat_map(|s| s.points.iter().flat_map(|p| [p.0, p.1]))
+                .fold(f64::INFINITY, f64::min);
+            ch.series[2].points[0].0 == low && low > 0.0
+        })
     }
 
     #[test]

@@ -267,7 +267,8 @@ impl Calibration {
         let Some((_, c)) = self.result.clone() else { return };
         cx.page.html("cal-results").set_hidden(false);
         cx.page.el("cal-answer").set_inner_html(&format!("<b>Answer:</b> {}", esc(&cal_view::answer(&c))));
-        cx.page.el("cal-mape-wrap").set_inner_html(&cal_view::mape_table(&c));
+        let tables = cal_view::headline_table(&c) + &cal_view::mape_table(&c) + &cal_view::saturated_table(&c);
+        cx.page.el("cal-mape-wrap").set_inner_html(&tables);
         let n = c["rows"].as_array().map_or(0, Vec::len);
         if self.order.len() != n || self.sort.col.is_none() {
             self.order = (0..n).collect();
@@ -283,7 +284,7 @@ impl Calibration {
         let figures: Vec<Figure> = charts
             .iter()
             .enumerate()
-            .filter_map(|(i, ch)| crate::charts::study_figure(&format!("cal-chart-{i}"), ch))
+            .filter_map(|(i, ch)| crate::charts::measured_vs_predicted(&format!("cal-chart-{i}"), ch))
             .collect();
         cx.page.label_figures(&figures);
         self.figures = figures;

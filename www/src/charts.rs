@@ -366,6 +366,26 @@ fn legend_corner<DB: DrawingBackend, CT: CoordTranslate>(
     }
 }
 
+/// Where a legend of `labels` in `corner` covers the plot, in pixels (left, top, right, bottom), with the
+/// margin plotters leaves around it.
+fn legend_box<DB: DrawingBackend, CT: CoordTranslate>(
+    chart: &ChartContext<DB, CT>,
+    corner: &SeriesLabelPosition,
+    labels: &[String],
+) -> (i32, i32, i32, i32) {
+    let (xr, yr) = chart.plotting_area().get_pixel_range();
+    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let (w, h) = figure::legend_px(labels.len(), chars);
+    let (w, h) = (w as i32 + 12, h as i32 + 12);
+    let (left, top) = match corner {
+        SeriesLabelPosition::UpperLeft => (xr.start, yr.start),
+        SeriesLabelPosition::LowerLeft => (xr.start, yr.end - h),
+        SeriesLabelPosition::LowerRight => (xr.end - w, yr.end - h),
+        _ => (xr.end - w, yr.start),
+    };
+    (left, top, left + w, top + h)
+}
+
 /// Objectives on a percentile are drawn in this colour (class SLOs in black), in every chart that has both.
 const OBJECTIVE: RGBColor = RGBColor(190, 30, 90);
 
@@ -500,14 +520,14 @@ fn y_axis(c: &inferscale::study::Chart, all: &[(f64, f64)], fmt_y: Fmt) -> (f64,
 
 /// Labels a series' points where they collide with no label already placed and stay inside the plot; the rest
 /// are in the data table.
-fn place_labels(
+fn place_labels<CT: CoordTranslate<From = (f64, f64)>>(
     root: &DrawingArea<CanvasBackend, plotters::coord::Shift>,
-    chart: &Chart,
+    chart: &ChartContext<CanvasBackend, CT>,
     s: &inferscale::study::ChartSeries,
     placed: &mut Vec<(i32, i32, i32, i32)>,
 ) -> Option<()> {
     for (p, l) in s.points.iter().zip(&s.labels) {
-        let (px, py) = chart.backend_coord(p);
+        let (px, py) = chart.plotting_area().map_coordinate(p);
         let w = l.chars().count() as i32 * 6 + 2;
         let spots = [(px + 8, py - 6), (px - 8 - w, py - 6), (px - w / 2, py - 20), (px - w / 2, py + 8)];
         let area = chart.plotting_area().get_pixel_range();
@@ -648,15 +668,122 @@ pub fn cdf(
         .label_font(("sans-serif", 11))
         .draw();
     root.present().ok()?;
-    // A log axis has no reverse translation in plotters: invert it from the plot area's pixel range.
-    let (px, py) = chart.plotting_area().get_pixel_range();
+    Some(log_x_mapping(chart.plotting_area().get_pixel_range(), (lo, hi), |fy| fy * 1.02))
+}
+
+/// The pixel → data mapping of a plot whose x axis is logarithmic over `x` (plotters has no reverse
+/// translation for a log axis: it is inverted from the plot area's pixel range); `y` turns a share of the
+/// plot's height into a value.
+fn log_x_mapping(
+    (px, py): (std::ops::Range<i32>, std::ops::Range<i32>),
+    (lo, hi): (f64, f64),
+    y: impl Fn(f64) -> f64 + 'static,
+) -> Mapping {
     let (l0, l1) = (lo.ln(), hi.ln());
-    Some(Box::new(move |(x, y): (i32, i32)| {
-        if !px.contains(&x) || !py.contains(&y) {
+    Box::new(move |(x, py_at): (i32, i32)| {
+        if !px.contains(&x) || !py.contains(&py_at) {
             return None;
         }
         let fx = (x - px.start) as f64 / (px.end - px.start).max(1) as f64;
-        let fy = (py.end - y) as f64 / (py.end - py.start).max(1) as f64;
-        Some(((l0 + fx * (l1 - l0)).exp(), fy * 1.02))
-    }))
+        let fy = (py.end - py_at) as f64 / (py.end - py.start).max(1) as f64;
+        Some(((l0 + fx * (l1 - l0)).exp(), y(fy)))
+    })
+}
+
+/// Predicted against measured on log axes (predictions off by orders of magnitude stay on the chart): the
+/// uncalibrated points hollow, the calibrated filled and labelled where labels fit, the y = x line and a
+/// shaded ±10 % about it. Both axes span the same range, so y = x is the diagonal.
+pub fn measured_vs_predicted(id: &str, c: &inferscale::study::Chart) -> Option<Figure> {
+    let backend = CanvasBackend::new(id)?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).ok()?;
+    let (points, exact) = (&c.series[..c.series.len().min(2)], c.series.get(2));
+    let vals = || points.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.0, p.1])).filter(|v| *v > 0.0);
+    let (lo, hi) = (vals().fold(f64::INFINITY, f64::min), vals().fold(0.0f64, f64::max));
+    let (lo, hi) = if lo.is_finite() { (lo / 1.5, (hi * 1.5).max(lo * 10.0)) } else { (1.0, 10.0) };
+    let axis = || (lo..hi).log_scale().with_key_points(log_ticks(lo, hi));
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&c.title, ("sans-serif", 15))
+        .margin(10)
+        .margin_right(16)
+        .x_label_area_size(38)
+        .y_label_area_size(60)
+        .build_cartesian_2d(axis(), axis())
+        .ok()?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("{} (log scale)", c.x_label))
+        .y_desc(format!("{} (log scale)", c.y_label))
+        .x_label_formatter(&|x| tick(*x))
+        .y_label_formatter(&|y| tick(*y))
+        .label_style(("sans-serif", 11))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .ok()?;
+    let grey = RGBColor(150, 150, 150);
+    let band = vec![(lo, lo * 0.9), (hi, hi * 0.9), (hi, hi * 1.1), (lo, lo * 1.1)];
+    chart
+        .draw_series(std::iter::once(Polygon::new(band, grey.mix(0.4).filled())))
+        .ok()?
+        .label("±10 %")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], grey.mix(0.4).filled()));
+    if let Some(e) = exact {
+        chart
+            .draw_series(LineSeries::new(vec![(lo, lo), (hi, hi)], BLACK.stroke_width(1)))
+            .ok()?
+            .label(&e.name)
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+    }
+    let share = |p: &(f64, f64)| {
+        let f = |v: f64| (v.ln() - lo.ln()) / (hi.ln() - lo.ln());
+        (f(p.0), f(p.1))
+    };
+    let mut drawn: Vec<(f64, f64)> = points.iter().flat_map(|s| s.points.iter().map(share)).collect();
+    drawn.extend(figure::along(&[(0.0, 0.0), (1.0, 1.0)], 0.01));
+    let labels: Vec<String> = ["±10 %".to_string()]
+        .into_iter()
+        .chain(exact.map(|e| e.name.clone()))
+        .chain(points.iter().map(|s| s.name.clone()))
+        .collect();
+    // The legend's corner is chosen first, and the points' labels keep off it.
+    let corner = legend_corner(&chart, &drawn, &labels);
+    let mut placed = vec![legend_box(&chart, &corner, &labels)];
+    for (j, s) in points.iter().enumerate() {
+        let col = PALETTE[j % PALETTE.len()];
+        let shown: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
+        let style = if j == 0 { col.stroke_width(2) } else { col.filled() };
+        chart
+            .draw_series(shown.iter().map(|&p| Circle::new(p, 5, style)))
+            .ok()?
+            .label(&s.name)
+            .legend(move |(x, y)| Circle::new((x + 6, y), 5, style));
+        place_labels(&root, &chart, s, &mut placed)?;
+    }
+    let _ = chart
+        .configure_series_labels()
+        .position(corner)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .label_font(("sans-serif", 11))
+        .draw();
+    root.present().ok()?;
+    let (l0, l1) = (lo.ln(), hi.ln());
+    let map = log_x_mapping(chart.plotting_area().get_pixel_range(), (lo, hi), move |fy| (l0 + fy * (l1 - l0)).exp());
+    let series = c.series.iter().map(|s| figure::Series {
+        name: s.name.clone(),
+        points: s.points.clone(),
+        labels: s.labels.clone(),
+    });
+    Some(Figure {
+        id: id.to_string(),
+        kind: Kind::Scatter,
+        map,
+        summary: format!("{}: {} against {}, log axes", c.title, c.y_label, c.x_label),
+        x_name: c.x_label.clone(),
+        y_name: c.y_label.clone(),
+        fmt_x: Fmt::Num(1),
+        fmt_y: Fmt::Num(1),
+        categories: Vec::new(),
+        series: series.collect(),
+    })
 }
