@@ -153,7 +153,7 @@ mod tests {
         for k in &c.arrival_kinds {
             serde_json::from_value::<ArrivalSpec>(k.defaults.clone()).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
         }
-        assert_eq!(c.length_kinds.len(), 5);
+        assert_eq!(c.length_kinds.len(), 6, "fixed, uniform, lognormal, geometric, empirical, sequence");
         for k in &c.length_kinds {
             serde_json::from_value::<LengthSpec>(k.defaults.clone()).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
         }
