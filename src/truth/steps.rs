@@ -70,6 +70,12 @@ pub struct StepFit {
     pub held_out_mape_fitted: f64,
 }
 
+/// The most rows a step table may have: a fit evaluates every row a few thousand times.
+pub const MAX_ROWS: usize = 100_000;
+/// The most tokens one step may carry (batch × new tokens per request): well past any engine's token budget,
+/// and within the step's 32-bit token count.
+const MAX_STEP_TOKENS: f64 = 1e7;
+
 /// The rows of a step table; the error names the line and the column.
 pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
     let mut rd = csv::ReaderBuilder::new()
@@ -90,15 +96,21 @@ pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
                 .into(),
         );
     }
+    let names = ["step_ms", "step_ms_raw_profile_vidur_formula", "vidur_rf_step_ms"];
     let mut rows = Vec::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| format!("line {}: {e}", e.position().map_or(0, |p| p.line())))?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
-        let num = |i: usize, what: &str| {
-            rec.get(i)
-                .and_then(|s| s.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| format!("line {line}: `{what}` must be a number ≥ 0"))
+        if rows.len() == MAX_ROWS {
+            return Err(format!("line {line}: a step table has at most {MAX_ROWS} rows"));
+        }
+        // A whole number within its bounds, named with its column.
+        let whole = |i: usize, what: &str, lo: f64, hi: f64| {
+            let raw = rec.get(i).unwrap_or("");
+            raw.parse::<f64>().ok().filter(|v| v.fract() == 0.0 && (lo..=hi).contains(v)).ok_or_else(|| {
+                let hi = if hi < 1e6 { format!("{hi:.0}") } else { format!("{hi:e}") };
+                format!("line {line}: `{what}` must be a whole number from {lo} to {hi} (got {raw:?})")
+            })
         };
         let decode = match rec.get(phase) {
             Some("decode") => true,
@@ -107,22 +119,22 @@ pub fn parse_steps(text: &str) -> Result<Vec<StepRow>, String> {
                 return Err(format!("line {line}: `phase` must be decode or prefill (got {:?})", other.unwrap_or("")));
             }
         };
-        let ms = measured
-            .iter()
-            .find_map(|&i| rec.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0))
-            .ok_or_else(|| format!("line {line}: no measured step time"))?;
+        // The first measured column with a value is the step; one that is not a step time is named.
+        let (at, raw) = (measured.iter())
+            .find_map(|&i| rec.get(i).filter(|s| !s.is_empty()).map(|s| (i, s)))
+            .ok_or_else(|| format!("line {line}: no measured step time (columns {})", names.join(", ")))?;
         // A step of the simulated clock's resolution lasts 1e-6 ms; none lasts a day.
-        if !(1e-3..=1e8).contains(&ms) {
-            return Err(format!("line {line}: the measured step must be 0.001 … 10^8 ms (got {ms:e})"));
+        let ms = raw.parse::<f64>().ok().filter(|v| (1e-3..=1e8).contains(v)).ok_or_else(|| {
+            format!("line {line}: `{}` must be a step time from 0.001 to 10^8 ms (got {raw:?})", header[at])
+        })?;
+        let (b, n) = (whole(batch, "batch_size", 1.0, 65_536.0)?, whole(tokens, "new_tokens_per_req", 1.0, 1e6)?);
+        if b * n > MAX_STEP_TOKENS {
+            return Err(format!(
+                "line {line}: `batch_size` × `new_tokens_per_req` is {:e} tokens in one step; at most {MAX_STEP_TOKENS:e}",
+                b * n
+            ));
         }
-        let (b, n) = (num(batch, "batch_size")?, num(tokens, "new_tokens_per_req")?);
-        if b < 1.0 || n < 1.0 || b > 65_536.0 || n > 1e6 {
-            return Err(format!("line {line}: `batch_size` and `new_tokens_per_req` must be 1 … 65,536 and 1 … 10^6"));
-        }
-        let k = num(ctx, "kv_context")?;
-        if k > 1e7 {
-            return Err(format!("line {line}: `kv_context` must be 0 … 10,000,000 tokens (got {k:e})"));
-        }
+        let k = whole(ctx, "kv_context", 0.0, 1e7)?;
         rows.push(StepRow {
             line,
             decode,

@@ -786,23 +786,44 @@ fn step_tables_fit_the_roofline_and_say_the_held_out_error() {
     );
     assert!(fit.held_out_mape_fitted < 0.1 && fit.held_out_mape_baseline < 0.1);
     for (text, want) in [
-        ("phase,batch_size\ndecode,1\n", "missing column `new_tokens_per_req`"),
-        ("phase,batch_size,new_tokens_per_req,kv_context,step_ms\nboth,1,1,0,2\nx,1,1,0,2\n", "line 2: `phase`"),
-        ("phase,batch_size,new_tokens_per_req,kv_context\ndecode,1,1,0\n", "no measured column"),
+        ("phase,batch_size\ndecode,1\n".to_string(), "missing column `new_tokens_per_req`"),
         (
-            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1,1,0,5\ndecode,1,1,0,1e-300\n",
-            "line 3: the measured step",
+            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\nboth,1,1,0,2\nx,1,1,0,2\n".to_string(),
+            "line 2: `phase`",
+        ),
+        ("phase,batch_size,new_tokens_per_req,kv_context\ndecode,1,1,0\n".to_string(), "no measured column"),
+        (
+            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1,1,0,5\ndecode,1,1,0,1e-300\n".to_string(),
+            "line 3: `step_ms` must be a step time from 0.001 to 10^8 ms (got \"1e-300\")",
         ),
         (
-            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1,1,1e300,5\ndecode,1,1,0,5\n",
+            H.to_string() + "decode,1,1,0,-5\n",
+            "line 2: `step_ms` must be a step time from 0.001 to 10^8 ms (got \"-5\")",
+        ),
+        (H.to_string() + "decode,1,1,0,NaN\n", "line 2: `step_ms` must be a step time"),
+        (H.to_string() + "decode,1,1,0,inf\n", "line 2: `step_ms` must be a step time"),
+        (
+            H.to_string() + "decode,2.9,1,0,5\n",
+            "line 2: `batch_size` must be a whole number from 1 to 65536 (got \"2.9\")",
+        ),
+        (
+            H.to_string() + "prefill,65536,65536,0,5\n",
+            "line 2: `batch_size` × `new_tokens_per_req` is 4.294967296e9 tokens in one step",
+        ),
+        (H.to_string() + &"decode,1,1,0,5\n".repeat(100_001), "line 100002: a step table has at most 100000 rows"),
+        (
+            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1,1,1e300,5\ndecode,1,1,0,5\n".to_string(),
             "line 2: `kv_context`",
         ),
         (
-            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1e308,1,0,5\ndecode,1,1,0,5\n",
+            "phase,batch_size,new_tokens_per_req,kv_context,step_ms\ndecode,1e308,1,0,5\ndecode,1,1,0,5\n".to_string(),
             "line 2: `batch_size`",
         ),
     ] {
-        let e = parse_steps(text).unwrap_err();
-        assert!(e.contains(want), "{text:?}: {e}");
+        let e = parse_steps(&text).unwrap_err();
+        assert!(e.contains(want), "{:?}: {e}", &text[..text.len().min(200)]);
     }
 }
+
+/// The step table's header, for the refusals above.
+const H: &str = "phase,batch_size,new_tokens_per_req,kv_context,step_ms\n";
