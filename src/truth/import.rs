@@ -26,12 +26,13 @@ impl std::fmt::Display for ImportError {
 }
 
 /// The cases of one file's text (`file` names it in ids and errors), and an error for each run that gave none.
+/// A run is read, turned into its case and dropped before the next is read, and the keys no case uses
+/// (`generated_texts`, `errors`, `start_times`: most of a detailed file) are skipped as they are read: memory
+/// is a small multiple of the largest run, not of the file.
 pub fn import(file: &str, text: &str) -> (Vec<Case>, Vec<ImportError>) {
     let text = sanitize(text.trim_start_matches('\u{feff}'));
-    let runs = runs_of(&text);
-    let one_run = runs.len() == 1;
     let (mut cases, mut errors) = (Vec::new(), Vec::new());
-    for (line, run) in runs {
+    let mut take = |line: usize, run: Result<Map<String, Value>, String>, one_run: bool| {
         let fail = |key: Option<String>, message: String| ImportError { file: file.to_string(), line, key, message };
         match run {
             Err(message) => errors.push(fail(None, message)),
@@ -43,13 +44,113 @@ pub fn import(file: &str, text: &str) -> (Vec<Case>, Vec<ImportError>) {
                 }
             }
         }
+    };
+    match text.trim_start().as_bytes().first() {
+        // One run, or an array of runs; a JSON Lines file also starts with `{`, and fails as one value.
+        Some(b'{') if let Ok(Lean(run)) = serde_json::from_str::<Lean>(&text) => take(1, run, true),
+        Some(b'[') if let Ok(runs) = serde_json::from_str::<Vec<Lean>>(&text) => {
+            let one_run = runs.len() == 1;
+            for (i, Lean(run)) in runs.into_iter().enumerate() {
+                take(i + 1, run.map_err(|_| format!("run {} is not a JSON object", i + 1)), one_run);
+            }
+        }
+        _ => {
+            let mut any = false;
+            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                any = true;
+                let run = match serde_json::from_str::<Lean>(l) {
+                    Ok(Lean(run)) => run,
+                    Err(e) => Err(format!("not JSON ({e}); a result file is one JSON object, or one per line")),
+                };
+                take(i + 1, run, false);
+            }
+            if !any {
+                take(1, Err("the file is empty".into()), true);
+            }
+        }
     }
     (cases, errors)
 }
 
+/// A run's object without the keys no case reads, or why it is no object.
+struct Lean(Result<Map<String, Value>, String>);
+
+/// Keys of result files that no case reads: the generated texts, per-request errors and start times.
+const SKIPPED: [&str; 3] = ["generated_texts", "errors", "start_times"];
+
+impl<'de> serde::Deserialize<'de> for Lean {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LeanVisitor)
+    }
+}
+
+struct LeanVisitor;
+
+/// What a run that is not an object reads as.
+fn not_object() -> Lean {
+    Lean(Err("not a JSON object".into()))
+}
+
+impl<'de> serde::de::Visitor<'de> for LeanVisitor {
+    type Value = Lean;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Lean, A::Error> {
+        let mut obj = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if SKIPPED.contains(&key.as_str()) {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            } else {
+                let v = map.next_value::<Value>()?;
+                obj.insert(key, v);
+            }
+        }
+        Ok(Lean(Ok(obj)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Lean, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(not_object())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Lean, E> {
+        Ok(not_object())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Lean, E> {
+        Ok(not_object())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Lean, E> {
+        Ok(not_object())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Lean, E> {
+        Ok(not_object())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Lean, E> {
+        Ok(not_object())
+    }
+
+    fn visit_unit<E>(self) -> Result<Lean, E> {
+        Ok(not_object())
+    }
+}
+
 /// Bare `NaN`, `Infinity` and `-Infinity` tokens (SGLang writes them; JSON has none) outside strings become
-/// `null`, `"inf"` and `"-inf"`.
-fn sanitize(text: &str) -> String {
+/// `null`, `"inf"` and `"-inf"`; a text without them is not copied.
+fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    if !(text.contains("NaN") || text.contains("Infinity")) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(sanitized(text))
+}
+
+fn sanitized(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_str, mut esc) = (false, false);
     let mut rest = text;
@@ -73,42 +174,6 @@ fn sanitize(text: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
-}
-
-/// The runs of a file: one JSON object, an array of them, or JSON Lines (whatever the file's name says); each
-/// with its 1-based line.
-/// A run's 1-based line and its object, or why it is none.
-type Run = (usize, Result<Map<String, Value>, String>);
-
-fn runs_of(text: &str) -> Vec<Run> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(m)) => return vec![(1, Ok(m))],
-        Ok(Value::Array(a)) => {
-            return a
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    (i + 1, v.as_object().cloned().ok_or_else(|| format!("run {} is not a JSON object", i + 1)))
-                })
-                .collect();
-        }
-        Ok(_) => return vec![(1, Err("not a JSON object".into()))],
-        Err(_) => {}
-    }
-    let lines: Vec<_> = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).collect();
-    if lines.is_empty() {
-        return vec![(1, Err("the file is empty".into()))];
-    }
-    (lines.into_iter())
-        .map(|(i, l)| {
-            let run = match serde_json::from_str::<Value>(l) {
-                Ok(Value::Object(m)) => Ok(m),
-                Ok(_) => Err("not a JSON object".to_string()),
-                Err(e) => Err(format!("not JSON ({e}); a result file is one JSON object, or one per line")),
-            };
-            (i + 1, run)
-        })
-        .collect()
 }
 
 /// A run's fields, read leniently: a number may be written as a string (metadata merged in by `--metadata`);
