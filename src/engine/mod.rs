@@ -163,6 +163,10 @@ pub struct Simulation<'a> {
     /// The engine's `max_model_len` (u64::MAX: none) and per-request serving overhead, read at every arrival.
     max_model_len: u64,
     request_overhead_ns: u64,
+    /// The front end's service (ns per request, ns per prompt token), and when each replica's front end
+    /// (the last slot: the central queue's) is next free.
+    frontend: Option<(f64, f64)>,
+    frontend_free_ns: Vec<u64>,
     /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
     pub(crate) shares_prefixes: bool,
     /// Sessions' KV may outlive a turn (any retention but stateless).
@@ -231,6 +235,8 @@ impl<'a> Simulation<'a> {
             lazy_steps: true,
             max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
             request_overhead_ns: sc.front_pool().engine.request_overhead_ns,
+            frontend: sc.front_pool().engine.frontend,
+            frontend_free_ns: vec![0; sc.worker_count() as usize + 1],
             shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
             tracks_retention: keeps,
             sessions: Vec::new(),
@@ -390,13 +396,24 @@ impl<'a> Simulation<'a> {
         }
         self.requests.push(record);
         self.rec.on_admitted();
-        let overhead_ns = self.request_overhead_ns;
-        if overhead_ns > 0 {
+        let ready_ns = self.frontend_done_ns(&req, target) + self.request_overhead_ns;
+        if ready_ns > self.now {
             // In the system (the API server holds it) but not yet in the scheduler's queue.
-            self.schedule(self.now + overhead_ns, Event::Ready { request: req.id });
+            self.schedule(ready_ns, Event::Ready { request: req.id });
             return;
         }
         self.join_queue(req.id, target);
+    }
+
+    /// When the front end of `target`'s replica (or the central queue's) has served `req`: FIFO, one request
+    /// at a time, from when it is free; now when there is none.
+    fn frontend_done_ns(&mut self, req: &Request, target: Option<usize>) -> u64 {
+        let Some((per_request_ns, per_token_ns)) = self.frontend else { return self.now };
+        let slot = target.unwrap_or(self.frontend_free_ns.len() - 1);
+        let service = libm::round(per_request_ns + per_token_ns * req.prompt_tokens as f64) as u64;
+        let done = self.frontend_free_ns[slot].max(self.now) + service;
+        self.frontend_free_ns[slot] = done;
+        done
     }
 
     /// An arrival's serving overhead is over: it joins the queue of the replica it was routed to.

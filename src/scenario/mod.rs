@@ -194,6 +194,8 @@ pub struct Engine {
     pub max_model_len: Option<u32>,
     /// From arrival to the scheduler's queue (the serving stack's per-request work).
     pub request_overhead_ns: u64,
+    /// The front end's service of a request: (ns per request, ns per prompt token); None: no front end.
+    pub frontend: Option<(f64, f64)>,
     /// Always `Vllm` on a decode pool: it has no prompts to put first.
     pub formation: BatchFormationSpec,
     pub backoff_ns: u64,
@@ -625,6 +627,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         victim: en.preemption.victim,
         max_model_len: en.max_model_len,
         request_overhead_ns: ms_to_ns(en.request_overhead_ms),
+        frontend: en.frontend.as_ref().map(|f| (f.per_request_ms * 1e6, f.per_prompt_token_us * 1e3)),
         formation: en.batch_formation,
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,
@@ -638,6 +641,9 @@ fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
     let at = "engine";
     en.check_fields(at, e);
     en.preemption.check_fields(&at!(at, en.preemption), e);
+    if let Some(f) = &en.frontend {
+        f.check_fields(&at!(at, en.frontend), e);
+    }
     if let Some(h) = &en.host_kv {
         h.check_fields(&at!(at, en.host_kv), e);
     }

@@ -887,6 +887,10 @@ pub struct EngineSpec {
     /// per request (HTTP, tokenising), counted in TTFT and E2E.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub request_overhead_ms: f64,
+    /// The serving front end: one process per replica that parses and tokenises requests one at a time
+    /// before the scheduler sees them (vLLM 0.5.x's API server). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontend: Option<FrontendSpec>,
     /// Longest request served (prompt + output tokens); longer ones are refused at arrival, as vLLM refuses a
     /// request past its `max_model_len`. Absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -927,6 +931,7 @@ impl Default for EngineSpec {
             kv_oversubscription: 1.0,
             preemption: PreemptionSpec::default(),
             request_overhead_ms: 0.0,
+            frontend: None,
             max_model_len: None,
             batch_formation: BatchFormationSpec::Vllm,
             host_kv: None,
@@ -949,6 +954,19 @@ bounds!(EngineSpec {
     retention_budget_blocks: Bound::Int(0, 1 << 40),
     horizon_s: Bound::OpenLo(0.0, 1e8),
 });
+
+/// A FIFO server per replica ahead of the scheduler: each request occupies it for `per_request_ms` plus
+/// `per_prompt_token_us` per prompt token, so in a burst the first token's floor grows with the burst.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FrontendSpec {
+    #[serde(default)]
+    pub per_request_ms: f64,
+    #[serde(default)]
+    pub per_prompt_token_us: f64,
+}
+
+bounds!(FrontendSpec { per_request_ms: Bound::Range(0.0, 1e4), per_prompt_token_us: Bound::Range(0.0, 1e4) });
 
 /// A worker's host-memory KV tier and the link between it and HBM (PCIe, or NVLink-C2C on a superchip).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

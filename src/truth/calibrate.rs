@@ -121,6 +121,9 @@ pub struct Multipliers {
     /// Multiplies the tensor-parallel all-reduce time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tp_comm: Option<f64>,
+    /// The serving front end's time per request, ms (its per-token time is the base scenario's, or 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontend_ms: Option<f64>,
 }
 
 impl Multipliers {
@@ -136,6 +139,9 @@ impl Multipliers {
         if let Some(f) = self.tp_comm {
             parts.push(format!("TP all-reduce × {f:.3}"));
         }
+        if let Some(ms) = self.frontend_ms {
+            parts.push(format!("front end {ms:.2} ms a request"));
+        }
         parts.join(", ")
     }
 
@@ -148,6 +154,7 @@ impl Multipliers {
                 Extra::StepOverhead => self.step_overhead_ms = None,
                 Extra::RequestOverhead => self.request_overhead_ms = None,
                 Extra::TpComm => self.tp_comm = None,
+                Extra::Frontend => self.frontend_ms = None,
             },
         }
     }
@@ -163,12 +170,19 @@ impl Multipliers {
                     format!("request overhead + {:.1} ms", self.request_overhead_ms.unwrap_or(0.0))
                 }
                 Extra::TpComm => format!("TP all-reduce × {:.3}", self.tp_comm.unwrap_or(1.0)),
+                Extra::Frontend => format!("front end {:.2} ms a request", self.frontend_ms.unwrap_or(0.0)),
             },
         }
     }
 
-    const ONE: Multipliers =
-        Multipliers { prefill: 1.0, decode: 1.0, step_overhead_ms: None, request_overhead_ms: None, tp_comm: None };
+    const ONE: Multipliers = Multipliers {
+        prefill: 1.0,
+        decode: 1.0,
+        step_overhead_ms: None,
+        request_overhead_ms: None,
+        tp_comm: None,
+        frontend_ms: None,
+    };
 
     /// The knobs at search point `x`: log2 prefill and decode, then each extra's coordinate.
     fn at(x: &[f64], extras: &[Extra]) -> Multipliers {
@@ -179,6 +193,7 @@ impl Multipliers {
                 Extra::StepOverhead => m.step_overhead_ms = Some(v),
                 Extra::RequestOverhead => m.request_overhead_ms = Some(v),
                 Extra::TpComm => m.tp_comm = Some(libm::exp2(v)),
+                Extra::Frontend => m.frontend_ms = Some(v),
             }
         }
         m
@@ -302,6 +317,10 @@ fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, tick: &mut 
                     .scaled(prefill * m.prefill, decode * m.decode)
                     .adjusted(overhead_ns, m.tp_comm.unwrap_or(1.0));
                 p.engine.request_overhead_ns += libm::round(m.request_overhead_ms.unwrap_or(0.0) * 1e6) as u64;
+                if let Some(ms) = m.frontend_ms {
+                    let per_token_ns = p.engine.frontend.map_or(0.0, |f| f.1);
+                    p.engine.frontend = Some((ms * 1e6, per_token_ns));
+                }
             }
             let r = crate::simulate(&sc);
             tick.tick();

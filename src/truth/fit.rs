@@ -9,16 +9,19 @@ pub enum Extra {
     StepOverhead,
     RequestOverhead,
     TpComm,
+    /// The serving front end's per-request time (`engine.frontend.per_request_ms`).
+    Frontend,
 }
 
 impl Extra {
-    pub const ALL: [Extra; 3] = [Extra::StepOverhead, Extra::RequestOverhead, Extra::TpComm];
+    pub const ALL: [Extra; 4] = [Extra::StepOverhead, Extra::RequestOverhead, Extra::TpComm, Extra::Frontend];
 
     pub fn name(self) -> &'static str {
         match self {
             Extra::StepOverhead => "step_overhead",
             Extra::RequestOverhead => "request_overhead",
             Extra::TpComm => "tp_comm",
+            Extra::Frontend => "frontend",
         }
     }
 
@@ -33,6 +36,7 @@ impl Extra {
             Extra::StepOverhead => (0.0, 50.0, 8.0),
             Extra::RequestOverhead => (0.0, 2000.0, 80.0),
             Extra::TpComm => (-3.0, 3.0, 1.0),
+            Extra::Frontend => (0.0, 100.0, 2.0),
         }
     }
 
@@ -43,6 +47,7 @@ impl Extra {
             Extra::StepOverhead => &[0.0, 2.0, 8.0],
             Extra::RequestOverhead => &[0.0, 20.0, 80.0, 320.0],
             Extra::TpComm => &[-1.0, 0.0, 1.0],
+            Extra::Frontend => &[0.0, 2.0, 8.0],
         }
     }
 }

@@ -117,6 +117,9 @@ pub fn answer(c: &Value) -> String {
     if let Some(x) = f(&fitted["tp_comm"]) {
         fit += &format!(", TP all-reduce × {x:.3}");
     }
+    if let Some(ms) = f(&fitted["frontend_ms"]) {
+        fit += &format!(", front end {ms:.2} ms a request");
+    }
     let unidentified: Vec<&str> =
         c["unidentified"].as_array().into_iter().flatten().filter_map(|u| u.as_str()).collect();
     let not = if unidentified.is_empty() {
