@@ -386,6 +386,20 @@ fn legend_box<DB: DrawingBackend, CT: CoordTranslate>(
     (left, top, left + w, top + h)
 }
 
+/// The legend of `chart`'s labelled series, boxed, in `corner` (chosen by [`legend_corner`]).
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    corner: SeriesLabelPosition,
+) {
+    let _ = chart
+        .configure_series_labels()
+        .position(corner)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .label_font(("sans-serif", 11))
+        .draw();
+}
+
 /// Objectives on a percentile are drawn in this colour (class SLOs in black), in every chart that has both.
 const OBJECTIVE: RGBColor = RGBColor(190, 30, 90);
 
@@ -478,13 +492,7 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
         labels.push(format!("target {}", fmt_y.show(t)));
     }
     let corner = legend_corner(&chart, &drawn, &labels);
-    let _ = chart
-        .configure_series_labels()
-        .position(corner)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .label_font(("sans-serif", 11))
-        .draw();
+    draw_legend(&mut chart, corner);
     root.present().ok()?;
     Some(Box::new(chart.into_coord_trans()))
 }
@@ -660,13 +668,7 @@ pub fn cdf(
     let labels = std::iter::once(name.to_string()).chain(objectives.iter().map(|o| o.0.clone()));
     let labels: Vec<String> = labels.chain(marks.iter().map(|m| m.0.clone())).collect();
     let corner = legend_corner(&chart, &drawn, &labels);
-    let _ = chart
-        .configure_series_labels()
-        .position(corner)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .label_font(("sans-serif", 11))
-        .draw();
+    draw_legend(&mut chart, corner);
     root.present().ok()?;
     Some(log_x_mapping(chart.plotting_area().get_pixel_range(), (lo, hi), |fy| fy * 1.02))
 }
@@ -759,13 +761,7 @@ pub fn measured_vs_predicted(id: &str, c: &inferscale::study::Chart) -> Option<F
             .legend(move |(x, y)| Circle::new((x + 6, y), 5, style));
         place_labels(&root, &chart, s, &mut placed)?;
     }
-    let _ = chart
-        .configure_series_labels()
-        .position(corner)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .label_font(("sans-serif", 11))
-        .draw();
+    draw_legend(&mut chart, corner);
     root.present().ok()?;
     let (l0, l1) = (lo.ln(), hi.ln());
     let map = log_x_mapping(chart.plotting_area().get_pixel_range(), (lo, hi), move |fy| (l0 + fy * (l1 - l0)).exp());
