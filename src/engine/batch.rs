@@ -18,9 +18,9 @@ use super::running::{Plan, Running, take, want_need};
 use super::shared::{cached_prefix_tokens, cached_shared, pin_shared, session_prefix_tokens, unpin_shared};
 use crate::cost::StepWork;
 use crate::kv::blocks_for;
-use crate::metrics::{Limiter, Outcome, RequestRecord};
+use crate::metrics::{Limiter, RequestRecord};
 use crate::scenario::{BatchFormationSpec, Engine, Role};
-use crate::sched::victim;
+use crate::sched::{sglang, victim};
 use crate::workload::{NO_PREFIX, NO_SESSION};
 
 impl Simulation<'_> {
@@ -94,12 +94,12 @@ impl Simulation<'_> {
         let en = &self.sc.pools[self.replicas[r].pool].engine;
         let full_budget = en.max_num_batched_tokens;
         let mut work = StepWork::default();
-        let mut preempted = mixed && self.plan_running(r, &mut work, u32::MAX, true);
+        let mut preempted = mixed && self.plan_decodes(r, &mut work);
         let mut budget = full_budget.saturating_sub(work.decode_seqs);
         self.plan_chunks(r, &mut budget, &mut work);
         let mut limiter = if preempted { Limiter::Preemption } else { self.admit(r, &mut budget, &mut work) };
         if !mixed && work.prefill_seqs == 0 {
-            preempted = self.plan_running(r, &mut work, u32::MAX, true);
+            preempted = self.plan_decodes(r, &mut work);
         }
         if work.seqs() == 0 && !self.replicas[r].batch.is_empty() {
             preempted |= self.plan_running(r, &mut work, full_budget, false);
@@ -126,9 +126,16 @@ impl Simulation<'_> {
         }
     }
 
+    /// SGLang's decode step on replica `r`: retract until every decoder's next token fits, then plan them.
+    /// True if anything was retracted or preempted.
+    pub(super) fn plan_decodes(&mut self, r: usize, work: &mut StepWork) -> bool {
+        let retracted = self.retract_for_decode(r);
+        self.plan_running(r, work, u32::MAX, true) | retracted
+    }
+
     /// Plan the running requests not yet in the step (only the decoders, with `only_decodes`) in batch order
     /// under `budget`, preempting victims when blocks run out. True if it preempted.
-    fn plan_running(&mut self, r: usize, work: &mut StepWork, mut budget: u32, only_decodes: bool) -> bool {
+    pub(super) fn plan_running(&mut self, r: usize, work: &mut StepWork, mut budget: u32, only_decodes: bool) -> bool {
         let en = &self.sc.pools[self.replicas[r].pool].engine;
         let mut preempted = false;
         let mut i = 0;
@@ -180,6 +187,8 @@ impl Simulation<'_> {
         let block = en.block_size_tokens;
         let chains = sc.workload.chains.as_ref();
         let prefix_tokens = cached_prefix_tokens(sc.prefix.as_ref());
+        // SGLang's formations reserve by `new_token_ratio` (sched::sglang); vLLM's by prompt + predicted output.
+        let mut sglang_reserved = (!en.formation.is_vllm()).then(|| self.sglang_reserved_tokens(r));
         loop {
             if let Some(limiter) = self.admission_closed(r, *budget) {
                 return limiter;
@@ -197,7 +206,13 @@ impl Simulation<'_> {
                 entry.start_tokens = entry.shared_tokens;
             }
             let reserve = blocks_for(entry.reserve_tokens, block);
-            if !rep.batch.is_empty() && rep.reserved_blocks + reserve > en.kv_reserve_limit_blocks {
+            let extend = (entry.prefill_target - entry.start_tokens) as u64;
+            let out = (entry.reserve_tokens - rec.prompt_tokens as u64 - rec.generated as u64) as u32;
+            let fits = match sglang_reserved {
+                None => rep.reserved_blocks + reserve <= en.kv_reserve_limit_blocks,
+                Some(reserved) => sglang::admits(extend, out, rep.kv.available() * block as u64, reserved),
+            };
+            if !rep.batch.is_empty() && !fits {
                 return Limiter::KvReservation;
             }
             let Some(want) = entry.first_want(en, *budget) else { return Limiter::TokenBudget };
@@ -223,6 +238,11 @@ impl Simulation<'_> {
                 rep.outstanding += 1;
             }
             rep.reserved_blocks += reserve;
+            if let Some(reserved) = &mut sglang_reserved {
+                // A prompt whose last chunk runs now reserves its whole clipped output, until the next step
+                // counts it at the ratio (SGLang's `PrefillAdder` charges a chunk only its tokens).
+                *reserved += if want as u64 == extend { sglang::clip(out) as f64 } else { 0.0 };
+            }
             let mut s = entry.running(id, &self.requests[id as usize], reserve as u32);
             take(&mut s, want, need, budget, work);
             rep.batch.push(s);
@@ -254,45 +274,6 @@ impl Simulation<'_> {
         };
         if looks_up && role != Role::Decode {
             self.rec.on_prefix_lookup(session_prefix);
-        }
-    }
-
-    /// Recompute preemption of running[v]: free its KV; it queues again (after backoff) or fails past the cap.
-    fn preempt(&mut self, r: usize, v: usize) {
-        let rep = &mut self.replicas[r];
-        let s = rep.batch.remove(v);
-        rep.kv.release(s.blocks as u64);
-        if s.shared_tokens > 0 {
-            unpin_shared(
-                &mut rep.kv.cache,
-                self.sc.workload.chains.as_ref(),
-                cached_prefix_tokens(self.sc.prefix.as_ref()),
-                &self.requests[s.id as usize],
-                s.shared_tokens,
-            );
-        }
-        rep.reserved_blocks -= s.reserve_blocks as u64;
-        let rec = &mut self.requests[s.id as usize];
-        rec.preemptions = rec.preemptions.saturating_add(1);
-        rec.generated = s.generated;
-        rec.last_token_ns = s.last_token_ns;
-        // Its KV is gone: readmitted, it recomputes (on whichever worker it is queued at).
-        rec.kv_ready = false;
-        let failed = rec.preemptions as u32 > self.sc.pools[rep.pool].engine.max_preemptions;
-        self.rec.on_preempted(failed);
-        // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
-        if failed || self.central.is_some() {
-            rep.outstanding -= 1;
-            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
-        }
-        if failed {
-            rec.outcome = Outcome::Failed;
-            rec.done_ns = self.now;
-            if self.generator.answers_completions() {
-                self.completed.push(s.id); // a closed-loop client goes on after a failure too
-            }
-        } else {
-            self.requeue.push(s.id);
         }
     }
 }

@@ -15,6 +15,7 @@
 mod batch;
 mod disagg;
 mod events;
+mod preempt;
 mod running;
 mod sessions;
 mod shared;
@@ -36,6 +37,7 @@ use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, Admission, AdmitContext, Backlog, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
+use crate::sched::sglang::NewTokenRatio;
 use crate::workload::{FollowUps, Generator, Request};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
@@ -100,6 +102,8 @@ pub(crate) struct Replica {
     pub outstanding: u64,
     /// Prefill workers: blocks of prompts handed off and still crossing the link.
     pub transfer_blocks: u64,
+    /// SGLang's formations: the share of predicted output a running request reserves.
+    pub new_token_ratio: NewTokenRatio,
 }
 
 /// A request the workload created in answer to a completion, and its turn.
@@ -202,6 +206,7 @@ impl<'a> Simulation<'a> {
                 step_ns: 0,
                 outstanding: 0,
                 transfer_blocks: 0,
+                new_token_ratio: NewTokenRatio::default(),
             })
             .collect();
         let n_links = sc.link_count();
@@ -424,19 +429,24 @@ impl<'a> Simulation<'a> {
     }
 
     fn on_retry(&mut self, id: u32) {
-        let item = self.queue_item(id);
         let replica = self.requests[id as usize].replica;
         let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
-        self.enqueue(item, target, true);
+        // The central queue feeds the front pool.
+        let pool = target.map_or(0, |r| self.replicas[r].pool);
+        let (item, ahead) = self.requeued(id, pool);
+        self.enqueue(item, target, Some(ahead));
     }
 
-    /// Put a request in its queue and start a step where one can start.
-    fn enqueue(&mut self, item: QueueItem, target: Option<usize>, preempted: bool) {
+    /// Put a request in its queue and start a step where one can start. `preempted`: it comes back after a
+    /// preemption, ahead of others (true) or at the back (false).
+    fn enqueue(&mut self, item: QueueItem, target: Option<usize>, preempted: Option<bool>) {
         self.rec.on_queued();
+        let ahead = preempted == Some(true);
+        let preempted = preempted.is_some();
         match target {
             Some(r) => {
                 let rep = &mut self.replicas[r];
-                if preempted {
+                if ahead {
                     rep.queue.requeue(item)
                 } else {
                     rep.queue.push(item)
@@ -449,7 +459,7 @@ impl<'a> Simulation<'a> {
             }
             None => {
                 let q = self.central.as_mut().expect("no target means the central queue");
-                if preempted {
+                if ahead {
                     q.requeue(item)
                 } else {
                     q.push(item)
@@ -469,6 +479,18 @@ impl<'a> Simulation<'a> {
             if self.idle.contains(&r) {
                 return; // it could not take the head: nobody idle can
             }
+        }
+    }
+
+    /// A preempted request's queue entry on a worker of `pool`, and whether it goes back ahead of others.
+    /// vLLM puts it back at the front; SGLang appends a retracted request to its waiting queue, so it queues
+    /// as if it arrived now.
+    fn requeued(&self, id: u32, pool: usize) -> (QueueItem, bool) {
+        let item = self.queue_item(id);
+        if self.sc.pools[pool].engine.formation.is_vllm() {
+            (item, true)
+        } else {
+            (QueueItem { arrival_ns: self.now, ..item }, false)
         }
     }
 
@@ -519,6 +541,7 @@ impl<'a> Simulation<'a> {
         self.flush_requeue(r);
         if work.seqs() == 0 {
             debug_assert_eq!(self.replicas[r].batch.lazy_count(), 0, "lazy requests outside a step");
+            self.replicas[r].new_token_ratio.reset(); // SGLang's idle check (vLLM's formation never reads it)
             if self.central.is_some() {
                 self.idle.insert(r as u32);
             }
@@ -558,12 +581,13 @@ impl<'a> Simulation<'a> {
                 let at = self.now.saturating_add(backoff.saturating_mul(1u64 << (n - 1).min(30)));
                 self.schedule(at, Event::Retry { request: id });
             } else {
-                let item = self.queue_item(id);
+                let (item, ahead) = self.requeued(id, self.replicas[r].pool);
                 self.rec.on_queued();
-                match &mut self.central {
-                    Some(q) => q.requeue(item),
-                    None => self.replicas[r].queue.requeue(item),
-                }
+                let q = match &mut self.central {
+                    Some(q) => q,
+                    None => &mut self.replicas[r].queue,
+                };
+                if ahead { q.requeue(item) } else { q.push(item) }
             }
         }
         if central {

@@ -140,7 +140,7 @@ impl Simulation<'_> {
             }
         }
         let item = self.queue_item(id);
-        self.enqueue(item, target, false);
+        self.enqueue(item, target, None);
     }
 
     /// Restore request `id`'s history from worker `r`'s host memory: HBM blocks now (if they cannot be had
@@ -156,7 +156,7 @@ impl Simulation<'_> {
         {
             self.note_retained(r);
             let item = self.queue_item(id);
-            self.enqueue(item, Some(r), false);
+            self.enqueue(item, Some(r), None);
             return;
         }
         rep.transfer_blocks += blocks;
@@ -181,7 +181,7 @@ impl Simulation<'_> {
         // Within the retention budget: older idle histories yield to it.
         rep.kv.retain(EntryId::session(session), blocks);
         let item = self.queue_item(id);
-        self.enqueue(item, Some(r), false);
+        self.enqueue(item, Some(r), None);
         self.note_retained(r);
     }
 

@@ -647,6 +647,16 @@ fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
     if let Some(h) = &en.host_kv {
         h.check_fields(&at!(at, en.host_kv), e);
     }
+    if !en.batch_formation.is_vllm() {
+        // SGLang's formations reserve by new_token_ratio and retract by progress (sched::sglang).
+        let why = "applies to batch_formation vllm only: SGLang's formations reserve a decaying share of the output still to come and retract the least-progressed request";
+        if en.kv_oversubscription != 1.0 {
+            e.push(at!(at, en.kv_oversubscription), format!("{why}; leave it at 1"));
+        }
+        if en.preemption.victim != VictimSpec::default() {
+            e.push(format!("{}.victim", at!(at, en.preemption)), format!("{why}; leave it at newest"));
+        }
+    }
     if let Some(chunk) = en.prefill_chunk_tokens {
         let most = en.max_num_batched_tokens.max(1) as u64;
         e.int(&at!(at, en.prefill_chunk_tokens), chunk as u64, 1, most);

@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod queue;
+pub mod sglang;
 pub mod victim;
 
 pub use queue::{QueueItem, WaitingQueue};

@@ -347,13 +347,18 @@ fn prefill_first_lowers_ttft_and_stretches_the_inter_token_tail_under_load() {
 #[test]
 fn every_batch_formation_passes_the_audits_on_random_scenarios() {
     let (mut ran, mut differ_sglang, mut differ_mixed) = (0, 0, 0);
+    // The setup names the formation: compare what the requests saw.
+    let seen = |r: &inferscale::Report| format!("{:?}", r.summary);
     for i in 0..200 {
         let base = super::property::random_spec(i);
         let Ok(sc) = inferscale::scenario::validate(&base) else { continue };
-        let vllm = inferscale::export::json(&simulate(&sc));
+        let vllm = seen(&simulate(&sc));
         for formation in [BatchFormationSpec::Sglang, BatchFormationSpec::SglangMixed] {
             let mut spec = base.clone();
             spec.engine.batch_formation = formation;
+            // vLLM's reservation limit and victim choice are refused beside SGLang's formations.
+            spec.engine.kv_oversubscription = 1.0;
+            spec.engine.preemption.victim = VictimSpec::default();
             let sc = super::valid(&spec);
             if let Some(d) = sc.pools.iter().find(|p| p.role == Role::Decode) {
                 assert_eq!(d.engine.formation, BatchFormationSpec::Vllm);
@@ -367,7 +372,7 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
             let eager = inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc));
             let json = inferscale::export::json(&r);
             assert!(json == inferscale::export::json(&eager), "scenario {i} {formation:?}: lazy and eager differ");
-            let differs = json != vllm;
+            let differs = seen(&r) != vllm;
             match formation {
                 BatchFormationSpec::Sglang => differ_sglang += differs as u32,
                 _ => differ_mixed += differs as u32,
@@ -863,4 +868,79 @@ fn the_front_end_serves_a_burst_one_request_at_a_time() {
         let e = inferscale::scenario::validate(&s).unwrap_err();
         assert_eq!(e.errors[0].path, "engine.frontend.per_request_ms", "{bad}");
     }
+}
+
+/// SGLang's reservation and retraction on the linear cost (10 ms a step + 0.01 ms a prompt token), 1,100 KV
+/// tokens in 1-token blocks, outputs predicted exactly. A (100 + 500 tokens) arrives at 0, B (100 + 500) at
+/// 5 ms, C (300 + 300) at 1 s.
+/// - 0 → 11 ms: A prefills alone. At 11 ms B fits because A reserves only 0.7 × its 499 tokens to come:
+///   100 + 500 < 1,000 free − 349.3 (a whole reservation, 1,100 − 100 − 499 = 501, would refuse it). B
+///   prefills alone, decode paused, 11 → 22 ms: B's TTFT 17 ms.
+/// - Both decode from 22 ms, 2 tokens a step; C never fits (600 tokens against at most ~222 left). The
+///   decode at 4,522 ms (after 450 steps) finds the KV full: B, tied with A at 451 tokens, is the newer and
+///   is retracted to the back of the queue, behind C. The ratio becomes (451 + 20)/501 = 0.940.
+/// - A ends at 5,012 ms (11 + 11 + 499 × 10). C is admitted first and prefills 5,012 → 5,025 ms (TTFT
+///   4,025 ms), and ends 2,990 ms later (E2E 7,015 ms); B still does not fit beside it (600 against at most
+///   542).
+/// - B recomputes its 100 + 451 tokens 8,015 → 8,030.51 ms and decodes its last 48: E2E 8,505.51 ms.
+#[test]
+fn sglang_reserves_a_share_of_the_output_and_retracts_to_the_back() {
+    let mut s = linear(100, 500, 3, 1.0);
+    s.workload.arrival = ArrivalSpec::Trace {
+        path: None,
+        data: Some("arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,500\n0.005,100,500\n1,300,300\n".into()),
+        format: TraceFormat::Vidur,
+        time_scale: 1.0,
+        reuse_hash_ids: true,
+        hash_block_tokens: 512,
+    };
+    s.workload.requests = None;
+    s.engine.kv_capacity_tokens = Some(1100);
+    s.engine.block_size_tokens = 1;
+    s.engine.prefill_chunk_tokens = Some(8192);
+    s.engine.batch_formation = BatchFormationSpec::Sglang;
+    s.estimator.reserve = inferscale::spec::PredictorSpec::Oracle;
+    let sc = super::valid(&s);
+    let r = simulate(&sc);
+    assert!(r.audits.ok, "{:?}", r.audits);
+    let csv = inferscale::export::requests_csv(&r, &sc);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| h.starts_with(name)).unwrap();
+    let ms = |l: &str, at: usize| (l.split(',').nth(at).unwrap().parse::<f64>().unwrap() * 1e8).round() / 1e5;
+    let (ttft, e2e) = (col("ttft"), col("e2e"));
+    let rows: Vec<(f64, f64)> = csv.lines().skip(1).map(|l| (ms(l, ttft), ms(l, e2e))).collect();
+    assert_eq!(rows, [(11.0, 5012.0), (17.0, 8505.51), (4025.0, 7015.0)]);
+    assert_eq!(r.summary.preemptions, 1, "one retraction");
+    // Refused beside SGLang's formations: the knobs of vLLM's.
+    s.engine.kv_oversubscription = 0.9;
+    let e = inferscale::scenario::validate(&s).unwrap_err();
+    assert_eq!(e.errors[0].path, "engine.kv_oversubscription");
+}
+
+/// SGLang's retraction order and ratio: the fewest generated tokens first (older or not), then the longest
+/// prompt, then the newest; a lone decoder is kept. The ratio falls from 0.7 to its floor 0.098 in 600 decode
+/// steps and no further, and a retraction re-estimates it from the requests kept, at most 1.
+#[test]
+fn sglang_retracts_the_least_progressed_and_its_ratio_decays_to_a_floor() {
+    use inferscale::sched::sglang::{NewTokenRatio, retraction_victim};
+    let pick = |d: &[(u32, u32)]| retraction_victim(d.iter().enumerate().map(|(j, &(g, p))| (j, g, p)));
+    assert_eq!(pick(&[(3, 100), (9, 100)]), Some(0), "the older one, with fewer tokens");
+    assert_eq!(pick(&[(5, 100), (5, 300), (5, 200)]), Some(1), "a tie: the longest prompt");
+    assert_eq!(pick(&[(5, 100), (5, 100)]), Some(1), "a full tie: the newest");
+    assert_eq!(pick(&[(5, 100)]), None, "one decoder is always kept");
+    let mut r = NewTokenRatio::default();
+    for _ in 0..300 {
+        r.decay();
+    }
+    assert!((r.0 - (0.7 + 0.098) / 2.0).abs() < 1e-12, "{}", r.0);
+    for _ in 0..400 {
+        r.decay();
+    }
+    assert!((r.0 - 0.098).abs() < 1e-12, "{}", r.0);
+    r.after_retraction(451, 500, 1);
+    assert!((r.0 - 471.0 / 501.0).abs() < 1e-15);
+    r.after_retraction(5000, 500, 1);
+    assert_eq!(r.0, 1.0);
+    r.reset();
+    assert_eq!(r.0, 0.7);
 }
