@@ -69,6 +69,9 @@ pub struct Hardware {
     pub step_overhead_ns: f64,
     pub allreduce_latency_ns: f64,
     pub allreduce_bw_efficiency: f64,
+    /// Large messages' line (an all-reduce takes the faster of the two).
+    pub allreduce_large_latency_ns: f64,
+    pub allreduce_large_bw_efficiency: f64,
 }
 
 /// Look a preset up by name; an unknown name is an error listing the known ones (with a suggestion).
@@ -211,6 +214,8 @@ impl Hardware {
         let ovh = h.step_overhead_ms.unwrap_or(presets::DEFAULT_STEP_OVERHEAD_MS);
         let arl = h.allreduce_latency_us.unwrap_or_else(|| presets::default_allreduce_latency_us(h.tp));
         let are = h.allreduce_bw_efficiency.unwrap_or(presets::DEFAULT_ALLREDUCE_BW_EFFICIENCY);
+        let arll = h.allreduce_large_latency_us.unwrap_or(presets::DEFAULT_ALLREDUCE_LARGE_LATENCY_US);
+        let arle = h.allreduce_large_bw_efficiency.unwrap_or(presets::DEFAULT_ALLREDUCE_LARGE_BW_EFFICIENCY);
         // Every figure as it will run (a preset's or the default where not given), within its bound.
         let resolved = HardwareSpec {
             device: None,
@@ -226,6 +231,8 @@ impl Hardware {
             step_overhead_ms: Some(ovh),
             allreduce_latency_us: Some(arl),
             allreduce_bw_efficiency: Some(are),
+            allreduce_large_latency_us: Some(arll),
+            allreduce_large_bw_efficiency: Some(arle),
         };
         let mut ok = resolved.check_fields("hardware", e);
         if (1..=64).contains(&h.tp) && !h.tp.is_power_of_two() {
@@ -255,6 +262,8 @@ impl Hardware {
             step_overhead_ns: ovh * NS_PER_MS,
             allreduce_latency_ns: arl * 1e3,
             allreduce_bw_efficiency: are,
+            allreduce_large_latency_ns: arll * 1e3,
+            allreduce_large_bw_efficiency: arle,
         })
     }
 }

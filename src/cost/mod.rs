@@ -9,7 +9,8 @@
 //! Mk = K · kv_bytes_per_token / (tp · bw · kv_bw_eff)                           KV reads
 //! M  = Mw + Mk
 //! step = max(C, M) + overlap_penalty · min(C, M) + comm + overhead
-//! comm = 2·layers·(allreduce_latency + T·hidden·2 B·2(tp−1)/tp / (link_bw · allreduce_bw_efficiency))  (tp > 1)
+//! comm = 2·layers·min over the small- and large-message lines of
+//!        (latency + T·hidden·2 B·2(tp−1)/tp / (link_bw · efficiency))                    (tp > 1)
 //! ```
 //! See docs/model.md for the derivation and the fit to measured A100 step times.
 
@@ -92,6 +93,8 @@ impl CostModel {
                 r.overhead_ns += overhead_ns;
                 r.comm_ns_fixed *= comm;
                 r.comm_ns_per_token *= comm;
+                r.comm_large_ns_fixed *= comm;
+                r.comm_large_ns_per_token *= comm;
             }
             CostModel::Linear(l) => l.base_ns += overhead_ns,
         }
@@ -133,8 +136,11 @@ pub struct Roofline {
     expert_untouched: f64,
     kv_write_ns_per_token: f64,
     kv_read_ns_per_token: f64,
+    /// A step's all-reduces as two lines in its tokens, small messages' and large ones' (the faster wins).
     comm_ns_fixed: f64,
     comm_ns_per_token: f64,
+    comm_large_ns_fixed: f64,
+    comm_large_ns_per_token: f64,
     overlap_penalty: f64,
     overhead_ns: f64,
     /// Profile-error multipliers (1 = as fitted; ×1 is exact, so unscaled results do not move).
@@ -149,13 +155,16 @@ impl Roofline {
         let wbw = tp * h.hbm_bytes_per_s * h.weight_bw_efficiency / 1e9;
         let kbw = tp * h.hbm_bytes_per_s * h.kv_bw_efficiency / 1e9;
         let kvb = m.kv_bytes_per_token();
-        let (comm_fixed, comm_tok) = if h.tp > 1 {
+        let line = |latency_ns: f64, efficiency: f64| {
+            if h.tp == 1 {
+                return (0.0, 0.0);
+            }
             let bytes_per_token = m.hidden as f64 * 2.0 * 2.0 * (tp - 1.0) / tp;
-            let link = h.interconnect_bytes_per_s * h.allreduce_bw_efficiency / 1e9;
-            (2.0 * m.layers as f64 * h.allreduce_latency_ns, 2.0 * m.layers as f64 * bytes_per_token / link)
-        } else {
-            (0.0, 0.0)
+            let link = h.interconnect_bytes_per_s * efficiency / 1e9;
+            (2.0 * m.layers as f64 * latency_ns, 2.0 * m.layers as f64 * bytes_per_token / link)
         };
+        let (comm_fixed, comm_tok) = line(h.allreduce_latency_ns, h.allreduce_bw_efficiency);
+        let (comm_large_fixed, comm_large_tok) = line(h.allreduce_large_latency_ns, h.allreduce_large_bw_efficiency);
         let (expert_weights_ns, expert_untouched) = match m.moe {
             Some(x) => (x.expert_params * m.bytes_per_param / wbw, 1.0 - x.per_token as f64 / x.experts as f64),
             None => (0.0, 0.0),
@@ -170,6 +179,8 @@ impl Roofline {
             kv_read_ns_per_token: kvb / kbw,
             comm_ns_fixed: comm_fixed,
             comm_ns_per_token: comm_tok,
+            comm_large_ns_fixed: comm_large_fixed,
+            comm_large_ns_per_token: comm_large_tok,
             overlap_penalty: h.overlap_penalty,
             overhead_ns: h.step_overhead_ns,
             prefill_scale: 1.0,
@@ -189,6 +200,14 @@ impl Roofline {
         }
     }
 
+    /// A step's all-reduce time for `tokens` tokens: the faster line (a comparison, not f64::min: see `step`).
+    #[inline(always)]
+    fn comm_ns(&self, tokens: f64) -> f64 {
+        let small = self.comm_ns_fixed + tokens * self.comm_ns_per_token;
+        let large = self.comm_large_ns_fixed + tokens * self.comm_large_ns_per_token;
+        if small <= large { small } else { large }
+    }
+
     pub fn step(&self, w: &StepWork) -> StepCost {
         let tokens = real(w.tokens());
         let prefill_c = (w.prefill_tokens as f64 * self.compute_ns_per_token
@@ -202,7 +221,7 @@ impl Roofline {
         let kv_read =
             real(w.decode_context_tokens + w.prefill_context_tokens) * self.kv_read_ns_per_token * self.decode_scale;
         let m = weights + kv_read;
-        let comm = if tokens > 0.0 { self.comm_ns_fixed + tokens * self.comm_ns_per_token } else { 0.0 };
+        let comm = if tokens > 0.0 { self.comm_ns(tokens) } else { 0.0 };
         // A comparison, not f64::max/min: wasm's min/max instructions treat NaN differently from Rust's, so
         // those compile to library calls there (c and m are finite and ≥ 0, so the result is the same).
         let (hi, lo) = if c >= m { (c, m) } else { (m, c) };

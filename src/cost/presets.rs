@@ -168,11 +168,18 @@ pub const DEFAULT_STEP_OVERHEAD_MS: f64 = 0.0;
 /// One all-reduce of n bytes at TP t takes `latency(t) + n · 2(t − 1)/t / (interconnect × efficiency)`, with
 /// latency(t) = 2.6 + 1.1 · log2(t) µs: fitted to SGLang's custom all-reduce on H100 (sgl-project/sglang PR
 /// #2904: 3.7 / 4.8 / 5.9 µs at 512 B, 19.9 / 31.1 / 33.8 µs at 1 MiB, TP 2 / 4 / 8), every one of its nine
-/// points within 21 % (tests/it/roofline.rs). Messages of a step's activations (≤ a few MiB) are latency
-/// bound: they reach about 14 % of NVLink's per-direction bandwidth.
+/// points within 21 % (tests/it/roofline.rs). Messages up to about 1 MiB are latency bound: they reach about
+/// 14 % of NVLink's per-direction bandwidth.
 pub const DEFAULT_ALLREDUCE_LATENCY_BASE_US: f64 = 2.6;
 pub const DEFAULT_ALLREDUCE_LATENCY_PER_DOUBLING_US: f64 = 1.1;
 pub const DEFAULT_ALLREDUCE_BW_EFFICIENCY: f64 = 0.138;
+
+/// Large messages take NCCL's line: `latency + n · 2(t − 1)/t / (interconnect × efficiency)` with 29 µs and
+/// 0.79 (355 GB/s of bus bandwidth on NVLink's 450), fitted to NCCL's times on an 8 × H100 DGX at TP 2, 4 and 8
+/// for 2–64 MiB messages (microsoft/vidur `data/profiling/network/h100_dgx/all_reduce.csv`, medians, no CUDA
+/// graph). With the small-message line above (an all-reduce takes the faster), all 27 points lie within 20 %.
+pub const DEFAULT_ALLREDUCE_LARGE_LATENCY_US: f64 = 29.0;
+pub const DEFAULT_ALLREDUCE_LARGE_BW_EFFICIENCY: f64 = 0.79;
 
 /// The default latency of one all-reduce at TP `tp`, µs.
 pub fn default_allreduce_latency_us(tp: u32) -> f64 {

@@ -737,7 +737,7 @@ fn check_longest_step(p: &Pool, named: bool, e: &mut Errors) {
         (
             (c.comm_ns - latency).max(0.0),
             at!("hardware", HardwareSpec::interconnect_gbps),
-            "the all-reduce's bandwidth (interconnect_gbps × allreduce_bw_efficiency)",
+            "the all-reduce's bandwidth (interconnect_gbps × allreduce_bw_efficiency or allreduce_large_bw_efficiency)",
         ),
         (
             latency.min(c.comm_ns),

@@ -789,6 +789,15 @@ pub struct HardwareSpec {
     /// only); default fitted to the same measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allreduce_bw_efficiency: Option<f64>,
+    /// Large messages (NCCL's ring or NVLink SHARP): latency of one all-reduce, µs; default 29, fitted to
+    /// published H100 NCCL times of 2–64 MiB messages (docs/model.md). An all-reduce takes the faster of the
+    /// small-message and the large-message line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce_large_latency_us: Option<f64>,
+    /// Large messages: the share of `interconnect_gbps` reached as bus bandwidth; default 0.79 (fitted to the
+    /// same measurement: 355 GB/s of NVLink's 450).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce_large_bw_efficiency: Option<f64>,
 }
 
 fn one_u32() -> u32 {
@@ -815,6 +824,8 @@ bounds!(HardwareSpec {
     step_overhead_ms: Bound::Range(0.0, 10_000.0),
     allreduce_latency_us: Bound::Range(0.0, 1e6),
     allreduce_bw_efficiency: Bound::Within(0.001, 1.0, "a share of hardware.interconnect_gbps"),
+    allreduce_large_latency_us: Bound::Range(0.0, 1e6),
+    allreduce_large_bw_efficiency: Bound::Within(0.001, 1.0, "a share of hardware.interconnect_gbps"),
 });
 
 const SHARE: &str = "a share of the datasheet figure; below 1 % the roofline describes no real engine";
@@ -835,6 +846,8 @@ impl Default for HardwareSpec {
             step_overhead_ms: None,
             allreduce_latency_us: None,
             allreduce_bw_efficiency: None,
+            allreduce_large_latency_us: None,
+            allreduce_large_bw_efficiency: None,
         }
     }
 }

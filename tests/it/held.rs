@@ -110,12 +110,15 @@ fn a_step_longer_than_a_million_seconds_is_refused_at_the_figure_that_makes_it()
     v["hardware"]["interconnect_gbps"] = json!(0.01);
     v["hardware"]["allreduce_bw_efficiency"] = json!(0.001);
     v["hardware"]["allreduce_latency_us"] = json!(1e6);
+    v["hardware"]["allreduce_large_bw_efficiency"] = json!(0.001);
+    v["hardware"]["allreduce_large_latency_us"] = json!(1e6);
     let why = refusal(&v);
     assert!(why.starts_with("hardware.interconnect_gbps: a step would take up to"), "{why}");
     assert!(why.contains("over the 1000000 s a step may take") && why.contains("all-reduce's bandwidth"), "{why}");
     // The latency alone: 2 × 80 layers × 1 s a step, long but runnable.
     v["hardware"]["interconnect_gbps"] = json!(900.0);
     v["hardware"]["allreduce_bw_efficiency"] = json!(0.5);
+    v["hardware"]["allreduce_large_bw_efficiency"] = json!(0.5);
     v["workload"]["requests"] = json!(20);
     assert_eq!(refusal(&v), "accepted");
     // A linear cost model's slow step is the cost block's.

@@ -705,7 +705,7 @@ fn capacity_on_sessions_speaks_in_sessions_and_turns() {
 #[test]
 fn ranking_separates_policies_on_latency_and_explains_identical_rows() {
     let mut over = shipped("chat-70b-h100-tp4.json");
-    over.cluster.replicas = 3;
+    over.cluster.replicas = 2;
     over.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 19.8 };
     let r = run("ranking", &over, serde_json::json!({"repetitions": 3}), 2);
     let col = |name: &str| r.columns.iter().position(|c| c.label == name).unwrap();
