@@ -7,36 +7,36 @@ let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
 after(async () => { await ctx?.close(); server?.stop(); });
 
-test('finding 1: a 3× overload is diagnosed as capacity, and the replicas that meet the objectives are measured', async () => {
+test('finding 1: a 2.8× overload is diagnosed as capacity, and the replicas that meet the objectives are measured', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await page.getByRole('combobox', { name: 'Example' }).selectOption('chat-70b-h100-tp4');
-  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '3');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '1');
   await typeInto(page, page.getByRole('spinbutton', { name: 'Rate (req/s)', exact: true }), '19.8');
   const s = await scenario(page);
-  assert.equal(s.cluster.replicas, 3);
+  assert.equal(s.cluster.replicas, 1);
   assert.equal(s.workload.arrival.rate_rps, 19.8);
   const seen = await recordTexts(page, 'status');
   await runAndWait(page, 120000);
   // While the advice is tested the status says which change runs, and its progress starts over.
   const status = await seen();
-  assert.ok(status.some((t) => /^Testing the advice on the same requests: 5 replicas \(from 3\): \d+ of \d+ requests done/.test(t)), status.slice(-8).join('\n'));
+  assert.ok(status.some((t) => /^Testing the advice on the same requests: 4 replicas \(from 1\): \d+ of \d+ requests done/.test(t)), status.slice(-8).join('\n'));
   assert.ok(status.some((t) => /^Running: \d+ of \d+ requests done/.test(t)), 'the scenario\'s own run first');
   const d = page.locator('#diagnosis');
   assert.equal(await d.locator('h3').textContent(), 'Diagnosis: capacity');
   assert.match(await d.locator('.regime').textContent(), /^Regime: over capacity \([0-9.]+× offered ÷ served\) · limit: batch cap$/);
-  assert.match(await d.textContent(), /A capacity problem: 20\.01 req\/s offered, 14\.61 req\/s served over the steady window\./);
+  assert.match(await d.textContent(), /A capacity problem: 19\.99 req\/s offered, 7\.15 req\/s served over the steady window\./);
   // The advice leads with what was measured on the same requests, and the table shows each run.
-  assert.match(await d.textContent(), /Most likely to help: Measured on the same requests: 8 replicas \(from 3\): objectives met/);
+  assert.match(await d.textContent(), /Most likely to help: Measured on the same requests: 5 replicas \(from 1\): objectives met/);
   const table = page.getByRole('table', { name: 'Changes tested on the same requests' });
   const rows = await table.locator('tbody tr').allTextContents();
   assert.ok(rows.length >= 3, rows.join('\n'));
-  assert.match(rows[0], /^5 replicas \(from 3\)still overloaded/);
-  assert.ok(rows.some((r) => /^8 replicas \(from 3\)objectives met/.test(r)), rows.join('\n'));
+  assert.match(rows[0], /^4 replicas \(from 1\)still missed/);
+  assert.ok(rows.some((r) => /^5 replicas \(from 1\)objectives met/.test(r)), rows.join('\n'));
   // Never advice that contradicts the numbers beside it: no "memory" verdict, no "add KV" first.
   assert.doesNotMatch(await d.locator('h3').textContent(), /memory/);
   // The Markdown export carries the same table.
   const md = await download(page, '#x-md');
-  assert.match(md.text, /\| 8 replicas \(from 3\) \| objectives met \|/);
+  assert.match(md.text, /\| 5 replicas \(from 1\) \| objectives met \|/);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -127,7 +127,7 @@ test('finding 2: the capacity planner states its criterion, shows every objectiv
 
 test('finding 3: the ranking separates policies on latency with units, and says why identical rows are identical', async () => {
   const { page, errors } = await openLab(ctx, server.url);
-  await seventyB(page, 3);
+  await seventyB(page, 2);
   await page.click('nav [data-panel="ranking"]');
   await typeInto(page, page.getByRole('spinbutton', { name: /^Repetitions/ }), '3');
   await runStudy(page);
