@@ -90,8 +90,9 @@ enum Command {
         common: StudyOpts,
     },
     /// Read benchmark result files (vLLM `bench serve --save-result` JSON, the legacy `benchmark_serving.py`,
-    /// SGLang `bench_serving` JSONL) into a bundle of validation cases (docs/truth.md). Runs that cannot be
-    /// read are reported on standard error, naming file, line and key; the others are kept.
+    /// SGLang `bench_serving` JSONL, inference-perf stage reports, InferenceX aggregates, MLPerf LoadGen
+    /// summary and detail logs) into a bundle of validation cases (docs/truth.md). Runs that cannot be read are
+    /// reported on standard error, naming file, line and key; the others are kept.
     Import {
         /// Result files.
         #[arg(required = true)]

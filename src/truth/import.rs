@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 
+use super::formats;
 use super::{Case, CaseWorkload, LatencyMs, Measured, Rate, Source};
 
 /// Why a run (or a whole file) gave no case: the file, the line, the key when one is to blame.
@@ -32,6 +33,14 @@ impl std::fmt::Display for ImportError {
 pub fn import(file: &str, text: &str) -> (Vec<Case>, Vec<ImportError>) {
     let text = sanitize(text.trim_start_matches('\u{feff}'));
     let (mut cases, mut errors) = (Vec::new(), Vec::new());
+    let source = Source { file: file.to_string(), line: 1 };
+    if let Some(run) = formats::mlperf(file, &source, &text) {
+        match run {
+            Ok(c) => cases.push(c),
+            Err((key, message)) => errors.push(ImportError { file: file.to_string(), line: 1, key, message }),
+        }
+        return (cases, errors);
+    }
     let mut take = |line: usize, run: Result<Map<String, Value>, String>, one_run: bool| {
         let fail = |key: Option<String>, message: String| ImportError { file: file.to_string(), line, key, message };
         match run {
@@ -271,6 +280,9 @@ fn engine_of(obj: &Map<String, Value>) -> &'static str {
 }
 
 fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case, Bad> {
+    if let Some(other) = formats::case_of(&id, &source, obj) {
+        return other;
+    }
     let mut f = Fields::new(obj);
     let engine = engine_of(obj);
     let lists = per_request(&mut f)?;

@@ -1,11 +1,13 @@
 //! Ground truth: measured benchmark runs, read from the files users have (`vllm bench serve --save-result`, the
-//! legacy `benchmark_serving.py`, SGLang's `bench_serving` JSONL), each turned into a validation [`Case`] — what
+//! legacy `benchmark_serving.py`, SGLang's `bench_serving` JSONL; inference-perf, InferenceX and MLPerf LoadGen
+//! reports in `formats.rs`), each turned into a validation [`Case`] — what
 //! the workload was, every measured figure present, and notes on what was missing or suspicious. A bundle of
 //! cases is the input of calibration. Pure: the front ends read the files and pass their text.
 
 pub mod calibrate;
 mod checks;
 mod fit;
+mod formats;
 mod import;
 pub mod steps;
 
@@ -53,7 +55,8 @@ pub struct Case {
     /// `file:line` (a JSONL run) or `file` (a one-run file): unique in a bundle, and where to look.
     pub id: String,
     pub source: Source,
-    /// `vllm` or `sglang`.
+    /// `vllm` or `sglang`; what an InferenceX file names (`framework`); `unknown` when the file names none
+    /// (inference-perf, MLPerf LoadGen).
     pub engine: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,

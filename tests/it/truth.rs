@@ -279,9 +279,11 @@ fn the_import_command_writes_the_bundle_and_names_what_it_could_not_read() {
     let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let bundle = Bundle::parse(&String::from_utf8(out.stdout).unwrap()).unwrap();
-    assert_eq!(bundle.cases.len(), 14);
+    // 14 vLLM and SGLang runs, an inference-perf stage, two InferenceX aggregates, two LoadGen logs.
+    assert_eq!(bundle.cases.len(), 19);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("broken.jsonl:2: `duration`") && err.contains("/dev/zero: not a regular file"), "{err}");
+    assert!(err.contains("summary_lifecycle_metrics.json:1: `load_summary.requested_rate`"), "{err}");
     let csv = run(&[&files[0], "--format", "csv"]);
     let text = String::from_utf8(csv.stdout).unwrap();
     assert!(text.starts_with("case,engine,model,request_rate_rps"), "{text}");
@@ -857,4 +859,84 @@ fn calibration_fits_the_front_end_from_bursts() {
     assert!((with.fitted.frontend_ms.unwrap() - 4.0).abs() < 0.5, "{:?}", with.fitted);
     assert!(with.held_out.calibrated.unwrap() < 0.02, "{:?}", with.held_out);
     assert!(with.held_out.calibrated < plain.held_out.calibrated, "{:?} vs {:?}", with.held_out, plain.held_out);
+}
+
+/// inference-perf's stage report: seconds to ms, the requested rate as Poisson, per-chunk ITL left out, empty
+/// responses noted; the summary across stages (no rate) is refused, naming the key, and a case is calibratable.
+#[test]
+fn inference_perf_stage_reports_import_and_their_summary_is_refused() {
+    let c = one("inference-perf-stage_0_lifecycle_metrics.json");
+    assert_eq!(c.engine, "unknown");
+    assert_eq!(c.workload.request_rate, Some(Rate::PerSecond(8.0)));
+    assert_eq!((c.workload.num_prompts, c.measured.completed, c.measured.failed), (Some(2400), Some(2400), Some(0)));
+    assert!((c.measured.ttft_ms.median.unwrap() - 26.803).abs() < 1e-9);
+    assert!((c.measured.tpot_ms.p99.unwrap() - 4.767).abs() < 1e-9);
+    assert!((c.measured.e2e_ms.mean.unwrap() - 2057.6).abs() < 1e-9);
+    assert!(c.measured.itl_ms.is_empty(), "ITL per chunk is left out");
+    assert_eq!(c.workload.mean_input_tokens, Some(575.45));
+    assert!(noted(&c, "per streamed chunk") && noted(&c, "empty") && noted(&c, "Poisson"), "{:?}", c.notes);
+    let (cases, errors) = file("inference-perf-summary_lifecycle_metrics.json");
+    assert!(cases.is_empty());
+    assert_eq!(errors[0].key.as_deref(), Some("load_summary.requested_rate"), "{}", errors[0]);
+    assert!(errors[0].message.contains("stage_N"), "{}", errors[0]);
+    let s = inferscale::truth::calibrate::scenario_of(&super::small(), &c).unwrap();
+    assert!(matches!(s.workload.arrival, inferscale::scenario::ArrivalSpec::Poisson { rate_rps } if rate_rps == 8.0));
+    // A negative figure is the run's error at its path.
+    let bad =
+        std::fs::read_to_string(super::root().join("tests/data/results/inference-perf-stage_0_lifecycle_metrics.json"))
+            .unwrap()
+            .replace("\"requests_per_sec\": 7.978", "\"requests_per_sec\": -7.978");
+    let (_, errors) = import("bad.json", &bad);
+    assert_eq!(errors[0].key.as_deref(), Some("successes.throughput.requests_per_sec"));
+}
+
+/// InferenceX's aggregate: seconds to ms, per-GPU throughputs times the GPUs, `conc` as the closed loop of
+/// `conc × 10` prompts, the framework, model and hardware kept; `*_intvty` (1000 / TPOT ms) is not a latency.
+#[test]
+fn inferencex_aggregates_import_single_node_and_disaggregated() {
+    let c = one("inferencex-agg-llama70b-tp4-conc64.json");
+    assert_eq!((c.engine.as_str(), c.tp, c.gpu.as_deref()), ("vllm", Some(4), Some("h200")));
+    assert_eq!(c.model_id.as_deref(), Some("meta-llama/Llama-3.3-70B-Instruct"));
+    assert_eq!((c.workload.request_rate, c.workload.max_concurrency), (Some(Rate::Infinite), Some(64)));
+    assert_eq!(c.workload.num_prompts, Some(640));
+    assert!((c.measured.ttft_ms.median.unwrap() - 180.2).abs() < 1e-9);
+    assert!((c.measured.tpot_ms.mean.unwrap() - 19.6).abs() < 1e-9);
+    assert!((c.measured.e2e_ms.p99.unwrap() - 22300.0).abs() < 1e-6);
+    assert!((c.measured.output_throughput_tps.unwrap() - 825.2 * 4.0).abs() < 1e-9);
+    assert!(noted(&c, "conc × 10") && noted(&c, "random_range_ratio"), "{:?}", c.notes);
+    let d = one("inferencex-agg-dsr1-disagg.json");
+    assert_eq!((d.engine.as_str(), d.tp), ("dynamo-sglang", None));
+    assert!((d.measured.total_token_throughput_tps.unwrap() - 3100.0 * 24.0).abs() < 1e-6, "8 + 16 GPUs");
+    assert!(noted(&d, "disaggregated"), "{:?}", d.notes);
+    let s = inferscale::truth::calibrate::scenario_of(&super::small(), &c).unwrap();
+    assert!(matches!(s.workload.arrival, inferscale::scenario::ArrivalSpec::ClosedLoop { clients: 64, .. }));
+    let (_, errors) = import("x.json", r#"{"tput_per_gpu": 1, "conc": 0, "median_ttft": 0.1}"#);
+    assert_eq!(errors[0].key.as_deref(), Some("conc"));
+}
+
+/// MLPerf LoadGen: the summary (both spellings of the TPOT labels, odd spacing, an INVALID run) and the detail
+/// log (`:::MLLOG` records among other lines) give the same figures; ns to ms; Server is Poisson at target_qps;
+/// prompt lengths are not in the logs, and calibration says so rather than guess.
+#[test]
+fn mlperf_loadgen_summary_and_detail_logs_import_alike() {
+    let s = one("mlperf_log_summary.txt");
+    let d = one("mlperf_log_detail.txt");
+    for c in [&s, &d] {
+        assert_eq!(c.workload.request_rate, Some(Rate::PerSecond(10.0)), "{}", c.id);
+        assert!((c.measured.ttft_ms.median.unwrap() - 423.446548).abs() < 1e-9, "{}", c.id);
+        assert!((c.measured.ttft_ms.p99.unwrap() - 2034.76129).abs() < 1e-9, "{}", c.id);
+        assert!((c.measured.tpot_ms.mean.unwrap() - 86.269215).abs() < 1e-9, "{}", c.id);
+        assert!((c.measured.tpot_ms.median.unwrap() - 82.613828).abs() < 1e-9, "{}", c.id);
+        assert!((c.measured.e2e_ms.mean.unwrap() - 24917.656212).abs() < 1e-6, "{}", c.id);
+        assert!((c.workload.mean_output_tokens.unwrap() - 2893.46 / 9.98).abs() < 1e-9, "{}", c.id);
+        assert!(noted(c, "prompt lengths are not in LoadGen's logs"), "{:?}", c.notes);
+    }
+    assert!(noted(&s, "INVALID") && !noted(&d, "INVALID"));
+    let e = inferscale::truth::calibrate::scenario_of(&super::small(), &s).unwrap_err();
+    assert!(e.contains("no input lengths"), "{e}");
+    let offline = std::fs::read_to_string(super::root().join("tests/data/results/mlperf_log_summary.txt"))
+        .unwrap()
+        .replace("Scenario : Server", "Scenario : MultiStream");
+    let (_, errors) = import("mlperf_log_summary.txt", &offline);
+    assert_eq!(errors[0].key.as_deref(), Some("scenario"), "{}", errors[0]);
 }

@@ -1,0 +1,325 @@
+//! The aggregate reports of other load generators, each one run without per-request lists:
+//! kubernetes-sigs/inference-perf's lifecycle reports (`stage_N_lifecycle_metrics.json`), InferenceX's
+//! aggregated result JSON (`agg_*.json`, SemiAnalysisAI/InferenceX `utils/process_result.py`), and MLPerf
+//! LoadGen's `mlperf_log_summary.txt` and `mlperf_log_detail.txt`. Each becomes a [`Case`] like a vLLM or
+//! SGLang result; what the format cannot say is said in the case's notes (docs/truth.md lists the quirks).
+
+use super::{Case, CaseWorkload, LatencyMs, Measured, Rate, Source};
+use serde_json::{Map, Value};
+
+/// Why a run gives no case: the key at fault (when one is) and the reason.
+pub(super) type Refusal = (Option<String>, String);
+
+/// A run in one of these JSON formats, told by its keys; None: not one of them (a vLLM or SGLang result).
+pub(super) fn case_of(id: &str, source: &Source, obj: &Map<String, Value>) -> Option<Result<Case, Refusal>> {
+    let base = |engine: &str| Case {
+        id: id.to_string(),
+        source: source.clone(),
+        engine: engine.to_string(),
+        backend: None,
+        model_id: None,
+        tp: None,
+        gpu: None,
+        workload: CaseWorkload::default(),
+        measured: Measured::default(),
+        notes: Vec::new(),
+    };
+    if obj.contains_key("load_summary") && obj.contains_key("successes") {
+        return Some(inference_perf(base("unknown"), obj));
+    }
+    if obj.contains_key("tput_per_gpu") && obj.contains_key("conc") {
+        return Some(inferencex(base("unknown"), obj));
+    }
+    None
+}
+
+/// A number at a dotted path (`successes.latency.time_to_first_token.mean`), or a number written as text;
+/// absent or null is None; negative, infinite or not a number is the run's error, naming the path.
+fn num(obj: &Map<String, Value>, path: &str) -> Result<Option<f64>, Refusal> {
+    let mut at = obj;
+    let mut parts = path.split('.').peekable();
+    while let Some(p) = parts.next() {
+        let Some(v) = at.get(p).filter(|v| !v.is_null()) else { return Ok(None) };
+        if parts.peek().is_some() {
+            let Some(o) = v.as_object() else { return Ok(None) };
+            at = o;
+            continue;
+        }
+        let x = v.as_f64().or_else(|| v.as_str()?.trim().parse().ok());
+        return match x {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err((Some(path.to_string()), format!("must be a finite number ≥ 0 (got {v})"))),
+        };
+    }
+    Ok(None)
+}
+
+/// A latency's statistics at `path` (keys `mean`, `median` or `p50`, `p90`, `p95`, `p99`), × `to_ms`.
+fn latency(obj: &Map<String, Value>, path: &str, to_ms: f64) -> Result<LatencyMs, Refusal> {
+    let at = |k: &str| num(obj, &format!("{path}.{k}")).map(|x| x.map(|x| x * to_ms));
+    Ok(LatencyMs {
+        mean: at("mean")?,
+        median: at("median")?.or(at("p50")?),
+        p90: at("p90")?,
+        p95: at("p95")?,
+        p99: at("p99")?,
+    })
+}
+
+/// A case needs a latency to be compared with.
+fn usable(c: Case) -> Result<Case, Refusal> {
+    if c.measured.has_latency() {
+        Ok(c)
+    } else {
+        Err((None, "no usable metric: the run has no TTFT, TPOT, ITL or E2E figure".into()))
+    }
+}
+
+/// inference-perf's report of one stage: latencies in seconds under `successes.latency`, the offered rate
+/// under `load_summary`. The summary across stages has no rate (its stages ran at different ones): refused.
+fn inference_perf(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
+    let rate = match (num(o, "load_summary.requested_rate")?, num(o, "load_summary.achieved_rate")?) {
+        (Some(r), _) | (None, Some(r)) if r > 0.0 => r,
+        _ => return Err((
+            Some("load_summary.requested_rate".into()),
+            "no request rate: a summary across stages mixes their rates; import the stage_N_lifecycle_metrics.json files".into(),
+        )),
+    };
+    let lat = |name: &str| latency(o, &format!("successes.latency.{name}"), 1000.0);
+    let mut itl = lat("inter_token_latency")?;
+    if let (Some(median), Some(mean)) = (itl.median, itl.mean)
+        && median < mean / 10.0
+    {
+        c.notes.push(format!("inter_token_latency is per streamed chunk (median {median:.3} ms against a mean of {mean:.2} ms): left out; TPOT is the per-token figure"));
+        itl = LatencyMs::default();
+    }
+    c.workload = CaseWorkload {
+        request_rate: Some(Rate::PerSecond(rate)),
+        num_prompts: num(o, "load_summary.count")?.map(|n| n as u64),
+        mean_input_tokens: num(o, "successes.prompt_len.mean")?,
+        mean_output_tokens: num(o, "successes.output_len.mean")?,
+        duration_s: num(o, "load_summary.send_duration")?,
+        ..CaseWorkload::default()
+    };
+    c.measured = Measured {
+        completed: num(o, "successes.count")?.map(|n| n as u64),
+        failed: num(o, "failures.count")?.map(|n| n as u64),
+        ttft_ms: lat("time_to_first_token")?,
+        tpot_ms: lat("time_per_output_token")?,
+        itl_ms: itl,
+        e2e_ms: lat("request_latency")?,
+        request_throughput_rps: num(o, "successes.throughput.requests_per_sec")?,
+        output_throughput_tps: num(o, "successes.throughput.output_tokens_per_sec")?,
+        total_token_throughput_tps: num(o, "successes.throughput.total_tokens_per_sec")?,
+    };
+    c.notes.push("inference-perf lifecycle report: the server, the model and the arrival process (load.type) are not in it; Poisson arrivals at the requested rate are assumed".into());
+    if num(o, "successes.output_len.min")? == Some(0.0) {
+        c.notes.push("some responses were empty (output_len min 0): they count in every statistic, as the report has no per-request lists to leave them out".into());
+    }
+    usable(c)
+}
+
+/// InferenceX's aggregated result: the vLLM result's `*_ms` keys turned into seconds without the suffix,
+/// `*_intvty` = 1000 / the TPOT in ms (tokens/s per user), throughputs per GPU; the client ran
+/// `request_rate inf` under `max_concurrency conc` with `conc × 10` prompts of `isl` / `osl` tokens.
+fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
+    let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+    let whole = |k: &str| num(o, k).map(|x| x.map(|x| x.round() as u64));
+    let conc = whole("conc")?.filter(|&n| n > 0).ok_or((Some("conc".into()), "must be a concurrency ≥ 1".into()))?;
+    let gpus = match whole("tp")? {
+        Some(tp) => tp,
+        None => whole("num_prefill_gpu")?.unwrap_or(0) + whole("num_decode_gpu")?.unwrap_or(0),
+    };
+    let per_gpu = |k: &str| num(o, k).map(|x| x.filter(|_| gpus > 0).map(|x| x * gpus as f64));
+    let lat = |name: &str| -> Result<LatencyMs, Refusal> {
+        let at = |stat: &str| num(o, &format!("{stat}_{name}")).map(|x| x.map(|s| s * 1000.0));
+        Ok(LatencyMs { mean: at("mean")?, median: at("median")?, p90: at("p90")?, p95: at("p95")?, p99: at("p99")? })
+    };
+    c.engine = text("framework").unwrap_or_else(|| "unknown".into());
+    c.model_id = text("model");
+    c.gpu = text("hw");
+    c.tp = whole("tp")?.map(|t| t.min(1 << 20) as u32);
+    c.workload = CaseWorkload {
+        request_rate: Some(Rate::Infinite),
+        max_concurrency: Some(conc),
+        num_prompts: Some(conc.saturating_mul(10)),
+        dataset: Some("random".into()),
+        mean_input_tokens: num(o, "isl")?,
+        mean_output_tokens: num(o, "osl")?,
+        ..CaseWorkload::default()
+    };
+    c.measured = Measured {
+        ttft_ms: lat("ttft")?,
+        tpot_ms: lat("tpot")?,
+        itl_ms: lat("itl")?,
+        e2e_ms: lat("e2el")?,
+        output_throughput_tps: per_gpu("output_tput_per_gpu")?,
+        total_token_throughput_tps: per_gpu("tput_per_gpu")?,
+        ..Measured::default()
+    };
+    c.notes.push(format!("InferenceX aggregate: latencies in seconds, throughputs per GPU (× {gpus} GPUs here); the prompt count is not recorded ({} assumed, InferenceX's conc × 10), nor the random_range_ratio (lengths fixed at isl / osl; with a ratio below 1 the real mean is lower)", conc * 10));
+    if o.get("disagg").and_then(Value::as_bool) == Some(true)
+        || o.get("is_multinode").and_then(Value::as_bool) == Some(true)
+    {
+        c.notes
+            .push("disaggregated or multi-node: the base scenario must have the same prefill and decode pools".into());
+    }
+    usable(c)
+}
+
+/// MLPerf LoadGen's text logs: the summary (`label : value` lines) or the detail log (`:::MLLOG {json}`
+/// lines). None: the text is neither.
+pub(super) fn mlperf(id: &str, source: &Source, text: &str) -> Option<Result<Case, Refusal>> {
+    let fields = if text.contains("MLPerf Results Summary") {
+        summary_fields(text)
+    } else if text.lines().any(|l| l.trim_start().starts_with(":::MLLOG")) {
+        detail_fields(text)
+    } else {
+        return None;
+    };
+    Some(loadgen_case(id, source, &fields))
+}
+
+/// What a LoadGen log says, by the detail log's keys (the summary's labels are mapped to them).
+type LoadGen = std::collections::BTreeMap<String, String>;
+
+/// The summary's `label : value` lines under the detail log's keys.
+fn summary_fields(text: &str) -> LoadGen {
+    let mut out = LoadGen::new();
+    for line in text.lines() {
+        let Some((label, value)) = line.split_once(':') else { continue };
+        let (label, value) = (label.trim().to_ascii_lowercase(), value.trim().to_string());
+        if let Some(key) = summary_key(&label) {
+            out.entry(key).or_insert(value);
+        }
+    }
+    out
+}
+
+/// The detail log's key for a summary label; both of LoadGen's spellings of the TPOT labels ("time per" and
+/// "time to output token") are read.
+fn summary_key(label: &str) -> Option<String> {
+    let fixed = [
+        ("scenario", "effective_scenario"),
+        ("result is", "result_validity"),
+        ("target_qps", "effective_target_qps"),
+        ("scheduled samples per second", "result_scheduled_samples_per_sec"),
+        ("completed samples per second", "result_completed_samples_per_sec"),
+        ("samples per second", "result_samples_per_second"),
+        ("completed tokens per second", "result_completed_tokens_per_second"),
+        ("tokens per second", "result_tokens_per_second"),
+        ("mean latency (ns)", "result_mean_latency_ns"),
+        ("mean first token latency (ns)", "result_first_token_mean_latency_ns"),
+        ("mean time per output token (ns)", "result_time_to_output_token_mean"),
+        ("mean time to output token (ns)", "result_time_to_output_token_mean"),
+    ];
+    if let Some((_, k)) = fixed.iter().find(|(l, _)| *l == label) {
+        return Some(k.to_string());
+    }
+    let (p, rest) = label.split_once(" percentile ")?;
+    match rest {
+        "latency (ns)" => Some(format!("result_{p}_percentile_latency_ns")),
+        "first token latency (ns)" => Some(format!("result_first_token_{p}_percentile_latency_ns")),
+        "time to output token (ns)" | "time per output token (ns)" => {
+            Some(format!("result_time_per_output_token_{p}_percentile_ns"))
+        }
+        _ => None,
+    }
+}
+
+/// The detail log's `:::MLLOG` records, key → value as text; a line that is not JSON is skipped.
+fn detail_fields(text: &str) -> LoadGen {
+    let mut out = LoadGen::new();
+    for line in text.lines() {
+        let Some(json) = line.trim_start().strip_prefix(":::MLLOG") else { continue };
+        let Ok(Value::Object(rec)) = serde_json::from_str::<Value>(json.trim()) else { continue };
+        let (Some(Value::String(key)), Some(v)) = (rec.get("key"), rec.get("value")) else { continue };
+        let v = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.entry(key.clone()).or_insert(v);
+    }
+    out
+}
+
+/// A LoadGen run as a case: Server is Poisson at the target rate, Offline every sample at once, SingleStream
+/// one at a time; latencies in ns.
+fn loadgen_case(id: &str, source: &Source, f: &LoadGen) -> Result<Case, Refusal> {
+    let n = |k: &str| -> Result<Option<f64>, Refusal> {
+        match f.get(k).map(|v| v.trim().parse::<f64>()) {
+            None => Ok(None),
+            Some(Ok(x)) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            Some(_) => Err((Some(k.to_string()), format!("must be a finite number ≥ 0 (got {})", f[k]))),
+        }
+    };
+    let scenario = f.get("effective_scenario").map(|s| s.trim().trim_matches('"').to_string()).unwrap_or_default();
+    let (rate, concurrency) = match scenario.as_str() {
+        "Server" => match n("effective_target_qps")? {
+            Some(q) if q > 0.0 => (Rate::PerSecond(q), None),
+            _ => {
+                return Err((
+                    Some("target_qps".into()),
+                    "a Server run needs its target_qps (Test Parameters Used)".into(),
+                ));
+            }
+        },
+        "Offline" => (Rate::Infinite, None),
+        "SingleStream" => (Rate::Infinite, Some(1)),
+        other => {
+            return Err((Some("scenario".into()), format!("must be Server, Offline or SingleStream (got {other:?})")));
+        }
+    };
+    let ms = |k: &str| n(k).map(|x| x.map(|ns| ns / 1e6));
+    let stats = |mean: &str, pct: &dyn Fn(&str) -> String| -> Result<LatencyMs, Refusal> {
+        Ok(LatencyMs {
+            mean: ms(mean)?,
+            median: ms(&pct("50.00"))?,
+            p90: ms(&pct("90.00"))?,
+            p95: ms(&pct("95.00"))?,
+            p99: ms(&pct("99.00"))?,
+        })
+    };
+    let samples = n("result_completed_samples_per_sec")?.or(n("result_samples_per_second")?);
+    let tokens = n("result_completed_tokens_per_second")?.or(n("result_tokens_per_second")?);
+    let mut c = Case {
+        id: id.to_string(),
+        source: source.clone(),
+        engine: "unknown".into(),
+        backend: None,
+        model_id: None,
+        tp: None,
+        gpu: None,
+        workload: CaseWorkload {
+            request_rate: Some(rate),
+            max_concurrency: concurrency,
+            mean_output_tokens: match (tokens, samples) {
+                (Some(t), Some(s)) if s > 0.0 => Some(t / s),
+                _ => None,
+            },
+            ..CaseWorkload::default()
+        },
+        measured: Measured {
+            ttft_ms: stats("result_first_token_mean_latency_ns", &|p| {
+                format!("result_first_token_{p}_percentile_latency_ns")
+            })?,
+            tpot_ms: stats("result_time_to_output_token_mean", &|p| {
+                format!("result_time_per_output_token_{p}_percentile_ns")
+            })?,
+            e2e_ms: stats("result_mean_latency_ns", &|p| format!("result_{p}_percentile_latency_ns"))?,
+            request_throughput_rps: samples,
+            output_throughput_tps: tokens,
+            ..Measured::default()
+        },
+        notes: vec![format!(
+            "MLPerf LoadGen {scenario} run: prompt lengths are not in LoadGen's logs (set mean_input_tokens in the bundle from the benchmark's dataset before calibrating); output tokens per request are completed tokens ÷ completed samples per second"
+        )],
+    };
+    if let Some(v) = f.get("result_validity").filter(|v| v.contains("INVALID")) {
+        c.notes.push(format!(
+            "LoadGen judged the run {}: its latencies may be past what the system sustains",
+            v.trim_matches('"')
+        ));
+    }
+    usable(c)
+}
