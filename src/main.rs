@@ -124,6 +124,16 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Write the accuracy table (docs/validation.md): calibration on each public measured series a manifest
+    /// lists, its held-out error per metric before and after (docs/truth.md, "Validation").
+    Validation {
+        /// The manifest (tests/data/public/validation.json): title, preamble, and per series its source, base
+        /// scenario, bundle and training cases, paths relative to the manifest.
+        manifest: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Fit the roofline's efficiency factors (MFU, weight and KV bandwidth efficiency, per-step overhead) to a
     /// table of measured step times, on every other row, and show the error on the rows held out.
     FitSteps {
@@ -294,6 +304,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
+        Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref()),
         Command::Calibrate { bundle, scenario, train, fit, format, out } => {
             run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref())
         }
@@ -405,6 +416,24 @@ fn run_calibrate(
         StudyFormat::Md => export::calibration_markdown(&c),
     };
     write_out(out, &text)
+}
+
+fn run_validation(manifest: &Path, out: Option<&Path>) -> Result<(), Failure> {
+    use inferscale::truth::{Bundle, validation};
+    let text = read_file(manifest, "the manifest", MAX_SCENARIO_BYTES)?;
+    let m: validation::Manifest =
+        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{}: {e}", manifest.display())))?;
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    let mut series = Vec::new();
+    for s in &m.series {
+        let base = load_spec(&dir.join(&s.scenario), None)?;
+        let path = dir.join(&s.bundle);
+        let b = Bundle::parse(&read_file(&path, &format!("{}: bundle", s.name), MAX_RESULT_BYTES)?)
+            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+        series.push((base, b));
+    }
+    let doc = validation::report(&m, &series).map_err(|e| Failure::Input(format!("validation: {e}")))?;
+    write_out(out, &doc)
 }
 
 /// The knobs `calibrate --fit` takes, as the core lists them (the catalog's `calibration_knobs`).

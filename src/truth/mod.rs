@@ -10,6 +10,7 @@ mod fit;
 mod formats;
 mod import;
 pub mod steps;
+pub mod validation;
 
 pub use calibrate::{Calibration, Extra, calibrate, calibrate_with_progress, default_training};
 pub use import::{ImportError, import};

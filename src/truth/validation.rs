@@ -1,0 +1,102 @@
+//! The published accuracy table (docs/validation.md): calibration run on public measured series, each a base
+//! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
+//! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
+
+use super::calibrate::{Calibration, calibrate};
+use super::{Bundle, Case};
+use crate::scenario::Spec;
+use serde::Deserialize;
+use std::fmt::Write;
+
+/// The manifest: the document's title and preamble, and the series.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub title: String,
+    /// Paragraphs before the table: the sources, how to fetch them, the split.
+    pub about: Vec<String>,
+    pub series: Vec<SeriesSpec>,
+}
+
+/// One measured series: where it comes from, its base scenario and bundle (paths relative to the manifest),
+/// and the cases the fit may see.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesSpec {
+    pub name: String,
+    pub source: String,
+    pub scenario: String,
+    pub bundle: String,
+    pub train: Vec<String>,
+}
+
+/// The document: a summary row per series, then each series' per-metric held-out errors.
+pub fn report(m: &Manifest, series: &[(Spec, Bundle)]) -> Result<String, String> {
+    let mut runs = Vec::new();
+    for (s, (base, bundle)) in m.series.iter().zip(series) {
+        let c = calibrate(base, &bundle.cases, &s.train).map_err(|e| format!("{}: {e}", s.name))?;
+        runs.push(c);
+    }
+    let mut out = format!("# {}\n\n", m.title);
+    for p in &m.about {
+        let _ = write!(out, "{p}\n\n");
+    }
+    summary(&mut out, m, series, &runs);
+    for ((s, (_, bundle)), c) in m.series.iter().zip(series).zip(&runs) {
+        detail(&mut out, s, &bundle.cases, c);
+    }
+    Ok(out)
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("—".into(), |v| format!("{:.1} %", v * 100.0))
+}
+
+fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Calibration]) {
+    out.push_str("| series | runs | training | held-out figures | uncalibrated | calibrated | leave-one-out | repeat-run spread | use |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for ((s, (_, b)), c) in m.series.iter().zip(series).zip(runs) {
+        let loo = format!("{} → {}", pct(c.leave_one_out.baseline), pct(c.leave_one_out.calibrated));
+        let noise = pct(c.noise_floor.map(|n| n.spread));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {loo} | {noise} | {} |",
+            s.name,
+            b.cases.len(),
+            s.train.len(),
+            c.held_out.figures,
+            pct(c.held_out.baseline),
+            pct(c.held_out.calibrated),
+            c.recommended
+        );
+    }
+    let met = runs.iter().filter(|c| c.held_out.calibrated.is_some_and(|e| e <= 0.10)).count();
+    let better = runs.iter().filter(|c| c.recommended == "calibrated").count();
+    let _ = write!(
+        out,
+        "\nHeld-out error is the median absolute percentage error over every latency figure (TTFT, TPOT, ITL, E2E; \
+         median and mean) of the cases the fit did not see, cases past saturation left out. Calibration is better \
+         than the uncalibrated model on {better} of {} series; the calibrated held-out error is within 10 % on \
+         {met} of {}.\n\n",
+        runs.len(),
+        runs.len()
+    );
+}
+
+fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
+    let _ = write!(out, "## {}\n\n{}\n\n", s.name, s.source);
+    let held: Vec<&str> = cases.iter().map(|k| k.id.as_str()).filter(|id| !s.train.iter().any(|t| t == id)).collect();
+    let _ = write!(out, "Trained on: {}. Held out: {}.\n\n", s.train.join(", "), held.join(", "));
+    let _ = write!(out, "Fitted: {}. {}\n\n", c.fitted.sentence(), c.verdict);
+    out.push_str("| metric | uncalibrated | calibrated |\n|---|---|---|\n");
+    for e in c.held_out_mape.iter().filter(|e| e.baseline.is_some() || e.calibrated.is_some()) {
+        let _ = writeln!(out, "| {} | {} | {} |", e.metric, pct(e.baseline), pct(e.calibrated));
+    }
+    out.push('\n');
+    for w in c.saturated.iter().map(|x| format!("Past saturation: {} ({}).", x.case, x.why)).chain(c.warnings.clone()) {
+        let _ = writeln!(out, "- {w}");
+    }
+    if !c.saturated.is_empty() || !c.warnings.is_empty() {
+        out.push('\n');
+    }
+}
