@@ -289,14 +289,7 @@ fn follow_up_requests_answer_completions_and_leave_open_loop_requests_alone() {
 /// every 10 ms after; B arrives during A's 49th decode step, which ends at 500.16 ms.
 fn decode_meets_a_long_prompt(formation: BatchFormationSpec) -> inferscale::Report {
     let mut s = linear(16, 101, 2, 1.0);
-    s.workload.arrival = ArrivalSpec::Trace {
-        path: None,
-        data: Some("arrived_at,num_prefill_tokens,num_decode_tokens\n0,16,101\n0.5,4000,2\n".into()),
-        format: TraceFormat::Vidur,
-        time_scale: 1.0,
-        reuse_hash_ids: true,
-        hash_block_tokens: 512,
-    };
+    s.workload.arrival = vidur("arrived_at,num_prefill_tokens,num_decode_tokens\n0,16,101\n0.5,4000,2\n");
     s.workload.requests = None;
     s.engine.prefill_chunk_tokens = Some(1000);
     s.engine.batch_formation = formation;
@@ -472,6 +465,18 @@ fn mooncake(rows: &[(f64, u32, u32, &[u64])]) -> String {
             format!("{{\"timestamp\": {t}, \"input_length\": {p}, \"output_length\": {o}, \"hash_ids\": {h:?}}}\n")
         })
         .collect()
+}
+
+/// A Vidur-format trace of `text` (header included), replayed as it is.
+fn vidur(text: impl Into<std::sync::Arc<str>>) -> ArrivalSpec {
+    ArrivalSpec::Trace {
+        path: None,
+        data: Some(text.into()),
+        format: TraceFormat::Vidur,
+        time_scale: 1.0,
+        reuse_hash_ids: true,
+        hash_block_tokens: 512,
+    }
 }
 
 fn trace_spec(text: String, reuse: bool) -> Spec {
@@ -684,14 +689,7 @@ fn stateless_sessions_equal_their_turns_replayed_as_a_trace() {
     }
     let mut t = linear(16, 2, 1, 1.0);
     t.engine.prefill_chunk_tokens = Some(8192);
-    t.workload.arrival = ArrivalSpec::Trace {
-        path: None,
-        data: Some(trace.into()),
-        format: TraceFormat::Vidur,
-        time_scale: 1.0,
-        reuse_hash_ids: true,
-        hash_block_tokens: 512,
-    };
+    t.workload.arrival = vidur(trace);
     t.workload.requests = None;
     let tsc = super::valid(&t);
     let tr = simulate(&tsc);
@@ -886,14 +884,8 @@ fn the_front_end_serves_a_burst_one_request_at_a_time() {
 #[test]
 fn sglang_reserves_a_share_of_the_output_and_retracts_to_the_back() {
     let mut s = linear(100, 500, 3, 1.0);
-    s.workload.arrival = ArrivalSpec::Trace {
-        path: None,
-        data: Some("arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,500\n0.005,100,500\n1,300,300\n".into()),
-        format: TraceFormat::Vidur,
-        time_scale: 1.0,
-        reuse_hash_ids: true,
-        hash_block_tokens: 512,
-    };
+    s.workload.arrival =
+        vidur("arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,500\n0.005,100,500\n1,300,300\n");
     s.workload.requests = None;
     s.engine.kv_capacity_tokens = Some(1100);
     s.engine.block_size_tokens = 1;
