@@ -12,10 +12,21 @@ pub(super) type Refusal = (Option<String>, String);
 
 /// A run in one of these JSON formats, told by its keys; None: not one of them (a vLLM or SGLang result).
 pub(super) fn case_of(id: &str, source: &Source, obj: &Map<String, Value>) -> Option<Result<Case, Refusal>> {
-    let base = |engine: &str| Case {
+    if obj.contains_key("load_summary") && obj.contains_key("successes") {
+        return Some(inference_perf(blank(id, source), obj));
+    }
+    if obj.contains_key("tput_per_gpu") && obj.contains_key("conc") {
+        return Some(inferencex(blank(id, source), obj));
+    }
+    None
+}
+
+/// A case with nothing read yet: the engine `unknown` until the file names one.
+fn blank(id: &str, source: &Source) -> Case {
+    Case {
         id: id.to_string(),
         source: source.clone(),
-        engine: engine.to_string(),
+        engine: "unknown".into(),
         backend: None,
         model_id: None,
         tp: None,
@@ -23,14 +34,7 @@ pub(super) fn case_of(id: &str, source: &Source, obj: &Map<String, Value>) -> Op
         workload: CaseWorkload::default(),
         measured: Measured::default(),
         notes: Vec::new(),
-    };
-    if obj.contains_key("load_summary") && obj.contains_key("successes") {
-        return Some(inference_perf(base("unknown"), obj));
     }
-    if obj.contains_key("tput_per_gpu") && obj.contains_key("conc") {
-        return Some(inferencex(base("unknown"), obj));
-    }
-    None
 }
 
 /// A number at a dotted path (`successes.latency.time_to_first_token.mean`), or a number written as text;
@@ -143,7 +147,7 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
         let at = |stat: &str| num(o, &format!("{stat}_{name}")).map(|x| x.map(|s| s * 1000.0));
         Ok(LatencyMs { mean: at("mean")?, median: at("median")?, p90: at("p90")?, p95: at("p95")?, p99: at("p99")? })
     };
-    c.engine = text("framework").unwrap_or_else(|| "unknown".into());
+    c.engine = text("framework").unwrap_or(c.engine);
     c.model_id = text("model");
     c.gpu = text("hw");
     c.tp = whole("tp")?.map(|t| t.min(1 << 20) as u32);
@@ -188,17 +192,18 @@ pub(super) fn mlperf(id: &str, source: &Source, text: &str) -> Option<Result<Cas
     Some(loadgen_case(id, source, &fields))
 }
 
-/// What a LoadGen log says, by the detail log's keys (the summary's labels are mapped to them).
-type LoadGen = std::collections::BTreeMap<String, String>;
+/// What a LoadGen log says, by the detail log's keys (the summary's labels are mapped to them): the key or
+/// label as the file writes it (errors name it), and the value.
+type LoadGen = std::collections::BTreeMap<String, (String, String)>;
 
 /// The summary's `label : value` lines under the detail log's keys.
 fn summary_fields(text: &str) -> LoadGen {
     let mut out = LoadGen::new();
     for line in text.lines() {
         let Some((label, value)) = line.split_once(':') else { continue };
-        let (label, value) = (label.trim().to_ascii_lowercase(), value.trim().to_string());
-        if let Some(key) = summary_key(&label) {
-            out.entry(key).or_insert(value);
+        let (label, value) = (label.trim(), value.trim().to_string());
+        if let Some(key) = summary_key(&label.to_ascii_lowercase()) {
+            out.entry(key).or_insert((label.to_string(), value));
         }
     }
     out
@@ -246,7 +251,7 @@ fn detail_fields(text: &str) -> LoadGen {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        out.entry(key.clone()).or_insert(v);
+        out.entry(key.clone()).or_insert((key.clone(), v));
     }
     out
 }
@@ -255,13 +260,13 @@ fn detail_fields(text: &str) -> LoadGen {
 /// one at a time; latencies in ns.
 fn loadgen_case(id: &str, source: &Source, f: &LoadGen) -> Result<Case, Refusal> {
     let n = |k: &str| -> Result<Option<f64>, Refusal> {
-        match f.get(k).map(|v| v.trim().parse::<f64>()) {
-            None => Ok(None),
-            Some(Ok(x)) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-            Some(_) => Err((Some(k.to_string()), format!("must be a finite number ≥ 0 (got {})", f[k]))),
+        let Some((label, v)) = f.get(k) else { return Ok(None) };
+        match v.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err((Some(label.clone()), format!("must be a finite number ≥ 0 (got {v})"))),
         }
     };
-    let scenario = f.get("effective_scenario").map(|s| s.trim().trim_matches('"').to_string()).unwrap_or_default();
+    let scenario = f.get("effective_scenario").map(|(_, s)| s.trim().trim_matches('"').to_string()).unwrap_or_default();
     let (rate, concurrency) = match scenario.as_str() {
         "Server" => match n("effective_target_qps")? {
             Some(q) if q > 0.0 => (Rate::PerSecond(q), None),
@@ -291,13 +296,6 @@ fn loadgen_case(id: &str, source: &Source, f: &LoadGen) -> Result<Case, Refusal>
     let samples = n("result_completed_samples_per_sec")?.or(n("result_samples_per_second")?);
     let tokens = n("result_completed_tokens_per_second")?.or(n("result_tokens_per_second")?);
     let mut c = Case {
-        id: id.to_string(),
-        source: source.clone(),
-        engine: "unknown".into(),
-        backend: None,
-        model_id: None,
-        tp: None,
-        gpu: None,
         workload: CaseWorkload {
             request_rate: Some(rate),
             max_concurrency: concurrency,
@@ -322,8 +320,9 @@ fn loadgen_case(id: &str, source: &Source, f: &LoadGen) -> Result<Case, Refusal>
         notes: vec![format!(
             "MLPerf LoadGen {scenario} run: prompt lengths are not in LoadGen's logs (set mean_input_tokens in the bundle from the benchmark's dataset before calibrating); output tokens per request are completed tokens ÷ completed samples per second"
         )],
+        ..blank(id, source)
     };
-    if let Some(v) = f.get("result_validity").filter(|v| v.contains("INVALID")) {
+    if let Some((_, v)) = f.get("result_validity").filter(|(_, v)| v.contains("INVALID")) {
         c.notes.push(format!(
             "LoadGen judged the run {}: its latencies may be past what the system sustains",
             v.trim_matches('"')

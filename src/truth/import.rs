@@ -31,16 +31,18 @@ impl std::fmt::Display for ImportError {
 /// (`generated_texts`, `errors`, `start_times`: most of a detailed file) are skipped as they are read: memory
 /// is a small multiple of the largest run, not of the file.
 pub fn import(file: &str, text: &str) -> (Vec<Case>, Vec<ImportError>) {
-    let text = sanitize(text.trim_start_matches('\u{feff}'));
+    let text = text.trim_start_matches('\u{feff}');
     let (mut cases, mut errors) = (Vec::new(), Vec::new());
     let source = Source { file: file.to_string(), line: 1 };
-    if let Some(run) = formats::mlperf(file, &source, &text) {
+    // LoadGen's logs are text, read as written (a bare NaN there is a bad figure, not JSON's null).
+    if let Some(run) = formats::mlperf(file, &source, text) {
         match run {
             Ok(c) => cases.push(c),
             Err((key, message)) => errors.push(ImportError { file: file.to_string(), line: 1, key, message }),
         }
         return (cases, errors);
     }
+    let text = sanitize(text);
     let mut take = |line: usize, run: Result<Map<String, Value>, String>, one_run: bool| {
         let fail = |key: Option<String>, message: String| ImportError { file: file.to_string(), line, key, message };
         match run {

@@ -940,6 +940,15 @@ fn mlperf_loadgen_summary_and_detail_logs_import_alike() {
         .replace("Scenario : Server", "Scenario : MultiStream");
     let (_, errors) = import("mlperf_log_summary.txt", &offline);
     assert_eq!(errors[0].key.as_deref(), Some("scenario"), "{}", errors[0]);
+    // A bad figure is named as the file writes it; a bare NaN is a bad figure, not a missing one.
+    for bad in ["-5", "NaN", "abc"] {
+        let text = std::fs::read_to_string(super::root().join("tests/data/results/mlperf_log_summary.txt"))
+            .unwrap()
+            .replace("Mean latency (ns)               : 24917656212", &format!("Mean latency (ns) : {bad}"));
+        let (_, errors) = import("mlperf_log_summary.txt", &text);
+        assert_eq!(errors[0].key.as_deref(), Some("Mean latency (ns)"), "{bad}: {}", errors[0]);
+        assert!(errors[0].message.contains(&format!("(got {bad})")), "{}", errors[0]);
+    }
 }
 
 /// docs/validation.md is what `inferscale validation` writes from the public series' bundles, byte for byte:
