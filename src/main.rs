@@ -315,19 +315,24 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
 const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 fn run_import(files: &[PathBuf], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
-    use inferscale::truth::{self, Bundle};
-    let (mut cases, mut errors) = (Vec::new(), Vec::new());
+    use inferscale::truth::{Bundle, Importer};
+    let (mut importer, mut errors) = (Importer::default(), Vec::new());
+    let mut add = |importer: &mut Importer, path: &Path| match read_file(path, "result file", MAX_RESULT_BYTES) {
+        Ok(text) => importer.add(&path.to_string_lossy(), &text),
+        Err(Failure::Input(m) | Failure::Internal(m)) => errors.push(m),
+    };
     for path in files {
-        let name = path.to_string_lossy().into_owned();
-        match read_file(path, "result file", MAX_RESULT_BYTES) {
-            Ok(text) => {
-                let (c, e) = truth::import(&name, &text);
-                cases.extend(c);
-                errors.extend(e.iter().map(|e| e.to_string()));
-            }
-            Err(Failure::Input(m) | Failure::Internal(m)) => errors.push(m),
+        add(&mut importer, path);
+    }
+    // inference-perf writes its run's settings beside its stage reports: read them when not given.
+    for dir in importer.dirs_wanting_config() {
+        let config = Path::new(&dir).join("config.yaml");
+        if config.is_file() {
+            add(&mut importer, &config);
         }
     }
+    let (cases, bad) = importer.finish();
+    errors.extend(bad.iter().map(|e| e.to_string()));
     for e in &errors {
         eprintln!("inferscale: import: {e}");
     }
@@ -432,8 +437,16 @@ fn run_validation(manifest: &Path, out: Option<&Path>) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
         series.push((base, b));
     }
-    let doc = validation::report(&m, &series).map_err(|e| Failure::Input(format!("validation: {e}")))?;
-    write_out(out, &doc)
+    // The series are independent: one thread each (the core stays single-threaded).
+    let (m, series) = (&m, &series);
+    let runs: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..series.len()).map(|i| scope.spawn(move || validation::calibrate_series(m, series, i))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a series' calibration panicked".into()))).collect()
+    });
+    let runs =
+        runs.into_iter().collect::<Result<Vec<_>, _>>().map_err(|e| Failure::Input(format!("validation: {e}")))?;
+    write_out(out, &validation::render(m, series, &runs))
 }
 
 /// The knobs `calibrate --fit` takes, as the core lists them (the catalog's `calibration_knobs`).

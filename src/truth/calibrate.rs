@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::fit;
 pub use super::fit::Extra;
 use super::{Case, LatencyMs, Rate, checks};
-use crate::scenario::{self, ArrivalSpec, ClassSpec, LengthSpec, Scenario, Spec};
+use crate::scenario::{self, ArrivalSpec, ClassSpec, LengthSpec, PrefixSpec, Scenario, Spec};
 
 /// Requests a case's run simulates when its file does not say how many it sent.
 const DEFAULT_REQUESTS: u64 = 500;
@@ -290,7 +290,23 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
         weight: 1.0,
         ..class
     }];
+    if let (Some(n), LengthSpec::Fixed { tokens }) = (w.distinct_prompts, &s.workload.classes[0].prompt_tokens) {
+        s.prefix = Some(repeated_prompts(n, *tokens, s.engine.block_size_tokens));
+    }
     Ok(s)
+}
+
+/// `n` distinct prompts of `tokens` each, sent in turn: a repeat reuses every whole block of its prompt but
+/// the last token's (vLLM recomputes at least one token of a fully cached prompt).
+fn repeated_prompts(n: u64, tokens: u32, block_tokens: u32) -> PrefixSpec {
+    let block = block_tokens.max(1);
+    PrefixSpec {
+        prefix_tokens: tokens.saturating_sub(1) / block * block,
+        reuse_fraction: 1.0,
+        groups: n.clamp(1, 1_000_000) as u32,
+        zipf_s: 0.0,
+        caching: true,
+    }
 }
 
 /// What one case's run predicts: each metric in ms (None where the case has no measurement), what it served,

@@ -7,6 +7,11 @@
 use super::{Case, CaseWorkload, LatencyMs, Measured, Rate, Source};
 use serde_json::{Map, Value};
 
+/// An inference-perf stage report's note until its run's `config.yaml` is applied (`run_config::apply`).
+pub(super) const INFERENCE_PERF_NOTE: &str = "inference-perf lifecycle report: the server, the model and the arrival process (load.type) are not in it (they are in the run's config.yaml); Poisson arrivals at the requested rate are assumed";
+/// How the note on empty responses starts.
+pub(super) const EMPTY_RESPONSES_NOTE: &str = "some responses were empty (output_len min 0)";
+
 /// Why a run gives no case: the key at fault (when one is) and the reason.
 pub(super) type Refusal = (Option<String>, String);
 
@@ -124,9 +129,9 @@ fn inference_perf(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> 
         output_throughput_tps: num(o, "successes.throughput.output_tokens_per_sec")?,
         total_token_throughput_tps: num(o, "successes.throughput.total_tokens_per_sec")?,
     };
-    c.notes.push("inference-perf lifecycle report: the server, the model and the arrival process (load.type) are not in it; Poisson arrivals at the requested rate are assumed".into());
+    c.notes.push(INFERENCE_PERF_NOTE.into());
     if num(o, "successes.output_len.min")? == Some(0.0) {
-        c.notes.push("some responses were empty (output_len min 0): they count in every statistic, as the report has no per-request lists to leave them out".into());
+        c.notes.push(format!("{EMPTY_RESPONSES_NOTE}: they count in every statistic, as the report has no per-request lists to leave them out"));
     }
     usable(c)
 }

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::formats;
+use super::run_config::{self, RunConfig};
 use super::{Case, CaseWorkload, LatencyMs, Measured, Rate, Source};
 
 /// Why a run (or a whole file) gave no case: the file, the line, the key when one is to blame.
@@ -81,6 +82,61 @@ pub fn import(file: &str, text: &str) -> (Vec<Case>, Vec<ImportError>) {
         }
     }
     (cases, errors)
+}
+
+/// Files read one after another (`add`), then finished: each file's cases, with inference-perf's `config.yaml`
+/// applied to the stage reports of its own directory (in the lab, of the same upload). Each file's text can be
+/// dropped once added.
+#[derive(Default)]
+pub struct Importer {
+    cases: Vec<Case>,
+    errors: Vec<ImportError>,
+    configs: Vec<(String, RunConfig)>,
+}
+
+impl Importer {
+    pub fn add(&mut self, file: &str, text: &str) {
+        if run_config::is_config(file) {
+            match run_config::parse(text) {
+                Ok(cfg) => self.configs.push((file.to_string(), cfg)),
+                Err((line, message)) => self.errors.push(ImportError { file: file.into(), line, key: None, message }),
+            }
+            return;
+        }
+        let (c, e) = import(file, text);
+        self.cases.extend(c);
+        self.errors.extend(e);
+    }
+
+    /// Directories with an inference-perf stage report and no config yet: where a front end may look for
+    /// `config.yaml`.
+    pub fn dirs_wanting_config(&self) -> Vec<String> {
+        let mut dirs: Vec<String> = (self.cases.iter().filter(|c| run_config::wants_config(c)))
+            .map(|c| run_config::dir_of(&c.source.file).to_string())
+            .filter(|d| !self.configs.iter().any(|(f, _)| run_config::dir_of(f) == d))
+            .collect();
+        dirs.dedup();
+        dirs
+    }
+
+    /// The cases and the errors; a config that applies to no stage report is one of the errors.
+    pub fn finish(mut self) -> (Vec<Case>, Vec<ImportError>) {
+        for (file, cfg) in &self.configs {
+            let dir = run_config::dir_of(file);
+            let mut used = false;
+            for c in self.cases.iter_mut().filter(|c| run_config::dir_of(&c.source.file) == dir) {
+                if run_config::wants_config(c) {
+                    run_config::apply(c, file, cfg);
+                    used = true;
+                }
+            }
+            if !used {
+                let message = "no inference-perf stage report from its directory to apply it to".into();
+                self.errors.push(ImportError { file: file.clone(), line: 1, key: None, message });
+            }
+        }
+        (self.cases, self.errors)
+    }
 }
 
 /// A run's object without the keys no case reads, or why it is no object.
@@ -353,6 +409,7 @@ fn workload_of(f: &mut Fields, engine: &str, lists: Option<&PerRequest>) -> Resu
         input_range,
         output_range,
         duration_s: f.num(&["duration"])?,
+        distinct_prompts: None,
     };
     for (what, range, mean) in
         [("input", &mut w.input_range, w.mean_input_tokens), ("output", &mut w.output_range, w.mean_output_tokens)]

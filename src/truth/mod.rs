@@ -9,11 +9,12 @@ mod checks;
 mod fit;
 mod formats;
 mod import;
+pub mod run_config;
 pub mod steps;
 pub mod validation;
 
 pub use calibrate::{Calibration, Extra, calibrate, calibrate_with_progress, default_training};
-pub use import::{ImportError, import};
+pub use import::{ImportError, Importer, import};
 
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +126,10 @@ pub struct CaseWorkload {
     /// Wall time of the run, s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
+    /// The client cycles through this many distinct prompts (inference-perf's `shared_prefix` data: groups ×
+    /// prompts per group), so a prompt sent again finds its whole blocks in the server's prefix cache.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub distinct_prompts: Option<u64>,
 }
 
 /// A latency's statistics, ms; each only when the file has it.

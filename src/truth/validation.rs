@@ -2,7 +2,7 @@
 //! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
 //! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
 
-use super::calibrate::{Calibration, calibrate};
+use super::calibrate::{Calibration, Extra, calibrate_with_progress};
 use super::{Bundle, Case};
 use crate::scenario::Spec;
 use serde::Deserialize;
@@ -15,6 +15,9 @@ pub struct Manifest {
     pub title: String,
     /// Paragraphs before the table: the sources, how to fetch them, the split.
     pub about: Vec<String>,
+    /// Knobs fitted besides the prefill and decode multipliers (`calibrate --fit`), the same for every series.
+    #[serde(default)]
+    pub fit: Vec<String>,
     pub series: Vec<SeriesSpec>,
 }
 
@@ -32,20 +35,36 @@ pub struct SeriesSpec {
 
 /// The document: a summary row per series, then each series' per-metric held-out errors.
 pub fn report(m: &Manifest, series: &[(Spec, Bundle)]) -> Result<String, String> {
-    let mut runs = Vec::new();
-    for (s, (base, bundle)) in m.series.iter().zip(series) {
-        let c = calibrate(base, &bundle.cases, &s.train).map_err(|e| format!("{}: {e}", s.name))?;
-        runs.push(c);
-    }
+    let runs = (0..series.len()).map(|i| calibrate_series(m, series, i)).collect::<Result<Vec<_>, _>>()?;
+    Ok(render(m, series, &runs))
+}
+
+/// Series `i`'s calibration with the manifest's knobs (independent of the others: a front end may run the
+/// series in parallel, then `render`).
+pub fn calibrate_series(m: &Manifest, series: &[(Spec, Bundle)], i: usize) -> Result<Calibration, String> {
+    let extras = (m.fit.iter())
+        .map(|f| {
+            Extra::parse(f).ok_or_else(|| {
+                format!("fit: `{f}` is not a knob (one of: {})", Extra::ALL.map(|x| x.name()).join(", "))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (s, (base, bundle)) = (&m.series[i], &series[i]);
+    calibrate_with_progress(base, &bundle.cases, &s.train, &extras, &mut |_, _| {})
+        .map_err(|e| format!("{}: {e}", s.name))
+}
+
+/// The document from each series' calibration, in the manifest's order.
+pub fn render(m: &Manifest, series: &[(Spec, Bundle)], runs: &[Calibration]) -> String {
     let mut out = format!("# {}\n\n", m.title);
     for p in &m.about {
         let _ = write!(out, "{p}\n\n");
     }
-    summary(&mut out, m, series, &runs);
-    for ((s, (_, bundle)), c) in m.series.iter().zip(series).zip(&runs) {
+    summary(&mut out, m, series, runs);
+    for ((s, (_, bundle)), c) in m.series.iter().zip(series).zip(runs) {
         detail(&mut out, s, &bundle.cases, c);
     }
-    Ok(out)
+    out
 }
 
 fn pct(x: Option<f64>) -> String {

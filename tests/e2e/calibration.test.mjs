@@ -107,6 +107,24 @@ test('files chosen together keep their order, whatever finishes reading first; a
   await page.close();
 });
 
+test('an inference-perf stage report chosen with its config.yaml takes the server, the outputs and the cycled prompts from it, as the CLI does', async () => {
+  const { page, errors } = await openCalibration();
+  const run = join(ROOT, 'tests/data/inference-perf-run');
+  const names = ['stage_0_lifecycle_metrics.json', 'config.yaml'];
+  await page.setInputFiles('#cal-files', names.map((f) => join(run, f)));
+  await page.waitForFunction(() => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length >= 1 && !/Reading/.test(document.getElementById('cal-status').textContent), null, { timeout: 20000 });
+  const cases = await page.textContent('#cal-cases');
+  assert.match(cases, /settings from config\.yaml/);
+  assert.match(cases, /100 distinct prompts \(10 groups × 10 prompts/);
+  assert.match(cases, /shared_prefix\.output_len = 248 tokens/);
+  assert.equal(await page.textContent('#cal-import-errors'), '');
+  const b = await download(page, '#cal-bundle');
+  const cliBundle = execFileSync(CLI, ['import', ...names], { cwd: run, encoding: 'utf8' });
+  assert.equal(b.text, cliBundle, 'the bundle is `inferscale import`\'s on the same two files');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('training marks toggle from the keyboard and the run trains on exactly those cases', async () => {
   const { page, errors } = await openCalibration();
   await importFiles(page, FILES.slice(0, 4));

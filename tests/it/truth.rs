@@ -972,3 +972,131 @@ fn the_published_accuracy_table_is_what_its_command_writes() {
     assert!(written.contains("the calibrated held-out error is within 10 % on"), "{written}");
     assert_eq!(written.matches("\n## ").count(), 4);
 }
+
+/// An inference-perf run's config.yaml beside its stage report: `import` reads it unasked and takes from it
+/// what the report lacks — the server and model, the configured output length (the server ignored EOS; the
+/// report's output_len re-tokenises the text and reads short), and the 100 prompts `shared_prefix` cycles
+/// through, which the scenario replays as prefix groups a repeat finds cached.
+#[test]
+fn an_inference_perf_config_beside_its_stage_report_is_applied() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+        .args(["import", "tests/data/inference-perf-run/stage_0_lifecycle_metrics.json"])
+        .current_dir(super::root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let c = Bundle::parse(&String::from_utf8(out.stdout).unwrap()).unwrap().cases.remove(0);
+    assert_eq!((c.engine.as_str(), c.model_id.as_deref()), ("vllm", Some("meta-llama/Llama-2-7b-hf")));
+    assert_eq!((c.workload.mean_output_tokens, c.workload.distinct_prompts), (Some(248.0), Some(100)));
+    assert!(noted(&c, "settings from tests/data/inference-perf-run/config.yaml"), "{:?}", c.notes);
+    assert!(noted(&c, "re-tokenises") && noted(&c, "mean 210.0") && noted(&c, "load.type constant"), "{:?}", c.notes);
+    assert!(!noted(&c, "some responses were empty") && !noted(&c, "are not in it"), "{:?}", c.notes);
+    let spec = inferscale::truth::calibrate::scenario_of(&super::small(), &c).unwrap();
+    let p = spec.prefix.clone().unwrap();
+    // 575 prompt tokens: every whole block but the one holding the last token, as vLLM recomputes it.
+    assert_eq!((p.prefix_tokens, p.groups, p.zipf_s, p.reuse_fraction), (560, 100, 0.0, 1.0));
+    let report = inferscale::simulate(&super::valid(&spec));
+    let prefix = report.prefix.unwrap();
+    assert_eq!((prefix.shared_tokens, prefix.requests_with_prefix), (560, 2400));
+    assert_eq!(prefix.prefill_tokens_saved, prefix.hits * 560);
+    // Each prompt misses once (or while its first copy still prefills); every other request hits.
+    assert!(prefix.lookups - prefix.hits < 200, "{prefix:?}");
+}
+
+/// The config's edge cases, through the importer the CLI and the worker share: a config from another
+/// directory applies to nothing and says so; in the lab (names without directories) it applies to the upload;
+/// multi-turn chat and outputs that stop at EOS keep what the report measured; malformed, hostile and foreign
+/// YAML is an error naming the file, never a panic.
+#[test]
+fn inference_perf_configs_apply_by_directory_and_bad_yaml_is_named() {
+    use inferscale::truth::{ImportError, Importer};
+    let dir = super::root().join("tests/data/inference-perf-run");
+    let stage = std::fs::read_to_string(dir.join("stage_0_lifecycle_metrics.json")).unwrap();
+    let config = std::fs::read_to_string(dir.join("config.yaml")).unwrap();
+    let run = |files: &[(&str, &str)]| -> (Vec<Case>, Vec<ImportError>) {
+        let mut importer = Importer::default();
+        for (name, text) in files {
+            importer.add(name, text);
+        }
+        importer.finish()
+    };
+    let (cases, errors) = run(&[("a/stage_0.json", &stage), ("b/config.yaml", &config)]);
+    assert_eq!((cases[0].engine.as_str(), cases[0].workload.distinct_prompts), ("unknown", None));
+    assert!(errors[0].to_string().starts_with("b/config.yaml:1: no inference-perf stage report"), "{}", errors[0]);
+    let (cases, errors) = run(&[("config.yml", &config), ("stage_0.json", &stage)]);
+    assert!(errors.is_empty() && cases[0].workload.distinct_prompts == Some(100), "{errors:?}");
+    let multi = config.replace("    output_len: 248", "    output_len: 248\n    enable_multi_turn_chat: true");
+    let no_eos = config.replace("ignore_eos: true", "ignore_eos: false");
+    for (text, prompts, output) in [(multi, None, Some(248.0)), (no_eos, Some(100), Some(210.03))] {
+        let (cases, errors) = run(&[("stage_0.json", &stage), ("config.yaml", &text)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let w = &cases[0].workload;
+        assert_eq!((w.distinct_prompts, w.mean_output_tokens), (prompts, output), "{:?}", cases[0].notes);
+    }
+    let laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n".to_string()
+        + &(b'b'..=b'z')
+            .map(|c| {
+                format!(
+                    "{0}: &{0} [*{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}]\n",
+                    c as char,
+                    (c - 1) as char
+                )
+            })
+            .collect::<String>();
+    let deep = "[".repeat(100_000);
+    let bad = [
+        "data: [unclosed\n",
+        "- a list\n",
+        "tokenizer: {}\n",
+        "",
+        "\0\u{feff}",
+        &laughs,
+        &deep,
+        "data:\n  shared_prefix:\n    num_groups: -3\n",
+    ];
+    for text in bad {
+        let (cases, errors) = run(&[("stage_0.json", &stage), ("x/config.yaml", text)]);
+        assert_eq!(cases.len(), 1);
+        assert!(errors.len() == 1 && errors[0].file == "x/config.yaml", "{text:.40}: {errors:?}");
+        assert!(
+            errors[0].message.contains("config.yaml") || errors[0].message.contains("no inference-perf"),
+            "{}",
+            errors[0]
+        );
+    }
+}
+
+/// `import` streams: a 120 MB JSON Lines file of 40 detailed runs (per-request lists, ITLs and generated
+/// texts) imports under a 700 MB address-space limit. Held whole as a JSON value tree (~20× the file) it
+/// would need gigabytes; one run at a time it needs the text and a run.
+#[test]
+fn a_large_result_file_imports_in_bounded_memory() {
+    let dir = std::env::temp_dir().join(format!("inferscale-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.jsonl");
+    let n = 1000;
+    let text = "lorem ipsum dolor sit amet ".repeat(90);
+    let run = serde_json::json!({
+        "backend": "vllm", "model_id": "m", "request_rate": 4.0, "num_prompts": n, "completed": n, "duration": 250.0,
+        "mean_ttft_ms": 80.0, "median_ttft_ms": 75.0, "mean_e2el_ms": 3000.0,
+        "input_lens": vec![512; n], "output_lens": vec![128; n], "ttfts": vec![0.08; n],
+        "itls": vec![vec![0.0234567; 127]; n], "generated_texts": vec![text; n],
+    })
+    .to_string();
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for _ in 0..40 {
+        std::io::Write::write_all(&mut file, run.as_bytes()).unwrap();
+        std::io::Write::write_all(&mut file, b"\n").unwrap();
+    }
+    drop(file);
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    assert!(bytes > 100 << 20, "{bytes}");
+    let out = std::process::Command::new("bash")
+        .args(["-c", "ulimit -v 700000 && exec \"$0\" import \"$1\" --format csv", env!("CARGO_BIN_EXE_inferscale")])
+        .arg(&path)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 41, "a header and 40 cases");
+}

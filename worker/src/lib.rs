@@ -126,12 +126,12 @@ pub struct Calibrated {
 
 /// Read result files (`inferscale import`'s parser): one bad run never loses the others.
 pub fn import_files(files: &[(String, String)]) -> Imported {
-    let (mut cases, mut errors) = (Vec::new(), Vec::new());
+    let mut importer = inferscale::truth::Importer::default();
     for (name, text) in files {
-        let (c, e) = inferscale::truth::import(name, text);
-        cases.extend(c);
-        errors.extend(e.iter().map(|e| e.to_string()));
+        importer.add(name, text);
     }
+    let (cases, errors) = importer.finish();
+    let errors = errors.iter().map(|e| e.to_string()).collect();
     let bundle_json = (!cases.is_empty()).then(|| inferscale::truth::Bundle::new(cases).json());
     Imported { bundle_json, errors }
 }

@@ -11,7 +11,8 @@ use crate::table::esc;
 /// What the page says before anything is imported: how to produce the files it reads.
 pub const HOW_TO: &str = "Nothing imported yet. The lab ships no measurements of its own: drop the files your benchmarks wrote — \
 `vllm bench serve … --save-result --result-dir DIR` (or the older `benchmarks/benchmark_serving.py --save-result`) writes one JSON per run, \
-SGLang's `python -m sglang.bench_serving … --output-file runs.jsonl` appends one line per run — or a bundle from `inferscale import`. \
+SGLang's `python -m sglang.bench_serving … --output-file runs.jsonl` appends one line per run; \
+inference-perf writes `stage_N_lifecycle_metrics.json` with its `config.yaml` (drop both), InferenceX `agg_*.json`, MLPerf LoadGen `mlperf_log_summary.txt` — or a bundle from `inferscale import`. \
 Each run becomes a case; calibration fits the cost model's prefill and decode scales on the cases marked for training and shows the error on the others.";
 
 /// A case's offered load in words.
