@@ -35,6 +35,9 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " ${wbg}$"; then
   cargo install wasm-bindgen-cli --version "$wbg"
 fi
 
+# The crates of Cargo.lock, so that `trunk build --offline` finds every one on a fresh machine.
+cargo fetch --locked --quiet
+
 # Chromium and its driver for the end-to-end tests (Debian's packages).
 if ! need chromium || ! need chromedriver; then
   if [ "$(id -u)" = 0 ]; then
