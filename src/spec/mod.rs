@@ -1285,6 +1285,7 @@ pub fn declared_blocks() -> Vec<Block> {
         Block::with_defaults::<HardwareSpec>("hardware"),
         Block::with_defaults::<EngineSpec>("engine"),
         Block::with_defaults::<PreemptionSpec>("engine.preemption"),
+        Block::with_defaults::<FrontendSpec>("engine.frontend"),
         Block::required::<HostKvSpec>("engine.host_kv"),
         Block::with_defaults::<ClusterSpec>("cluster"),
         Block::required::<PoolSpec>("cluster.disaggregation.prefill"),

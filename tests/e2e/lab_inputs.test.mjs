@@ -180,3 +180,43 @@ test('the design explorer compares layouts at the Serving Lab\'s GPU count and n
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('the serving front end from the Serving Lab: typed, refused out of range at its field, cleared to none; a burst waits in it', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const perRequest = page.getByRole('spinbutton', { name: 'Front end (ms/request)', exact: true });
+  const perToken = page.getByRole('spinbutton', { name: 'Front end (µs/prompt token)', exact: true });
+  assert.equal((await scenario(page)).engine.frontend, undefined, 'off by default');
+  assert.equal(await perRequest.inputValue(), '');
+  await typeInto(page, perRequest, '4.5');
+  await typeInto(page, perToken, '1.2e1');
+  assert.deepEqual((await scenario(page)).engine.frontend, { per_request_ms: 4.5, per_prompt_token_us: 12 });
+  // Out of range: the validator's words at the field, the run refused until fixed.
+  for (const bad of ['-1', '1e308', '10001']) {
+    await typeInto(page, perRequest, bad);
+    assert.match(await page.textContent('#msg-c-frontend'), /^Front end \(ms\/request\): must be between 0 and 10000 \(got /, bad);
+    assert.equal(await page.isDisabled('#run'), true, bad);
+  }
+  // A burst of 40 requests: the 40th waits for the 39 ahead of it in the front end (≥ 40 × 1 s, its own included), which
+  // the same burst without a front end does not come near.
+  await page.getByRole('combobox', { name: 'Arrivals', exact: true }).selectOption('burst');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '40');
+  const ttftMax = async () => {
+    await runAndWait(page, 60000);
+    return JSON.parse((await download(page, '#x-json')).text).summary.ttft_s.max;
+  };
+  await typeInto(page, perRequest, '');
+  await typeInto(page, perToken, '');
+  const without = await ttftMax();
+  await typeInto(page, perRequest, '1000');
+  assert.equal(await page.locator('#msg-c-frontend').count(), 0);
+  const withFront = await ttftMax();
+  assert.ok(withFront >= 40 && without < 40, `TTFT max ${withFront} s with the front end, ${without} s without`);
+  // Cleared: no front end time left (an empty object is no front end).
+  await typeInto(page, perRequest, '');
+  await typeInto(page, perToken, '');
+  const fe = (await scenario(page)).engine.frontend;
+  assert.ok(fe === undefined || Object.keys(fe).length === 0, JSON.stringify(fe));
+  assert.equal(await page.textContent('#errors'), '');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

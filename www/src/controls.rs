@@ -34,6 +34,8 @@ pub const CONTROLS: &[(&str, &str, Kind, &str)] = &[
     ("c-mem", "/engine/gpu_memory_utilization", Kind::Num, "Memory fraction"),
     ("c-oversub", "/engine/kv_oversubscription", Kind::Num, "Over-subscription (× KV)"),
     ("c-formation", "/engine/batch_formation", Kind::Text, "Batch formation"),
+    ("c-frontend", "/engine/frontend/per_request_ms", Kind::OptNum, "Front end (ms/request)"),
+    ("c-frontend-token", "/engine/frontend/per_prompt_token_us", Kind::OptNum, "Front end (µs/prompt token)"),
     ("c-prompt", "/workload/classes/0/prompt_tokens", Kind::Num, "Prompt length (tokens)"),
     ("c-output", "/workload/classes/0/output_tokens", Kind::Num, "Output length (tokens)"),
     ("c-ttft", "/workload/classes/0/slo/ttft_ms", Kind::OptNum, "TTFT SLO (ms)"),
