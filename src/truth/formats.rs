@@ -48,19 +48,30 @@ fn num(obj: &Map<String, Value>, path: &str) -> Result<Option<f64>, Refusal> {
     let mut at = obj;
     let mut parts = path.split('.').peekable();
     while let Some(p) = parts.next() {
-        let Some(v) = at.get(p).filter(|v| !v.is_null()) else { return Ok(None) };
-        if parts.peek().is_some() {
-            let Some(o) = v.as_object() else { return Ok(None) };
-            at = o;
-            continue;
+        let Some(v) = at.get(p) else { return Ok(None) };
+        if parts.peek().is_none() {
+            return figure(path, v);
         }
-        let x = v.as_f64().or_else(|| v.as_str()?.trim().parse().ok());
-        return match x {
-            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-            _ => Err((Some(path.to_string()), format!("must be a finite number ≥ 0 (got {v})"))),
-        };
+        let Some(o) = v.as_object() else { return Ok(None) };
+        at = o;
     }
     Ok(None)
+}
+
+/// A figure's value as every format reads it (`key` names it in the error): null is None, a number or a
+/// number written as text is itself when finite and ≥ 0, anything else is the run's error.
+pub(super) fn figure(key: &str, v: &Value) -> Result<Option<f64>, Refusal> {
+    let x = match v {
+        Value::Null => return Ok(None),
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match x {
+        Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+        Some(x) => Err((Some(key.to_string()), format!("must be a finite number ≥ 0 (got {x})"))),
+        None => Err((Some(key.to_string()), format!("must be a number (got {v})"))),
+    }
 }
 
 /// A latency's statistics at `path` (keys `mean`, `median` or `p50`, `p90`, `p95`, `p99`), × `to_ms`.

@@ -264,23 +264,12 @@ impl<'a> Fields<'a> {
     /// run's error, naming the key.
     fn num(&mut self, keys: &[&str]) -> Result<Option<f64>, Bad> {
         for k in keys {
-            let x = match self.obj.get(*k) {
-                None | Some(Value::Null) => continue,
-                Some(Value::Number(n)) => n.as_f64(),
-                Some(Value::String(s)) => {
-                    let v = s.trim().parse::<f64>().ok();
-                    if v.is_some() && !self.from_text.iter().any(|t| t == k) {
-                        self.from_text.push(k.to_string());
-                    }
-                    v
-                }
-                Some(_) => None,
-            };
-            return match x {
-                Some(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
-                Some(v) => Err((Some(k.to_string()), format!("must be a finite number ≥ 0 (got {v})"))),
-                None => Err((Some(k.to_string()), format!("must be a number (got {})", self.obj[*k]))),
-            };
+            let Some(v) = self.obj.get(*k).filter(|v| !v.is_null()) else { continue };
+            let x = formats::figure(k, v)?;
+            if v.is_string() && !self.from_text.iter().any(|t| t == k) {
+                self.from_text.push(k.to_string());
+            }
+            return Ok(x);
         }
         Ok(None)
     }
