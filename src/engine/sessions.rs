@@ -264,7 +264,7 @@ impl Simulation<'_> {
         let (hbm, host) = (kv.cache.idle_session_blocks(), kv.host.as_ref().map_or(0, |h| h.used_blocks));
         let (old_hbm, old_host) = std::mem::replace(&mut self.retained[r], (hbm, host));
         if (hbm, host) != (old_hbm, old_host) {
-            self.rec.on_retained(self.now, hbm as i64 - old_hbm as i64, host as i64 - old_host as i64);
+            self.rec.on_retained(self.now, hbm as i64 - old_hbm as i64, host as i64 - old_host as i64, hbm);
         }
     }
 }

@@ -120,13 +120,16 @@ impl BlockPool {
     /// turn (those it keeps); the caller frees the rest.
     pub fn retain(&mut self, id: EntryId, blocks: u64) -> u64 {
         if self.cache.blocks_of(id) + blocks > self.retention_budget {
+            // Too large for the budget on its own: a budget eviction like any other.
+            self.pressure_evictions += 1;
             self.move_to_host(id, blocks);
             return 0;
         }
         self.cache.retain(id, blocks);
-        // Pinned entries (running turns') cannot yield; the idle ones go oldest first, this one last. The
-        // budget is sessions': shared prefixes neither count nor yield.
-        while self.cache.session_held > self.retention_budget && self.cache.idle_session_blocks() > 0 {
+        // The budget bounds retained history — idle between turns. A running turn's history is its working
+        // KV, bounded by HBM like any request's, and neither counts nor yields; shared prefixes neither. The
+        // idle histories go oldest first, this one last.
+        while self.cache.idle_session_blocks() > self.retention_budget {
             self.evict_one(true);
         }
         blocks
@@ -376,6 +379,35 @@ pub fn blocks_for(tokens: u64, block_size: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The retention budget bounds idle history only: a history larger than it is not kept and counts as an
+    /// eviction; a running turn's (pinned) history neither counts nor yields; past the budget the least
+    /// recently used idle histories move to the host tier, each an eviction.
+    #[test]
+    fn the_retention_budget_counts_idle_history_and_its_evictions() {
+        let s = EntryId::session;
+        let mut kv = BlockPool::new(100).with_tiers(Some(1000), Some(10));
+        assert!(kv.try_alloc(12));
+        assert_eq!(kv.retain(s(0), 12), 0, "larger than the budget: not kept");
+        kv.release(12);
+        assert_eq!(kv.pressure_evictions, 1);
+        assert_eq!(kv.host.as_ref().unwrap().blocks_of(s(0)), 12, "moved on to the host tier");
+        assert!(kv.try_alloc(8));
+        assert_eq!(kv.retain(s(1), 8), 8);
+        kv.cache.pin(s(1)); // its next turn runs: working KV now
+        assert!(kv.try_alloc(6));
+        assert_eq!(kv.retain(s(2), 6), 6, "8 pinned + 6 idle: only the idle 6 count");
+        assert!(kv.cache.is_cached(s(1)) && kv.cache.is_cached(s(2)));
+        assert_eq!(kv.pressure_evictions, 1);
+        kv.cache.unpin(s(1)); // the turn ended; 14 idle until the next retain enforces the budget
+        assert!(kv.try_alloc(3));
+        assert_eq!(kv.retain(s(3), 3), 3);
+        // 17 idle > 10: the oldest (2, then 1) go to the host tier, this one stays.
+        assert_eq!((kv.cache.idle_session_blocks(), kv.pressure_evictions), (3, 3));
+        assert!(!kv.cache.is_cached(s(1)) && !kv.cache.is_cached(s(2)) && kv.cache.is_cached(s(3)));
+        assert_eq!(kv.host.as_ref().unwrap().blocks_of(s(2)), 6);
+        assert!(kv.consistent());
+    }
 
     #[test]
     fn cached_prefixes_yield_lru_first_and_only_when_that_suffices() {

@@ -426,8 +426,8 @@ impl Recorder {
     }
 
     /// Sessions' retained blocks changed by these amounts (idle history in HBM, history in host memory).
-    pub fn on_retained(&mut self, now: u64, hbm: i64, host: i64) {
-        self.sess.on_retained(now, hbm, host);
+    pub fn on_retained(&mut self, now: u64, hbm: i64, host: i64, worker_hbm: u64) {
+        self.sess.on_retained(now, hbm, host, worker_hbm);
     }
 
     /// A prompt's KV went onto link `link` for `send_ns`, until `until_ns`, `bytes` of it.

@@ -82,6 +82,8 @@ pub struct SessionKvSummary {
     pub hbm_mean_gb: f64,
     pub hbm_peak_gb: f64,
     pub hbm_gb_s: f64,
+    /// The most idle history one worker held at once, GB (the per-worker budget that would never bind).
+    pub hbm_worker_peak_gb: f64,
     /// History in host memory (all workers), GB: time mean and peak.
     pub host_mean_gb: f64,
     pub host_peak_gb: f64,
@@ -257,6 +259,7 @@ fn session_kv(sc: &Scenario, rec: &Recorder) -> SessionKvSummary {
         route_locality: share(m.local_turns),
         hbm_mean_gb: m.area[1] as f64 / t * gb,
         hbm_peak_gb: m.peak[1] as f64 * gb,
+        hbm_worker_peak_gb: m.worker_hbm_peak as f64 * gb,
         hbm_gb_s: m.area[1] as f64 / 1e9 * gb,
         host_mean_gb: m.area[2] as f64 / t * gb,
         host_peak_gb: m.peak[2] as f64 * gb,

@@ -12,6 +12,8 @@ pub struct SessionMetrics {
     /// Integrals over the run, value·ns, and peaks.
     pub area: [u128; GAUGES],
     pub peak: [u64; GAUGES],
+    /// The most idle history one worker held at once, blocks.
+    pub worker_hbm_peak: u64,
     /// Series of the two KV gauges' window means (blocks): (window start, HBM, host); the windows are the
     /// main series' (same width, merged pairwise at the same counts).
     pub points: Vec<(u64, f64, f64)>,
@@ -91,8 +93,10 @@ impl SessionMetrics {
         self.ended_ns[s as usize] = now;
     }
 
-    /// The retained blocks changed by these amounts (HBM idle history, host memory).
-    pub fn on_retained(&mut self, now: u64, hbm: i64, host: i64) {
+    /// The retained blocks changed by these amounts (HBM idle history, host memory); the changed worker now
+    /// holds `worker_hbm` blocks of idle history.
+    pub fn on_retained(&mut self, now: u64, hbm: i64, host: i64, worker_hbm: u64) {
+        self.worker_hbm_peak = self.worker_hbm_peak.max(worker_hbm);
         self.change(now, 1, hbm);
         self.change(now, 2, host);
     }

@@ -911,8 +911,10 @@ pub struct EngineSpec {
     /// A host-memory tier for sessions' KV (vLLM's `--kv-offloading-size`, SGLang's HiCache), per worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_kv: Option<HostKvSpec>,
-    /// Most KV blocks per worker that sessions' retained history may hold in HBM (pinned or idle); past it the
-    /// least recently used idle history moves to the host tier or is freed. Absent: only HBM pressure bounds it.
+    /// Most KV blocks per worker that sessions' retained history — idle in HBM between turns — may hold; past
+    /// it the least recently used idle history moves to the host tier or is freed, and a history larger than
+    /// the budget is not kept at all (each a budget eviction). A running turn's history is its working KV and
+    /// does not count. Absent: only HBM pressure bounds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_budget_blocks: Option<u64>,
     /// How a step is formed from the running requests and the queue: which engine's scheduler to mimic.

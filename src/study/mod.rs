@@ -98,6 +98,8 @@ pub struct SessionRun {
     pub recomputed_history_tokens: u64,
     pub hbm_mean_gb: f64,
     pub hbm_peak_gb: f64,
+    /// The most idle history one worker held at once, GB.
+    pub hbm_worker_peak_gb: f64,
     pub hbm_gb_s: f64,
     pub host_mean_gb: f64,
     pub ttl_evictions: u64,
@@ -148,6 +150,7 @@ impl SessionRun {
             recomputed_history_tokens: s.recomputed_history_tokens,
             hbm_mean_gb: s.kv.hbm_mean_gb,
             hbm_peak_gb: s.kv.hbm_peak_gb,
+            hbm_worker_peak_gb: s.kv.hbm_worker_peak_gb,
             hbm_gb_s: s.kv.hbm_gb_s,
             host_mean_gb: s.kv.host_mean_gb,
             ttl_evictions: s.kv.ttl_evictions,

@@ -165,7 +165,12 @@ fn the_retention_budget_and_host_capacity_bound_what_is_kept() {
         s.workload.requests = Some(40);
         inferscale::export::json(&simulate(&super::valid(&s)))
     };
-    assert_eq!(inferscale::export::json(&many(Some(0), None)), stateless);
+    // A budget of 0 keeps nothing: the stateless run, but each history it could not keep is a budget eviction.
+    let mut zero: serde_json::Value = serde_json::from_str(&inferscale::export::json(&many(Some(0), None))).unwrap();
+    let evicted = std::mem::take(&mut zero["sessions"]["kv"]["pressure_evictions"]);
+    assert!(evicted.as_u64().unwrap() > 0, "{evicted}");
+    zero["sessions"]["kv"]["pressure_evictions"] = 0.into();
+    assert_eq!(zero, serde_json::from_str::<serde_json::Value>(&stateless).unwrap());
     let free = many(None, None);
     let capped = many(Some(300), Some(1.0));
     let (f, c) = (free.sessions.as_ref().unwrap(), capped.sessions.as_ref().unwrap());
@@ -179,6 +184,32 @@ fn the_retention_budget_and_host_capacity_bound_what_is_kept() {
     assert!(c.kv.pressure_evictions > 0 && c.kv.host_evictions > 0 && c.kv.host_hit_rate > 0.0, "{:?}", c.kv);
     assert!(capped.audits.ok && free.audits.ok);
     assert!(c.reuse < f.reuse && c.reuse > 0.0, "{} vs {}", c.reuse, f.reuse);
+}
+
+/// The reference working set is the most idle history one worker held: as a per-worker budget it never binds
+/// (the run is unchanged, no eviction), a block less does; it lies between the total peak ÷ workers and the
+/// total peak.
+#[test]
+fn the_largest_idle_history_one_worker_held_is_the_budget_that_never_binds() {
+    let run = |budget: Option<u64>| {
+        let mut s = one_session(6);
+        s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 8.0 };
+        s.workload.requests = Some(60);
+        s.cluster.replicas = 3;
+        s.cluster.router = RouterSpec::Sticky;
+        s.workload.sessions.as_mut().unwrap().retention = RetentionSpec::Retain;
+        s.engine.retention_budget_blocks = budget;
+        simulate(&super::valid(&s)).sessions.unwrap()
+    };
+    let free = run(None);
+    let peak = (free.kv.hbm_worker_peak_gb / (BLOCK_BYTES / 1e9)).round() as u64;
+    let total = free.kv.hbm_peak_gb / (BLOCK_BYTES / 1e9);
+    assert!(peak as f64 >= total / 3.0 - 1e-9 && peak as f64 <= total + 1e-9, "{peak} vs {total}");
+    let at = run(Some(peak));
+    assert_eq!((at.kv.pressure_evictions, free.kv.pressure_evictions), (0, 0));
+    assert_eq!((at.turn_ttft_s.p95, at.reuse), (free.turn_ttft_s.p95, free.reuse));
+    let below = run(Some(peak - 1));
+    assert!(below.kv.pressure_evictions > 0 && below.reuse < free.reuse, "{:?}", below.kv);
 }
 
 /// Routing: sticky sends every later turn home; bounded affinity with a huge slack is sticky, byte for byte;

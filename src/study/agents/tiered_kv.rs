@@ -29,9 +29,8 @@ pub struct TieredKvStudy {
     base: Spec,
     p: TieredKvParams,
     policies: Vec<Policy>,
-    /// GB of one KV block, and the workers: to read the reference run's GB as blocks per worker.
+    /// GB of one KV block: to read the reference run's GB as blocks.
     block_gb: f64,
-    workers: f64,
     /// The reference run (full retention, sticky, no budget) first, then each policy without a budget; then
     /// each budget × policy.
     results: Vec<RunSummary>,
@@ -77,16 +76,8 @@ impl StudyDef for TieredKvStudy {
             policy("host offload", RetentionSpec::HostOffload, sticky.clone(), true),
             policy("gap oracle (bound)", RetentionSpec::GapOracle, sticky, true),
         ];
-        let (block_gb, workers) = (sc.kv_block_bytes() / 1e9, sc.front_pool().replicas as f64);
-        let s = TieredKvStudy {
-            base: spec.clone(),
-            p: p.clone(),
-            policies,
-            block_gb,
-            workers,
-            results: Vec::new(),
-            handed: 0,
-        };
+        let block_gb = sc.kv_block_bytes() / 1e9;
+        let s = TieredKvStudy { base: spec.clone(), p: p.clone(), policies, block_gb, results: Vec::new(), handed: 0 };
         check_jobs(&s.first_jobs())?;
         Ok(s)
     }
@@ -102,9 +93,10 @@ impl TieredKvStudy {
             .collect()
     }
 
-    /// The reference working set per worker, blocks: the reference run's peak idle history ÷ workers.
+    /// The reference working set per worker, blocks: the most idle history one worker held in the reference
+    /// run — the budget at which its retention never yields.
     fn reference_blocks(&self) -> f64 {
-        sess(&self.results[0]).hbm_peak_gb / self.block_gb / self.workers
+        sess(&self.results[0]).hbm_worker_peak_gb / self.block_gb
     }
 
     fn budget_jobs(&self) -> Vec<Job> {
