@@ -111,12 +111,11 @@ impl Importer {
     /// Directories with an inference-perf stage report and no config yet: where a front end may look for
     /// `config.yaml`.
     pub fn dirs_wanting_config(&self) -> Vec<String> {
-        let mut dirs: Vec<String> = (self.cases.iter().filter(|c| run_config::wants_config(c)))
-            .map(|c| run_config::dir_of(&c.source.file).to_string())
-            .filter(|d| !self.configs.iter().any(|(f, _)| run_config::dir_of(f) == d))
+        let dirs: std::collections::BTreeSet<&str> = (self.cases.iter().filter(|c| run_config::wants_config(c)))
+            .map(|c| run_config::dir_of(&c.source.file))
+            .filter(|d| !self.configs.iter().any(|(f, _)| run_config::dir_of(f) == *d))
             .collect();
-        dirs.dedup();
-        dirs
+        dirs.into_iter().map(str::to_string).collect()
     }
 
     /// The cases and the errors; a config that applies to no stage report is one of the errors.

@@ -1023,6 +1023,12 @@ fn inference_perf_configs_apply_by_directory_and_bad_yaml_is_named() {
     let (cases, errors) = run(&[("a/stage_0.json", &stage), ("b/config.yaml", &config)]);
     assert_eq!((cases[0].engine.as_str(), cases[0].workload.distinct_prompts), ("unknown", None));
     assert!(errors[0].to_string().starts_with("b/config.yaml:1: no inference-perf stage report"), "{}", errors[0]);
+    // Reports of two directories given interleaved: each directory is asked for once.
+    let mut importer = Importer::default();
+    for name in ["a/stage_0.json", "b/stage_0.json", "a/stage_1.json"] {
+        importer.add(name, &stage);
+    }
+    assert_eq!(importer.dirs_wanting_config(), ["a", "b"]);
     let (cases, errors) = run(&[("config.yml", &config), ("stage_0.json", &stage)]);
     assert!(errors.is_empty() && cases[0].workload.distinct_prompts == Some(100), "{errors:?}");
     let multi = config.replace("    output_len: 248", "    output_len: 248\n    enable_multi_turn_chat: true");
