@@ -91,7 +91,7 @@ pub fn session_brief(r: &RunSummary) -> String {
         if s.history_tokens == 0 { 0.0 } else { s.recomputed_history_tokens as f64 / s.history_tokens as f64 };
     if s.later_turns > 0 && s.pressure_evictions as f64 > 0.1 * s.later_turns as f64 {
         return format!(
-            "pressure eviction: {} histories pushed out of HBM for running turns; {:.0} % of history recomputed",
+            "pressure eviction: {} histories pushed out of HBM (by running turns, or past the retention budget); {:.0} % of history recomputed",
             s.pressure_evictions,
             recomputed * 100.0
         );
