@@ -266,6 +266,10 @@ impl Simulation<'_> {
         };
         if rec.session != NO_SESSION {
             let session = &mut self.sessions[rec.session as usize];
+            if session.restored {
+                // The restore's pin passes to the turn (which shares the history, if it can use it).
+                self.replicas[r].kv.cache.unpin(crate::kv::EntryId::session(rec.session));
+            }
             super::sessions::note_turn_admitted(session, &mut self.rec, rec, r, shared_tokens, session_prefix);
         }
         let looks_up = match self.sc.workload.chains.as_ref() {

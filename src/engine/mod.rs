@@ -401,6 +401,13 @@ impl<'a> Simulation<'a> {
         }
         self.requests.push(record);
         self.rec.on_admitted();
+        if let Some(r) = target {
+            // Routed here: the replica's load from now on, also while its front end or a host restore holds
+            // the request before its queue does.
+            let rep = &mut self.replicas[r];
+            rep.outstanding += 1;
+            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
+        }
         let ready_ns = self.frontend_done_ns(&req, target) + self.request_overhead_ns;
         if ready_ns > self.now {
             // In the system (the API server holds it) but not yet in the scheduler's queue.
@@ -434,15 +441,13 @@ impl<'a> Simulation<'a> {
         // The central queue feeds the front pool.
         let pool = target.map_or(0, |r| self.replicas[r].pool);
         let (item, ahead) = self.requeued(id, pool);
-        self.enqueue(item, target, Some(ahead));
+        self.enqueue(item, target, ahead);
     }
 
-    /// Put a request in its queue and start a step where one can start. `preempted`: it comes back after a
-    /// preemption, ahead of others (true) or at the back (false).
-    fn enqueue(&mut self, item: QueueItem, target: Option<usize>, preempted: Option<bool>) {
+    /// Put a request in its queue and start a step where one can start. `ahead`: it comes back after a
+    /// preemption, ahead of the others.
+    fn enqueue(&mut self, item: QueueItem, target: Option<usize>, ahead: bool) {
         self.rec.on_queued();
-        let ahead = preempted == Some(true);
-        let preempted = preempted.is_some();
         match target {
             Some(r) => {
                 let rep = &mut self.replicas[r];
@@ -450,10 +455,6 @@ impl<'a> Simulation<'a> {
                     rep.queue.requeue(item)
                 } else {
                     rep.queue.push(item)
-                }
-                if !preempted {
-                    rep.outstanding += 1;
-                    self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
                 }
                 self.try_start(r);
             }

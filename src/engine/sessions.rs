@@ -33,8 +33,9 @@ pub(crate) struct SessionKv {
     /// When the pending TTL expiry fires (u64::MAX: none); a turn's arrival and the session's end clear it,
     /// so an expiry event at another instant is stale.
     pub expire_at_ns: u64,
-    /// Blocks of a restore in flight (0: none); set when a restore brought the history for the turn waiting.
+    /// Blocks of a restore in flight (0: none).
     pub restoring_blocks: u64,
+    /// A restore brought the history back for the turn waiting, which holds a pin on it until its admission.
     pub restored: bool,
 }
 
@@ -140,7 +141,7 @@ impl Simulation<'_> {
             }
         }
         let item = self.queue_item(id);
-        self.enqueue(item, target, None);
+        self.enqueue(item, target, false);
     }
 
     /// Restore request `id`'s history from worker `r`'s host memory: HBM blocks now (if they cannot be had
@@ -156,7 +157,7 @@ impl Simulation<'_> {
         {
             self.note_retained(r);
             let item = self.queue_item(id);
-            self.enqueue(item, Some(r), None);
+            self.enqueue(item, Some(r), false);
             return;
         }
         rep.transfer_blocks += blocks;
@@ -170,7 +171,9 @@ impl Simulation<'_> {
         self.schedule(done, super::Event::Restored { request: id });
     }
 
-    /// A restore landed: the history is an idle entry in HBM again, and the turn queues.
+    /// A restore landed: the history is in HBM again, held for the turn that waits for it (pinned until the
+    /// turn's admission: it is that turn's working KV, not idle retention, so neither the retention budget
+    /// nor an eviction takes it back), and the turn queues.
     pub(super) fn on_restored(&mut self, id: u32) {
         let (session, r) = (self.requests[id as usize].session, self.requests[id as usize].replica as usize);
         let st = &mut self.sessions[session as usize];
@@ -178,10 +181,11 @@ impl Simulation<'_> {
         st.restored = true;
         let rep = &mut self.replicas[r];
         rep.transfer_blocks -= blocks;
-        // Within the retention budget: older idle histories yield to it.
-        rep.kv.retain(EntryId::session(session), blocks);
+        let e = EntryId::session(session);
+        rep.kv.cache.retain(e, blocks);
+        rep.kv.cache.pin(e);
         let item = self.queue_item(id);
-        self.enqueue(item, Some(r), None);
+        self.enqueue(item, Some(r), false);
         self.note_retained(r);
     }
 

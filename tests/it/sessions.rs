@@ -549,3 +549,29 @@ fn sessions_share_a_system_prompt_across_sessions() {
     off.prefix.as_mut().unwrap().caching = false;
     close(&ttfts(&simulate(&super::valid(&off))), &[0.020, 0.02205, 0.02410]);
 }
+
+/// A turn waiting on a host restore is its replica's load, and the history the restore brings back is that
+/// turn's working KV, not idle retention. Session A's second turn waits 130 ms on its worker's 1 GB/s link when
+/// session B starts: the router sends B to the other, empty worker. Under host offload no history is ever idle
+/// in HBM — not even the restored one waiting in the queue — so the retained HBM is 0 throughout.
+#[test]
+fn a_turn_waiting_on_its_restore_is_load_and_its_history_is_not_idle() {
+    let mut s = with(RetentionSpec::HostOffload);
+    host(&mut s, 1.0, 0.0);
+    s.workload.requests = Some(2);
+    s.workload.arrival = ArrivalSpec::Constant { rate_rps: 1.0 / 1.1 };
+    s.cluster.replicas = 2;
+    s.cluster.router = RouterSpec::Sticky;
+    let sc = super::valid(&s);
+    let rec = inferscale::engine::run(&sc);
+    let at = |session: u32, turn: u16| rec.requests.iter().find(|r| r.session == session && r.turn == turn).unwrap();
+    let (a2, b1) = (at(0, 2), at(1, 1));
+    let send = (62.0 * BLOCK_BYTES / 1.0).round() as u64; // ns at 1 byte/ns
+    assert!(b1.arrival_ns > a2.arrival_ns && b1.arrival_ns < a2.arrival_ns + send, "B starts during A's restore");
+    assert_eq!((at(0, 1).replica, a2.replica, b1.replica), (0, 0, 1));
+    let r = simulate(&sc);
+    let x = r.sessions.as_ref().unwrap();
+    assert_eq!(x.kv.restores, 4);
+    assert_eq!((x.kv.hbm_peak_gb, x.kv.hbm_mean_gb), (0.0, 0.0));
+    assert!(r.audits.ok && x.audit.ok, "{:?} {:?}", r.audits, x.audit);
+}
