@@ -20,6 +20,7 @@
 //! queueing   closed forms (M/D/1, M/G/1, M/M/c) and the checks that hold the engine to them
 //! bench      the benchmark workload (timing lives in the CLI)
 //! study/     studies: many runs of the same requests → a table, a chart, a decision (jobs fan out anywhere)
+//! tiering/   a session's KV across a tool gap: the gap price of HBM / host / recompute, the online estimate
 //! ```
 //!
 //! Architecture invariant: the core does no IO, reads no clock, has no globals, and never panics on user
@@ -43,6 +44,7 @@ pub mod scenario;
 pub mod sched;
 pub mod spec;
 pub mod study;
+pub mod tiering;
 pub mod truth;
 pub mod workload;
 

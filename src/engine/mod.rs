@@ -38,7 +38,7 @@ use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, Admission, AdmitContext, Backlog, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::sched::sglang::NewTokenRatio;
-use crate::workload::{FollowUps, Generator, Request};
+use crate::workload::{FollowUps, Generator, Request, Retention};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -175,6 +175,10 @@ pub struct Simulation<'a> {
     pub(crate) shares_prefixes: bool,
     /// Sessions' KV may outlive a turn (any retention but stateless).
     tracks_retention: bool,
+    /// Each turn's tool call is priced, and what its end chose reported (an adaptive policy or the gap
+    /// oracle decides from it, or a tool's latency shifts); the adaptive policies' estimates of the gaps.
+    gaps_priced: bool,
+    gap_estimator: crate::tiering::GapEstimator,
     /// Per session (by index): where its history is and what its running turn's end does with it.
     sessions: Vec<SessionKv>,
     /// Per worker: when its host-to-HBM link is next free, and its retained-KV gauges as last reported.
@@ -244,6 +248,11 @@ impl<'a> Simulation<'a> {
             frontend_free_ns: vec![0; sc.worker_count() as usize + 1],
             shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
             tracks_retention: keeps,
+            gaps_priced: sc.workload.sessions.as_ref().is_some_and(|s| s.prices_gaps()),
+            gap_estimator: match sc.workload.sessions.as_ref().map(|s| s.retention) {
+                Some(Retention::Adaptive { alpha, per_tool }) => crate::tiering::GapEstimator::new(alpha, per_tool),
+                _ => crate::tiering::GapEstimator::new(1.0, false),
+            },
             sessions: Vec::new(),
             host_link_free_ns: vec![0; sc.worker_count() as usize],
             retained: vec![(0, 0); sc.worker_count() as usize],
@@ -628,7 +637,12 @@ impl<'a> Simulation<'a> {
             },
             chains: self.sc.workload.chains.as_ref(),
             retain_sessions: self.tracks_retention,
-            sessions: &self.sessions,
+            sessions: &mut self.sessions,
+            turn_end: self.sc.workload.sessions.as_ref().map(|x| sessions::TurnEnd {
+                retention: x.retention,
+                estimator: &self.gap_estimator,
+                sessions: x,
+            }),
             tally: Tally::default(),
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),

@@ -8,20 +8,36 @@
 //!                                   └──────────────────────────────────────────────────────────▶ queue ─▶ prefill what HBM lacks
 //!  turn ends ─▶ keep: Hbm (idle entry; TTL expiry → host or freed) │ Host (moved at once) │ Drop
 //! ```
+//!
+//! The static policies decide a turn's tier when it arrives; the gap oracle and the adaptive policies when it
+//! ends (`turn_end_tier`), the oracle from the realised gap, the adaptive ones from the estimate learned from
+//! the tool calls that have returned (each observed when the next turn arrives, never before).
 
 use super::Simulation;
 use crate::cost::StepWork;
 use crate::kv::EntryId;
-use crate::workload::{NO_SESSION, Request, Retention};
+use crate::tiering::{GapEstimator, GapPrice, Tier};
+use crate::workload::{NO_SESSION, Request, Retention, Sessions};
 
-/// What the end of a session's running turn does with its history.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Keep {
-    Drop,
-    /// An idle entry in the worker's HBM cache.
-    Hbm,
-    /// Moved to the worker's host tier.
-    Host,
+/// The tool call that follows a running turn, as known when the turn arrived: its tool, the latency drawn for
+/// it (before any shift) and its gap price — exact (the oracle's: the next turn's new input is known to it),
+/// and as a deployable policy can know it when the turn ends (without the next turn's input).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NextCall {
+    pub tool: u16,
+    pub drawn_gap_ns: u64,
+    pub price: GapPrice,
+    pub known: GapPrice,
+}
+
+/// A tool call in flight: when it started and what the turn's end chose for the history.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Call {
+    pub start_ns: u64,
+    pub tool: u16,
+    pub price: GapPrice,
+    pub estimate_ns: Option<f64>,
+    pub tier: Tier,
 }
 
 /// One session's KV state, the engine's.
@@ -29,7 +45,11 @@ pub(crate) enum Keep {
 pub(crate) struct SessionKv {
     /// The worker that served the session's latest completed turn (u32::MAX: none yet).
     pub holder: u32,
-    pub keep: Keep,
+    /// The running turn's tier, for the policies that decide it at arrival.
+    pub keep: Tier,
+    /// The call after the running turn (None: its last turn, or no one asks), and the call in flight.
+    pub next: Option<NextCall>,
+    pub call: Option<Call>,
     /// When the pending TTL expiry fires (u64::MAX: none); a turn's arrival and the session's end clear it,
     /// so an expiry event at another instant is stale.
     pub expire_at_ns: u64,
@@ -41,6 +61,33 @@ pub(crate) struct SessionKv {
 
 const NO_HOLDER: u32 = u32::MAX;
 
+/// What a turn's end needs to choose its history's tier: the policy, the estimates learned so far, and the
+/// sessions (whose tool shift the oracle's realised gap follows).
+pub(crate) struct TurnEnd<'a> {
+    pub retention: Retention,
+    pub estimator: &'a GapEstimator,
+    pub sessions: &'a Sessions,
+}
+
+impl SessionKv {
+    /// The running turn ended at `now_ns`: its history's tier — the gap oracle's cheapest for the realised gap,
+    /// an adaptive policy's cheapest for its estimate (kept in HBM before any call returned), or what the
+    /// turn's arrival decided — and the call that starts now.
+    pub fn end_turn(&mut self, now_ns: u64, te: &TurnEnd) -> Tier {
+        let Some(n) = self.next.take() else { return self.keep };
+        let (tier, estimate_ns) = match te.retention {
+            Retention::GapOracle => (n.price.best(te.sessions.gap_ns(n.tool, n.drawn_gap_ns, now_ns) as f64), None),
+            Retention::Adaptive { .. } => {
+                let e = te.estimator.estimate(n.tool);
+                (e.map_or(Tier::Hbm, |g| n.known.best(g)), e)
+            }
+            _ => (self.keep, None),
+        };
+        self.call = Some(Call { start_ns: now_ns, tool: n.tool, price: n.price, estimate_ns, tier });
+        tier
+    }
+}
+
 impl Simulation<'_> {
     /// A session's turn `turn` arrives: a new session's state; a later turn's makes any TTL expiry stale.
     /// Decides what the turn's end will do with the history.
@@ -51,7 +98,9 @@ impl Simulation<'_> {
                 s + 1,
                 SessionKv {
                     holder: NO_HOLDER,
-                    keep: Keep::Drop,
+                    keep: Tier::Drop,
+                    next: None,
+                    call: None,
                     expire_at_ns: u64::MAX,
                     restoring_blocks: 0,
                     restored: false,
@@ -64,10 +113,38 @@ impl Simulation<'_> {
             // A traced agent compacted its history: what was kept is no prefix of this prompt.
             self.free_session_kv(holder as usize, req.session);
         }
+        if turn > 1 {
+            self.call_returned(s);
+        }
         let keep = self.keep_for(req, turn);
+        let next = (self.gaps_priced && !self.generator.is_last_turn(req, turn)).then(|| self.next_call(req, turn));
         let st = &mut self.sessions[s];
         st.expire_at_ns = u64::MAX;
-        st.keep = keep;
+        (st.keep, st.next) = (keep, next);
+    }
+
+    /// Session `s`'s tool call returned (its next turn arrived): what the gap was, what the turn's end chose
+    /// against the cheapest choice for that gap, and the estimates learn it.
+    fn call_returned(&mut self, s: usize) {
+        let Some(c) = self.sessions[s].call.take() else { return };
+        let gap_ns = self.now - c.start_ns;
+        let g = gap_ns as f64;
+        let (tier, cost_ns) = match self.sc.workload.sessions.as_ref().map(|x| x.retention) {
+            Some(Retention::Ttl(ttl)) if c.tier == Tier::Hbm => c.price.ttl(ttl as f64, g),
+            _ => (c.tier, c.price.cost_ns(c.tier, g)),
+        };
+        let best = c.price.best(g);
+        self.rec.on_tool_gap(crate::metrics::ToolGap {
+            start_ns: c.start_ns,
+            tool: c.tool,
+            estimate_ns: c.estimate_ns,
+            tier,
+            gap_ns,
+            cost_ns,
+            oracle_cost_ns: c.price.cost_ns(best, g),
+            agrees: tier == best,
+        });
+        self.gap_estimator.observe(c.tool, g);
     }
 
     /// The affinity of `req` for routing: the worker of its session's previous turn.
@@ -77,27 +154,27 @@ impl Simulation<'_> {
     }
 
     /// The retention policy's decision for turn `turn`'s end.
-    fn keep_for(&self, req: &Request, turn: u32) -> Keep {
-        let Some(s) = &self.sc.workload.sessions else { return Keep::Drop };
+    fn keep_for(&self, req: &Request, turn: u32) -> Tier {
+        let Some(s) = &self.sc.workload.sessions else { return Tier::Drop };
         if self.generator.is_last_turn(req, turn) {
-            return Keep::Drop; // the session ends with this turn: nothing to keep for
+            return Tier::Drop; // the session ends with this turn: nothing to keep for
         }
         let host = self.sc.front_pool().engine.host.is_some();
         match s.retention {
-            Retention::Stateless => Keep::Drop,
-            Retention::Retain => Keep::Hbm,
-            Retention::Ttl(0) | Retention::HostOffload if host => Keep::Host,
-            Retention::Ttl(0) | Retention::HostOffload => Keep::Drop,
-            Retention::Ttl(_) => Keep::Hbm,
-            Retention::GapOracle => self.oracle(req, turn),
+            Retention::Stateless => Tier::Drop,
+            Retention::Retain => Tier::Hbm,
+            // Decided when the turn ends (`SessionKv::end_turn`).
+            Retention::GapOracle | Retention::Adaptive { .. } => Tier::Hbm,
+            Retention::Ttl(0) | Retention::HostOffload if host => Tier::Host,
+            Retention::Ttl(0) | Retention::HostOffload => Tier::Drop,
+            Retention::Ttl(_) => Tier::Hbm,
         }
     }
 
-    /// The gap oracle: it knows the tool gap after this turn and the next turn's new input. Keeping the
-    /// history's share of the worker's KV for the gap costs that share × gap of HBM-seconds; recomputing it
-    /// costs the GPU time its prefill adds to the next turn's. Keep the cheaper; when not kept in HBM, restore
-    /// from host memory if that is faster than recomputing, else free.
-    fn oracle(&self, req: &Request, turn: u32) -> Keep {
+    /// The call after turn `turn` of `req`'s session (not its last) and its gap prices. Keeping the history's
+    /// share of the worker's KV for the gap costs that share × gap; recomputing it, the GPU time its prefill
+    /// adds to the next turn's; restoring it, the host link's transfer and latency.
+    fn next_call(&self, req: &Request, turn: u32) -> NextCall {
         let program = self.generator.program(req.session);
         let k = turn as usize;
         let pool = &self.sc.front_pool();
@@ -117,13 +194,17 @@ impl Simulation<'_> {
         // A shared prefix stays cached apart from the session: what is kept, or recomputed, is what follows it.
         let prefix = super::shared::cached_prefix_tokens(self.sc.prefix.as_ref()) as u64 / block
             * (req.prefix_group != crate::workload::NO_PREFIX) as u64;
-        let (new, kept) = (program.new_tokens[k] as u64 + prefix * block, blocks.saturating_sub(prefix));
-        let recompute_ns = prefill_ns(kept * block + new) - prefill_ns(new);
-        let hold = kept as f64 / pool.engine.kv_total_blocks as f64 * program.gaps_ns[k - 1] as f64;
-        match pool.engine.host {
-            _ if hold <= recompute_ns => Keep::Hbm,
-            Some(h) if ((h.send_ns(kept) + h.latency_ns) as f64) < recompute_ns => Keep::Host,
-            _ => Keep::Drop,
+        let kept = blocks.saturating_sub(prefix);
+        let price = |new: u64| GapPrice {
+            hbm_share: kept as f64 / pool.engine.kv_total_blocks as f64,
+            restore_ns: pool.engine.host.map(|h| (h.send_ns(kept) + h.latency_ns) as f64),
+            recompute_ns: prefill_ns(kept * block + new) - prefill_ns(new),
+        };
+        NextCall {
+            tool: program.tools[k - 1],
+            drawn_gap_ns: program.gaps_ns[k - 1],
+            price: price(program.new_tokens[k] as u64 + prefix * block),
+            known: price(prefix * block),
         }
     }
 
@@ -196,6 +277,17 @@ impl Simulation<'_> {
         let rec = &self.requests[id as usize];
         let (s, completed, r) = (rec.session, rec.outcome == crate::metrics::Outcome::Completed, rec.replica as u32);
         let keeps = self.tracks_retention;
+        if completed && !keeps {
+            // Nothing kept, so no step end chose a tier: the call that starts now is priced here.
+            let te = self.sc.workload.sessions.as_ref().map(|x| TurnEnd {
+                retention: x.retention,
+                estimator: &self.gap_estimator,
+                sessions: x,
+            });
+            if let Some(te) = te {
+                self.sessions[s as usize].end_turn(self.now, &te);
+            }
+        }
         let old = self.sessions[s as usize].holder;
         if completed && old != r {
             if keeps && old != NO_HOLDER {
@@ -214,7 +306,7 @@ impl Simulation<'_> {
         }
         let Some(Retention::Ttl(ttl)) = self.sc.workload.sessions.as_ref().map(|x| x.retention) else { return };
         if completed
-            && self.sessions[s as usize].keep == Keep::Hbm
+            && self.sessions[s as usize].keep == Tier::Hbm
             && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s))
         {
             let at = self.now.saturating_add(ttl);

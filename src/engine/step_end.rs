@@ -25,6 +25,7 @@ use crate::cost::StepWork;
 use crate::kv::{BlockPool, EntryId, blocks_for};
 use crate::metrics::{Outcome, RequestRecord};
 use crate::scenario::Engine;
+use crate::tiering::Tier;
 use crate::workload::{Chains, NO_PREFIX};
 
 /// The lazy requests of a batch, summed.
@@ -418,7 +419,9 @@ pub(crate) struct RarePass<'a> {
     pub chains: Option<&'a Chains>,
     /// Sessions' KV may outlive a turn; what each session's running turn's end does with it.
     pub retain_sessions: bool,
-    pub sessions: &'a [super::SessionKv],
+    pub sessions: &'a mut [super::SessionKv],
+    /// How a session's turn end chooses its history's tier (None without sessions).
+    pub turn_end: Option<super::sessions::TurnEnd<'a>>,
     pub block: u32,
     pub tally: Tally,
     /// The batch position at which an allocation failed: planning stops there.
@@ -538,9 +541,14 @@ impl RarePass<'_> {
             0
         };
         let own = ((s.kv_tokens / self.block) as u64).saturating_sub(have + prefix).min(s.blocks as u64);
-        match self.sessions[session as usize].keep {
-            super::sessions::Keep::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),
-            super::sessions::Keep::Host => {
+        let st = &mut self.sessions[session as usize];
+        let tier = match &self.turn_end {
+            Some(te) => st.end_turn(self.now, te),
+            None => st.keep,
+        };
+        match tier {
+            Tier::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),
+            Tier::Host => {
                 self.kv.move_to_host(id, own);
                 0
             }

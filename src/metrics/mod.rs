@@ -15,7 +15,7 @@ mod summary;
 pub use diagnose::{Change, Diagnosis, Finding, Tested, diagnose};
 pub use report::*;
 pub use session_report::*;
-pub use sessions::SessionMetrics;
+pub use sessions::{SessionMetrics, ToolGap};
 pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, percentile};
 pub use summary::*;
 
@@ -423,6 +423,11 @@ impl Recorder {
         s.local_turns += local as u64;
         s.hits += hit as u64;
         s.host_hits += host_hit as u64;
+    }
+
+    /// A session's tool call returned: its gap, what the turn's end chose and the cheapest choice for it.
+    pub fn on_tool_gap(&mut self, gap: ToolGap) {
+        self.sess.gaps.push(gap);
     }
 
     /// Sessions' retained blocks changed by these amounts (idle history in HBM, history in host memory).

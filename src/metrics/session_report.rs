@@ -42,6 +42,10 @@ pub struct SessionsSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo_attainment: Option<f64>,
     pub kv: SessionKvSummary,
+    /// The tool calls' gaps and the tiers chosen for them, when the scenario prices them (the gap oracle, an
+    /// adaptive policy, or a tool shift).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiering: Option<TieringSummary>,
     pub audit: SessionAudit,
     /// By session class, when the scenario names them (`workload.sessions.classes`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -98,6 +102,96 @@ pub struct SessionKvSummary {
     pub restore_s: Stats,
     /// Retained KV over time (window means), GB.
     pub series: Vec<SessionKvPoint>,
+}
+
+/// What each tool call's history cost where it waited, against the cheapest place for the gap it turned out
+/// to be (docs/model.md, "Gap price"), and how well the gaps were foreseen.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TieringSummary {
+    /// Tool calls that returned.
+    pub calls: u64,
+    /// Of them, the share whose tier (a TTL's as it played out) was the cheapest for the realised gap.
+    pub oracle_agreement: f64,
+    /// Σ gap price of the tiers chosen, and of the cheapest tier for each realised gap — the gap oracle's
+    /// choice, which no policy pays less than — in seconds of a whole worker.
+    pub gap_cost_s: f64,
+    pub oracle_gap_cost_s: f64,
+    /// Calls decided on an estimate of their gap (adaptive policies), and its mean absolute error, s: over
+    /// all of them, over those started before the tool shift and those at or after it (absent without
+    /// estimates; the last without a shift).
+    pub estimated_calls: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mae_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_shift_mae_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_shift_mae_s: Option<f64>,
+    /// The shifted tool's calls (every tool's without a shift) by the window they started in: mean gap and
+    /// mean estimate.
+    pub series: Vec<GapPoint>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GapPoint {
+    pub t_s: f64,
+    pub calls: u64,
+    pub gap_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate_s: Option<f64>,
+}
+
+/// Windows of the tiering series over the run.
+const GAP_WINDOWS: u64 = 40;
+
+fn tiering(sc: &Scenario, rec: &Recorder) -> Option<TieringSummary> {
+    let s = sc.workload.sessions.as_ref().filter(|s| s.prices_gaps())?;
+    let g = &rec.sess.gaps;
+    let shift_ns = s.shift.as_ref().map(|x| x.at_ns);
+    let mae = |keep: &dyn Fn(u64) -> bool| {
+        let (n, sum) = (g.iter().filter(|x| keep(x.start_ns)))
+            .filter_map(|x| x.estimate_ns.map(|e| (e - x.gap_ns as f64).abs()))
+            .fold((0u64, 0.0), |(n, s), d| (n + 1, s + d));
+        (n > 0).then(|| sum / n as f64 / 1e9)
+    };
+    let estimated_calls = g.iter().filter(|x| x.estimate_ns.is_some()).count() as u64;
+    Some(TieringSummary {
+        calls: g.len() as u64,
+        oracle_agreement: if g.is_empty() {
+            0.0
+        } else {
+            g.iter().filter(|x| x.agrees).count() as f64 / g.len() as f64
+        },
+        gap_cost_s: g.iter().map(|x| x.cost_ns).sum::<f64>() / 1e9,
+        oracle_gap_cost_s: g.iter().map(|x| x.oracle_cost_ns).sum::<f64>() / 1e9,
+        estimated_calls,
+        mae_s: mae(&|_| true),
+        pre_shift_mae_s: shift_ns.and_then(|at| mae(&|t| t < at)),
+        post_shift_mae_s: shift_ns.and_then(|at| mae(&|t| t >= at)),
+        series: gap_series(g, s.shift.as_ref().map(|x| &x.tools[..]), rec.end_ns),
+    })
+}
+
+/// The calls of `tools` (every call when None) by start window: mean gap and mean estimate.
+fn gap_series(gaps: &[super::ToolGap], tools: Option<&[u16]>, end_ns: u64) -> Vec<GapPoint> {
+    let width = (end_ns / GAP_WINDOWS).max(1);
+    let mut w = vec![(0u64, 0.0, 0u64, 0.0); GAP_WINDOWS as usize + 1];
+    for x in gaps.iter().filter(|x| tools.is_none_or(|t| t.contains(&x.tool))) {
+        let b = &mut w[((x.start_ns / width) as usize).min(GAP_WINDOWS as usize)];
+        b.0 += 1;
+        b.1 += x.gap_ns as f64;
+        if let Some(e) = x.estimate_ns {
+            b.2 += 1;
+            b.3 += e;
+        }
+    }
+    (w.iter().enumerate().filter(|(_, b)| b.0 > 0))
+        .map(|(i, b)| GapPoint {
+            t_s: (i as u64 * width) as f64 / 1e9,
+            calls: b.0,
+            gap_s: b.1 / b.0 as f64 / 1e9,
+            estimate_s: (b.2 > 0).then(|| b.3 / b.2 as f64 / 1e9),
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -213,6 +307,7 @@ pub(super) fn sessions_summary(
         slo_attainment: attainment(met.iter().copied(), sc.workload.sessions.as_ref().is_some_and(|s| s.has_slo())),
         classes: class_summaries(sc, rec, &turns, &span, &met),
         kv: session_kv(sc, rec),
+        tiering: tiering(sc, rec),
         audit: session_audit(rec, &span),
     })
 }

@@ -37,6 +37,24 @@ pub struct SessionMetrics {
     pub ttl_evictions: u64,
     pub pressure_evictions: u64,
     pub host_evictions: u64,
+    /// Each returned tool call, when the scenario prices them, in the order they returned.
+    pub gaps: Vec<ToolGap>,
+}
+
+/// A tool call that returned: when it started, the tool, the estimate the turn's end chose from (adaptive
+/// policies), the gap, the gap price of the tier chosen (a TTL's as it played out) and of the cheapest tier for
+/// this gap, and whether they are the same tier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ToolGap {
+    pub start_ns: u64,
+    pub tool: u16,
+    pub estimate_ns: Option<f64>,
+    /// The tier chosen (a TTL's: where the history was when the gap ended).
+    pub tier: crate::tiering::Tier,
+    pub gap_ns: u64,
+    pub cost_ns: f64,
+    pub oracle_cost_ns: f64,
+    pub agrees: bool,
 }
 
 impl SessionMetrics {

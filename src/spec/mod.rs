@@ -292,6 +292,9 @@ pub struct SessionsSpec {
     /// What happens to a session's KV when a turn completes.
     #[serde(default, skip_serializing_if = "RetentionSpec::is_stateless")]
     pub retention: RetentionSpec,
+    /// A tool whose latency changes part-way through the run (a non-stationary workload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<ToolShiftSpec>,
     /// A session meets its objective when every turn's TTFT and the whole session's time meet these.
     #[serde(default, skip_serializing_if = "SessionSloSpec::is_empty")]
     pub slo: SessionSloSpec,
@@ -396,18 +399,40 @@ pub enum RetentionSpec {
     /// host link before its prefill.
     HostOffload,
     /// Sees the future: keeps the history in HBM exactly when its share of the worker's KV times the realised
-    /// tool gap is less than the GPU time recomputing it takes; else moves it to the host tier when restoring
-    /// is faster than recomputing; else frees it. An upper bound, not a policy an engine can run.
+    /// tool gap costs less than the cheaper of restoring it from the host tier and recomputing it; else takes
+    /// that cheaper way. It pays the least gap price (docs/model.md) of any policy — a bound on that price,
+    /// not on latency, and not a policy an engine can run.
     GapOracle,
+    /// The gap oracle's rule on an estimate of the coming gap instead of the realised one: an exponentially
+    /// weighted mean (weight `alpha`) of every tool call that has returned.
+    Adaptive { alpha: f64 },
+    /// As `adaptive`, with one estimate per tool (a tool not seen yet borrows the estimate over all tools).
+    AdaptivePerTool { alpha: f64 },
 }
 
-variant_bounds!(RetentionSpec { Ttl { ttl_s: Bound::Range(0.0, 1e7) } });
+variant_bounds!(RetentionSpec {
+    Ttl { ttl_s: Bound::Range(0.0, 1e7) },
+    Adaptive { alpha: Bound::OpenLo(0.0, 1.0) },
+    AdaptivePerTool { alpha: Bound::OpenLo(0.0, 1.0) },
+});
 
 impl RetentionSpec {
     pub fn is_stateless(&self) -> bool {
         *self == RetentionSpec::Stateless
     }
 }
+
+/// From `at_s` on, every call of tool `tool` (a name of `tools`, or of the session trace's) takes `factor` times
+/// as long as drawn; a call is after the shift when the turn that makes it ends at or after `at_s`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolShiftSpec {
+    pub tool: String,
+    pub at_s: f64,
+    pub factor: f64,
+}
+
+bounds!(ToolShiftSpec { at_s: Bound::Range(0.0, 1e7), factor: Bound::OpenLo(0.0, 1000.0) });
 
 /// A tool: its latency is lognormal with this mean and coefficient of variation (0: always the mean).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

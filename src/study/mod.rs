@@ -122,6 +122,27 @@ pub struct SessionRun {
     /// By session class, when the scenario names them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<SessionClassRun>,
+    /// The tool gaps and the tiers chosen for them, when the scenario prices them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiering: Option<TieringRun>,
+}
+
+/// A run's tool gaps (from the report's `sessions.tiering`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TieringRun {
+    pub calls: u64,
+    pub oracle_agreement: f64,
+    pub gap_cost_s: f64,
+    pub oracle_gap_cost_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mae_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_shift_mae_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_shift_mae_s: Option<f64>,
+    /// The shifted tool's calls by start window: (t, mean gap) and, where calls had one, (t, mean estimate), s.
+    pub gap_series: Vec<(f64, f64)>,
+    pub estimate_series: Vec<(f64, f64)>,
 }
 
 /// A session class's figures in a run (from the report's `sessions.classes`).
@@ -177,6 +198,17 @@ impl SessionRun {
                     slo_attainment: c.slo_attainment,
                 })
                 .collect(),
+            tiering: s.tiering.as_ref().map(|t| TieringRun {
+                calls: t.calls,
+                oracle_agreement: t.oracle_agreement,
+                gap_cost_s: t.gap_cost_s,
+                oracle_gap_cost_s: t.oracle_gap_cost_s,
+                mae_s: t.mae_s,
+                pre_shift_mae_s: t.pre_shift_mae_s,
+                post_shift_mae_s: t.post_shift_mae_s,
+                gap_series: t.series.iter().map(|p| (p.t_s, p.gap_s)).collect(),
+                estimate_series: t.series.iter().filter_map(|p| p.estimate_s.map(|e| (p.t_s, e))).collect(),
+            }),
         })
     }
 }
@@ -678,6 +710,7 @@ registry! {
     TtlSweep => sweep::Sweep<agents::Ttl>,
     TieredKv => agents::TieredKvStudy,
     AffinitySlack => sweep::Sweep<agents::Slack>,
+    AdaptiveTiering => agents::AdaptiveTieringStudy,
 }
 
 impl Kind {

@@ -391,8 +391,9 @@ impl Generator<'_> {
             ends.context += 1;
             return None;
         }
+        let sessions = self.workload.sessions.as_ref().expect("a session's turn means sessions");
         let mut r = Request {
-            arrival_ns: now_ns.saturating_add(p.gaps_ns[k - 1]),
+            arrival_ns: now_ns.saturating_add(sessions.gap_ns(p.tools[k - 1], p.gaps_ns[k - 1], now_ns)),
             prompt_tokens: prompt as u32,
             output_tokens: output,
             ..*done
@@ -429,6 +430,15 @@ impl Generator<'_> {
         let (z_order, z_reserve) = (r.std_normal(), r.std_normal());
         req.pred_order_tokens = predict(self.predictors[0], req.output_tokens, mean, z_order);
         req.pred_reserve_tokens = predict(self.predictors[1], req.output_tokens, mean, z_reserve);
+    }
+
+    /// The tool session `req`'s turn `turn` calls when it ends, and the call's latency when made at `call_ns`
+    /// (None after its last turn).
+    pub fn next_call(&self, req: &Request, turn: u32, call_ns: u64) -> Option<(u16, u64)> {
+        let (p, k) = (&self.programs[req.session as usize], turn as usize);
+        let sessions = self.workload.sessions.as_ref()?;
+        (k <= p.tools.len() && k >= 1)
+            .then(|| (p.tools[k - 1], sessions.gap_ns(p.tools[k - 1], p.gaps_ns[k - 1], call_ns)))
     }
 
     /// Session `s`'s program (drawn when it started).

@@ -33,6 +33,17 @@ pub struct Sessions {
     /// Recorded sessions replayed instead of drawn programs (the one class's distributions are then the
     /// trace's own, for estimates).
     pub trace: Option<Arc<SessionTrace>>,
+    /// A tool whose latency changes part-way through the run.
+    pub shift: Option<Shift>,
+}
+
+/// From `at_ns` on, calls of the tool take `factor` × their drawn latency (validated `ToolShiftSpec`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shift {
+    /// Every entry of `Sessions::tools` of the tool's name (session classes may each list it).
+    pub tools: Vec<u16>,
+    pub at_ns: u64,
+    pub factor: f64,
 }
 
 /// A kind of session (validated `SessionClassSpec`, or the sessions' own fields).
@@ -63,7 +74,7 @@ impl SessionClass {
 }
 
 /// A session's KV between turns (validated `RetentionSpec`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Retention {
     Stateless,
     /// Kept in HBM until the session ends (or pressure evicts it).
@@ -72,6 +83,12 @@ pub enum Retention {
     Ttl(u64),
     HostOffload,
     GapOracle,
+    /// The gap oracle's rule on an exponentially weighted estimate (weight `alpha`) of the gaps returned so
+    /// far, over all tools or per tool.
+    Adaptive {
+        alpha: f64,
+        per_tool: bool,
+    },
 }
 
 impl Retention {
@@ -100,6 +117,22 @@ impl Sessions {
     /// The largest per-class figure.
     pub fn max_of(&self, f: impl Fn(&SessionClass) -> u32) -> u32 {
         self.classes.iter().map(f).max().unwrap_or(0)
+    }
+
+    /// How long a call of `tool` drawn as `drawn_ns` takes when made at `call_ns` (after a shift, scaled).
+    pub fn gap_ns(&self, tool: u16, drawn_ns: u64, call_ns: u64) -> u64 {
+        match &self.shift {
+            Some(s) if call_ns >= s.at_ns && s.tools.contains(&tool) => {
+                (drawn_ns as f64 * s.factor).round().min(1e17) as u64
+            }
+            _ => drawn_ns,
+        }
+    }
+
+    /// Whether each tool call is priced and reported (`sessions.tiering`): the policy decides from the gap
+    /// (the gap oracle, an adaptive policy), or a tool's latency shifts.
+    pub fn prices_gaps(&self) -> bool {
+        self.shift.is_some() || matches!(self.retention, Retention::GapOracle | Retention::Adaptive { .. })
     }
 
     /// Whether any class has a session objective.
@@ -141,7 +174,16 @@ impl Sessions {
         let classes = (classes.into_iter().zip(&class_cdf))
             .map(|(c, &cum)| SessionClass { share: cum - std::mem::replace(&mut last, cum), ..c })
             .collect();
-        Some(Sessions { classes, class_cdf, named_classes: !s.classes.is_empty(), tools, retention, trace: None })
+        let shift = shift(s, &tools, e)?;
+        Some(Sessions {
+            classes,
+            class_cdf,
+            named_classes: !s.classes.is_empty(),
+            tools,
+            retention,
+            trace: None,
+            shift,
+        })
     }
 
     /// Sessions replayed from a trace: its programs, its tools (named, each at its mean recorded latency), and
@@ -202,6 +244,7 @@ impl Sessions {
             classes: vec![class],
             class_cdf: vec![1.0],
             named_classes: false,
+            shift: shift(s, &tools, e)?,
             tools,
             retention,
             trace: Some(Arc::new(trace)),
@@ -388,7 +431,30 @@ fn retention(s: &SessionsSpec, e: &mut Errors) -> Retention {
         }
         RetentionSpec::HostOffload => Retention::HostOffload,
         RetentionSpec::GapOracle => Retention::GapOracle,
+        RetentionSpec::Adaptive { alpha } | RetentionSpec::AdaptivePerTool { alpha } => {
+            s.retention.check_fields(&at!(P, s.retention), e);
+            let per_tool = matches!(s.retention, RetentionSpec::AdaptivePerTool { .. });
+            Retention::Adaptive { alpha: alpha.clamp(1e-9, 1.0), per_tool }
+        }
     }
+}
+
+/// The sessions' tool shift, its tool found by name among `tools`; Err when it is not valid (reported).
+fn shift(s: &SessionsSpec, tools: &[Tool], e: &mut Errors) -> Option<Option<Shift>> {
+    let Some(x) = &s.shift else { return Some(None) };
+    if !x.check_fields(&at!(P, s.shift), e) {
+        return None;
+    }
+    let named: Vec<u16> = (0..tools.len() as u16).filter(|&i| tools[i as usize].name == x.tool).collect();
+    if named.is_empty() {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        e.push(
+            format!("{}.tool", at!(P, s.shift)),
+            format!("no tool is named {:?}; the tools are: {}", x.tool, names.join(", ")),
+        );
+        return None;
+    }
+    Some(Some(Shift { tools: named, at_ns: s_to_ns(x.at_s), factor: x.factor }))
 }
 
 /// Session objectives at `at` (ns); out of their bounds, reported (and the scenario refused).

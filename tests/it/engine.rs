@@ -636,6 +636,7 @@ pub(super) fn one_session(turns: u32) -> Spec {
         slo: Default::default(),
         trace: None,
         classes: Vec::new(),
+        shift: None,
     });
     s
 }

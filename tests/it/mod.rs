@@ -17,6 +17,7 @@ mod roofline;
 mod session_classes;
 mod sessions;
 mod study;
+mod tiering;
 mod truth;
 
 use inferscale::scenario::{self, Scenario, Spec};

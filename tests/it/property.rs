@@ -264,14 +264,18 @@ fn random_session_scenarios_pass_the_audits() {
                 ToolSpec { name: "test".into(), weight: 1.0, mean_s: 3.0, cv: 4.0 },
             ],
             // Most scenarios keep their KV between turns somehow (under each one's memory pressure).
-            retention: match i % 6 {
+            retention: match i % 8 {
                 0 => RetentionSpec::Retain,
                 1 => RetentionSpec::Stateless,
-                2 => RetentionSpec::Ttl { ttl_s: Some([0.0, 0.05, 1.0, 30.0][(k / 6 % 4) as usize]) },
+                2 => RetentionSpec::Ttl { ttl_s: Some([0.0, 0.05, 1.0, 30.0][(k / 8 % 4) as usize]) },
                 3 => RetentionSpec::HostOffload,
                 4 => RetentionSpec::GapOracle,
+                5 => RetentionSpec::Adaptive { alpha: 0.3 },
+                6 => RetentionSpec::AdaptivePerTool { alpha: 0.1 },
                 _ => RetentionSpec::Retain,
             },
+            // Every third scenario's slow tool slows further part-way through.
+            shift: (i % 3 == 0).then(|| ToolShiftSpec { tool: "test".into(), at_s: 0.5, factor: 4.0 }),
             slo: SessionSloSpec { turn_ttft_ms: Some(500.0), session_s: None },
             trace: None,
             classes: Vec::new(),

@@ -602,7 +602,7 @@ fn sessions(v: &Value) -> Section {
         tools(&mut b, s);
     }
     b.html.push_str("<div class=\"drow\"><label>Retention <span class=\"unit\">KV between turns</span>");
-    b.variant(&format!("{p}/retention"), Ty::Retention, v, "retention", "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to the host tier or freed; moved to the host tier at once; or the gap oracle (a bound)");
+    b.variant(&format!("{p}/retention"), Ty::Retention, v, "retention", "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to the host tier or freed; moved to the host tier at once; the gap oracle (the cheapest tier for each realised gap: a bound on gap cost); or adaptive, the same rule on an estimate learned from the calls that returned");
     b.html.push_str("</label><label>Host tier");
     b.variant("/engine/host_kv", Ty::HostTier, v, "host tier", "Host memory behind HBM for sessions' KV, and its link");
     b.html.push_str("</label><label>turn TTFT SLO <span class=\"unit\">ms</span>");

@@ -437,7 +437,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 id: "g-retention",
                 label: "Retention",
                 unit: "",
-                title: "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to host memory or freed; moved to host memory at once; or the gap oracle, which sees each tool's duration (a bound)",
+                title: "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to host memory or freed; moved to host memory at once; the gap oracle, which sees each tool's duration (a bound on gap cost); or adaptive, which learns it",
                 ptr: "/workload/sessions/retention",
                 kind: PKind::Variant(&crate::variant::RETENTION),
             },
@@ -603,6 +603,67 @@ pub(crate) const PANELS: &[PanelDef] = &[
         ],
     },
     PanelDef {
+        kind: Kind::AdaptiveTiering,
+        params: &[
+            Param {
+                id: "v-rate",
+                label: "Session rate",
+                unit: "sessions/s",
+                title: "Sessions starting per second",
+                ptr: "/workload/arrival/rate_rps",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "v-replicas",
+                label: "Replicas",
+                unit: "",
+                title: "Workers",
+                ptr: "/cluster/replicas",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "v-alpha",
+                label: "EWMA weight α",
+                unit: "0 < α ≤ 1",
+                title: "How far each returned tool call moves the adaptive policies' estimate of the gap",
+                ptr: "study:alpha",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "v-alphas",
+                label: "α sweep",
+                unit: "JSON list",
+                title: "The weights the second table tries, with one estimate per tool, e.g. [0.05, 0.2, 1]",
+                ptr: "study:alphas",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "v-ttl",
+                label: "TTL",
+                unit: "s",
+                title: "The TTL policy's time to live",
+                ptr: "study:ttl_s",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "v-shift",
+                label: "Tool shift",
+                unit: "JSON {tool, at_s, factor}; empty: the scenario's, else the slowest tool 4× from mid-run",
+                title: "From at_s on, every call of the tool takes factor × as long",
+                ptr: "study:shift",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "v-host",
+                label: "Host tier",
+                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
+                title: "Host memory per worker and its link",
+                ptr: "study:host_kv",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
         kind: Kind::AffinitySlack,
         params: &[
             Param {
@@ -679,6 +740,7 @@ mod tests {
                 "ttl-sweep",
                 "tiered-kv",
                 "affinity-slack",
+                "adaptive-tiering",
                 "calibration"
             ]
         );

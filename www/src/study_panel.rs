@@ -411,7 +411,7 @@ impl Studies {
             let raw = raw.trim();
             let value = match f.kind {
                 PKind::Bool => json!(raw == "true"),
-                PKind::OptNum if raw.is_empty() => Value::Null,
+                PKind::OptNum | PKind::Json if raw.is_empty() => Value::Null,
                 PKind::Int => raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw)),
                 PKind::Num | PKind::OptNum => raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw)),
                 PKind::Json => match serde_json::from_str::<Value>(raw) {

@@ -133,7 +133,17 @@ pub(crate) const RETENTION: Variant = Variant {
             numbers: &[Number { key: "ttl_s", label: "TTL", unit: "s; empty: no expiry", default: Some(10.0) }],
         },
         Choice { value: "host_offload", label: "host offload", numbers: &[] },
-        Choice { value: "gap_oracle", label: "gap oracle (a bound)", numbers: &[] },
+        Choice { value: "gap_oracle", label: "gap oracle (bound on gap cost)", numbers: &[] },
+        Choice {
+            value: "adaptive",
+            label: "adaptive, all tools",
+            numbers: &[Number { key: "alpha", label: "α", unit: "EWMA weight, 0 < α ≤ 1", default: Some(0.2) }],
+        },
+        Choice {
+            value: "adaptive_per_tool",
+            label: "adaptive per tool",
+            numbers: &[Number { key: "alpha", label: "α", unit: "EWMA weight, 0 < α ≤ 1", default: Some(0.2) }],
+        },
     ],
 };
 

@@ -11,12 +11,14 @@ use super::{
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
 
+mod adaptive_tiering;
 mod affinity_slack;
 mod policies;
 mod sessions;
 mod tiered_kv;
 mod ttl_sweep;
 
+pub use adaptive_tiering::*;
 pub use affinity_slack::*;
 pub use policies::*;
 pub use sessions::*;

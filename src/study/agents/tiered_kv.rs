@@ -42,7 +42,7 @@ impl StudyDef for TieredKvStudy {
         name: "tiered-kv",
         title: "Tiered KV",
         question: "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?",
-        how: "Stateless, TTL, bounded affinity, host offload and the gap oracle's bound on the same sessions, then the same policies as the HBM budget for retention shrinks.",
+        how: "Stateless, TTL, bounded affinity, host offload and the gap oracle (the cheapest tier for each realised gap) on the same sessions, then the same policies as the HBM budget for retention shrinks.",
         group: Group::Agents,
     };
     type Options = TieredKvParams;
@@ -74,7 +74,7 @@ impl StudyDef for TieredKvStudy {
                 true,
             ),
             policy("host offload", RetentionSpec::HostOffload, sticky.clone(), true),
-            policy("gap oracle (bound)", RetentionSpec::GapOracle, sticky, true),
+            policy("gap oracle (bound on gap cost)", RetentionSpec::GapOracle, sticky, true),
         ];
         let block_gb = sc.kv_block_bytes() / 1e9;
         let s = TieredKvStudy { base: spec.clone(), p: p.clone(), policies, block_gb, results: Vec::new(), handed: 0 };
@@ -145,7 +145,7 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     }
     let reference = st.reference_blocks();
     rep.tables = vec![budget_table(st, budgeted, reference)];
-    // The best real policy without a budget (the oracle is a bound, not a choice).
+    // The best deployable policy without a budget (the oracle sees each gap before it ends).
     rep.best_row = fastest(&rest[..n.min(rest.len()) - 1]);
     if let Some(b) = rep.best_row {
         let s = sess(&rest[b]);
@@ -158,7 +158,7 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
             s.hbm_mean_gb,
             s.host_mean_gb,
             oracle.map_or(String::new(), |o| format!(
-                "; the gap oracle's bound is {}",
+                "; the gap oracle — the cheapest tier for each realised gap, a bound on that price, not on latency — has {}",
                 crate::metrics::secs(o.turn_ttft_p95_s)
             ))
         );
@@ -206,7 +206,7 @@ fn tiered_notes(st: &TieredKvStudy, reference: f64) -> Vec<String> {
             "Reference working set: {reference:.0} blocks per replica — the most idle session history a worker held under full retention, sticky routing and no budget. Rows with a budget cap what retention may hold in HBM per worker; past it the least recently used history moves to host memory (or is freed when the policy has no host tier)."
         ),
         format!(
-            "Every policy but stateless has a host tier ({}); the gap oracle sees each realised tool gap, so it is a bound, not a choice (it is never the best row).",
+            "Every policy but stateless has a host tier ({}). The gap oracle sees each realised tool gap and takes the tier cheapest for it by the gap price (the history's share of the worker's KV × the gap, the restore's time, or the prefill recomputing adds): no policy pays less by that price (adaptive-tiering reports it as gap cost), but it is no bound on latency — keeping more HBM than the price advises can be faster — and, since no engine can run it, it is never the best row.",
             st.base.engine.host_kv.as_ref().map_or(
                 format!(
                     "{} GB at {} GB/s per worker, the study's",
