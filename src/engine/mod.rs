@@ -638,11 +638,7 @@ impl<'a> Simulation<'a> {
             chains: self.sc.workload.chains.as_ref(),
             retain_sessions: self.tracks_retention,
             sessions: &mut self.sessions,
-            turn_end: self.sc.workload.sessions.as_ref().map(|x| sessions::TurnEnd {
-                retention: x.retention,
-                estimator: &self.gap_estimator,
-                sessions: x,
-            }),
+            turn_end: sessions::TurnEnd::of(self.sc, &self.gap_estimator),
             tally: Tally::default(),
             stuck_at: None,
             completed: self.generator.answers_completions().then_some(&mut self.completed),

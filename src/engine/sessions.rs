@@ -69,6 +69,14 @@ pub(crate) struct TurnEnd<'a> {
     pub sessions: &'a Sessions,
 }
 
+impl<'a> TurnEnd<'a> {
+    /// What `sc`'s sessions' turn ends need, with the estimates `estimator` holds (None without sessions).
+    pub fn of(sc: &'a crate::Scenario, estimator: &'a GapEstimator) -> Option<TurnEnd<'a>> {
+        let sessions = sc.workload.sessions.as_ref()?;
+        Some(TurnEnd { retention: sessions.retention, estimator, sessions })
+    }
+}
+
 impl SessionKv {
     /// The running turn ended at `now_ns`: its history's tier — the gap oracle's cheapest for the realised gap,
     /// an adaptive policy's cheapest for its estimate (kept in HBM before any call returned), or what the
@@ -279,12 +287,7 @@ impl Simulation<'_> {
         let keeps = self.tracks_retention;
         if completed && !keeps {
             // Nothing kept, so no step end chose a tier: the call that starts now is priced here.
-            let te = self.sc.workload.sessions.as_ref().map(|x| TurnEnd {
-                retention: x.retention,
-                estimator: &self.gap_estimator,
-                sessions: x,
-            });
-            if let Some(te) = te {
+            if let Some(te) = TurnEnd::of(self.sc, &self.gap_estimator) {
                 self.sessions[s as usize].end_turn(self.now, &te);
             }
         }
