@@ -111,7 +111,7 @@ for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity'])
 // The Agents panels, on the shipped agent scenario.
 await page.click('nav [data-panel="lab"]');
 await page.selectOption('#preset', 'agent-sessions');
-for (const name of ['agent-sessions', 'agent-policies', 'ttl-sweep', 'tiered-kv', 'affinity-slack']) {
+for (const name of ['agent-sessions', 'agent-policies', 'ttl-sweep', 'tiered-kv', 'affinity-slack', 'adaptive-tiering']) {
   await page.click(`nav [data-panel="${name}"]`);
   await page.click('#study-run');
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });

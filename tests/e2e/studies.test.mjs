@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, download, inkFraction, recordTexts, ROOT } from './browser.mjs';
+import { serve, browser, openLab, download, inkFraction, recordTexts, typeInto, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
@@ -211,6 +211,7 @@ const AGENT_PANELS = [
   ['ttl-sweep', /is the knee/],
   ['tiered-kv', /lowest p95 turn TTFT without a budget/],
   ['affinity-slack', /gives the lowest p95 turn TTFT/],
+  ['adaptive-tiering', /has the lowest p95 turn TTFT.*Learned per tool, the gap estimate agrees with the oracle's choice on \d+ %/],
 ];
 
 test('every Agents study panel, on the shipped agent scenario: progress, Cancel, a result, and the CLI\'s JSON', async () => {
@@ -237,6 +238,25 @@ test('every Agents study panel, on the shipped agent scenario: progress, Cancel,
   assert.deepEqual(budgetRows.slice(0, 5).map((r) => r[2]), ['1.00', '1.00', '1.00', '1.00', '1.00']);
   assert.equal(budgetRows[19][2], '0.100');
   assert.match(await page.textContent('#study-table'), /Under a shrinking HBM budget per replica/);
+  // Adaptive tiering: six policies, the α sweep under its title; α and the shift typed, checked at their field.
+  await page.click('nav [data-panel="adaptive-tiering"]');
+  assert.equal(await page.$$eval('#study-table-el tbody tr', (x) => x.length), 6);
+  assert.equal(await page.$$eval('#study-table-1 tbody tr', (x) => x.length), 5);
+  assert.match(await page.textContent('#study-table'), /The estimate's weight α/);
+  const alpha = page.getByRole('spinbutton', { name: /EWMA weight/ });
+  await typeInto(page, alpha, '0');
+  assert.match(await page.textContent('#study-errors'), /study\.adaptive-tiering\.alpha/);
+  assert.equal(await page.isDisabled('#study-run'), true);
+  assert.equal(await alpha.inputValue(), '0', 'nothing typed is lost');
+  await typeInto(page, alpha, '3e-1');
+  assert.equal(await page.textContent('#study-errors'), '');
+  const shift = page.getByRole('textbox', { name: /Tool shift/ });
+  await typeInto(page, shift, '{"tool": "nope", "at_s": 100, "factor": 3}');
+  assert.match(await page.textContent('#study-errors'), /study\.adaptive-tiering\.shift\.tool.*no tool is named "nope"/);
+  await typeInto(page, shift, '{"tool": "grep", "at_s": 100, "factor": 3}');
+  assert.equal(await page.textContent('#study-errors'), '');
+  await typeInto(page, shift, '');
+  assert.equal(await page.textContent('#study-errors'), '', 'empty: the default shift');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
