@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The static policies decide a turn's tier when it arrives; the gap oracle and the adaptive policies when it
-//! ends (`turn_end_tier`), the oracle from the realised gap, the adaptive ones from the estimate learned from
+//! ends (`SessionKv::end_turn`), the oracle from the realised gap, the adaptive ones from the estimate learned from
 //! the tool calls that have returned (each observed when the next turn arrives, never before).
 
 use super::Simulation;

@@ -432,15 +432,6 @@ impl Generator<'_> {
         req.pred_reserve_tokens = predict(self.predictors[1], req.output_tokens, mean, z_reserve);
     }
 
-    /// The tool session `req`'s turn `turn` calls when it ends, and the call's latency when made at `call_ns`
-    /// (None after its last turn).
-    pub fn next_call(&self, req: &Request, turn: u32, call_ns: u64) -> Option<(u16, u64)> {
-        let (p, k) = (&self.programs[req.session as usize], turn as usize);
-        let sessions = self.workload.sessions.as_ref()?;
-        (k <= p.tools.len() && k >= 1)
-            .then(|| (p.tools[k - 1], sessions.gap_ns(p.tools[k - 1], p.gaps_ns[k - 1], call_ns)))
-    }
-
     /// Session `s`'s program (drawn when it started).
     pub fn program(&self, s: u32) -> &Program {
         &self.programs[s as usize]
