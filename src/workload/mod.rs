@@ -13,7 +13,7 @@ pub mod trace;
 
 pub use build::{Arrival, Chains, Predictor, Prefix, Truncation, Workload};
 pub use class::{Class, Slo, Tenant};
-pub use sessions::{Retention, SessionClass, Sessions, Tool};
+pub use sessions::{Retention, SessionClass, Sessions, Tool, no_tool_named};
 
 pub use dist::LengthDist;
 pub use trace::TraceRow;

@@ -439,6 +439,12 @@ fn retention(s: &SessionsSpec, e: &mut Errors) -> Retention {
     }
 }
 
+/// What to say of a tool name none of `tools` has.
+pub fn no_tool_named(tools: &[Tool], name: &str) -> String {
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    format!("no tool is named {name:?}; the tools are: {}", names.join(", "))
+}
+
 /// The sessions' tool shift, its tool found by name among `tools`; Err when it is not valid (reported).
 fn shift(s: &SessionsSpec, tools: &[Tool], e: &mut Errors) -> Option<Option<Shift>> {
     let Some(x) = &s.shift else { return Some(None) };
@@ -447,11 +453,7 @@ fn shift(s: &SessionsSpec, tools: &[Tool], e: &mut Errors) -> Option<Option<Shif
     }
     let named: Vec<u16> = (0..tools.len() as u16).filter(|&i| tools[i as usize].name == x.tool).collect();
     if named.is_empty() {
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        e.push(
-            format!("{}.tool", at!(P, s.shift)),
-            format!("no tool is named {:?}; the tools are: {}", x.tool, names.join(", ")),
-        );
+        e.push(format!("{}.tool", at!(P, s.shift)), no_tool_named(tools, &x.tool));
         return None;
     }
     Some(Some(Shift { tools: named, at_ns: s_to_ns(x.at_s), factor: x.factor }))

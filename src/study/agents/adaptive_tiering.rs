@@ -138,8 +138,7 @@ fn shift_of(
         }
     };
     if !tools.iter().any(|t| t.name == shift.tool) {
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let why = format!("no tool is named {:?}; the tools are: {}", shift.tool, names.join(", "));
+        let why = crate::workload::no_tool_named(tools, &shift.tool);
         return Err(ScenarioError::one(format!("{path}.tool"), &why));
     }
     Ok(shift)
