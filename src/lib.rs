@@ -46,6 +46,7 @@ pub mod spec;
 pub mod study;
 pub mod tiering;
 pub mod truth;
+pub mod workflow;
 pub mod workload;
 
 pub use engine::{Progress, RunError};

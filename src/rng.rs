@@ -33,6 +33,8 @@ pub enum Stream {
     Turn = 7,
     /// A session's class (per session; apart from its program, so weights move no program draw).
     SessionClass = 8,
+    /// A workflow's role sequence (per session; apart from its program, so a workflow's roles move no length).
+    Workflow = 9,
 }
 
 /// splitmix64 finaliser: a bijective 64-bit mixer used only to derive seeds.

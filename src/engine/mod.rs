@@ -20,6 +20,7 @@ mod running;
 mod sessions;
 mod shared;
 mod step_end;
+mod workflow;
 
 use disagg::Links;
 use running::Plan;
@@ -60,6 +61,8 @@ pub enum Event {
     /// A session's TTL ran out (stale, and skipped without advancing the clock, if a turn came since: the
     /// session's pending expiry is no longer this instant). One u32, so an event stays 8 bytes.
     Expire { session: u32 },
+    /// A workflow's role prefix, prefetched from host memory, reached HBM.
+    Prefetched { transfer: u32 },
     /// The run's horizon: stop, report what is still in the system as unfinished.
     Horizon,
 }
@@ -184,6 +187,8 @@ pub struct Simulation<'a> {
     /// Per worker: when its host-to-HBM link is next free, and its retained-KV gauges as last reported.
     host_link_free_ns: Vec<u64>,
     retained: Vec<(u64, u64)>,
+    /// Workflows that predict their roles: the model, the forecasts pending, the prefetches.
+    workflows: Option<workflow::Workflows>,
 }
 
 impl<'a> Simulation<'a> {
@@ -204,7 +209,8 @@ impl<'a> Simulation<'a> {
                 batch: Batch::new(pl.engine.max_num_seqs, pl.engine.block_size_tokens),
                 queue: queue::build(&sc.scheduler, n_tenants),
                 kv: BlockPool::new(pl.engine.kv_total_blocks)
-                    .with_tiers(pl.engine.host.map(|h| h.capacity_blocks), pl.engine.retention_budget_blocks),
+                    .with_tiers(pl.engine.host.map(|h| h.capacity_blocks), pl.engine.retention_budget_blocks)
+                    .with_prefix_budget(workflow::prefix_budget_blocks(sc)),
                 reserved_blocks: 0,
                 busy: false,
                 step_ns: 0,
@@ -256,7 +262,11 @@ impl<'a> Simulation<'a> {
             sessions: Vec::new(),
             host_link_free_ns: vec![0; sc.worker_count() as usize],
             retained: vec![(0, 0); sc.worker_count() as usize],
+            workflows: workflow::Workflows::new(sc),
         };
+        if let Some(w) = &sim.workflows {
+            w.track_demand(&mut sim.replicas);
+        }
         if let Some(p) = sim.pending {
             sim.schedule(p.arrival_ns, Event::Arrival);
         }
@@ -293,6 +303,10 @@ impl<'a> Simulation<'a> {
             host_evictions: self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum(),
             session_ends: self.generator.session_ends,
             programs: self.generator.take_programs(),
+            budget_evictions: self.replicas.iter().map(|r| r.kv.budget_evictions).sum(),
+            prefetch_used: self.replicas.iter().map(|r| r.kv.cache.prefetch_used).sum(),
+            prefetch_unused: self.replicas.iter().map(|r| r.kv.cache.prefetch_unused).sum(),
+            learned: self.workflows.as_ref().map_or_else(Vec::new, |w| w.learned()),
         };
         self.rec.finish(end, self.requests);
         Ok(self.rec)
@@ -322,6 +336,7 @@ impl<'a> Simulation<'a> {
                 Event::FollowUp => self.on_follow_up(),
                 Event::Restored { request } => self.on_restored(request),
                 Event::Expire { session } => self.on_expire(session),
+                Event::Prefetched { transfer } => self.on_prefetched(transfer),
                 Event::Horizon => return false,
             }
             if !self.completed.is_empty() {
@@ -358,6 +373,9 @@ impl<'a> Simulation<'a> {
             let next = self.generator.follow_up(&done, self.turns[id as usize], self.now, completed);
             if done.session != crate::workload::NO_SESSION {
                 self.after_turn(id, next.is_none());
+                if next.is_some() {
+                    self.workflow_step_ends(id);
+                }
             }
             if let Some(next) = next {
                 let at = next.arrival_ns.max(self.now);
@@ -380,6 +398,9 @@ impl<'a> Simulation<'a> {
         }
         if req.session != crate::workload::NO_SESSION {
             self.session_turn_arrives(&req, turn);
+            if turn > 1 {
+                self.workflow_step_arrives(&req, turn);
+            }
         }
         let class = &self.sc.workload.classes[req.class as usize];
         // Arrivals go to the first pool (colocated, or prefill).
@@ -576,6 +597,8 @@ impl<'a> Simulation<'a> {
         }
         self.rec.on_step(r, work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
         self.schedule(self.now.saturating_add(cost.total_ns), Event::StepEnd { replica: r as u32 });
+        // Forming the batch may have evicted cached prefixes.
+        self.note_prefix_held(r);
     }
 
     /// Requests preempted while forming a batch go back to their queue (or wait out a backoff).
@@ -681,12 +704,6 @@ impl<'a> Simulation<'a> {
         rep.kv.release(t.released);
         rep.reserved_blocks -= t.unreserved;
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
-        if self.shares_prefixes {
-            let held = rep.kv.cache.held_blocks - rep.kv.cache.session_held;
-            self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
-            self.prefix_held[r] = held;
-            self.rec.on_prefix_held(self.prefix_held_total);
-        }
         let left = t.finished as u64 + handoff.len() as u64;
         rep.outstanding -= left;
         if left > 0 {
@@ -696,6 +713,7 @@ impl<'a> Simulation<'a> {
             rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();
         let (n_running, kv_between) = (rep.batch.len() as u64, rep.kv.used() - t.allocated);
         self.rec.on_step_end(r, rep.step_ns, t.bulk_itl, t.emitted_n, t.finished, n_running, kv_between, kv_ok);
+        self.note_prefix_held(r);
         self.note_retained(r);
     }
 }

@@ -86,6 +86,7 @@ impl Simulation<'_> {
                 &self.requests[s.id as usize],
                 s.shared_tokens,
             );
+            rep.kv.keep_prefix_budget();
         }
         rep.reserved_blocks -= s.reserve_blocks as u64;
         let rec = &mut self.requests[s.id as usize];

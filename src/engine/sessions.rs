@@ -346,7 +346,7 @@ impl Simulation<'_> {
     }
 
     /// Worker `r`'s KV changed outside a step: the recorder's gauges, and a step if the room lets one start.
-    fn kv_changed(&mut self, r: usize) {
+    pub(super) fn kv_changed(&mut self, r: usize) {
         let rep = &self.replicas[r];
         self.rec.on_kv_change(r, rep.batch.len() as u64, rep.kv.used());
         self.note_retained(r);

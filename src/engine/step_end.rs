@@ -509,6 +509,7 @@ impl RarePass<'_> {
                 &self.requests[s.id as usize],
                 s.shared_tokens,
             );
+            self.kv.keep_prefix_budget();
         }
         let kept = if self.retain_sessions { self.retain(s) } else { 0 };
         self.tally.released += s.blocks as u64 - kept;

@@ -20,6 +20,14 @@ pub struct BlockPool {
     pub pressure_evictions: u64,
     /// Shared prefixes (and trace blocks) evicted to make an allocation succeed.
     pub prefix_evictions: u64,
+    /// Most blocks shared prefixes may hold (u64::MAX: no budget; a workflow's role prefixes have one), and
+    /// the idle prefixes evicted to keep it.
+    prefix_budget: u64,
+    pub budget_evictions: u64,
+    /// A workflow's forecast demand for each prefix group here (expected uses by the workflows whose next
+    /// step is expected on this worker, in millionths): the budget evicts the idle prefix of least demand
+    /// first, the least recently used among equals. Empty: least recently used alone.
+    pub shared_demand: Vec<u64>,
 }
 
 impl BlockPool {
@@ -34,7 +42,15 @@ impl BlockPool {
             retention_budget: u64::MAX,
             pressure_evictions: 0,
             prefix_evictions: 0,
+            prefix_budget: u64::MAX,
+            budget_evictions: 0,
+            shared_demand: Vec::new(),
         }
+    }
+    /// The same pool whose shared prefixes may hold at most `blocks` blocks (None: no budget).
+    pub fn with_prefix_budget(mut self, blocks: Option<u64>) -> Self {
+        self.prefix_budget = blocks.unwrap_or(u64::MAX);
+        self
     }
     /// The same pool with a host tier of `host_blocks` blocks (None: none) and a retention budget.
     pub fn with_tiers(mut self, host_blocks: Option<u64>, retention_budget: Option<u64>) -> Self {
@@ -92,7 +108,53 @@ impl BlockPool {
             self.release(blocks);
         } else {
             self.cache.adopt(id, blocks);
+            self.keep_prefix_budget();
         }
+    }
+    /// A prefetch of entry `id` landed in `blocks` blocks it had taken: the entry joins the cache idle (and
+    /// marked prefetched until a request shares it), within the prefix budget; if the cache holds it already
+    /// (a request computed it meanwhile) the copy is freed. Whether it joined.
+    pub fn land_prefetch(&mut self, id: EntryId, blocks: u64) -> bool {
+        if self.cache.is_cached(id) {
+            self.release(blocks);
+            return false;
+        }
+        self.cache.insert_prefetched(id, blocks);
+        self.keep_prefix_budget();
+        true
+    }
+    /// Shared prefixes over their budget: idle ones go, least recently used first (one a running request
+    /// shares stays, so the budget may be passed while they run; the engine calls this again when a request
+    /// stops sharing one).
+    #[inline]
+    pub fn keep_prefix_budget(&mut self) {
+        while self.cache.shared_held() > self.prefix_budget && self.cache.idle_shared() > 0 {
+            let b = match self.budget_victim() {
+                Some(id) => self.cache.remove_idle(id),
+                None => self.cache.evict_lru(Which::Shared).1,
+            };
+            self.budget_evictions += 1;
+            self.used -= b;
+            self.free += b;
+        }
+    }
+    /// The idle shared entries in the order the budget evicts them: least demand first, then least recently
+    /// used.
+    pub fn budget_order(&self) -> Vec<EntryId> {
+        let mut idle: Vec<(u64, usize, EntryId)> = (self.cache.idle_shared_lru().enumerate())
+            .map(|(k, id)| (self.shared_demand.get(id.0 as usize).copied().unwrap_or(0), k, id))
+            .collect();
+        if !self.shared_demand.is_empty() {
+            idle.sort_unstable();
+        }
+        idle.into_iter().map(|x| x.2).collect()
+    }
+    /// The idle shared entry the budget evicts next when demand orders it (None: least recently used).
+    fn budget_victim(&self) -> Option<EntryId> {
+        if self.shared_demand.is_empty() {
+            return None;
+        }
+        self.budget_order().into_iter().next()
     }
     /// The audit: free + used == total, and the host tier within its capacity.
     pub fn consistent(&self) -> bool {
@@ -102,7 +164,7 @@ impl BlockPool {
     /// one; anything else is dropped. Its blocks are freed.
     #[cold]
     fn evict_one(&mut self, session_only: bool) {
-        let (id, b) = self.cache.evict_lru(session_only);
+        let (id, b) = self.cache.evict_lru(if session_only { Which::Session } else { Which::Any });
         if id.is_session() {
             self.pressure_evictions += 1;
             if let Some(h) = &mut self.host {
@@ -245,6 +307,16 @@ struct Entry {
     blocks: u64,
     pins: u32,
     last_use: u64,
+    /// A prefetch brought it and no request has shared it yet.
+    prefetched: bool,
+}
+
+/// Which idle entries an eviction may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    Any,
+    Session,
+    Shared,
 }
 
 /// The reusable KV of one worker: entries keyed by an [`EntryId`], each with its own length in blocks
@@ -266,6 +338,9 @@ pub struct ReuseCache {
     /// and trace blocks).
     pub session_held: u64,
     session_idle: u64,
+    /// Prefetched entries a request then shared, and those that left unshared.
+    pub prefetch_used: u64,
+    pub prefetch_unused: u64,
 }
 
 impl ReuseCache {
@@ -280,6 +355,9 @@ impl ReuseCache {
     pub fn pin(&mut self, id: EntryId) {
         let e = self.entries.get_mut(&id).expect("pinning an entry that is not cached");
         e.pins += 1;
+        if std::mem::take(&mut e.prefetched) {
+            self.prefetch_used += 1;
+        }
         if e.pins == 1 {
             self.idle.remove(&(e.last_use, id));
             self.idle_blocks -= e.blocks;
@@ -305,7 +383,7 @@ impl ReuseCache {
     /// A request that computed entry `id`'s KV itself hands those `blocks` blocks to the cache and shares them
     /// from now on (they stay in use; only their owner changes).
     pub fn adopt(&mut self, id: EntryId, blocks: u64) {
-        let old = self.entries.insert(id, Entry { blocks, pins: 1, last_use: 0 });
+        let old = self.entries.insert(id, Entry { blocks, pins: 1, last_use: 0, prefetched: false });
         debug_assert!(old.is_none(), "adopting an entry that is cached");
         self.held_blocks += blocks;
     }
@@ -314,7 +392,7 @@ impl ReuseCache {
     pub fn retain(&mut self, id: EntryId, blocks: u64) {
         self.tick += 1;
         let tick = self.tick;
-        let e = self.entries.entry(id).or_insert(Entry { blocks: 0, pins: 0, last_use: tick });
+        let e = self.entries.entry(id).or_insert(Entry { blocks: 0, pins: 0, last_use: tick, prefetched: false });
         debug_assert_eq!(e.pins, 0, "retaining into an entry a running request shares");
         let old = (e.last_use, e.blocks);
         e.blocks += blocks;
@@ -329,14 +407,36 @@ impl ReuseCache {
         self.session_idle += blocks;
         self.session_held += blocks;
     }
+    /// A prefetch brought entry `id` (not cached) in `blocks` blocks: idle, the most recently used.
+    pub fn insert_prefetched(&mut self, id: EntryId, blocks: u64) {
+        debug_assert!(!id.is_session(), "only shared prefixes are prefetched");
+        self.tick += 1;
+        let old = self.entries.insert(id, Entry { blocks, pins: 0, last_use: self.tick, prefetched: true });
+        debug_assert!(old.is_none(), "prefetching an entry that is cached");
+        self.idle.insert((self.tick, id));
+        self.idle_blocks += blocks;
+        self.held_blocks += blocks;
+    }
     /// Drop unshared entry `id` (its session ended); the blocks it held, to free (0 if it is not cached).
     pub fn remove_idle(&mut self, id: EntryId) -> u64 {
         let Some(e) = self.entries.get(&id).copied() else { return 0 };
         debug_assert_eq!(e.pins, 0, "removing an entry a running request shares");
         self.entries.remove(&id);
         self.idle.remove(&(e.last_use, id));
-        self.forget(id, e.blocks);
+        self.forget(id, e);
         e.blocks
+    }
+    /// Blocks held by shared prefixes (and trace blocks): every entry but sessions' histories.
+    pub fn shared_held(&self) -> u64 {
+        self.held_blocks - self.session_held
+    }
+    /// Of those, the blocks no running request shares.
+    pub fn idle_shared(&self) -> u64 {
+        self.idle_blocks - self.session_idle
+    }
+    /// The idle shared entries, least recently used first (the order they would be evicted in).
+    pub fn idle_shared_lru(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.idle.iter().map(|(_, id)| *id).filter(|id| !id.is_session())
     }
     /// Blocks of cached entries no running request shares.
     pub fn idle_blocks(&self) -> u64 {
@@ -346,22 +446,25 @@ impl ReuseCache {
     pub fn idle_session_blocks(&self) -> u64 {
         self.session_idle
     }
-    /// Drop the least recently used unshared entry (of a session, when `session_only`); it and its block
+    /// Drop the least recently used unshared entry of the kind `which`; it and its block
     /// count (to free).
-    fn evict_lru(&mut self, session_only: bool) -> (EntryId, u64) {
-        let key = if session_only {
-            *self.idle.iter().find(|(_, id)| id.is_session()).expect("the caller checked idle session blocks")
-        } else {
-            *self.idle.first().expect("the caller checked idle blocks")
-        };
+    fn evict_lru(&mut self, which: Which) -> (EntryId, u64) {
+        let key = *match which {
+            Which::Any => self.idle.first(),
+            Which::Session => self.idle.iter().find(|(_, id)| id.is_session()),
+            Which::Shared => self.idle.iter().find(|(_, id)| !id.is_session()),
+        }
+        .expect("the caller checked idle blocks of the kind");
         self.idle.remove(&key);
         let id = key.1;
-        let b = self.entries.remove(&id).expect("an idle entry is cached").blocks;
-        self.forget(id, b);
-        (id, b)
+        let e = self.entries.remove(&id).expect("an idle entry is cached");
+        self.forget(id, e);
+        (id, e.blocks)
     }
-    /// The books of an idle entry of `b` blocks that left.
-    fn forget(&mut self, id: EntryId, b: u64) {
+    /// The books of an idle entry that left.
+    fn forget(&mut self, id: EntryId, e: Entry) {
+        let b = e.blocks;
+        self.prefetch_unused += e.prefetched as u64;
         self.idle_blocks -= b;
         self.held_blocks -= b;
         if id.is_session() {

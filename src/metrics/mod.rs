@@ -11,6 +11,7 @@ mod sessions;
 mod stats;
 pub mod steady;
 mod summary;
+mod workflow;
 
 pub use diagnose::{Change, Diagnosis, Finding, Tested, diagnose};
 pub use report::*;
@@ -18,6 +19,7 @@ pub use session_report::*;
 pub use sessions::{SessionMetrics, ToolGap};
 pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, percentile};
 pub use summary::*;
+pub use workflow::{Decision, RoleSeen, WorkflowMetrics};
 
 use crate::cost::{StepCost, StepWork};
 use crate::scenario::{Arrival, Scenario};
@@ -173,6 +175,12 @@ pub struct RunEnd {
     pub session_ends: crate::workload::SessionEnds,
     /// Each session's program, for the sessions section.
     pub programs: Vec<crate::workload::Program>,
+    /// Workflows: idle role prefixes evicted to keep the prefix budget, prefetched copies a step then shared
+    /// and those evicted unshared, and the transitions learned (normalised rows).
+    pub budget_evictions: u64,
+    pub prefetch_used: u64,
+    pub prefetch_unused: u64,
+    pub learned: Vec<Vec<f64>>,
 }
 
 /// Per-replica counters.
@@ -272,9 +280,14 @@ pub struct Recorder {
     pub prefix_lookups: u64,
     pub prefix_hits: u64,
     pub prefix_saved_tokens: u64,
-    /// Peak blocks held by cached prefixes (all workers together, each counted once).
+    /// Peak blocks held by cached prefixes (all workers together, each counted once), and the time integral
+    /// of the blocks held (value·ns) with the value and instant it was last set.
     pub prefix_peak_blocks: u64,
     pub prefix_evictions: u64,
+    pub prefix_area: u128,
+    prefix_held: (u64, u64),
+    /// Workflows: transitions scored, decisions, prefetches (and, at the end, the engine's counts).
+    pub wf: WorkflowMetrics,
 }
 
 impl Recorder {
@@ -335,6 +348,9 @@ impl Recorder {
             prefix_saved_tokens: 0,
             prefix_peak_blocks: 0,
             prefix_evictions: 0,
+            prefix_area: 0,
+            prefix_held: (0, 0),
+            wf: WorkflowMetrics::default(),
         }
     }
 
@@ -397,8 +413,32 @@ impl Recorder {
     }
 
     /// The blocks all workers' prefix caches hold changed to `total`.
-    pub fn on_prefix_held(&mut self, total: u64) {
+    pub fn on_prefix_held(&mut self, now: u64, total: u64) {
         self.prefix_peak_blocks = self.prefix_peak_blocks.max(total);
+        let (held, since) = std::mem::replace(&mut self.prefix_held, (total, now));
+        self.prefix_area += held as u128 * (now - since) as u128;
+    }
+
+    /// A workflow's step arrived: its transition scored against what the previous step's end planned.
+    pub fn on_role_seen(&mut self, s: &RoleSeen) {
+        self.wf.on_role_seen(s);
+    }
+
+    /// A step's end decided what to prefetch for its workflow.
+    pub fn on_prefetch_decision(&mut self, d: Decision) {
+        self.wf.decisions.push(d);
+    }
+
+    /// A prefetch of `bytes` started.
+    pub fn on_prefetch(&mut self, bytes: u64) {
+        self.wf.prefetches += 1;
+        self.wf.prefetch_bytes += bytes;
+    }
+
+    /// A prefetch landed: into the cache, or finding it there already.
+    pub fn on_prefetch_landed(&mut self, joined: bool) {
+        self.wf.landed += joined as u64;
+        self.wf.redundant += !joined as u64;
     }
 
     /// A session started / ended (session `s`).
@@ -592,14 +632,18 @@ impl Recorder {
 
     /// The run ended (`end`) with these requests: close the last window; whatever is still in flight is
     /// unfinished.
-    pub fn finish(&mut self, end: RunEnd, requests: Vec<RequestRecord>) {
+    pub fn finish(&mut self, mut end: RunEnd, requests: Vec<RequestRecord>) {
         let (end_ns, evictions) = (end.end_ns, end.prefix_evictions);
         self.sess.pressure_evictions = end.pressure_evictions;
         self.sess.host_evictions = end.host_evictions;
         self.session_ends = end.session_ends;
-        self.programs = end.programs;
+        self.programs = std::mem::take(&mut end.programs);
+        (self.wf.budget_evictions, self.wf.used, self.wf.unused) =
+            (end.budget_evictions, end.prefetch_used, end.prefetch_unused);
+        self.wf.learned = std::mem::take(&mut end.learned);
         self.requests = requests;
         self.prefix_evictions = evictions;
+        self.on_prefix_held(end_ns, self.prefix_held.0);
         self.advance(end_ns);
         if !self.programs.is_empty() {
             self.sess.finish(end_ns);

@@ -46,6 +46,9 @@ pub struct SessionsSummary {
     /// adaptive policy, or a tool shift).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tiering: Option<TieringSummary>,
+    /// Workflows: the role forecasts, the prefetches and the role prefixes' cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<WorkflowSummary>,
     pub audit: SessionAudit,
     /// By session class, when the scenario names them (`workload.sessions.classes`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -138,6 +141,101 @@ pub struct GapPoint {
     pub gap_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate_s: Option<f64>,
+}
+
+/// A workflow's forecasts and prefetches (docs/metrics.md, "sessions.workflow"). Shares are absent when
+/// nothing was there to share: no transition, no forecast, no prefetch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkflowSummary {
+    pub roles: Vec<String>,
+    /// Steps admitted (each looks its role's prefix up once), and those that found it in HBM; the prompt
+    /// tokens those hits did not prefill.
+    pub steps: u64,
+    pub prefix_hit_rate: f64,
+    pub saved_prefill_tokens: u64,
+    /// Transitions seen (a step after the first arrived), of them those of workflows that started after the
+    /// shift.
+    pub transitions: u64,
+    pub post_shift_transitions: u64,
+    /// The share of transitions whose most probable forecast role came (none forecast: a miss), overall and
+    /// before / after the shift.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top1: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_shift_top1: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_shift_top1: Option<f64>,
+    /// Expected calibration error of the next-role probabilities (ten bins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ece: Option<f64>,
+    /// Of the roles a step's end wanted in HBM, the share that was the next role; of the transitions, the
+    /// share whose role was wanted; of the distinct roles of the next K steps, the share wanted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
+    pub recall_k: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+    /// Prefetches started and their bytes; those that landed into the cache, found it there, a step then
+    /// shared (of those landed: utilization), and were evicted unshared; fetched roles that were not the
+    /// next role.
+    pub prefetches: u64,
+    pub prefetch_bytes: u64,
+    pub landed: u64,
+    pub redundant: u64,
+    pub used: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub utilization: Option<f64>,
+    pub unused: u64,
+    pub wrong: u64,
+    /// Idle role prefixes evicted: to keep the prefix budget, and to make an allocation succeed.
+    pub budget_evictions: u64,
+    pub pressure_evictions: u64,
+    /// Mean and peak HBM the role prefixes held, all workers together, GB.
+    pub mean_prefix_hbm_gb: f64,
+    pub peak_prefix_hbm_gb: f64,
+    /// The transitions learned by the run's end (rows in role order; a role never left: 0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub learned: Vec<Vec<f64>>,
+}
+
+fn workflow(sc: &Scenario, rec: &Recorder) -> Option<WorkflowSummary> {
+    let wf = sc.workload.sessions.as_ref()?.workflow.as_ref()?;
+    let m = &rec.wf;
+    let share = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+    let n = m.transitions[0] + m.transitions[1];
+    let gb = sc.kv_block_bytes() / 1e9;
+    let span = rec.end_ns.max(1) as f64;
+    Some(WorkflowSummary {
+        roles: wf.roles.clone(),
+        steps: rec.prefix_lookups,
+        prefix_hit_rate: share(rec.prefix_hits, rec.prefix_lookups).unwrap_or(0.0),
+        saved_prefill_tokens: rec.prefix_saved_tokens,
+        transitions: n,
+        post_shift_transitions: m.transitions[1],
+        top1: share(m.top1[0] + m.top1[1], n),
+        pre_shift_top1: share(m.top1[0], m.transitions[0]),
+        post_shift_top1: share(m.top1[1], m.transitions[1]),
+        ece: m.calibration.ece(),
+        precision: share(m.covered, m.wanted),
+        coverage: share(m.covered, n),
+        recall_k: wf.recall_k,
+        recall_at_k: share(m.future_hit, m.future),
+        prefetches: m.prefetches,
+        prefetch_bytes: m.prefetch_bytes,
+        landed: m.landed,
+        redundant: m.redundant,
+        used: m.used,
+        utilization: share(m.used, m.landed),
+        unused: m.unused,
+        wrong: m.wrong,
+        budget_evictions: m.budget_evictions,
+        pressure_evictions: rec.prefix_evictions,
+        mean_prefix_hbm_gb: rec.prefix_area as f64 / span * gb,
+        peak_prefix_hbm_gb: rec.prefix_peak_blocks as f64 * gb,
+        learned: m.learned.iter().map(|r| r.iter().map(|p| (p * 1e6).round() / 1e6).collect()).collect(),
+    })
 }
 
 /// Windows of the tiering series over the run.
@@ -308,6 +406,7 @@ pub(super) fn sessions_summary(
         classes: class_summaries(sc, rec, &turns, &span, &met),
         kv: session_kv(sc, rec),
         tiering: tiering(sc, rec),
+        workflow: workflow(sc, rec),
         audit: session_audit(rec, &span),
     })
 }

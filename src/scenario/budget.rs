@@ -172,8 +172,12 @@ impl Scenario {
         let cap = self.turn_cap_tokens() as f64;
         let load = |c: &crate::workload::SessionClass| {
             let (turns, per_turn) = (c.turns.mean(), c.new.mean() + c.output.mean());
-            let prompt_sum: f64 =
-                (0..turns.ceil() as u32).map(|k| (c.first.mean() + k as f64 * per_turn).min(cap)).sum();
+            let prompt_sum: f64 = match &s.workflow {
+                // A workflow's steps carry no history: each is its role's prefix and its own tokens.
+                Some(wf) => (wf.prefix_tokens as f64 * turns + c.first.mean() + (turns - 1.0).max(0.0) * c.new.mean())
+                    .min(cap * turns),
+                None => (0..turns.ceil() as u32).map(|k| (c.first.mean() + k as f64 * per_turn).min(cap)).sum(),
+            };
             let worst = c.turns.max() as f64 * (c.output.max() as f64 + (cap / chunk).ceil() + 1.0);
             (turns, turns * c.output.mean(), prompt_sum / chunk + turns, worst)
         };

@@ -477,6 +477,9 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         _ => None,
     };
     let prefix = match (&spec.prefix, &engine, &workload) {
+        (_, Some(en), Some(w)) if w.sessions.as_ref().is_some_and(|s| s.workflow.is_some()) => {
+            workflow_prefix(spec, w, en.block_size_tokens, &mut e)
+        }
         (Some(p), Some(en), Some(w)) => Prefix::build(p, en.block_size_tokens, w, &mut e),
         _ => None,
     };
@@ -556,6 +559,35 @@ fn check_session_kv(spec: &Spec, w: &Workload, e: &mut Errors) {
     if en.host_kv.is_some() && spec.cluster.router == RouterSpec::CentralQueue {
         e.push(path_of!(spec.cluster.router), "a host tier restores a turn's KV on the worker a router picks at arrival: central_queue picks at dispatch; use a router (sticky, bounded_affinity, least_outstanding, …)");
     }
+}
+
+/// A workflow's role prefixes are shared prefixes, one group per role, always cached; their whole blocks are
+/// shared. Not with `prefix` (the roles are the workflow's shared prefixes); prefetching needs the host link.
+fn workflow_prefix(spec: &Spec, w: &Workload, block: u32, e: &mut Errors) -> Option<Option<Prefix>> {
+    let Some(wf) = w.sessions.as_ref().and_then(|s| s.workflow.as_ref()) else { return Some(None) };
+    let at = || format!("{}.workflow", path_of!(spec.workload.sessions));
+    if spec.prefix.is_some() {
+        e.push(path_of!(spec.prefix), "a workflow's role prefixes are its shared prefixes: remove `prefix`");
+    }
+    if spec.cluster.disaggregation.is_some() {
+        e.push(path_of!(spec.cluster.disaggregation), "workflows are modelled for colocated serving only");
+    }
+    if wf.prefix_tokens < block {
+        let why = format!("must be at least a KV block ({block} tokens): only whole blocks are cached");
+        e.push(format!("{}.prefix_tokens", at()), format!("{why} (got {})", wf.prefix_tokens));
+        return None;
+    }
+    if !wf.predictor.is_none() && spec.engine.host_kv.is_none() {
+        e.push(format!("{}.predictor", at()), "prefetching brings role prefixes from host memory: it needs engine.host_kv (its link's bandwidth and latency)");
+    }
+    let n = wf.roles.len();
+    let group_cdf = (1..=n).map(|k| k as f64 / n as f64).collect();
+    Some(Some(Prefix {
+        shared_tokens: wf.prefix_tokens / block * block,
+        reuse_fraction: 1.0,
+        group_cdf,
+        caching: true,
+    }))
 }
 
 /// Deadline admission tests each request against its class's end-to-end SLO: every class needs one.
@@ -838,13 +870,15 @@ fn check_fits(w: &Workload, en: &Engine, context: Option<u32>, e: &mut Errors) {
 /// Each kind of session's largest first turn (a trace's, named by its line) given to `check`.
 fn check_first_turns(w: &Workload, mut check: impl FnMut(String, u64, u64)) {
     let Some(s) = &w.sessions else { return };
+    // A workflow's step starts with its role's prefix.
+    let prefix = s.workflow.as_ref().map_or(0, |wf| wf.prefix_tokens as u64);
     match &s.trace {
         Some(t) => {
             let (i, widest) = (t.programs.iter().enumerate())
                 .max_by_key(|(_, p)| p.prompt(0, 0, 0) + p.output_tokens[0] as u64)
                 .expect("a trace has a session");
             let at = format!("{} (line {})", at!("workload.sessions", SessionsSpec::trace), t.lines[i]);
-            check(at, widest.prompt(0, 0, 0), widest.output_tokens[0] as u64);
+            check(at, prefix + widest.prompt(0, 0, 0), widest.output_tokens[0] as u64);
         }
         None => {
             for (i, c) in s.classes.iter().enumerate() {
@@ -853,7 +887,7 @@ fn check_first_turns(w: &Workload, mut check: impl FnMut(String, u64, u64)) {
                 } else {
                     at!("workload", WorkloadSpec::sessions)
                 };
-                check(at, c.first.max() as u64, c.output.max() as u64);
+                check(at, prefix + c.first.max() as u64, c.output.max() as u64);
             }
         }
     }

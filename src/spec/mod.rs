@@ -303,7 +303,110 @@ pub struct SessionsSpec {
     /// are scheduled as. None: every session is of one class, the fields above.
     #[serde(default, deserialize_with = "at_most::<_, _, 64>", skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<SessionClassSpec>,
+    /// Each session is a multi-agent workflow: its turns are steps of roles, each starting with its role's
+    /// prompt prefix, the roles following a Markov chain; prefixes may be prefetched from host memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<WorkflowSpec>,
 }
+
+/// A multi-agent workflow (planner, coder, tester, reviewer …): each step runs one role, whose static prompt
+/// prefix (system prompt, tool schemas) every step of that role starts with; the next step's role follows a
+/// first-order Markov chain, which may shift part-way through the run.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    /// The roles' names (at most 64).
+    #[serde(deserialize_with = "at_most::<_, _, 64>")]
+    pub roles: Vec<String>,
+    /// Each role's prompt prefix, tokens (the same length for every role).
+    pub prefix_tokens: u32,
+    /// The first step's role; absent: the first of `roles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
+    /// For each role, the weights of the role that follows it (normalised; a role it does not name: 0).
+    pub transitions: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+    /// From a time on, workflows that start follow other transitions (the rows given replace the old ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<WorkflowShiftSpec>,
+    /// The HBM a worker's role prefixes may hold, as a share of all roles' prefixes (1: every role fits).
+    #[serde(default = "one")]
+    pub prefix_budget: f64,
+    /// What the engine learns of the role sequence.
+    #[serde(default, skip_serializing_if = "RolePredictorSpec::is_none")]
+    pub predictor: RolePredictorSpec,
+    /// How the forecast chooses the prefixes fetched from host memory ahead of the steps that need them.
+    #[serde(default)]
+    pub prefetch: PrefetchSpec,
+    /// The K of the report's future-role recall@K (the distinct roles of a workflow's next K steps).
+    #[serde(default = "three_u32")]
+    pub recall_k: u32,
+}
+
+bounds!(WorkflowSpec {
+    prefix_tokens: Bound::Int(1, 1_000_000),
+    prefix_budget: Bound::Range(0.0, 1000.0),
+    recall_k: Bound::Int(1, 64),
+});
+
+fn three_u32() -> u32 {
+    3
+}
+
+/// From `at_s` on, workflows that start follow these transitions (a role not given keeps its row).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowShiftSpec {
+    pub at_s: f64,
+    pub transitions: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+}
+
+bounds!(WorkflowShiftSpec { at_s: Bound::Range(0.0, 1e7) });
+
+/// The model of the role sequence the engine learns, only from transitions it has seen (a step's role is
+/// seen when the step arrives).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RolePredictorSpec {
+    /// No model: nothing is prefetched (prefixes are cached as any shared prefix).
+    #[default]
+    None,
+    /// Cumulative transition counts.
+    Counts,
+    /// Transition counts decayed by `decay` at each transition out of the same role (1: `counts`).
+    Decayed { decay: f64 },
+    /// Knows each workflow's coming roles: the bound on what a forecast can know.
+    Clairvoyant,
+}
+
+variant_bounds!(RolePredictorSpec { Decayed { decay: Bound::OpenLo(0.0, 1.0) } });
+
+impl RolePredictorSpec {
+    pub fn is_none(&self) -> bool {
+        *self == RolePredictorSpec::None
+    }
+}
+
+/// Which prefixes a step's end fetches for its workflow's coming steps.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PrefetchSpec {
+    /// Every role whose forecast probability of being needed within `horizon` steps is at least `threshold`.
+    Threshold { threshold: f64, horizon: u32 },
+    /// Every role whose expected prefill saved (its probability within `horizon` steps × the prefix's prefill
+    /// time) passes the transfer's time and the forecast-weighted prefill of the prefix it evicts.
+    Utility { horizon: u32 },
+}
+
+impl Default for PrefetchSpec {
+    fn default() -> Self {
+        PrefetchSpec::Threshold { threshold: 0.5, horizon: 1 }
+    }
+}
+
+variant_bounds!(PrefetchSpec {
+    Threshold { threshold: Bound::Range(0.0, 1.0), horizon: Bound::Int(1, 16) },
+    Utility { horizon: Bound::Int(1, 16) },
+});
 
 /// A kind of session (a quick fix, a refactor, a chat): its share of sessions and what sets it apart.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -60,6 +60,10 @@ pub struct Program {
     pub prompt_tokens: Vec<u32>,
     /// Its session class (`Sessions::classes`).
     pub class: u16,
+    /// A workflow's: each step's role (a trace's: indices into its role names until the scenario maps them
+    /// to the workflow's), and whether the roles followed the shifted transitions.
+    pub roles: Vec<u16>,
+    pub shifted: bool,
 }
 
 impl Program {
@@ -345,7 +349,7 @@ impl Generator<'_> {
         }
         self.next_idx += 1;
         // A trace's programs are replayed in file order (cycling when the arrival process starts more).
-        let program = match &s.trace {
+        let mut program = match &s.trace {
             Some(t) => t.programs[idx as usize % t.programs.len()].clone(),
             None => {
                 // The class from a stream of its own: a mix's weights move which class a session is, never
@@ -358,11 +362,18 @@ impl Generator<'_> {
                 draw_program(s, class, &mut rng::stream(self.seed, Stream::Session, idx))
             }
         };
+        if let Some(wf) = &s.workflow {
+            as_workflow(wf, &mut program, arrival_ns, &mut rng::stream(self.seed, Stream::Workflow, idx));
+        }
         let mut r = self.draw(idx, arrival_ns, None);
-        r.prompt_tokens = program.new_tokens[0];
+        r.prompt_tokens = program.prompt_tokens.first().copied().unwrap_or(program.new_tokens[0]);
         r.output_tokens = program.output_tokens[0];
-        // The session's system prompt: every turn starts with its first turn's shared prefix.
-        r.prefix_group = self.prefix_group(idx, r.prompt_tokens);
+        // The session's system prompt: every turn starts with its first turn's shared prefix (a workflow's
+        // step with its role's).
+        r.prefix_group = match program.roles.first() {
+            Some(&role) => role,
+            None => self.prefix_group(idx, r.prompt_tokens),
+        };
         if let Some(k) = s.classes[program.class as usize].request_class {
             r.class = k;
         }
@@ -398,7 +409,9 @@ impl Generator<'_> {
             output_tokens: output,
             ..*done
         };
-        if self.prefix.is_some_and(|x| r.prompt_tokens <= x.shared_tokens) {
+        if let Some(&role) = p.roles.get(k) {
+            r.prefix_group = role;
+        } else if self.prefix.is_some_and(|x| r.prompt_tokens <= x.shared_tokens) {
             r.prefix_group = NO_PREFIX; // a traced agent compacted its history below the shared prefix
         }
         let key = (done.session as u64) << 16 | (k as u64).min(0xffff);
@@ -475,6 +488,8 @@ fn draw_program(s: &Sessions, class: usize, r: &mut Rng64) -> Program {
         gaps_ns: Vec::new(),
         prompt_tokens: Vec::new(),
         class: class as u16,
+        roles: Vec::new(),
+        shifted: false,
     };
     for k in 0..turns {
         p.output_tokens.push(c.output.sample(r));
@@ -493,6 +508,22 @@ fn draw_program(s: &Sessions, class: usize, r: &mut Rng64) -> Program {
         }
     }
     p
+}
+
+/// Make `p` a workflow's: each step's role (a trace's are given; otherwise the first role, then the chain of
+/// the transitions in force when the workflow starts, one uniform per step from the workflow's own stream),
+/// and each step's prompt its role's prefix then its own tokens (no history: steps are separate agents).
+fn as_workflow(wf: &crate::workflow::Workflow, p: &mut Program, start_ns: u64, r: &mut Rng64) {
+    if p.roles.is_empty() {
+        let (rows, shifted) = wf.rows_at(start_ns);
+        p.shifted = shifted;
+        p.roles.push(wf.first);
+        for _ in 1..p.new_tokens.len() {
+            let from = *p.roles.last().expect("a first role") as usize;
+            p.roles.push(pick(&rows[from], r.uniform()) as u16);
+        }
+    }
+    p.prompt_tokens = p.new_tokens.iter().map(|&n| n.saturating_add(wf.prefix_tokens)).collect();
 }
 
 /// Index of the first cumulative weight above `u` (weights of 0 are never picked).

@@ -35,6 +35,8 @@ pub struct Sessions {
     pub trace: Option<Arc<SessionTrace>>,
     /// A tool whose latency changes part-way through the run.
     pub shift: Option<Shift>,
+    /// Each session is a multi-agent workflow of these roles.
+    pub workflow: Option<crate::workflow::Workflow>,
 }
 
 /// From `at_ns` on, calls of the tool take `factor` × their drawn latency (validated `ToolShiftSpec`).
@@ -183,6 +185,7 @@ impl Sessions {
             retention,
             trace: None,
             shift,
+            workflow: workflow(s, None, e)?,
         })
     }
 
@@ -212,7 +215,7 @@ impl Sessions {
             crate::spec::SessionTraceFormat::Inferscale => Some(Shape::Ours),
             crate::spec::SessionTraceFormat::InferenceLab => Some(Shape::InferenceLab),
         };
-        let trace = parse(text, shape).map_err(|why| e.push(at!(P, s.trace), why)).ok()?;
+        let mut trace = parse(text, shape).map_err(|why| e.push(at!(P, s.trace), why)).ok()?;
         let empirical = |v: Vec<u32>| LengthDist::Empirical(if v.is_empty() { vec![1] } else { v });
         let progs = &trace.programs;
         let tools: Vec<Tool> = (trace.tools.iter().enumerate())
@@ -240,6 +243,7 @@ impl Sessions {
             session_ns,
             request_class: None,
         };
+        let workflow = workflow(s, Some(&mut trace), e)?;
         Some(Sessions {
             classes: vec![class],
             class_cdf: vec![1.0],
@@ -248,6 +252,7 @@ impl Sessions {
             tools,
             retention,
             trace: Some(Arc::new(trace)),
+            workflow,
         })
     }
 }
@@ -457,6 +462,54 @@ fn shift(s: &SessionsSpec, tools: &[Tool], e: &mut Errors) -> Option<Option<Shif
         return None;
     }
     Some(Some(Shift { tools: named, at_ns: s_to_ns(x.at_s), factor: x.factor }))
+}
+
+/// The workflow of `s`, if any (Some(None): none): its steps carry no history, so the sessions keep none; a
+/// trace's turns must each name one of its roles.
+fn workflow(
+    s: &SessionsSpec,
+    trace: Option<&mut SessionTrace>,
+    e: &mut Errors,
+) -> Option<Option<crate::workflow::Workflow>> {
+    let Some(w) = &s.workflow else {
+        if let Some(t) = trace.filter(|t| !t.roles.is_empty()) {
+            e.push(
+                at!(P, s.trace),
+                format!(
+                    "its turns name roles ({}): give `workflow` with them, or remove the roles",
+                    t.roles.join(", ")
+                ),
+            );
+            return None;
+        }
+        return Some(None);
+    };
+    let at = at!(P, s.workflow);
+    if !s.retention.is_stateless() {
+        e.push(
+            at!(P, s.retention),
+            "a workflow's steps carry no history (each starts with its role's prefix): retention must be stateless",
+        );
+    }
+    let wf = crate::workflow::Workflow::build(w, e)?;
+    if let Some(t) = trace {
+        if let Some(r) = t.roles.iter().find(|r| !wf.roles.contains(r)) {
+            e.push(
+                format!("{at}.roles"),
+                format!("the trace names role {r:?}, which is not one of the workflow's roles"),
+            );
+            return None;
+        }
+        if let Some(i) = t.programs.iter().position(|p| p.roles.len() != p.new_tokens.len()) {
+            let line = t.lines[i];
+            e.push(at!(P, s.trace), format!("line {line}: a workflow's trace names the role of every turn (`role`)"));
+            return None;
+        }
+        // The trace's role indices become the workflow's.
+        let map: Vec<u16> = t.roles.iter().map(|r| wf.roles.iter().position(|x| x == r).unwrap_or(0) as u16).collect();
+        t.programs.iter_mut().flat_map(|p| p.roles.iter_mut()).for_each(|r| *r = map[*r as usize]);
+    }
+    Some(Some(wf))
 }
 
 /// Session objectives at `at` (ns); out of their bounds, reported (and the scenario refused).

@@ -4,7 +4,8 @@
 //! - ours: `{"id": …, "arrival_s": 0.5, "turns": [{"new_tokens": 4000, "output_tokens": 120, "tool": "read_file",
 //!   "tool_s": 0.2}, …]}` — the first turn's `new_tokens` is its whole prompt; each later turn's prompt is the
 //!   history plus its new tokens; `tool`/`tool_s` run after the turn (ignored after the last). `arrival_s` on
-//!   every line, or on none (then the scenario's arrival process starts the sessions).
+//!   every line, or on none (then the scenario's arrival process starts the sessions). A workflow's trace names
+//!   each turn's `role` (on every turn of a session, or on none).
 //! - inference-lab's (doublewordai/inference-lab, `src/request/session.rs`): `{"id": …, "steps": [{"input":
 //!   15524, "new": 15524, "output": 111, "gap": 0.0, "kind": "user"}, …]}` — `input` is the step's whole prompt,
 //!   `new` the tokens not from the parent's context, `gap` the seconds from the parent's completion to this
@@ -39,6 +40,8 @@ pub struct SessionTrace {
     pub tools: Vec<String>,
     /// Sessions without a step, dropped (inference-lab's rule).
     pub dropped_empty: u64,
+    /// Role names a workflow trace's turns give (`Program::roles` indexes them; empty: no roles).
+    pub roles: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +59,7 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
         arrivals_ns: Vec::new(),
         tools: Vec::new(),
         dropped_empty: 0,
+        roles: Vec::new(),
     };
     let mut shape = shape;
     let mut arrivals_s: Vec<Option<f64>> = Vec::new();
@@ -81,7 +85,7 @@ pub fn parse(text: &str, shape: Option<Shape>) -> Result<SessionTrace, String> {
             return Err(format!("line {n}: at most {MAX_SESSIONS} sessions"));
         }
         let program = match s {
-            Shape::Ours => ours(&o, n, &mut out.tools, &mut arrivals_s)?,
+            Shape::Ours => ours(&o, n, &mut out, &mut arrivals_s)?,
             Shape::InferenceLab => inference_lab(&o, n, &mut out.tools)?,
         };
         match program {
@@ -125,14 +129,19 @@ fn seconds(o: &Map<String, Value>, key: &str, at: &str, most: f64) -> Result<f64
 
 /// The index of tool `name` (added when new; at most 64 distinct).
 fn tool_index(tools: &mut Vec<String>, name: &str, at: &str) -> Result<u16, String> {
-    if let Some(i) = tools.iter().position(|t| t == name) {
+    name_index(tools, name, at, "tools")
+}
+
+/// The index of `name` in `names` (added when new; at most 64 distinct `what`).
+fn name_index(names: &mut Vec<String>, name: &str, at: &str, what: &str) -> Result<u16, String> {
+    if let Some(i) = names.iter().position(|t| t == name) {
         return Ok(i as u16);
     }
-    if tools.len() >= 64 {
-        return Err(format!("{at}: more than 64 distinct tools"));
+    if names.len() >= 64 {
+        return Err(format!("{at}: more than 64 distinct {what}"));
     }
-    tools.push(name.to_string());
-    Ok((tools.len() - 1) as u16)
+    names.push(name.to_string());
+    Ok((names.len() - 1) as u16)
 }
 
 fn text_of(o: &Map<String, Value>, key: &str, at: &str) -> Result<Option<String>, String> {
@@ -171,7 +180,7 @@ fn refuse_unknown(o: &Map<String, Value>, known: &[&str], at: &str) -> Result<()
 fn ours(
     o: &Map<String, Value>,
     n: usize,
-    tools: &mut Vec<String>,
+    out: &mut SessionTrace,
     arrivals: &mut Vec<Option<f64>>,
 ) -> Result<Option<Program>, String> {
     refuse_unknown(o, &["id", "arrival_s", "turns"], &format!("line {n}"))?;
@@ -190,20 +199,27 @@ fn ours(
         gaps_ns: Vec::new(),
         prompt_tokens: Vec::new(),
         class: 0,
+        roles: Vec::new(),
+        shifted: false,
     };
     for (k, t) in turns.iter().enumerate() {
         let at = format!("line {n}: `turns[{k}]`");
         let Value::Object(t) = t else { return Err(format!("{at} must be an object, got {}", json_kind(t))) };
-        refuse_unknown(t, &["new_tokens", "output_tokens", "tool", "tool_s"], &at)?;
-        let (new, out) = (tokens(t, "new_tokens", &at, None)?, tokens(t, "output_tokens", &at, None)?);
-        if new == 0 || out == 0 {
+        refuse_unknown(t, &["new_tokens", "output_tokens", "tool", "tool_s", "role"], &at)?;
+        let (new, output) = (tokens(t, "new_tokens", &at, None)?, tokens(t, "output_tokens", &at, None)?);
+        if new == 0 || output == 0 {
             return Err(format!("{at}: `new_tokens` and `output_tokens` must be at least 1"));
         }
         p.new_tokens.push(new as u32);
-        p.output_tokens.push(out as u32);
+        p.output_tokens.push(output as u32);
+        match text_of(t, "role", &at)? {
+            Some(r) if p.roles.len() == k => p.roles.push(name_index(&mut out.roles, &r, &at, "roles")?),
+            None if p.roles.is_empty() => {}
+            _ => return Err(format!("{at}: `role` on every turn of a session, or on none")),
+        }
         if k + 1 < turns.len() {
             let name = text_of(t, "tool", &at)?.unwrap_or_else(|| "tool".into());
-            p.tools.push(tool_index(tools, &name, &at)?);
+            p.tools.push(tool_index(&mut out.tools, &name, &at)?);
             p.gaps_ns.push(crate::spec::s_to_ns(seconds(t, "tool_s", &at, MAX_TOOL_S)?));
         }
     }
@@ -223,6 +239,8 @@ fn inference_lab(o: &Map<String, Value>, n: usize, tools: &mut Vec<String>) -> R
         gaps_ns: Vec::new(),
         prompt_tokens: Vec::new(),
         class: 0,
+        roles: Vec::new(),
+        shifted: false,
     };
     for (k, s) in steps.iter().enumerate() {
         let at = format!("line {n}: `steps[{k}]`");

@@ -637,6 +637,7 @@ pub(super) fn one_session(turns: u32) -> Spec {
         trace: None,
         classes: Vec::new(),
         shift: None,
+        workflow: None,
     });
     s
 }

@@ -19,6 +19,7 @@ mod sessions;
 mod study;
 mod tiering;
 mod truth;
+mod workflow;
 
 use inferscale::scenario::{self, Scenario, Spec};
 use std::path::PathBuf;

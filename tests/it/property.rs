@@ -279,6 +279,7 @@ fn random_session_scenarios_pass_the_audits() {
             slo: SessionSloSpec { turn_ttft_ms: Some(500.0), session_s: None },
             trace: None,
             classes: Vec::new(),
+            workflow: None,
         });
         // Session classes on a quarter: quick ones without tools, and long ones with their own objective.
         if k % 4 == 1 {
@@ -324,6 +325,12 @@ fn random_session_scenarios_pass_the_audits() {
                 zipf_s: 1.0,
                 caching: k % 10 != 8,
             });
+        }
+        // The stateless ones are workflows (three roles, a shift) on every other draw: each predictor and
+        // planner, under a prefix budget from none to all, prefetching when there is a host tier.
+        if i % 8 == 1 && k.is_multiple_of(2) {
+            spec.prefix = None;
+            spec.workload.sessions.as_mut().unwrap().workflow = Some(workflow_of(k, spec.engine.host_kv.is_some()));
         }
         let Ok(sc) = scenario::validate(&spec) else { continue };
         let r = inferscale::simulate(&sc);
@@ -386,4 +393,30 @@ fn random_session_scenarios_pass_the_audits() {
         ran > 60 && context_ends > 3 && multi > 20 && hosted > 8 && pressed > 8 && classed > 15 && prefixed > 10,
         "{ran} ran, {context_ends} context ends, {multi} multi-turn, {hosted} hosted, {pressed} pressed, {classed} classed, {prefixed} prefixed"
     );
+}
+
+/// A workflow of three roles for the random scenarios, varied by `k`.
+fn workflow_of(k: u32, host: bool) -> scenario::WorkflowSpec {
+    let predictor = match (host, k / 2 % 4) {
+        (false, _) | (_, 0) => serde_json::json!({"kind": "none"}),
+        (_, 1) => serde_json::json!({"kind": "counts"}),
+        (_, 2) => serde_json::json!({"kind": "decayed", "decay": 0.8}),
+        _ => serde_json::json!({"kind": "clairvoyant"}),
+    };
+    let prefetch = match k / 8 % 3 {
+        0 => serde_json::json!({"kind": "threshold", "threshold": 0.3, "horizon": 1}),
+        1 => serde_json::json!({"kind": "threshold", "threshold": 0.1, "horizon": 3}),
+        _ => serde_json::json!({"kind": "utility", "horizon": 2}),
+    };
+    let (prefix_tokens, budget) = ([64, 500, 2000][(k / 3 % 3) as usize], [0.0, 0.34, 0.67, 1.0][(k / 4 % 4) as usize]);
+    serde_json::from_value(serde_json::json!({
+        "roles": ["a", "b", "c"],
+        "prefix_tokens": prefix_tokens,
+        "transitions": {"a": {"b": 3, "c": 1}, "b": {"a": 1, "c": 1, "b": 1}, "c": {"a": 1}},
+        "shift": {"at_s": 0.5, "transitions": {"a": {"c": 1}}},
+        "prefix_budget": budget,
+        "predictor": predictor,
+        "prefetch": prefetch,
+    }))
+    .unwrap()
 }

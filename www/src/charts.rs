@@ -420,6 +420,13 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
     let pad = ((x_hi - x_lo) * 0.08).max(1e-9);
     let x_range = ((x_lo - pad).max(if x_lo >= 0.0 { 0.0 } else { f64::NEG_INFINITY }), x_hi + pad);
     let (y_lo, y_max) = y_axis(c, &all, fmt_y);
+    // Room for the legend at the top when the data leave no corner free (the plot's size as laid out below).
+    let (w, h) = root.dim_in_pixel();
+    let (drawn, labels) = drawn_shares(c, x_range, (y_lo, y_max), fmt_y);
+    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let (lw, lh) = figure::legend_px(labels.len(), chars);
+    let size = (lw / w.saturating_sub(86).max(1) as f64, lh / h.saturating_sub(80).max(1) as f64);
+    let y_max = y_lo + (y_max - y_lo) * figure::legend_headroom(&drawn, size);
     let caption = if y_lo > 0.0 { format!("{} (axis from {:.0} %)", c.title, y_lo * 100.0) } else { c.title.clone() };
     let counts = study_fmt(&c.x_label) == Fmt::Num(0);
     let mut chart = ChartBuilder::on(&root)
@@ -480,6 +487,21 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     }
     // The legend goes where the fewest lines, points and target run.
+    let (drawn, labels) = drawn_shares(c, x_range, (y_lo, y_max), fmt_y);
+    let corner = legend_corner(&chart, &drawn, &labels);
+    draw_legend(&mut chart, corner);
+    root.present().ok()?;
+    Some(Box::new(chart.into_coord_trans()))
+}
+
+/// Where a points chart's lines, points and target run (shares of the plot on these ranges), and its legend's
+/// labels.
+fn drawn_shares(
+    c: &inferscale::study::Chart,
+    x_range: (f64, f64),
+    (y_lo, y_max): (f64, f64),
+    fmt_y: Fmt,
+) -> (Vec<(f64, f64)>, Vec<String>) {
     let share = |p: &(f64, f64)| ((p.0 - x_range.0) / (x_range.1 - x_range.0), (p.1 - y_lo) / (y_max - y_lo));
     let mut drawn: Vec<(f64, f64)> = Vec::new();
     for s in &c.series {
@@ -491,10 +513,7 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
         drawn.extend(figure::along(&[share(&(x_range.0, t)), share(&(x_range.1, t))], 0.01));
         labels.push(format!("target {}", fmt_y.show(t)));
     }
-    let corner = legend_corner(&chart, &drawn, &labels);
-    draw_legend(&mut chart, corner);
-    root.present().ok()?;
-    Some(Box::new(chart.into_coord_trans()))
+    (drawn, labels)
 }
 
 /// A points chart's value axis: from 0 to above the largest value, band and target; a share whose values all

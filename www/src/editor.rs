@@ -27,6 +27,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("pd-llama3-8b-h100", include_str!("../../scenarios/pd-llama3-8b-h100.json")),
     ("agent-sessions", include_str!("../../scenarios/agent-sessions.json")),
     ("agent-mix", include_str!("../../scenarios/agent-mix.json")),
+    ("agent-workflows", include_str!("../../scenarios/agent-workflows.json")),
 ];
 const SAMPLE_TRACE: (&str, &str) = ("traces/sample-vidur.csv", include_str!("../../scenarios/traces/sample-vidur.csv"));
 /// The shipped session trace, for a scenario that names it (`workload.sessions.trace.path`).

@@ -222,22 +222,33 @@ pub enum Corner {
 /// drawn points `pts` (x, y shares of the plot area, y up). Lines are given as points along them (see
 /// `along`), so a legend never sits on a curve when a free corner exists.
 pub fn legend_corner(pts: &[(f64, f64)], size: (f64, f64)) -> Corner {
+    CORNERS.into_iter().min_by_key(|c| covered(pts, size, *c)).unwrap_or(Corner::LowerRight)
+}
+
+const CORNERS: [Corner; 4] = [Corner::LowerRight, Corner::UpperLeft, Corner::UpperRight, Corner::LowerLeft];
+
+/// How many of `pts` a legend of `size` in corner `c` covers (with a margin).
+fn covered(pts: &[(f64, f64)], size: (f64, f64), c: Corner) -> usize {
     let (w, h) = (size.0.min(1.0) + 0.03, size.1.min(1.0) + 0.03);
-    let covered = |c: Corner| {
-        let (right, top) = match c {
-            Corner::LowerRight => (true, false),
-            Corner::UpperLeft => (false, true),
-            Corner::UpperRight => (true, true),
-            Corner::LowerLeft => (false, false),
-        };
-        let x_in = |x: f64| if right { x >= 1.0 - w } else { x <= w };
-        let y_in = |y: f64| if top { y >= 1.0 - h } else { y <= h };
-        pts.iter().filter(|p| x_in(p.0) && y_in(p.1)).count()
+    let (right, top) = match c {
+        Corner::LowerRight => (true, false),
+        Corner::UpperLeft => (false, true),
+        Corner::UpperRight => (true, true),
+        Corner::LowerLeft => (false, false),
     };
-    [Corner::LowerRight, Corner::UpperLeft, Corner::UpperRight, Corner::LowerLeft]
-        .into_iter()
-        .min_by_key(|c| covered(*c))
-        .unwrap_or(Corner::LowerRight)
+    let x_in = |x: f64| if right { x >= 1.0 - w } else { x <= w };
+    let y_in = |y: f64| if top { y >= 1.0 - h } else { y <= h };
+    pts.iter().filter(|p| x_in(p.0) && y_in(p.1)).count()
+}
+
+/// By how much to stretch the value axis's span so that a legend of `size` has a free corner: 1 when one
+/// already is; otherwise the data are pushed below a band as tall as the legend at the top of the plot, so
+/// the legend covers no line (a chart whose data fill every corner, as a time series around a shift does).
+pub fn legend_headroom(pts: &[(f64, f64)], size: (f64, f64)) -> f64 {
+    if CORNERS.into_iter().any(|c| covered(pts, size, c) == 0) {
+        return 1.0;
+    }
+    1.0 / (1.0 - (size.1.min(0.5) + 0.05))
 }
 
 /// Points every `step` (in shares of the plot) along the polyline `pts`, so a long straight piece between two
@@ -354,5 +365,20 @@ mod tests {
         // Two points far apart still make a line through the corner between them.
         assert!(along(&[(0.0, 0.0), (1.0, 0.0)], 0.1).len() >= 11);
         assert_eq!(legend_px(2, 10), (120.0, 56.0));
+    }
+
+    #[test]
+    fn a_chart_whose_lines_fill_every_corner_gets_headroom_for_its_legend() {
+        // A series zig-zagging across the whole plot covers every corner; stretched by the headroom, its points
+        // (y shares divided by the factor) leave the upper corners free.
+        let zig = along(&[(0.0, 0.0), (0.2, 1.0), (0.5, 0.0), (0.8, 1.0), (1.0, 0.0)], 0.01);
+        let size = (0.3, 0.2);
+        let k = legend_headroom(&zig, size);
+        assert!(k > 1.2, "{k}");
+        let squeezed: Vec<(f64, f64)> = zig.iter().map(|p| (p.0, p.1 / k)).collect();
+        assert_eq!(legend_headroom(&squeezed, size), 1.0);
+        assert!(matches!(legend_corner(&squeezed, size), Corner::UpperLeft | Corner::UpperRight));
+        // A free corner needs none.
+        assert_eq!(legend_headroom(&along(&[(0.0, 0.0), (1.0, 0.5)], 0.01), size), 1.0);
     }
 }

@@ -1,0 +1,243 @@
+//! Workflows: role sequences learned only from what arrived, the transition estimates by hand, the
+//! clairvoyant bounds, prefetches that only help what they reach, the sample trace, and bad fields at their
+//! path.
+
+use inferscale::scenario::*;
+use serde_json::{Value, json};
+
+fn spec_of(v: Value) -> Spec {
+    serde_json::from_value(v).unwrap()
+}
+
+/// The shipped workflow scenario as JSON with `edits` (pointer, value) applied.
+fn workflows(edits: &[(&str, Value)]) -> Spec {
+    let mut v = serde_json::to_value(super::shipped("agent-workflows.json")).unwrap();
+    for (p, x) in edits {
+        let (parent, key) = p.rsplit_once('/').unwrap();
+        let o = v.pointer_mut(parent).unwrap_or_else(|| panic!("{p}")).as_object_mut().unwrap();
+        o.insert(key.into(), x.clone());
+    }
+    spec_of(v)
+}
+
+fn predictor(kind: Value) -> (&'static str, Value) {
+    ("/workload/sessions/workflow/predictor", kind)
+}
+
+fn summary(s: &Spec) -> (inferscale::metrics::WorkflowSummary, inferscale::Report) {
+    let r = inferscale::simulate(&super::valid(s));
+    assert!(r.audits.ok, "{:?}", r.audits);
+    (r.sessions.as_ref().unwrap().workflow.clone().expect("a workflow section"), r)
+}
+
+/// A traced workflow of `roles` (one letter each: a planner, c coder), its steps a second apart.
+fn traced(roles: &str, decay: f64) -> Spec {
+    let turns: Vec<Value> = roles
+        .chars()
+        .map(|c| json!({"role": if c == 'p' { "planner" } else { "coder" }, "new_tokens": 100, "output_tokens": 5, "tool": "t", "tool_s": 1.0}))
+        .collect();
+    let line = json!({"id": "w", "turns": turns}).to_string();
+    workflows(&[
+        ("/workload/requests", json!(1)),
+        (
+            "/workload/sessions",
+            json!({
+                "trace": {"data": line},
+                "workflow": {
+                    "roles": ["planner", "coder"],
+                    "prefix_tokens": 512,
+                    "transitions": {"planner": {"coder": 1}, "coder": {"planner": 1}},
+                    "predictor": {"kind": "decayed", "decay": decay},
+                    "prefetch": {"kind": "threshold", "threshold": 0.5, "horizon": 1}
+                }
+            }),
+        ),
+    ])
+}
+
+/// The transitions seen in order p→c, c→p, p→p, p→c, c→p: with decay ½, the planner's row is (0.5, 1.25)
+/// — (0,1), then (1, 0.5), then (0.5, 1.25) — so 2/7 planner, 5/7 coder; the coder's always went to the
+/// planner. Top-1: no forecast for the first transition out of each role (2 misses), then p→p forecast
+/// coder from (0, 1) (miss), p→c forecast planner from (1, 0.5) (miss), c→p hit: 1 of 5.
+#[test]
+fn the_learned_transitions_match_a_hand_computation() {
+    let (w, _) = summary(&traced("pcppcp", 0.5));
+    assert_eq!(w.transitions, 5);
+    assert_eq!(w.learned[0], vec![(0.5f64 / 1.75 * 1e6).round() / 1e6, (1.25f64 / 1.75 * 1e6).round() / 1e6]);
+    assert_eq!(w.learned[1], vec![1.0, 0.0]);
+    assert_eq!(w.top1, Some(0.2));
+    // Counts (decay 1): planner row (1 p, 2 c).
+    let (c, _) = summary(&traced("pcppcp", 1.0));
+    assert_eq!(c.learned[0], vec![(1e6f64 / 3.0).round() / 1e6, (2e6f64 / 3.0).round() / 1e6]);
+}
+
+/// The shipped scenario's audits hold and its figures are consistent: coverage ≤ 1, the transitions and
+/// steps add up, the landed prefetches are used, unused or still waiting.
+#[test]
+fn a_workflow_run_adds_up() {
+    let (w, r) = summary(&super::shipped("agent-workflows.json"));
+    let s = r.sessions.as_ref().unwrap();
+    assert_eq!(w.steps, s.turns);
+    assert_eq!(w.transitions, s.turns - s.sessions);
+    assert!(w.post_shift_transitions > 0 && w.post_shift_transitions < w.transitions);
+    assert!(w.prefetches > 0 && w.landed + w.redundant <= w.prefetches);
+    assert!(w.used + w.unused <= w.landed, "{w:?}");
+    assert!(w.budget_evictions > 0, "the budget binds: {w:?}");
+    assert!(w.prefix_hit_rate > 0.0 && w.prefix_hit_rate < 1.0);
+    assert!(w.mean_prefix_hbm_gb > 0.0 && w.mean_prefix_hbm_gb <= w.peak_prefix_hbm_gb);
+    assert_eq!(w.saved_prefill_tokens, r.prefix.as_ref().unwrap().prefill_tokens_saved);
+}
+
+/// A clairvoyant predictor knows the coming roles: nothing learned beats its top-1 (1), its precision and
+/// coverage at horizon 1 (1), or — planning as far as K — its recall@K (1); and certain forecasts that come
+/// true are perfectly calibrated (ECE 0).
+#[test]
+fn no_learned_predictor_beats_the_clairvoyant_bounds() {
+    let k = ("/workload/sessions/workflow/recall_k", json!(2));
+    let far = ("/workload/sessions/workflow/prefetch", json!({"kind": "threshold", "threshold": 0.2, "horizon": 2}));
+    let (c1, _) = summary(&workflows(&[predictor(json!({"kind": "clairvoyant"}))]));
+    let (c2, _) = summary(&workflows(&[predictor(json!({"kind": "clairvoyant"})), k.clone(), far.clone()]));
+    assert_eq!((c1.top1, c1.precision, c1.coverage, c1.ece, c1.wrong), (Some(1.0), Some(1.0), Some(1.0), Some(0.0), 0));
+    assert_eq!(c2.recall_at_k, Some(1.0));
+    for p in [json!({"kind": "counts"}), json!({"kind": "decayed", "decay": 0.9})] {
+        let (l1, _) = summary(&workflows(&[predictor(p.clone())]));
+        let (l2, _) = summary(&workflows(&[predictor(p.clone()), k.clone(), far.clone()]));
+        assert!(l1.top1 < c1.top1 && l1.precision < c1.precision && l1.coverage <= c1.coverage, "{p}: {l1:?}");
+        assert!(l2.recall_at_k <= c2.recall_at_k, "{p}");
+        assert!(l1.ece.unwrap() > 0.0);
+    }
+}
+
+/// Decayed counts forget the old chain: after the shift their top-1 is above cumulative counts'.
+#[test]
+fn decayed_counts_follow_the_shift_better_than_cumulative_counts() {
+    let (counts, _) = summary(&workflows(&[predictor(json!({"kind": "counts"}))]));
+    let (decayed, _) = summary(&workflows(&[predictor(json!({"kind": "decayed", "decay": 0.9}))]));
+    assert!(decayed.post_shift_top1.unwrap() > counts.post_shift_top1.unwrap() + 0.03, "{decayed:?} {counts:?}");
+}
+
+/// The sample trace with its roles replayed, and the same trace with every step that arrives after t given
+/// another role and a tool call 10× as long: the learned policy's decisions up to t are identical (it learns
+/// only from steps that arrived), the clairvoyant's are not (it reads the future), and the runs differ after t.
+#[test]
+fn a_learned_policy_decides_the_same_until_the_future_changes() {
+    let text = std::fs::read_to_string(super::root().join("scenarios/traces/sample-workflows.jsonl")).unwrap();
+    let on = |text: &str, p: Value| {
+        let mut s = workflows(&[predictor(p), ("/workload/arrival", json!({"kind": "poisson", "rate_rps": 1}))]);
+        let x = s.workload.sessions.as_mut().unwrap();
+        (x.turns, x.first_tokens, x.new_tokens, x.output_tokens, x.tools) = (None, None, None, None, Vec::new());
+        x.slo = Default::default();
+        x.trace = Some(SessionTraceSpec { path: None, data: Some(text.into()), format: Default::default() });
+        x.workflow.as_mut().unwrap().shift = None;
+        inferscale::engine::run(&super::valid(&s))
+    };
+    let learned = json!({"kind": "decayed", "decay": 0.9});
+    let base = on(&text, learned.clone());
+    let t_ns = 120_000_000_000;
+    // Every step arriving after t, by (session, turn), in the baseline run.
+    let late: std::collections::BTreeSet<(u32, u16)> =
+        base.requests.iter().filter(|r| r.arrival_ns > t_ns).map(|r| (r.session, r.turn)).collect();
+    let altered: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(s, line)| {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            for (k, turn) in v["turns"].as_array_mut().unwrap().iter_mut().enumerate() {
+                if late.contains(&(s as u32, k as u16 + 1)) {
+                    let role = turn["role"].as_str().unwrap();
+                    turn["role"] = json!(if role == "reviewer" { "planner" } else { "reviewer" });
+                }
+                if late.contains(&(s as u32, k as u16 + 2)) {
+                    turn["tool_s"] = json!(turn["tool_s"].as_f64().unwrap_or(0.0) * 10.0);
+                }
+            }
+            v.to_string()
+        })
+        .collect();
+    let altered = altered.join("\n");
+    assert!(late.len() > 50, "{} steps after t", late.len());
+    let before = |r: &inferscale::metrics::Recorder| -> Vec<_> {
+        r.wf.decisions.iter().filter(|d| d.at_ns <= t_ns).copied().collect()
+    };
+    let after = |r: &inferscale::metrics::Recorder| -> Vec<_> {
+        r.wf.decisions.iter().filter(|d| d.at_ns > t_ns).copied().collect()
+    };
+    let changed = on(&altered, learned);
+    assert!(before(&base).len() > 50);
+    assert_eq!(before(&base), before(&changed), "a learned decision before t saw the future");
+    assert_ne!(after(&base), after(&changed), "the alteration changed nothing after t");
+    let seer = json!({"kind": "clairvoyant"});
+    assert_ne!(before(&on(&text, seer.clone())), before(&on(&altered, seer)), "the clairvoyant's teeth");
+}
+
+/// Bad workflow fields are refused at their path, with the allowed range or the reason.
+#[test]
+fn bad_workflow_fields_are_refused_at_their_field() {
+    let at = "workload.sessions.workflow";
+    let cases: Vec<(&str, Value, String, &str)> = vec![
+        ("/transitions/coder/wizard", json!(1), format!("{at}.transitions.coder.wizard"), "no role is named"),
+        ("/transitions/coder/tester", json!(-1), format!("{at}.transitions.coder.tester"), "from 0 to 1e9"),
+        ("/transitions/planner", json!({"coder": 0}), format!("{at}.transitions.planner"), "must not all be 0"),
+        ("/first", json!("boss"), format!("{at}.first"), "no role is named"),
+        ("/roles", json!(["a", "a"]), format!("{at}.roles[1]"), "taken by an earlier role"),
+        ("/roles", json!([]), format!("{at}.roles"), "at least one role"),
+        ("/prefix_tokens", json!(0), format!("{at}.prefix_tokens"), "1"),
+        ("/prefix_tokens", json!(8), format!("{at}.prefix_tokens"), "at least a KV block"),
+        ("/prefix_budget", json!(-0.5), format!("{at}.prefix_budget"), "0"),
+        ("/prefix_budget", json!(1e308), format!("{at}.prefix_budget"), "1000"),
+        ("/recall_k", json!(0), format!("{at}.recall_k"), "1"),
+        ("/predictor", json!({"kind": "decayed", "decay": 0}), format!("{at}.predictor.decay"), "0"),
+        (
+            "/prefetch",
+            json!({"kind": "threshold", "threshold": 2, "horizon": 1}),
+            format!("{at}.prefetch.threshold"),
+            "1",
+        ),
+        ("/prefetch", json!({"kind": "utility", "horizon": 0}), format!("{at}.prefetch.horizon"), "16"),
+        ("/shift/at_s", json!(1e300), format!("{at}.shift.at_s"), "10000000"),
+        (
+            "/shift/transitions/nobody",
+            json!({"coder": 1}),
+            format!("{at}.shift.transitions.nobody"),
+            "no role is named",
+        ),
+    ];
+    for (p, x, path, words) in cases {
+        let s = workflows(&[(&format!("/workload/sessions/workflow{p}"), x.clone())]);
+        let e = inferscale::scenario::validate(&s).expect_err(&format!("{p} = {x} accepted"));
+        assert!(e.errors.iter().any(|f| f.path == path && f.message.contains(words)), "{p} = {x}: {e}");
+    }
+    let cross: Vec<(&str, Value, &str, &str)> = vec![
+        ("/engine/host_kv", Value::Null, "workload.sessions.workflow.predictor", "engine.host_kv"),
+        ("/workload/sessions/retention", json!({"kind": "retain"}), "workload.sessions.retention", "stateless"),
+        ("/prefix", json!({"prefix_tokens": 100, "reuse_fraction": 1}), "prefix", "role prefixes"),
+    ];
+    for (p, x, path, words) in cross {
+        let e = inferscale::scenario::validate(&workflows(&[(p, x)])).expect_err(p);
+        assert!(e.errors.iter().any(|f| f.path == path && f.message.contains(words)), "{p}: {e}");
+    }
+}
+
+/// A workflow trace's roles must be the workflow's, on every turn; roles without a workflow are refused.
+#[test]
+fn a_workflow_trace_names_a_role_of_the_workflow_on_every_turn() {
+    let trace = |line: Value| {
+        let mut s = traced("pc", 0.5);
+        s.workload.sessions.as_mut().unwrap().trace.as_mut().unwrap().data = Some(line.to_string().into());
+        inferscale::scenario::validate(&s)
+    };
+    let t = |role: Option<&str>| match role {
+        Some(r) => json!({"role": r, "new_tokens": 10, "output_tokens": 2}),
+        None => json!({"new_tokens": 10, "output_tokens": 2}),
+    };
+    let e = trace(json!({"turns": [t(Some("planner")), t(Some("boss"))]})).unwrap_err();
+    assert!(e.to_string().contains("role \"boss\""), "{e}");
+    let e = trace(json!({"turns": [t(Some("planner")), t(None)]})).unwrap_err();
+    assert!(e.to_string().contains("`role` on every turn"), "{e}");
+    let e = trace(json!({"turns": [t(None), t(None)]})).unwrap_err();
+    assert!(e.to_string().contains("names the role of every turn"), "{e}");
+    let mut s = traced("pc", 0.5);
+    s.workload.sessions.as_mut().unwrap().workflow = None;
+    let e = inferscale::scenario::validate(&s).unwrap_err();
+    assert!(e.to_string().contains("give `workflow`"), "{e}");
+}
