@@ -103,6 +103,13 @@ pub fn default_sessions(context_tokens: Option<u32>) -> Value {
     s
 }
 
+/// The workflow sessions a workflow study's panel starts from when the scenario has none: those of
+/// `scenarios/agent-workflows.json` (four roles, 8k-token prefixes, a shift mid-run, half the prefixes in HBM).
+pub fn workflow_sessions() -> Value {
+    let example: Value = serde_json::from_str(include_str!("../scenarios/agent-workflows.json")).unwrap_or_default();
+    example.pointer("/workload/sessions").cloned().unwrap_or_else(|| json!({}))
+}
+
 /// A policy's kind as the scenario file spells it (`least_outstanding`): the tag its serde enum writes.
 pub fn kind_of<T: Serialize>(policy: &T) -> String {
     serde_json::to_value(policy).ok().and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default()

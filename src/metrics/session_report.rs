@@ -145,7 +145,7 @@ pub struct GapPoint {
 
 /// A workflow's forecasts and prefetches (docs/metrics.md, "sessions.workflow"). Shares are absent when
 /// nothing was there to share: no transition, no forecast, no prefetch.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct WorkflowSummary {
     pub roles: Vec<String>,
     /// Steps admitted (each looks its role's prefix up once), and those that found it in HBM; the prompt
@@ -195,8 +195,9 @@ pub struct WorkflowSummary {
     /// Mean and peak HBM the role prefixes held, all workers together, GB.
     pub mean_prefix_hbm_gb: f64,
     pub peak_prefix_hbm_gb: f64,
-    /// The transitions learned by the run's end (rows in role order; a role never left: 0).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The transitions learned by the run's end (rows in role order; a role never left: 0). Absent without a
+    /// predictor (and read back as empty: a study's run crosses from a Web Worker as JSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learned: Vec<Vec<f64>>,
 }
 

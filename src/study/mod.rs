@@ -125,6 +125,9 @@ pub struct SessionRun {
     /// The tool gaps and the tiers chosen for them, when the scenario prices them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiering: Option<TieringRun>,
+    /// A workflow's forecasts and prefetches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<crate::metrics::WorkflowSummary>,
 }
 
 /// A run's tool gaps (from the report's `sessions.tiering`).
@@ -209,6 +212,7 @@ impl SessionRun {
                 gap_series: t.series.iter().map(|p| (p.t_s, p.gap_s)).collect(),
                 estimate_series: t.series.iter().filter_map(|p| p.estimate_s.map(|e| (p.t_s, e))).collect(),
             }),
+            workflow: s.workflow.clone(),
         })
     }
 }
@@ -711,6 +715,9 @@ registry! {
     TieredKv => agents::TieredKvStudy,
     AffinitySlack => sweep::Sweep<agents::Slack>,
     AdaptiveTiering => agents::AdaptiveTieringStudy,
+    ExecLearning => agents::ExecLearningStudy,
+    PrefetchThreshold => sweep::Sweep<agents::Threshold>,
+    TransitionDecay => sweep::Sweep<agents::Decay>,
 }
 
 impl Kind {

@@ -117,6 +117,15 @@ for (const name of ['agent-sessions', 'agent-policies', 'ttl-sweep', 'tiered-kv'
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
   await page.locator('#study-results').screenshot({ path: join(out, `agents-${name}-results.png`) });
 }
+// The execution-learning panels, on the shipped workflow scenario.
+await page.click('nav [data-panel="lab"]');
+await page.selectOption('#preset', 'agent-workflows');
+for (const name of ['exec-learning', 'prefetch-threshold', 'transition-decay']) {
+  await page.click(`nav [data-panel="${name}"]`);
+  await page.click('#study-run');
+  await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+  await page.locator('#study-results').screenshot({ path: join(out, `agents-${name}-results.png`) });
+}
 // Session classes and the Agent sessions panel's options.
 await page.click('nav [data-panel="lab"]');
 await page.selectOption('#preset', 'agent-mix');

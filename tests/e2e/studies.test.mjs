@@ -459,3 +459,40 @@ test('capacity planner: "how many replicas for this load?" typed with the keyboa
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+const WORKFLOW_PANELS = [
+  ['exec-learning', /has the lowest p95 TTFT, .* with the prefix cache alone; its steps find their role's prefix \d+ %/],
+  ['prefetch-threshold', /Threshold [\d.]+ has the lowest p95 TTFT/],
+  ['transition-decay', /names the next role best after the shift: \d+ % \(cumulative counts: \d+ %\)/],
+];
+
+test('every execution-learning panel, on the shipped workflow scenario: progress, Cancel, a result, the CLI\'s JSON; a bad option typed is named at its field', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/agent-workflows.json'), 'utf8'));
+  // On a scenario without a workflow the panel takes the workflow example's sessions as its own input.
+  await setLabScenario(page, JSON.parse(readFileSync(join(ROOT, 'scenarios/agent-sessions.json'), 'utf8')));
+  await page.click('nav [data-panel="exec-learning"]');
+  assert.equal(await page.textContent('#study-errors'), '');
+  assert.equal(await page.isDisabled('#study-run'), false, 'it runs without loading the example');
+  const long = { ...base, workload: { ...base.workload, requests: 4000 } };
+  for (const [name, answer] of WORKFLOW_PANELS) {
+    const ms = await cancelThenMatchCli(page, name, answer, { file: 'scenarios/agent-workflows.json', base, long, minRows: 5, exportName: 'agent-workflows-seed11' });
+    console.log(`# ${name} on agent-workflows: ${ms} ms in the browser with 2 workers`);
+  }
+  await page.click('nav [data-panel="exec-learning"]');
+  const threshold = page.getByRole('spinbutton', { name: /^Threshold/ });
+  await typeInto(page, threshold, '2');
+  assert.match(await page.textContent('#study-errors'), /study\.exec-learning\.threshold/);
+  assert.equal(await page.isDisabled('#study-run'), true);
+  assert.equal(await threshold.inputValue(), '2', 'nothing typed is lost');
+  await typeInto(page, threshold, '2.5e-1');
+  assert.equal(await page.textContent('#study-errors'), '');
+  const decays = page.getByRole('textbox', { name: /Decays/ });
+  await page.click('nav [data-panel="transition-decay"]');
+  await typeInto(page, decays, '[1, 0]');
+  assert.match(await page.textContent('#study-errors'), /study\.transition-decay\.decays\[1\]/);
+  await typeInto(page, decays, '[1, 0.9]');
+  assert.equal(await page.textContent('#study-errors'), '');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});

@@ -241,3 +241,124 @@ fn a_workflow_trace_names_a_role_of_the_workflow_on_every_turn() {
     let e = inferscale::scenario::validate(&s).unwrap_err();
     assert!(e.to_string().contains("give `workflow`"), "{e}");
 }
+
+fn study(name: &str, spec: &Spec, options: Value, threads: usize) -> inferscale::study::StudyReport {
+    let mut st = inferscale::study::build(name, spec, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    inferscale::study::run_native(st.as_mut(), threads, &mut |_, _| true).unwrap()
+}
+
+/// The execution-learning studies on the shipped workflows: byte-identical on 1 or 3 threads, every run on the
+/// same workflows (the same steps), the columns in order, a sentence per row, and the findings: the
+/// clairvoyant row is the bound on top-1 and coverage and not the best deployable row; decayed counts beat
+/// cumulative after the shift; a higher threshold is more precise and covers less.
+#[test]
+fn execution_learning_studies_compare_learners_on_the_same_workflows() {
+    let spec = super::shipped("agent-workflows.json");
+    let labels = |r: &inferscale::study::StudyReport| r.columns.iter().map(|c| c.label.clone()).collect::<Vec<_>>();
+    let num = |r: &inferscale::study::StudyReport, row: usize, label: &str| {
+        let c = r.columns.iter().position(|c| c.label == label).unwrap_or_else(|| panic!("{label}"));
+        match &r.rows[row][c] {
+            inferscale::study::Cell::Num(x) => *x,
+            other => panic!("{label}: {other:?}"),
+        }
+    };
+    let contracts: [(&str, &[&str]); 3] = [
+        (
+            "exec-learning",
+            &[
+                "Policy",
+                "p95 TTFT",
+                "p95 workflow E2E",
+                "Post-shift top-1",
+                "Prefix hit",
+                "Prefetch precision",
+                "Coverage",
+                "Mean HBM",
+                "Wrong prefetch",
+                "Saved prefill",
+                "Diagnosis",
+            ],
+        ),
+        (
+            "prefetch-threshold",
+            &[
+                "Threshold",
+                "p95 TTFT",
+                "Post-shift top-1",
+                "Precision",
+                "Coverage",
+                "Prefix hit",
+                "Wrong prefetch",
+                "Mean HBM",
+            ],
+        ),
+        (
+            "transition-decay",
+            &[
+                "Decay",
+                "Pre-shift top-1",
+                "Post-shift top-1",
+                "p95 TTFT",
+                "Prefix hit",
+                "Precision",
+                "Coverage",
+                "Wrong prefetch",
+            ],
+        ),
+    ];
+    for (name, columns) in contracts {
+        let one = study(name, &spec, json!({}), 1);
+        assert_eq!(one.json(), study(name, &spec, json!({}), 3).json(), "{name}: 1 vs 3 threads");
+        assert_eq!(labels(&one), columns.iter().map(|c| c.to_string()).collect::<Vec<_>>(), "{name}");
+        assert!(!one.answer.is_empty() && !one.charts.is_empty() && one.best_row.is_some(), "{name}");
+        // A run's summary crosses from a Web Worker as JSON: it reads back whole (a predictor-less run has
+        // no learned rows, and once stalled the panel).
+        for r in &one.runs {
+            let back: inferscale::study::RunSummary = serde_json::from_str(&serde_json::to_string(r).unwrap())
+                .unwrap_or_else(|e| panic!("{name}/{}: {e}", r.label));
+            assert_eq!(&back, r, "{name}/{}", r.label);
+        }
+        let steps: Vec<u64> = one.runs.iter().map(|r| r.sessions.as_ref().unwrap().turns).collect();
+        assert!(steps.iter().all(|s| *s == steps[0] && *s > 0), "{name}: the same workflows: {steps:?}");
+    }
+    let x = study("exec-learning", &spec, json!({}), 2);
+    let last = x.rows.len() - 1;
+    assert!(x.best_row.is_some_and(|b| b < last), "the bound is not a deployable answer");
+    assert_eq!((num(&x, last, "Post-shift top-1"), num(&x, last, "Coverage")), (1.0, 1.0));
+    assert!(num(&x, 2, "Post-shift top-1") > num(&x, 1, "Post-shift top-1"), "decayed after the shift");
+    assert!(num(&x, last, "Prefix hit") > num(&x, 0, "Prefix hit"), "knowing the next role helps the cache");
+    let t = study("prefetch-threshold", &spec, json!({"thresholds": [0.1, 0.7]}), 2);
+    assert!(num(&t, 1, "Precision") > num(&t, 0, "Precision") && num(&t, 1, "Coverage") < num(&t, 0, "Coverage"));
+}
+
+/// The studies' options are refused at their path, and a scenario without a workflow at the study's.
+#[test]
+fn execution_learning_options_are_refused_at_their_field() {
+    let spec = super::shipped("agent-workflows.json");
+    let errs = |name: &str, spec: &Spec, options: Value| {
+        inferscale::study::build(name, spec, &options)
+            .err()
+            .map(|e| e.errors.iter().map(|x| x.path.clone()).collect::<Vec<_>>())
+    };
+    let cases = [
+        ("exec-learning", json!({"threshold": 2}), "study.exec-learning.threshold"),
+        ("exec-learning", json!({"decay": 0}), "study.exec-learning.decay"),
+        ("exec-learning", json!({"horizon": 17}), "study.exec-learning.horizon"),
+        (
+            "exec-learning",
+            json!({"host_kv": {"capacity_gb": -1, "bandwidth_gbps": 25}}),
+            "study.exec-learning.host_kv.capacity_gb",
+        ),
+        ("prefetch-threshold", json!({"thresholds": [0.5, 1e308]}), "study.prefetch-threshold.thresholds[1]"),
+        ("prefetch-threshold", json!({"thresholds": []}), "study.prefetch-threshold.thresholds"),
+        ("transition-decay", json!({"decays": [-0.5]}), "study.transition-decay.decays[0]"),
+        ("transition-decay", json!({"threshold": -1}), "study.transition-decay.threshold"),
+    ];
+    for (name, options, at) in cases {
+        assert_eq!(errs(name, &spec, options.clone()), Some(vec![at.to_string()]), "{name} {options}");
+    }
+    let sessions = super::shipped("agent-sessions.json");
+    for name in ["exec-learning", "prefetch-threshold", "transition-decay"] {
+        assert_eq!(errs(name, &sessions, json!({})), Some(vec![format!("study.{name}")]), "{name}");
+    }
+}

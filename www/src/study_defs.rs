@@ -692,7 +692,122 @@ pub(crate) const PANELS: &[PanelDef] = &[
             },
         ],
     },
+    PanelDef {
+        kind: Kind::ExecLearning,
+        params: &[
+            workflow_rate("x-rate"),
+            replicas("x-replicas"),
+            prefix_budget("x-budget"),
+            Param {
+                id: "x-threshold",
+                label: "Threshold",
+                unit: "0 … 1",
+                title: "The threshold plan fetches every role at least this likely to be needed",
+                ptr: "study:threshold",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "x-decay",
+                label: "Decay",
+                unit: "0 < d ≤ 1",
+                title: "The decayed model multiplies a role's learned row by d at each transition out of it",
+                ptr: "study:decay",
+                kind: PKind::Num,
+            },
+            Param {
+                id: "x-horizon",
+                label: "Horizon",
+                unit: "steps, 1 … 16",
+                title: "How many coming steps the forecast covers",
+                ptr: "study:horizon",
+                kind: PKind::Int,
+            },
+            Param {
+                id: "x-host",
+                label: "Host tier",
+                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
+                title: "Host memory per worker and its link, which brings the prefixes",
+                ptr: "study:host_kv",
+                kind: PKind::Json,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::PrefetchThreshold,
+        params: &[
+            workflow_rate("pt-rate"),
+            replicas("pt-replicas"),
+            prefix_budget("pt-budget"),
+            Param {
+                id: "pt-thresholds",
+                label: "Thresholds",
+                unit: "JSON list, 0 … 1",
+                title: "The thresholds to try, e.g. [0.1, 0.3, 0.5]",
+                ptr: "study:thresholds",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "pt-decay",
+                label: "Decay",
+                unit: "0 < d ≤ 1",
+                title: "The decayed model's decay",
+                ptr: "study:decay",
+                kind: PKind::Num,
+            },
+        ],
+    },
+    PanelDef {
+        kind: Kind::TransitionDecay,
+        params: &[
+            workflow_rate("td-rate"),
+            replicas("td-replicas"),
+            prefix_budget("td-budget"),
+            Param {
+                id: "td-decays",
+                label: "Decays",
+                unit: "JSON list, 0 < d ≤ 1 (1: counts)",
+                title: "The decays to try, e.g. [1, 0.95, 0.8]",
+                ptr: "study:decays",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "td-threshold",
+                label: "Threshold",
+                unit: "0 … 1",
+                title: "The threshold plan's least probability",
+                ptr: "study:threshold",
+                kind: PKind::Num,
+            },
+        ],
+    },
 ];
+
+/// Workflows starting per second (a workflow study's first field).
+const fn workflow_rate(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Workflow rate",
+        unit: "workflows/s",
+        title: "Workflows starting per second",
+        ptr: "/workload/arrival/rate_rps",
+        kind: PKind::Num,
+    }
+}
+
+const fn replicas(id: &'static str) -> Param {
+    Param { id, label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int }
+}
+
+const fn prefix_budget(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Prefix budget",
+        unit: "× all roles' prefixes",
+        title: "The HBM a worker's role prefixes may hold, as a share of all roles' prefixes",
+        ptr: "/workload/sessions/workflow/prefix_budget",
+        kind: PKind::Num,
+    }
+}
 
 /// The options a panel starts with: the study's defaults, and an example treatment where one is required.
 pub(crate) fn default_options(name: &str) -> Value {
@@ -741,6 +856,9 @@ mod tests {
                 "tiered-kv",
                 "affinity-slack",
                 "adaptive-tiering",
+                "exec-learning",
+                "prefetch-threshold",
+                "transition-decay",
                 "calibration"
             ]
         );
@@ -810,8 +928,13 @@ mod tests {
     fn default_options_are_accepted_by_the_study() {
         let spec = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
         let agents = inferscale::scenario::parse(include_str!("../../scenarios/agent-sessions.json")).unwrap();
+        let workflows = inferscale::scenario::parse(include_str!("../../scenarios/agent-workflows.json")).unwrap();
         for k in Kind::ALL {
-            let on = if k.about().group == inferscale::study::Group::Agents { &agents } else { &spec };
+            let on = match k.about().group {
+                _ if inferscale::study::agents::WORKFLOW_STUDIES.contains(&k.name()) => &workflows,
+                inferscale::study::Group::Agents => &agents,
+                _ => &spec,
+            };
             let built = k.build(on, &default_options(k.name()));
             assert!(built.is_ok(), "{}: {:?}", k.name(), built.err());
         }

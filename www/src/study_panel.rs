@@ -92,8 +92,13 @@ impl Studies {
     }
 
     /// The sessions an agent panel adds when the Serving Lab's scenario `v` has none: the shipped example's
-    /// (fitted to the model's context), so the panel runs without loading the example first.
+    /// (fitted to the model's context), so the panel runs without loading the example first; a workflow
+    /// study's, the workflow example's when `v` has no workflow.
     fn added_sessions(&self, v: &Value) -> Option<Value> {
+        let workflow = study::agents::WORKFLOW_STUDIES.contains(&self.shown.name());
+        if workflow && v.pointer("/workload/sessions/workflow").is_none() {
+            return Some(inferscale::catalog::workflow_sessions());
+        }
         let agents = self.shown.about().group == study::Group::Agents;
         (agents && v.pointer("/workload/sessions").is_none())
             .then(|| details::block_turned_on(v, "/workload/sessions"))
@@ -733,7 +738,16 @@ impl Behaviour for Studies {
         }
         match out {
             Output::JobDone { run_id, job, summary_json } if run_id == self.run_id => {
-                let Ok(summary) = serde_json::from_str::<RunSummary>(&summary_json) else { return };
+                let summary = match serde_json::from_str::<RunSummary>(&summary_json) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // Never a silent stall: a result the page cannot read stops the study, said.
+                        self.stop_study(cx, "A run's result could not be read; the study stopped");
+                        let why = format!("internal error: a run's summary did not read back ({e})");
+                        self.show_study_errors(cx, &[("(simulator)".into(), why)]);
+                        return;
+                    }
+                };
                 let a = self.active.as_mut().expect("active");
                 a.results[job as usize] = Some(summary);
                 let finished = a.results.iter().filter(|r| r.is_some()).count();

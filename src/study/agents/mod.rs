@@ -13,6 +13,7 @@ use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, Scena
 
 mod adaptive_tiering;
 mod affinity_slack;
+mod exec_learning;
 mod policies;
 mod sessions;
 mod tiered_kv;
@@ -20,6 +21,7 @@ mod ttl_sweep;
 
 pub use adaptive_tiering::*;
 pub use affinity_slack::*;
+pub use exec_learning::*;
 pub use policies::*;
 pub use sessions::*;
 pub use tiered_kv::*;

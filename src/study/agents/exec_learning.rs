@@ -1,0 +1,419 @@
+//! Execution learning over multi-agent workflows: `exec-learning` compares role predictors and prefetch plans on
+//! the same workflows; `prefetch-threshold` and `transition-decay` sweep the plan's threshold and the model's
+//! decay (with the scenario's host tier, else `default_host`).
+
+use super::*;
+use crate::metrics::WorkflowSummary;
+use crate::scenario::{PrefetchSpec, RolePredictorSpec, at};
+use crate::study::sweep::{Knob, SweepRow, check_list};
+use crate::study::{ColumnDef, column, table};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExecLearningParams {
+    /// The threshold plan's least probability of a role being needed.
+    pub threshold: f64,
+    /// The decayed model's decay.
+    pub decay: f64,
+    /// The forecast's horizon, steps.
+    pub horizon: u32,
+    /// The host tier the prefetching policies use when the scenario has none.
+    pub host_kv: HostKvSpec,
+}
+
+impl Default for ExecLearningParams {
+    fn default() -> Self {
+        ExecLearningParams { threshold: 0.3, decay: 0.9, horizon: 1, host_kv: default_host() }
+    }
+}
+
+/// The studies that need a workflow (a front end gives a scenario without one the shipped example's).
+pub const WORKFLOW_STUDIES: [&str; 3] = [ExecLearningStudy::ABOUT.name, Threshold::ABOUT.name, Decay::ABOUT.name];
+
+fn wf(r: &RunSummary) -> Option<&WorkflowSummary> {
+    sess(r).workflow.as_ref()
+}
+
+/// `spec` with the workflow's predictor and plan (and a host tier when it predicts), valid.
+fn learner(spec: &Spec, predictor: RolePredictorSpec, prefetch: PrefetchSpec, host: &HostKvSpec) -> Spec {
+    let mut s = spec.clone();
+    let w = s.workload.sessions.as_mut().and_then(|x| x.workflow.as_mut()).expect("checked: a workflow");
+    (w.predictor, w.prefetch) = (predictor, prefetch);
+    if !predictor.is_none() && s.engine.host_kv.is_none() {
+        s.engine.host_kv = Some(host.clone());
+    }
+    s
+}
+
+/// The scenario must be valid and be a workflow.
+fn check_workflow(spec: &Spec, at: String) -> Result<crate::Scenario, ScenarioError> {
+    let sc = scenario::validate(spec)?;
+    if spec.workload.sessions.as_ref().and_then(|s| s.workflow.as_ref()).is_none() {
+        return Err(ScenarioError::one(
+            at,
+            "this study learns a workflow's role sequence: the scenario needs workload.sessions.workflow (e.g. scenarios/agent-workflows.json)",
+        ));
+    }
+    Ok(sc)
+}
+
+fn check_options(p: &ExecLearningParams, at: &str) -> Result<(), ScenarioError> {
+    let mut e = Errors::default();
+    e.range(&at!(at, p.threshold), p.threshold, 0.0, 1.0);
+    e.range_open_lo(&at!(at, p.decay), p.decay, 0.0, 1.0);
+    e.int(&at!(at, p.horizon), p.horizon as u64, 1, 16);
+    crate::spec::field::Checked::check_fields(&p.host_kv, &at!(at, p.host_kv), &mut e);
+    e.finish()
+}
+
+pub struct ExecLearningStudy {
+    base: Spec,
+    batch: OneBatch,
+}
+
+impl StudyDef for ExecLearningStudy {
+    const ABOUT: About = About {
+        name: "exec-learning",
+        title: "Execution learning",
+        question: "does learning a workflow's role sequence — and prefetching the next role's prompt prefix from host memory — cut time to first token, and how close does it come to knowing the next role?",
+        how: "No prefetch (the prefix cache alone), cumulative and decayed transition counts with a threshold plan, decayed counts with the utility plan, and a clairvoyant next-role bound on the same workflows, the role chain shifting part-way.",
+        group: Group::Agents,
+    };
+    type Options = ExecLearningParams;
+
+    fn new(spec: &Spec, p: &ExecLearningParams) -> Result<Self, ScenarioError> {
+        check_workflow(spec, Self::at())?;
+        check_options(p, &Self::at())?;
+        let (th, h) = (PrefetchSpec::Threshold { threshold: p.threshold, horizon: p.horizon }, p.horizon);
+        let decayed = RolePredictorSpec::Decayed { decay: p.decay };
+        let next = PrefetchSpec::Threshold { threshold: 0.5, horizon: 1 };
+        let runs = [
+            ("no prefetch (prefix cache)".to_string(), RolePredictorSpec::None, th),
+            (format!("counts, threshold {}", p.threshold), RolePredictorSpec::Counts, th),
+            (format!("decayed {}, threshold {}", p.decay, p.threshold), decayed, th),
+            (format!("decayed {}, utility", p.decay), decayed, PrefetchSpec::Utility { horizon: h }),
+            ("clairvoyant next role (bound)".to_string(), RolePredictorSpec::Clairvoyant, next),
+        ];
+        let jobs: Vec<Job> =
+            (runs.into_iter()).map(|(label, pr, pf)| Job { label, spec: learner(spec, pr, pf, &p.host_kv) }).collect();
+        check_jobs(&jobs)?;
+        Ok(ExecLearningStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
+    }
+}
+
+fn exec_columns() -> [ColumnDef<RunSummary>; 11] {
+    [
+        column("Policy", "", Format::Text, |x| x.label.as_str().into()),
+        column("p95 TTFT", "s", Format::Seconds, |x| sess(x).turn_ttft_p95_s.into()),
+        column("p95 workflow E2E", "s", Format::Seconds, |x| sess(x).session_e2e_p95_s.into()),
+        column("Post-shift top-1", "", Format::Percent, |x| wf(x).and_then(|w| w.post_shift_top1).into()),
+        column("Prefix hit", "of steps", Format::Percent, |x| wf(x).map(|w| w.prefix_hit_rate).into()),
+        column("Prefetch precision", "", Format::Percent, |x| wf(x).and_then(|w| w.precision).into()),
+        column("Coverage", "of steps", Format::Percent, |x| wf(x).and_then(|w| w.coverage).into()),
+        column("Mean HBM", "GB, prefixes", Format::Num, |x| wf(x).map(|w| w.mean_prefix_hbm_gb).into()),
+        column("Wrong prefetch", "transfers", Format::Int, |x| wf(x).map(|w| w.wrong).into()),
+        column("Saved prefill", "tokens", Format::Int, |x| wf(x).map(|w| w.saved_prefill_tokens).into()),
+        column("Diagnosis", "", Format::Text, |x| workflow_brief(x).into()),
+    ]
+}
+
+/// One sentence for a row: what its prefetches did.
+fn workflow_brief(r: &RunSummary) -> String {
+    let Some(w) = wf(r) else { return session_brief(r) };
+    if w.prefetches == 0 {
+        return format!(
+            "prefix cache alone: {:.0} % of steps find their role's prefix ({} budget evictions)",
+            w.prefix_hit_rate * 100.0,
+            w.budget_evictions
+        );
+    }
+    format!(
+        "{} prefetches, {:.0} % used before eviction; {} evicted unused, {} for a role that did not come",
+        w.prefetches,
+        w.utilization.unwrap_or(0.0) * 100.0,
+        w.unused,
+        w.wrong
+    )
+}
+
+impl OneBatchStudy for ExecLearningStudy {
+    fn batch(&self) -> &OneBatch {
+        &self.batch
+    }
+    fn batch_mut(&mut self) -> &mut OneBatch {
+        &mut self.batch
+    }
+    fn build_report(&self, r: &[RunSummary]) -> StudyReport {
+        let mut rep = report_head(Self::ABOUT, &self.base, Self::ABOUT.question.into());
+        (rep.columns, rep.rows) = table(&exec_columns(), r);
+        // The best deployable policy: the clairvoyant (the last row) knows the next role.
+        rep.best_row = fastest(&r[..r.len().saturating_sub(1)]);
+        if let (Some(b), 5) = (rep.best_row, r.len()) {
+            rep.answer = exec_answer(r, b);
+            rep.charts = vec![hit_chart(r)];
+        }
+        rep.notes = exec_notes(&self.base);
+        rep.runs = r.to_vec();
+        rep
+    }
+}
+
+fn exec_answer(r: &[RunSummary], b: usize) -> String {
+    let hit = |i: usize| wf(&r[i]).map_or(0.0, |w| w.prefix_hit_rate) * 100.0;
+    let top1 =
+        |i: usize| wf(&r[i]).and_then(|w| w.post_shift_top1).map_or("–".into(), |t| format!("{:.0} %", t * 100.0));
+    format!(
+        "{} has the lowest p95 TTFT, {} against {} with the prefix cache alone; its steps find their role's prefix {:.0} % of the time ({:.0} % without prefetch, {:.0} % knowing the next role). After the shift, decayed counts name the next role {} of the time, cumulative counts {}.",
+        r[b].label,
+        crate::metrics::secs(sess(&r[b]).turn_ttft_p95_s),
+        crate::metrics::secs(sess(&r[0]).turn_ttft_p95_s),
+        hit(b),
+        hit(0),
+        hit(4),
+        top1(2),
+        top1(1),
+    )
+}
+
+/// Each policy's prefix hit rate and, for the learners, their post-shift top-1.
+fn hit_chart(r: &[RunSummary]) -> Chart {
+    let series = |name: &str, f: fn(&WorkflowSummary) -> Option<f64>| ChartSeries {
+        name: name.into(),
+        points: r.iter().enumerate().map(|(i, x)| (i as f64, wf(x).and_then(f).unwrap_or(0.0))).collect(),
+        band: vec![],
+        labels: vec![],
+        line: false,
+    };
+    Chart {
+        kind: "bars".into(),
+        title: "Prefix hit and post-shift top-1 by policy".into(),
+        x_label: "policy".into(),
+        y_label: "share".into(),
+        categories: r.iter().map(|x| x.label.clone()).collect(),
+        series: vec![
+            series("prefix hit", |w| Some(w.prefix_hit_rate)),
+            series("post-shift top-1", |w| w.post_shift_top1),
+        ],
+        target: None,
+    }
+}
+
+fn exec_notes(base: &Spec) -> Vec<String> {
+    vec![
+        format!(
+            "Every run replays the same workflows (roles, lengths and tool calls drawn from seed {}), so the rows differ only by what is learned and fetched.",
+            base.seed
+        ),
+        "A step's end forecasts the workflow's coming roles from the transitions seen so far (a step's role is seen when it arrives) and fetches the prefixes its plan wants from host memory into the worker's prefix cache; the forecast's demand decides which idle prefix the budget evicts (least recently used without a forecast). A step computes its prefix when it is not in HBM at admission.".into(),
+        "Top-1: the share of transitions whose most probable forecast role came (no forecast yet: a miss). Precision: of the roles a step's end wanted in HBM, the share that was the next role. Coverage: of the transitions, the share whose role was wanted. Wrong prefetch: transfers of a role that did not come next.".into(),
+        "The clairvoyant row knows each workflow's next role: a bound on top-1, precision and coverage, not on latency (the budget and other workflows still evict).".into(),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// prefetch-threshold, transition-decay
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThresholdSweepParams {
+    pub thresholds: Vec<f64>,
+    /// The decayed model's decay.
+    pub decay: f64,
+}
+
+impl Default for ThresholdSweepParams {
+    fn default() -> Self {
+        ThresholdSweepParams { thresholds: vec![0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9], decay: 0.9 }
+    }
+}
+
+/// The prefetch plan's threshold: `prefetch-threshold`.
+pub struct Threshold;
+
+impl Knob for Threshold {
+    const ABOUT: About = About {
+        name: "prefetch-threshold",
+        title: "Prefetch threshold",
+        question: "how likely must a role be before its prefix is worth prefetching?",
+        how: "Decayed transition counts; each threshold's prefetches against what they hit, waste and hold.",
+        group: Group::Agents,
+    };
+    type Options = ThresholdSweepParams;
+    type Value = (f64, f64);
+
+    fn values(spec: &Spec, p: &ThresholdSweepParams, at: &str) -> Result<Vec<(f64, f64)>, ScenarioError> {
+        check_workflow(spec, at.to_string())?;
+        let mut e = Errors::default();
+        e.range_open_lo(&at!(at, p.decay), p.decay, 0.0, 1.0);
+        e.finish()?;
+        check_list(&at!(at, p.thresholds), &p.thresholds, 32, |at, t, e| {
+            e.range(at, *t, 0.0, 1.0);
+        })?;
+        Ok(p.thresholds.iter().map(|&t| (t, p.decay)).collect())
+    }
+
+    fn label((t, _): (f64, f64)) -> String {
+        format!("threshold {t}")
+    }
+
+    fn apply(spec: &Spec, (t, d): (f64, f64)) -> Spec {
+        let pf = PrefetchSpec::Threshold { threshold: t, horizon: 1 };
+        learner(spec, RolePredictorSpec::Decayed { decay: d }, pf, &default_host())
+    }
+
+    fn frontier(r: &RunSummary) -> Option<(f64, f64)> {
+        Some((sess(r).turn_ttft_p95_s, wf(r)?.mean_prefix_hbm_gb))
+    }
+
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, (f64, f64)>>> {
+        vec![
+            column("Threshold", "", Format::Num, |x| x.value.0.into()),
+            column("p95 TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
+            column("Post-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.post_shift_top1).into()),
+            column("Precision", "", Format::Percent, |x| wf(x.run).and_then(|w| w.precision).into()),
+            column("Coverage", "of steps", Format::Percent, |x| wf(x.run).and_then(|w| w.coverage).into()),
+            column("Prefix hit", "of steps", Format::Percent, |x| wf(x.run).map(|w| w.prefix_hit_rate).into()),
+            column("Wrong prefetch", "transfers", Format::Int, |x| wf(x.run).map(|w| w.wrong).into()),
+            column("Mean HBM", "GB, prefixes", Format::Num, |x| wf(x.run).map(|w| w.mean_prefix_hbm_gb).into()),
+        ]
+    }
+
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, (f64, f64)>], r: &[RunSummary], rep: &mut StudyReport) {
+        rep.best_row = fastest(r);
+        if let Some(b) = rep.best_row {
+            let w = wf(&r[b]);
+            rep.answer = format!(
+                "Threshold {} has the lowest p95 TTFT, {}: {:.0} % of steps find their prefix, {} wrong prefetches.",
+                rows[b].value.0,
+                crate::metrics::secs(sess(&r[b]).turn_ttft_p95_s),
+                w.map_or(0.0, |w| w.prefix_hit_rate) * 100.0,
+                w.map_or(0, |w| w.wrong)
+            );
+        }
+        rep.charts = vec![sweep_chart(
+            "Precision and coverage against the threshold",
+            "threshold",
+            rows.iter().map(|x| x.value.0).collect(),
+            r,
+        )];
+        rep.notes = vec![
+            exec_notes(base)[0].clone(),
+            format!(
+                "Decayed counts (decay {}); the plan fetches, for the next step only, every role at least as likely as the threshold that its worker lacks.",
+                rows.first().map_or(0.0, |x| x.value.1)
+            ),
+        ];
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DecaySweepParams {
+    /// Decays to try (1: cumulative counts).
+    pub decays: Vec<f64>,
+    pub threshold: f64,
+}
+
+impl Default for DecaySweepParams {
+    fn default() -> Self {
+        DecaySweepParams { decays: vec![1.0, 0.99, 0.95, 0.9, 0.8, 0.5], threshold: 0.3 }
+    }
+}
+
+/// The transition model's decay: `transition-decay`.
+pub struct Decay;
+
+impl Knob for Decay {
+    const ABOUT: About = About {
+        name: "transition-decay",
+        title: "Transition decay",
+        question: "how fast should the learned role transitions forget, when the workflow changes part-way?",
+        how: "Each decay's next-role accuracy before and after the shift, and what its prefetches hit.",
+        group: Group::Agents,
+    };
+    type Options = DecaySweepParams;
+    type Value = (f64, f64);
+
+    fn values(spec: &Spec, p: &DecaySweepParams, at: &str) -> Result<Vec<(f64, f64)>, ScenarioError> {
+        check_workflow(spec, at.to_string())?;
+        let mut e = Errors::default();
+        e.range(&at!(at, p.threshold), p.threshold, 0.0, 1.0);
+        e.finish()?;
+        check_list(&at!(at, p.decays), &p.decays, 32, |at, d, e| {
+            e.range_open_lo(at, *d, 0.0, 1.0);
+        })?;
+        Ok(p.decays.iter().map(|&d| (d, p.threshold)).collect())
+    }
+
+    fn label((d, _): (f64, f64)) -> String {
+        if d == 1.0 { "decay 1 (counts)".into() } else { format!("decay {d}") }
+    }
+
+    fn apply(spec: &Spec, (d, t): (f64, f64)) -> Spec {
+        let pf = PrefetchSpec::Threshold { threshold: t, horizon: 1 };
+        learner(spec, RolePredictorSpec::Decayed { decay: d }, pf, &default_host())
+    }
+
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, (f64, f64)>>> {
+        vec![
+            column("Decay", "", Format::Num, |x| x.value.0.into()),
+            column("Pre-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.pre_shift_top1).into()),
+            column("Post-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.post_shift_top1).into()),
+            column("p95 TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
+            column("Prefix hit", "of steps", Format::Percent, |x| wf(x.run).map(|w| w.prefix_hit_rate).into()),
+            column("Precision", "", Format::Percent, |x| wf(x.run).and_then(|w| w.precision).into()),
+            column("Coverage", "of steps", Format::Percent, |x| wf(x.run).and_then(|w| w.coverage).into()),
+            column("Wrong prefetch", "transfers", Format::Int, |x| wf(x.run).map(|w| w.wrong).into()),
+        ]
+    }
+
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, (f64, f64)>], r: &[RunSummary], rep: &mut StudyReport) {
+        let post = |i: usize| wf(&r[i]).and_then(|w| w.post_shift_top1).unwrap_or(0.0);
+        rep.best_row = (0..r.len()).reduce(|a, b| if post(b) > post(a) { b } else { a });
+        if let Some(b) = rep.best_row {
+            rep.answer = format!(
+                "Decay {} names the next role best after the shift: {:.0} % (cumulative counts: {}); p95 TTFT {}.",
+                rows[b].value.0,
+                post(b) * 100.0,
+                rows.iter()
+                    .position(|x| x.value.0 == 1.0)
+                    .map_or("not run".into(), |i| format!("{:.0} %", post(i) * 100.0)),
+                crate::metrics::secs(sess(&r[b]).turn_ttft_p95_s)
+            );
+        }
+        let decays: Vec<f64> = rows.iter().map(|x| x.value.0).collect();
+        let top1 = |f: fn(&WorkflowSummary) -> Option<f64>| -> Vec<(f64, f64)> {
+            decays.iter().zip(r).filter_map(|(&d, x)| Some((d, wf(x).and_then(f)?))).collect()
+        };
+        rep.charts = vec![lines(
+            "Next-role accuracy before and after the shift, by decay",
+            "decay",
+            "top-1",
+            vec![
+                line("pre-shift top-1", top1(|w| w.pre_shift_top1)),
+                line("post-shift top-1", top1(|w| w.post_shift_top1)),
+            ],
+        )];
+        rep.notes = vec![
+            exec_notes(base)[0].clone(),
+            "Decay d multiplies a role's learned row by d at each transition out of it before counting the new one: 1 counts every transition alike, lower forgets the old chain faster (and is noisier).".into(),
+        ];
+    }
+}
+
+/// Precision and coverage against a swept value.
+fn sweep_chart(title: &str, x_label: &str, xs: Vec<f64>, r: &[RunSummary]) -> Chart {
+    let pts = |f: fn(&WorkflowSummary) -> Option<f64>| -> Vec<(f64, f64)> {
+        xs.iter().zip(r).filter_map(|(&x, run)| Some((x, wf(run).and_then(f)?))).collect()
+    };
+    lines(
+        title,
+        x_label,
+        "share",
+        vec![
+            line("precision", pts(|w| w.precision)),
+            line("coverage", pts(|w| w.coverage)),
+            line("prefix hit", pts(|w| Some(w.prefix_hit_rate))),
+        ],
+    )
+}
