@@ -221,12 +221,17 @@ impl Simulation<'_> {
         self.kv_changed(r);
     }
 
-    /// Keep the recorder's prefix-cache gauge current for worker `r`.
+    /// Keep the recorder's prefix-cache gauge current for worker `r` (called at every step's start and end:
+    /// only a change reaches the recorder).
+    #[inline]
     pub(super) fn note_prefix_held(&mut self, r: usize) {
         if !self.shares_prefixes {
             return;
         }
         let held = self.replicas[r].kv.cache.shared_held();
+        if held == self.prefix_held[r] {
+            return;
+        }
         self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
         self.prefix_held[r] = held;
         self.rec.on_prefix_held(self.now, self.prefix_held_total);
