@@ -76,6 +76,19 @@ pub enum CostModel {
 }
 
 impl CostModel {
+    /// A step prefilling `tokens` (capped at u32::MAX) alone from an empty context, ns: what computing a
+    /// session's history or a role's prefix adds, as the gap price and the prefetch plan weigh it.
+    pub fn lone_prefill_ns(&self, tokens: u64) -> f64 {
+        let t = tokens.min(u32::MAX as u64);
+        let work = StepWork {
+            prefill_seqs: 1,
+            prefill_tokens: t as u32,
+            prefill_attention_pairs: t * (t + 1) / 2,
+            ..Default::default()
+        };
+        self.step(&work).total_ns as f64
+    }
+
     /// The prefill and decode multipliers in effect.
     pub fn scales(&self) -> (f64, f64) {
         match self {

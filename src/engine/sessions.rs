@@ -14,7 +14,6 @@
 //! the tool calls that have returned (each observed when the next turn arrives, never before).
 
 use super::Simulation;
-use crate::cost::StepWork;
 use crate::kv::EntryId;
 use crate::tiering::{GapEstimator, GapPrice, Tier};
 use crate::workload::{NO_SESSION, Request, Retention, Sessions};
@@ -188,17 +187,7 @@ impl Simulation<'_> {
         let pool = &self.sc.front_pool();
         let block = pool.engine.block_size_tokens as u64;
         let blocks = (req.prompt_tokens as u64 + req.output_tokens as u64).saturating_sub(1) / block;
-        let prefill_ns = |tokens: u64| {
-            let t = tokens.min(u32::MAX as u64);
-            pool.cost
-                .step(&StepWork {
-                    prefill_seqs: 1,
-                    prefill_tokens: t as u32,
-                    prefill_attention_pairs: t * (t + 1) / 2,
-                    ..Default::default()
-                })
-                .total_ns as f64
-        };
+        let prefill_ns = |tokens: u64| pool.cost.lone_prefill_ns(tokens);
         // A shared prefix stays cached apart from the session: what is kept, or recomputed, is what follows it.
         let prefix = super::shared::cached_prefix_tokens(self.sc.prefix.as_ref()) as u64 / block
             * (req.prefix_group != crate::workload::NO_PREFIX) as u64;
@@ -251,13 +240,20 @@ impl Simulation<'_> {
         }
         rep.transfer_blocks += blocks;
         self.sessions[session as usize].restoring_blocks = blocks;
-        let send_ns = host.send_ns(blocks);
-        let start = self.now.max(self.host_link_free_ns[r]);
-        self.host_link_free_ns[r] = start.saturating_add(send_ns);
-        let done = start.saturating_add(send_ns).saturating_add(host.latency_ns);
+        let done = self.book_host_link(r, blocks);
         self.rec.on_restore(done - self.now, (blocks as f64 * host.block_bytes).round() as u64);
         self.note_retained(r);
         self.schedule(done, super::Event::Restored { request: id });
+    }
+
+    /// `blocks` from host memory to worker `r`'s HBM over its host link, a FIFO server shared by restores and
+    /// prefetches: booked after what it carries already; when they are in HBM (bytes ÷ bandwidth + latency).
+    pub(super) fn book_host_link(&mut self, r: usize, blocks: u64) -> u64 {
+        let host = self.sc.front_pool().engine.host.expect("a transfer from host memory needs a host tier");
+        let send_ns = host.send_ns(blocks);
+        let start = self.now.max(self.host_link_free_ns[r]);
+        self.host_link_free_ns[r] = start.saturating_add(send_ns);
+        start.saturating_add(send_ns).saturating_add(host.latency_ns)
     }
 
     /// A restore landed: the history is in HBM again, held for the turn that waits for it (pinned until the

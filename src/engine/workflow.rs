@@ -8,7 +8,6 @@
 //! ```
 
 use super::Simulation;
-use crate::cost::StepWork;
 use crate::kv::EntryId;
 use crate::metrics::{Decision, RoleSeen};
 use crate::spec::RolePredictorSpec;
@@ -51,15 +50,7 @@ impl Workflows {
         };
         let pool = sc.front_pool();
         let block = pool.engine.block_size_tokens;
-        let shared = wf.prefix_tokens / block * block;
-        let prefix_blocks = (shared / block) as u64;
-        let t = shared as u64;
-        let work = StepWork {
-            prefill_seqs: 1,
-            prefill_tokens: shared,
-            prefill_attention_pairs: t * (t + 1) / 2,
-            ..Default::default()
-        };
+        let prefix_blocks = (wf.prefix_tokens / block) as u64;
         let host = pool.engine.host.expect("validation: prefetching needs a host tier");
         Some(Workflows {
             model: RoleModel::new(wf.roles.len(), decay),
@@ -67,14 +58,14 @@ impl Workflows {
             inflight: vec![0; sc.worker_count() as usize],
             transfers: Vec::new(),
             prefix_blocks,
-            prefill_ns: pool.cost.step(&work).total_ns as f64,
+            prefill_ns: pool.cost.lone_prefill_ns(prefix_blocks * block as u64),
             transfer_ns: (host.send_ns(prefix_blocks) + host.latency_ns) as f64,
         })
     }
 
     /// Each worker's prefix cache keeps the forecasts' demand for each role.
     pub fn track_demand(&self, replicas: &mut [super::Replica]) {
-        let roles = self.model.rows().len();
+        let roles = self.model.roles();
         replicas.iter_mut().for_each(|r| r.kv.shared_demand = vec![0; roles]);
     }
 
@@ -173,7 +164,7 @@ impl Simulation<'_> {
         let cache = &self.replicas[r].kv.cache;
         let n = self.workflow().roles.len() as u16;
         let cached = (0..n).filter(|&g| cache.is_cached(EntryId::prefix(g))).fold(0u64, |m, g| m | 1 << g);
-        let budget = prefix_budget_blocks(self.sc).unwrap_or(u64::MAX);
+        let budget = self.replicas[r].kv.prefix_budget();
         let held = cache.shared_held() + w.inflight[r].count_ones() as u64 * w.prefix_blocks;
         Holding {
             present: cached | w.inflight[r],
@@ -193,13 +184,10 @@ impl Simulation<'_> {
         }
         rep.transfer_blocks += blocks;
         w.inflight[r] |= 1 << role;
-        let host = self.sc.front_pool().engine.host.expect("validation: prefetching needs a host tier");
-        let send_ns = host.send_ns(blocks);
-        let start = self.now.max(self.host_link_free_ns[r]);
-        self.host_link_free_ns[r] = start.saturating_add(send_ns);
-        let done = start.saturating_add(send_ns).saturating_add(host.latency_ns);
         let transfer = w.transfers.len() as u32;
         w.transfers.push((r as u32, role, blocks));
+        let done = self.book_host_link(r, blocks);
+        let host = self.sc.front_pool().engine.host.expect("validation: prefetching needs a host tier");
         self.rec.on_prefetch((blocks as f64 * host.block_bytes).round() as u64);
         self.note_prefix_held(r);
         self.schedule(done, super::Event::Prefetched { transfer });

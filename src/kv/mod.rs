@@ -47,6 +47,10 @@ impl BlockPool {
             shared_demand: Vec::new(),
         }
     }
+    /// Most blocks shared prefixes may hold (u64::MAX: no budget).
+    pub fn prefix_budget(&self) -> u64 {
+        self.prefix_budget
+    }
     /// The same pool whose shared prefixes may hold at most `blocks` blocks (None: no budget).
     pub fn with_prefix_budget(mut self, blocks: Option<u64>) -> Self {
         self.prefix_budget = blocks.unwrap_or(u64::MAX);

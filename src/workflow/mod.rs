@@ -156,6 +156,11 @@ impl RoleModel {
         RoleModel { n: roles, decay, counts: vec![0.0; roles * roles] }
     }
 
+    /// The roles it learns over.
+    pub fn roles(&self) -> usize {
+        self.n
+    }
+
     /// A step of role `to` followed one of role `from`.
     pub fn observe(&mut self, from: u16, to: u16) {
         let row = &mut self.counts[from as usize * self.n..][..self.n];

@@ -213,6 +213,19 @@ fn exec_notes(base: &Spec) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------------------
 // prefetch-threshold, transition-decay
 
+/// A point of either sweep: decayed counts with the threshold plan for the next step.
+#[derive(Clone, Copy, Debug)]
+pub struct Learner {
+    pub threshold: f64,
+    pub decay: f64,
+}
+
+/// `spec` with decayed counts and the next-step threshold plan of `l`.
+fn decayed_with(spec: &Spec, l: Learner) -> Spec {
+    let pf = PrefetchSpec::Threshold { threshold: l.threshold, horizon: 1 };
+    learner(spec, RolePredictorSpec::Decayed { decay: l.decay }, pf, &default_host())
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ThresholdSweepParams {
@@ -239,9 +252,9 @@ impl Knob for Threshold {
         group: Group::Agents,
     };
     type Options = ThresholdSweepParams;
-    type Value = (f64, f64);
+    type Value = Learner;
 
-    fn values(spec: &Spec, p: &ThresholdSweepParams, at: &str) -> Result<Vec<(f64, f64)>, ScenarioError> {
+    fn values(spec: &Spec, p: &ThresholdSweepParams, at: &str) -> Result<Vec<Learner>, ScenarioError> {
         check_workflow(spec, at.to_string())?;
         let mut e = Errors::default();
         e.range_open_lo(&at!(at, p.decay), p.decay, 0.0, 1.0);
@@ -249,25 +262,24 @@ impl Knob for Threshold {
         check_list(&at!(at, p.thresholds), &p.thresholds, 32, |at, t, e| {
             e.range(at, *t, 0.0, 1.0);
         })?;
-        Ok(p.thresholds.iter().map(|&t| (t, p.decay)).collect())
+        Ok(p.thresholds.iter().map(|&threshold| Learner { threshold, decay: p.decay }).collect())
     }
 
-    fn label((t, _): (f64, f64)) -> String {
-        format!("threshold {t}")
+    fn label(l: Learner) -> String {
+        format!("threshold {}", l.threshold)
     }
 
-    fn apply(spec: &Spec, (t, d): (f64, f64)) -> Spec {
-        let pf = PrefetchSpec::Threshold { threshold: t, horizon: 1 };
-        learner(spec, RolePredictorSpec::Decayed { decay: d }, pf, &default_host())
+    fn apply(spec: &Spec, l: Learner) -> Spec {
+        decayed_with(spec, l)
     }
 
     fn frontier(r: &RunSummary) -> Option<(f64, f64)> {
         Some((sess(r).turn_ttft_p95_s, wf(r)?.mean_prefix_hbm_gb))
     }
 
-    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, (f64, f64)>>> {
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, Learner>>> {
         vec![
-            column("Threshold", "", Format::Num, |x| x.value.0.into()),
+            column("Threshold", "", Format::Num, |x| x.value.threshold.into()),
             column("p95 TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
             column("Post-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.post_shift_top1).into()),
             column("Precision", "", Format::Percent, |x| wf(x.run).and_then(|w| w.precision).into()),
@@ -278,13 +290,13 @@ impl Knob for Threshold {
         ]
     }
 
-    fn conclude(base: &Spec, rows: &[SweepRow<'_, (f64, f64)>], r: &[RunSummary], rep: &mut StudyReport) {
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, Learner>], r: &[RunSummary], rep: &mut StudyReport) {
         rep.best_row = fastest(r);
         if let Some(b) = rep.best_row {
             let w = wf(&r[b]);
             rep.answer = format!(
                 "Threshold {} has the lowest p95 TTFT, {}: {:.0} % of steps find their prefix, {} wrong prefetches.",
-                rows[b].value.0,
+                rows[b].value.threshold,
                 crate::metrics::secs(sess(&r[b]).turn_ttft_p95_s),
                 w.map_or(0.0, |w| w.prefix_hit_rate) * 100.0,
                 w.map_or(0, |w| w.wrong)
@@ -293,14 +305,14 @@ impl Knob for Threshold {
         rep.charts = vec![sweep_chart(
             "Precision and coverage against the threshold",
             "threshold",
-            rows.iter().map(|x| x.value.0).collect(),
+            rows.iter().map(|x| x.value.threshold).collect(),
             r,
         )];
         rep.notes = vec![
             exec_notes(base)[0].clone(),
             format!(
                 "Decayed counts (decay {}); the plan fetches, for the next step only, every role at least as likely as the threshold that its worker lacks.",
-                rows.first().map_or(0.0, |x| x.value.1)
+                rows.first().map_or(0.0, |x| x.value.decay)
             ),
         ];
     }
@@ -332,9 +344,9 @@ impl Knob for Decay {
         group: Group::Agents,
     };
     type Options = DecaySweepParams;
-    type Value = (f64, f64);
+    type Value = Learner;
 
-    fn values(spec: &Spec, p: &DecaySweepParams, at: &str) -> Result<Vec<(f64, f64)>, ScenarioError> {
+    fn values(spec: &Spec, p: &DecaySweepParams, at: &str) -> Result<Vec<Learner>, ScenarioError> {
         check_workflow(spec, at.to_string())?;
         let mut e = Errors::default();
         e.range(&at!(at, p.threshold), p.threshold, 0.0, 1.0);
@@ -342,21 +354,20 @@ impl Knob for Decay {
         check_list(&at!(at, p.decays), &p.decays, 32, |at, d, e| {
             e.range_open_lo(at, *d, 0.0, 1.0);
         })?;
-        Ok(p.decays.iter().map(|&d| (d, p.threshold)).collect())
+        Ok(p.decays.iter().map(|&decay| Learner { threshold: p.threshold, decay }).collect())
     }
 
-    fn label((d, _): (f64, f64)) -> String {
-        if d == 1.0 { "decay 1 (counts)".into() } else { format!("decay {d}") }
+    fn label(l: Learner) -> String {
+        if l.decay == 1.0 { "decay 1 (counts)".into() } else { format!("decay {}", l.decay) }
     }
 
-    fn apply(spec: &Spec, (d, t): (f64, f64)) -> Spec {
-        let pf = PrefetchSpec::Threshold { threshold: t, horizon: 1 };
-        learner(spec, RolePredictorSpec::Decayed { decay: d }, pf, &default_host())
+    fn apply(spec: &Spec, l: Learner) -> Spec {
+        decayed_with(spec, l)
     }
 
-    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, (f64, f64)>>> {
+    fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, Learner>>> {
         vec![
-            column("Decay", "", Format::Num, |x| x.value.0.into()),
+            column("Decay", "", Format::Num, |x| x.value.decay.into()),
             column("Pre-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.pre_shift_top1).into()),
             column("Post-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.post_shift_top1).into()),
             column("p95 TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
@@ -367,21 +378,21 @@ impl Knob for Decay {
         ]
     }
 
-    fn conclude(base: &Spec, rows: &[SweepRow<'_, (f64, f64)>], r: &[RunSummary], rep: &mut StudyReport) {
+    fn conclude(base: &Spec, rows: &[SweepRow<'_, Learner>], r: &[RunSummary], rep: &mut StudyReport) {
         let post = |i: usize| wf(&r[i]).and_then(|w| w.post_shift_top1).unwrap_or(0.0);
         rep.best_row = (0..r.len()).reduce(|a, b| if post(b) > post(a) { b } else { a });
         if let Some(b) = rep.best_row {
             rep.answer = format!(
                 "Decay {} names the next role best after the shift: {:.0} % (cumulative counts: {}); p95 TTFT {}.",
-                rows[b].value.0,
+                rows[b].value.decay,
                 post(b) * 100.0,
                 rows.iter()
-                    .position(|x| x.value.0 == 1.0)
+                    .position(|x| x.value.decay == 1.0)
                     .map_or("not run".into(), |i| format!("{:.0} %", post(i) * 100.0)),
                 crate::metrics::secs(sess(&r[b]).turn_ttft_p95_s)
             );
         }
-        let decays: Vec<f64> = rows.iter().map(|x| x.value.0).collect();
+        let decays: Vec<f64> = rows.iter().map(|x| x.value.decay).collect();
         let top1 = |f: fn(&WorkflowSummary) -> Option<f64>| -> Vec<(f64, f64)> {
             decays.iter().zip(r).filter_map(|(&d, x)| Some((d, wf(x).and_then(f)?))).collect()
         };
