@@ -120,6 +120,9 @@ pub fn show(c: &Cell, f: Format) -> String {
         (Cell::Num(x), Format::Seconds) => secs(*x),
         (Cell::Num(x), Format::Int) => format!("{x:.0}"),
         (Cell::Num(x), Format::Figure) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
+        // The shortest form that reads back as the value; an exponent where the decimal would be long.
+        (Cell::Num(x), Format::Setting) if *x == 0.0 || (1e-4..1e15).contains(&x.abs()) => format!("{x}"),
+        (Cell::Num(x), Format::Setting) => format!("{x:e}"),
         (Cell::Num(x), _) => {
             if x.abs() >= 100.0 {
                 format!("{x:.0}")

@@ -95,15 +95,11 @@ pub struct Diagnosis {
     pub candidates: Vec<Change>,
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.0} %", x * 100.0)
-}
-
 fn pct1(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-use super::secs;
+use super::{pct, secs};
 
 /// The thresholds each verdict is decided on (docs/metrics.md's "Diagnosis" table states them).
 pub mod threshold {

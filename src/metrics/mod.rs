@@ -41,6 +41,11 @@ pub fn secs(x: f64) -> String {
     }
 }
 
+/// A share as the answers write it: whole percent, "37 %".
+pub fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
 pub use crate::request::{Outcome, RequestRecord};
 
 /// a × b exactly. wasm32 has no 64×64→128 multiply (it is a library call); when both fit in 32 bits — nearly

@@ -172,6 +172,18 @@ pub fn bound_at(pointer: &str) -> Option<Bound> {
     in_block.or_else(arrival)
 }
 
+/// The bound `T` declares for its field `name` (`bounds!`): for an option that takes a scenario field's value
+/// and so must hold the field's bound.
+pub fn field_bound<T: Declared>(name: &str) -> Option<Bound> {
+    T::FIELDS.iter().find(|f| f.name == name).map(|f| f.bound)
+}
+
+/// The bound a tagged enum declares for field `name` of its variant `variant` (the Rust name, `variant_bounds!`).
+pub fn variant_bound<T: Variants>(variant: &str, name: &str) -> Option<Bound> {
+    let fields = T::VARIANTS.iter().find(|v| v.0 == variant)?.1;
+    fields.iter().find(|f| f.name == name).map(|f| f.bound)
+}
+
 /// A field's path, `at.name`, with the name taken from the field itself (`at!(at, en.max_model_len)` does
 /// not compile when the field is renamed).
 macro_rules! at {

@@ -10,7 +10,7 @@ mod strict;
 
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
-pub use field::{Block, Bound, Declared, Field, Variants, bound_at, plain, snake};
+pub use field::{Block, Bound, Declared, Field, Variants, bound_at, field_bound, plain, snake, variant_bound};
 pub(crate) use field::{at, bounds, path_of, variant_bounds};
 pub use strict::{json_kind, names_in_refusal, strict_json};
 
@@ -397,9 +397,14 @@ pub enum PrefetchSpec {
     Utility { horizon: u32 },
 }
 
+impl PrefetchSpec {
+    /// The next step's roles at least as likely as not: the default.
+    pub const NEXT: PrefetchSpec = PrefetchSpec::Threshold { threshold: 0.5, horizon: 1 };
+}
+
 impl Default for PrefetchSpec {
     fn default() -> Self {
-        PrefetchSpec::Threshold { threshold: 0.5, horizon: 1 }
+        PrefetchSpec::NEXT
     }
 }
 

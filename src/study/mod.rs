@@ -383,6 +383,8 @@ pub enum Format {
     Bool,
     /// A column of figures in mixed units: as `Num`, but a whole number (a count) shows as the integer.
     Figure,
+    /// A value the study set (a threshold, a decay, a budget): as written, `0.25`, `0.5`, `1`.
+    Setting,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -718,6 +720,9 @@ registry! {
     ExecLearning => agents::ExecLearningStudy,
     PrefetchThreshold => sweep::Sweep<agents::Threshold>,
     TransitionDecay => sweep::Sweep<agents::Decay>,
+    Forecast => agents::ForecastStudy,
+    ForecastHorizon => sweep::Sweep<agents::Horizon>,
+    PrefixBudget => sweep::Sweep<agents::Budget>,
 }
 
 impl Kind {

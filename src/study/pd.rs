@@ -7,6 +7,7 @@ use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
     StudyReport, column, report_head, table,
 };
+use crate::metrics::pct;
 use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
 
 /// Options; each is used only when the scenario does not say.
@@ -123,10 +124,6 @@ pub fn default_prefix(sc: &Scenario, p: &PdParams) -> PrefixSpec {
         zipf_s: 1.0,
         caching: true,
     }
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.0} %", x * 100.0)
 }
 
 fn ms(x: f64) -> String {

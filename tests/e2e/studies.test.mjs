@@ -464,6 +464,9 @@ const WORKFLOW_PANELS = [
   ['exec-learning', /has the lowest p95 TTFT, .* with the prefix cache alone; its steps find their role's prefix \d+ %/],
   ['prefetch-threshold', /Threshold [\d.]+ has the lowest p95 TTFT/],
   ['transition-decay', /names the next role best after the shift: \d+ % \(cumulative counts: \d+ %\)/],
+  ['forecast', /has the lowest p95 TTFT, .*Forecasting \d+ steps ahead, the threshold plan wants \d+ % of the next \d+ steps' roles in HBM/],
+  ['forecast-horizon', /^Answer: Horizon \d+ has the lowest p95 TTFT/],
+  ['prefix-budget', /The fastest plan at each budget: 0\.25 × — /],
 ];
 
 test('every execution-learning panel, on the shipped workflow scenario: progress, Cancel, a result, the CLI\'s JSON; a bad option typed is named at its field', async () => {
@@ -492,6 +495,19 @@ test('every execution-learning panel, on the shipped workflow scenario: progress
   await typeInto(page, decays, '[1, 0]');
   assert.match(await page.textContent('#study-errors'), /study\.transition-decay\.decays\[1\]/);
   await typeInto(page, decays, '[1, 0.9]');
+  assert.equal(await page.textContent('#study-errors'), '');
+  // A multi-step forecast looks further than the next step: 1 is named at its field, 4 is taken.
+  await page.click('nav [data-panel="forecast"]');
+  const horizon = page.getByRole('spinbutton', { name: /^Horizon/ });
+  await typeInto(page, horizon, '1');
+  assert.match(await page.textContent('#study-errors'), /study\.forecast\.horizon: must be an integer from 2 to 16/);
+  await typeInto(page, horizon, '4');
+  assert.equal(await page.textContent('#study-errors'), '');
+  const budgets = page.getByRole('textbox', { name: /Budgets/ });
+  await page.click('nav [data-panel="prefix-budget"]');
+  await typeInto(page, budgets, '[0.5, 1e308]');
+  assert.match(await page.textContent('#study-errors'), /study\.prefix-budget\.budgets\[1\]/);
+  await typeInto(page, budgets, '[0.25, 1]');
   assert.equal(await page.textContent('#study-errors'), '');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();

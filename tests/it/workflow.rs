@@ -247,6 +247,15 @@ fn study(name: &str, spec: &Spec, options: Value, threads: usize) -> inferscale:
     inferscale::study::run_native(st.as_mut(), threads, &mut |_, _| true).unwrap()
 }
 
+/// Row `row`'s number in column `label`.
+fn num(r: &inferscale::study::StudyReport, row: usize, label: &str) -> f64 {
+    let c = r.columns.iter().position(|c| c.label == label).unwrap_or_else(|| panic!("{label}"));
+    match &r.rows[row][c] {
+        inferscale::study::Cell::Num(x) => *x,
+        other => panic!("{label}: {other:?}"),
+    }
+}
+
 /// The execution-learning studies on the shipped workflows: byte-identical on 1 or 3 threads, every run on the
 /// same workflows (the same steps), the columns in order, a sentence per row, and the findings: the
 /// clairvoyant row is the bound on top-1 and coverage and not the best deployable row; decayed counts beat
@@ -255,14 +264,7 @@ fn study(name: &str, spec: &Spec, options: Value, threads: usize) -> inferscale:
 fn execution_learning_studies_compare_learners_on_the_same_workflows() {
     let spec = super::shipped("agent-workflows.json");
     let labels = |r: &inferscale::study::StudyReport| r.columns.iter().map(|c| c.label.clone()).collect::<Vec<_>>();
-    let num = |r: &inferscale::study::StudyReport, row: usize, label: &str| {
-        let c = r.columns.iter().position(|c| c.label == label).unwrap_or_else(|| panic!("{label}"));
-        match &r.rows[row][c] {
-            inferscale::study::Cell::Num(x) => *x,
-            other => panic!("{label}: {other:?}"),
-        }
-    };
-    let contracts: [(&str, &[&str]); 3] = [
+    let contracts: [(&str, &[&str]); 6] = [
         (
             "exec-learning",
             &[
@@ -305,6 +307,49 @@ fn execution_learning_studies_compare_learners_on_the_same_workflows() {
                 "Wrong prefetch",
             ],
         ),
+        (
+            "forecast",
+            &[
+                "Policy",
+                "p95 TTFT",
+                "Future-role recall@K",
+                "Prefix hit",
+                "Utilization",
+                "Next-step precision",
+                "Mean HBM",
+                "Unused prefetch",
+                "Saved prefill",
+                "ECE",
+                "Diagnosis",
+            ],
+        ),
+        (
+            "forecast-horizon",
+            &[
+                "Horizon",
+                "p95 TTFT",
+                "Future-role recall@K",
+                "Prefix hit",
+                "Utilization",
+                "Unused prefetch",
+                "Mean HBM",
+                "Saved prefill",
+            ],
+        ),
+        (
+            "prefix-budget",
+            &[
+                "Budget",
+                "Policy",
+                "p95 TTFT",
+                "Future-role recall@K",
+                "Prefix hit",
+                "Utilization",
+                "Mean HBM",
+                "Unused prefetch",
+                "Pressure evictions",
+            ],
+        ),
     ];
     for (name, columns) in contracts {
         let one = study(name, &spec, json!({}), 1);
@@ -331,6 +376,39 @@ fn execution_learning_studies_compare_learners_on_the_same_workflows() {
     assert!(num(&t, 1, "Precision") > num(&t, 0, "Precision") && num(&t, 1, "Coverage") < num(&t, 0, "Coverage"));
 }
 
+/// The forecast studies' findings on the shipped workflows: the clairvoyant future set recalls every coming
+/// role with ECE 0 and is no deployable answer; looking further recalls more and is less precise about the next
+/// step; the utility plan uses more of what it lands than the threshold plan over as many steps; a larger
+/// prefix budget holds more and hits more, under every plan.
+#[test]
+fn forecast_studies_trade_recall_for_wasted_prefetches() {
+    let spec = super::shipped("agent-workflows.json");
+    let f = study("forecast", &spec, json!({}), 2);
+    let (one, multi, utility, future) = (1, 2, 3, 4);
+    assert_eq!(f.rows.len(), 5);
+    assert!(f.best_row.is_some_and(|b| b < future), "the bound is not a deployable answer");
+    assert_eq!((num(&f, future, "Future-role recall@K"), num(&f, future, "ECE")), (1.0, 0.0));
+    for learned in [one, multi, utility] {
+        assert!(num(&f, learned, "Future-role recall@K") <= 1.0 && num(&f, learned, "ECE") > 0.0);
+    }
+    assert!(num(&f, multi, "Future-role recall@K") > num(&f, one, "Future-role recall@K"));
+    assert!(num(&f, multi, "Next-step precision") < num(&f, one, "Next-step precision"));
+    assert!(num(&f, utility, "Utilization") > 2.0 * num(&f, multi, "Utilization"));
+    assert!(num(&f, utility, "Unused prefetch") < num(&f, multi, "Unused prefetch"));
+    let h = study("forecast-horizon", &spec, json!({"horizons": [1, 8]}), 2);
+    assert!(num(&h, 1, "Future-role recall@K") > num(&h, 0, "Future-role recall@K"));
+    assert!(num(&h, 1, "Unused prefetch") > num(&h, 0, "Unused prefetch"));
+    let b = study("prefix-budget", &spec, json!({}), 2);
+    assert_eq!(b.rows.len(), 12, "three plans × four budgets");
+    for plan in 0..3 {
+        let (small, all) = (plan, 9 + plan);
+        assert_eq!((num(&b, small, "Budget"), num(&b, all, "Budget")), (0.25, 1.0));
+        assert!(num(&b, all, "Prefix hit") > num(&b, small, "Prefix hit"), "plan {plan}");
+        assert!(num(&b, all, "Mean HBM") > num(&b, small, "Mean HBM"), "plan {plan}");
+        assert!(num(&b, all, "Pressure evictions") < num(&b, small, "Pressure evictions"), "plan {plan}");
+    }
+}
+
 /// The studies' options are refused at their path, and a scenario without a workflow at the study's.
 #[test]
 fn execution_learning_options_are_refused_at_their_field() {
@@ -353,12 +431,21 @@ fn execution_learning_options_are_refused_at_their_field() {
         ("prefetch-threshold", json!({"thresholds": []}), "study.prefetch-threshold.thresholds"),
         ("transition-decay", json!({"decays": [-0.5]}), "study.transition-decay.decays[0]"),
         ("transition-decay", json!({"threshold": -1}), "study.transition-decay.threshold"),
+        // One step ahead is the one-step row: a multi-step policy looks further.
+        ("forecast", json!({"horizon": 1}), "study.forecast.horizon"),
+        ("forecast", json!({"decay": 1e-300, "threshold": 1e-300}), ""),
+        ("forecast-horizon", json!({"horizons": [2, 0]}), "study.forecast-horizon.horizons[1]"),
+        ("forecast-horizon", json!({"horizons": vec![1; 17]}), "study.forecast-horizon.horizons"),
+        ("prefix-budget", json!({"budgets": [0.5, 1e308]}), "study.prefix-budget.budgets[1]"),
+        ("prefix-budget", json!({"budgets": [-0.5]}), "study.prefix-budget.budgets[0]"),
+        ("prefix-budget", json!({"horizon": 17}), "study.prefix-budget.horizon"),
     ];
     for (name, options, at) in cases {
-        assert_eq!(errs(name, &spec, options.clone()), Some(vec![at.to_string()]), "{name} {options}");
+        let want = (!at.is_empty()).then(|| vec![at.to_string()]);
+        assert_eq!(errs(name, &spec, options.clone()), want, "{name} {options}");
     }
     let sessions = super::shipped("agent-sessions.json");
-    for name in ["exec-learning", "prefetch-threshold", "transition-decay"] {
+    for name in inferscale::study::agents::WORKFLOW_STUDIES {
         assert_eq!(errs(name, &sessions, json!({})), Some(vec![format!("study.{name}")]), "{name}");
     }
 }

@@ -510,14 +510,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:slack_ms",
                 kind: PKind::Num,
             },
-            Param {
-                id: "a-host",
-                label: "Host tier",
-                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
-                title: "Host memory per worker and its link, for host offload",
-                ptr: "study:host_kv",
-                kind: PKind::Json,
-            },
+            host_tier("a-host"),
         ],
     },
     PanelDef {
@@ -584,14 +577,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:slack_ms",
                 kind: PKind::Num,
             },
-            Param {
-                id: "k-host",
-                label: "Host tier",
-                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
-                title: "Host memory per worker and its link",
-                ptr: "study:host_kv",
-                kind: PKind::Json,
-            },
+            host_tier("k-host"),
             Param {
                 id: "k-budgets",
                 label: "HBM budgets",
@@ -653,14 +639,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:shift",
                 kind: PKind::Json,
             },
-            Param {
-                id: "v-host",
-                label: "Host tier",
-                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
-                title: "Host memory per worker and its link",
-                ptr: "study:host_kv",
-                kind: PKind::Json,
-            },
+            host_tier("v-host"),
         ],
     },
     PanelDef {
@@ -698,38 +677,10 @@ pub(crate) const PANELS: &[PanelDef] = &[
             workflow_rate("x-rate"),
             replicas("x-replicas"),
             prefix_budget("x-budget"),
-            Param {
-                id: "x-threshold",
-                label: "Threshold",
-                unit: "0 … 1",
-                title: "The threshold plan fetches every role at least this likely to be needed",
-                ptr: "study:threshold",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "x-decay",
-                label: "Decay",
-                unit: "0 < d ≤ 1",
-                title: "The decayed model multiplies a role's learned row by d at each transition out of it",
-                ptr: "study:decay",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "x-horizon",
-                label: "Horizon",
-                unit: "steps, 1 … 16",
-                title: "How many coming steps the forecast covers",
-                ptr: "study:horizon",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "x-host",
-                label: "Host tier",
-                unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
-                title: "Host memory per worker and its link, which brings the prefixes",
-                ptr: "study:host_kv",
-                kind: PKind::Json,
-            },
+            threshold("x-threshold"),
+            decay("x-decay"),
+            horizon("x-horizon"),
+            host_tier("x-host"),
         ],
     },
     PanelDef {
@@ -746,14 +697,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:thresholds",
                 kind: PKind::Json,
             },
-            Param {
-                id: "pt-decay",
-                label: "Decay",
-                unit: "0 < d ≤ 1",
-                title: "The decayed model's decay",
-                ptr: "study:decay",
-                kind: PKind::Num,
-            },
+            decay("pt-decay"),
         ],
     },
     PanelDef {
@@ -770,13 +714,68 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:decays",
                 kind: PKind::Json,
             },
+            threshold("td-threshold"),
+        ],
+    },
+    PanelDef {
+        kind: Kind::Forecast,
+        params: &[
+            workflow_rate("fc-rate"),
+            replicas("fc-replicas"),
+            prefix_budget("fc-budget"),
+            threshold("fc-threshold"),
+            decay("fc-decay"),
             Param {
-                id: "td-threshold",
-                label: "Threshold",
-                unit: "0 … 1",
-                title: "The threshold plan's least probability",
-                ptr: "study:threshold",
-                kind: PKind::Num,
+                id: "fc-horizon",
+                label: "Horizon",
+                unit: "steps, 2 … 16",
+                title: "How many coming steps the multi-step policies forecast (the one-step row: 1)",
+                ptr: "study:horizon",
+                kind: PKind::Int,
+            },
+            host_tier("fc-host"),
+        ],
+    },
+    PanelDef {
+        kind: Kind::ForecastHorizon,
+        params: &[
+            workflow_rate("fh-rate"),
+            replicas("fh-replicas"),
+            prefix_budget("fh-budget"),
+            Param {
+                id: "fh-horizons",
+                label: "Horizons",
+                unit: "JSON list, steps 1 … 16",
+                title: "The horizons to try, e.g. [1, 2, 4, 8]",
+                ptr: "study:horizons",
+                kind: PKind::Json,
+            },
+            decay("fh-decay"),
+            threshold("fh-threshold"),
+        ],
+    },
+    PanelDef {
+        kind: Kind::PrefixBudget,
+        params: &[
+            workflow_rate("pb-rate"),
+            replicas("pb-replicas"),
+            Param {
+                id: "pb-budgets",
+                label: "Budgets",
+                unit: "JSON list, × all roles' prefixes, 0 … 1000",
+                title: "The prefix budgets to try, e.g. [0.25, 0.5, 1]",
+                ptr: "study:budgets",
+                kind: PKind::Json,
+            },
+            decay("pb-decay"),
+            threshold("pb-threshold"),
+            Param {
+                id: "pb-horizon",
+                label: "Horizon",
+                unit: "steps, 2 … 16",
+                title: "The multi-step plans' horizon",
+                ptr: "study:horizon",
+                kind: PKind::Int,
             },
         ],
     },
@@ -791,6 +790,50 @@ const fn workflow_rate(id: &'static str) -> Param {
         title: "Workflows starting per second",
         ptr: "/workload/arrival/rate_rps",
         kind: PKind::Num,
+    }
+}
+
+const fn threshold(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Threshold",
+        unit: "0 … 1",
+        title: "The threshold plan fetches every role at least this likely to be needed",
+        ptr: "study:threshold",
+        kind: PKind::Num,
+    }
+}
+
+const fn decay(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Decay",
+        unit: "0 < d ≤ 1",
+        title: "The decayed model multiplies a role's learned row by d at each transition out of it",
+        ptr: "study:decay",
+        kind: PKind::Num,
+    }
+}
+
+const fn horizon(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Horizon",
+        unit: "steps, 1 … 16",
+        title: "How many coming steps the forecast covers",
+        ptr: "study:horizon",
+        kind: PKind::Int,
+    }
+}
+
+const fn host_tier(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Host tier",
+        unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
+        title: "Host memory per worker and its link (host offload's tier; the workflows' prefetches)",
+        ptr: "study:host_kv",
+        kind: PKind::Json,
     }
 }
 
@@ -859,6 +902,9 @@ mod tests {
                 "exec-learning",
                 "prefetch-threshold",
                 "transition-decay",
+                "forecast",
+                "forecast-horizon",
+                "prefix-budget",
                 "calibration"
             ]
         );

@@ -894,12 +894,14 @@ fn variant_html(f: &Param, var: &Variant) -> String {
     html
 }
 
-/// A column's header: its label, and its unit when it has one.
+/// A column's header: its label, and its unit when it has one (a text column's, marked to sit left as its
+/// cells do).
 fn header_html(c: &study::Column) -> String {
-    match inferscale::export::display_unit(c) {
+    let label = match inferscale::export::display_unit(c) {
         "" => esc(&c.label),
         u => format!("{} <span class=\"unit\">{}</span>", esc(&c.label), esc(u)),
-    }
+    };
+    if c.format == Format::Text { format!("<span class=\"text\">{label}</span>") } else { label }
 }
 
 /// A table cell as its column shows it (text left-aligned).

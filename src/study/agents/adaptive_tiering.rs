@@ -188,7 +188,7 @@ struct AlphaRow<'a> {
 /// The α sweep's table.
 fn alpha_columns<'a>() -> [ColumnDef<AlphaRow<'a>>; 9] {
     [
-        column("Alpha", "", Format::Num, |x| x.alpha.into()),
+        column("Alpha", "", Format::Setting, |x| x.alpha.into()),
         column("Pre-shift MAE", "s", Format::Seconds, |x| tier(x.run).and_then(|t| t.pre_shift_mae_s).into()),
         column("Post-shift MAE", "s", Format::Seconds, |x| tier(x.run).and_then(|t| t.post_shift_mae_s).into()),
         column("Oracle agreement", "of calls", Format::Percent, |x| tier(x.run).map(|t| t.oracle_agreement).into()),

@@ -4,13 +4,15 @@
 
 use super::*;
 use crate::metrics::WorkflowSummary;
-use crate::scenario::{PrefetchSpec, RolePredictorSpec, at};
+use crate::scenario::{Bound, PrefetchSpec, RolePredictorSpec, WorkflowSpec, at, field_bound, variant_bound};
+use crate::spec::field::Checked;
 use crate::study::sweep::{Knob, SweepRow, check_list};
 use crate::study::{ColumnDef, column, table};
 
+/// A learning study's options; the forecast's horizon defaults to `H::STEPS`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ExecLearningParams {
+#[serde(deny_unknown_fields, default, bound = "")]
+pub struct LearnerParams<H: Steps> {
     /// The threshold plan's least probability of a role being needed.
     pub threshold: f64,
     /// The decayed model's decay.
@@ -19,34 +21,133 @@ pub struct ExecLearningParams {
     pub horizon: u32,
     /// The host tier the prefetching policies use when the scenario has none.
     pub host_kv: HostKvSpec,
+    #[serde(skip)]
+    pub default_horizon: std::marker::PhantomData<H>,
 }
 
-impl Default for ExecLearningParams {
+impl<H: Steps> Default for LearnerParams<H> {
     fn default() -> Self {
-        ExecLearningParams { threshold: 0.3, decay: 0.9, horizon: 1, host_kv: default_host() }
+        let (horizon, default_horizon) = (H::STEPS, std::marker::PhantomData);
+        LearnerParams { threshold: 0.3, decay: 0.9, horizon, host_kv: default_host(), default_horizon }
     }
 }
 
-/// The studies that need a workflow (a front end gives a scenario without one the shipped example's).
-pub const WORKFLOW_STUDIES: [&str; 3] = [ExecLearningStudy::ABOUT.name, Threshold::ABOUT.name, Decay::ABOUT.name];
+/// A default horizon (serde derives no const generics).
+pub trait Steps: Clone + std::fmt::Debug + PartialEq + 'static {
+    const STEPS: u32;
+}
 
-fn wf(r: &RunSummary) -> Option<&WorkflowSummary> {
+#[derive(Clone, Debug, PartialEq)]
+pub struct NextStep;
+impl Steps for NextStep {
+    const STEPS: u32 = 1;
+}
+
+/// `exec-learning`'s options: the next step's forecast.
+pub type ExecLearningParams = LearnerParams<NextStep>;
+
+pub(super) fn wf(r: &RunSummary) -> Option<&WorkflowSummary> {
     sess(r).workflow.as_ref()
 }
 
-/// `spec` with the workflow's predictor and plan (and a host tier when it predicts), valid.
-fn learner(spec: &Spec, predictor: RolePredictorSpec, prefetch: PrefetchSpec, host: &HostKvSpec) -> Spec {
-    let mut s = spec.clone();
-    let w = s.workload.sessions.as_mut().and_then(|x| x.workflow.as_mut()).expect("checked: a workflow");
-    (w.predictor, w.prefetch) = (predictor, prefetch);
-    if !predictor.is_none() && s.engine.host_kv.is_none() {
-        s.engine.host_kv = Some(host.clone());
+/// The threshold plan's threshold and the decayed counts' decay (a point of the prefetch-threshold and
+/// transition-decay sweeps).
+#[derive(Clone, Copy, Debug)]
+pub struct Learner {
+    pub threshold: f64,
+    pub decay: f64,
+}
+
+/// A forecasting policy: what the engine learns of the role sequence, and how it plans prefetches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Planner {
+    pub predictor: RolePredictorSpec,
+    pub prefetch: PrefetchSpec,
+}
+
+impl Planner {
+    /// The prefix cache alone (the plan is never asked).
+    pub const NONE: Planner = Planner { predictor: RolePredictorSpec::None, prefetch: PrefetchSpec::NEXT };
+
+    /// Decayed counts (decay 1: cumulative counts) with the threshold plan over `horizon` steps.
+    pub fn threshold(l: Learner, horizon: u32) -> Planner {
+        Planner {
+            predictor: RolePredictorSpec::Decayed { decay: l.decay },
+            prefetch: PrefetchSpec::Threshold { threshold: l.threshold, horizon },
+        }
     }
-    s
+
+    /// Decayed counts with the utility plan over `horizon` steps.
+    pub fn utility(decay: f64, horizon: u32) -> Planner {
+        Planner { predictor: RolePredictorSpec::Decayed { decay }, prefetch: PrefetchSpec::Utility { horizon } }
+    }
+
+    /// Knows the workflow's next `horizon` roles and fetches them: the bound on what a forecast can know.
+    pub fn clairvoyant(horizon: u32) -> Planner {
+        let prefetch = PrefetchSpec::Threshold { threshold: 0.5, horizon };
+        Planner { predictor: RolePredictorSpec::Clairvoyant, prefetch }
+    }
+
+    pub fn horizon(self) -> u32 {
+        match self.prefetch {
+            PrefetchSpec::Threshold { horizon, .. } | PrefetchSpec::Utility { horizon } => horizon,
+        }
+    }
+
+    /// A row's name: `decayed 0.9, threshold 0.3, 3 steps`.
+    pub fn label(self) -> String {
+        let model = match self.predictor {
+            RolePredictorSpec::None => return "no prefetch (prefix cache)".into(),
+            RolePredictorSpec::Clairvoyant if self.horizon() == 1 => return "clairvoyant next role (bound)".into(),
+            RolePredictorSpec::Clairvoyant => {
+                return format!("clairvoyant future set, {} steps (bound)", self.horizon());
+            }
+            RolePredictorSpec::Counts => "counts".to_string(),
+            RolePredictorSpec::Decayed { decay } => format!("decayed {decay}"),
+        };
+        let plan = match self.prefetch {
+            PrefetchSpec::Threshold { threshold, .. } => format!("threshold {threshold}"),
+            PrefetchSpec::Utility { .. } => "utility".into(),
+        };
+        match self.horizon() {
+            1 => format!("{model}, {plan}"),
+            h => format!("{model}, {plan}, {h} steps"),
+        }
+    }
+
+    /// `spec` with this policy (and a host tier when it predicts), valid.
+    pub(super) fn apply(self, spec: &Spec, host: &HostKvSpec) -> Spec {
+        let mut s = spec.clone();
+        let w = s.workload.sessions.as_mut().and_then(|x| x.workflow.as_mut()).expect("checked: a workflow");
+        (w.predictor, w.prefetch) = (self.predictor, self.prefetch);
+        if !self.predictor.is_none() && s.engine.host_kv.is_none() {
+            s.engine.host_kv = Some(host.clone());
+        }
+        s
+    }
+}
+
+/// The scenario's own bounds, which the learners' options hold: the decayed model's decay, the threshold
+/// plan's threshold, a forecast's horizon and the prefix budget.
+pub(super) struct Bounds {
+    pub decay: Bound,
+    pub threshold: Bound,
+    pub horizon: Bound,
+    pub budget: Bound,
+}
+
+pub(super) fn bounds() -> Bounds {
+    let prefetch = |name| variant_bound::<PrefetchSpec>("Threshold", name).expect("the scenario bounds it");
+    Bounds {
+        decay: variant_bound::<RolePredictorSpec>("Decayed", "decay").expect("the scenario bounds it"),
+        threshold: prefetch("threshold"),
+        horizon: prefetch("horizon"),
+        budget: field_bound::<WorkflowSpec>("prefix_budget").expect("the scenario bounds it"),
+    }
 }
 
 /// The scenario must be valid and be a workflow.
-fn check_workflow(spec: &Spec, at: String) -> Result<crate::Scenario, ScenarioError> {
+pub(super) fn check_workflow(spec: &Spec, at: String) -> Result<crate::Scenario, ScenarioError> {
     let sc = scenario::validate(spec)?;
     if spec.workload.sessions.as_ref().and_then(|s| s.workflow.as_ref()).is_none() {
         return Err(ScenarioError::one(
@@ -57,12 +158,13 @@ fn check_workflow(spec: &Spec, at: String) -> Result<crate::Scenario, ScenarioEr
     Ok(sc)
 }
 
-fn check_options(p: &ExecLearningParams, at: &str) -> Result<(), ScenarioError> {
-    let mut e = Errors::default();
-    e.range(&at!(at, p.threshold), p.threshold, 0.0, 1.0);
-    e.range_open_lo(&at!(at, p.decay), p.decay, 0.0, 1.0);
-    e.int(&at!(at, p.horizon), p.horizon as u64, 1, 16);
-    crate::spec::field::Checked::check_fields(&p.host_kv, &at!(at, p.host_kv), &mut e);
+/// Each option within the scenario field's bound it sets, errors at `at`; and `errors`'s own.
+pub(super) fn check_options<H: Steps>(p: &LearnerParams<H>, at: &str, mut e: Errors) -> Result<(), ScenarioError> {
+    let b = bounds();
+    b.threshold.check(&at!(at, p.threshold), &p.threshold, &mut e);
+    b.decay.check(&at!(at, p.decay), &p.decay, &mut e);
+    b.horizon.check(&at!(at, p.horizon), &p.horizon, &mut e);
+    p.host_kv.check_fields(&at!(at, p.host_kv), &mut e);
     e.finish()
 }
 
@@ -83,19 +185,18 @@ impl StudyDef for ExecLearningStudy {
 
     fn new(spec: &Spec, p: &ExecLearningParams) -> Result<Self, ScenarioError> {
         check_workflow(spec, Self::at())?;
-        check_options(p, &Self::at())?;
-        let (th, h) = (PrefetchSpec::Threshold { threshold: p.threshold, horizon: p.horizon }, p.horizon);
-        let decayed = RolePredictorSpec::Decayed { decay: p.decay };
-        let next = PrefetchSpec::Threshold { threshold: 0.5, horizon: 1 };
+        check_options(p, &Self::at(), Errors::default())?;
+        let l = Learner { threshold: p.threshold, decay: p.decay };
+        let counts = Planner { predictor: RolePredictorSpec::Counts, ..Planner::threshold(l, p.horizon) };
         let runs = [
-            ("no prefetch (prefix cache)".to_string(), RolePredictorSpec::None, th),
-            (format!("counts, threshold {}", p.threshold), RolePredictorSpec::Counts, th),
-            (format!("decayed {}, threshold {}", p.decay, p.threshold), decayed, th),
-            (format!("decayed {}, utility", p.decay), decayed, PrefetchSpec::Utility { horizon: h }),
-            ("clairvoyant next role (bound)".to_string(), RolePredictorSpec::Clairvoyant, next),
+            Planner::NONE,
+            counts,
+            Planner::threshold(l, p.horizon),
+            Planner::utility(p.decay, p.horizon),
+            Planner::clairvoyant(1),
         ];
         let jobs: Vec<Job> =
-            (runs.into_iter()).map(|(label, pr, pf)| Job { label, spec: learner(spec, pr, pf, &p.host_kv) }).collect();
+            runs.into_iter().map(|x| Job { label: x.label(), spec: x.apply(spec, &p.host_kv) }).collect();
         check_jobs(&jobs)?;
         Ok(ExecLearningStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
     }
@@ -118,7 +219,7 @@ fn exec_columns() -> [ColumnDef<RunSummary>; 11] {
 }
 
 /// One sentence for a row: what its prefetches did.
-fn workflow_brief(r: &RunSummary) -> String {
+pub(super) fn workflow_brief(r: &RunSummary) -> String {
     let Some(w) = wf(r) else { return session_brief(r) };
     if w.prefetches == 0 {
         return format!(
@@ -198,12 +299,17 @@ fn hit_chart(r: &[RunSummary]) -> Chart {
     }
 }
 
+/// Every workflow study's first note.
+pub(super) fn replay_note(base: &Spec) -> String {
+    format!(
+        "Every run replays the same workflows (roles, lengths and tool calls drawn from seed {}), so the rows differ only by what is learned and fetched.",
+        base.seed
+    )
+}
+
 fn exec_notes(base: &Spec) -> Vec<String> {
     vec![
-        format!(
-            "Every run replays the same workflows (roles, lengths and tool calls drawn from seed {}), so the rows differ only by what is learned and fetched.",
-            base.seed
-        ),
+        replay_note(base),
         "A step's end forecasts the workflow's coming roles from the transitions seen so far (a step's role is seen when it arrives) and fetches the prefixes its plan wants from host memory into the worker's prefix cache; the forecast's demand decides which idle prefix the budget evicts (least recently used without a forecast). A step computes its prefix when it is not in HBM at admission.".into(),
         "Top-1: the share of transitions whose most probable forecast role came (no forecast yet: a miss). Precision: of the roles a step's end wanted in HBM, the share that was the next role. Coverage: of the transitions, the share whose role was wanted. Wrong prefetch: transfers of a role that did not come next.".into(),
         "The clairvoyant row knows each workflow's next role: a bound on top-1, precision and coverage, not on latency (the budget and other workflows still evict).".into(),
@@ -212,19 +318,6 @@ fn exec_notes(base: &Spec) -> Vec<String> {
 
 // ---------------------------------------------------------------------------------------------------------
 // prefetch-threshold, transition-decay
-
-/// A point of either sweep: decayed counts with the threshold plan for the next step.
-#[derive(Clone, Copy, Debug)]
-pub struct Learner {
-    pub threshold: f64,
-    pub decay: f64,
-}
-
-/// `spec` with decayed counts and the next-step threshold plan of `l`.
-fn decayed_with(spec: &Spec, l: Learner) -> Spec {
-    let pf = PrefetchSpec::Threshold { threshold: l.threshold, horizon: 1 };
-    learner(spec, RolePredictorSpec::Decayed { decay: l.decay }, pf, &default_host())
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -256,11 +349,11 @@ impl Knob for Threshold {
 
     fn values(spec: &Spec, p: &ThresholdSweepParams, at: &str) -> Result<Vec<Learner>, ScenarioError> {
         check_workflow(spec, at.to_string())?;
-        let mut e = Errors::default();
-        e.range_open_lo(&at!(at, p.decay), p.decay, 0.0, 1.0);
+        let (b, mut e) = (bounds(), Errors::default());
+        b.decay.check(&at!(at, p.decay), &p.decay, &mut e);
         e.finish()?;
         check_list(&at!(at, p.thresholds), &p.thresholds, 32, |at, t, e| {
-            e.range(at, *t, 0.0, 1.0);
+            b.threshold.check(at, t, e);
         })?;
         Ok(p.thresholds.iter().map(|&threshold| Learner { threshold, decay: p.decay }).collect())
     }
@@ -270,7 +363,7 @@ impl Knob for Threshold {
     }
 
     fn apply(spec: &Spec, l: Learner) -> Spec {
-        decayed_with(spec, l)
+        Planner::threshold(l, 1).apply(spec, &default_host())
     }
 
     fn frontier(r: &RunSummary) -> Option<(f64, f64)> {
@@ -279,7 +372,7 @@ impl Knob for Threshold {
 
     fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, Learner>>> {
         vec![
-            column("Threshold", "", Format::Num, |x| x.value.threshold.into()),
+            column("Threshold", "", Format::Setting, |x| x.value.threshold.into()),
             column("p95 TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
             column("Post-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.post_shift_top1).into()),
             column("Precision", "", Format::Percent, |x| wf(x.run).and_then(|w| w.precision).into()),
@@ -309,7 +402,7 @@ impl Knob for Threshold {
             r,
         )];
         rep.notes = vec![
-            exec_notes(base)[0].clone(),
+            replay_note(base),
             format!(
                 "Decayed counts (decay {}); the plan fetches, for the next step only, every role at least as likely as the threshold that its worker lacks.",
                 rows.first().map_or(0.0, |x| x.value.decay)
@@ -348,11 +441,11 @@ impl Knob for Decay {
 
     fn values(spec: &Spec, p: &DecaySweepParams, at: &str) -> Result<Vec<Learner>, ScenarioError> {
         check_workflow(spec, at.to_string())?;
-        let mut e = Errors::default();
-        e.range(&at!(at, p.threshold), p.threshold, 0.0, 1.0);
+        let (b, mut e) = (bounds(), Errors::default());
+        b.threshold.check(&at!(at, p.threshold), &p.threshold, &mut e);
         e.finish()?;
         check_list(&at!(at, p.decays), &p.decays, 32, |at, d, e| {
-            e.range_open_lo(at, *d, 0.0, 1.0);
+            b.decay.check(at, d, e);
         })?;
         Ok(p.decays.iter().map(|&decay| Learner { threshold: p.threshold, decay }).collect())
     }
@@ -362,12 +455,12 @@ impl Knob for Decay {
     }
 
     fn apply(spec: &Spec, l: Learner) -> Spec {
-        decayed_with(spec, l)
+        Planner::threshold(l, 1).apply(spec, &default_host())
     }
 
     fn columns<'a>() -> Vec<ColumnDef<SweepRow<'a, Learner>>> {
         vec![
-            column("Decay", "", Format::Num, |x| x.value.decay.into()),
+            column("Decay", "", Format::Setting, |x| x.value.decay.into()),
             column("Pre-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.pre_shift_top1).into()),
             column("Post-shift top-1", "", Format::Percent, |x| wf(x.run).and_then(|w| w.post_shift_top1).into()),
             column("p95 TTFT", "s", Format::Seconds, |x| sess(x.run).turn_ttft_p95_s.into()),
@@ -406,7 +499,7 @@ impl Knob for Decay {
             ],
         )];
         rep.notes = vec![
-            exec_notes(base)[0].clone(),
+            replay_note(base),
             "Decay d multiplies a role's learned row by d at each transition out of it before counting the new one: 1 counts every transition alike, lower forgets the old chain faster (and is noisier).".into(),
         ];
     }

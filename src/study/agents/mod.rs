@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sweep::Knob;
 use super::{
     About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study,
     StudyDef, StudyReport, report_head,
@@ -14,6 +15,7 @@ use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, Scena
 mod adaptive_tiering;
 mod affinity_slack;
 mod exec_learning;
+mod forecast;
 mod policies;
 mod sessions;
 mod tiered_kv;
@@ -22,11 +24,21 @@ mod ttl_sweep;
 pub use adaptive_tiering::*;
 pub use affinity_slack::*;
 pub use exec_learning::*;
+pub use forecast::*;
 pub use policies::*;
 pub use sessions::*;
 pub use tiered_kv::*;
 pub use ttl_sweep::*;
 
+/// The studies that need a workflow (a front end gives a scenario without one the shipped example's).
+pub const WORKFLOW_STUDIES: [&str; 6] = [
+    ExecLearningStudy::ABOUT.name,
+    <Threshold as Knob>::ABOUT.name,
+    <Decay as Knob>::ABOUT.name,
+    ForecastStudy::ABOUT.name,
+    <Horizon as Knob>::ABOUT.name,
+    <Budget as Knob>::ABOUT.name,
+];
 /// The host tier a study gives the policies that use one when the scenario has none: 256 GB of host memory per
 /// worker behind PCIe 5 x16 (~25 GB/s achieved host-to-device, 50 µs per transfer).
 pub fn default_host() -> HostKvSpec {

@@ -262,7 +262,7 @@ fn budget_columns<'a>() -> [ColumnDef<Row<'a>>; 11] {
     [
         column("Policy", "", Format::Text, |r| r.policy.into()),
         column("Budget / replica", "blocks", Format::Int, |r| (r.fraction * r.reference).round().max(1.0).into()),
-        column("Reference ×", "", Format::Num, |r| r.fraction.into()),
+        column("Reference ×", "", Format::Setting, |r| r.fraction.into()),
         column("p95 turn TTFT", "s", Format::Seconds, |r| sess(r.run).turn_ttft_p95_s.into()),
         column("Session SLO", "", Format::Percent, |r| sess(r.run).slo_attainment.into()),
         column("Reuse", "of history", Format::Percent, |r| sess(r.run).reuse.into()),
