@@ -711,6 +711,7 @@ registry! {
     Explorer => explorer::ExplorerStudy,
     Paired => paired::PairedStudy,
     Sensitivity => sensitivity::SensitivityStudy,
+    ResearchSummary => agents::ResearchStudy,
     AgentSessions => agents::SessionsStudy,
     AgentPolicies => agents::AgentPoliciesStudy,
     TtlSweep => sweep::Sweep<agents::Ttl>,
@@ -930,6 +931,29 @@ pub fn brief(r: &RunSummary) -> String {
 /// good on both and better on one. Equal points do not dominate each other, so duplicates are all kept.
 pub fn pareto(points: &[(f64, f64)]) -> Vec<bool> {
     points.iter().map(|&(a, b)| !points.iter().any(|&(a2, b2)| a2 >= a && b2 <= b && (a2 > a || b2 < b))).collect()
+}
+
+/// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
+pub(crate) fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    if df == 0 { f64::INFINITY } else { T.get(df - 1).copied().unwrap_or(1.96) }
+}
+
+/// The expanded percentile-bootstrap 95 % interval of the mean of `x` (Hesterberg, "What teachers should
+/// know about the bootstrap", 2015): the percentile interval at the level whose normal quantile is
+/// √(n/(n−1)) · t(0.975, n−1). The plain percentile interval is too narrow for a few values — at n = 10 it
+/// covers a normal mean 90 % of the time, the expanded one 95 % (tested). No bootstrap interval reaches past
+/// the values' range, so below about 8 values none can hold 95 %.
+pub fn bootstrap_ci_expanded(x: &[f64], b: usize, seed: u64) -> (f64, f64) {
+    let n = x.len();
+    if n < 2 {
+        return bootstrap_ci(x, b, 0.95, seed);
+    }
+    let z = libm::sqrt(n as f64 / (n - 1) as f64) * t95(n - 1);
+    bootstrap_ci(x, b, 1.0 - libm::erfc(z / std::f64::consts::SQRT_2), seed)
 }
 
 /// Percentile-bootstrap confidence interval of the mean of `x` at level `level` (e.g. 0.95), from `b`

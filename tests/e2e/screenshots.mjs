@@ -120,7 +120,7 @@ for (const name of ['agent-sessions', 'agent-policies', 'ttl-sweep', 'tiered-kv'
 // The execution-learning panels, on the shipped workflow scenario.
 await page.click('nav [data-panel="lab"]');
 await page.selectOption('#preset', 'agent-workflows');
-for (const name of ['exec-learning', 'prefetch-threshold', 'transition-decay', 'forecast', 'forecast-horizon', 'prefix-budget']) {
+for (const name of ['exec-learning', 'prefetch-threshold', 'transition-decay', 'forecast', 'forecast-horizon', 'prefix-budget', 'research-summary']) {
   await page.click(`nav [data-panel="${name}"]`);
   await page.click('#study-run');
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });

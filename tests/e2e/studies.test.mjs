@@ -467,6 +467,7 @@ const WORKFLOW_PANELS = [
   ['forecast', /has the lowest p95 TTFT, .*Forecasting \d+ steps ahead, the threshold plan wants \d+ % of the next \d+ steps' roles in HBM/],
   ['forecast-horizon', /^Answer: Horizon \d+ has the lowest p95 TTFT/],
   ['prefix-budget', /The fastest plan at each budget: 0\.25 × — /],
+  ['research-summary', /ranks first: median p95 TTFT \d+ ms over 10 seeds \(95 % CI of the mean \d+ ms – \d+ ms\)/],
 ];
 
 test('every execution-learning panel, on the shipped workflow scenario: progress, Cancel, a result, the CLI\'s JSON; a bad option typed is named at its field', async () => {
@@ -508,6 +509,18 @@ test('every execution-learning panel, on the shipped workflow scenario: progress
   await typeInto(page, budgets, '[0.5, 1e308]');
   assert.match(await page.textContent('#study-errors'), /study\.prefix-budget\.budgets\[1\]/);
   await typeInto(page, budgets, '[0.25, 1]');
+  assert.equal(await page.textContent('#study-errors'), '');
+  // The research summary's seeds and the oracle's grid, typed.
+  await page.click('nav [data-panel="research-summary"]');
+  const seeds = page.getByRole('spinbutton', { name: /^Seeds/ });
+  await typeInto(page, seeds, '1');
+  assert.match(await page.textContent('#study-errors'), /study\.research-summary\.seeds: must be an integer from 2 to 64/);
+  await typeInto(page, seeds, '12');
+  assert.equal(await page.textContent('#study-errors'), '');
+  const grid = page.getByRole('textbox', { name: /Oracle grid: thresholds/ });
+  await typeInto(page, grid, '[0.2, -1]');
+  assert.match(await page.textContent('#study-errors'), /study\.research-summary\.grid_thresholds\[1\]/);
+  await typeInto(page, grid, '[0.2]');
   assert.equal(await page.textContent('#study-errors'), '');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();

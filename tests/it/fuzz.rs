@@ -375,9 +375,16 @@ fn fuzz_study_options() -> (u32, u32, Vec<String>) {
     // The agent studies on the agent scenario (on a scenario without sessions they only refuse).
     let mut agents = super::shipped("agent-sessions.json");
     agents.workload.requests = Some(8);
+    // The workflow studies on the workflow example.
+    let mut workflows = super::shipped("agent-workflows.json");
+    workflows.workload.requests = Some(8);
     let (mut cases, mut failures, mut ran) = (0, Vec::new(), 0);
     for &kind in Kind::ALL {
-        let spec = if kind.about().group == inferscale::study::Group::Agents { &agents } else { &plain };
+        let spec = match kind.about().group {
+            _ if inferscale::study::agents::WORKFLOW_STUDIES.contains(&kind.name()) => &workflows,
+            inferscale::study::Group::Agents => &agents,
+            _ => &plain,
+        };
         let mut defaults = kind.default_options();
         if matches!(kind, Kind::Paired | Kind::Sensitivity) {
             defaults["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});

@@ -449,3 +449,56 @@ fn execution_learning_options_are_refused_at_their_field() {
         assert_eq!(errs(name, &sessions, json!({})), Some(vec![format!("study.{name}")]), "{name}");
     }
 }
+
+/// research-summary on the shipped workflows: byte-identical on 1 and 3 threads; the columns; every
+/// policy on every seed and the oracle's grid; no regret below 0 (the oracle's is 0) and the oracle's median
+/// no slower than any policy's; every seed won; ranks ascending from 1, an interval wholly below a row's
+/// ranking it lower; bad options named at their field.
+#[test]
+fn the_research_summary_ranks_policies_over_matched_seeds() {
+    let spec = super::shipped("agent-workflows.json");
+    let options = json!({"seeds": 3, "grid_decays": [0.8], "grid_thresholds": [0.1, 0.5]});
+    let r = study("research-summary", &spec, options.clone(), 1);
+    assert_eq!(r.json(), study("research-summary", &spec, options, 3).json(), "1 vs 3 threads");
+    let columns = [
+        "Rank",
+        "Policy",
+        "Median TTFT",
+        "95 % CI of mean",
+        "TTFT wins",
+        "Pareto stable",
+        "Oracle regret",
+        "Worst seed",
+        "Unused prefetch",
+        "Mean HBM",
+    ];
+    assert_eq!(r.columns.iter().map(|c| c.label.as_str()).collect::<Vec<_>>(), columns);
+    assert_eq!(r.runs.len(), 3 * (4 + 3), "three seeds × (four policies + a grid of three)");
+    let seeds: Vec<u64> = r.runs.iter().step_by(7).map(|x| x.sessions.as_ref().unwrap().turns).collect();
+    assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2], "each seed draws its own workflows: {seeds:?}");
+    let (n, oracle) = (r.rows.len(), r.rows.len() - 1);
+    assert_eq!(n, 5);
+    assert_eq!(num(&r, oracle, "Oracle regret"), 0.0);
+    let mut wins = 0.0;
+    for row in 0..oracle {
+        assert!(num(&r, row, "Oracle regret") >= 0.0, "row {row}");
+        assert!(num(&r, row, "Median TTFT") >= num(&r, oracle, "Median TTFT"), "row {row}");
+        assert!(num(&r, row, "Worst seed") >= num(&r, oracle, "Worst seed"), "row {row}");
+        wins += num(&r, row, "TTFT wins");
+    }
+    assert!(wins >= 3.0, "every seed is won: {wins}");
+    let ranks: Vec<f64> = (0..oracle).map(|row| num(&r, row, "Rank")).collect();
+    assert!(ranks[0] == 1.0 && ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
+    assert!(r.answer.contains("ranks first") && r.best_row == Some(0));
+    for (options, at) in [
+        (json!({"seeds": 1}), "study.research-summary.seeds"),
+        (json!({"seeds": 65}), "study.research-summary.seeds"),
+        (json!({"horizon": 1}), "study.research-summary.horizon"),
+        (json!({"grid_decays": [0.9, 0]}), "study.research-summary.grid_decays[1]"),
+        (json!({"grid_thresholds": []}), "study.research-summary.grid_thresholds"),
+        (json!({"grid_thresholds": [1e308]}), "study.research-summary.grid_thresholds[0]"),
+    ] {
+        let e = inferscale::study::build("research-summary", &spec, &options).err().map(|e| e.errors[0].path.clone());
+        assert_eq!(e.as_deref(), Some(at), "{options}");
+    }
+}

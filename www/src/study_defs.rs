@@ -725,14 +725,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
             prefix_budget("fc-budget"),
             threshold("fc-threshold"),
             decay("fc-decay"),
-            Param {
-                id: "fc-horizon",
-                label: "Horizon",
-                unit: "steps, 2 … 16",
-                title: "How many coming steps the multi-step policies forecast (the one-step row: 1)",
-                ptr: "study:horizon",
-                kind: PKind::Int,
-            },
+            multi_step_horizon("fc-horizon"),
             host_tier("fc-host"),
         ],
     },
@@ -769,13 +762,41 @@ pub(crate) const PANELS: &[PanelDef] = &[
             },
             decay("pb-decay"),
             threshold("pb-threshold"),
+            multi_step_horizon("pb-horizon"),
+        ],
+    },
+    PanelDef {
+        kind: Kind::ResearchSummary,
+        params: &[
+            workflow_rate("rs-rate"),
+            replicas("rs-replicas"),
+            prefix_budget("rs-budget"),
             Param {
-                id: "pb-horizon",
-                label: "Horizon",
-                unit: "steps, 2 … 16",
-                title: "The multi-step plans' horizon",
-                ptr: "study:horizon",
+                id: "rs-seeds",
+                label: "Seeds",
+                unit: "2 … 64 (seed + k)",
+                title: "Every policy runs on each seed; ten give the interval its 95 %",
+                ptr: "study:seeds",
                 kind: PKind::Int,
+            },
+            decay("rs-decay"),
+            threshold("rs-threshold"),
+            multi_step_horizon("rs-horizon"),
+            Param {
+                id: "rs-grid-decays",
+                label: "Oracle grid: decays",
+                unit: "JSON list, 0 < d ≤ 1",
+                title: "The oracle searches the next-step threshold plan at each decay × threshold, and the utility plan at each decay",
+                ptr: "study:grid_decays",
+                kind: PKind::Json,
+            },
+            Param {
+                id: "rs-grid-thresholds",
+                label: "Oracle grid: thresholds",
+                unit: "JSON list, 0 … 1",
+                title: "The thresholds of the oracle's grid",
+                ptr: "study:grid_thresholds",
+                kind: PKind::Json,
             },
         ],
     },
@@ -837,6 +858,18 @@ const fn host_tier(id: &'static str) -> Param {
     }
 }
 
+/// A multi-step policy's horizon (the one-step row is the horizon of 1).
+const fn multi_step_horizon(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Horizon",
+        unit: "steps, 2 … 16",
+        title: "How many coming steps the multi-step policies forecast (the one-step row: 1)",
+        ptr: "study:horizon",
+        kind: PKind::Int,
+    }
+}
+
 const fn replicas(id: &'static str) -> Param {
     Param { id, label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int }
 }
@@ -893,6 +926,7 @@ mod tests {
                 "explorer",
                 "paired",
                 "sensitivity",
+                "research-summary",
                 "agent-sessions",
                 "agent-policies",
                 "ttl-sweep",

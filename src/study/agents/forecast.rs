@@ -18,7 +18,7 @@ impl Steps for ThreeSteps {
 pub type ForecastParams = LearnerParams<ThreeSteps>;
 
 /// The horizon of a multi-step policy: at least two steps, at most the scenario's bound.
-fn check_multi_step(at: &str, horizon: u32, e: &mut Errors) {
+pub(super) fn check_multi_step(at: &str, horizon: u32, e: &mut Errors) {
     let most = bounds().horizon.limits().1 as u64;
     e.int(at, horizon as u64, 2, most);
 }

@@ -17,6 +17,7 @@ mod affinity_slack;
 mod exec_learning;
 mod forecast;
 mod policies;
+mod research;
 mod sessions;
 mod tiered_kv;
 mod ttl_sweep;
@@ -26,18 +27,20 @@ pub use affinity_slack::*;
 pub use exec_learning::*;
 pub use forecast::*;
 pub use policies::*;
+pub use research::*;
 pub use sessions::*;
 pub use tiered_kv::*;
 pub use ttl_sweep::*;
 
 /// The studies that need a workflow (a front end gives a scenario without one the shipped example's).
-pub const WORKFLOW_STUDIES: [&str; 6] = [
+pub const WORKFLOW_STUDIES: [&str; 7] = [
     ExecLearningStudy::ABOUT.name,
     <Threshold as Knob>::ABOUT.name,
     <Decay as Knob>::ABOUT.name,
     ForecastStudy::ABOUT.name,
     <Horizon as Knob>::ABOUT.name,
     <Budget as Knob>::ABOUT.name,
+    ResearchStudy::ABOUT.name,
 ];
 /// The host tier a study gives the policies that use one when the scenario has none: 256 GB of host memory per
 /// worker behind PCIe 5 x16 (~25 GB/s achieved host-to-device, 50 µs per transfer).
