@@ -48,24 +48,35 @@ impl StudyReport {
     }
 }
 
-/// Columns and rows as CSV: headers with units, numbers in full precision (in the column's own unit).
+/// Columns and rows as CSV: headers with units, numbers in full precision (in the column's own unit); a
+/// column of figures over repetitions is followed by its 95 % interval's ends.
 fn csv_table(columns: &[Column], rows: &[Vec<Cell>]) -> String {
-    let head: Vec<String> = columns
-        .iter()
-        .map(|c| csv_field(&if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) }))
-        .collect();
+    let spans: Vec<bool> =
+        (0..columns.len()).map(|j| rows.iter().any(|r| matches!(r.get(j), Some(Cell::Interval { .. })))).collect();
+    let mut head = Vec::new();
+    for (c, &span) in columns.iter().zip(&spans) {
+        let name = if c.unit.is_empty() { c.label.clone() } else { format!("{} ({})", c.label, c.unit) };
+        head.push(csv_field(&name));
+        if span {
+            head.extend([csv_field(&format!("{} 95 % low", c.label)), csv_field(&format!("{} 95 % high", c.label))]);
+        }
+    }
     let mut out = head.join(",");
     out.push('\n');
     for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|c| match c {
-                Cell::Num(x) => format!("{x}"),
-                Cell::Text(t) => csv_field(t),
-                Cell::Bool(b) => b.to_string(),
-                Cell::Empty => String::new(),
-            })
-            .collect();
+        let mut cells = Vec::new();
+        for (c, &span) in row.iter().zip(&spans) {
+            match c {
+                Cell::Interval { mean, lo, hi } => cells.extend([format!("{mean}"), format!("{lo}"), format!("{hi}")]),
+                Cell::Num(x) => cells.push(format!("{x}")),
+                Cell::Text(t) => cells.push(csv_field(t)),
+                Cell::Bool(b) => cells.push(b.to_string()),
+                Cell::Empty => cells.push(String::new()),
+            }
+            if span && !matches!(c, Cell::Interval { .. }) {
+                cells.extend([String::new(), String::new()]);
+            }
+        }
         out.push_str(&cells.join(","));
         out.push('\n');
     }
@@ -115,6 +126,10 @@ pub fn show(c: &Cell, f: Format) -> String {
         (Cell::Empty, _) => "–".into(),
         (Cell::Text(t), _) => t.clone(),
         (Cell::Bool(b), _) => if *b { "yes" } else { "no" }.into(),
+        // The mean ± the interval's half-width, both as the column shows a number.
+        (Cell::Interval { mean, lo, hi }, f) => {
+            format!("{} ± {}", show(&Cell::Num(*mean), f), show(&Cell::Num((hi - lo) / 2.0), f))
+        }
         (Cell::Num(x), Format::Percent) => format!("{:.1} %", x * 100.0),
         // The reports' rule: ms below 10 s, s above; the cell carries its unit.
         (Cell::Num(x), Format::Seconds) => secs(*x),

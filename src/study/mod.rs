@@ -18,6 +18,7 @@ pub mod explorer;
 pub mod paired;
 pub mod pd;
 pub mod ranking;
+mod repeated;
 pub mod sensitivity;
 pub mod sweep;
 
@@ -453,6 +454,12 @@ pub enum Cell {
     Bool(bool),
     Num(f64),
     Text(String),
+    /// A figure over repetitions: its mean and 95 % interval (`repetitions`).
+    Interval {
+        mean: f64,
+        lo: f64,
+        hi: f64,
+    },
     Empty,
 }
 
@@ -687,8 +694,12 @@ macro_rules! registry {
 
             /// The study on `spec` with its options (JSON object; `{}` for the defaults). Unknown options are
             /// refused, naming the field.
+            /// With `repetitions` R ≥ 2 (a study that does not repeat by itself), R of it on seeds apart
+            /// (`repeated`).
             pub fn build(self, spec: &Spec, params: &serde_json::Value) -> Result<Box<dyn Study>, ScenarioError> {
-                match self { $(Kind::$kind => boxed::<$ty>(spec, params)),* }
+                repeated::build(self, spec, params, |spec, params| match self {
+                    $(Kind::$kind => boxed::<$ty>(spec, params)),*
+                })
             }
 
             /// The options a study takes when given none, as JSON (options without a default are absent).

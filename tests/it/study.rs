@@ -790,3 +790,58 @@ fn the_explorer_compares_layouts_at_the_baselines_gpu_count_and_says_which_diffe
     let note = r.notes.iter().find(|n| n.starts_with("GPU counts:")).unwrap();
     assert!(note.contains("TP ×2 (2 GPUs)") && note.contains("cannot be halved or split"), "{note}");
 }
+
+/// `repetitions` on every study: each builds with R = 2 (a study with its own keeps it); R copies on seeds apart
+/// give each figure its mean and 95 % interval in the table, the CSV and the Markdown — a value the study set
+/// stays as set, a text stays the first repetition's — byte-identical on 1 and 3 threads; R = 1 is the study
+/// itself; bad counts are refused at the field.
+#[test]
+fn every_study_takes_repetitions_and_its_figures_carry_their_interval() {
+    let (plain, agents, workflows) = (small_spec(60), shipped("agent-sessions.json"), shipped("agent-workflows.json"));
+    for &kind in study::Kind::ALL {
+        let spec = match kind.about().group {
+            _ if study::agents::WORKFLOW_STUDIES.contains(&kind.name()) => &workflows,
+            study::Group::Agents => &agents,
+            _ => &plain,
+        };
+        let mut options = kind.default_options();
+        if matches!(kind, study::Kind::Paired | study::Kind::Sensitivity) {
+            options["treatment"] = serde_json::json!({"/engine/prefill_chunk_tokens": 512});
+        }
+        options["repetitions"] = serde_json::json!(2);
+        let built = kind.build(spec, &options);
+        assert!(built.is_ok(), "{}: {:?}", kind.name(), built.err());
+    }
+    let mut spec = workflows.clone();
+    spec.workload.requests = Some(120);
+    let r = run("prefetch-threshold", &spec, serde_json::json!({"thresholds": [0.1, 0.5], "repetitions": 3}), 1);
+    assert_eq!(
+        r.json(),
+        run("prefetch-threshold", &spec, serde_json::json!({"thresholds": [0.1, 0.5], "repetitions": 3}), 3).json()
+    );
+    assert_eq!(r.runs.len(), 6, "three repetitions of two runs");
+    let seeds: Vec<u64> = r.runs.iter().map(|x| x.sessions.as_ref().unwrap().turns).collect();
+    assert!(seeds[0] != seeds[2] && seeds[2] != seeds[4], "each repetition draws its own workflows: {seeds:?}");
+    assert_eq!(r.rows[0][0], Cell::Num(0.1), "a set value stays as set");
+    let Cell::Interval { mean, lo, hi } = r.rows[0][1] else { panic!("{:?}", r.rows[0][1]) };
+    // The mean of the three repetitions' p95 TTFT (runs 0, 2, 4 are the threshold 0.1 rows), its t interval.
+    let ttft: Vec<f64> = [0, 2, 4].iter().map(|&i| r.runs[i].sessions.as_ref().unwrap().turn_ttft_p95_s).collect();
+    let (m, l, h) = study::ranking::mean_ci(&ttft);
+    assert_eq!((mean, lo, hi), (m, l, h));
+    assert!(lo < mean && mean < hi);
+    let csv = r.csv();
+    assert!(csv.lines().next().unwrap().contains("p95 TTFT (s),p95 TTFT 95 % low,p95 TTFT 95 % high"), "{csv}");
+    assert!(r.markdown().contains(" ± "), "the Markdown shows the interval");
+    assert!(r.answer.starts_with("Over 3 repetitions, Threshold "), "{}", r.answer);
+    // One repetition is the study itself.
+    let once = run("prefetch-threshold", &spec, serde_json::json!({"thresholds": [0.1, 0.5], "repetitions": 1}), 1);
+    assert_eq!(once.json(), run("prefetch-threshold", &spec, serde_json::json!({"thresholds": [0.1, 0.5]}), 1).json());
+    for bad in [serde_json::json!(0), serde_json::json!(21), serde_json::json!(2.5), serde_json::json!("3")] {
+        let e = study::build("forecast", &workflows, &serde_json::json!({ "repetitions": bad })).err().unwrap();
+        assert_eq!(e.errors[0].path, "study.forecast.repetitions", "{bad}");
+        assert!(e.errors[0].message.starts_with("must be an integer from 1 to 20"), "{}", e.errors[0].message);
+    }
+    // The ranking repeats by itself: its own option, its own intervals.
+    let ranked = run("ranking", &small_spec(200), serde_json::json!({"repetitions": 2}), 2);
+    assert!(ranked.rows.iter().flatten().all(|c| !matches!(c, Cell::Interval { .. })));
+}

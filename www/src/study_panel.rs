@@ -842,6 +842,7 @@ impl Behaviour for Studies {
         self.order.sort_by(|&a, &b| {
             let ord = match (key(a), key(b)) {
                 (Cell::Num(x), Cell::Num(y)) => x.total_cmp(&y),
+                (Cell::Interval { mean: x, .. }, Cell::Interval { mean: y, .. }) => x.total_cmp(&y),
                 (Cell::Empty, Cell::Empty) => std::cmp::Ordering::Equal,
                 (Cell::Empty, _) => return std::cmp::Ordering::Greater,
                 (_, Cell::Empty) => return std::cmp::Ordering::Less,
