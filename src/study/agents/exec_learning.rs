@@ -195,8 +195,7 @@ impl StudyDef for ExecLearningStudy {
             Planner::utility(p.decay, p.horizon),
             Planner::clairvoyant(1),
         ];
-        let jobs: Vec<Job> =
-            runs.into_iter().map(|x| Job { label: x.label(), spec: x.apply(spec, &p.host_kv) }).collect();
+        let jobs = planner_jobs(&runs, spec, &p.host_kv);
         check_jobs(&jobs)?;
         Ok(ExecLearningStudy { base: spec.clone(), batch: OneBatch::new(jobs) })
     }
@@ -278,7 +277,16 @@ fn exec_answer(r: &[RunSummary], b: usize) -> String {
 
 /// Each policy's prefix hit rate and, for the learners, their post-shift top-1.
 fn hit_chart(r: &[RunSummary]) -> Chart {
-    let series = |name: &str, f: fn(&WorkflowSummary) -> Option<f64>| ChartSeries {
+    let series: [Share; 2] = [("prefix hit", |w| Some(w.prefix_hit_rate)), ("post-shift top-1", |w| w.post_shift_top1)];
+    share_bars("Prefix hit and post-shift top-1 by policy", r, &series)
+}
+
+/// A named share of a run's workflow figures (none: nothing to share).
+pub(super) type Share = (&'static str, fn(&WorkflowSummary) -> Option<f64>);
+
+/// Bars of workflow shares, a group per run (a share a run lacks: 0).
+pub(super) fn share_bars(title: &str, r: &[RunSummary], shares: &[Share]) -> Chart {
+    let series = |&(name, f): &Share| ChartSeries {
         name: name.into(),
         points: r.iter().enumerate().map(|(i, x)| (i as f64, wf(x).and_then(f).unwrap_or(0.0))).collect(),
         band: vec![],
@@ -287,16 +295,18 @@ fn hit_chart(r: &[RunSummary]) -> Chart {
     };
     Chart {
         kind: "bars".into(),
-        title: "Prefix hit and post-shift top-1 by policy".into(),
+        title: title.into(),
         x_label: "policy".into(),
         y_label: "share".into(),
         categories: r.iter().map(|x| x.label.clone()).collect(),
-        series: vec![
-            series("prefix hit", |w| Some(w.prefix_hit_rate)),
-            series("post-shift top-1", |w| w.post_shift_top1),
-        ],
+        series: shares.iter().map(series).collect(),
         target: None,
     }
+}
+
+/// A job per policy on `spec`, named by it.
+pub(super) fn planner_jobs(plans: &[Planner], spec: &Spec, host: &HostKvSpec) -> Vec<Job> {
+    plans.iter().map(|x| Job { label: x.label(), spec: x.apply(spec, host) }).collect()
 }
 
 /// Every workflow study's first note.

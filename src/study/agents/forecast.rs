@@ -2,7 +2,9 @@
 //! clairvoyant future set; `forecast-horizon` sweeps how many steps the forecast covers; `prefix-budget` runs
 //! three plans under four prefix budgets.
 
-use super::exec_learning::{Steps, bounds, check_options, check_workflow, replay_note, wf, workflow_brief};
+use super::exec_learning::{
+    Share, Steps, bounds, check_options, check_workflow, planner_jobs, replay_note, share_bars, wf, workflow_brief,
+};
 use super::*;
 use crate::scenario::at;
 use crate::study::sweep::{Knob, SweepRow, check_list};
@@ -52,8 +54,7 @@ impl StudyDef for ForecastStudy {
             Planner::utility(p.decay, p.horizon),
             Planner::clairvoyant(p.horizon),
         ];
-        let jobs: Vec<Job> =
-            runs.into_iter().map(|x| Job { label: x.label(), spec: x.apply(spec, &p.host_kv) }).collect();
+        let jobs = planner_jobs(&runs, spec, &p.host_kv);
         check_jobs(&jobs)?;
         Ok(ForecastStudy { base: spec.clone(), horizon: p.horizon, batch: OneBatch::new(jobs) })
     }
@@ -143,26 +144,12 @@ fn forecast_answer(r: &[RunSummary], b: usize, h: u32) -> String {
 
 /// Each policy's recall@K, utilization and prefix hit.
 fn forecast_chart(r: &[RunSummary]) -> Chart {
-    let series = |name: &str, f: fn(&crate::metrics::WorkflowSummary) -> Option<f64>| ChartSeries {
-        name: name.into(),
-        points: r.iter().enumerate().map(|(i, x)| (i as f64, wf(x).and_then(f).unwrap_or(0.0))).collect(),
-        band: vec![],
-        labels: vec![],
-        line: false,
-    };
-    Chart {
-        kind: "bars".into(),
-        title: "Future-role recall, prefetch utilization and prefix hit by policy".into(),
-        x_label: "policy".into(),
-        y_label: "share".into(),
-        categories: r.iter().map(|x| x.label.clone()).collect(),
-        series: vec![
-            series("recall@K", |w| w.recall_at_k),
-            series("utilization", |w| w.utilization),
-            series("prefix hit", |w| Some(w.prefix_hit_rate)),
-        ],
-        target: None,
-    }
+    let series: [Share; 3] = [
+        ("recall@K", |w| w.recall_at_k),
+        ("utilization", |w| w.utilization),
+        ("prefix hit", |w| Some(w.prefix_hit_rate)),
+    ];
+    share_bars("Future-role recall, prefetch utilization and prefix hit by policy", r, &series)
 }
 
 fn forecast_notes(base: &Spec, h: u32) -> Vec<String> {
