@@ -953,6 +953,18 @@ pub(crate) fn t95(df: usize) -> f64 {
     if df == 0 { f64::INFINITY } else { T.get(df - 1).copied().unwrap_or(1.96) }
 }
 
+/// Mean and 95 % confidence interval of `x` (a point when there is one value).
+pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
+    let n = x.len();
+    let mean = x.iter().sum::<f64>() / n.max(1) as f64;
+    if n < 2 {
+        return (mean, mean, mean);
+    }
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
+    let half = t95(n - 1) * (var / n as f64).sqrt();
+    (mean, mean - half, mean + half)
+}
+
 /// The expanded percentile-bootstrap 95 % interval of the mean of `x` (Hesterberg, "What teachers should
 /// know about the bootstrap", 2015): the percentile interval at the level whose normal quantile is
 /// √(n/(n−1)) · t(0.975, n−1). The plain percentile interval is too narrow for a few values — at n = 10 it

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
-    StudyReport, brief, column, mean_of, report_head, table,
+    StudyReport, brief, column, mean_ci, mean_of, report_head, table,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
@@ -39,18 +39,6 @@ pub struct RankingStudy {
     /// The policies, in the order their jobs were made (repetitions are consecutive).
     policies: Vec<String>,
     repetitions: usize,
-}
-
-/// Mean and 95 % confidence interval of `x` (a point when there is one value).
-pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
-    let n = x.len();
-    let mean = x.iter().sum::<f64>() / n.max(1) as f64;
-    if n < 2 {
-        return (mean, mean, mean);
-    }
-    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
-    let half = super::t95(n - 1) * (var / n as f64).sqrt();
-    (mean, mean - half, mean + half)
 }
 
 /// One policy over its repetitions.

@@ -81,8 +81,8 @@ impl Study for Repeated {
     }
 }
 
-/// One report of R: the first's, each figure the mean of the R with its 95 % interval (Student t), the best
-/// row the one best in most repetitions, and the rows no figure's interval tells from it named.
+/// One report of R: the first's, each figure the mean of the R with its 95 % interval (Student t); the best
+/// row and its ties as [`best_row`] and [`verdict`] find them.
 pub fn merge(reports: Vec<StudyReport>) -> StudyReport {
     let mut out = reports[0].clone();
     let r = reports.len();
@@ -103,7 +103,7 @@ pub fn merge(reports: Vec<StudyReport>) -> StudyReport {
     let first = if out.answer.is_empty() { String::new() } else { format!(" In the first repetition: {}", out.answer) };
     out.answer = format!("{}{first}", verdict(&out, &reports, same));
     out.notes.push(format!(
-        "Repetitions: {r}, on seeds {} + k × {SEED_STRIDE} (k < {r}), each the whole study. A figure is the mean of the repetitions ± the half-width of its 95 % interval (Student t); the CSV gives the interval's ends. The best row: of the rows a repetition called best, the least mean of the first time column (the latency the study ranks by); rows whose interval of the first time column (the latency the study ranks by) overlaps its are ties. Text, charts and the diagnosis are the first repetition's; the runs are all of them, repetition by repetition.",
+        "Repetitions: {r}, on seeds {} + k × {SEED_STRIDE} (k < {r}), each the whole study. A figure is the mean of the repetitions ± the half-width of its 95 % interval (Student t); the CSV gives the interval's ends. The best row: of the rows a repetition called best, the least mean of the first time column (the latency the study ranks by); rows whose interval of that column overlaps its are ties. Text, charts and the diagnosis are the first repetition's; the runs are all of them, repetition by repetition.",
         out.seed
     ));
     out.runs = reports.into_iter().flat_map(|x| x.runs).collect();
@@ -126,7 +126,7 @@ fn cells(columns: &[Column], tables: &[&[Vec<Cell>]]) -> Vec<Vec<Cell>> {
                         .collect();
                     match xs.filter(|_| figure(j)) {
                         Some(xs) => {
-                            let (mean, lo, hi) = super::ranking::mean_ci(&xs);
+                            let (mean, lo, hi) = super::mean_ci(&xs);
                             Cell::Interval { mean, lo, hi }
                         }
                         None => tables[0][i][j].clone(),

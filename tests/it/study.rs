@@ -410,9 +410,9 @@ fn ranking_shows_intervals_and_calls_ties_ties() {
         assert!(bounds[0] <= m + 5e-4 && m <= bounds[1] + 5e-4, "row {k}: {m} in {ci}");
     }
     // The repetitions of one policy see different seeds; the same repetition of two policies the same one.
-    let ranked = study::ranking::mean_ci(&[0.9, 0.95, 1.0]);
+    let ranked = study::mean_ci(&[0.9, 0.95, 1.0]);
     assert!((ranked.0 - 0.95).abs() < 1e-12 && ranked.1 < 0.95 && ranked.2 > 0.95);
-    assert_eq!(study::ranking::mean_ci(&[0.5]), (0.5, 0.5, 0.5));
+    assert_eq!(study::mean_ci(&[0.5]), (0.5, 0.5, 0.5));
     // A heavy load separates the orders: a worse one is called worse.
     let heavy = shipped("bursty-multitenant.json");
     let mut st = study::ranking::RankingStudy::new(
@@ -826,7 +826,7 @@ fn every_study_takes_repetitions_and_its_figures_carry_their_interval() {
     let Cell::Interval { mean, lo, hi } = r.rows[0][1] else { panic!("{:?}", r.rows[0][1]) };
     // The mean of the three repetitions' p95 TTFT (runs 0, 2, 4 are the threshold 0.1 rows), its t interval.
     let ttft: Vec<f64> = [0, 2, 4].iter().map(|&i| r.runs[i].sessions.as_ref().unwrap().turn_ttft_p95_s).collect();
-    let (m, l, h) = study::ranking::mean_ci(&ttft);
+    let (m, l, h) = study::mean_ci(&ttft);
     assert_eq!((mean, lo, hi), (m, l, h));
     assert!(lo < mean && mean < hi);
     let csv = r.csv();

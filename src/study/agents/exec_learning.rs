@@ -118,13 +118,18 @@ impl Planner {
     /// `spec` with this policy (and a host tier when it predicts), valid.
     pub(super) fn apply(self, spec: &Spec, host: &HostKvSpec) -> Spec {
         let mut s = spec.clone();
-        let w = s.workload.sessions.as_mut().and_then(|x| x.workflow.as_mut()).expect("checked: a workflow");
+        let w = workflow_mut(&mut s);
         (w.predictor, w.prefetch) = (self.predictor, self.prefetch);
         if !self.predictor.is_none() && s.engine.host_kv.is_none() {
             s.engine.host_kv = Some(host.clone());
         }
         s
     }
+}
+
+/// The workflow of a scenario the study checked has one.
+pub(super) fn workflow_mut(s: &mut Spec) -> &mut crate::scenario::WorkflowSpec {
+    s.workload.sessions.as_mut().and_then(|x| x.workflow.as_mut()).expect("checked: a workflow")
 }
 
 /// The scenario's own bounds, which the learners' options hold: the decayed model's decay, the threshold
@@ -496,9 +501,7 @@ impl Knob for Decay {
             );
         }
         let decays: Vec<f64> = rows.iter().map(|x| x.value.decay).collect();
-        let top1 = |f: fn(&WorkflowSummary) -> Option<f64>| -> Vec<(f64, f64)> {
-            decays.iter().zip(r).filter_map(|(&d, x)| Some((d, wf(x).and_then(f)?))).collect()
-        };
+        let top1 = |f| share_points(&decays, r, f);
         rep.charts = vec![lines(
             "Next-role accuracy before and after the shift, by decay",
             "decay",
@@ -515,11 +518,14 @@ impl Knob for Decay {
     }
 }
 
+/// A share of each run against its swept value `xs` (a run without the share: no point).
+pub(super) fn share_points(xs: &[f64], r: &[RunSummary], f: fn(&WorkflowSummary) -> Option<f64>) -> Vec<(f64, f64)> {
+    xs.iter().zip(r).filter_map(|(&x, run)| Some((x, wf(run).and_then(f)?))).collect()
+}
+
 /// Precision and coverage against a swept value.
 fn sweep_chart(title: &str, x_label: &str, xs: Vec<f64>, r: &[RunSummary]) -> Chart {
-    let pts = |f: fn(&WorkflowSummary) -> Option<f64>| -> Vec<(f64, f64)> {
-        xs.iter().zip(r).filter_map(|(&x, run)| Some((x, wf(run).and_then(f)?))).collect()
-    };
+    let pts = |f| share_points(&xs, r, f);
     lines(
         title,
         x_label,

@@ -3,7 +3,8 @@
 //! three plans under four prefix budgets.
 
 use super::exec_learning::{
-    Share, Steps, bounds, check_options, check_workflow, planner_jobs, replay_note, share_bars, wf, workflow_brief,
+    Share, Steps, bounds, check_options, check_workflow, planner_jobs, replay_note, share_bars, share_points, wf,
+    workflow_brief, workflow_mut,
 };
 use super::*;
 use crate::scenario::at;
@@ -252,9 +253,7 @@ impl Knob for Horizon {
             );
         }
         let xs: Vec<f64> = rows.iter().map(|x| x.value.horizon() as f64).collect();
-        let pts = |f: fn(&crate::metrics::WorkflowSummary) -> Option<f64>| -> Vec<(f64, f64)> {
-            xs.iter().zip(r).filter_map(|(&x, run)| Some((x, wf(run).and_then(f)?))).collect()
-        };
+        let pts = |f| share_points(&xs, r, f);
         rep.charts = vec![lines(
             "Recall of the coming roles against prefetch utilization, by horizon",
             "horizon, steps",
@@ -301,7 +300,8 @@ pub struct BudgetSweepParams {
 
 impl Default for BudgetSweepParams {
     fn default() -> Self {
-        BudgetSweepParams { budgets: vec![0.25, 0.5, 0.75, 1.0], decay: 0.9, threshold: 0.3, horizon: 3 }
+        let horizon = ThreeSteps::STEPS;
+        BudgetSweepParams { budgets: vec![0.25, 0.5, 0.75, 1.0], decay: 0.9, threshold: 0.3, horizon }
     }
 }
 
@@ -340,8 +340,7 @@ impl Knob for Budget {
 
     fn apply(spec: &Spec, (budget, plan): (f64, Planner)) -> Spec {
         let mut s = plan.apply(spec, &default_host());
-        let w = s.workload.sessions.as_mut().and_then(|x| x.workflow.as_mut()).expect("checked: a workflow");
-        w.prefix_budget = budget;
+        workflow_mut(&mut s).prefix_budget = budget;
         s
     }
 

@@ -132,14 +132,7 @@ fn mean(x: &[f64]) -> f64 {
 fn median(x: &[f64]) -> f64 {
     let mut s = x.to_vec();
     s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
+    if s.is_empty() { f64::NAN } else { crate::metrics::percentile(&s, 50.0) }
 }
 
 impl ResearchStudy {
@@ -152,14 +145,18 @@ impl ResearchStudy {
         r.chunks_exact(self.per_seed()).collect()
     }
 
-    /// The deployable policies, ranked, then the oracle.
-    fn summaries(&self, r: &[RunSummary]) -> Vec<Summary> {
+    /// Each seed's oracle: the index of its fastest run (the first among equals).
+    fn oracle(&self, r: &[RunSummary]) -> Vec<usize> {
+        (self.seeds(r).iter())
+            .map(|s| (0..s.len()).reduce(|a, b| if ttft(&s[b]) < ttft(&s[a]) { b } else { a }).unwrap_or(0))
+            .collect()
+    }
+
+    /// The deployable policies, ranked, then the oracle (`oracle`: each seed's).
+    fn summaries(&self, r: &[RunSummary], oracle: &[usize]) -> Vec<Summary> {
         let seeds = self.seeds(r);
         let n = self.deployable.len();
-        let oracle: Vec<usize> = (seeds.iter())
-            .map(|s| (0..s.len()).reduce(|a, b| if ttft(&s[b]) < ttft(&s[a]) { b } else { a }).unwrap_or(0))
-            .collect();
-        let best: Vec<f64> = seeds.iter().zip(&oracle).map(|(s, &o)| ttft(&s[o])).collect();
+        let best: Vec<f64> = seeds.iter().zip(oracle).map(|(s, &o)| ttft(&s[o])).collect();
         let fronts: Vec<Vec<bool>> = (seeds.iter())
             .map(|s| super::super::pareto(&s[..n].iter().map(|x| (-ttft(x), wf_hbm(x))).collect::<Vec<_>>()))
             .collect();
@@ -175,7 +172,7 @@ impl ResearchStudy {
         let ranks: Vec<usize> = (out.iter()).map(|x| 1 + out.iter().filter(|y| y.ci.1 < x.ci.0).count()).collect();
         out.iter_mut().zip(ranks).for_each(|(x, k)| x.rank = Some(k));
         out.sort_by(|a, b| (a.rank, a.median).partial_cmp(&(b.rank, b.median)).unwrap_or(std::cmp::Ordering::Equal));
-        let picks: Vec<&RunSummary> = seeds.iter().zip(&oracle).map(|(s, &o)| &s[o]).collect();
+        let picks: Vec<&RunSummary> = seeds.iter().zip(oracle).map(|(s, &o)| &s[o]).collect();
         out.push(self.summary("oracle: the best of the grid in hindsight, per seed (bound)".into(), &picks, &best));
         out
     }
@@ -225,11 +222,12 @@ impl OneBatchStudy for ResearchStudy {
     }
     fn build_report(&self, r: &[RunSummary]) -> StudyReport {
         let mut rep = report_head(Self::ABOUT, &self.base, Self::ABOUT.question.into());
-        let rows = self.summaries(r);
+        let oracle = self.oracle(r);
+        let rows = self.summaries(r, &oracle);
         (rep.columns, rep.rows) = table(&research_columns(), &rows);
         if !self.seeds(r).is_empty() {
             rep.best_row = Some(0);
-            rep.answer = research_answer(&rows, &self.oracle_picks(r));
+            rep.answer = research_answer(&rows, &self.oracle_picks(&oracle));
             rep.charts = vec![seed_chart(&rows)];
         }
         rep.notes = self.notes();
@@ -239,12 +237,11 @@ impl OneBatchStudy for ResearchStudy {
 }
 
 impl ResearchStudy {
-    /// The label of each seed's oracle run, with how many seeds picked it.
-    fn oracle_picks(&self, r: &[RunSummary]) -> Vec<(String, usize)> {
+    /// The policy of each seed's oracle run, with how many seeds picked it (most first).
+    fn oracle_picks(&self, oracle: &[usize]) -> Vec<(String, usize)> {
         let plans: Vec<Planner> = self.deployable.iter().chain(&self.grid).copied().collect();
         let mut picks: Vec<(String, usize)> = Vec::new();
-        for s in self.seeds(r) {
-            let o = (0..s.len()).reduce(|a, b| if ttft(&s[b]) < ttft(&s[a]) { b } else { a }).unwrap_or(0);
+        for &o in oracle {
             let label = plans[o].label();
             match picks.iter_mut().find(|(l, _)| *l == label) {
                 Some((_, n)) => *n += 1,
