@@ -392,17 +392,22 @@ fn budget_answer(rows: &[SweepRow<'_, (f64, Planner)>], r: &[RunSummary]) -> Str
     let ttft = |x: &SweepRow<'_, (f64, Planner)>| sess(x.run).turn_ttft_p95_s;
     let each: Vec<String> = (distinct(rows.iter().map(|x| x.value.0)).into_iter())
         .filter_map(|b| {
-            let runs = rows.iter().filter(|x| x.value.0 == b);
-            let f = runs.reduce(|a, x| if ttft(x) < ttft(a) { x } else { a })?;
-            Some(format!("{b} × — {} ({})", f.value.1.label(), crate::metrics::secs(ttft(f))))
+            let runs: Vec<_> = rows.iter().filter(|x| x.value.0 == b).collect();
+            let f = runs.iter().copied().reduce(|a, x| if ttft(x) < ttft(a) { x } else { a })?;
+            // Plans that tie to the nanosecond are one answer, not a choice.
+            let plan = if runs.len() > 1 && runs.iter().all(|x| ttft(x) == ttft(f)) {
+                "every plan alike".to_string()
+            } else {
+                f.value.1.label()
+            };
+            Some(format!("{b} × — {plan} ({})", crate::metrics::secs(ttft(f))))
         })
         .collect();
     format!(
-        "The fastest plan at each budget: {}. Overall, {} at budget {} has the lowest p95 TTFT, {}.",
+        "The fastest plan at each budget: {}. The lowest p95 TTFT overall, {}, is at budget {}.",
         each.join("; "),
-        rows[best].value.1.label(),
-        rows[best].value.0,
-        crate::metrics::secs(ttft(&rows[best]))
+        crate::metrics::secs(ttft(&rows[best])),
+        rows[best].value.0
     )
 }
 
