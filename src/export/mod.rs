@@ -4,7 +4,8 @@
 mod bundle;
 mod study;
 
-pub use study::{display_unit, show};
+pub use crate::study::show;
+pub use study::display_unit;
 
 pub use bundle::{bundle_csv, bundle_markdown, calibration_csv, calibration_json, calibration_markdown};
 

@@ -1,8 +1,8 @@
 //! A study report's writers: JSON, CSV (full precision, units in the headers) and Markdown (numbers as the lab
 //! shows them), and `show`, the one rule for how a cell reads.
 
-use super::{csv_field, md_cell, md_text, secs};
-use crate::study::{Cell, Column, Format, StudyReport};
+use super::{csv_field, md_cell, md_text};
+use crate::study::{Cell, Column, Format, StudyReport, show};
 
 impl StudyReport {
     /// Pretty JSON with a final newline (the CLI's and the lab's JSON export).
@@ -118,34 +118,4 @@ pub fn display_unit(c: &Column) -> &str {
         return &c.unit;
     }
     c.unit.strip_prefix("s, ").or_else(|| c.unit.strip_prefix('s')).unwrap_or(&c.unit).trim()
-}
-
-/// A cell as the lab and the Markdown show it.
-pub fn show(c: &Cell, f: Format) -> String {
-    match (c, f) {
-        (Cell::Empty, _) => "–".into(),
-        (Cell::Text(t), _) => t.clone(),
-        (Cell::Bool(b), _) => if *b { "yes" } else { "no" }.into(),
-        // The mean ± the interval's half-width, both as the column shows a number.
-        (Cell::Interval { mean, lo, hi }, f) => {
-            format!("{} ± {}", show(&Cell::Num(*mean), f), show(&Cell::Num((hi - lo) / 2.0), f))
-        }
-        (Cell::Num(x), Format::Percent) => format!("{:.1} %", x * 100.0),
-        // The reports' rule: ms below 10 s, s above; the cell carries its unit.
-        (Cell::Num(x), Format::Seconds) => secs(*x),
-        (Cell::Num(x), Format::Int) => format!("{x:.0}"),
-        (Cell::Num(x), Format::Figure) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
-        // The shortest form that reads back as the value; an exponent where the decimal would be long.
-        (Cell::Num(x), Format::Setting) if *x == 0.0 || (1e-4..1e15).contains(&x.abs()) => format!("{x}"),
-        (Cell::Num(x), Format::Setting) => format!("{x:e}"),
-        (Cell::Num(x), _) => {
-            if x.abs() >= 100.0 {
-                format!("{x:.0}")
-            } else if x.abs() >= 1.0 {
-                format!("{x:.2}")
-            } else {
-                format!("{x:.3}")
-            }
-        }
-    }
 }

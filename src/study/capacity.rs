@@ -15,8 +15,8 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, DynColumn, Format, Group, Job, RunSummary, Study, StudyDef, StudyReport,
-    column, mean_of, objective_words, report_head, reseeded, table_with,
+    About, Chart, ChartSeries, ColumnDef, DynColumn, Format, Group, Job, Rank, RunSummary, Study, StudyDef,
+    StudyReport, column, mean_of, objective_words, report_head, reseeded, table_with,
 };
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
@@ -182,6 +182,8 @@ impl StudyDef for CapacityStudy {
         question: "what load does the cluster sustain at its objectives, or how many replicas does a load need?",
         how: "Measured by bracketing and bisection in every repetition, never derived.",
         group: Group::Decide,
+        rank: Rank::Unranked,
+        repeats_by: Some("repetitions"),
     };
     type Options = CapacityParams;
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
     StudyReport, brief, column, pareto, patched, report_head, table,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
@@ -143,6 +143,8 @@ impl StudyDef for ExplorerStudy {
         question: "which candidate deployments are on the goodput / p95 TTFT frontier?",
         how: "Candidate deployments on the same requests, with the non-dominated frontier of goodput against p95 TTFT — in total (performance) and per GPU (efficiency), so more GPUs do not look better for free.",
         group: Group::Decide,
+        rank: Rank::Most("Goodput/GPU"),
+        repeats_by: None,
     };
     type Options = ExplorerParams;
 

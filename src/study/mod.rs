@@ -463,6 +463,36 @@ pub enum Cell {
     Empty,
 }
 
+/// A cell as the lab and the Markdown show it.
+pub fn show(c: &Cell, f: Format) -> String {
+    match (c, f) {
+        (Cell::Empty, _) => "–".into(),
+        (Cell::Text(t), _) => t.clone(),
+        (Cell::Bool(b), _) => if *b { "yes" } else { "no" }.into(),
+        // The mean ± the interval's half-width, both as the column shows a number.
+        (Cell::Interval { mean, lo, hi }, f) => {
+            format!("{} ± {}", show(&Cell::Num(*mean), f), show(&Cell::Num((hi - lo) / 2.0), f))
+        }
+        (Cell::Num(x), Format::Percent) => format!("{:.1} %", x * 100.0),
+        // The reports' rule: ms below 10 s, s above; the cell carries its unit.
+        (Cell::Num(x), Format::Seconds) => crate::metrics::secs(*x),
+        (Cell::Num(x), Format::Int) => format!("{x:.0}"),
+        (Cell::Num(x), Format::Figure) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
+        // The shortest form that reads back as the value; an exponent where the decimal would be long.
+        (Cell::Num(x), Format::Setting) if *x == 0.0 || (1e-4..1e15).contains(&x.abs()) => format!("{x}"),
+        (Cell::Num(x), Format::Setting) => format!("{x:e}"),
+        (Cell::Num(x), _) => {
+            if x.abs() >= 100.0 {
+                format!("{x:.0}")
+            } else if x.abs() >= 1.0 {
+                format!("{x:.2}")
+            } else {
+                format!("{x:.3}")
+            }
+        }
+    }
+}
+
 impl From<f64> for Cell {
     fn from(x: f64) -> Self {
         Cell::Num(x)
@@ -651,6 +681,22 @@ pub struct About {
     pub how: &'static str,
     /// Its group in the lab's sidebar.
     pub group: Group,
+    /// The column its best row is chosen by, and which way is better: what `repetitions` ranks the rows by.
+    pub rank: Rank,
+    /// The option by which the study repeats itself (`repetitions`, or research-summary's `seeds`); `None`: the
+    /// `repetitions` option runs the whole study R times on seeds apart (`repeated`).
+    pub repeats_by: Option<&'static str>,
+}
+
+/// How a study chooses its best row, by a column of its table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rank {
+    /// The least in this column is best (a latency, memory held, a rank).
+    Least(&'static str),
+    /// The most in this column is best (goodput, a share predicted right).
+    Most(&'static str),
+    /// The row the study points at is not chosen by one figure (a nominal row, a bracket), or it has none.
+    Unranked,
 }
 
 /// What a study is for, as the lab's sidebar groups them.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
     StudyReport, bootstrap_ci, column, report_head, reseeded, table, treated,
 };
 use crate::scenario::{self, Errors, ScenarioError, Spec};
@@ -53,6 +53,8 @@ impl StudyDef for PairedStudy {
         question: "does a change make a difference beyond run-to-run noise?",
         how: "Baseline against a treatment over K repetitions, both on the same seed each time, with bootstrap confidence intervals of the paired deltas.",
         group: Group::Prove,
+        rank: Rank::Unranked,
+        repeats_by: Some("repetitions"),
     };
     type Options = PairedParams;
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
     StudyReport, column, report_head, table,
 };
 use crate::metrics::pct;
@@ -35,6 +35,8 @@ impl StudyDef for PdStudy {
         question: "colocated or disaggregated prefill/decode, with or without prefix reuse?",
         how: "Colocated serving against prefill/decode disaggregation, each with and without prefix reuse, on the same requests: the goodput per GPU of each layout, and what limits it.",
         group: Group::Decide,
+        rank: Rank::Most("Goodput/GPU"),
+        repeats_by: None,
     };
     type Options = PdParams;
 

@@ -10,7 +10,7 @@ use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
     StudyReport, brief, column, mean_ci, mean_of, report_head, table,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
@@ -118,6 +118,8 @@ impl StudyDef for RankingStudy {
         question: "which queue or admission policy serves these requests best?",
         how: "Every queue policy (and the admission policies that apply) on the same requests over several seeds, ranked by SLO attainment, then goodput, with 95 % intervals: a miss a policy can fix stands apart from policies that tie.",
         group: Group::Decide,
+        rank: Rank::Least("Rank"),
+        repeats_by: Some("repetitions"),
     };
     type Options = RankingParams;
 

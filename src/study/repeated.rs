@@ -1,10 +1,10 @@
 //! `repetitions` on every study: R copies of a study on seeds apart, run together, their tables merged into
-//! one whose figures carry their 95 % interval. A study that repeats by itself (its options take
-//! `repetitions`: ranking, capacity, paired) keeps its own.
+//! one whose figures carry their 95 % interval. A study that repeats by itself (`About::repeats_by`: ranking,
+//! capacity, paired by their `repetitions`, research-summary by its `seeds`) keeps its own.
 
 use serde_json::Value;
 
-use super::{Cell, Column, Format, Job, Kind, RunSummary, Study, StudyReport, reseeded};
+use super::{Cell, Column, Format, Job, Kind, Rank, RunSummary, Study, StudyReport, reseeded, show};
 use crate::scenario::{ScenarioError, Spec};
 
 /// The most repetitions a study takes.
@@ -20,18 +20,22 @@ pub(super) fn build(
     params: &Value,
     one: impl Fn(&Spec, &Value) -> Result<Box<dyn Study>, ScenarioError>,
 ) -> Result<Box<dyn Study>, ScenarioError> {
-    let own = kind.option_names().iter().any(|o| o == "repetitions");
-    let Some(r) = params.get("repetitions").filter(|_| !own) else { return one(spec, params) };
+    let Some(r) = params.get("repetitions") else { return one(spec, params) };
+    let at = format!("study.{}.repetitions", kind.name());
+    match kind.about().repeats_by {
+        Some("repetitions") => return one(spec, params),
+        // Its rows are sorted by what the runs gave, so R tables cannot be merged row by row.
+        Some(own) => {
+            let why = format!("{} repeats over its own `{own}`: set `{own}` instead", kind.name());
+            return Err(ScenarioError::one(at, why));
+        }
+        None => {}
+    }
     let r = match r.as_u64() {
         Some(r @ 1..=MOST) => r,
         _ => {
-            return Err(ScenarioError::one(
-                format!("study.{}.repetitions", kind.name()),
-                format!(
-                    "must be an integer from 1 to {MOST} (got {})",
-                    if r.is_number() { r.to_string() } else { crate::scenario::json_kind(r).to_string() }
-                ),
-            ));
+            let got = if r.is_number() { r.to_string() } else { crate::scenario::json_kind(r).to_string() };
+            return Err(ScenarioError::one(at, format!("must be an integer from 1 to {MOST} (got {got})")));
         }
     };
     let mut rest = params.clone();
@@ -42,7 +46,7 @@ pub(super) fn build(
     let studies = (0..r)
         .map(|k| one(&reseeded(spec, spec.seed.wrapping_add(k.wrapping_mul(SEED_STRIDE))), &rest))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Box::new(Repeated { studies, handed: Vec::new() }))
+    Ok(Box::new(Repeated { studies, handed: Vec::new(), rank: kind.about().rank }))
 }
 
 /// R copies of a study, driven in step: each batch holds every copy's next jobs.
@@ -50,6 +54,8 @@ struct Repeated {
     studies: Vec<Box<dyn Study>>,
     /// How many jobs of the last batch were each copy's.
     handed: Vec<usize>,
+    /// How the study chooses its best row.
+    rank: Rank,
 }
 
 impl Study for Repeated {
@@ -77,43 +83,62 @@ impl Study for Repeated {
     }
 
     fn report(&self) -> StudyReport {
-        merge(self.studies.iter().map(|s| s.report()).collect())
+        merge(self.studies.iter().map(|s| s.report()).collect(), self.rank)
     }
 }
 
 /// One report of R: the first's, each figure the mean of the R with its 95 % interval (Student t); the best
-/// row and its ties as [`best_row`] and [`verdict`] find them.
-pub fn merge(reports: Vec<StudyReport>) -> StudyReport {
+/// row and its ties by the study's `rank`, as [`best_row`] and [`verdict`] find them. Tables whose rows are not
+/// the same rows in every repetition (a study that searches) stay the first repetition's.
+pub fn merge(reports: Vec<StudyReport>, rank: Rank) -> StudyReport {
     let mut out = reports[0].clone();
     let r = reports.len();
-    let shaped = |rows: &[Vec<Cell>], other: &[Vec<Cell>]| {
-        rows.len() == other.len() && rows.iter().zip(other).all(|(a, b)| a.len() == b.len())
-    };
-    let same = reports.iter().all(|x| x.columns == out.columns && shaped(&x.rows, &out.rows));
-    if same {
-        out.rows = cells(&out.columns, &reports.iter().map(|x| &x.rows[..]).collect::<Vec<_>>());
+    let same = |cols: &[Column], all: &[&[Vec<Cell>]]| all.iter().all(|rows| same_rows(cols, rows, all[0]));
+    let firsts: Vec<&[Vec<Cell>]> = reports.iter().map(|x| &x.rows[..]).collect();
+    let merged = reports.iter().all(|x| x.columns == out.columns) && same(&out.columns, &firsts);
+    if merged {
+        out.rows = cells(&out.columns, &firsts);
         for (t, table) in out.tables.iter_mut().enumerate() {
             let all: Option<Vec<&[Vec<Cell>]>> = reports.iter().map(|x| x.tables.get(t).map(|t| &t.rows[..])).collect();
-            if let Some(all) = all.filter(|a| a.iter().all(|rows| shaped(rows, &table.rows))) {
+            if let Some(all) = all.filter(|a| same(&table.columns, a)) {
                 table.rows = cells(&table.columns, &all);
             }
         }
-        out.best_row = best_row(&out, &reports);
+        out.best_row = best_row(&out, &reports, rank);
     }
     let first = if out.answer.is_empty() { String::new() } else { format!(" In the first repetition: {}", out.answer) };
-    out.answer = format!("{}{first}", verdict(&out, &reports, same));
+    out.answer = format!("{}{first}", verdict(&out, &reports, merged, rank));
+    let by = match key(&out, rank) {
+        Some((j, most)) => format!(
+            "of the rows a repetition called best, the {} mean {}; rows whose interval of it overlaps its are ties",
+            if most { "most" } else { "least" },
+            out.columns[j].label
+        ),
+        None => "the row the repetitions point at most often".into(),
+    };
     out.notes.push(format!(
-        "Repetitions: {r}, on seeds {} + k × {SEED_STRIDE} (k < {r}), each the whole study. A figure is the mean of the repetitions ± the half-width of its 95 % interval (Student t); the CSV gives the interval's ends. The best row: of the rows a repetition called best, the least mean of the first time column (the latency the study ranks by); rows whose interval of that column overlaps its are ties. Text, charts and the diagnosis are the first repetition's; the runs are all of them, repetition by repetition.",
+        "Repetitions: {r}, on seeds {} + k × {SEED_STRIDE} (k < {r}), each the whole study. A figure is the mean of the repetitions ± the half-width of its 95 % interval (Student t); the CSV gives the interval's ends. The best row: {by}. Text, charts and the diagnosis are the first repetition's; the runs are all of them, repetition by repetition.",
         out.seed
     ));
     out.runs = reports.into_iter().flat_map(|x| x.runs).collect();
     out
 }
 
-/// The cells of R tables of one shape: figures → their mean and interval, anything else (a value the study
-/// set, a text) the first's.
+/// Whether two tables hold the same rows in the same order: the same shape, and the same cells where a row
+/// is named (its first column, and the values the study set).
+fn same_rows(columns: &[Column], a: &[Vec<Cell>], b: &[Vec<Cell>]) -> bool {
+    let names = |j: usize| j == 0 || columns.get(j).is_some_and(|c| c.format == Format::Setting);
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| x.len() == y.len() && (0..x.len()).filter(|&j| names(j)).all(|j| x[j] == y[j]))
+}
+
+/// The cells of R tables of one shape: figures → their mean and interval; a column the same in every
+/// repetition (a value the study set, a figure that never varies) and anything else (a text) the first's.
 fn cells(columns: &[Column], tables: &[&[Vec<Cell>]]) -> Vec<Vec<Cell>> {
-    let figure = |j: usize| columns.get(j).is_some_and(|c| c.format != Format::Setting);
+    let fixed = |j: usize| tables.iter().all(|t| t.iter().zip(tables[0]).all(|(x, y)| x.get(j) == y.get(j)));
+    let figure: Vec<bool> =
+        (columns.iter().enumerate()).map(|(j, c)| c.format != Format::Setting && !fixed(j)).collect();
+    let figure = |j: usize| figure.get(j).copied().unwrap_or(false);
     (0..tables[0].len())
         .map(|i| {
             (0..tables[0][i].len())
@@ -137,28 +162,47 @@ fn cells(columns: &[Column], tables: &[&[Vec<Cell>]]) -> Vec<Vec<Cell>> {
         .collect()
 }
 
-/// The first time column, the latency the studies rank by.
-fn key(out: &StudyReport) -> Option<usize> {
-    out.columns.iter().position(|c| c.format == Format::Seconds)
+/// The column the study ranks by, and whether the most is best.
+fn key(out: &StudyReport, rank: Rank) -> Option<(usize, bool)> {
+    let (label, most) = match rank {
+        Rank::Least(l) => (l, false),
+        Rank::Most(l) => (l, true),
+        Rank::Unranked => return None,
+    };
+    out.columns.iter().position(|c| c.label == label).map(|j| (j, most))
 }
 
-/// Of the rows some repetition called best (a study leaves its bounds out), the one of the least mean in the
-/// key column; without one, the one best most often (ties: the first).
-fn best_row(out: &StudyReport, reports: &[StudyReport]) -> Option<usize> {
+/// Of the rows some repetition called best (a study leaves its bounds out), the best mean in the rank column;
+/// without one, the one best most often (ties: the first).
+fn best_row(out: &StudyReport, reports: &[StudyReport], rank: Rank) -> Option<usize> {
     let picked: Vec<usize> = reports.iter().filter_map(|x| x.best_row).collect();
     let count = |v: usize| picked.iter().filter(|x| **x == v).count();
-    let mean = |i: usize| match key(out).and_then(|j| out.rows[i].get(j)) {
-        Some(Cell::Interval { mean, .. }) => *mean,
+    let score = |i: usize| match key(out, rank).map(|(j, most)| (out.rows[i].get(j), most)) {
+        Some((Some(Cell::Interval { mean, .. }), most)) => {
+            if most {
+                -mean
+            } else {
+                *mean
+            }
+        }
+        Some((Some(Cell::Num(x)), most)) => {
+            if most {
+                -x
+            } else {
+                *x
+            }
+        }
         _ => f64::INFINITY,
     };
-    let better = |a: usize, b: usize| (mean(b), std::cmp::Reverse(count(b))) < (mean(a), std::cmp::Reverse(count(a)));
+    let better = |a: usize, b: usize| (score(b), std::cmp::Reverse(count(b))) < (score(a), std::cmp::Reverse(count(a)));
     picked.iter().copied().reduce(|a, b| if better(a, b) { b } else { a })
 }
 
-/// What the repetitions say of the best row: how often it was best, and which rows no interval tells apart.
-fn verdict(out: &StudyReport, reports: &[StudyReport], same: bool) -> String {
+/// What the repetitions say of the best row: how often it was best, and which rows no interval of the rank
+/// column tells apart.
+fn verdict(out: &StudyReport, reports: &[StudyReport], merged: bool, rank: Rank) -> String {
     let r = reports.len();
-    if !same {
+    if !merged {
         return format!(
             "Over {r} repetitions the table's rows differ (the study searches), so this is the first repetition's table."
         );
@@ -167,16 +211,15 @@ fn verdict(out: &StudyReport, reports: &[StudyReport], same: bool) -> String {
     let times = reports.iter().filter(|x| x.best_row == Some(b)).count();
     let name = |i: usize| match (out.rows[i].first(), out.columns.first()) {
         (Some(Cell::Text(t)), _) => format!("“{t}”"),
-        (Some(Cell::Num(x)), Some(col)) => format!("{} {x}", col.label),
+        (Some(c), Some(col)) => format!("{} {}", col.label, show(c, col.format)),
         _ => format!("row {}", i + 1),
     };
-    // A study without a time column is judged by every figure.
-    let (what, only) = match key(out) {
-        Some(j) => (out.columns[j].label.clone(), Some(j)),
-        None => ("every figure".to_string(), None),
+    let Some((j, _)) = key(out, rank) else {
+        return format!("Over {r} repetitions, {} is the row the study points at ({times} of {r}).", name(b));
     };
-    let tied = |i: usize| i != b && overlaps(&out.rows[i], &out.rows[b], only);
-    let ties: Vec<String> = (0..out.rows.len()).filter(|&i| tied(i)).map(name).collect();
+    let what = &out.columns[j].label;
+    let ties: Vec<String> =
+        (0..out.rows.len()).filter(|&i| i != b && overlaps(&out.rows[i][j], &out.rows[b][j])).map(name).collect();
     let ties = match ties.as_slice() {
         [] => format!("its 95 % interval of {what} overlaps no other row's"),
         t => format!("tied with it (the 95 % intervals of {what} overlap): {}", t.join(", ")),
@@ -184,16 +227,12 @@ fn verdict(out: &StudyReport, reports: &[StudyReport], same: bool) -> String {
     format!("Over {r} repetitions, {} is the best row (best in {times} of {r}); {ties}.", name(b))
 }
 
-/// Whether two rows' intervals overlap in column `only`, else in every figure both carry (and there is one).
-fn overlaps(a: &[Cell], b: &[Cell], only: Option<usize>) -> bool {
-    let pairs: Vec<((f64, f64), (f64, f64))> = (a.iter().zip(b).enumerate())
-        .filter(|(j, _)| only.is_none_or(|k| k == *j))
-        .filter_map(|(_, (x, y))| match (x, y) {
-            (Cell::Interval { lo: l1, hi: h1, .. }, Cell::Interval { lo: l2, hi: h2, .. }) => {
-                Some(((*l1, *h1), (*l2, *h2)))
-            }
-            _ => None,
-        })
-        .collect();
-    !pairs.is_empty() && pairs.iter().all(|((l1, h1), (l2, h2))| l1 <= h2 && l2 <= h1)
+/// Whether two cells' intervals overlap (a figure the same in every repetition is its own interval).
+fn overlaps(a: &Cell, b: &Cell) -> bool {
+    let span = |c: &Cell| match c {
+        Cell::Interval { lo, hi, .. } => Some((*lo, *hi)),
+        Cell::Num(x) => Some((*x, *x)),
+        _ => None,
+    };
+    matches!((span(a), span(b)), (Some((l1, h1)), Some((l2, h2))) if l1 <= h2 && l2 <= h1)
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, StudyDef,
+    About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
     StudyReport, column, report_head, table, treated,
 };
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
@@ -44,6 +44,8 @@ impl StudyDef for SensitivityStudy {
         question: "does a change still win if the cost profile is off?",
         how: "Shared random perturbations of prefill, decode and transfer cost, applied to baseline and treatment alike.",
         group: Group::Prove,
+        rank: Rank::Unranked,
+        repeats_by: None,
     };
     type Options = SensitivityParams;
 

@@ -810,7 +810,10 @@ fn every_study_takes_repetitions_and_its_figures_carry_their_interval() {
         }
         options["repetitions"] = serde_json::json!(2);
         let built = kind.build(spec, &options);
-        assert!(built.is_ok(), "{}: {:?}", kind.name(), built.err());
+        match kind.about().repeats_by {
+            Some(own) if own != "repetitions" => assert!(built.is_err(), "{} repeats by `{own}`", kind.name()),
+            _ => assert!(built.is_ok(), "{}: {:?}", kind.name(), built.err()),
+        }
     }
     let mut spec = workflows.clone();
     spec.workload.requests = Some(120);
@@ -844,4 +847,47 @@ fn every_study_takes_repetitions_and_its_figures_carry_their_interval() {
     // The ranking repeats by itself: its own option, its own intervals.
     let ranked = run("ranking", &small_spec(200), serde_json::json!({"repetitions": 2}), 2);
     assert!(ranked.rows.iter().flatten().all(|c| !matches!(c, Cell::Interval { .. })));
+    // research-summary repeats over its seeds (its rows are sorted by rank, so tables cannot be merged row by row).
+    let e = study::build("research-summary", &workflows, &serde_json::json!({"repetitions": 2})).err().unwrap();
+    assert_eq!(e.errors[0].path, "study.research-summary.repetitions");
+    assert!(e.errors[0].message.contains("set `seeds` instead"), "{}", e.errors[0].message);
+}
+
+/// Every study declares the column its best row is chosen by, and it is a column of its table; the option a
+/// study repeats itself by is one of its options. `repetitions` ranks by that column, which way the study says.
+#[test]
+fn every_study_ranks_by_a_column_it_declares() {
+    let (plain, mut agents, mut workflows) =
+        (small_spec(60), shipped("agent-sessions.json"), shipped("agent-workflows.json"));
+    (agents.workload.requests, workflows.workload.requests) = (Some(40), Some(60));
+    for &kind in study::Kind::ALL {
+        let about = kind.about();
+        if let Some(own) = about.repeats_by {
+            assert!(kind.option_names().iter().any(|o| o == own), "{}: no option `{own}`", about.name);
+        }
+        let (study::Rank::Least(label) | study::Rank::Most(label)) = about.rank else { continue };
+        let spec = match about.group {
+            _ if study::agents::WORKFLOW_STUDIES.contains(&about.name) => &workflows,
+            study::Group::Agents => &agents,
+            _ => &plain,
+        };
+        let r = run(about.name, spec, serde_json::json!({}), 2);
+        let col = r.columns.iter().find(|c| c.label == label);
+        assert!(col.is_some_and(|c| c.format != study::Format::Text), "{}: no figure column {label}", about.name);
+    }
+    // A set value in seconds stays set and names the row; the rows are ranked by p95 turn TTFT, not by it.
+    let r = run("affinity-slack", &agents, serde_json::json!({"slack_ms": [0.0, 250.0], "repetitions": 2}), 2);
+    assert_eq!(r.rows[1][0], Cell::Num(0.25));
+    assert!(matches!(r.rows[1][1], Cell::Interval { .. }), "{:?}", r.rows[1][1]);
+    assert!(r.answer.contains("Affinity slack 250 ms") && r.answer.contains("p95 turn TTFT"), "{}", r.answer);
+    // transition-decay ranks by post-shift top-1, the most is best.
+    let params = serde_json::json!({"decays": [1.0, 0.8], "repetitions": 3});
+    let r = run("transition-decay", &shipped("agent-workflows.json"), params, 2);
+    let mean = |i: usize| match r.rows[i][2] {
+        Cell::Interval { mean, .. } => mean,
+        ref c => panic!("{c:?}"),
+    };
+    let b = r.best_row.unwrap();
+    assert!(mean(b) >= mean(1 - b), "{} vs {}", mean(b), mean(1 - b));
+    assert!(r.answer.contains("Post-shift top-1"), "{}", r.answer);
 }

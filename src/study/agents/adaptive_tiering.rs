@@ -52,6 +52,8 @@ impl StudyDef for AdaptiveTieringStudy {
         question: "can a policy that learns the tool gaps online keep, offload or drop each session's KV as well as one that knows them — also when a tool slows down?",
         how: "Stateless, a TTL, host offload, the gap rule on an estimate learned online (over all tools, and per tool) and the gap oracle on the same sessions, a slow tool shifting part-way through; then the estimate's weight α swept.",
         group: Group::Agents,
+        rank: Rank::Least("p95 turn TTFT"),
+        repeats_by: None,
     };
     type Options = AdaptiveTieringParams;
 

@@ -28,6 +28,8 @@ impl Knob for Slack {
         question: "how much imbalance should a turn accept to stay where its KV is?",
         how: "Bounded affinity's slack swept from load balancing to sticky.",
         group: Group::Agents,
+        rank: Rank::Least("p95 turn TTFT"),
+        repeats_by: None,
     };
     type Options = AffinitySlackParams;
     type Value = f64;

@@ -185,6 +185,8 @@ impl StudyDef for ExecLearningStudy {
         question: "does learning a workflow's role sequence — and prefetching the next role's prompt prefix from host memory — cut time to first token, and how close does it come to knowing the next role?",
         how: "No prefetch (the prefix cache alone), cumulative and decayed transition counts with a threshold plan, decayed counts with the utility plan, and a clairvoyant next-role bound on the same workflows, the role chain shifting part-way.",
         group: Group::Agents,
+        rank: Rank::Least("p95 TTFT"),
+        repeats_by: None,
     };
     type Options = ExecLearningParams;
 
@@ -358,6 +360,8 @@ impl Knob for Threshold {
         question: "how likely must a role be before its prefix is worth prefetching?",
         how: "Decayed transition counts; each threshold's prefetches against what they hit, waste and hold.",
         group: Group::Agents,
+        rank: Rank::Least("p95 TTFT"),
+        repeats_by: None,
     };
     type Options = ThresholdSweepParams;
     type Value = Learner;
@@ -450,6 +454,8 @@ impl Knob for Decay {
         question: "how fast should the learned role transitions forget, when the workflow changes part-way?",
         how: "Each decay's next-role accuracy before and after the shift, and what its prefetches hit.",
         group: Group::Agents,
+        rank: Rank::Most("Post-shift top-1"),
+        repeats_by: None,
     };
     type Options = DecaySweepParams;
     type Value = Learner;

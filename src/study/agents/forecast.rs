@@ -39,6 +39,8 @@ impl StudyDef for ForecastStudy {
         question: "does forecasting several steps ahead — or weighing what each prefetch saves against what it costs — bring the prefixes a workflow will need, and how close does it come to knowing its coming roles?",
         how: "The prefix cache alone, then decayed counts with the threshold plan for the next step and for several, and with the utility plan, against a clairvoyant future set (the coming roles known), on the same workflows.",
         group: Group::Agents,
+        rank: Rank::Least("p95 TTFT"),
+        repeats_by: None,
     };
     type Options = ForecastParams;
 
@@ -197,6 +199,8 @@ impl Knob for Horizon {
         question: "how many steps ahead should a workflow's forecast look before it fetches a prefix?",
         how: "Decayed counts with the threshold plan, the learned chain rolled forward over each horizon: what it recalls of the coming roles against what it fetches in vain and holds.",
         group: Group::Agents,
+        rank: Rank::Least("p95 TTFT"),
+        repeats_by: None,
     };
     type Options = HorizonSweepParams;
     type Value = Planner;
@@ -315,6 +319,8 @@ impl Knob for Budget {
         question: "how much HBM should a worker give the role prefixes, and which plan makes the best of a small budget?",
         how: "The one-step and multi-step threshold plans and the utility plan (decayed counts) under each prefix budget, a share of all roles' prefixes.",
         group: Group::Agents,
+        rank: Rank::Least("p95 TTFT"),
+        repeats_by: None,
     };
     type Options = BudgetSweepParams;
     type Value = (f64, Planner);

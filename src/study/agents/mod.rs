@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sweep::Knob;
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, RunSummary, SessionRun, Study,
+    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, SessionRun, Study,
     StudyDef, StudyReport, report_head,
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};

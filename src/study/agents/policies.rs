@@ -34,6 +34,8 @@ impl StudyDef for AgentPoliciesStudy {
         question: "which KV retention and routing policy serves these agent sessions best?",
         how: "Six ways to treat a session's KV between turns — free it, keep it, keep it for a TTL, move it to host memory, with and without sticky or bounded-affinity routing — on the same sessions: latency, cache hits, locality and the HBM each holds.",
         group: Group::Agents,
+        rank: Rank::Least("p95 turn TTFT"),
+        repeats_by: None,
     };
     type Options = AgentPoliciesParams;
 

@@ -55,6 +55,8 @@ impl StudyDef for ResearchStudy {
         question: "which workflow policy wins on p95 TTFT, and does it still win on another seed?",
         how: "Four deployable policies (no prefetch, the one-step and multi-step threshold plans, the utility plan) on matched seeds, each seed also searched for the best fixed parameters in hindsight over a stated grid (the oracle): medians, bootstrap intervals, wins, Pareto stability and regret.",
         group: Group::Prove,
+        rank: Rank::Least("Rank"),
+        repeats_by: Some("seeds"),
     };
     type Options = ResearchParams;
 

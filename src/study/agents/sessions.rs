@@ -30,6 +30,8 @@ impl StudyDef for SessionsStudy {
         question: "what do these agent sessions see, turn by turn, and what holds them back?",
         how: "One run of the session workload — turns that re-send a growing history, tool calls between them, a retention policy, a host tier and a router — on the Serving Lab's model, GPUs and engine: turn latency by turn index, and what retention holds over time.",
         group: Group::Agents,
+        rank: Rank::Unranked,
+        repeats_by: None,
     };
     type Options = SessionsParams;
 

@@ -44,6 +44,8 @@ impl StudyDef for TieredKvStudy {
         question: "HBM, host memory or recomputation for a session's KV, and under a shrinking HBM budget?",
         how: "Stateless, TTL, bounded affinity, host offload and the gap oracle (the cheapest tier for each realised gap) on the same sessions, then the same policies as the HBM budget for retention shrinks.",
         group: Group::Agents,
+        rank: Rank::Least("p95 turn TTFT"),
+        repeats_by: None,
     };
     type Options = TieredKvParams;
 

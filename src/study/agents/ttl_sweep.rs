@@ -48,6 +48,8 @@ impl Knob for Ttl {
         question: "how long should a session's KV stay in HBM after a turn?",
         how: "Each TTL's p95 turn TTFT against the HBM it holds, with the Pareto frontier of the two.",
         group: Group::Agents,
+        rank: Rank::Least("Mean KV"),
+        repeats_by: None,
     };
     type Options = TtlSweepParams;
     type Value = Option<f64>;
