@@ -1,7 +1,7 @@
 // Screenshots of the lab's main views, for docs/screenshots/ (run by scripts/screenshots.sh).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, runAndWait, ROOT } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, typeInto, ROOT } from './browser.mjs';
 
 const out = join(ROOT, 'docs/screenshots');
 mkdirSync(out, { recursive: true });
@@ -126,6 +126,14 @@ for (const name of ['exec-learning', 'prefetch-threshold', 'transition-decay', '
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
   await page.locator('#study-results').screenshot({ path: join(out, `agents-${name}-results.png`) });
 }
+// Repetitions typed: five whole-study runs, each figure its mean ± 95 % interval (the options and the table).
+await page.click('nav [data-panel="forecast-horizon"]');
+await typeInto(page, page.getByRole('spinbutton', { name: /^Repetitions/ }), '5');
+await page.click('#study-run');
+await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 120000 });
+await page.locator('#study-params').screenshot({ path: join(out, 'study-repetitions-options.png') });
+await page.locator('#study-results').screenshot({ path: join(out, 'study-repetitions-results.png') });
+await typeInto(page, page.getByRole('spinbutton', { name: /^Repetitions/ }), '');
 // Session classes and the Agent sessions panel's options.
 await page.click('nav [data-panel="lab"]');
 await page.selectOption('#preset', 'agent-mix');

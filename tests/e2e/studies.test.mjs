@@ -525,3 +525,50 @@ test('every execution-learning panel, on the shipped workflow scenario: progress
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('Repetitions typed in a study panel: bad counts named at the field, the table shows mean ± interval and sorts by the mean, the CSV carries the interval\'s ends, the JSON is the CLI\'s', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/agent-workflows.json'), 'utf8'));
+  const small = { ...base, workload: { ...base.workload, requests: 120 } };
+  await setLabScenario(page, small);
+  // research-summary repeats over its own seeds: no second field.
+  await page.click('nav [data-panel="research-summary"]');
+  assert.equal(await page.getByRole('spinbutton', { name: /^Repetitions/ }).count(), 0);
+  await page.click('nav [data-panel="prefetch-threshold"]');
+  await typeInto(page, page.getByRole('textbox', { name: /^Thresholds/ }), '[0.1, 0.5]');
+  const reps = page.getByRole('spinbutton', { name: /^Repetitions/ });
+  assert.equal(await reps.inputValue(), '', 'once, until typed');
+  for (const bad of ['0', '21', '2.5', '-3']) {
+    await typeInto(page, reps, bad);
+    assert.match(await page.textContent('#study-errors'), /study\.prefetch-threshold\.repetitions: must be an integer from 1 to 20/, bad);
+    assert.equal(await page.isDisabled('#study-run'), true, bad);
+    assert.equal(await reps.inputValue(), bad, 'nothing typed is lost');
+  }
+  await typeInto(page, reps, '3');
+  assert.equal(await page.textContent('#study-errors'), '');
+  await runStudy(page);
+  assert.match(await page.textContent('#study-answer'), /^Answer: Over 3 repetitions, Threshold 0\.[15] is the best row \(best in \d of 3\)/);
+  const cells = () => page.$$eval('#study-table-el tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  const rows = await cells();
+  assert.equal(rows.length, 2);
+  assert.deepEqual(rows.map((r) => r[0]), ['0.1', '0.5'], 'the set thresholds stay as set');
+  assert.match(rows[0][1], /^\d+ ms ± \d+(\.\d)? ms$/, 'p95 TTFT as mean ± half-width');
+  // Sorting by p95 TTFT orders the rows by the mean, both ways.
+  const mean = (r) => parseFloat(r[1]);
+  await page.click('#study-table-el th[data-scol="1"]');
+  let sorted = await cells();
+  assert.ok(mean(sorted[0]) <= mean(sorted[1]), `${sorted.map((r) => r[1])}`);
+  await page.click('#study-table-el th[data-scol="1"]');
+  sorted = await cells();
+  assert.ok(mean(sorted[0]) >= mean(sorted[1]), `${sorted.map((r) => r[1])}`);
+  const csv = await download(page, '#sx-csv');
+  assert.match(csv.text.split('\n')[0], /p95 TTFT \(s\),p95 TTFT 95 % low,p95 TTFT 95 % high/);
+  const json = await download(page, '#sx-json');
+  const params = await optionsInLink(page);
+  assert.equal(JSON.parse(params).repetitions, 3, 'the link carries the repetitions');
+  writeFileSync('/tmp/inferscale-e2e-small-workflows.json', JSON.stringify(small));
+  const cli = execFileSync(CLI, ['study', 'prefetch-threshold', '/tmp/inferscale-e2e-small-workflows.json', '--params', params], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+  assert.equal(json.text, cli, 'the browser\'s JSON equals the CLI\'s');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});

@@ -50,6 +50,8 @@ pub(crate) enum PKind {
     Num,
     /// A number that may be left empty (the option is then absent).
     OptNum,
+    /// A whole number that may be left empty (the option is then absent).
+    OptInt,
     Bool,
     /// A JSON value edited as text (a candidate list, a treatment).
     Json,
@@ -898,9 +900,22 @@ pub(crate) fn default_options(name: &str) -> Value {
     v
 }
 
-/// The fields of study `kind`'s panel; none for a study without options.
-pub(crate) fn params(kind: Kind) -> &'static [Param] {
-    PANELS.iter().find(|p| p.kind == kind).map_or(&[], |p| p.params)
+/// Every study that does not repeat by itself takes `repetitions` (the core's `repeated`): one field for all.
+const REPETITIONS: Param = Param {
+    id: "o-repetitions",
+    label: "Repetitions",
+    unit: "whole-study runs on seeds apart, 1 … 20 (empty: once)",
+    title: "Run the whole study R times, repetition k on seed + k × 1,000,000: each figure shows its mean ± its 95 % interval, and rows whose intervals overlap are called ties",
+    ptr: "study:repetitions",
+    kind: PKind::OptInt,
+};
+
+/// The fields of study `kind`'s panel: its own (none for a study without options), then Repetitions unless
+/// it repeats by itself.
+pub(crate) fn params(kind: Kind) -> Vec<&'static Param> {
+    let own = PANELS.iter().find(|p| p.kind == kind).map_or(&[][..], |p| p.params);
+    let repeated = kind.about().repeats_by.is_none().then_some(&REPETITIONS);
+    own.iter().chain(repeated).collect()
 }
 
 #[cfg(test)]
@@ -975,6 +990,24 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), n, "a field id is used twice");
         assert!(checked >= 18, "{checked} option fields checked");
+    }
+
+    /// Every study that does not repeat by itself has the Repetitions field, last; one that does keeps its own
+    /// field for its own option (research-summary: Seeds), and no second one.
+    #[test]
+    fn every_study_has_one_repetitions_field_or_its_own() {
+        for &k in Kind::ALL {
+            let fields = params(k);
+            let reps: Vec<&&Param> = fields.iter().filter(|f| f.label == "Repetitions").collect();
+            match k.about().repeats_by {
+                None => assert_eq!(fields.last().map(|f| f.id), Some("o-repetitions"), "{}", k.name()),
+                Some(own) => {
+                    assert!(reps.iter().all(|f| f.id != "o-repetitions"), "{}", k.name());
+                    assert!(fields.iter().any(|f| f.ptr == format!("study:{own}")), "{}: no field for {own}", k.name());
+                }
+            }
+            assert!(reps.len() <= 1, "{}: {} Repetitions fields", k.name(), reps.len());
+        }
     }
 
     /// A scenario field names a field the scenario format has: written into the default scenario, the

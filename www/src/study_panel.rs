@@ -188,7 +188,7 @@ impl Studies {
             esc(&capitalised(about.question)),
             esc(about.how)
         ));
-        self.render_params(cx, params(kind));
+        self.render_params(cx, &params(kind));
         self.sync_study_params(cx);
         self.set_study_buttons(cx);
         match self.reports.get(name).cloned() {
@@ -205,7 +205,7 @@ impl Studies {
         }
     }
 
-    fn render_params(&self, cx: &Cx, params: &[Param]) {
+    fn render_params(&self, cx: &Cx, params: &[&Param]) {
         let html: String = params
             .iter()
             .map(|f| {
@@ -219,7 +219,7 @@ impl Studies {
                             .map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l)))
                             .collect::<String>()
                     ),
-                    PKind::Int => format!(
+                    PKind::Int | PKind::OptInt => format!(
                         "<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"1\" min=\"0\" title=\"{}\">",
                         f.id,
                         f.ptr,
@@ -254,17 +254,23 @@ impl Studies {
                 format!("<label{wide}>{}{unit}{input}</label>", esc(f.label))
             })
             .collect();
-        let legend = if params.iter().all(|f| f.ptr.starts_with('/')) {
-            "Study inputs <span class=\"unit\">this panel's own: the Serving Lab's scenario is unchanged</span>"
-        } else {
-            "Study options <span class=\"unit\">in the link; the CLI's --params</span>"
+        let inputs = params.iter().any(|f| f.ptr.starts_with('/'));
+        let options = params.iter().any(|f| f.ptr.starts_with("study:"));
+        let legend = match (inputs, options) {
+            (true, true) => {
+                "Study inputs and options <span class=\"unit\">this panel's own (the Serving Lab's scenario is unchanged); options in the link, the CLI's --params</span>"
+            }
+            (true, false) => {
+                "Study inputs <span class=\"unit\">this panel's own: the Serving Lab's scenario is unchanged</span>"
+            }
+            _ => "Study options <span class=\"unit\">in the link; the CLI's --params</span>",
         };
         cx.page.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
     }
 
     /// With session classes, a field of the sessions' own applies only to the classes that do not set it:
     /// its title says which, and it is disabled when none does (its value would change nothing).
-    fn mark_inherited(&self, cx: &Cx, params: &[Param], v: &Value) {
+    fn mark_inherited(&self, cx: &Cx, params: &[&Param], v: &Value) {
         for f in params {
             let Some(el) = cx.page.doc.get_element_by_id(f.id) else { continue };
             let users = crate::variant::inherited_by(v, f.ptr);
@@ -319,7 +325,7 @@ impl Studies {
         }
         let options =
             self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
-        for f in ps {
+        for &f in &ps {
             if let PKind::Variant(var) = f.kind {
                 self.sync_variant(cx, f, var, &full);
                 continue;
@@ -386,7 +392,7 @@ impl Studies {
             )
         };
         cx.page.el("study-scenario").set_text_content(Some(&format!("{name}: {model} on {device}, {n}{mix}")));
-        self.mark_inherited(cx, ps, &v);
+        self.mark_inherited(cx, &ps, &v);
     }
 
     /// A parameter field changed: write it (and the rest of its block, if the scenario had none) into the
@@ -416,8 +422,8 @@ impl Studies {
             let raw = raw.trim();
             let value = match f.kind {
                 PKind::Bool => json!(raw == "true"),
-                PKind::OptNum | PKind::Json if raw.is_empty() => Value::Null,
-                PKind::Int => raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw)),
+                PKind::OptNum | PKind::OptInt | PKind::Json if raw.is_empty() => Value::Null,
+                PKind::Int | PKind::OptInt => raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw)),
                 PKind::Num | PKind::OptNum => raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw)),
                 PKind::Json => match serde_json::from_str::<Value>(raw) {
                     Ok(v) => v,
@@ -466,11 +472,11 @@ impl Studies {
         };
         match f.kind {
             // An emptied field is left to the scenario's default, not written as "".
-            PKind::Select(_) | PKind::Int | PKind::Num | PKind::OptNum if raw.is_empty() => {
+            PKind::Select(_) | PKind::Int | PKind::OptInt | PKind::Num | PKind::OptNum if raw.is_empty() => {
                 details::remove(&mut v, &ptr)
             }
             PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
-            PKind::Int => details::set(&mut v, &ptr, number(raw, true)),
+            PKind::Int | PKind::OptInt => details::set(&mut v, &ptr, number(raw, true)),
             PKind::Num | PKind::OptNum => details::set(&mut v, &ptr, number(raw, false)),
             PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
             PKind::Variant(_) => {} // variant_changed wrote it
@@ -905,10 +911,16 @@ fn header_html(c: &study::Column) -> String {
     if c.format == Format::Text { format!("<span class=\"text\">{label}</span>") } else { label }
 }
 
-/// A table cell as its column shows it (text left-aligned).
+/// A table cell as its column shows it (text left-aligned; a long text — a diagnosis, a verdict — wide enough
+/// that it does not stretch its row into a column of words).
 fn cell_html(c: &study::Cell, col: &study::Column) -> String {
-    let class = if col.format == Format::Text { " class=\"text\"" } else { "" };
-    format!("<td{class}>{}</td>", esc(&inferscale::export::show(c, col.format)))
+    let shown = inferscale::export::show(c, col.format);
+    let class = match col.format {
+        Format::Text if shown.chars().count() > 60 => " class=\"text long\"",
+        Format::Text => " class=\"text\"",
+        _ => "",
+    };
+    format!("<td{class}>{}</td>", esc(&shown))
 }
 
 /// A report's further table, under its title, in its own order (the first table's sort does not move it).
