@@ -463,6 +463,18 @@ pub enum Cell {
     Empty,
 }
 
+/// A value the study set (a threshold, a decay, a budget) as labels, answers and tables write it: the shortest
+/// form that reads back as the value, an exponent where the decimal would be long (1e-300, not 300 zeros).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Set(pub f64);
+
+impl std::fmt::Display for Set {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        if x == 0.0 || (1e-4..1e15).contains(&x.abs()) { write!(f, "{x}") } else { write!(f, "{x:e}") }
+    }
+}
+
 /// A cell as the lab and the Markdown show it.
 pub fn show(c: &Cell, f: Format) -> String {
     match (c, f) {
@@ -478,9 +490,7 @@ pub fn show(c: &Cell, f: Format) -> String {
         (Cell::Num(x), Format::Seconds) => crate::metrics::secs(*x),
         (Cell::Num(x), Format::Int) => format!("{x:.0}"),
         (Cell::Num(x), Format::Figure) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
-        // The shortest form that reads back as the value; an exponent where the decimal would be long.
-        (Cell::Num(x), Format::Setting) if *x == 0.0 || (1e-4..1e15).contains(&x.abs()) => format!("{x}"),
-        (Cell::Num(x), Format::Setting) => format!("{x:e}"),
+        (Cell::Num(x), Format::Setting) => Set(*x).to_string(),
         (Cell::Num(x), _) => {
             if x.abs() >= 100.0 {
                 format!("{x:.0}")

@@ -209,11 +209,7 @@ fn verdict(out: &StudyReport, reports: &[StudyReport], merged: bool, rank: Rank)
     }
     let Some(b) = out.best_row else { return format!("Over {r} repetitions.") };
     let times = reports.iter().filter(|x| x.best_row == Some(b)).count();
-    let name = |i: usize| match (out.rows[i].first(), out.columns.first()) {
-        (Some(Cell::Text(t)), _) => format!("“{t}”"),
-        (Some(c), Some(col)) => format!("{} {}", col.label, show(c, col.format)),
-        _ => format!("row {}", i + 1),
-    };
+    let name = |i: usize| row_name(out, i);
     let Some((j, _)) = key(out, rank) else {
         return format!("Over {r} repetitions, {} is the row the study points at ({times} of {r}).", name(b));
     };
@@ -222,9 +218,25 @@ fn verdict(out: &StudyReport, reports: &[StudyReport], merged: bool, rank: Rank)
         (0..out.rows.len()).filter(|&i| i != b && overlaps(&out.rows[i][j], &out.rows[b][j])).map(name).collect();
     let ties = match ties.as_slice() {
         [] => format!("its 95 % interval of {what} overlaps no other row's"),
-        t => format!("tied with it (the 95 % intervals of {what} overlap): {}", t.join(", ")),
+        t => format!("tied with it (the 95 % intervals of {what} overlap): {}", t.join("; ")),
     };
     format!("Over {r} repetitions, {} is the best row (best in {times} of {r}); {ties}.", name(b))
+}
+
+/// A row as the answer names it: its first cell as the table shows it, and the policy beside a set value
+/// (prefix-budget's “utility …” at Budget 0.5).
+fn row_name(out: &StudyReport, i: usize) -> String {
+    let cell = |j: usize| match (out.rows[i].get(j), out.columns.get(j)) {
+        (Some(Cell::Text(t)), _) => Some(format!("“{t}”")),
+        (Some(c), Some(col)) => Some(format!("{} {}", col.label, show(c, col.format))),
+        _ => None,
+    };
+    let text = |j: usize| out.columns.get(j).is_some_and(|c| c.format == Format::Text);
+    match (cell(0), (!text(0) && text(1)).then(|| cell(1)).flatten()) {
+        (Some(first), Some(policy)) => format!("{policy} at {first}"),
+        (Some(first), None) => first,
+        _ => format!("row {}", i + 1),
+    }
 }
 
 /// Whether two cells' intervals overlap (a figure the same in every repetition is its own interval).

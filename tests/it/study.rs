@@ -891,3 +891,20 @@ fn every_study_ranks_by_a_column_it_declares() {
     assert!(mean(b) >= mean(1 - b), "{} vs {}", mean(b), mean(1 - b));
     assert!(r.answer.contains("Post-shift top-1"), "{}", r.answer);
 }
+
+/// A value the study set reads back as written wherever it is shown — a label, an answer, a note — with an
+/// exponent where the decimal would be long (1e-300, not three hundred zeros); with repetitions, a row of
+/// prefix-budget is named by its plan and its budget, not by a budget three rows share.
+#[test]
+fn set_values_show_as_written_in_labels_and_answers() {
+    let mut spec = shipped("agent-workflows.json");
+    spec.workload.requests = Some(60);
+    let r = run("prefix-budget", &spec, serde_json::json!({"budgets": [1e-300]}), 2);
+    assert!(r.answer.contains("1e-300 × — ") && r.answer.ends_with("is at budget 1e-300."), "{}", r.answer);
+    assert!(r.runs.iter().all(|x| x.label.ends_with("budget 1e-300")), "{:?}", r.runs[0].label);
+    let r = run("prefetch-threshold", &spec, serde_json::json!({"thresholds": [1e-300]}), 2);
+    assert!(r.answer.starts_with("Threshold 1e-300 has"), "{}", r.answer);
+    assert!(r.json().len() < 100_000 && !r.markdown().contains("0.0000000000"), "no long decimals");
+    let r = run("prefix-budget", &spec, serde_json::json!({"budgets": [0.5], "repetitions": 2}), 2);
+    assert!(r.answer.contains("” at Budget 0.5 is the best row"), "{}", r.answer);
+}

@@ -66,8 +66,8 @@ impl StudyDef for AdaptiveTieringStudy {
         let sticky = Some(RouterSpec::Sticky);
         let adaptive = |per_tool: bool, a: f64| {
             let (label, r) = match per_tool {
-                true => (format!("adaptive per tool (α {a})"), RetentionSpec::AdaptivePerTool { alpha: a }),
-                false => (format!("adaptive, all tools (α {a})"), RetentionSpec::Adaptive { alpha: a }),
+                true => (format!("adaptive per tool (α {})", Set(a)), RetentionSpec::AdaptivePerTool { alpha: a }),
+                false => (format!("adaptive, all tools (α {})", Set(a)), RetentionSpec::Adaptive { alpha: a }),
             };
             policy(&label, r, sticky.clone(), true)
         };

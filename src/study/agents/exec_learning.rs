@@ -103,10 +103,10 @@ impl Planner {
                 return format!("clairvoyant future set, {} steps (bound)", self.horizon());
             }
             RolePredictorSpec::Counts => "counts".to_string(),
-            RolePredictorSpec::Decayed { decay } => format!("decayed {decay}"),
+            RolePredictorSpec::Decayed { decay } => format!("decayed {}", Set(decay)),
         };
         let plan = match self.prefetch {
-            PrefetchSpec::Threshold { threshold, .. } => format!("threshold {threshold}"),
+            PrefetchSpec::Threshold { threshold, .. } => format!("threshold {}", Set(threshold)),
             PrefetchSpec::Utility { .. } => "utility".into(),
         };
         match self.horizon() {
@@ -378,7 +378,7 @@ impl Knob for Threshold {
     }
 
     fn label(l: Learner) -> String {
-        format!("threshold {}", l.threshold)
+        format!("threshold {}", Set(l.threshold))
     }
 
     fn apply(spec: &Spec, l: Learner) -> Spec {
@@ -408,7 +408,7 @@ impl Knob for Threshold {
             let w = wf(&r[b]);
             rep.answer = format!(
                 "Threshold {} has the lowest p95 TTFT, {}: {:.0} % of steps find their prefix, {} wrong prefetches.",
-                rows[b].value.threshold,
+                Set(rows[b].value.threshold),
                 crate::metrics::secs(sess(&r[b]).turn_ttft_p95_s),
                 w.map_or(0.0, |w| w.prefix_hit_rate) * 100.0,
                 w.map_or(0, |w| w.wrong)
@@ -424,7 +424,7 @@ impl Knob for Threshold {
             replay_note(base),
             format!(
                 "Decayed counts (decay {}); the plan fetches, for the next step only, every role at least as likely as the threshold that its worker lacks.",
-                rows.first().map_or(0.0, |x| x.value.decay)
+                Set(rows.first().map_or(0.0, |x| x.value.decay))
             ),
         ];
     }
@@ -472,7 +472,7 @@ impl Knob for Decay {
     }
 
     fn label(l: Learner) -> String {
-        if l.decay == 1.0 { "decay 1 (counts)".into() } else { format!("decay {}", l.decay) }
+        if l.decay == 1.0 { "decay 1 (counts)".into() } else { format!("decay {}", Set(l.decay)) }
     }
 
     fn apply(spec: &Spec, l: Learner) -> Spec {
@@ -498,7 +498,7 @@ impl Knob for Decay {
         if let Some(b) = rep.best_row {
             rep.answer = format!(
                 "Decay {} names the next role best after the shift: {:.0} % (cumulative counts: {}); p95 TTFT {}.",
-                rows[b].value.decay,
+                Set(rows[b].value.decay),
                 post(b) * 100.0,
                 rows.iter()
                     .position(|x| x.value.decay == 1.0)

@@ -273,14 +273,14 @@ impl Knob for Horizon {
             replay_note(base),
             format!(
                 "Decayed counts (decay {}); at each step's end the plan fetches every role whose probability of being needed within the horizon is at least {}. A longer horizon wants more roles: recall rises, and so do the transfers evicted before any step used them.",
-                first.map_or(0.0, |p| match p.predictor {
+                Set(first.map_or(0.0, |p| match p.predictor {
                     crate::scenario::RolePredictorSpec::Decayed { decay } => decay,
                     _ => 1.0,
-                }),
-                first.map_or(0.0, |p| match p.prefetch {
+                })),
+                Set(first.map_or(0.0, |p| match p.prefetch {
                     crate::scenario::PrefetchSpec::Threshold { threshold, .. } => threshold,
                     _ => 0.0,
-                }),
+                })),
             ),
         ];
     }
@@ -341,7 +341,7 @@ impl Knob for Budget {
     }
 
     fn label((budget, plan): (f64, Planner)) -> String {
-        format!("{}, budget {budget}", plan.label())
+        format!("{}, budget {}", plan.label(), Set(budget))
     }
 
     fn apply(spec: &Spec, (budget, plan): (f64, Planner)) -> Spec {
@@ -406,14 +406,14 @@ fn budget_answer(rows: &[SweepRow<'_, (f64, Planner)>], r: &[RunSummary]) -> Str
             } else {
                 f.value.1.label()
             };
-            Some(format!("{b} × — {plan} ({})", crate::metrics::secs(ttft(f))))
+            Some(format!("{} × — {plan} ({})", Set(b), crate::metrics::secs(ttft(f))))
         })
         .collect();
     format!(
         "The fastest plan at each budget: {}. The lowest p95 TTFT overall, {}, is at budget {}.",
         each.join("; "),
         crate::metrics::secs(ttft(&rows[best])),
-        rows[best].value.0
+        Set(rows[best].value.0)
     )
 }
 

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::sweep::Knob;
 use super::{
-    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, SessionRun, Study,
-    StudyDef, StudyReport, report_head,
+    About, Cell, Chart, ChartSeries, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, SessionRun, Set,
+    Study, StudyDef, StudyReport, report_head,
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
 
