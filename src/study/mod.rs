@@ -581,6 +581,10 @@ pub struct StudyReport {
     pub rows: Vec<Vec<Cell>>,
     /// Index of the row the answer points at (highlighted).
     pub best_row: Option<usize>,
+    /// Rows that are bounds, not contenders (a clairvoyant or hindsight oracle): never the best row, never
+    /// called close to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<usize>,
     pub charts: Vec<Chart>,
     pub notes: Vec<String>,
     /// The runs behind the table, in job order.
@@ -859,6 +863,7 @@ fn report_head(study: About, spec: &Spec, question: String) -> StudyReport {
         columns: Vec::new(),
         rows: Vec::new(),
         best_row: None,
+        bounds: Vec::new(),
         charts: Vec::new(),
         notes: Vec::new(),
         runs: Vec::new(),

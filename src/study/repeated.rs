@@ -20,7 +20,7 @@ pub(super) fn build(
     params: &Value,
     one: impl Fn(&Spec, &Value) -> Result<Box<dyn Study>, ScenarioError>,
 ) -> Result<Box<dyn Study>, ScenarioError> {
-    let Some(r) = params.get("repetitions") else { return one(spec, params) };
+    let Some(r) = params.get("repetitions") else { return once(kind, spec, params, one) };
     let at = format!("study.{}.repetitions", kind.name());
     match kind.about().repeats_by {
         Some("repetitions") => return one(spec, params),
@@ -41,12 +41,94 @@ pub(super) fn build(
     let mut rest = params.clone();
     rest.as_object_mut().expect("an object: it has a key").remove("repetitions");
     if r == 1 {
-        return one(spec, &rest);
+        return once(kind, spec, &rest, one);
     }
     let studies = (0..r)
         .map(|k| one(&reseeded(spec, spec.seed.wrapping_add(k.wrapping_mul(SEED_STRIDE))), &rest))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Box::new(Repeated { studies, handed: Vec::new(), rank: kind.about().rank }))
+}
+
+/// The study run once; a ranked one's answer says when a row comes within [`CLOSE`] of the best.
+fn once(
+    kind: Kind,
+    spec: &Spec,
+    params: &Value,
+    one: impl Fn(&Spec, &Value) -> Result<Box<dyn Study>, ScenarioError>,
+) -> Result<Box<dyn Study>, ScenarioError> {
+    let study = one(spec, params)?;
+    // A study that repeats by itself states its own intervals.
+    Ok(match (kind.about().rank, kind.about().repeats_by) {
+        (Rank::Unranked, _) | (_, Some(_)) => study,
+        (rank, None) => Box::new(Once { study, rank }),
+    })
+}
+
+/// How near the best a row must come, relative, for a single run's answer to call it close (repetitions of
+/// the workflow studies' p95 TTFT spread ±3–15 % from seed to seed).
+pub const CLOSE: f64 = 0.05;
+
+/// A study run once, its answer told when one seed may not separate the best row from the next.
+struct Once {
+    study: Box<dyn Study>,
+    rank: Rank,
+}
+
+impl Study for Once {
+    fn next(&mut self) -> Vec<Job> {
+        self.study.next()
+    }
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        self.study.feed(results)
+    }
+    fn progress(&self) -> (usize, usize) {
+        self.study.progress()
+    }
+    fn report(&self) -> StudyReport {
+        let mut out = self.study.report();
+        if let Some(s) = close_call(&out, self.rank) {
+            out.answer = format!("{} {s}", out.answer);
+        }
+        out
+    }
+}
+
+/// "On this one seed “X” is within 1.2 % of it (…)": the contender nearest the best on the worse side of the
+/// rank column, when it is within [`CLOSE`] and the best row is that column's best among the contenders (a
+/// study that picks by more than the column — a frontier, a knee — is not second-guessed; bounds are not
+/// contenders).
+fn close_call(out: &StudyReport, rank: Rank) -> Option<String> {
+    let (j, most) = key(out, rank)?;
+    let b = out.best_row?;
+    let value = |i: usize| match out.rows[i].get(j) {
+        Some(Cell::Num(x)) if x.is_finite() => Some(if most { -x } else { *x }),
+        _ => None,
+    };
+    let best = value(b)?;
+    let contender = |i: usize| i != b && !out.bounds.contains(&i);
+    let others: Vec<(usize, f64)> =
+        (0..out.rows.len()).filter(|&i| contender(i)).filter_map(|i| Some((i, value(i)?))).collect();
+    if others.iter().any(|&(_, v)| v < best) {
+        return None;
+    }
+    let (i, v) = others.into_iter().min_by(|x, y| x.1.total_cmp(&y.1))?;
+    let gap = v - best;
+    // An exact tie is the same figure from the same requests, not a close call; the study says so itself.
+    if gap == 0.0 || gap > CLOSE * best.abs() {
+        return None;
+    }
+    let col = &out.columns[j];
+    let pct = 100.0 * gap / best.abs();
+    let d = match col.format {
+        Format::Percent => format!("{:.1} points", gap * 100.0),
+        Format::Seconds => show(&Cell::Num(gap), col.format),
+        f => format!("{} {}", show(&Cell::Num(gap), f), col.unit).trim_end().to_string(),
+    };
+    Some(format!(
+        "On this one seed {} is within {pct:.1} % of it ({d} in {}); set Repetitions to see whether the order holds.",
+        row_name(out, i),
+        col.label
+    ))
 }
 
 /// R copies of a study, driven in step: each batch holds every copy's next jobs.

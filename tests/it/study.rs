@@ -908,3 +908,31 @@ fn set_values_show_as_written_in_labels_and_answers() {
     let r = run("prefix-budget", &spec, serde_json::json!({"budgets": [0.5], "repetitions": 2}), 2);
     assert!(r.answer.contains("” at Budget 0.5 is the best row"), "{}", r.answer);
 }
+
+/// A single run's answer says when a contender comes within 5 % of the best row in the column the study ranks
+/// by — the figure and the gap computed from the table — and never names a bound (a clairvoyant or hindsight
+/// oracle), an exact tie, or anything once the study is repeated.
+#[test]
+fn a_single_run_says_when_the_next_row_is_close() {
+    let workflows = shipped("agent-workflows.json");
+    let r = run("prefetch-threshold", &workflows, serde_json::json!({"thresholds": [0.1, 0.5]}), 2);
+    let ttft = |i: usize| match r.rows[i][1] {
+        Cell::Num(x) => x,
+        ref c => panic!("{c:?}"),
+    };
+    let (b, o) = (r.best_row.unwrap(), 1 - r.best_row.unwrap());
+    let pct = 100.0 * (ttft(o) - ttft(b)) / ttft(b);
+    assert!(pct > 0.0 && pct <= 5.0, "the shipped example is a close call: {pct}");
+    let want = format!("On this one seed Threshold {} is within {pct:.1} % of it (", [0.1, 0.5][o]);
+    assert!(r.answer.contains(&want), "{want} in {}", r.answer);
+    let params = serde_json::json!({"thresholds": [0.1, 0.5], "repetitions": 2});
+    let repeated = run("prefetch-threshold", &workflows, params, 2);
+    assert!(!repeated.answer.contains("On this one seed"), "{}", repeated.answer);
+    // The gap oracle is a bound: listed, never called close; the forecast's clairvoyant row likewise.
+    let r = run("tiered-kv", &shipped("agent-sessions.json"), serde_json::json!({}), 2);
+    let oracle = r.rows.iter().position(|x| matches!(&x[0], Cell::Text(t) if t.starts_with("gap oracle"))).unwrap();
+    assert_eq!(r.bounds, vec![oracle]);
+    assert!(!r.answer.contains("On this one seed “gap oracle"), "{}", r.answer);
+    let r = run("forecast", &workflows, serde_json::json!({}), 2);
+    assert_eq!(r.bounds, vec![r.rows.len() - 1]);
+}

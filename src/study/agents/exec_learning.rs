@@ -255,6 +255,7 @@ impl OneBatchStudy for ExecLearningStudy {
         (rep.columns, rep.rows) = table(&exec_columns(), r);
         // The best deployable policy: the clairvoyant (the last row) knows the next role.
         rep.best_row = fastest(&r[..r.len().saturating_sub(1)]);
+        rep.bounds = r.len().checked_sub(1).into_iter().collect();
         if let (Some(b), 5) = (rep.best_row, r.len()) {
             rep.answer = exec_answer(r, b);
             rep.charts = vec![hit_chart(r)];

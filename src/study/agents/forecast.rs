@@ -113,6 +113,7 @@ impl OneBatchStudy for ForecastStudy {
         (rep.columns, rep.rows) = table(&forecast_columns(), r);
         // The best deployable policy: the clairvoyant (the last row) knows the coming roles.
         rep.best_row = fastest(&r[..r.len().saturating_sub(1)]);
+        rep.bounds = r.len().checked_sub(1).into_iter().collect();
         if let (Some(b), 5) = (rep.best_row, r.len()) {
             rep.answer = forecast_answer(r, b, self.horizon);
             rep.charts = vec![forecast_chart(r)];

@@ -229,6 +229,7 @@ impl OneBatchStudy for ResearchStudy {
         (rep.columns, rep.rows) = table(&research_columns(), &rows);
         if !self.seeds(r).is_empty() {
             rep.best_row = Some(0);
+            rep.bounds = vec![rows.len() - 1];
             rep.answer = research_answer(&rows, &self.oracle_picks(&oracle));
             rep.charts = vec![seed_chart(&rows)];
         }
