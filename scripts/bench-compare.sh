@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # No-slower check: builds REV (default: cfe7268, where issue 11's reshape started) in a worktree and the
 # working tree, then runs `inferscale bench` on each, alternately, ROUNDS times (default 6), so both see the
-# same machine state. Prints the 100k-request 75 %-load median of every round and the ratio of the medians.
-#   bash scripts/bench-compare.sh [REV] [ROUNDS]
+# same machine state. Prints the 100k-request 75 %-load median of every round and the ratio of the medians;
+# with CASE `agent`, the agent-session benchmark's median wall time instead (its turns/wall-s inverted).
+#   bash scripts/bench-compare.sh [REV] [ROUNDS] [CASE: 75 | agent]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=${1:-cfe7268}
 rounds=${2:-6}
+case_=${3:-75}
+[[ $case_ == 75 || $case_ == agent ]] || { echo "bench-compare.sh: CASE must be 75 or agent (got $case_)" >&2; exit 2; }
 base=$(mktemp -d)/base
 git worktree add --detach "$base" "$rev" >/dev/null
 trap 'git worktree remove --force "$base"' EXIT
@@ -15,11 +18,15 @@ cargo build --locked --release --quiet --bin inferscale
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # The median wall time, from the req/wall-s figure (printed to more digits than the seconds).
 at75() { "$1" bench | awk '/^75 % of saturation/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "req/wall-s") { printf "%.5f\n", $5 / $i; exit } }'; }
+# The agent benchmark's median wall time, from its turns and turns/wall-s.
+agent() { "$1" bench | awk '/^agent sessions/ { for (i = 1; i <= NF; i++) { if ($(i + 1) == "turns") t = $i; if ($(i + 1) == "turns/wall-s") { printf "%.5f\n", t / $i; exit } } }'; }
+measure() { if [[ $case_ == agent ]]; then agent "$1"; else at75 "$1"; fi; }
 : >"$base/old"; : >"$base/new"
 for i in $(seq "$rounds"); do
-    o=$(at75 "$base/target/release/inferscale"); n=$(at75 target/release/inferscale)
+    o=$(measure "$base/target/release/inferscale"); n=$(measure target/release/inferscale)
     echo "round $i: $rev ${o} s, this tree ${n} s"
     echo "$o" >>"$base/old"; echo "$n" >>"$base/new"
 done
 o=$(median <"$base/old"); n=$(median <"$base/new")
-awk -v o="$o" -v n="$n" -v r="$rev" 'BEGIN { printf "75 %% load, 100k requests, median of rounds: %s %.5f s, this tree %.5f s, ratio %.3f (target <= 1.05)\n", r, o, n, n / o }'
+what=$([[ $case_ == agent ]] && echo "agent sessions, 10k sessions" || echo "75 %% load, 100k requests")
+awk -v o="$o" -v n="$n" -v r="$rev" -v w="$what" 'BEGIN { printf w ", median of rounds: %s %.5f s, this tree %.5f s, ratio %.3f (target <= 1.05)\n", r, o, n, n / o }'

@@ -483,6 +483,11 @@ test('every execution-learning panel, on the shipped workflow scenario: progress
     const ms = await cancelThenMatchCli(page, name, answer, { file: 'scenarios/agent-workflows.json', base, long, minRows: 5, exportName: 'agent-workflows-seed11' });
     console.log(`# ${name} on agent-workflows: ${ms} ms in the browser with 2 workers`);
   }
+  // The clairvoyant row is a bound: set apart, never the best row.
+  await page.click('nav [data-panel="forecast"]');
+  const bound = await page.$$eval('#study-table-el tbody tr.bound', (rows) => rows.map((r) => r.cells[0].textContent));
+  assert.equal(bound.length, 1);
+  assert.match(bound[0], /^clairvoyant/);
   await page.click('nav [data-panel="exec-learning"]');
   const threshold = page.getByRole('spinbutton', { name: /^Threshold/ });
   await typeInto(page, threshold, '2');

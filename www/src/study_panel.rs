@@ -677,8 +677,15 @@ impl Studies {
             .iter()
             .map(|&i| {
                 let cells: String = r.rows[i].iter().zip(&r.columns).map(|(c, col)| cell_html(c, col)).collect();
-                let best = if Some(i) == r.best_row { " class=\"best\" aria-label=\"best\"" } else { "" };
-                format!("<tr{best}>{cells}</tr>")
+                // A bound (a clairvoyant or hindsight oracle) is set apart: a reference, not a choice.
+                let class = if Some(i) == r.best_row {
+                    " class=\"best\" aria-label=\"best\""
+                } else if r.bounds.contains(&i) {
+                    " class=\"bound\" title=\"a bound, not a policy one can run\""
+                } else {
+                    ""
+                };
+                format!("<tr{class}>{cells}</tr>")
             })
             .collect();
         let more: String = r.tables.iter().enumerate().map(|(k, t)| extra_table(k, t)).collect();
