@@ -18,6 +18,9 @@ pub(crate) const ITL_CAP: usize = 1 << 24;
 const BYTES_PER_REQUEST: f64 = 400.0;
 /// A session's program holds, per turn, its new input, output, tool and gap.
 const PROGRAM_BYTES_PER_TURN: f64 = 24.0;
+/// A workflow that predicts its roles records, per step end, its role and its prefetch decision
+/// (`metrics::workflow::Decision`, 32 bytes; a test holds the size), twice over while the list grows.
+const WORKFLOW_BYTES_PER_TURN: f64 = 2.0 * 32.0 + 2.0;
 /// The ITL record's most entries (`metrics` compacts it there), 8 bytes each, twice over while it grows
 /// (a doubling holds the old copy and the new; the report reads it in place, through a fixed histogram).
 const ITL_MAX_BYTES: f64 = (ITL_CAP as f64) * 8.0 * 2.0;
@@ -90,7 +93,12 @@ impl Scenario {
                 // Drawn lengths exceed their means by chance: a quarter more, and eight of the longest
                 // requests (sessions), cover small runs as well as large ones.
                 let margin = |x: f64| 1.25 * n * x + 8.0 * worst;
-                let programs = if w.sessions.is_some() { n * turns * PROGRAM_BYTES_PER_TURN } else { 0.0 };
+                let per_turn = match w.sessions.as_ref().map(|s| s.workflow.is_some()) {
+                    Some(true) => PROGRAM_BYTES_PER_TURN + WORKFLOW_BYTES_PER_TURN,
+                    Some(false) => PROGRAM_BYTES_PER_TURN,
+                    None => 0.0,
+                };
+                let programs = n * turns * per_turn;
                 // Turns per session vary too: a quarter more, and eight sessions of the most turns.
                 let requests = match &w.sessions {
                     Some(s) => 1.25 * n * turns + 8.0 * s.max_of(|c| c.turns.max()) as f64,

@@ -502,3 +502,11 @@ fn the_research_summary_ranks_policies_over_matched_seeds() {
         assert_eq!(e.as_deref(), Some(at), "{options}");
     }
 }
+
+/// The resource estimate counts what a workflow that predicts its roles records per step end — its role and
+/// its prefetch decision — at the size `budget.rs`'s WORKFLOW_BYTES_PER_TURN assumes: a larger decision fails
+/// here before it can outgrow the budget's estimate.
+#[test]
+fn the_memory_estimate_holds_a_prefetch_decisions_size() {
+    assert_eq!(std::mem::size_of::<inferscale::metrics::Decision>(), 32, "budget.rs: WORKFLOW_BYTES_PER_TURN");
+}
