@@ -34,6 +34,7 @@ pub mod catalog;
 pub mod cost;
 pub mod engine;
 pub mod export;
+pub mod findings;
 pub mod kv;
 pub mod metrics;
 pub mod queueing;

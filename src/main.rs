@@ -134,6 +134,16 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Write the findings report (docs/results.md): each experiment's registered prediction, its setup,
+    /// table and outcome, and whether the prediction held, every figure computed now from fixed seeds.
+    Report {
+        /// md (docs/results.md) or json (every figure with its value and interval).
+        #[arg(long, value_enum, default_value = "md")]
+        format: ReportFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Fit the roofline's efficiency factors (MFU, weight and KV bandwidth efficiency, per-step overhead) to a
     /// table of measured step times, on every other row, and show the error on the rows held out.
     FitSteps {
@@ -182,6 +192,14 @@ enum Format {
     SummaryCsv,
     /// A readable report.
     Md,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum ReportFormat {
+    /// The document.
+    Md,
+    /// Sections, predictions with their verdicts, and every figure.
+    Json,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -305,6 +323,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
         Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref()),
+        Command::Report { format, out } => run_report(format, out.as_deref()),
         Command::Calibrate { bundle, scenario, train, fit, format, out } => {
             run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref())
         }
@@ -421,6 +440,15 @@ fn run_calibrate(
         StudyFormat::Md => export::calibration_markdown(&c),
     };
     write_out(out, &text)
+}
+
+fn run_report(format: ReportFormat, out: Option<&Path>) -> Result<(), Failure> {
+    let f = inferscale::findings::report(inferscale::findings::Config::default());
+    let text = match format {
+        ReportFormat::Md => f.markdown(),
+        ReportFormat::Json => f.json(),
+    };
+    write_out(out, &text.map_err(|e| Failure::Internal(format!("report: {e}")))?)
 }
 
 fn run_validation(manifest: &Path, out: Option<&Path>) -> Result<(), Failure> {

@@ -7,6 +7,7 @@ mod determinism;
 mod diagnosis;
 mod engine;
 mod fields;
+mod findings;
 mod fuzz;
 mod held;
 mod objectives;

@@ -1,0 +1,67 @@
+//! The findings report: docs/results.md is `inferscale report`'s output byte for byte; a prediction left
+//! unanswered, or an answer without a prediction, refuses to render, naming it; every figure the JSON holds
+//! is shown in the text as the JSON shows it; verdicts follow the interval.
+
+use inferscale::findings::{self, Findings, Unit, Verdict};
+
+/// docs/results.md is the report as `inferscale report --out docs/results.md` writes it now: a stale report
+/// is a failing test.
+#[test]
+fn docs_results_md_is_the_report_byte_for_byte() {
+    let report = findings::report(findings::Config::default());
+    let md = report.markdown().unwrap();
+    let committed = std::fs::read_to_string(super::root().join("docs/results.md")).unwrap();
+    assert!(
+        committed == md,
+        "docs/results.md is stale: run `cargo run --release -- report --out docs/results.md`\n--- now ---\n{md}"
+    );
+    // Every figure in the JSON is in the text exactly as the JSON shows it, and its value reads back.
+    let json: serde_json::Value = serde_json::from_str(&report.json().unwrap()).unwrap();
+    let figures = json["figures"].as_array().unwrap();
+    assert!(figures.len() >= 20, "{} figures", figures.len());
+    for f in figures {
+        let shown = f["shown"].as_str().unwrap();
+        assert!(md.contains(shown), "figure {} ({shown}) is not in the text", f["id"]);
+        assert!(f["value"].is_number(), "{f}");
+    }
+    // Each verdict is in the text beside its prediction.
+    for p in json["predictions"].as_array().unwrap() {
+        let id = p["id"].as_str().unwrap();
+        assert!(md.contains(&format!("**Registered prediction** (`{id}`)")), "{id}");
+        assert!(p["verdict"].is_string(), "{p}");
+    }
+}
+
+#[test]
+fn an_unanswered_prediction_or_an_unpredicted_answer_refuses_to_render() {
+    let mut f = Findings::new("t", String::new());
+    f.expect("a", "x rises");
+    f.expect("b", "y falls");
+    f.found("a", "it rose".into(), Verdict::Held);
+    let e = f.markdown().unwrap_err();
+    assert_eq!(e, findings::FindingsError::Unanswered("b".into()));
+    assert!(e.to_string().contains("`b`"), "{e}");
+    assert!(f.json().is_err());
+    f.found("b", "it fell".into(), Verdict::Held);
+    assert!(f.markdown().is_ok());
+    f.found("c", "z".into(), Verdict::Contradicted);
+    let e = f.markdown().unwrap_err();
+    assert_eq!(e, findings::FindingsError::NoPrediction("c".into()));
+    assert!(e.to_string().contains("`c`"), "{e}");
+}
+
+#[test]
+fn a_verdict_is_held_or_contradicted_only_when_the_interval_says_so() {
+    assert_eq!(Verdict::of(1.1, 2.0, 1.0, true), Verdict::Held);
+    assert_eq!(Verdict::of(0.2, 0.9, 1.0, true), Verdict::Contradicted);
+    assert_eq!(Verdict::of(0.9, 1.1, 1.0, true), Verdict::Inconclusive);
+    assert_eq!(Verdict::of(0.2, 0.9, 1.0, false), Verdict::Held);
+    assert_eq!(Verdict::Held.and(Verdict::Inconclusive), Verdict::Inconclusive);
+    assert_eq!(Verdict::Inconclusive.and(Verdict::Contradicted), Verdict::Contradicted);
+    // A figure with an interval is shown with it; the same value on every seed says so.
+    let mut f = Findings::new("t", String::new());
+    let (shown, (m, lo, hi)) = f.mean_ci("x", &[1.0, 2.0, 3.0], Unit::Times);
+    assert_eq!((m, shown.starts_with("2.00× (95 % CI ")), (2.0, true));
+    assert!(lo < 1.0 && hi > 3.0, "t interval of three values: {lo} – {hi}");
+    assert_eq!(f.mean_ci("y", &[5.0; 4], Unit::Rps).0, "5.00 req/s (the same on all 4 seeds)");
+}
