@@ -193,7 +193,7 @@ impl Findings {
         let shown = match xs.len() {
             0 | 1 => unit.show(m),
             // Every seed gave the same figure (a burst of fixed lengths draws nothing that matters).
-            n if unit.show(lo) == unit.show(hi) => format!("{} (the same on all {n} seeds)", unit.show(m)),
+            n if xs.iter().all(|x| *x == xs[0]) => format!("{} (the same on all {n} seeds)", unit.show(m)),
             _ => format!("{} (95 % CI {} – {})", unit.show(m), unit.show(lo), unit.show(hi)),
         };
         (self.add(id, m, (xs.len() > 1).then_some((lo, hi)), unit, shown), (m, lo, hi))
