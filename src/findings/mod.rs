@@ -66,6 +66,8 @@ pub enum Unit {
     Count,
     /// A small relative error, in scientific notation (3.1e-9).
     Relative,
+    /// A difference of two fractions, in percentage points, one decimal.
+    Points,
 }
 
 impl Unit {
@@ -77,6 +79,7 @@ impl Unit {
             Unit::Times => format!("{x:.2}×"),
             Unit::Count => format!("{x:.0}"),
             Unit::Relative => format!("{x:.1e}"),
+            Unit::Points => format!("{:.1} points", x * 100.0),
         }
     }
 }
