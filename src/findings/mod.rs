@@ -75,13 +75,18 @@ impl Unit {
         match self {
             Unit::Rps => format!("{x:.2} req/s"),
             Unit::Seconds => crate::metrics::secs(x),
-            Unit::Percent => format!("{:.1} %", x * 100.0),
+            Unit::Percent => format!("{:.1} %", no_minus_zero(x * 100.0, 0.05)),
             Unit::Times => format!("{x:.2}×"),
             Unit::Count => format!("{x:.0}"),
             Unit::Relative => format!("{x:.1e}"),
-            Unit::Points => format!("{:.1} points", x * 100.0),
+            Unit::Points => format!("{:.1} points", no_minus_zero(x * 100.0, 0.05)),
         }
     }
+}
+
+/// `x`, or 0 where it would show as "-0.0" (a rounding's sign is not a finding).
+fn no_minus_zero(x: f64, half_step: f64) -> f64 {
+    if x.abs() < half_step { 0.0 } else { x }
 }
 
 /// A number of the report: its value (a mean over repetitions, with its 95 % interval when there were
