@@ -1,5 +1,5 @@
 //! A study report's writers: JSON, CSV (full precision, units in the headers) and Markdown (numbers as the lab
-//! shows them), and `show`, the one rule for how a cell reads.
+//! shows them, by `study::show`, the one rule for how a cell reads).
 
 use super::{csv_field, md_cell, md_text};
 use crate::study::{Cell, Column, Format, StudyReport, show};

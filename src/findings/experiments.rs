@@ -41,10 +41,24 @@ pub fn report(cfg: Config) -> Findings {
     f
 }
 
-fn seeded(cfg: Config, k: u64) -> Spec {
-    let mut s = bench::peer_spec(1.0, cfg.requests);
+/// The shipped scenarios the experiments run.
+const PEER: &str = include_str!("../../scenarios/peer-llama3-8b-h100.json");
+const KV_PRESSURE: &str = include_str!("../../scenarios/kv-pressure.json");
+const TENANTS: &str = include_str!("../../scenarios/bursty-multitenant.json");
+
+/// A shipped scenario on its seed + k, with the report's requests per run.
+fn shipped(text: &str, cfg: Config, k: u64) -> Spec {
+    let mut s = scenario::parse(text).expect("a shipped scenario parses");
     s.seed = s.seed.wrapping_add(k);
+    s.workload.requests = Some(cfg.requests);
     s
+}
+
+/// Run `s`, its Little's-law error kept for experiment 8 (every run of the report but the saturation bursts).
+fn run(s: &Spec, littles: &mut Vec<f64>) -> crate::Report {
+    let r = crate::simulate(&scenario::validate(s).expect("a shipped scenario with the report's changes is valid"));
+    littles.push(r.audits.little.relative_error);
+    r
 }
 
 /// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against measured saturation. Returns the
@@ -54,8 +68,9 @@ fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
         "textbook",
         "The textbook capacity — peak decode throughput at the batch cap ÷ mean output length — overstates measured saturation: the gap is above zero, because prefill and the batch's ramp are left out.",
     );
-    let textbook = bench::textbook_rps(&seeded(cfg, 0)).unwrap_or(f64::NAN);
-    let sats: Vec<f64> = (0..cfg.repetitions).map(|k| bench::saturation_rps(&seeded(cfg, k), cfg.requests)).collect();
+    let textbook = bench::textbook_rps(&shipped(PEER, cfg, 0)).unwrap_or(f64::NAN);
+    let sats: Vec<f64> =
+        (0..cfg.repetitions).map(|k| bench::saturation_rps(&shipped(PEER, cfg, k), cfg.requests)).collect();
     let gaps: Vec<f64> = sats.iter().map(|s| textbook / s - 1.0).collect();
     let true_rho: Vec<f64> = sats.iter().map(|s| 0.8 * textbook / s).collect();
     let tb = f.figure("textbook.textbook_rps", textbook, Unit::Rps);
@@ -97,11 +112,9 @@ struct Point {
 }
 
 fn point(cfg: Config, k: u64, rate: f64, littles: &mut Vec<f64>) -> Point {
-    let mut s = seeded(cfg, k);
+    let mut s = shipped(PEER, cfg, k);
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
-    let sc = scenario::validate(&s).expect("the benchmark scenario at a positive rate is valid");
-    let r = crate::simulate(&sc);
-    littles.push(r.audits.little.relative_error);
+    let r = run(&s, littles);
     Point {
         ttft_p99_s: r.summary.ttft_s.p99,
         tpot_p95_s: r.summary.tpot_s.p95,
@@ -164,18 +177,15 @@ fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<
 /// The prediction errors of experiment 3: lognormal σ, as the factor one standard deviation is.
 const ERROR_FACTORS: [f64; 4] = [1.0, 2.0, 4.0, 8.0];
 
-/// kv-pressure (the KV cache binds) with FCFS or SJF and each channel's predictor, on seed k at `rate`.
-fn channel_run(cfg: Config, k: u64, rate: Option<f64>, sjf: bool, order: f64, reserve: f64) -> crate::Report {
+/// kv-pressure (the KV cache binds) with FCFS or SJF and each channel's predictor, on seed k.
+fn channel_spec(cfg: Config, k: u64, sjf: bool, order: f64, reserve: f64) -> Spec {
     use crate::scenario::{PredictorSpec, SchedulerSpec};
-    let mut s = scenario::parse(include_str!("../../scenarios/kv-pressure.json")).expect("shipped scenario");
-    s.seed = s.seed.wrapping_add(k);
-    s.workload.requests = Some(cfg.requests);
-    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate.unwrap_or(1e7) };
+    let mut s = shipped(KV_PRESSURE, cfg, k);
     s.scheduler = if sjf { SchedulerSpec::Sjf } else { SchedulerSpec::Fcfs };
     let channel =
         |f: f64| if f == 1.0 { PredictorSpec::Oracle } else { PredictorSpec::Lognormal { sigma: libm::log(f) } };
     (s.estimator.order, s.estimator.reserve) = (channel(order), channel(reserve));
-    crate::simulate(&scenario::validate(&s).expect("kv-pressure with a predictor is valid"))
+    s
 }
 
 /// Experiment 3, output-length prediction error on the ordering channel (SJF's queue order) against the
@@ -187,15 +197,15 @@ fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     );
     let seeds = 0..cfg.repetitions;
     let sats: Vec<f64> =
-        seeds.clone().map(|k| channel_run(cfg, k, None, false, 1.0, 1.0).summary.throughput_rps).collect();
+        seeds.clone().map(|k| bench::saturation_rps(&channel_spec(cfg, k, false, 1.0, 1.0), cfg.requests)).collect();
     let (sat_shown, (sat, ..)) = f.mean_ci("channels.saturation_rps", &sats, Unit::Rps);
     let rate = 0.9 * sat;
     let mut att = |sjf: bool, order: f64, reserve: f64| -> Vec<f64> {
         (seeds.clone())
             .map(|k| {
-                let r = channel_run(cfg, k, Some(rate), sjf, order, reserve);
-                littles.push(r.audits.little.relative_error);
-                r.summary.slo_attainment
+                let mut s = channel_spec(cfg, k, sjf, order, reserve);
+                s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
+                run(&s, littles).summary.slo_attainment
             })
             .collect()
     };
@@ -251,14 +261,11 @@ fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
 /// steady tenants' worst p99 TTFT and the total throughput.
 fn tenants_run(cfg: Config, k: u64, drr: bool, littles: &mut Vec<f64>) -> (f64, f64) {
     use crate::scenario::SchedulerSpec;
-    let mut s = scenario::parse(include_str!("../../scenarios/bursty-multitenant.json")).expect("shipped scenario");
-    s.seed = s.seed.wrapping_add(k);
-    s.workload.requests = Some(cfg.requests);
+    let mut s = shipped(TENANTS, cfg, k);
     if !drr {
         s.scheduler = SchedulerSpec::Fcfs;
     }
-    let r = crate::simulate(&scenario::validate(&s).expect("the shipped scenario is valid"));
-    littles.push(r.audits.little.relative_error);
+    let r = run(&s, littles);
     let steady = r.tenants.iter().filter(|t| t.name != "noisy").map(|t| t.ttft_s.p99).fold(0.0, f64::max);
     (steady, r.summary.output_tokens_per_s)
 }
@@ -283,16 +290,10 @@ fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
                 .0,
         ]
     });
-    let spec = scenario::parse(include_str!("../../scenarios/bursty-multitenant.json")).expect("shipped scenario");
-    let sats: Vec<f64> = (0..cfg.repetitions)
-        .map(|k| {
-            let mut s = spec.clone();
-            s.seed = s.seed.wrapping_add(k);
-            bench::saturation_rps(&s, cfg.requests)
-        })
-        .collect();
+    let sats: Vec<f64> =
+        (0..cfg.repetitions).map(|k| bench::saturation_rps(&shipped(TENANTS, cfg, k), cfg.requests)).collect();
     let (sat_shown, (sat, ..)) = f.mean_ci("drr.saturation_rps", &sats, Unit::Rps);
-    let (on, off) = match spec.workload.arrival {
+    let (on, off) = match shipped(TENANTS, cfg, 0).workload.arrival {
         ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, .. } => (rate_on_rps, rate_off_rps),
         _ => (f64::NAN, f64::NAN),
     };

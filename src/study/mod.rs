@@ -18,7 +18,7 @@ pub mod explorer;
 pub mod paired;
 pub mod pd;
 pub mod ranking;
-mod repeated;
+pub mod repeated;
 pub mod sensitivity;
 pub mod sweep;
 

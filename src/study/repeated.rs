@@ -100,8 +100,9 @@ impl Study for Once {
 fn close_call(out: &StudyReport, rank: Rank) -> Option<String> {
     let (j, most) = key(out, rank)?;
     let b = out.best_row?;
+    // A single run's table holds plain numbers.
     let value = |i: usize| match out.rows[i].get(j) {
-        Some(Cell::Num(x)) if x.is_finite() => Some(if most { -x } else { *x }),
+        Some(c @ Cell::Num(x)) if x.is_finite() => signed(c, most),
         _ => None,
     };
     let best = value(b)?;
@@ -254,27 +255,23 @@ fn key(out: &StudyReport, rank: Rank) -> Option<(usize, bool)> {
     out.columns.iter().position(|c| c.label == label).map(|j| (j, most))
 }
 
+/// A figure of the rank column as "less is better": negated where the most is best (an interval's mean).
+fn signed(c: &Cell, most: bool) -> Option<f64> {
+    let x = match c {
+        Cell::Num(x) | Cell::Interval { mean: x, .. } => *x,
+        _ => return None,
+    };
+    Some(if most { -x } else { x })
+}
+
 /// Of the rows some repetition called best (a study leaves its bounds out), the best mean in the rank column;
 /// without one, the one best most often (ties: the first).
 fn best_row(out: &StudyReport, reports: &[StudyReport], rank: Rank) -> Option<usize> {
     let picked: Vec<usize> = reports.iter().filter_map(|x| x.best_row).collect();
     let count = |v: usize| picked.iter().filter(|x| **x == v).count();
-    let score = |i: usize| match key(out, rank).map(|(j, most)| (out.rows[i].get(j), most)) {
-        Some((Some(Cell::Interval { mean, .. }), most)) => {
-            if most {
-                -mean
-            } else {
-                *mean
-            }
-        }
-        Some((Some(Cell::Num(x)), most)) => {
-            if most {
-                -x
-            } else {
-                *x
-            }
-        }
-        _ => f64::INFINITY,
+    let score = |i: usize| {
+        let k = key(out, rank);
+        k.and_then(|(j, most)| signed(out.rows[i].get(j)?, most)).unwrap_or(f64::INFINITY)
     };
     let better = |a: usize, b: usize| (score(b), std::cmp::Reverse(count(b))) < (score(a), std::cmp::Reverse(count(a)));
     picked.iter().copied().reduce(|a, b| if better(a, b) { b } else { a })

@@ -1008,6 +1008,11 @@ mod tests {
             }
             assert!(reps.len() <= 1, "{}: {} Repetitions fields", k.name(), reps.len());
         }
+        // Its words carry the core's bound and seed stride.
+        let most = inferscale::study::repeated::MOST;
+        assert!(REPETITIONS.unit.contains(&format!("1 … {most}")), "{}", REPETITIONS.unit);
+        assert_eq!(inferscale::study::repeated::SEED_STRIDE, 1_000_000, "the title says seed + k × 1,000,000");
+        assert!(REPETITIONS.title.contains("seed + k × 1,000,000"));
     }
 
     /// A scenario field names a field the scenario format has: written into the default scenario, the

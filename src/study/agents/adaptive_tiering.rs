@@ -223,8 +223,7 @@ impl OneBatchStudy for AdaptiveTieringStudy {
             rows,
         }];
         // The best deployable policy: the oracle (the last row) sees each gap before it ends.
-        rep.best_row = fastest(&policies[..n.saturating_sub(1)]);
-        rep.bounds = n.checked_sub(1).into_iter().collect();
+        fastest_but_the_bound(&mut rep, policies);
         if n == self.policies {
             rep.answer = answer(policies, rep.best_row);
             rep.charts = vec![gap_chart(&self.shift, policies)];

@@ -254,8 +254,7 @@ impl OneBatchStudy for ExecLearningStudy {
         let mut rep = report_head(Self::ABOUT, &self.base, Self::ABOUT.question.into());
         (rep.columns, rep.rows) = table(&exec_columns(), r);
         // The best deployable policy: the clairvoyant (the last row) knows the next role.
-        rep.best_row = fastest(&r[..r.len().saturating_sub(1)]);
-        rep.bounds = r.len().checked_sub(1).into_iter().collect();
+        fastest_but_the_bound(&mut rep, r);
         if let (Some(b), 5) = (rep.best_row, r.len()) {
             rep.answer = exec_answer(r, b);
             rep.charts = vec![hit_chart(r)];

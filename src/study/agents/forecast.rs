@@ -112,8 +112,7 @@ impl OneBatchStudy for ForecastStudy {
         let mut rep = report_head(Self::ABOUT, &self.base, Self::ABOUT.question.into());
         (rep.columns, rep.rows) = table(&forecast_columns(), r);
         // The best deployable policy: the clairvoyant (the last row) knows the coming roles.
-        rep.best_row = fastest(&r[..r.len().saturating_sub(1)]);
-        rep.bounds = r.len().checked_sub(1).into_iter().collect();
+        fastest_but_the_bound(&mut rep, r);
         if let (Some(b), 5) = (rep.best_row, r.len()) {
             rep.answer = forecast_answer(r, b, self.horizon);
             rep.charts = vec![forecast_chart(r)];

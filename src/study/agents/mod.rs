@@ -147,6 +147,13 @@ fn fastest(results: &[RunSummary]) -> Option<usize> {
     })
 }
 
+/// The best row of `runs` whose last row is a bound (a clairvoyant, an oracle), and that bound: the fastest
+/// of the others (the report's best row), the last set apart.
+fn fastest_but_the_bound(rep: &mut StudyReport, runs: &[RunSummary]) {
+    rep.best_row = fastest(&runs[..runs.len().saturating_sub(1)]);
+    rep.bounds = runs.len().checked_sub(1).into_iter().collect();
+}
+
 fn bars(title: &str, y_label: &str, results: &[RunSummary], y: fn(&SessionRun) -> f64) -> Chart {
     Chart {
         kind: "bars".into(),

@@ -148,8 +148,7 @@ fn tiered_report(st: &TieredKvStudy) -> StudyReport {
     let reference = st.reference_blocks();
     rep.tables = vec![budget_table(st, budgeted, reference)];
     // The best deployable policy without a budget (the oracle sees each gap before it ends).
-    rep.best_row = fastest(&rest[..n.min(rest.len()) - 1]);
-    rep.bounds = vec![n.min(rest.len()) - 1];
+    fastest_but_the_bound(&mut rep, free);
     if let Some(b) = rep.best_row {
         let s = sess(&rest[b]);
         let oracle = rest.get(n - 1).map(sess);
