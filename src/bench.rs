@@ -47,6 +47,16 @@ pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
     if let Some(sessions) = &sc.workload.sessions {
         return textbook_sessions_per_s(sc, sessions);
     }
+    let (mean_prompt, mean_out) = mean_tokens(sc);
+    let b = pool.engine.max_num_seqs;
+    let ctx = ((mean_prompt + mean_out / 2.0) * b as f64) as u64;
+    let step =
+        pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
+    (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
+}
+
+/// A request's mean prompt and mean output tokens over the classes, by their weights.
+pub fn mean_tokens(sc: &crate::Scenario) -> (f64, f64) {
     let weights = sc.workload.class_cdf.iter().scan(0.0, |prev, c| {
         let w = c - *prev;
         *prev = *c;
@@ -57,11 +67,7 @@ pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
         mean_prompt += c.prompt.mean() * w;
         mean_out += c.output.mean() * w;
     }
-    let b = pool.engine.max_num_seqs;
-    let ctx = ((mean_prompt + mean_out / 2.0) * b as f64) as u64;
-    let step =
-        pool.cost.step(&crate::cost::StepWork { decode_seqs: b, decode_context_tokens: ctx, ..Default::default() });
-    (mean_out > 0.0).then(|| b as f64 / (step.total_ns as f64 / 1e9) / mean_out * pool.replicas as f64)
+    (mean_prompt, mean_out)
 }
 
 /// A session scenario's textbook estimate, in sessions/s: a full batch of decodes at a session turn's mean

@@ -4,11 +4,43 @@
 //! [`Findings::figure`], so the text holds no number that was typed in and the JSON holds every number the
 //! text shows. Rendering refuses a prediction left unanswered and an answer without a prediction.
 
-mod experiments;
+mod formation;
+mod layouts;
+mod memory;
+mod overload;
+mod queueing;
+mod runs;
+mod trust;
 
 use serde::Serialize;
 
-pub use experiments::{Config, report};
+pub use runs::Config;
+
+/// The report: every experiment from fixed seeds.
+pub fn report(cfg: Config) -> Findings {
+    let mut f = Findings::new(
+        "InferScale findings",
+        format!(
+            "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows; 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. Each runs a shipped scenario (`scenarios/`), named with the fields it changes, at a load stated as ρ against the saturation measured on that scenario — never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
+            cfg.repetitions, cfg.requests
+        ),
+    );
+    let mut littles = Vec::new();
+    let sat = queueing::textbook_vs_saturation(&mut f, cfg);
+    queueing::tail_against_load(&mut f, cfg, sat, &mut littles);
+    queueing::prediction_channels(&mut f, cfg, &mut littles);
+    queueing::fair_queueing(&mut f, cfg, &mut littles);
+    overload::fleet_or_shed(&mut f, cfg, sat, &mut littles);
+    overload::deadline_or_random(&mut f, cfg, sat, &mut littles);
+    memory::oversubscription(&mut f, cfg, &mut littles);
+    layouts::disaggregation(&mut f, cfg, &mut littles);
+    layouts::prefix_reuse(&mut f, cfg, &mut littles);
+    memory::retention(&mut f, cfg, &mut littles);
+    formation::formation(&mut f, cfg, sat, &mut littles);
+    queueing::littles_law(&mut f, &littles);
+    trust::trust(&mut f);
+    f
+}
 
 /// What became of a registered prediction, as its 95 % interval says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -60,6 +92,10 @@ pub enum Unit {
     Seconds,
     /// A fraction shown as a percentage, one decimal.
     Percent,
+    /// A share of requests (within 0 and 1), shown as a percentage. Its interval is cut at 0 and 100 %, which
+    /// a t interval of shares near either end would cross; so is every interval of a figure that cannot be
+    /// negative (rates, times, counts, ratios) cut at 0.
+    Share,
     /// A ratio, "×", two decimals.
     Times,
     /// A count.
@@ -75,7 +111,7 @@ impl Unit {
         match self {
             Unit::Rps => format!("{x:.2} req/s"),
             Unit::Seconds => crate::metrics::secs(x),
-            Unit::Percent => format!("{:.1} %", no_minus_zero(x * 100.0, 0.05)),
+            Unit::Percent | Unit::Share => format!("{:.1} %", no_minus_zero(x * 100.0, 0.05)),
             Unit::Times => format!("{x:.2}×"),
             Unit::Count => format!("{x:.0}"),
             Unit::Relative => format!("{x:.1e}"),
@@ -121,8 +157,57 @@ pub struct Section {
     pub setup: String,
     /// The load regime, measured (ρ against measured capacity).
     pub regime: String,
+    /// The shipped scenario the experiment runs and, per arm, the fields it changes ([`Excerpt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Excerpt>,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
+}
+
+/// A scenario excerpt: the shipped file an experiment starts from and, for each arm, only the fields it
+/// changes (on the first seed), computed from the two specs — so the excerpt cannot drift from the runs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Excerpt {
+    pub file: String,
+    pub arms: Vec<(String, serde_json::Value)>,
+}
+
+impl Excerpt {
+    /// `file` as shipped (`shipped`), and each arm's spec.
+    pub fn of(file: &str, shipped: &crate::scenario::Spec, arms: &[(String, crate::scenario::Spec)]) -> Excerpt {
+        let base = serde_json::to_value(shipped).unwrap_or_default();
+        let arms = (arms.iter())
+            .map(|(label, s)| (label.clone(), changes(&base, &serde_json::to_value(s).unwrap_or_default())))
+            .collect();
+        Excerpt { file: file.into(), arms }
+    }
+}
+
+/// The part of `to` that differs from `from`: objects key by key (a key `to` drops is null) unless their
+/// `kind` differs (a tagged variant is shown whole), arrays of one length element by element (`{}` for an
+/// element unchanged), anything else whole.
+fn changes(from: &serde_json::Value, to: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) if a.get("kind") == b.get("kind") => {
+            let mut out = Map::new();
+            for (k, v) in b {
+                match a.get(k) {
+                    Some(old) if old == v => {}
+                    Some(old) => _ = out.insert(k.clone(), changes(old, v)),
+                    None => _ = out.insert(k.clone(), v.clone()),
+                }
+            }
+            for k in a.keys().filter(|k| !b.contains_key(*k)) {
+                out.insert(k.clone(), Value::Null);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => Value::Array(
+            a.iter().zip(b).map(|(x, y)| if x == y { Value::Object(Map::new()) } else { changes(x, y) }).collect(),
+        ),
+        _ => to.clone(),
+    }
 }
 
 /// Why a report cannot be rendered.
@@ -197,7 +282,12 @@ impl Findings {
 
     /// A mean over repetitions with its 95 % interval (Student t), as "mean (lo – hi)".
     pub fn mean_ci(&mut self, id: &str, xs: &[f64], unit: Unit) -> (String, (f64, f64, f64)) {
-        let (m, lo, hi) = crate::study::mean_ci(xs);
+        let (m, mut lo, mut hi) = crate::study::mean_ci(xs);
+        match unit {
+            Unit::Share => (lo, hi) = (lo.max(0.0), hi.min(1.0)),
+            Unit::Count | Unit::Rps | Unit::Seconds | Unit::Times => lo = lo.max(0.0),
+            _ => {}
+        }
         let shown = match xs.len() {
             0 | 1 => unit.show(m),
             // Every seed gave the same figure (a burst of fixed lengths draws nothing that matters).
@@ -266,7 +356,14 @@ fn section_md(s: &Section, p: Option<&Prediction>) -> String {
     if let Some(p) = p {
         out.push_str(&format!("\n**Registered prediction** (`{}`). {}\n", p.id, p.hypothesis));
     }
-    out.push_str(&format!("\n**Setup.** {}\n\n**Regime.** {}\n", s.setup, s.regime));
+    out.push_str(&format!("\n**Setup.** {}\n", s.setup));
+    if let Some(x) = &s.scenario {
+        out.push_str(&format!("\n**Scenario.** `{}`, with these changes:\n\n", x.file));
+        for (label, v) in &x.arms {
+            out.push_str(&format!("- {label}: `{v}`\n"));
+        }
+    }
+    out.push_str(&format!("\n**Regime.** {}\n", s.regime));
     if !s.columns.is_empty() {
         out.push_str(&format!("\n| {} |\n|{}\n", s.columns.join(" | "), "---|".repeat(s.columns.len())));
         for r in &s.rows {

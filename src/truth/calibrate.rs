@@ -508,6 +508,25 @@ pub fn calibrate_with_progress(
     })
 }
 
+/// The uncalibrated model's error on the cases a calibration on `train` would hold out, without fitting
+/// anything: the held-out headline and per-metric errors `calibrate` reports as its baseline (the same cases,
+/// the same saturation rule), at the cost of one simulation a case.
+pub fn uncalibrated_held_out(
+    base: &Spec,
+    all_cases: &[Case],
+    train: &[String],
+) -> Result<(Headline, Vec<MetricError>), String> {
+    let p = prepare(base, all_cases, train)?;
+    let all: Vec<&Case> = p.cases.iter().collect();
+    let scen: Vec<&Scenario> = p.scenarios.iter().collect();
+    let mut progress = |_, _| {};
+    let mut tick = Ticker { done: 0, expected: all.len() as u64, progress: &mut progress };
+    let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
+    let flags: Vec<bool> = saturation(&all, &p.is_train, &before, "uncalibrated").iter().map(Option::is_some).collect();
+    let rows = rows(&all, &p.is_train, &flags, &before, &before, &vec![None; all.len()]);
+    Ok((headline(&rows, |r| !r.training, |r| Some(r.baseline_ape)), held_out_mape(&rows)))
+}
+
 /// Fit on the cases `train` with these saturation flags: the fit, its knobs, and every case's prediction there.
 fn fit_with(
     all: &[&Case],

@@ -65,3 +65,48 @@ fn a_verdict_is_held_or_contradicted_only_when_the_interval_says_so() {
     assert!(lo < 1.0 && hi > 3.0, "t interval of three values: {lo} – {hi}");
     assert_eq!(f.mean_ci("y", &[5.0; 4], Unit::Rps).0, "5.00 req/s (the same on all 4 seeds)");
 }
+
+#[test]
+fn an_interval_stays_where_its_figure_can_be() {
+    let mut f = Findings::new("t", String::new());
+    // Shares near 0: a t interval would reach below 0 %.
+    let (shown, (_, lo, hi)) = f.mean_ci("share", &[0.0, 0.0, 0.03], Unit::Share);
+    assert_eq!(lo, 0.0, "{shown}");
+    assert!(hi > 0.03 && hi <= 1.0, "{shown}");
+    assert!(f.mean_ci("full", &[1.0, 1.0, 0.97], Unit::Share).1.2 <= 1.0);
+    // Times and counts cannot be negative; a gap in percent or points can.
+    assert_eq!(f.mean_ci("t", &[0.01, 0.02, 5.0], Unit::Seconds).1.1, 0.0);
+    assert!(f.mean_ci("gap", &[-0.5, 0.0, 0.1], Unit::Percent).1.1 < -0.5);
+    assert!(f.mean_ci("pts", &[-0.5, 0.0, 0.1], Unit::Points).1.1 < -0.5);
+}
+
+#[test]
+fn a_scenario_excerpt_holds_only_what_an_arm_changes() {
+    let base = inferscale::scenario::parse(
+        &std::fs::read_to_string(super::root().join("scenarios/peer-llama3-8b-h100.json")).unwrap(),
+    )
+    .unwrap();
+    let mut arm = base.clone();
+    arm.cluster.replicas = 2;
+    arm.workload.classes[0].slo.e2e_ms = Some(15000.0);
+    arm.admission = inferscale::spec::AdmissionSpec::RandomDrop { probability: 0.25 };
+    let x = findings::Excerpt::of("f.json", &base, &[("a".into(), arm), ("same".into(), base.clone())]);
+    assert_eq!(
+        x.arms[0].1,
+        serde_json::json!({
+            "workload": { "classes": [{ "slo": { "e2e_ms": 15000.0 } }] },
+            "cluster": { "replicas": 2 },
+            // A variant of another kind is shown whole, not merged field by field with the old one.
+            "admission": { "kind": "random_drop", "probability": 0.25 },
+        })
+    );
+    assert_eq!(x.arms[1].1, serde_json::json!({}));
+    // Every section of the report but the bookkeeping and the trust sections names its scenario.
+    let report = findings::report(findings::Config { repetitions: 2, requests: 500 });
+    for s in &report.sections {
+        assert_eq!(s.scenario.is_some(), !["little", "trust"].contains(&s.id.as_str()), "{}", s.id);
+        if let Some(x) = &s.scenario {
+            assert!(super::root().join(&x.file).is_file(), "{}", x.file);
+        }
+    }
+}

@@ -1,69 +1,17 @@
-//! The experiments of the report, each a function that registers its prediction, runs, and answers it. The
-//! load regime is always measured: ρ is the offered rate over the saturation the first experiment measures.
+//! Experiments 1–4 and 12: capacity against the textbook, the tail against the load, prediction error on two
+//! channels, fair queueing across tenants, and Little's law over every run.
 
+use super::runs::{Config, KV_PRESSURE, PEER, Shipped, TENANTS, excerpt, run, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::bench;
-use crate::scenario::{self, ArrivalSpec, Spec};
-
-/// How big the report's runs are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Seeds per figure (seed, seed + 1, …): every headline figure is their mean with its 95 % interval.
-    pub repetitions: u64,
-    /// Requests per run.
-    pub requests: u64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config { repetitions: 5, requests: 10000 }
-    }
-}
+use crate::scenario::{ArrivalSpec, Spec};
 
 /// The loads of the tail experiment, as shares of measured saturation.
 const RHOS: [f64; 4] = [0.5, 0.75, 0.9, 0.95];
 
-/// The report: every experiment from fixed seeds.
-pub fn report(cfg: Config) -> Findings {
-    let mut f = Findings::new(
-        "InferScale findings",
-        format!(
-            "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". The workload is the shipped benchmark scenario (`scenarios/peer-llama3-8b-h100.json`: Llama-3-8B BF16 on one H100-SXM, 256 running sequences at most, token budget 8192, chunked prefill, prompt 1024 and output 256 tokens), {} requests a run.",
-            cfg.repetitions, cfg.requests
-        ),
-    );
-    let mut littles = Vec::new();
-    let sat = textbook_vs_saturation(&mut f, cfg);
-    tail_against_load(&mut f, cfg, sat, &mut littles);
-    prediction_channels(&mut f, cfg, &mut littles);
-    fair_queueing(&mut f, cfg, &mut littles);
-    littles_law(&mut f, &littles);
-    f
-}
-
-/// The shipped scenarios the experiments run.
-const PEER: &str = include_str!("../../scenarios/peer-llama3-8b-h100.json");
-const KV_PRESSURE: &str = include_str!("../../scenarios/kv-pressure.json");
-const TENANTS: &str = include_str!("../../scenarios/bursty-multitenant.json");
-
-/// A shipped scenario on its seed + k, with the report's requests per run.
-fn shipped(text: &str, cfg: Config, k: u64) -> Spec {
-    let mut s = scenario::parse(text).expect("a shipped scenario parses");
-    s.seed = s.seed.wrapping_add(k);
-    s.workload.requests = Some(cfg.requests);
-    s
-}
-
-/// Run `s`, its Little's-law error kept for experiment 8 (every run of the report but the saturation bursts).
-fn run(s: &Spec, littles: &mut Vec<f64>) -> crate::Report {
-    let r = crate::simulate(&scenario::validate(s).expect("a shipped scenario with the report's changes is valid"));
-    littles.push(r.audits.little.relative_error);
-    r
-}
-
 /// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against measured saturation. Returns the
 /// measured saturation's mean, the capacity the later experiments' ρ is measured against.
-fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
+pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
     f.expect(
         "textbook",
         "The textbook capacity — peak decode throughput at the batch cap ÷ mean output length — overstates measured saturation: the gap is above zero, because prefill and the batch's ramp are left out.",
@@ -75,7 +23,7 @@ fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
     let true_rho: Vec<f64> = sats.iter().map(|s| 0.8 * textbook / s).collect();
     let tb = f.figure("textbook.textbook_rps", textbook, Unit::Rps);
     let (sat, (sat_mean, ..)) = f.mean_ci("textbook.saturation_rps", &sats, Unit::Rps);
-    let (gap, (_, lo, hi)) = f.mean_ci("textbook.gap", &gaps, Unit::Percent);
+    let (gap, (gap_mean, lo, hi)) = f.mean_ci("textbook.gap", &gaps, Unit::Percent);
     let (rho, (rho_mean, ..)) = f.mean_ci("textbook.true_rho_at_80", &true_rho, Unit::Percent);
     let planned = f.figure("textbook.planned_rho", 0.8, Unit::Percent);
     let s = f.section(
@@ -85,6 +33,7 @@ fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
     );
     s.setup = "Textbook: a full batch of decodes (context: the mean prompt plus half the mean output) timed by the cost model, times the batch, divided by the mean output. Measured: every request arrives at once and throughput is completions over the time the last one took, on each seed.".into();
     s.regime = "Saturation: the queue never empties until the end.".into();
+    s.scenario = excerpt(PEER, vec![("every run".into(), shipped(PEER, cfg, 0))]);
     s.columns = vec!["Figure".into(), "Value".into()];
     s.rows = vec![
         vec!["Textbook capacity".into(), tb.clone()],
@@ -96,7 +45,8 @@ fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
     f.found(
         "textbook",
         format!(
-            "The textbook says {tb}; the server sustains {sat}, so the textbook misstates capacity by {gap}. A team that plans for {planned} of the textbook figure runs at ρ = {rho} of what it really has{}.",
+            "The textbook says {tb}; the server sustains {sat}, so the textbook {} capacity by {gap}. A team that plans for {planned} of the textbook figure runs at ρ = {rho} of what it really has{}.",
+            if gap_mean >= 0.0 { "overstates" } else { "understates" },
             if rho_mean > 1.0 { ": past saturation, where the queue grows without bound" } else { "" }
         ),
         verdict,
@@ -111,10 +61,15 @@ struct Point {
     tokens_per_s: f64,
 }
 
-fn point(cfg: Config, k: u64, rate: f64, littles: &mut Vec<f64>) -> Point {
-    let mut s = shipped(PEER, cfg, k);
+/// The benchmark scenario at Poisson rate `rate` on seed k.
+fn at_rate(sc: Shipped, cfg: Config, k: u64, rate: f64) -> Spec {
+    let mut s = shipped(sc, cfg, k);
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
-    let r = run(&s, littles);
+    s
+}
+
+fn point(cfg: Config, k: u64, rate: f64, littles: &mut Vec<f64>) -> Point {
+    let r = run(&at_rate(PEER, cfg, k, rate), littles);
     Point {
         ttft_p99_s: r.summary.ttft_s.p99,
         tpot_p95_s: r.summary.tpot_s.p95,
@@ -123,7 +78,7 @@ fn point(cfg: Config, k: u64, rate: f64, littles: &mut Vec<f64>) -> Point {
 }
 
 /// Experiment 2, tail TTFT and TPOT as the load approaches measured saturation.
-fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<f64>) {
+pub(super) fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<f64>) {
     f.expect(
         "tail",
         "From ρ = 0.75 to ρ = 0.95 of measured saturation, p99 TTFT rises more than fivefold while p95 TPOT rises by less than half: the queue, not the GPU, makes the tail.",
@@ -157,6 +112,7 @@ fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<
     s.setup = "Poisson arrivals at each share ρ of the saturation measured in experiment 1, on the same seeds; p99 TTFT, p95 TPOT and output tokens per second of each run, averaged over the seeds.".into();
     s.regime =
         "ρ = offered rate ÷ measured saturation (experiment 1), from below half to just under saturation.".into();
+    s.scenario = excerpt(PEER, RHOS.map(|rho| (format!("ρ = {rho}"), at_rate(PEER, cfg, 0, rho * sat))).to_vec());
     s.columns = ["ρ", "Offered", "p99 TTFT", "p95 TPOT", "Output tokens/s"].map(String::from).to_vec();
     s.rows = rows;
     let verdict = Verdict::of(t_lo, t_hi, 5.0, true).and(Verdict::of(p_lo, p_hi, 1.5, false));
@@ -190,7 +146,7 @@ fn channel_spec(cfg: Config, k: u64, sjf: bool, order: f64, reserve: f64) -> Spe
 
 /// Experiment 3, output-length prediction error on the ordering channel (SJF's queue order) against the
 /// memory channel (the KV reserved at admission), each varied with the other exact.
-fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     f.expect(
         "channels",
         "On a server whose KV cache binds, at ρ = 0.9, an output-length prediction off by a factor of 8 (one standard deviation) leaves SJF's gain over FCFS within 5 points of SLO attainment of the exact prediction's, while the same error in the KV reserved at admission costs FCFS more than 20 points.",
@@ -219,7 +175,7 @@ fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
         rows.push(vec![
             f.figure(&format!("{id}.factor"), e, Unit::Times),
             f.mean_ci(&format!("{id}.sjf_gain"), &sjf, Unit::Points).0,
-            f.mean_ci(&format!("{id}.reserve_attainment"), &reserve, Unit::Percent).0,
+            f.mean_ci(&format!("{id}.reserve_attainment"), &reserve, Unit::Share).0,
         ]);
         gains.push(sjf);
         drops.push(reserve);
@@ -227,7 +183,7 @@ fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     let (last, first) = (ERROR_FACTORS.len() - 1, 0);
     let loss: Vec<f64> = gains[first].iter().zip(&gains[last]).map(|(a, b)| a - b).collect();
     let cost: Vec<f64> = drops[first].iter().zip(&drops[last]).map(|(a, b)| a - b).collect();
-    let (fcfs_shown, _) = f.mean_ci("channels.fcfs_attainment", &fcfs, Unit::Percent);
+    let (fcfs_shown, _) = f.mean_ci("channels.fcfs_attainment", &fcfs, Unit::Share);
     let (loss_shown, (_, l_lo, l_hi)) = f.mean_ci("channels.sjf_gain_lost", &loss, Unit::Points);
     let (cost_shown, (_, c_lo, c_hi)) = f.mean_ci("channels.reserve_cost", &cost, Unit::Points);
     let rate_shown = f.figure("channels.rate_rps", rate, Unit::Rps);
@@ -241,6 +197,20 @@ fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     );
     s.regime = format!(
         "ρ = 0.9 of the saturation measured on this scenario (FCFS, exact predictions, every request at once): {sat_shown}."
+    );
+    let arm = |sjf: bool, order: f64, reserve: f64| {
+        let mut s = channel_spec(cfg, 0, sjf, order, reserve);
+        s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
+        s
+    };
+    let last = ERROR_FACTORS[ERROR_FACTORS.len() - 1];
+    s.scenario = excerpt(
+        KV_PRESSURE,
+        vec![
+            ("FCFS, exact".into(), arm(false, 1.0, 1.0)),
+            (format!("SJF ordering on a prediction off by ×{last}"), arm(true, last, 1.0)),
+            (format!("FCFS reserving on a prediction off by ×{last}"), arm(false, 1.0, last)),
+        ],
     );
     s.columns = ["Error factor", "SJF's gain over FCFS", "FCFS attainment, KV reserved on the prediction"]
         .map(String::from)
@@ -260,19 +230,22 @@ fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
 /// bursty-multitenant (a noisy tenant bursting beside two steady ones) under DRR or FCFS, on seed k: the
 /// steady tenants' worst p99 TTFT and the total throughput.
 fn tenants_run(cfg: Config, k: u64, drr: bool, littles: &mut Vec<f64>) -> (f64, f64) {
-    use crate::scenario::SchedulerSpec;
-    let mut s = shipped(TENANTS, cfg, k);
-    if !drr {
-        s.scheduler = SchedulerSpec::Fcfs;
-    }
-    let r = run(&s, littles);
+    let r = run(&tenants_spec(cfg, k, drr), littles);
     let steady = r.tenants.iter().filter(|t| t.name != "noisy").map(|t| t.ttft_s.p99).fold(0.0, f64::max);
     (steady, r.summary.output_tokens_per_s)
 }
 
+fn tenants_spec(cfg: Config, k: u64, drr: bool) -> Spec {
+    let mut s = shipped(TENANTS, cfg, k);
+    if !drr {
+        s.scheduler = crate::scenario::SchedulerSpec::Fcfs;
+    }
+    s
+}
+
 /// Experiment 4, deficit round robin against FCFS across tenants: the steady tenants' tail against the
 /// total throughput.
-fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     f.expect(
         "drr",
         "Against FCFS, DRR over tenants cuts the steady tenants' p99 TTFT by more than 1.5× while a noisy tenant bursts, at a cost in total output throughput under 2 %.",
@@ -310,6 +283,10 @@ fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     s.regime = format!(
         "Bursts at ρ = {rho_on} and quiet spells at ρ = {rho_off} of the saturation measured on this scenario (DRR, every request at once): {sat_shown}."
     );
+    s.scenario = excerpt(
+        TENANTS,
+        vec![("FCFS".into(), tenants_spec(cfg, 0, false)), ("DRR".into(), tenants_spec(cfg, 0, true))],
+    );
     s.columns = ["Scheduler", "Steady tenants' p99 TTFT", "Output tokens/s"].map(String::from).to_vec();
     s.rows = rows.to_vec();
     let verdict = Verdict::of(t_lo, t_hi, 1.5, true).and(Verdict::of(c_lo, c_hi, 0.02, false));
@@ -322,8 +299,8 @@ fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     );
 }
 
-/// Experiment 8, Little's law (L = λW) on every run of the report.
-fn littles_law(f: &mut Findings, errors: &[f64]) {
+/// Experiment 12, Little's law (L = λW) on every run of the report.
+pub(super) fn littles_law(f: &mut Findings, errors: &[f64]) {
     f.expect(
         "little",
         "Little's law holds within 0.1 % on every run of this report (the engine's time-weighted gauges are exact).",
@@ -331,9 +308,9 @@ fn littles_law(f: &mut Findings, errors: &[f64]) {
     let worst = errors.iter().copied().fold(0.0, f64::max);
     let n = f.figure("little.runs", errors.len() as f64, Unit::Count);
     let w = f.figure("little.worst_relative_error", worst, Unit::Relative);
-    let s = f.section("little", "8. Little's law", "Does the simulator's own bookkeeping obey L = λW?");
+    let s = f.section("little", "12. Little's law", "Does the simulator's own bookkeeping obey L = λW?");
     s.setup = "The engine's audit on each run above: the time-average number in the system against the arrival rate times the mean time in the system, over the whole run.".into();
-    s.regime = "Every load of experiment 2.".into();
+    s.regime = "Every run of experiments 2–11 (the saturation bursts aside): below, at and past saturation.".into();
     let verdict = if worst < 0.001 { Verdict::Held } else { Verdict::Contradicted };
     f.found("little", format!("Over {n} runs the largest relative error of L against λW is {w}."), verdict);
 }

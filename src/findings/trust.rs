@@ -1,0 +1,108 @@
+//! Experiment 13: how far to trust the experiments above — the uncalibrated cost model they all use, held to
+//! public measured runs it was never fitted to (docs/validation.md's series and split).
+
+use super::{Findings, Unit, Verdict};
+use crate::truth::{Bundle, calibrate, validation::Manifest};
+
+const MANIFEST: &str = include_str!("../../tests/data/public/validation.json");
+/// The manifest's files by their names in it (the core reads no files).
+const FILES: [(&str, &str); 8] = [
+    ("llama-2-7b.json", include_str!("../../tests/data/public/llama-2-7b.json")),
+    ("llama-2-7b.bundle.json", include_str!("../../tests/data/public/llama-2-7b.bundle.json")),
+    ("llama-2-70b.json", include_str!("../../tests/data/public/llama-2-70b.json")),
+    ("llama-2-70b.bundle.json", include_str!("../../tests/data/public/llama-2-70b.bundle.json")),
+    ("codellama-34b.json", include_str!("../../tests/data/public/codellama-34b.json")),
+    ("codellama-34b.bundle.json", include_str!("../../tests/data/public/codellama-34b.bundle.json")),
+    ("mixtral-8x7b.json", include_str!("../../tests/data/public/mixtral-8x7b.json")),
+    ("mixtral-8x7b.bundle.json", include_str!("../../tests/data/public/mixtral-8x7b.bundle.json")),
+];
+
+fn file(name: &str) -> &'static str {
+    FILES.iter().find(|(n, _)| *n == name).map_or("", |(_, text)| text)
+}
+
+/// One series' uncalibrated held-out error: its name, the figures, the median APE and the mean APE of TTFT
+/// and of E2E (each over the median and mean figures).
+struct SeriesError {
+    name: String,
+    figures: usize,
+    median: f64,
+    ttft: f64,
+    e2e: f64,
+}
+
+fn series_errors() -> Result<Vec<SeriesError>, String> {
+    let m: Manifest = serde_json::from_str(MANIFEST).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for s in &m.series {
+        let base = crate::scenario::parse(file(&s.scenario)).map_err(|e| format!("{}: {e}", s.scenario))?;
+        let bundle = Bundle::parse(file(&s.bundle))?;
+        let (headline, metrics) = calibrate::uncalibrated_held_out(&base, &bundle.cases, &s.train)?;
+        let mean_of = |prefix: &str| {
+            let xs: Vec<f64> =
+                metrics.iter().filter(|e| e.metric.starts_with(prefix)).filter_map(|e| e.baseline).collect();
+            xs.iter().sum::<f64>() / xs.len().max(1) as f64
+        };
+        out.push(SeriesError {
+            name: s.name.clone(),
+            figures: headline.figures,
+            median: headline.baseline.unwrap_or(f64::NAN),
+            ttft: mean_of("TTFT"),
+            e2e: mean_of("E2E"),
+        });
+    }
+    Ok(out)
+}
+
+/// Experiment 13, the model's held-out error beside the conclusions it could overturn.
+pub(super) fn trust(f: &mut Findings) {
+    f.expect(
+        "trust",
+        "The uncalibrated cost model every experiment above runs on predicts the latency of measured runs it was never fitted to within 10 % (median absolute percentage error over TTFT and E2E) on every public series.",
+    );
+    let series = series_errors().unwrap_or_default();
+    let mut rows = Vec::new();
+    for (i, e) in series.iter().enumerate() {
+        let id = format!("trust.{i}");
+        rows.push(vec![
+            e.name.clone(),
+            f.figure(&format!("{id}.figures"), e.figures as f64, Unit::Count),
+            f.figure(&format!("{id}.median_ape"), e.median, Unit::Percent),
+            f.figure(&format!("{id}.ttft_ape"), e.ttft, Unit::Percent),
+            f.figure(&format!("{id}.e2e_ape"), e.e2e, Unit::Percent),
+        ]);
+    }
+    let fold = |init: f64, pick: fn(f64, f64) -> f64, x: fn(&SeriesError) -> f64| series.iter().map(x).fold(init, pick);
+    let (lo, hi) = (fold(f64::INFINITY, f64::min, |e| e.median), fold(0.0, f64::max, |e| e.median));
+    let ttft = (fold(f64::INFINITY, f64::min, |e| e.ttft), fold(0.0, f64::max, |e| e.ttft));
+    let e2e = (fold(f64::INFINITY, f64::min, |e| e.e2e), fold(0.0, f64::max, |e| e.e2e));
+    let range = |f: &mut Findings, id: &str, (a, b): (f64, f64)| {
+        format!(
+            "{} – {}",
+            f.figure(&format!("{id}_min"), a, Unit::Percent),
+            f.figure(&format!("{id}_max"), b, Unit::Percent)
+        )
+    };
+    let (median_shown, ttft_shown, e2e_shown) =
+        (range(f, "trust.median_ape", (lo, hi)), range(f, "trust.ttft_ape", ttft), range(f, "trust.e2e_ape", e2e));
+    let s = f.section(
+        "trust",
+        "13. How far to trust the above",
+        "How close is the model every experiment above runs on to real measured serving — and which of the conclusions could its error overturn?",
+    );
+    s.setup = "The public measured series of docs/validation.md (vLLM v0.15.1 on H100, four models, measured with inference-perf) and the same split: each series' held-out runs — the profiles a calibration would not see — predicted by the uncalibrated roofline cost model, the one every shipped scenario and every experiment above uses. Held-out runs past saturation count in no latency error, as in docs/validation.md; the figures are TTFT and E2E, median and mean.".into();
+    s.regime =
+        "Each measured run at its own offered rate; runs the measured server could not keep up with are left out."
+            .into();
+    s.columns =
+        ["Series", "Held-out figures", "Median APE", "TTFT mean APE", "E2E mean APE"].map(String::from).to_vec();
+    s.rows = rows;
+    let verdict = if series.is_empty() { Verdict::Inconclusive } else { Verdict::of(lo, hi, 0.10, false) };
+    f.found(
+        "trust",
+        format!(
+            "Held out, the uncalibrated model is off by {median_shown} (median APE per series): by {ttft_shown} on TTFT and by {e2e_shown} on E2E. The error is in the time to first token — prefill and the serving stack's work before it, which docs/validation.md's calibration fits — while E2E, which decode time dominates, is closer. So a conclusion that sets prefill time against decode time rests on the figure the model gets most wrong: experiment 1's gap, 8's split of prefill and decode workers, 9's saved prefill, 10's recomputed history against a restore, 11's prefill-only steps. Calibrate on your own measured runs (docs/truth.md) before acting on those. A comparison whose arms do the same work — 3, 4, 5, 6, 7 — shares the error between its arms, and its direction is safer than its size; 12 is bookkeeping and holds whatever the model."
+        ),
+        verdict,
+    );
+}
