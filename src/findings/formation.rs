@@ -1,6 +1,6 @@
 //! Experiment 11: which objective each engine's batch formation gives up at the same load.
 
-use super::runs::{Config, PEER, excerpt, run, shipped};
+use super::runs::{Config, PEER, Runs, excerpt, run, saturation, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::scenario::ArrivalSpec;
 use crate::spec::BatchFormationSpec;
@@ -12,8 +12,15 @@ const FORMATIONS: [(&str, &str, BatchFormationSpec); 3] = [
     ("sglang_mixed", "SGLang --enable-mixed-chunk", BatchFormationSpec::SglangMixed),
 ];
 
+/// SGLang's formations reserve and retract by their own rules: a base that over-subscribes KV or names a
+/// preemption victim (vLLM-only settings) has them reset for every formation alike.
+fn sglang_ready(s: &mut crate::scenario::Spec) {
+    s.engine.kv_oversubscription = 1.0;
+    s.engine.preemption.victim = Default::default();
+}
+
 /// Experiment 11, vLLM- against SGLang-style batch formation on the benchmark scenario at ρ = 0.9.
-pub(super) fn formation(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<f64>) {
+pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect(
         "formation",
         "At ρ = 0.9 on the benchmark scenario, SGLang's default formation — a step that can prefill prefills only, and decoding waits — gives a lower p99 TTFT than vLLM's mixed steps and a higher p95 TPOT: each gives up the objective the other protects.",
@@ -26,7 +33,8 @@ pub(super) fn formation(f: &mut Findings, cfg: Config, sat: f64, littles: &mut V
                     let mut s = shipped(PEER, cfg, k);
                     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
                     s.engine.batch_formation = *formation;
-                    let saturation = crate::bench::saturation_rps(&s, cfg.requests);
+                    sglang_ready(&mut s);
+                    let saturation = saturation(&s, cfg, littles);
                     let r = run(&s, littles).summary;
                     [saturation, r.ttft_s.p99, r.tpot_s.p95, r.output_tokens_per_s]
                 })
@@ -55,6 +63,16 @@ pub(super) fn formation(f: &mut Findings, cfg: Config, sat: f64, littles: &mut V
     let (saturation, _) = f.mean_ci("formation.sglang_over_vllm_saturation", &ratio(0), Unit::Times);
     let (tpot, (_, p_lo, p_hi)) = f.mean_ci("formation.sglang_over_vllm_tpot_p95", &ratio(2), Unit::Times);
     let rate_shown = f.figure("formation.rate_rps", rate, Unit::Rps);
+    let series = |what: &str| {
+        (FORMATIONS.iter().enumerate()).map(|(i, (id, ..))| (i as f64, format!("formation.{id}.{what}"))).collect()
+    };
+    let chart = f.chart(
+        "bars",
+        "The tail of each formation at the same rate",
+        ("", "ms"),
+        vec!["vLLM V1".into(), "SGLang default".into(), "SGLang mixed chunk".into()],
+        vec![("p99 TTFT".into(), series("ttft_p99")), ("p95 TPOT".into(), series("tpot_p95"))],
+    );
     let s = f.section(
         "formation",
         "11. Batch formation: vLLM against SGLang",
@@ -66,17 +84,20 @@ pub(super) fn formation(f: &mut Findings, cfg: Config, sat: f64, littles: &mut V
     s.regime = "ρ = 0.9 of the saturation measured in experiment 1 (vLLM's formation); each formation's own saturation, measured the same way on each seed, is in the table.".into();
     s.scenario = excerpt(
         PEER,
+        cfg,
         (FORMATIONS.iter())
             .map(|(_, name, formation)| {
                 let mut s = shipped(PEER, cfg, 0);
                 s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
                 s.engine.batch_formation = *formation;
+                sglang_ready(&mut s);
                 (name.to_string(), s)
             })
             .collect(),
     );
     s.columns = ["Formation", "Saturation", "p99 TTFT", "p95 TPOT", "Output tokens/s"].map(String::from).to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let verdict = Verdict::of(t_lo, t_hi, 1.0, false).and(Verdict::of(p_lo, p_hi, 1.0, true));
     f.found(
         "formation",

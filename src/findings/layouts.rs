@@ -1,9 +1,8 @@
 //! Experiments 8 and 9: how the same four GPUs are laid out — prefill and decode apart or together — and what
 //! reusing shared prefixes' KV is worth.
 
-use super::runs::{Config, Shipped, excerpt, run, shipped, shipped_scenario};
+use super::runs::{Config, Runs, Shipped, excerpt, run, saturation, shipped, shipped_scenario};
 use super::{Findings, Unit, Verdict};
-use crate::bench;
 use crate::scenario::{ArrivalSpec, Spec};
 
 const PD: Shipped = shipped_scenario!("scenarios/pd-llama3-8b-h100.json");
@@ -13,12 +12,14 @@ const SPLITS: [(u32, u32); 3] = [(1, 3), (2, 2), (3, 1)];
 
 /// The P/D scenario on seed k: colocated (`split` None) on all its workers, or disaggregated as `split`, with
 /// the prefix cache on or off.
-fn layout(cfg: Config, k: u64, split: Option<(u32, u32)>, caching: bool) -> Spec {
+fn layout(cfg: &Config, k: u64, split: Option<(u32, u32)>, caching: bool) -> Spec {
     let mut s = shipped(PD, cfg, k);
     match split {
-        None => s.cluster.disaggregation = None,
+        // The same four GPUs (on another base than the shipped one, its replica count is set to four).
+        None => (s.cluster.disaggregation, s.cluster.replicas) = (None, 4),
         Some((p, d)) => {
-            let dis = s.cluster.disaggregation.as_mut().expect("the P/D scenario is disaggregated");
+            let default = crate::study::pd::default_disaggregation(&s);
+            let dis = s.cluster.disaggregation.get_or_insert(default);
             (dis.prefill.replicas, dis.decode.replicas) = (p, d);
         }
     }
@@ -31,7 +32,7 @@ fn layout(cfg: Config, k: u64, split: Option<(u32, u32)>, caching: bool) -> Spec
 /// One run's goodput per GPU, SLO attainment, p99 TTFT and p95 TPOT.
 type Outcome = [f64; 4];
 
-fn at_rate(mut s: Spec, rate: f64, littles: &mut Vec<f64>) -> Outcome {
+fn at_rate(mut s: Spec, rate: f64, littles: &mut Runs) -> Outcome {
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
     let r = run(&s, littles).summary;
     [r.goodput_per_gpu_rps, r.slo_attainment, r.ttft_s.p99, r.tpot_s.p95]
@@ -61,8 +62,8 @@ const HALVINGS: u32 = 7;
 
 /// The highest offered rate at which `spec` keeps SLO attainment at `TARGET` or more, found by halving the
 /// bracket from 0 to its measured saturation, and that run's p99 TTFT and p95 TPOT.
-fn slo_capacity(spec: &Spec, cfg: Config, littles: &mut Vec<f64>) -> [f64; 4] {
-    let sat = bench::saturation_rps(spec, cfg.requests);
+fn slo_capacity(spec: &Spec, cfg: &Config, littles: &mut Runs) -> [f64; 4] {
+    let sat = saturation(spec, cfg, littles);
     let (mut lo, mut hi, mut at_lo) = (0.0, sat, [0.0; 4]);
     for _ in 0..HALVINGS {
         let mid = (lo + hi) / 2.0;
@@ -77,7 +78,7 @@ fn slo_capacity(spec: &Spec, cfg: Config, littles: &mut Vec<f64>) -> [f64; 4] {
 }
 
 /// Experiment 8, prefill/decode disaggregation against colocated serving on the same four GPUs.
-pub(super) fn disaggregation(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "pd",
         "On the same four GPUs, the best prefill:decode split sustains a higher rate at 90 % SLO attainment than colocated serving: decode freed from prefill's interference meets its TPOT objective at a load colocated serving cannot.",
@@ -111,6 +112,15 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: Config, littles: &mut Vec<f6
     let gain: Vec<f64> = capacity(best).iter().zip(&capacity(0)).map(|(p, c)| p / c - 1.0).collect();
     let (gain_shown, (_, lo, hi)) = f.mean_ci("pd.best_split_gain", &gain, Unit::Percent);
     let target = f.figure("pd.target", TARGET, Unit::Percent);
+    let chart = f.bars(
+        "Highest rate at the objectives",
+        "req/s",
+        (arms.iter())
+            .map(|a| {
+                (name(a), a.map_or("pd.colocated".into(), |(p, d)| format!("pd.split_{p}_{d}")) + ".slo_capacity_rps")
+            })
+            .collect(),
+    );
     let s = f.section(
         "pd",
         "8. Prefill/decode disaggregation against colocated serving",
@@ -121,11 +131,12 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: Config, littles: &mut Vec<f6
     );
     s.regime =
         format!("Each layout at its own capacity under the objectives ({target} attainment), measured, never derived.");
-    s.scenario = excerpt(PD, arms.iter().map(|a| (name(a), layout(cfg, 0, *a, true))).collect());
+    s.scenario = excerpt(PD, cfg, arms.iter().map(|a| (name(a), layout(cfg, 0, *a, true))).collect());
     s.columns = ["Layout", "Saturation", "Rate at the objectives", "p99 TTFT there", "p95 TPOT there"]
         .map(String::from)
         .to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     f.found(
         "pd",
         format!(
@@ -148,14 +159,14 @@ fn mean(x: &[f64]) -> f64 {
 }
 
 /// Experiment 9, the prefix cache on and off on the colocated fleet.
-pub(super) fn prefix_reuse(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "prefix",
         "When 60 % of requests open with one of 8 shared 1024-token prefixes, caching the prefixes' KV raises the colocated fleet's measured saturation by more than 10 % and cuts p99 TTFT at ρ = 0.9 (of the uncached saturation) by more than a fifth.",
     );
     let seeds = 0..cfg.repetitions;
-    let sat = |caching: bool| -> Vec<f64> {
-        seeds.clone().map(|k| bench::saturation_rps(&layout(cfg, k, None, caching), cfg.requests)).collect()
+    let mut sat = |caching: bool| -> Vec<f64> {
+        seeds.clone().map(|k| saturation(&layout(cfg, k, None, caching), cfg, littles)).collect()
     };
     let (off, on) = (sat(false), sat(true));
     let (off_shown, (off_mean, ..)) = f.mean_ci("prefix.saturation_off_rps", &off, Unit::Rps);
@@ -163,7 +174,7 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>
     let gain: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b - 1.0).collect();
     let (gain_shown, (_, g_lo, g_hi)) = f.mean_ci("prefix.saturation_gain", &gain, Unit::Percent);
     let rate = 0.9 * off_mean;
-    let outs = |caching: bool, littles: &mut Vec<f64>| -> Vec<Outcome> {
+    let outs = |caching: bool, littles: &mut Runs| -> Vec<Outcome> {
         seeds.clone().map(|k| at_rate(layout(cfg, k, None, caching), rate, littles)).collect()
     };
     let (plain, cached) = (outs(false, littles), outs(true, littles));
@@ -174,6 +185,11 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>
         row(f, "prefix.on", "Prefix cache on".into(), &cached),
     ];
     let rate_shown = f.figure("prefix.rate_rps", rate, Unit::Rps);
+    let chart = f.bars(
+        "p99 TTFT at the same rate",
+        "ms",
+        vec![("Cache off".into(), "prefix.off.ttft_p99".into()), ("Cache on".into(), "prefix.on.ttft_p99".into())],
+    );
     let s = f.section(
         "prefix",
         "9. Prefix reuse",
@@ -186,6 +202,7 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>
         "ρ = 0.9 of the saturation measured with the cache off; with it on, the same rate is a lighter load.".into();
     s.scenario = excerpt(
         PD,
+        cfg,
         [("cache off", false), ("cache on", true)]
             .map(|(label, caching)| {
                 let mut s = layout(cfg, 0, None, caching);
@@ -196,6 +213,7 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>
     );
     s.columns = COLUMNS.map(String::from).to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     f.found(
         "prefix",
         format!("Caching the shared prefixes raises measured saturation by {gain_shown} and cuts p99 TTFT at that load by {cut_shown}: every cached prefix is prefill the GPU does not redo."),

@@ -1,9 +1,8 @@
 //! Experiments 7 and 10: over-subscribing the KV cache at admission, where memory binds and where the batch cap
 //! does; and where an agent session's KV waits between turns.
 
-use super::runs::{Config, KV_PRESSURE, Shipped, excerpt, run, shipped, shipped_scenario};
+use super::runs::{Config, KV_PRESSURE, Runs, Shipped, excerpt, run, saturation, shipped, shipped_scenario};
 use super::{Findings, Unit, Verdict};
-use crate::bench;
 use crate::scenario::{self, ArrivalSpec, PredictorSpec, RetentionSpec, SchedulerSpec, Spec};
 
 /// Each request reserves this share of its predicted KV: admission lets reservations reach 1 ÷ it of the cache.
@@ -13,12 +12,14 @@ const RESERVE_SHARE: f64 = 0.85;
 const SMALL_BATCH: u32 = 12;
 
 /// kv-pressure with exact reservations, FCFS, the batch cap `seqs`, over-subscribed by `over`, on seed k.
-fn kv_spec(cfg: Config, k: u64, seqs: u32, over: f64) -> Spec {
+fn kv_spec(cfg: &Config, k: u64, seqs: u32, over: f64) -> Spec {
     let mut s = shipped(KV_PRESSURE, cfg, k);
     s.scheduler = SchedulerSpec::Fcfs;
     (s.estimator.order, s.estimator.reserve) = (PredictorSpec::Oracle, PredictorSpec::Oracle);
     s.engine.max_num_seqs = seqs;
     s.engine.kv_oversubscription = over;
+    // Over-subscription is vLLM's admission rule (SGLang's formations reserve by their own).
+    s.engine.batch_formation = Default::default();
     s
 }
 
@@ -26,20 +27,20 @@ fn kv_spec(cfg: Config, k: u64, seqs: u32, over: f64) -> Spec {
 type Outcome = (f64, f64, f64);
 
 /// Experiment 7, reserving 0.85 of each request's KV against all of it, in both regimes.
-pub(super) fn oversubscription(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn oversubscription(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "oversub",
         "Reserving 0.85 of each request's KV at admission instead of all of it gains more than 5 points of SLO attainment where the KV cache binds, and changes it by less than 1 point where the batch cap binds first: over-subscription only pays where memory is the limit.",
     );
     let regimes = [("KV binds", "the KV cache binds", 256), ("Batch cap binds", "the batch cap binds", SMALL_BATCH)];
     let mut rows = Vec::new();
-    let (mut gains, mut sats_shown, mut arms) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut gains, mut sats_shown, mut arms, mut bars) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, (name, phrase, seqs)) in regimes.into_iter().enumerate() {
         let id = format!("oversub.{}", if i == 0 { "kv" } else { "batch" });
         let sats: Vec<f64> =
-            (0..cfg.repetitions).map(|k| bench::saturation_rps(&kv_spec(cfg, k, seqs, 1.0), cfg.requests)).collect();
+            (0..cfg.repetitions).map(|k| saturation(&kv_spec(cfg, k, seqs, 1.0), cfg, littles)).collect();
         let (sat_shown, (sat, ..)) = f.mean_ci(&format!("{id}.saturation_rps"), &sats, Unit::Rps);
-        let arm = |over: f64, littles: &mut Vec<f64>| -> Vec<Outcome> {
+        let arm = |over: f64, littles: &mut Runs| -> Vec<Outcome> {
             (0..cfg.repetitions)
                 .map(|k| {
                     let mut s = kv_spec(cfg, k, seqs, over);
@@ -57,6 +58,7 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: Config, littles: &mut Vec<
         }
         for (reserve, outs) in [(1.0, &full), (RESERVE_SHARE, &share)] {
             let id = format!("{id}.reserve_{reserve}");
+            bars.push((format!("{name}, {}", Unit::Percent.show(reserve)), format!("{id}.attainment")));
             let col = |f: &mut Findings, what: &str, unit: Unit, x: fn(&Outcome) -> f64| {
                 f.mean_ci(&format!("{id}.{what}"), &outs.iter().map(x).collect::<Vec<_>>(), unit).0
             };
@@ -72,6 +74,7 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: Config, littles: &mut Vec<
         let gain: Vec<f64> = share.iter().zip(&full).map(|(a, b)| a.0 - b.0).collect();
         gains.push(f.mean_ci(&format!("{id}.gain"), &gain, Unit::Points));
     }
+    let chart = f.bars("SLO attainment by the share of KV reserved", "%", bars);
     let s = f.section(
         "oversub",
         "7. Over-subscribing the KV cache",
@@ -86,11 +89,12 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: Config, littles: &mut Vec<
         "ρ = 0.9 of the saturation measured in each regime with full reservations (every request at once): {}.",
         sats_shown.join("; ")
     );
-    s.scenario = excerpt(KV_PRESSURE, arms);
+    s.scenario = excerpt(KV_PRESSURE, cfg, arms);
     s.columns = ["Regime", "Share of KV reserved", "SLO attainment", "Output tokens/s", "Preemptions"]
         .map(String::from)
         .to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let [(kv, (_, k_lo, k_hi)), (batch, (_, b_lo, b_hi))] = [gains[0].clone(), gains[1].clone()];
     let verdict = Verdict::of(k_lo, k_hi, 0.05, true)
         .and(Verdict::of(b_lo, b_hi, -0.01, true))
@@ -109,7 +113,7 @@ const BUDGETS: [f64; 4] = [1.0, 0.5, 0.25, 0.1];
 
 /// The agent-sessions scenario on seed k with `retention` and a per-worker budget (blocks) for retained
 /// history: sessions enough for about the report's requests in turns (10 a session on average).
-fn agents_spec(cfg: Config, k: u64, retention: RetentionSpec, budget_blocks: Option<u64>) -> Spec {
+fn agents_spec(cfg: &Config, k: u64, retention: RetentionSpec, budget_blocks: Option<u64>) -> Spec {
     let mut s = shipped(AGENTS, cfg, k);
     s.workload.requests = Some((cfg.requests / 10).max(1));
     if let Some(x) = &mut s.workload.sessions {
@@ -120,18 +124,21 @@ fn agents_spec(cfg: Config, k: u64, retention: RetentionSpec, budget_blocks: Opt
 }
 
 /// One agent run's p95 turn TTFT and the share of history not prefilled again.
-fn agent_run(s: &Spec, littles: &mut Vec<f64>) -> (f64, f64) {
+fn agent_run(s: &Spec, littles: &mut Runs) -> (f64, f64) {
     let r = run(s, littles);
     r.sessions.as_ref().map_or((f64::NAN, f64::NAN), |x| (x.turn_ttft_s.p95, x.reuse))
 }
 
 /// Experiment 10, where an agent session's KV waits between turns — HBM, HBM for a while, or host memory — as the
 /// HBM budget for it shrinks.
-pub(super) fn retention(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn retention(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "retention",
         "With the whole working set as its HBM budget, keeping a session's history in HBM between turns gives a p95 turn TTFT more than 20 % below moving it to host memory at once; at a tenth of that budget it loses the lead: host offload or a 10 s TTL does at least as well.",
     );
+    if shipped(AGENTS, cfg, 0).workload.sessions.is_none() {
+        return littles.refuse("needs agent sessions (workload.sessions)");
+    }
     let policies = [
         ("Retain", RetentionSpec::Retain),
         ("TTL 10 s", RetentionSpec::Ttl { ttl_s: Some(10.0) }),
@@ -174,6 +181,14 @@ pub(super) fn retention(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     let after: Vec<f64> = (0..last[0].len()).map(|k| last[0][k] / last[1][k].min(last[2][k]) - 1.0).collect();
     let (lead_shown, (_, l_lo, l_hi)) = f.mean_ci("retention.full_budget_lead", &lead, Unit::Percent);
     let (after_shown, (_, a_lo, a_hi)) = f.mean_ci("retention.smallest_budget_excess", &after, Unit::Percent);
+    let line = |p: usize| BUDGETS.map(|b| (b, format!("retention.x{b}.{p}.turn_ttft_p95"))).to_vec();
+    let chart = f.chart(
+        "lines",
+        "p95 turn TTFT as the HBM budget shrinks",
+        ("HBM budget (× the reference working set)", "ms"),
+        vec![],
+        policies.iter().enumerate().map(|(p, (name, _))| (name.to_string(), line(p))).collect(),
+    );
     let s = f.section(
         "retention",
         "10. Agent sessions: where history waits between turns",
@@ -189,10 +204,12 @@ pub(super) fn retention(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
     let full = (reference[0].round().max(1.0)) as u64;
     s.scenario = excerpt(
         AGENTS,
+        cfg,
         policies.iter().map(|(name, r)| (format!("{name} at 1×"), agents_spec(cfg, 0, *r, Some(full)))).collect(),
     );
     s.columns = ["HBM budget", "Retention", "p95 turn TTFT", "History reused"].map(String::from).to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let verdict = Verdict::of(l_lo, l_hi, 0.20, true).and(Verdict::of(a_lo, a_hi, 0.0, true));
     let fold = |init: f64, pick: fn(f64, f64) -> f64| last.iter().flatten().copied().fold(init, pick);
     let (low, high) = (

@@ -15,31 +15,83 @@ mod trust;
 use serde::Serialize;
 
 pub use runs::Config;
+use runs::Runs;
 
 /// The report: every experiment from fixed seeds.
 pub fn report(cfg: Config) -> Findings {
-    let mut f = Findings::new(
-        "InferScale findings",
-        format!(
-            "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows; 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. Each runs a shipped scenario (`scenarios/`), named with the fields it changes, at a load stated as ρ against the saturation measured on that scenario — never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
-            cfg.repetitions, cfg.requests
+    match report_with(&cfg, &mut |_, _| {}) {
+        Ok(f) => f,
+        // The shipped scenarios are valid with every change an experiment makes (the report's test runs them).
+        Err(e) => Findings::new("InferScale findings: refused", e.join("; ")),
+    }
+}
+
+/// The experiments in order: (id, run it). Each takes the configuration, the saturation experiment 1 measured
+/// (the benchmark scenario's) and the runs so far.
+type Experiment = (&'static str, fn(&mut Findings, &Config, f64, &mut Runs));
+
+const EXPERIMENTS: [Experiment; 12] = [
+    ("tail", |f, c, sat, r| queueing::tail_against_load(f, c, sat, r)),
+    ("channels", |f, c, _, r| queueing::prediction_channels(f, c, r)),
+    ("drr", |f, c, _, r| queueing::fair_queueing(f, c, r)),
+    ("fleet", |f, c, sat, r| overload::fleet_or_shed(f, c, sat, r)),
+    ("deadline", |f, c, sat, r| overload::deadline_or_random(f, c, sat, r)),
+    ("oversub", |f, c, _, r| memory::oversubscription(f, c, r)),
+    ("pd", |f, c, _, r| layouts::disaggregation(f, c, r)),
+    ("prefix", |f, c, _, r| layouts::prefix_reuse(f, c, r)),
+    ("retention", |f, c, _, r| memory::retention(f, c, r)),
+    ("formation", |f, c, sat, r| formation::formation(f, c, sat, r)),
+    ("little", |f, _, _, r| queueing::littles_law(f, &r.littles)),
+    ("trust", |f, _, _, _| trust::trust(f)),
+];
+
+/// The experiments' ids in the report's order.
+pub fn experiment_ids() -> Vec<&'static str> {
+    std::iter::once("textbook").chain(EXPERIMENTS.iter().map(|(id, _)| *id)).collect()
+}
+
+/// The report as `cfg` asks (all experiments or one, on the shipped scenarios or on `cfg.base`), calling
+/// `progress(done, total)` after each experiment; refused, with every refusal, when a run's scenario is.
+pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Result<Findings, Vec<String>> {
+    let wants = |id: &str| cfg.only.as_deref().is_none_or(|o| o == id);
+    if let Some(o) = &cfg.only
+        && !experiment_ids().contains(&o.as_str())
+    {
+        return Err(vec![format!("no experiment `{o}` (one of: {})", experiment_ids().join(", "))]);
+    }
+    if let Some(b) = &cfg.base {
+        crate::scenario::validate(b).map_err(|e| vec![format!("the scenario: {e}")])?;
+    }
+    let mut f = Findings::new("InferScale findings", intro(cfg));
+    let mut runs = Runs { experiment: "textbook", ..Runs::default() };
+    let total = if cfg.only.is_some() { 1 } else { EXPERIMENTS.len() + 1 };
+    let sat = if wants("textbook") {
+        let sat = queueing::textbook_vs_saturation(&mut f, cfg);
+        progress(1, total);
+        sat
+    } else {
+        queueing::measured_saturation(cfg)
+    };
+    for (id, experiment) in EXPERIMENTS.iter().filter(|(id, _)| wants(id)) {
+        runs.experiment = id;
+        experiment(&mut f, cfg, sat, &mut runs);
+        progress(f.sections.len(), total);
+    }
+    if runs.refused.is_empty() { Ok(f) } else { Err(runs.refused) }
+}
+
+fn intro(cfg: &Config) -> String {
+    let on = match &cfg.base {
+        Some(b) => format!(
+            "This run replaces every experiment's shipped scenario with the Serving Lab's, “{}”: the setup text describes the shipped scenario, the excerpt shows what ran.",
+            b.name
         ),
-    );
-    let mut littles = Vec::new();
-    let sat = queueing::textbook_vs_saturation(&mut f, cfg);
-    queueing::tail_against_load(&mut f, cfg, sat, &mut littles);
-    queueing::prediction_channels(&mut f, cfg, &mut littles);
-    queueing::fair_queueing(&mut f, cfg, &mut littles);
-    overload::fleet_or_shed(&mut f, cfg, sat, &mut littles);
-    overload::deadline_or_random(&mut f, cfg, sat, &mut littles);
-    memory::oversubscription(&mut f, cfg, &mut littles);
-    layouts::disaggregation(&mut f, cfg, &mut littles);
-    layouts::prefix_reuse(&mut f, cfg, &mut littles);
-    memory::retention(&mut f, cfg, &mut littles);
-    formation::formation(&mut f, cfg, sat, &mut littles);
-    queueing::littles_law(&mut f, &littles);
-    trust::trust(&mut f);
-    f
+        None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
+    };
+    format!(
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows; 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the saturation measured on that scenario — never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
+        cfg.repetitions, cfg.requests
+    )
 }
 
 /// What became of a registered prediction, as its 95 % interval says.
@@ -162,6 +214,9 @@ pub struct Section {
     pub scenario: Option<Excerpt>,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// The lab's chart of the experiment ([`Findings::chart`]); not in the Markdown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chart: Option<crate::study::Chart>,
 }
 
 /// A scenario excerpt: the shipped file an experiment starts from and, for each arm, only the fields it
@@ -209,6 +264,9 @@ fn changes(from: &serde_json::Value, to: &serde_json::Value) -> serde_json::Valu
         _ => to.clone(),
     }
 }
+
+/// A figure as a chart shows it: its value and interval in the unit's scale.
+type Scaled = (f64, Option<(f64, f64)>);
 
 /// Why a report cannot be rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -300,6 +358,61 @@ impl Findings {
     fn add(&mut self, id: &str, value: f64, interval: Option<(f64, f64)>, unit: Unit, shown: String) -> String {
         self.figures.push(Figure { id: id.into(), value, interval, unit, shown: shown.clone() });
         shown
+    }
+
+    /// A chart of figures already written: `kind` as a study chart's (`bars` over `categories`, or `lines`),
+    /// each series a name and its points (x, figure id), a figure's interval its band. Values are shown in
+    /// their unit's scale: fractions in percent (or points), seconds in ms.
+    pub fn chart(
+        &self,
+        kind: &str,
+        title: &str,
+        (x_label, y_label): (&str, &str),
+        categories: Vec<String>,
+        series: Vec<(String, Vec<(f64, String)>)>,
+    ) -> crate::study::Chart {
+        let scaled = |id: &str| -> Option<Scaled> {
+            let f = self.figures.iter().rev().find(|f| f.id == id)?;
+            let k = match f.unit {
+                Unit::Percent | Unit::Share | Unit::Points => 100.0,
+                Unit::Seconds => 1e3,
+                _ => 1.0,
+            };
+            Some((f.value * k, f.interval.map(|(lo, hi)| (lo * k, hi * k))))
+        };
+        let series = (series.into_iter())
+            .map(|(name, points)| {
+                let got: Vec<(f64, Scaled)> = points.iter().filter_map(|(x, id)| Some((*x, scaled(id)?))).collect();
+                let band = if got.iter().all(|(_, (_, b))| b.is_some()) {
+                    got.iter().filter_map(|(_, (_, b))| *b).collect()
+                } else {
+                    vec![]
+                };
+                crate::study::ChartSeries {
+                    name,
+                    points: got.iter().map(|(x, (y, _))| (*x, *y)).collect(),
+                    band,
+                    labels: vec![],
+                    line: kind == "lines",
+                }
+            })
+            .collect();
+        crate::study::Chart {
+            kind: kind.into(),
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            categories,
+            series,
+            target: None,
+        }
+    }
+
+    /// A bar chart of one figure per category: (category, figure id).
+    pub fn bars(&self, title: &str, y_label: &str, items: Vec<(String, String)>) -> crate::study::Chart {
+        let (categories, ids): (Vec<String>, Vec<String>) = items.into_iter().unzip();
+        let points = ids.into_iter().enumerate().map(|(i, id)| (i as f64, id)).collect();
+        self.chart("bars", title, ("", y_label), categories, vec![(y_label.to_string(), points)])
     }
 
     /// Every prediction answered and every answer predicted.

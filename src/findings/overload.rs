@@ -1,7 +1,7 @@
 //! Experiments 5 and 6: what to do when the offered load is past capacity — add replicas or shed, and which
 //! arrivals to shed.
 
-use super::runs::{Config, PEER, excerpt, run, shipped};
+use super::runs::{Config, PEER, Runs, excerpt, run, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::scenario::{self, ArrivalSpec, Spec};
 use crate::spec::AdmissionSpec;
@@ -13,7 +13,7 @@ const E2E_MS: f64 = 15_000.0;
 
 /// The benchmark scenario with an e2e objective, offered `OVERLOAD` × `sat` on `replicas` replicas behind
 /// `admission`, on seed k.
-fn overloaded(cfg: Config, k: u64, sat: f64, replicas: u32, admission: AdmissionSpec) -> Spec {
+fn overloaded(cfg: &Config, k: u64, sat: f64, replicas: u32, admission: AdmissionSpec) -> Spec {
     let mut s = shipped(PEER, cfg, k);
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: OVERLOAD * sat };
     for c in &mut s.workload.classes {
@@ -33,7 +33,7 @@ struct Outcome {
     ttft_p99_s: f64,
 }
 
-fn outcome(s: &Spec, littles: &mut Vec<f64>) -> Outcome {
+fn outcome(s: &Spec, littles: &mut Runs) -> Outcome {
     let r = run(s, littles);
     let n = r.summary.requests.max(1) as f64;
     Outcome {
@@ -64,7 +64,7 @@ fn remedies(sat: f64, tokens: f64) -> Vec<(String, u32, AdmissionSpec)> {
 }
 
 /// Experiment 5, doubling the fleet against every shedding policy at ρ = 1.5 of one replica.
-pub(super) fn fleet_or_shed(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<f64>) {
+pub(super) fn fleet_or_shed(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect(
         "fleet",
         "At ρ = 1.5 of one replica's measured saturation, a second replica keeps more of the offered requests within their objectives than any shedding policy (the shed count as misses), adding more than 30 points of SLO attainment; a third adds less than 1 point.",
@@ -100,6 +100,11 @@ pub(super) fn fleet_or_shed(f: &mut Findings, cfg: Config, sat: f64, littles: &m
         f.mean_ci("fleet.margin_over_best_shed", &diff(att(two), att(best_shed)), Unit::Points);
     let rate = f.figure("fleet.rate_rps", OVERLOAD * sat, Unit::Rps);
     let rho = f.figure("fleet.rho", OVERLOAD, Unit::Percent);
+    let chart = f.bars(
+        "SLO attainment of every offered request",
+        "%",
+        arms.iter().enumerate().map(|(i, (name, ..))| (name.clone(), format!("fleet.{i}.attainment"))).collect(),
+    );
     let s = f.section(
         "fleet",
         "5. A second replica against shedding",
@@ -111,10 +116,14 @@ pub(super) fn fleet_or_shed(f: &mut Findings, cfg: Config, sat: f64, littles: &m
     s.regime = format!(
         "ρ = {rho} of one replica's saturation measured in experiment 1: overload, the queue grows without shedding."
     );
-    s.scenario =
-        excerpt(PEER, arms.iter().map(|(name, n, a)| (name.clone(), overloaded(cfg, 0, sat, *n, a.clone()))).collect());
+    s.scenario = excerpt(
+        PEER,
+        cfg,
+        arms.iter().map(|(name, n, a)| (name.clone(), overloaded(cfg, 0, sat, *n, a.clone()))).collect(),
+    );
     s.columns = ["Remedy", "SLO attainment", "Shed", "p99 TTFT of the served"].map(String::from).to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let verdict = Verdict::of(m_lo, m_hi, 0.0, true)
         .and(Verdict::of(s_lo, s_hi, 0.30, true))
         .and(Verdict::of(t_lo, t_hi, 0.01, false));
@@ -133,7 +142,7 @@ fn mean(x: &[f64]) -> f64 {
 }
 
 /// Experiment 6, deadline-feasibility rejection against dropping the same share at random.
-pub(super) fn deadline_or_random(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<f64>) {
+pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect(
         "deadline",
         "At the same share shed, rejecting the arrivals whose estimated completion misses their e2e deadline keeps more of the offered requests within their objectives than dropping that share at random.",
@@ -168,6 +177,14 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: Config, sat: f64, little
         Unit::Seconds,
     );
     let rho = f.figure("deadline.rho", OVERLOAD, Unit::Percent);
+    let chart = f.bars(
+        "SLO attainment, shedding the same share",
+        "%",
+        vec![
+            ("Deadline rejection".into(), "deadline.deadline.attainment".into()),
+            ("Random drop".into(), "deadline.random.attainment".into()),
+        ],
+    );
     let s = f.section(
         "deadline",
         "6. Deadline rejection against random drop",
@@ -178,6 +195,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: Config, sat: f64, little
     let random = AdmissionSpec::RandomDrop { probability: deadline[0].shed };
     s.scenario = excerpt(
         PEER,
+        cfg,
         vec![
             ("deadline rejection".into(), overloaded(cfg, 0, sat, 1, AdmissionSpec::Deadline { slack: 1.0 })),
             ("random drop (on the first seed)".into(), overloaded(cfg, 0, sat, 1, random)),
@@ -185,6 +203,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: Config, sat: f64, little
     );
     s.columns = ["Policy", "Shed", "SLO attainment", "p99 TTFT of the served"].map(String::from).to_vec();
     s.rows = rows.to_vec();
+    s.chart = Some(chart);
     let why = format!(
         "Deadline rejection admits every request that can still finish within its e2e deadline, so it holds the queue at the depth that deadline allows, and the requests it admits wait past their 2 s TTFT objective (p99 TTFT of the served: {served_ttft}). Dropping the same share at random leaves the replica at ρ = {left}"
     );

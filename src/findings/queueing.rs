@@ -1,7 +1,7 @@
 //! Experiments 1–4 and 12: capacity against the textbook, the tail against the load, prediction error on two
 //! channels, fair queueing across tenants, and Little's law over every run.
 
-use super::runs::{Config, KV_PRESSURE, PEER, Shipped, TENANTS, excerpt, run, shipped};
+use super::runs::{Config, KV_PRESSURE, PEER, Runs, Shipped, TENANTS, excerpt, run, saturation, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::bench;
 use crate::scenario::{ArrivalSpec, Spec};
@@ -9,16 +9,24 @@ use crate::scenario::{ArrivalSpec, Spec};
 /// The loads of the tail experiment, as shares of measured saturation.
 const RHOS: [f64; 4] = [0.5, 0.75, 0.9, 0.95];
 
+/// The benchmark scenario's measured saturation, its mean over the seeds (what experiment 1 returns), for an
+/// experiment run alone.
+pub(super) fn measured_saturation(cfg: &Config) -> f64 {
+    let sats: Vec<f64> =
+        (0..cfg.repetitions).map(|k| saturation(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
+    sats.iter().sum::<f64>() / sats.len().max(1) as f64
+}
+
 /// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against measured saturation. Returns the
 /// measured saturation's mean, the capacity the later experiments' ρ is measured against.
-pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
+pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: &Config) -> f64 {
     f.expect(
         "textbook",
         "The textbook capacity — peak decode throughput at the batch cap ÷ mean output length — overstates measured saturation: the gap is above zero, because prefill and the batch's ramp are left out.",
     );
     let textbook = bench::textbook_rps(&shipped(PEER, cfg, 0)).unwrap_or(f64::NAN);
     let sats: Vec<f64> =
-        (0..cfg.repetitions).map(|k| bench::saturation_rps(&shipped(PEER, cfg, k), cfg.requests)).collect();
+        (0..cfg.repetitions).map(|k| saturation(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
     let gaps: Vec<f64> = sats.iter().map(|s| textbook / s - 1.0).collect();
     let true_rho: Vec<f64> = sats.iter().map(|s| 0.8 * textbook / s).collect();
     let tb = f.figure("textbook.textbook_rps", textbook, Unit::Rps);
@@ -26,6 +34,14 @@ pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
     let (gap, (gap_mean, lo, hi)) = f.mean_ci("textbook.gap", &gaps, Unit::Percent);
     let (rho, (rho_mean, ..)) = f.mean_ci("textbook.true_rho_at_80", &true_rho, Unit::Percent);
     let planned = f.figure("textbook.planned_rho", 0.8, Unit::Percent);
+    let chart = f.bars(
+        "Textbook capacity against measured saturation",
+        "req/s",
+        vec![
+            ("Textbook".into(), "textbook.textbook_rps".into()),
+            ("Measured".into(), "textbook.saturation_rps".into()),
+        ],
+    );
     let s = f.section(
         "textbook",
         "1. Textbook capacity against measured saturation",
@@ -33,7 +49,7 @@ pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
     );
     s.setup = "Textbook: a full batch of decodes (context: the mean prompt plus half the mean output) timed by the cost model, times the batch, divided by the mean output. Measured: every request arrives at once and throughput is completions over the time the last one took, on each seed.".into();
     s.regime = "Saturation: the queue never empties until the end.".into();
-    s.scenario = excerpt(PEER, vec![("every run".into(), shipped(PEER, cfg, 0))]);
+    s.scenario = excerpt(PEER, cfg, vec![("every run".into(), shipped(PEER, cfg, 0))]);
     s.columns = vec!["Figure".into(), "Value".into()];
     s.rows = vec![
         vec!["Textbook capacity".into(), tb.clone()],
@@ -41,6 +57,7 @@ pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: Config) -> f64 {
         vec!["Gap (textbook ÷ measured − 1)".into(), gap.clone()],
         vec![format!("True ρ of a team planning {planned} of the textbook"), rho.clone()],
     ];
+    s.chart = Some(chart);
     let verdict = Verdict::of(lo, hi, 0.0, true);
     f.found(
         "textbook",
@@ -62,13 +79,13 @@ struct Point {
 }
 
 /// The benchmark scenario at Poisson rate `rate` on seed k.
-fn at_rate(sc: Shipped, cfg: Config, k: u64, rate: f64) -> Spec {
+fn at_rate(sc: Shipped, cfg: &Config, k: u64, rate: f64) -> Spec {
     let mut s = shipped(sc, cfg, k);
     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
     s
 }
 
-fn point(cfg: Config, k: u64, rate: f64, littles: &mut Vec<f64>) -> Point {
+fn point(cfg: &Config, k: u64, rate: f64, littles: &mut Runs) -> Point {
     let r = run(&at_rate(PEER, cfg, k, rate), littles);
     Point {
         ttft_p99_s: r.summary.ttft_s.p99,
@@ -78,7 +95,7 @@ fn point(cfg: Config, k: u64, rate: f64, littles: &mut Vec<f64>) -> Point {
 }
 
 /// Experiment 2, tail TTFT and TPOT as the load approaches measured saturation.
-pub(super) fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles: &mut Vec<f64>) {
+pub(super) fn tail_against_load(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect(
         "tail",
         "From ρ = 0.75 to ρ = 0.95 of measured saturation, p99 TTFT rises more than fivefold while p95 TPOT rises by less than half: the queue, not the GPU, makes the tail.",
@@ -104,6 +121,14 @@ pub(super) fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles
     let (ttft, (_, t_lo, t_hi)) = f.mean_ci("tail.ttft_p99_ratio", &ratio(|p| p.ttft_p99_s), Unit::Times);
     let (tpot, (_, p_lo, p_hi)) = f.mean_ci("tail.tpot_p95_ratio", &ratio(|p| p.tpot_p95_s), Unit::Times);
     let (tokens, _) = f.mean_ci("tail.tokens_ratio", &ratio(|p| p.tokens_per_s), Unit::Times);
+    let line = |what: &str| RHOS.map(|rho| (rho * 100.0, format!("tail.rho_{rho}.{what}"))).to_vec();
+    let chart = f.chart(
+        "lines",
+        "The tail against the load",
+        ("ρ (% of measured saturation)", "ms"),
+        vec![],
+        vec![("p99 TTFT".into(), line("ttft_p99")), ("p95 TPOT".into(), line("tpot_p95"))],
+    );
     let s = f.section(
         "tail",
         "2. The tail against the load",
@@ -112,9 +137,10 @@ pub(super) fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles
     s.setup = "Poisson arrivals at each share ρ of the saturation measured in experiment 1, on the same seeds; p99 TTFT, p95 TPOT and output tokens per second of each run, averaged over the seeds.".into();
     s.regime =
         "ρ = offered rate ÷ measured saturation (experiment 1), from below half to just under saturation.".into();
-    s.scenario = excerpt(PEER, RHOS.map(|rho| (format!("ρ = {rho}"), at_rate(PEER, cfg, 0, rho * sat))).to_vec());
+    s.scenario = excerpt(PEER, cfg, RHOS.map(|rho| (format!("ρ = {rho}"), at_rate(PEER, cfg, 0, rho * sat))).to_vec());
     s.columns = ["ρ", "Offered", "p99 TTFT", "p95 TPOT", "Output tokens/s"].map(String::from).to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let verdict = Verdict::of(t_lo, t_hi, 5.0, true).and(Verdict::of(p_lo, p_hi, 1.5, false));
     f.found(
         "tail",
@@ -134,7 +160,7 @@ pub(super) fn tail_against_load(f: &mut Findings, cfg: Config, sat: f64, littles
 const ERROR_FACTORS: [f64; 4] = [1.0, 2.0, 4.0, 8.0];
 
 /// kv-pressure (the KV cache binds) with FCFS or SJF and each channel's predictor, on seed k.
-fn channel_spec(cfg: Config, k: u64, sjf: bool, order: f64, reserve: f64) -> Spec {
+fn channel_spec(cfg: &Config, k: u64, sjf: bool, order: f64, reserve: f64) -> Spec {
     use crate::scenario::{PredictorSpec, SchedulerSpec};
     let mut s = shipped(KV_PRESSURE, cfg, k);
     s.scheduler = if sjf { SchedulerSpec::Sjf } else { SchedulerSpec::Fcfs };
@@ -146,14 +172,14 @@ fn channel_spec(cfg: Config, k: u64, sjf: bool, order: f64, reserve: f64) -> Spe
 
 /// Experiment 3, output-length prediction error on the ordering channel (SJF's queue order) against the
 /// memory channel (the KV reserved at admission), each varied with the other exact.
-pub(super) fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn prediction_channels(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "channels",
         "On a server whose KV cache binds, at ρ = 0.9, an output-length prediction off by a factor of 8 (one standard deviation) leaves SJF's gain over FCFS within 5 points of SLO attainment of the exact prediction's, while the same error in the KV reserved at admission costs FCFS more than 20 points.",
     );
     let seeds = 0..cfg.repetitions;
     let sats: Vec<f64> =
-        seeds.clone().map(|k| bench::saturation_rps(&channel_spec(cfg, k, false, 1.0, 1.0), cfg.requests)).collect();
+        seeds.clone().map(|k| saturation(&channel_spec(cfg, k, false, 1.0, 1.0), cfg, littles)).collect();
     let (sat_shown, (sat, ..)) = f.mean_ci("channels.saturation_rps", &sats, Unit::Rps);
     let rate = 0.9 * sat;
     let mut att = |sjf: bool, order: f64, reserve: f64| -> Vec<f64> {
@@ -187,6 +213,17 @@ pub(super) fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut V
     let (loss_shown, (_, l_lo, l_hi)) = f.mean_ci("channels.sjf_gain_lost", &loss, Unit::Points);
     let (cost_shown, (_, c_lo, c_hi)) = f.mean_ci("channels.reserve_cost", &cost, Unit::Points);
     let rate_shown = f.figure("channels.rate_rps", rate, Unit::Rps);
+    let line = |what: &str| ERROR_FACTORS.map(|e| (e, format!("channels.x{e}.{what}"))).to_vec();
+    let chart = f.chart(
+        "lines",
+        "Prediction error: ordering against memory",
+        ("error factor (×, one standard deviation)", "% / points"),
+        vec![],
+        vec![
+            ("SJF's gain over FCFS (points)".into(), line("sjf_gain")),
+            ("FCFS attainment, KV reserved on the prediction (%)".into(), line("reserve_attainment")),
+        ],
+    );
     let s = f.section(
         "channels",
         "3. Prediction error: ordering against memory",
@@ -206,6 +243,7 @@ pub(super) fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut V
     let last = ERROR_FACTORS[ERROR_FACTORS.len() - 1];
     s.scenario = excerpt(
         KV_PRESSURE,
+        cfg,
         vec![
             ("FCFS, exact".into(), arm(false, 1.0, 1.0)),
             (format!("SJF ordering on a prediction off by ×{last}"), arm(true, last, 1.0)),
@@ -216,6 +254,7 @@ pub(super) fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut V
         .map(String::from)
         .to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let verdict = Verdict::of(l_lo, l_hi, 0.05, false).and(Verdict::of(c_lo, c_hi, 0.20, true));
     f.found(
         "channels",
@@ -229,27 +268,36 @@ pub(super) fn prediction_channels(f: &mut Findings, cfg: Config, littles: &mut V
 
 /// bursty-multitenant (a noisy tenant bursting beside two steady ones) under DRR or FCFS, on seed k: the
 /// steady tenants' worst p99 TTFT and the total throughput.
-fn tenants_run(cfg: Config, k: u64, drr: bool, littles: &mut Vec<f64>) -> (f64, f64) {
+fn tenants_run(cfg: &Config, k: u64, drr: bool, littles: &mut Runs) -> (f64, f64) {
     let r = run(&tenants_spec(cfg, k, drr), littles);
-    let steady = r.tenants.iter().filter(|t| t.name != "noisy").map(|t| t.ttft_s.p99).fold(0.0, f64::max);
+    // The noisy tenant sends the most requests; the steady ones are the others.
+    let noisy = r.tenants.iter().max_by_key(|t| t.requests).map(|t| t.name.clone());
+    let steady =
+        (r.tenants.iter()).filter(|t| Some(&t.name) != noisy.as_ref()).map(|t| t.ttft_s.p99).fold(0.0, f64::max);
     (steady, r.summary.output_tokens_per_s)
 }
 
-fn tenants_spec(cfg: Config, k: u64, drr: bool) -> Spec {
+fn tenants_spec(cfg: &Config, k: u64, drr: bool) -> Spec {
     let mut s = shipped(TENANTS, cfg, k);
     if !drr {
         s.scheduler = crate::scenario::SchedulerSpec::Fcfs;
+    } else if !matches!(s.scheduler, crate::scenario::SchedulerSpec::Drr { .. }) {
+        // On another base than the shipped one: the shipped scenario's quantum.
+        s.scheduler = crate::scenario::SchedulerSpec::Drr { quantum_tokens: 2048 };
     }
     s
 }
 
 /// Experiment 4, deficit round robin against FCFS across tenants: the steady tenants' tail against the
 /// total throughput.
-pub(super) fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64>) {
+pub(super) fn fair_queueing(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "drr",
         "Against FCFS, DRR over tenants cuts the steady tenants' p99 TTFT by more than 1.5× while a noisy tenant bursts, at a cost in total output throughput under 2 %.",
     );
+    if shipped(TENANTS, cfg, 0).workload.tenants.len() < 2 {
+        return littles.refuse("needs two tenants or more (workload.tenants)");
+    }
     let (fcfs, drr): (Vec<_>, Vec<_>) =
         (0..cfg.repetitions).map(|k| (tenants_run(cfg, k, false, littles), tenants_run(cfg, k, true, littles))).unzip();
     let tail: Vec<f64> = fcfs.iter().zip(&drr).map(|(a, b)| a.0 / b.0).collect();
@@ -263,8 +311,7 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64
                 .0,
         ]
     });
-    let sats: Vec<f64> =
-        (0..cfg.repetitions).map(|k| bench::saturation_rps(&shipped(TENANTS, cfg, k), cfg.requests)).collect();
+    let sats: Vec<f64> = (0..cfg.repetitions).map(|k| saturation(&shipped(TENANTS, cfg, k), cfg, littles)).collect();
     let (sat_shown, (sat, ..)) = f.mean_ci("drr.saturation_rps", &sats, Unit::Rps);
     let (on, off) = match shipped(TENANTS, cfg, 0).workload.arrival {
         ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, .. } => (rate_on_rps, rate_off_rps),
@@ -274,6 +321,11 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64
         (f.figure("drr.rho_on", on / sat, Unit::Percent), f.figure("drr.rho_off", off / sat, Unit::Percent));
     let (tail_shown, (_, t_lo, t_hi)) = f.mean_ci("drr.tail_ratio", &tail, Unit::Times);
     let (cost_shown, (_, c_lo, c_hi)) = f.mean_ci("drr.throughput_cost", &cost, Unit::Percent);
+    let chart = f.bars(
+        "Steady tenants' p99 TTFT",
+        "ms",
+        vec![("FCFS".into(), "drr.fcfs.steady_ttft_p99".into()), ("DRR".into(), "drr.drr.steady_ttft_p99".into())],
+    );
     let s = f.section(
         "drr",
         "4. Fair queueing across tenants",
@@ -285,10 +337,12 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: Config, littles: &mut Vec<f64
     );
     s.scenario = excerpt(
         TENANTS,
+        cfg,
         vec![("FCFS".into(), tenants_spec(cfg, 0, false)), ("DRR".into(), tenants_spec(cfg, 0, true))],
     );
     s.columns = ["Scheduler", "Steady tenants' p99 TTFT", "Output tokens/s"].map(String::from).to_vec();
     s.rows = rows.to_vec();
+    s.chart = Some(chart);
     let verdict = Verdict::of(t_lo, t_hi, 1.5, true).and(Verdict::of(c_lo, c_hi, 0.02, false));
     f.found(
         "drr",

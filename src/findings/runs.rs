@@ -4,18 +4,50 @@
 use super::Excerpt;
 use crate::scenario::{self, Spec};
 
-/// How big the report's runs are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How big the report's runs are, and what they run on.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Seeds per figure (seed, seed + 1, …): every headline figure is their mean with its 95 % interval.
     pub repetitions: u64,
     /// Requests per run.
     pub requests: u64,
+    /// Run every experiment on this scenario in place of its shipped one (the lab's "rerun on the Serving
+    /// Lab's scenario"); absent: the shipped scenarios.
+    pub base: Option<Spec>,
+    /// Run only this experiment (its id); absent: all of them.
+    pub only: Option<String>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { repetitions: 5, requests: 10000 }
+        Config { repetitions: 5, requests: 10000, base: None, only: None }
+    }
+}
+
+/// Every run's Little's-law error, kept for experiment 12, and the runs a scenario refused (on a base other
+/// than the shipped scenarios a variant an experiment makes can be invalid: the report is then refused, naming
+/// the experiment, the run and the field).
+#[derive(Default)]
+pub struct Runs {
+    pub littles: Vec<f64>,
+    pub refused: Vec<String>,
+    /// The experiment running, to name it in a refusal.
+    pub experiment: &'static str,
+}
+
+impl Runs {
+    /// The experiment cannot run on this scenario, and why.
+    pub fn refuse(&mut self, why: &str) {
+        self.refused.push(format!("experiment `{}`: {why}", self.experiment));
+    }
+
+    /// A run of the experiment was refused: the first refusal of each kind is kept.
+    fn refuse_run(&mut self, s: &Spec, why: &str) {
+        let line = format!("experiment `{}`: a run on seed {} is refused: {why}", self.experiment, s.seed);
+        let kind = |l: &str| l.split_once(": ").map(|x| x.1.split_once(": ").map_or("", |y| y.1).to_string());
+        if self.refused.len() < 10 && !self.refused.iter().any(|r| kind(r) == kind(&line)) {
+            self.refused.push(line);
+        }
     }
 }
 
@@ -42,22 +74,49 @@ fn parse(sc: Shipped) -> Spec {
     scenario::parse(sc.text).expect("a shipped scenario parses")
 }
 
-/// A shipped scenario on its seed + k, with the report's requests per run.
-pub(super) fn shipped(sc: Shipped, cfg: Config, k: u64) -> Spec {
-    let mut s = parse(sc);
+/// A shipped scenario (or the configured base in its place) on its seed + k, with the report's requests per
+/// run.
+pub(super) fn shipped(sc: Shipped, cfg: &Config, k: u64) -> Spec {
+    let mut s = cfg.base.clone().unwrap_or_else(|| parse(sc));
     s.seed = s.seed.wrapping_add(k);
     s.workload.requests = Some(cfg.requests);
     s
 }
 
-/// The excerpt of `sc` each arm runs (on the first seed).
-pub(super) fn excerpt(sc: Shipped, arms: Vec<(String, Spec)>) -> Option<Excerpt> {
-    Some(Excerpt::of(sc.file, &parse(sc), &arms))
+/// The excerpt of `sc` (or of the configured base) each arm runs (on the first seed).
+pub(super) fn excerpt(sc: Shipped, cfg: &Config, arms: Vec<(String, Spec)>) -> Option<Excerpt> {
+    Some(match &cfg.base {
+        Some(b) => Excerpt::of(&format!("the Serving Lab's scenario “{}” (in place of {})", b.name, sc.file), b, &arms),
+        None => Excerpt::of(sc.file, &parse(sc), &arms),
+    })
 }
 
-/// Run `s`, its Little's-law error kept for experiment 8 (every run of the report but the saturation bursts).
-pub(super) fn run(s: &Spec, littles: &mut Vec<f64>) -> crate::Report {
-    let r = crate::simulate(&scenario::validate(s).expect("a shipped scenario with the report's changes is valid"));
-    littles.push(r.audits.little.relative_error);
-    r
+/// `s`'s measured saturation (every request at once), or NaN when `s` is refused (recorded in `runs`).
+pub(super) fn saturation(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
+    match scenario::validate(s) {
+        Ok(_) => crate::bench::saturation_rps(s, cfg.requests),
+        Err(e) => {
+            runs.refuse_run(s, &e.to_string());
+            f64::NAN
+        }
+    }
+}
+
+/// Run `s`, its Little's-law error kept for experiment 12. A refused scenario is recorded and stands in as a
+/// one-request run of the benchmark scenario, so the experiment finishes without a panic and the report is
+/// then refused.
+pub(super) fn run(s: &Spec, runs: &mut Runs) -> crate::Report {
+    match scenario::validate(s) {
+        Ok(sc) => {
+            let r = crate::simulate(&sc);
+            runs.littles.push(r.audits.little.relative_error);
+            r
+        }
+        Err(e) => {
+            runs.refuse_run(s, &e.to_string());
+            let mut stand_in = parse(PEER);
+            stand_in.workload.requests = Some(1);
+            crate::simulate(&scenario::validate(&stand_in).expect("the benchmark scenario is valid"))
+        }
+    }
 }

@@ -85,6 +85,11 @@ pub(super) fn trust(f: &mut Findings) {
     };
     let (median_shown, ttft_shown, e2e_shown) =
         (range(f, "trust.median_ape", (lo, hi)), range(f, "trust.ttft_ape", ttft), range(f, "trust.e2e_ape", e2e));
+    let chart = f.bars(
+        "Held-out median APE of the uncalibrated model",
+        "%",
+        series.iter().enumerate().map(|(i, e)| (e.name.clone(), format!("trust.{i}.median_ape"))).collect(),
+    );
     let s = f.section(
         "trust",
         "13. How far to trust the above",
@@ -97,6 +102,7 @@ pub(super) fn trust(f: &mut Findings) {
     s.columns =
         ["Series", "Held-out figures", "Median APE", "TTFT mean APE", "E2E mean APE"].map(String::from).to_vec();
     s.rows = rows;
+    s.chart = Some(chart);
     let verdict = if series.is_empty() { Verdict::Inconclusive } else { Verdict::of(lo, hi, 0.10, false) };
     f.found(
         "trust",

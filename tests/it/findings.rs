@@ -102,11 +102,56 @@ fn a_scenario_excerpt_holds_only_what_an_arm_changes() {
     );
     assert_eq!(x.arms[1].1, serde_json::json!({}));
     // Every section of the report but the bookkeeping and the trust sections names its scenario.
-    let report = findings::report(findings::Config { repetitions: 2, requests: 500 });
+    let report = findings::report(findings::Config { repetitions: 2, requests: 500, ..Default::default() });
     for s in &report.sections {
         assert_eq!(s.scenario.is_some(), !["little", "trust"].contains(&s.id.as_str()), "{}", s.id);
         if let Some(x) = &s.scenario {
             assert!(super::root().join(&x.file).is_file(), "{}", x.file);
         }
     }
+}
+
+#[test]
+fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
+    let ids = findings::experiment_ids();
+    assert_eq!(ids.len(), 13);
+    let small = |base: Option<inferscale::scenario::Spec>, only: &str| findings::Config {
+        repetitions: 2,
+        requests: 300,
+        base,
+        only: Some(only.into()),
+    };
+    let e = findings::report_with(&small(None, "nope"), &mut |_, _| {}).unwrap_err();
+    assert!(e[0].contains("no experiment `nope`") && e[0].contains("textbook"), "{e:?}");
+    for file in ["default.json", "agent-sessions.json", "bursty-multitenant.json", "pd-llama3-8b-h100.json"] {
+        let text = std::fs::read_to_string(super::root().join("scenarios").join(file)).unwrap();
+        let spec = inferscale::scenario::parse(&text).unwrap();
+        for id in &ids {
+            let mut calls = 0;
+            match findings::report_with(&small(Some(spec.clone()), id), &mut |_, _| calls += 1) {
+                Ok(f) => {
+                    assert_eq!((f.sections.len(), calls), (1, 1), "{file} {id}");
+                    assert_eq!(f.sections[0].id, *id);
+                    let md = f.markdown().unwrap();
+                    if !["little", "trust"].contains(id) {
+                        assert!(md.contains("the Serving Lab's scenario"), "{file} {id}: the excerpt names the base");
+                    }
+                }
+                Err(why) => {
+                    assert!(
+                        !why.is_empty() && why.iter().all(|w| w.contains(&format!("experiment `{id}`: "))),
+                        "{file} {id}: {why:?}"
+                    );
+                    println!("{file} {id}: refused: {}", why[0]);
+                }
+            }
+        }
+    }
+    // A scenario that does not validate is refused before anything runs.
+    let mut bad =
+        inferscale::scenario::parse(&std::fs::read_to_string(super::root().join("scenarios/default.json")).unwrap())
+            .unwrap();
+    bad.engine.max_num_seqs = 0;
+    let e = findings::report_with(&small(Some(bad), "tail"), &mut |_, _| {}).unwrap_err();
+    assert!(e[0].starts_with("the scenario: ") && e[0].contains("max_num_seqs"), "{e:?}");
 }
