@@ -143,6 +143,14 @@ enum Command {
         /// Write here instead of standard output.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Run only this experiment (its id: textbook, tail, channels, drr, fleet, deadline, oversub, pd,
+        /// prefix, retention, formation, little, trust).
+        #[arg(long)]
+        only: Option<String>,
+        /// Run the experiments on this scenario in place of their shipped ones (the lab's "rerun on the Serving
+        /// Lab's scenario").
+        #[arg(long)]
+        on: Option<PathBuf>,
     },
     /// Fit the roofline's efficiency factors (MFU, weight and KV bandwidth efficiency, per-step overhead) to a
     /// table of measured step times, on every other row, and show the error on the rows held out.
@@ -323,7 +331,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
         Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref()),
-        Command::Report { format, out } => run_report(format, out.as_deref()),
+        Command::Report { format, out, only, on } => run_report(format, out.as_deref(), only, on.as_deref()),
         Command::Calibrate { bundle, scenario, train, fit, format, out } => {
             run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref())
         }
@@ -442,8 +450,16 @@ fn run_calibrate(
     write_out(out, &text)
 }
 
-fn run_report(format: ReportFormat, out: Option<&Path>) -> Result<(), Failure> {
-    let f = inferscale::findings::report(inferscale::findings::Config::default());
+fn run_report(
+    format: ReportFormat,
+    out: Option<&Path>,
+    only: Option<String>,
+    on: Option<&Path>,
+) -> Result<(), Failure> {
+    use inferscale::findings;
+    let base = on.map(|p| load_spec(p, None)).transpose()?;
+    let cfg = findings::Config { base, only, ..findings::Config::default() };
+    let f = findings::report_with(&cfg, &mut |_, _| {}).map_err(|why| Failure::Input(why.join("\n")))?;
     let text = match format {
         ReportFormat::Md => f.markdown(),
         ReportFormat::Json => f.json(),

@@ -103,11 +103,12 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
         "formation",
         format!(
             "SGLang's default against vLLM's: p99 TTFT {ttft}, p95 TPOT {tpot}, measured saturation {saturation} (each SGLang ÷ vLLM). {}",
-            match (t_hi < 1.0, p_lo > 1.0) {
-                (true, true) => "Prefill-only steps admit a prompt sooner and make every running request wait for it.",
-                (false, true) => "Pausing decode for prefill costs TPOT, and here it does not buy TTFT either: the TTFT tail is longer although the formation's saturation is within a few percent of vLLM's.",
-                (true, false) => "Prefill-only steps admit prompts sooner at no cost in TPOT here.",
-                (false, false) => "Neither objective moves as predicted.",
+            match (t_hi < 1.0, t_lo > 1.0, p_lo > 1.0) {
+                (true, _, true) => "Prefill-only steps admit a prompt sooner and make every running request wait for it.",
+                (_, true, true) => "Pausing decode for prefill costs TPOT, and here it does not buy TTFT either: the TTFT tail is longer although the formation's saturation is within a few percent of vLLM's.",
+                (false, false, true) => "Pausing decode for prefill costs TPOT; whether it buys TTFT, the interval does not say.",
+                (true, _, false) => "Prefill-only steps admit prompts sooner at no cost in TPOT here.",
+                _ => "TPOT does not move as predicted.",
             }
         ),
         verdict,

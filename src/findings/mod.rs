@@ -162,6 +162,8 @@ impl Unit {
     pub fn show(self, x: f64) -> String {
         match self {
             Unit::Rps => format!("{x:.2} req/s"),
+            // A bound cut at 0 reads as a plain zero, not "0.000 ms".
+            Unit::Seconds if x == 0.0 => "0 ms".into(),
             Unit::Seconds => crate::metrics::secs(x),
             Unit::Percent | Unit::Share => format!("{:.1} %", no_minus_zero(x * 100.0, 0.05)),
             Unit::Times => format!("{x:.2}×"),

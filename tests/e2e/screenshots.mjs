@@ -154,6 +154,14 @@ await page.waitForFunction(() => /^Done in/.test(document.getElementById('cal-st
 await page.locator('#cal-answer').screenshot({ path: join(out, 'calibration-answer.png') });
 await page.locator('#cal-mape-wrap').screenshot({ path: join(out, 'calibration-errors.png') });
 await page.locator('#cal-charts').screenshot({ path: join(out, 'calibration-charts.png') });
+// The Findings panel: an experiment with its chart and verdict, and one rerun on the Serving Lab's scenario.
+await page.click('nav [data-panel="findings"]');
+await page.click('#fd-run');
+await page.waitForFunction(() => /^Done in/.test(document.getElementById('fd-status').textContent), null, { timeout: 240000 });
+await page.locator('#finding-fleet').screenshot({ path: join(out, 'findings-fleet.png') });
+await page.click('button[data-rerun="oversub"]');
+await page.waitForFunction(() => /rerun on the Serving Lab/.test(document.getElementById('fd-status').textContent), null, { timeout: 240000 });
+await page.locator('#finding-oversub').screenshot({ path: join(out, 'findings-oversub-rerun.png') });
 await ctx.close();
 server.stop();
 console.log(`screenshots written to ${out}`);

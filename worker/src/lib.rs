@@ -40,6 +40,14 @@ pub enum Input {
         train: Vec<String>,
         fit: Vec<String>,
     },
+    /// The findings report (`inferscale report`), or one experiment (`only`) on a scenario in place of the
+    /// shipped ones (`base_json`): a progress message per experiment, then [`Output::Findings`] or
+    /// [`Output::Invalid`].
+    Findings {
+        run_id: u32,
+        base_json: Option<String>,
+        only: Option<String>,
+    },
     /// For the tests: panic inside the worker, to prove the page recovers.
     Crash {
         run_id: u32,
@@ -75,6 +83,12 @@ pub enum Output {
     Calibrated {
         run_id: u32,
         calibrated: Calibrated,
+    },
+    /// The findings: the Markdown `inferscale report` writes, and the JSON (`--format json`), byte for byte.
+    Findings {
+        run_id: u32,
+        markdown: String,
+        json: String,
     },
     /// The scenario was refused: (field path, message) pairs.
     Invalid {
@@ -139,6 +153,28 @@ pub fn import_files(files: &[(String, String)]) -> Imported {
 /// Calibrate the scenario on a bundle (`inferscale calibrate BUNDLE --scenario SCENARIO --train …`),
 /// reporting progress as (simulations done, expected). Errors name the bundle, the scenario's fields, or
 /// what calibration lacks.
+/// The findings report, or experiment `only` on the scenario `base_json`: (Markdown, JSON), or why not as
+/// (field, message) pairs.
+pub fn run_findings(
+    base_json: Option<&str>,
+    only: Option<String>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(String, String), Vec<(String, String)>> {
+    use inferscale::findings;
+    let base = match base_json {
+        Some(text) => Some(
+            inferscale::scenario::parse(text)
+                .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?,
+        ),
+        None => None,
+    };
+    let cfg = findings::Config { base, only, ..findings::Config::default() };
+    let f = findings::report_with(&cfg, &mut |done, total| progress(done as u64, total as u64))
+        .map_err(|why| why.into_iter().map(|w| ("findings".to_string(), w)).collect::<Vec<_>>())?;
+    let refused = |e: findings::FindingsError| vec![("findings".to_string(), e.to_string())];
+    Ok((f.markdown().map_err(refused)?, f.json().map_err(refused)?))
+}
+
 pub fn run_calibration(
     bundle_json: &str,
     scenario_json: &str,
@@ -296,6 +332,7 @@ mod web {
                 | Input::Job { run_id, .. }
                 | Input::Import { run_id, .. }
                 | Input::Calibrate { run_id, .. }
+                | Input::Findings { run_id, .. }
                 | Input::Crash { run_id } => *run_id,
             };
             CURRENT.with(|c| *c.borrow_mut() = Some((scope.clone(), id, run_id)));
@@ -316,6 +353,15 @@ mod web {
                             Ok(calibrated) => Output::Calibrated { run_id, calibrated },
                             Err(errors) => Output::Invalid { run_id, errors },
                         };
+                    scope.respond(id, out);
+                }
+                Input::Findings { run_id, base_json, only } => {
+                    let out = match run_findings(base_json.as_deref(), only, &mut |done, expected| {
+                        scope.respond(id, Output::Progress { run_id, done, expected })
+                    }) {
+                        Ok((markdown, json)) => Output::Findings { run_id, markdown, json },
+                        Err(errors) => Output::Invalid { run_id, errors },
+                    };
                     scope.respond(id, out);
                 }
                 Input::Job { run_id, job, label, scenario_json, progress } => {
@@ -452,5 +498,26 @@ mod tests {
         assert_eq!(serde_json::from_str::<Output>(&s).unwrap(), m);
         let i = Input::Run { run_id: 1, scenario_json: "{}".into() };
         assert_eq!(serde_json::from_str::<Input>(&serde_json::to_string(&i).unwrap()).unwrap(), i);
+        let i = Input::Findings { run_id: 2, base_json: Some("{}".into()), only: Some("tail".into()) };
+        assert_eq!(serde_json::from_str::<Input>(&serde_json::to_string(&i).unwrap()).unwrap(), i);
+        let o = Output::Findings { run_id: 2, markdown: "# x\n".into(), json: "{}".into() };
+        assert_eq!(serde_json::from_str::<Output>(&serde_json::to_string(&o).unwrap()).unwrap(), o);
+    }
+
+    /// The worker's findings are the CLI's: the same Markdown and JSON; a rerun on a scenario without sessions
+    /// of the agent experiment is refused, naming it; a scenario that does not parse, at its field.
+    #[test]
+    fn findings_are_the_reports_and_a_rerun_says_why_not() {
+        let mut calls = 0;
+        let (md, json) = run_findings(None, None, &mut |_, _| calls += 1).unwrap();
+        let f = inferscale::findings::report(inferscale::findings::Config::default());
+        assert_eq!((md, json), (f.markdown().unwrap(), f.json().unwrap()));
+        assert_eq!(calls, 13);
+        let default = include_str!("../../scenarios/default.json");
+        let e = run_findings(Some(default), Some("retention".into()), &mut |_, _| {}).unwrap_err();
+        assert!(e[0].1.contains("experiment `retention`: needs agent sessions"), "{e:?}");
+        let e = run_findings(Some("{\"engine\": {\"max_num_seqs\": -1}}"), Some("tail".into()), &mut |_, _| {})
+            .unwrap_err();
+        assert!(e.iter().any(|(path, _)| path.contains("max_num_seqs")), "{e:?}");
     }
 }

@@ -29,6 +29,7 @@ struct App {
     lab: Lab,
     study: Studies,
     cal: Calibration,
+    findings: crate::findings::Findings,
     /// The panel on screen.
     panel: PanelId,
 }
@@ -41,6 +42,7 @@ impl App {
             PanelId::Lab => &mut self.lab,
             PanelId::Study(_) => &mut self.study,
             PanelId::Calibration => &mut self.cal,
+            PanelId::Findings => &mut self.findings,
         };
         f(panel, &cx)
     }
@@ -71,7 +73,8 @@ impl App {
 }
 
 /// One of each kind of panel (the study panel serves every study).
-const PANELS: [PanelId; 3] = [PanelId::Lab, PanelId::Study(inferscale::study::Kind::ALL[0]), PanelId::Calibration];
+const PANELS: [PanelId; 4] =
+    [PanelId::Lab, PanelId::Study(inferscale::study::Kind::ALL[0]), PanelId::Calibration, PanelId::Findings];
 
 /// The sidebar marks the panel on screen.
 fn mark_current(page: &Page, name: &str) {
@@ -191,6 +194,7 @@ fn new_app() -> Rc<RefCell<App>> {
             lab: Lab::default(),
             study: Studies::default(),
             cal: Calibration::default(),
+            findings: Default::default(),
             panel: PanelId::Lab,
         })
     });

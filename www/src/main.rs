@@ -12,6 +12,8 @@ mod calibration;
 #[cfg(target_arch = "wasm32")]
 mod editor;
 #[cfg(target_arch = "wasm32")]
+mod findings;
+#[cfg(target_arch = "wasm32")]
 mod lab;
 #[cfg(target_arch = "wasm32")]
 mod page;

@@ -25,6 +25,7 @@ pub enum PanelId {
     Lab,
     Study(inferscale::study::Kind),
     Calibration,
+    Findings,
 }
 
 impl PanelId {
@@ -32,6 +33,7 @@ impl PanelId {
         match self {
             PanelId::Lab => LabPanel.name(),
             PanelId::Calibration => CalibrationPanel.name(),
+            PanelId::Findings => FindingsPanel.name(),
             PanelId::Study(k) => k.name(),
         }
     }
@@ -41,6 +43,9 @@ impl PanelId {
     pub fn from_name(name: &str) -> PanelId {
         if name == CalibrationPanel.name() {
             return PanelId::Calibration;
+        }
+        if name == FindingsPanel.name() {
+            return PanelId::Findings;
         }
         inferscale::study::Kind::from_name(name).map_or(PanelId::Lab, PanelId::Study)
     }
@@ -83,6 +88,24 @@ impl Panel for CalibrationPanel {
     }
 }
 
+/// Findings: the experiment report with registered predictions (`findings.rs`).
+pub struct FindingsPanel;
+
+impl Panel for FindingsPanel {
+    fn name(&self) -> &'static str {
+        "findings"
+    }
+    fn title(&self) -> &'static str {
+        "Findings"
+    }
+    fn group(&self) -> &'static str {
+        "Ground truth"
+    }
+    fn section(&self) -> &'static str {
+        "panel-findings"
+    }
+}
+
 /// The sidebar: every panel under its group, the one on screen marked.
 pub fn sidebar_html(panels: &[&dyn Panel], current: &str) -> String {
     let mut html = String::new();
@@ -107,7 +130,7 @@ mod tests {
 
     #[test]
     fn panel_ids_round_trip_through_their_names() {
-        let mut ids = vec![PanelId::Lab, PanelId::Calibration];
+        let mut ids = vec![PanelId::Lab, PanelId::Calibration, PanelId::Findings];
         ids.extend(inferscale::study::Kind::ALL.iter().map(|&k| PanelId::Study(k)));
         for id in ids {
             assert_eq!(PanelId::from_name(id.name()), id);

@@ -7,7 +7,7 @@
 use inferscale::study::Kind;
 use serde_json::{Value, json};
 
-use crate::panels::{CalibrationPanel, LabPanel, Panel};
+use crate::panels::{CalibrationPanel, FindingsPanel, LabPanel, Panel};
 
 /// The fields of a study's panel (a study without options needs none). Everything else a panel shows of
 /// its study is the core's `About`, so the CLI's help, the report and the sidebar say the same.
@@ -37,6 +37,7 @@ pub(crate) fn registry() -> Vec<&'static dyn Panel> {
     std::iter::once(&LabPanel as &'static dyn Panel)
         .chain(Kind::ALL.iter().map(|k| k as &'static dyn Panel))
         .chain(std::iter::once(&CalibrationPanel as &'static dyn Panel))
+        .chain(std::iter::once(&FindingsPanel as &'static dyn Panel))
         .collect()
 }
 
@@ -954,7 +955,8 @@ mod tests {
                 "forecast",
                 "forecast-horizon",
                 "prefix-budget",
-                "calibration"
+                "calibration",
+                "findings"
             ]
         );
     }

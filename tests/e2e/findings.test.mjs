@@ -1,0 +1,102 @@
+// End-to-end tests of the Findings panel in headless Chromium: the report computed in the page's worker is
+// `inferscale report`'s byte for byte (Markdown and JSON), every experiment is shown with its chart and
+// verdict, an experiment reruns on the Serving Lab's scenario (or says why it cannot), and Cancel stops a run.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, browser, openLab, download, typeInto, runAndWait, ROOT } from './browser.mjs';
+
+const CLI = join(ROOT, 'target/release/inferscale');
+let server, ctx;
+
+before(async () => { server = await serve(); ctx = await browser(); });
+after(async () => { await ctx?.close(); server?.stop(); });
+
+/** Share of a canvas's pixels drawn opaque and not near-white (a canvas never drawn is transparent). */
+const drawn = (page, id) => page.evaluate((id) => {
+  const c = document.getElementById(id);
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (d[i + 3] === 255 && (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200)) n++;
+  return n / (d.length / 4);
+}, id);
+
+const cli = (args) => execFileSync(CLI, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 30 });
+
+async function openFindings() {
+  const opened = await openLab(ctx, server.url);
+  await opened.page.click('nav [data-panel="findings"]');
+  assert.equal(await opened.page.isVisible('#panel-findings'), true);
+  return opened;
+}
+
+async function runReport(page) {
+  await page.click('#fd-run');
+  await page.waitForFunction(() => /^Done in/.test(document.getElementById('fd-status').textContent), null, { timeout: 240000 });
+}
+
+test('the panel\'s report is `inferscale report` byte for byte, each experiment with its chart and verdict; an experiment reruns on the Serving Lab\'s scenario', async () => {
+  const { page, errors } = await openFindings();
+  await runReport(page);
+  const md = await download(page, '#fx-md');
+  assert.equal(md.name, 'inferscale-findings.md');
+  assert.equal(md.text, cli(['report']), 'the Markdown export is the CLI\'s');
+  assert.equal(md.text, readFileSync(join(ROOT, 'docs/results.md'), 'utf8'));
+  const json = await download(page, '#fx-json');
+  assert.equal(json.text, cli(['report', '--format', 'json']), 'the JSON export is the CLI\'s');
+  const report = JSON.parse(json.text);
+  const shown = await page.$$eval('#fd-report article.finding', (as) => as.map((a) => a.id));
+  assert.deepEqual(shown, report.sections.map((s) => `finding-${s.id}`));
+  for (const s of report.sections.filter((s) => s.chart)) {
+    assert.ok(await drawn(page, `fd-chart-${s.id}`) > 0.01, `${s.id}'s chart is drawn`);
+  }
+  const verdicts = await page.$$eval('#fd-report .verdict', (vs) => vs.map((v) => v.textContent));
+  assert.deepEqual(verdicts, report.predictions.map((p) => `Verdict: ${p.verdict}.`));
+  // The Serving Lab's scenario, edited from the keyboard: two replicas. The formation experiment reruns on it.
+  await page.click('nav [data-panel="lab"]');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '2');
+  await page.click('nav [data-panel="findings"]');
+  await page.click('button[data-rerun="formation"]');
+  await page.waitForFunction(() => /rerun on the Serving Lab/.test(document.getElementById('fd-status').textContent), null, { timeout: 240000 });
+  const rerun = await page.textContent('#rerun-formation');
+  assert.match(rerun, /On the Serving Lab's scenario/);
+  assert.match(rerun, /the Serving Lab's scenario “[^”]+” \(in place of scenarios\/peer-llama3-8b-h100\.json\)/);
+  // The rerun is `inferscale report --only formation --on` the lab's scenario: the same table.
+  const scenario = join(ROOT, 'target', 'e2e-findings-base.json');
+  writeFileSync(scenario, await page.$eval('#scenario', (t) => t.value));
+  assert.match(readFileSync(scenario, 'utf8'), /"replicas": 2/, 'the typed replicas are in the scenario');
+  const one = JSON.parse(cli(['report', '--only', 'formation', '--on', scenario, '--format', 'json']));
+  const cells = await page.$$eval('#rerun-formation .table-wrap table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(cells, one.sections[0].rows);
+  assert.match(rerun, /Verdict: (held|contradicted|inconclusive)\./);
+  assert.ok(await drawn(page, 'fd-rerun-chart-formation') > 0.01, 'the rerun\'s chart is drawn');
+  // The agent experiment cannot run on a scenario without sessions, and says so where it would show.
+  await page.click('button[data-rerun="retention"]');
+  await page.waitForFunction(() => /Not rerun/.test(document.getElementById('rerun-retention').textContent), null, { timeout: 60000 });
+  assert.match(await page.textContent('#rerun-retention'), /needs agent sessions \(workload\.sessions\)/);
+  // The report itself is unchanged by the reruns.
+  assert.equal((await download(page, '#fx-md')).text, md.text);
+  await page.screenshot({ path: join(ROOT, 'target', 'findings.png'), fullPage: false });
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('the report shows its progress and Cancel stops it at once; the page stays usable', async () => {
+  const { page, errors } = await openFindings();
+  assert.equal(await page.isDisabled('#fd-cancel'), true);
+  await page.click('#fd-run');
+  await page.waitForFunction(() => /^Running: \d+ of 13 experiments/.test(document.getElementById('fd-status').textContent), null, { timeout: 60000 });
+  const t0 = Date.now();
+  await page.click('#fd-cancel');
+  assert.match(await page.textContent('#fd-status'), /Cancelled/);
+  assert.ok(Date.now() - t0 < 1000, 'Cancel answers at once');
+  assert.equal(await page.isDisabled('#fd-run'), false);
+  assert.equal(await page.isVisible('#fd-results'), false, 'no report was made');
+  // The Serving Lab still runs.
+  await page.click('nav [data-panel="lab"]');
+  await runAndWait(page);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
