@@ -23,8 +23,9 @@ fn kv_spec(cfg: &Config, k: u64, seqs: u32, over: f64) -> Spec {
     s
 }
 
-/// One run's SLO attainment, output tokens per second and preemptions.
-type Outcome = (f64, f64, f64);
+/// One run's SLO attainment, output tokens per second, preemptions, KV peak (a share of the cache) and mean
+/// batch: the last two show which limit binds, on whatever scenario the experiment runs.
+type Outcome = (f64, f64, f64, f64, f64);
 
 /// Experiment 7, reserving 0.85 of each request's KV against all of it, in both regimes.
 pub(super) fn oversubscription(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
@@ -46,7 +47,13 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: &Config, littles: &mut Run
                     let mut s = kv_spec(cfg, k, seqs, over);
                     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 0.9 * sat };
                     let r = run(&s, littles).summary;
-                    (r.slo_attainment, r.output_tokens_per_s, r.preemptions as f64)
+                    (
+                        r.slo_attainment,
+                        r.output_tokens_per_s,
+                        r.preemptions as f64,
+                        r.kv_peak_fraction,
+                        r.mean_batch_size,
+                    )
                 })
                 .collect()
         };
@@ -68,6 +75,8 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: &Config, littles: &mut Run
                 col(f, "attainment", Unit::Share, |o| o.0),
                 col(f, "output_tokens_per_s", Unit::Count, |o| o.1),
                 col(f, "preemptions", Unit::Count, |o| o.2),
+                col(f, "kv_peak", Unit::Share, |o| o.3),
+                col(f, "mean_batch", Unit::Count, |o| o.4),
             ]);
         }
         sats_shown.push(format!("{sat_shown} where {phrase}"));
@@ -90,9 +99,10 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: &Config, littles: &mut Run
         sats_shown.join("; ")
     );
     s.scenario = excerpt(KV_PRESSURE, cfg, arms);
-    s.columns = ["Regime", "Share of KV reserved", "SLO attainment", "Output tokens/s", "Preemptions"]
-        .map(String::from)
-        .to_vec();
+    s.columns =
+        ["Regime", "Share of KV reserved", "SLO attainment", "Output tokens/s", "Preemptions", "KV peak", "Mean batch"]
+            .map(String::from)
+            .to_vec();
     s.rows = rows;
     s.chart = Some(chart);
     let [(kv, (_, k_lo, k_hi)), (batch, (_, b_lo, b_hi))] = [gains[0].clone(), gains[1].clone()];
