@@ -26,7 +26,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
         "At ρ = 0.9 on the benchmark scenario, SGLang's default formation — a step that can prefill prefills only, and decoding waits — gives a lower p99 TTFT than vLLM's mixed steps and a higher p95 TPOT: each gives up the objective the other protects.",
     );
     let rate = 0.9 * sat;
-    let runs: Vec<Vec<[f64; 4]>> = (FORMATIONS.iter())
+    let runs: Vec<Vec<[f64; 6]>> = (FORMATIONS.iter())
         .map(|(.., formation)| {
             (0..cfg.repetitions)
                 .map(|k| {
@@ -36,7 +36,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
                     sglang_ready(&mut s);
                     let saturation = saturation(&s, cfg, littles);
                     let r = run(&s, littles).summary;
-                    [saturation, r.ttft_s.p99, r.tpot_s.p95, r.output_tokens_per_s]
+                    [saturation, r.ttft_s.p50, r.ttft_s.p99, r.queue_delay_s.p99, r.tpot_s.p95, r.output_tokens_per_s]
                 })
                 .collect()
         })
@@ -46,7 +46,9 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
         let mut cells = vec![name.to_string()];
         for (i, (what, unit)) in [
             ("saturation_rps", Unit::Rps),
+            ("ttft_p50", Unit::Seconds),
             ("ttft_p99", Unit::Seconds),
+            ("queue_delay_p99", Unit::Seconds),
             ("tpot_p95", Unit::Seconds),
             ("output_tokens_per_s", Unit::Count),
         ]
@@ -59,9 +61,11 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
         rows.push(cells);
     }
     let ratio = |i: usize| -> Vec<f64> { runs[1].iter().zip(&runs[0]).map(|(s, v)| s[i] / v[i]).collect() };
-    let (ttft, (_, t_lo, t_hi)) = f.mean_ci("formation.sglang_over_vllm_ttft_p99", &ratio(1), Unit::Times);
+    let (ttft, (_, t_lo, t_hi)) = f.mean_ci("formation.sglang_over_vllm_ttft_p99", &ratio(2), Unit::Times);
     let (saturation, _) = f.mean_ci("formation.sglang_over_vllm_saturation", &ratio(0), Unit::Times);
-    let (tpot, (_, p_lo, p_hi)) = f.mean_ci("formation.sglang_over_vllm_tpot_p95", &ratio(2), Unit::Times);
+    let (median, _) = f.mean_ci("formation.sglang_over_vllm_ttft_p50", &ratio(1), Unit::Times);
+    let (queue, _) = f.mean_ci("formation.sglang_over_vllm_queue_delay_p99", &ratio(3), Unit::Times);
+    let (tpot, (_, p_lo, p_hi)) = f.mean_ci("formation.sglang_over_vllm_tpot_p95", &ratio(4), Unit::Times);
     let rate_shown = f.figure("formation.rate_rps", rate, Unit::Rps);
     let series = |what: &str| {
         (FORMATIONS.iter().enumerate()).map(|(i, (id, ..))| (i as f64, format!("formation.{id}.{what}"))).collect()
@@ -95,17 +99,19 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
             })
             .collect(),
     );
-    s.columns = ["Formation", "Saturation", "p99 TTFT", "p95 TPOT", "Output tokens/s"].map(String::from).to_vec();
+    s.columns = ["Formation", "Saturation", "p50 TTFT", "p99 TTFT", "p99 queue delay", "p95 TPOT", "Output tokens/s"]
+        .map(String::from)
+        .to_vec();
     s.rows = rows;
     s.chart = Some(chart);
     let verdict = Verdict::of(t_lo, t_hi, 1.0, false).and(Verdict::of(p_lo, p_hi, 1.0, true));
     f.found(
         "formation",
         format!(
-            "SGLang's default against vLLM's: p99 TTFT {ttft}, p95 TPOT {tpot}, measured saturation {saturation} (each SGLang ÷ vLLM). {}",
+            "SGLang's default against vLLM's: p99 TTFT {ttft}, p95 TPOT {tpot}, measured saturation {saturation} (each SGLang ÷ vLLM). {} Its median TTFT is {median} vLLM's and its p99 queue delay (arrival to first scheduled) {queue}.",
             match (t_hi < 1.0, t_lo > 1.0, p_lo > 1.0) {
                 (true, _, true) => "Prefill-only steps admit a prompt sooner and make every running request wait for it.",
-                (_, true, true) => "Pausing decode for prefill costs TPOT, and here it does not buy TTFT either: the TTFT tail is longer although the formation's saturation is within a few percent of vLLM's.",
+                (_, true, true) => "Pausing decode for prefill costs TPOT and lengthens the TTFT tail, although the formation's saturation is within a few percent of vLLM's: the tail is time waiting to be scheduled at all.",
                 (false, false, true) => "Pausing decode for prefill costs TPOT; whether it buys TTFT, the interval does not say.",
                 (true, _, false) => "Prefill-only steps admit prompts sooner at no cost in TPOT here.",
                 _ => "TPOT does not move as predicted.",
