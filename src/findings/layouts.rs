@@ -1,7 +1,7 @@
 //! Experiments 8 and 9: how the same four GPUs are laid out — prefill and decode apart or together — and what
 //! reusing shared prefixes' KV is worth.
 
-use super::runs::{Config, Runs, Shipped, excerpt, run, saturation, shipped, shipped_scenario};
+use super::runs::{Config, Runs, Shipped, excerpt, mean, run, saturation, shipped, shipped_scenario};
 use super::{Findings, Unit, Verdict};
 use crate::scenario::{ArrivalSpec, Spec};
 
@@ -152,10 +152,6 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs)
         ),
         Verdict::of(lo, hi, 0.0, true),
     );
-}
-
-fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len().max(1) as f64
 }
 
 /// Experiment 9, the prefix cache on and off on the colocated fleet.

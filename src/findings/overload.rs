@@ -1,7 +1,7 @@
 //! Experiments 5 and 6: what to do when the offered load is past capacity — add replicas or shed, and which
 //! arrivals to shed.
 
-use super::runs::{Config, PEER, Runs, excerpt, run, shipped};
+use super::runs::{Config, PEER, Runs, excerpt, mean, run, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::scenario::{self, ArrivalSpec, Spec};
 use crate::spec::AdmissionSpec;
@@ -135,10 +135,6 @@ pub(super) fn fleet_or_shed(f: &mut Findings, cfg: &Config, sat: f64, littles: &
         ),
         verdict,
     );
-}
-
-fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len().max(1) as f64
 }
 
 /// Experiment 6, deadline-feasibility rejection against dropping the same share at random.

@@ -1,7 +1,7 @@
 //! Experiments 1–4 and 12: capacity against the textbook, the tail against the load, prediction error on two
 //! channels, fair queueing across tenants, and Little's law over every run.
 
-use super::runs::{Config, KV_PRESSURE, PEER, Runs, Shipped, TENANTS, excerpt, run, saturation, shipped};
+use super::runs::{Config, KV_PRESSURE, PEER, Runs, Shipped, TENANTS, excerpt, mean, run, saturation, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::bench;
 use crate::scenario::{ArrivalSpec, Spec};
@@ -14,7 +14,7 @@ const RHOS: [f64; 4] = [0.5, 0.75, 0.9, 0.95];
 pub(super) fn measured_saturation(cfg: &Config) -> f64 {
     let sats: Vec<f64> =
         (0..cfg.repetitions).map(|k| saturation(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
-    sats.iter().sum::<f64>() / sats.len().max(1) as f64
+    mean(&sats)
 }
 
 /// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against measured saturation. Returns the

@@ -91,6 +91,11 @@ pub(super) fn excerpt(sc: Shipped, cfg: &Config, arms: Vec<(String, Spec)>) -> O
     })
 }
 
+/// The mean of `x` (0 for none): the point estimate every seed-averaged choice of the report uses.
+pub(super) fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len().max(1) as f64
+}
+
 /// `s`'s measured saturation (every request at once), or NaN when `s` is refused (recorded in `runs`).
 pub(super) fn saturation(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
     match scenario::validate(s) {
