@@ -48,6 +48,21 @@ if ! need chromium || ! need chromedriver; then
   fi
 fi
 
+# The scale-out tests: a single-node Slurm (Debian's slurm-wlm and munge, started and stopped by
+# tests/slurm/run.sh) and the Kubernetes manifests' schema check (kubernetes-validate from PyPI: it carries the
+# Job schema, so the check runs offline).
+if ! need slurmctld || ! need slurmd || ! need munged; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge
+  else
+    echo "setup: slurm-wlm and munge are missing (apt-get install slurm-wlm munge)" >&2
+    exit 1
+  fi
+fi
+if ! kubernetes-validate --version 2>/dev/null | grep -qx "1.37.0"; then
+  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
+
 # npm packages at package-lock.json's versions: playwright-core (never `playwright install`: it downloads a
 # browser; the tests use /usr/bin/chromium) and binaryen's wasm-opt (Debian's v108 breaks the page).
 if ! cmp -s package-lock.json node_modules/.inferscale-lock 2>/dev/null; then

@@ -30,11 +30,16 @@ ls -l dist/*.wasm | awk '{ print $5, $9 }'
 for f in dist/*.wasm; do printf '%s gzip: %s bytes\n' "$f" "$(gzip -9c "$f" | wc -c)"; done
 
 echo "== end to end in headless Chromium"
-cargo build --locked --release --quiet
+# The container's build step (deploy/Containerfile runs exactly this).
+cargo build --locked --release --bin inferscale
 node --test tests/e2e/ 2>&1 | tee "$log"
 read -r e2e_pass e2e_fail < <(awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$log")
 rm -f "$log"
 passed=$((passed + e2e_pass)); failed=$((failed + e2e_fail))
+
+echo "== scale-out: the Kubernetes manifests against the Job schema, and a study sharded on a real Slurm"
+if kubernetes-validate --strict deploy/k8s/*.yaml; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+if bash tests/slurm/run.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo "== closed-form checks (inferscale validate)"
 cargo run --locked --release --quiet -- validate

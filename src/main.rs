@@ -89,6 +89,18 @@ enum Command {
         #[command(flatten)]
         common: StudyOpts,
     },
+    /// Fold the parts of a sharded study (`study … --shard i/n`) into the report one unsharded run gives, byte
+    /// for byte. Refuses a missing, duplicated or foreign part, naming it.
+    Merge {
+        /// The n part files.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
+        format: StudyFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Read benchmark result files (vLLM `bench serve --save-result` JSON, the legacy `benchmark_serving.py`,
     /// SGLang `bench_serving` JSONL, inference-perf stage reports, InferenceX aggregates, MLPerf LoadGen
     /// summary and detail logs) into a bundle of validation cases (docs/truth.md). Runs that cannot be read are
@@ -175,6 +187,10 @@ struct StudyOpts {
     /// Threads to run the study's simulations on (default: all cores). The report does not depend on it.
     #[arg(long)]
     threads: Option<usize>,
+    /// Run only shard i of n (0 ≤ i < n) and write its part (JSON) instead of the report; `inferscale merge`
+    /// folds the n parts into the report one run gives (docs/scale-out.md).
+    #[arg(long, value_name = "i/n")]
+    shard: Option<String>,
     /// Write here instead of standard output.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -328,6 +344,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Study { name, scenario, params, params_file, common } => {
             run_study(&name, &scenario, &params, params_file.as_deref(), common, &budget)
         }
+        Command::Merge { parts, format, out } => run_merge(&parts, format, out.as_deref()),
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
         Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref()),
@@ -538,16 +555,47 @@ fn run_study(
     let per_job = scenario::Budget { memory_bytes: f64::INFINITY, steps: budget.steps };
     sc.check_budget(&per_job, jobs, raise)
         .map_err(|e| Failure::Input(format!("{}: the study's {jobs} runs: {e}", scenario.display())))?;
-    let report = study::run_native(st.as_mut(), threads, &mut |_, _| true).map_err(|e| match e {
+    let failed = |e| match e {
         StudyError::Invalid(e) => Failure::Input(e.to_string()),
         StudyError::Cancelled => Failure::Internal("cancelled".into()),
-    })?;
-    let text = match common.format {
+    };
+    if let Some(shard) = &common.shard {
+        let shard = study::shard::parse_shard(shard).map_err(Failure::Input)?;
+        if !matches!(common.format, StudyFormat::Json) {
+            return Err(Failure::Input("--shard writes a part (JSON); give --format to `inferscale merge`".into()));
+        }
+        let runner = &mut |jobs: &[study::Job]| study::run_parallel(jobs, threads);
+        let part = study::shard::run_shard(name, &spec, &params, st.as_mut(), shard, runner, &mut |_, _| true)
+            .map_err(failed)?;
+        let text = serde_json::to_string(&part).map_err(|e| Failure::Internal(e.to_string()))?;
+        return write_out(common.out.as_deref(), &text);
+    }
+    let report = study::run_native(st.as_mut(), threads, &mut |_, _| true).map_err(failed)?;
+    write_out(common.out.as_deref(), &study_text(&report, common.format))
+}
+
+fn study_text(report: &inferscale::study::StudyReport, format: StudyFormat) -> String {
+    match format {
         StudyFormat::Json => report.json(),
         StudyFormat::Csv => report.csv(),
         StudyFormat::Md => report.markdown(),
-    };
-    write_out(common.out.as_deref(), &text)
+    }
+}
+
+/// The most bytes one part file may have (a part holds a summary of each of its runs and the scenario).
+const MAX_PART_BYTES: u64 = 1 << 30;
+
+fn run_merge(paths: &[PathBuf], format: StudyFormat, out: Option<&Path>) -> Result<(), Failure> {
+    use inferscale::study::shard;
+    let mut parts = Vec::with_capacity(paths.len());
+    for p in paths {
+        let text = read_file(p, "part", MAX_PART_BYTES)?;
+        let part: shard::Part = serde_json::from_str(&text)
+            .map_err(|e| Failure::Input(format!("{}: not a study part: {e}", p.display())))?;
+        parts.push((p.display().to_string(), part));
+    }
+    let report = shard::merge(&parts).map_err(|e| Failure::Input(format!("merge: {e}")))?;
+    write_out(out, &study_text(&report, format))
 }
 
 fn render(r: &Report, sc: &Scenario, f: Format) -> String {

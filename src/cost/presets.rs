@@ -87,7 +87,16 @@ pub struct DevicePreset {
     pub hbm_bandwidth_gbps: f64,
     pub hbm_gb: f64,
     pub interconnect_gbps: f64,
+    /// List price of one GPU for an hour, US dollars ([`PRICE_SOURCE`]); None where that list has none.
+    pub usd_per_gpu_hour: Option<f64>,
 }
+
+/// Where the shipped prices come from: one provider's list, read on one date, so the fleet planner's costs are
+/// comparable with each other (public 2026 on-demand prices for one device differ about 2.5× between
+/// providers, so a blend would match no bill). Every price is editable in the study's options.
+pub const PRICE_SOURCE: &str =
+    "RunPod Serverless, active (always-on) workers: per-second price × 3600 (docs.runpod.io/serverless/pricing)";
+pub const PRICE_READ_ON: &str = "2026-12-04";
 
 /// Sources for every figure: docs/model.md, "Presets". The interconnect is the per-direction bandwidth a GPU
 /// has to its tensor-parallel peers (NVLink, Infinity Fabric, RoCE, or PCIe).
@@ -98,6 +107,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 2039.0,
         hbm_gb: 80.0,
         interconnect_gbps: 300.0,
+        usd_per_gpu_hour: Some(2.16),
     },
     DevicePreset {
         name: "a100-40g",
@@ -105,6 +115,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 1555.0,
         hbm_gb: 40.0,
         interconnect_gbps: 300.0,
+        usd_per_gpu_hour: None,
     },
     DevicePreset {
         name: "h100-sxm",
@@ -112,6 +123,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 3350.0,
         hbm_gb: 80.0,
         interconnect_gbps: 450.0,
+        usd_per_gpu_hour: Some(3.348),
     },
     DevicePreset {
         name: "h100-pcie",
@@ -119,6 +131,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 2000.0,
         hbm_gb: 80.0,
         interconnect_gbps: 64.0,
+        usd_per_gpu_hour: None,
     },
     DevicePreset {
         name: "h200",
@@ -126,6 +139,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 4800.0,
         hbm_gb: 141.0,
         interconnect_gbps: 450.0,
+        usd_per_gpu_hour: Some(4.464),
     },
     DevicePreset {
         name: "h20",
@@ -133,6 +147,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 4000.0,
         hbm_gb: 96.0,
         interconnect_gbps: 450.0,
+        usd_per_gpu_hour: None,
     },
     DevicePreset {
         name: "b200",
@@ -140,6 +155,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 8000.0,
         hbm_gb: 180.0,
         interconnect_gbps: 900.0,
+        usd_per_gpu_hour: Some(6.84),
     },
     DevicePreset {
         name: "mi300x",
@@ -147,6 +163,7 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 5300.0,
         hbm_gb: 192.0,
         interconnect_gbps: 448.0,
+        usd_per_gpu_hour: None,
     },
     DevicePreset {
         name: "gaudi3",
@@ -154,9 +171,24 @@ pub const DEVICES: &[DevicePreset] = &[
         hbm_bandwidth_gbps: 3700.0,
         hbm_gb: 128.0,
         interconnect_gbps: 525.0,
+        usd_per_gpu_hour: None,
     },
-    DevicePreset { name: "l40s", peak_tflops: 362.0, hbm_bandwidth_gbps: 864.0, hbm_gb: 48.0, interconnect_gbps: 32.0 },
-    DevicePreset { name: "l4", peak_tflops: 121.0, hbm_bandwidth_gbps: 300.0, hbm_gb: 24.0, interconnect_gbps: 32.0 },
+    DevicePreset {
+        name: "l40s",
+        peak_tflops: 362.0,
+        hbm_bandwidth_gbps: 864.0,
+        hbm_gb: 48.0,
+        interconnect_gbps: 32.0,
+        usd_per_gpu_hour: Some(1.332),
+    },
+    DevicePreset {
+        name: "l4",
+        peak_tflops: 121.0,
+        hbm_bandwidth_gbps: 300.0,
+        hbm_gb: 24.0,
+        interconnect_gbps: 32.0,
+        usd_per_gpu_hour: Some(0.468),
+    },
 ];
 
 /// Efficiency defaults, fitted to the measured A100 step times (every row within 9 %; see docs/model.md).

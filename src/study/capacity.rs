@@ -70,11 +70,11 @@ struct Row<'a> {
 }
 
 /// A criterion's columns: (its mean's label, unit, format).
-type Criterion = (&'static str, &'static str, Format);
+type CriterionColumns = (&'static str, &'static str, Format);
 
 /// The rate search's table; `rate` and `served` are the units of offered and served load. Throughput and
 /// goodput are both the steady window's (like with like).
-fn rate_columns<'a>(rate: &'static str, served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 11] {
+fn rate_columns<'a>(rate: &'static str, served: &'static str, c: CriterionColumns) -> [ColumnDef<Row<'a>>; 11] {
     [
         column("Rate", rate, Format::Num, |r| r.e.rate.into()),
         column("Pass", "", Format::Bool, |r| r.e.pass.into()),
@@ -91,7 +91,7 @@ fn rate_columns<'a>(rate: &'static str, served: &'static str, c: Criterion) -> [
 }
 
 /// The replica search's table.
-fn replica_columns<'a>(served: &'static str, c: Criterion) -> [ColumnDef<Row<'a>>; 11] {
+fn replica_columns<'a>(served: &'static str, c: CriterionColumns) -> [ColumnDef<Row<'a>>; 11] {
     [
         column("Replicas", "", Format::Int, |r| (r.e.rate as u64).into()),
         column("GPUs", "", Format::Int, |r| (r.e.runs.first().map_or(0, |x| x.gpus) as u64).into()),
@@ -150,6 +150,45 @@ struct Eval {
     rate: f64,
     runs: Vec<RunSummary>,
     pass: bool,
+}
+
+/// What a run must do to pass (the capacity planner's and the fleet planner's rule, written once): not
+/// `steady.overloaded`, and either a mean queueing delay within `max_mean_wait_ms` or SLO attainment ≥ `target`
+/// with every percentile objective met.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Criterion {
+    pub target: f64,
+    pub max_mean_wait_ms: Option<f64>,
+}
+
+impl Criterion {
+    pub(crate) fn passes(&self, r: &RunSummary) -> bool {
+        !r.overloaded
+            && match self.max_mean_wait_ms {
+                Some(w) => r.queue_delay_mean_s * 1e3 <= w,
+                None => r.slo_attainment >= self.target && r.percentiles_met,
+            }
+    }
+}
+
+/// `base` (whose mean arrival rate is `base_rps`) offered `rate` instead, on `seed`: a rate's arrival kind
+/// keeps its shape (an on/off process both its rates, a trace its timing scaled).
+pub(crate) fn at_rate(base: &Spec, base_rps: f64, rate: f64, seed: u64) -> Spec {
+    let f = rate / base_rps;
+    let mut s = reseeded(base, seed);
+    s.workload.arrival = match s.workload.arrival.clone() {
+        ArrivalSpec::Poisson { .. } => ArrivalSpec::Poisson { rate_rps: rate },
+        ArrivalSpec::Constant { .. } => ArrivalSpec::Constant { rate_rps: rate },
+        ArrivalSpec::Gamma { cv, .. } => ArrivalSpec::Gamma { rate_rps: rate, cv },
+        ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
+            ArrivalSpec::OnOff { rate_on_rps: rate_on_rps * f, rate_off_rps: rate_off_rps * f, mean_on_s, mean_off_s }
+        }
+        ArrivalSpec::Trace { path, data, format, time_scale, reuse_hash_ids, hash_block_tokens } => {
+            ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f, reuse_hash_ids, hash_block_tokens }
+        }
+        closed @ (ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) => closed, // refused by the studies
+    };
+    s
 }
 
 pub struct CapacityStudy {
@@ -251,7 +290,7 @@ impl CapacityStudy {
 
     /// What the searched rate counts: requests, or the sessions a session scenario's arrivals start.
     /// How the criterion's columns read: (its mean's label, unit, format).
-    fn criterion_column(&self) -> Criterion {
+    fn criterion_column(&self) -> CriterionColumns {
         if self.p.max_mean_wait_ms.is_some() {
             ("Mean wait", "s", Format::Seconds)
         } else {
@@ -287,32 +326,11 @@ impl CapacityStudy {
 
     /// The scenario at `rate` req/s on repetition `k`'s seed.
     fn at_rate(&self, rate: f64, k: u32) -> Spec {
-        let f = rate / self.base_rps;
-        let mut s = reseeded(&self.base, self.base.seed.wrapping_add(k as u64));
-        s.workload.arrival = match s.workload.arrival.clone() {
-            ArrivalSpec::Poisson { .. } => ArrivalSpec::Poisson { rate_rps: rate },
-            ArrivalSpec::Constant { .. } => ArrivalSpec::Constant { rate_rps: rate },
-            ArrivalSpec::Gamma { cv, .. } => ArrivalSpec::Gamma { rate_rps: rate, cv },
-            ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => ArrivalSpec::OnOff {
-                rate_on_rps: rate_on_rps * f,
-                rate_off_rps: rate_off_rps * f,
-                mean_on_s,
-                mean_off_s,
-            },
-            ArrivalSpec::Trace { path, data, format, time_scale, reuse_hash_ids, hash_block_tokens } => {
-                ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f, reuse_hash_ids, hash_block_tokens }
-            }
-            closed @ (ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) => closed, // refused by `new`
-        };
-        s
+        at_rate(&self.base, self.base_rps, rate, self.base.seed.wrapping_add(k as u64))
     }
 
     fn passes(&self, r: &RunSummary) -> bool {
-        !r.overloaded
-            && match self.p.max_mean_wait_ms {
-                Some(w) => r.queue_delay_mean_s * 1e3 <= w,
-                None => r.slo_attainment >= self.target && r.percentiles_met,
-            }
+        Criterion { target: self.target, max_mean_wait_ms: self.p.max_mean_wait_ms }.passes(r)
     }
 
     /// The criterion's value for a run (SLO attainment, or mean wait in s).
@@ -386,6 +404,11 @@ impl Study for CapacityStudy {
                 self.saturation = results.into_iter().next().map(|r| (top, r));
             }
         }
+    }
+
+    /// One lane: every rate's repetitions must all pass before the search moves on.
+    fn lanes(&self, jobs: &[Job]) -> Vec<u64> {
+        vec![0; jobs.len()]
     }
 
     fn progress(&self) -> (usize, usize) {

@@ -15,11 +15,13 @@
 pub mod agents;
 pub mod capacity;
 pub mod explorer;
+pub mod fleet;
 pub mod paired;
 pub mod pd;
 pub mod ranking;
 pub mod repeated;
 pub mod sensitivity;
+pub mod shard;
 pub mod sweep;
 
 use serde::{Deserialize, Serialize};
@@ -35,7 +37,7 @@ pub struct Job {
 }
 
 /// What a study keeps of one run: small enough to send between workers, exact (f64 round-trips).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub label: String,
     pub gpus: u32,
@@ -86,7 +88,7 @@ pub struct RunSummary {
 }
 
 /// A session run's figures (from the report's `sessions` section).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionRun {
     pub turn_ttft_p95_s: f64,
     pub session_e2e_p95_s: f64,
@@ -330,6 +332,12 @@ pub trait Study {
     fn progress(&self) -> (usize, usize);
     /// The finished study.
     fn report(&self) -> StudyReport;
+    /// The lane of each job of the batch `next` just gave: a lane's later jobs depend only on its own results,
+    /// and once a batch has none of a lane's jobs the lane is finished — so shards may split the lanes
+    /// ([`shard`]). Default: every job its own lane (a study of one batch).
+    fn lanes(&self, jobs: &[Job]) -> Vec<u64> {
+        (0..jobs.len() as u64).collect()
+    }
 }
 
 /// The runs of a study that knows them all up front (every study but the capacity planner).
@@ -778,6 +786,7 @@ macro_rules! registry {
 registry! {
     Ranking => ranking::RankingStudy,
     Capacity => capacity::CapacityStudy,
+    Fleet => fleet::FleetStudy,
     Pd => pd::PdStudy,
     Explorer => explorer::ExplorerStudy,
     Paired => paired::PairedStudy,

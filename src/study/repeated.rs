@@ -84,6 +84,9 @@ impl Study for Once {
     fn progress(&self) -> (usize, usize) {
         self.study.progress()
     }
+    fn lanes(&self, jobs: &[Job]) -> Vec<u64> {
+        self.study.lanes(jobs)
+    }
     fn report(&self) -> StudyReport {
         let mut out = self.study.report();
         if let Some(s) = close_call(&out, self.rank) {
@@ -163,6 +166,19 @@ impl Study for Repeated {
 
     fn progress(&self) -> (usize, usize) {
         self.studies.iter().map(|s| s.progress()).fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+    }
+
+    /// Copy k's lane l is lane l × R + k: the copies are independent of each other.
+    fn lanes(&self, jobs: &[Job]) -> Vec<u64> {
+        let r = self.studies.len() as u64;
+        let mut out = Vec::with_capacity(jobs.len());
+        let mut rest = jobs;
+        for (k, (st, &n)) in self.studies.iter().zip(&self.handed).enumerate() {
+            let (mine, more) = rest.split_at(n);
+            out.extend(st.lanes(mine).into_iter().map(|l| l.wrapping_mul(r).wrapping_add(k as u64)));
+            rest = more;
+        }
+        out
     }
 
     fn report(&self) -> StudyReport {

@@ -131,6 +131,10 @@ impl Study for TieredKvStudy {
     fn report(&self) -> StudyReport {
         tiered_report(self)
     }
+    /// One lane: the budgets' runs are sized from the first batch's reference run.
+    fn lanes(&self, jobs: &[Job]) -> Vec<u64> {
+        vec![0; jobs.len()]
+    }
 }
 
 fn tiered_report(st: &TieredKvStudy) -> StudyReport {

@@ -1,0 +1,239 @@
+//! One candidate's search, on its own seeds: capacity of one unit, then the fewest units for the rate with its
+//! headroom, then the chosen fleet at the target rate on unseen seeds.
+
+use super::space::Candidate;
+use super::{MOST_TRIES, VALIDATION_SEED_OFFSET};
+use crate::study::capacity::{Criterion, at_rate};
+use crate::study::{Job, RunSummary};
+
+/// A one-dimensional search on one seed: bracket by doubling or halving, then bisect. The rate search passes
+/// below its answer; the replica search, over the integers, above it.
+#[derive(Clone, Debug)]
+pub(super) struct Search {
+    pass: Option<f64>,
+    fail: Option<f64>,
+    pub next: Option<f64>,
+    tried: u32,
+    replicas: bool,
+    precision: f64,
+    lo: f64,
+    hi: f64,
+}
+
+impl Search {
+    fn rate(start: f64, precision: f64) -> Search {
+        let (lo, hi) = (start / 1e4, start * 1e4);
+        Search { pass: None, fail: None, next: Some(start), tried: 0, replicas: false, precision, lo, hi }
+    }
+
+    fn replicas(start: u32, max: u32) -> Search {
+        let next = Some(start.clamp(1, max) as f64);
+        Search { pass: None, fail: None, next, tried: 0, replicas: true, precision: 0.0, lo: 1.0, hi: max as f64 }
+    }
+
+    fn record(&mut self, x: f64, pass: bool) {
+        self.tried += 1;
+        if pass {
+            self.pass = Some(x);
+        } else {
+            self.fail = Some(x);
+        }
+        self.next = if self.tried >= MOST_TRIES { None } else { self.choose() };
+    }
+
+    fn choose(&self) -> Option<f64> {
+        match (self.replicas, self.pass, self.fail) {
+            (true, Some(p), None) if p > self.lo => Some((p / 2.0).floor().max(self.lo)),
+            (true, None, Some(f)) if f < self.hi => Some((f * 2.0).min(self.hi)),
+            (true, Some(p), Some(f)) if p - f > 1.0 => Some(((p + f) / 2.0).floor()),
+            (false, Some(p), None) if p < self.hi => Some(p * 2.0),
+            (false, None, Some(f)) if f > self.lo => Some(f / 2.0),
+            (false, Some(p), Some(f)) if (f - p) / p > self.precision => Some((p + f) / 2.0),
+            _ => None,
+        }
+    }
+
+    /// The answer: the highest passing rate, or the fewest passing replicas.
+    pub fn found(&self) -> Option<f64> {
+        self.pass
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stage {
+    Capacity,
+    Replicas,
+    Validate,
+    Done,
+}
+
+/// What every lane sizes for.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Sizing {
+    /// The scenario's mean rate (a unit's arrivals are scaled from it) and its rate per worker (where a rate
+    /// search starts).
+    pub base_rps: f64,
+    pub per_worker_rps: f64,
+    /// The rate to size for (the target with its headroom), and the target.
+    pub needed_rps: f64,
+    pub target_rps: f64,
+    pub seeds: u32,
+    pub max_replicas: u32,
+    pub precision: f64,
+}
+
+/// A candidate and where its search stands.
+pub(super) struct Lane {
+    pub cand: Candidate,
+    stage: Stage,
+    z: Sizing,
+    pub capacity: Vec<Search>,
+    pub replicas: Vec<Search>,
+    /// The units the fleet gets: the most any seed needed.
+    pub chosen: Option<u32>,
+    pub validation: Vec<RunSummary>,
+    /// Runs fed so far.
+    runs: usize,
+    /// Each pending job's seed index.
+    pending: Vec<usize>,
+    /// Why the candidate was not searched: its scenario is invalid, or its ceiling cannot reach the rate.
+    pub skipped: Option<String>,
+}
+
+impl Lane {
+    pub fn new(cand: Candidate, z: Sizing) -> Lane {
+        let (skipped, start) = match &cand.refused {
+            Some(why) => (Some(format!("refused: {why}")), 1.0),
+            None => ceiling(&cand, &z),
+        };
+        Lane {
+            capacity: (0..z.seeds).map(|_| Search::rate(start, z.precision)).collect(),
+            replicas: Vec::new(),
+            stage: if skipped.is_some() { Stage::Done } else { Stage::Capacity },
+            cand,
+            z,
+            chosen: None,
+            validation: Vec::new(),
+            runs: 0,
+            pending: Vec::new(),
+            skipped,
+        }
+    }
+
+    /// The lane's next runs (none when it is done), moving to the next stage when this one has none left.
+    pub fn next(&mut self) -> Vec<Job> {
+        loop {
+            let jobs = match self.stage {
+                Stage::Capacity => self.search_jobs(false),
+                Stage::Replicas => self.search_jobs(true),
+                Stage::Validate if self.validation.is_empty() => self.validation_jobs(),
+                Stage::Validate | Stage::Done => Vec::new(),
+            };
+            if !jobs.is_empty() || self.stage == Stage::Done {
+                return jobs;
+            }
+            self.advance();
+        }
+    }
+
+    /// The results of the lane's last jobs, in their order.
+    pub fn feed(&mut self, results: Vec<RunSummary>, c: &Criterion) {
+        self.runs += results.len();
+        if self.stage == Stage::Validate {
+            self.validation = results;
+            self.stage = Stage::Done;
+            return;
+        }
+        let searches = if self.stage == Stage::Capacity { &mut self.capacity } else { &mut self.replicas };
+        for (r, &k) in results.iter().zip(&self.pending) {
+            let x = searches[k].next.expect("a pending search has a point");
+            searches[k].record(x, c.passes(r));
+        }
+    }
+
+    /// Runs done and expected (a search's expected length: about 8 rates and 4 counts per seed).
+    pub fn progress(&self) -> (usize, usize) {
+        let expected = match self.stage {
+            Stage::Done => self.runs,
+            _ => self.runs.max(self.z.seeds as usize * 13),
+        };
+        (self.runs, expected.max(self.runs))
+    }
+
+    fn search_jobs(&mut self, replicas: bool) -> Vec<Job> {
+        let searches = if replicas { &self.replicas } else { &self.capacity };
+        self.pending = (0..searches.len()).filter(|&k| searches[k].next.is_some()).collect();
+        (self.pending.iter())
+            .map(|&k| {
+                let x = searches[k].next.expect("pending");
+                let seed = self.cand.unit.seed.wrapping_add(k as u64);
+                if replicas {
+                    let label =
+                        format!("{}: {x} × unit at {:.4} req/s, seed {seed}", self.cand.name, self.z.needed_rps);
+                    Job { label, spec: self.units_at(x as u32, self.z.needed_rps, seed) }
+                } else {
+                    let label = format!("{}: one unit at {x:.4} req/s, seed {seed}", self.cand.name);
+                    Job { label, spec: self.units_at(1, x, seed) }
+                }
+            })
+            .collect()
+    }
+
+    fn validation_jobs(&mut self) -> Vec<Job> {
+        let Some(n) = self.chosen else { return Vec::new() };
+        self.pending = (0..self.z.seeds as usize).collect();
+        (0..self.z.seeds as u64)
+            .map(|k| {
+                let seed = self.cand.unit.seed.wrapping_add(VALIDATION_SEED_OFFSET + k);
+                let label = format!("{}: fleet of {n} at {:.4} req/s, seed {seed}", self.cand.name, self.z.target_rps);
+                Job { label, spec: self.units_at(n, self.z.target_rps, seed) }
+            })
+            .collect()
+    }
+
+    fn units_at(&self, n: u32, rate: f64, seed: u64) -> crate::scenario::Spec {
+        at_rate(&self.cand.with_units(n), self.z.base_rps, rate, seed)
+    }
+
+    /// The stage after this one: from each seed's capacity, a replica search starting where it suggests;
+    /// from the replica searches, the fleet's size.
+    fn advance(&mut self) {
+        self.stage = match self.stage {
+            Stage::Capacity => {
+                let caps: Vec<Option<f64>> = self.capacity.iter().map(Search::found).collect();
+                if caps.iter().all(Option::is_none) {
+                    Stage::Done
+                } else {
+                    let start = |c: Option<f64>| c.map_or(1, |c| (self.z.needed_rps / c).ceil().min(1e9) as u32);
+                    self.replicas = caps.iter().map(|&c| Search::replicas(start(c), self.z.max_replicas)).collect();
+                    Stage::Replicas
+                }
+            }
+            Stage::Replicas => {
+                let mins: Option<Vec<f64>> = self.replicas.iter().map(Search::found).collect();
+                self.chosen = mins.map(|m| m.into_iter().fold(0.0, f64::max) as u32);
+                if self.chosen.is_some() { Stage::Validate } else { Stage::Done }
+            }
+            Stage::Validate | Stage::Done => Stage::Done,
+        };
+    }
+}
+
+/// Exact pruning: a unit's textbook ceiling (a full batch of decodes on every decode worker, no prefill, no
+/// queueing) × the most units is an upper bound on what the candidate can carry; below the rate, it is skipped
+/// with the figures. Otherwise the rate search starts at the scenario's own rate per replica, or half the
+/// ceiling when that is lower.
+fn ceiling(cand: &Candidate, z: &Sizing) -> (Option<String>, f64) {
+    let sc = crate::scenario::validate(&cand.unit).expect("a candidate that is not refused validates");
+    let (needed, most) = (z.needed_rps, z.max_replicas);
+    match crate::bench::textbook_rps_of(&sc).filter(|t| t.is_finite() && *t > 0.0) {
+        Some(t) if t * (most as f64) < needed => (
+            Some(format!(
+                "pruned: its ceiling, {t:.3} req/s per unit (a full batch of decodes, nothing else) × {most} units, is under the {needed:.3} req/s it must carry"
+            )),
+            t,
+        ),
+        Some(t) => (None, z.per_worker_rps.min(t / 2.0)),
+        None => (None, z.per_worker_rps),
+    }
+}

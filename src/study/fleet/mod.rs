@@ -1,0 +1,215 @@
+//! Fleet planner: which devices × TP × layout × replicas carry a target rate at the objectives for the least
+//! money, and how sure that answer is.
+//!
+//! Every candidate of the search space ([`space`]) is one *lane*, searched on its own ([`lane`]): on each of R
+//! seeds, the highest rate one replica (one P/D unit) sustains, then the fewest replicas that carry the target
+//! rate with its headroom — every count simulated whole, with the scenario's router, so routing losses are in
+//! the answer. The fleet is sized at the most any seed needed, and then run at the target rate on R seeds the
+//! search never saw: attainment, the probability the objectives are met, p95 latencies. Lanes are independent,
+//! so a batch holds every lane's next runs, and shards split the lanes.
+//!
+//! Costs ([`cost`]) are the candidate's GPUs at their list prices (`cost::presets::PRICE_SOURCE`, editable),
+//! per hour and per million tokens of each kind.
+
+pub mod cost;
+mod lane;
+mod report;
+pub mod space;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::capacity::Criterion;
+use super::{About, Group, Job, Rank, RunSummary, Study, StudyDef, StudyReport};
+use crate::scenario::{self, ArrivalSpec, BatchFormationSpec, Errors, ScenarioError, SchedulerSpec, Spec, at};
+use lane::{Lane, Sizing};
+pub use space::{Candidate, Layout};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FleetParams {
+    /// The offered rate the fleet must carry, req/s; absent: the scenario's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<f64>,
+    /// Burst headroom: replicas are sized for `target_rps × (1 + headroom)`, [0, 10].
+    pub headroom: f64,
+    /// Seeds per candidate: each searches its own capacity and replica count; as many more, unseen by the
+    /// search, run the chosen fleet. 1 … 20.
+    pub repetitions: u32,
+    /// Device presets to try (empty: the scenario's device).
+    pub devices: Vec<String>,
+    /// US dollars per GPU-hour by device, over the shipped list prices (a device without a list price needs
+    /// one here).
+    pub prices: BTreeMap<String, f64>,
+    /// Tensor-parallel degrees to try (empty: the scenario's).
+    pub tp: Vec<u32>,
+    /// Layouts to try (empty: colocated).
+    pub layouts: Vec<Layout>,
+    /// Batch caps (`engine.max_num_seqs`) to try (empty: the scenario's).
+    pub max_num_seqs: Vec<u32>,
+    /// Token budgets (`engine.max_num_batched_tokens`) to try (empty: the scenario's).
+    pub max_num_batched_tokens: Vec<u32>,
+    /// Batch formations to try (empty: the scenario's).
+    pub batch_formations: Vec<BatchFormationSpec>,
+    /// Schedulers to try (empty: the scenario's).
+    pub schedulers: Vec<SchedulerSpec>,
+    /// SLO attainment a run must reach, (0, 1]; absent: the scenario's attainment target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
+    /// Instead of SLO attainment: a run passes when its mean queueing delay is at most this many ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_mean_wait_ms: Option<f64>,
+    /// Most replicas (P/D units) a candidate may use, 1 … 4096.
+    pub max_replicas: u32,
+    /// The rate search stops when its bracket is narrower than this share of the passing rate, (0, 1).
+    pub precision: f64,
+    /// The calibrated model's held-out error (the Calibration panel's median APE), [0, 0.9]: it widens the
+    /// replica interval as a capacity off by that share would.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_error: Option<f64>,
+}
+
+impl Default for FleetParams {
+    fn default() -> Self {
+        FleetParams {
+            target_rps: None,
+            headroom: 0.2,
+            repetitions: 3,
+            devices: Vec::new(),
+            prices: BTreeMap::new(),
+            tp: Vec::new(),
+            layouts: Vec::new(),
+            max_num_seqs: Vec::new(),
+            max_num_batched_tokens: Vec::new(),
+            batch_formations: Vec::new(),
+            schedulers: Vec::new(),
+            target: None,
+            max_mean_wait_ms: None,
+            max_replicas: 64,
+            precision: 0.05,
+            model_error: None,
+        }
+    }
+}
+
+/// Most candidates one search takes (the product of the option lists).
+pub const MOST_CANDIDATES: usize = 1024;
+/// Most runs a rate search or a replica search makes on one seed.
+const MOST_TRIES: u32 = 24;
+/// Validation run k of a candidate runs on seed + this + k: seeds no search saw.
+pub const VALIDATION_SEED_OFFSET: u64 = 500_000;
+
+pub struct FleetStudy {
+    base: Spec,
+    p: FleetParams,
+    target_rps: f64,
+    criterion: Criterion,
+    lanes: Vec<Lane>,
+    /// The lane of each job of the last batch.
+    handed: Vec<usize>,
+}
+
+impl StudyDef for FleetStudy {
+    const ABOUT: About = About {
+        name: "fleet",
+        title: "Fleet planner",
+        question: "which devices, TP, layout and replicas carry a target rate at the objectives for the least money?",
+        how: "Each candidate's capacity and replica count searched on several seeds, the fleet run whole at the target rate on seeds the search never saw; costs at dated list prices.",
+        group: Group::Decide,
+        rank: Rank::Least("$/h"),
+        repeats_by: Some("repetitions"),
+    };
+    type Options = FleetParams;
+
+    fn new(spec: &Spec, p: &FleetParams) -> Result<Self, ScenarioError> {
+        let sc = scenario::validate(spec)?;
+        check_options(spec, &sc, p)?;
+        let candidates = space::candidates(spec, p)?;
+        let base_rps = 1e9 / sc.workload.mean_gap_ns();
+        let target_rps = p.target_rps.unwrap_or(base_rps);
+        let criterion = Criterion {
+            target: p.target.unwrap_or(sc.objectives.attainment_target),
+            max_mean_wait_ms: p.max_mean_wait_ms,
+        };
+        let z = Sizing {
+            base_rps,
+            per_worker_rps: base_rps / sc.pools.last().map_or(1, |p| p.replicas).max(1) as f64,
+            needed_rps: target_rps * (1.0 + p.headroom),
+            target_rps,
+            seeds: p.repetitions,
+            max_replicas: p.max_replicas,
+            precision: p.precision,
+        };
+        let lanes = candidates.into_iter().map(|c| Lane::new(c, z)).collect();
+        Ok(FleetStudy { base: spec.clone(), p: p.clone(), target_rps, criterion, lanes, handed: Vec::new() })
+    }
+}
+
+/// The options' own bounds, each at its field.
+fn check_options(spec: &Spec, sc: &scenario::Scenario, p: &FleetParams) -> Result<(), ScenarioError> {
+    let at = FleetStudy::at();
+    let mut e = Errors::default();
+    if let Some(r) = p.target_rps {
+        e.range_open_lo(&at!(at, p.target_rps), r, 0.0, 1e6);
+    }
+    e.range(&at!(at, p.headroom), p.headroom, 0.0, 10.0);
+    e.int(&at!(at, p.repetitions), p.repetitions as u64, 1, 20);
+    e.int(&at!(at, p.max_replicas), p.max_replicas as u64, 1, 4096);
+    e.range_open_lo(&at!(at, p.precision), p.precision, 0.0, 0.99);
+    if let Some(t) = p.target {
+        e.range_open_lo(&at!(at, p.target), t, 0.0, 1.0);
+    }
+    if let Some(w) = p.max_mean_wait_ms {
+        e.range_open_lo(&at!(at, p.max_mean_wait_ms), w, 0.0, 1e9);
+    }
+    if let Some(m) = p.model_error {
+        e.range(&at!(at, p.model_error), m, 0.0, 0.9);
+    }
+    for (name, usd) in &p.prices {
+        e.range_open_lo(&format!("{at}.prices.{name}"), *usd, 0.0, 1e4);
+    }
+    if matches!(spec.workload.arrival, ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) {
+        e.push("workload.arrival.kind", "the fleet planner offers a rate, and a closed loop's or a burst's load has none: give the scenario an open-loop arrival kind");
+    }
+    if sc.workload.sessions.is_some() {
+        e.push("workload.sessions", "the fleet planner sizes request traffic; agent sessions are sized by the capacity planner (sessions/s) for now");
+    }
+    e.finish()
+}
+
+impl Study for FleetStudy {
+    fn next(&mut self) -> Vec<Job> {
+        self.handed.clear();
+        let mut jobs = Vec::new();
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            let mine = lane.next();
+            self.handed.extend(std::iter::repeat_n(i, mine.len()));
+            jobs.extend(mine);
+        }
+        jobs
+    }
+
+    fn feed(&mut self, results: Vec<RunSummary>) {
+        let mut by_lane: Vec<Vec<RunSummary>> = vec![Vec::new(); self.lanes.len()];
+        for (r, &i) in results.into_iter().zip(&self.handed) {
+            by_lane[i].push(r);
+        }
+        for (lane, rs) in self.lanes.iter_mut().zip(by_lane) {
+            if !rs.is_empty() {
+                lane.feed(rs, &self.criterion);
+            }
+        }
+    }
+
+    fn progress(&self) -> (usize, usize) {
+        self.lanes.iter().map(Lane::progress).fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+    }
+
+    fn report(&self) -> StudyReport {
+        report::report(self)
+    }
+
+    fn lanes(&self, _jobs: &[Job]) -> Vec<u64> {
+        self.handed.iter().map(|&i| i as u64).collect()
+    }
+}

@@ -1,0 +1,247 @@
+//! Sharding a study over machines, and merging the parts into the report one run gives, byte for byte.
+//!
+//! A study's jobs fall into *lanes* ([`Study::lanes`]): a lane's next jobs depend only on its own results.
+//! Shard i of n simulates the lanes l ≡ i (mod n) and drives the study as one run would; a job of another
+//! lane gets a stand-in result (a failing run that is never simulated) so that the driver moves on — that
+//! lane's later jobs are then wrong, but they are another shard's, and never kept. A part records its runs by
+//! the job's key (a SHA-256 of its label and scenario), so merge replays the driver, looks every job up, and
+//! the report is the driver's own. A study of one batch has a lane per job; an adaptive one (the capacity
+//! planner's bisection, whose repetitions must all pass before it moves) has one, and runs whole in shard 0;
+//! the fleet planner has a lane per candidate.
+//!
+//! Pure: parts in and out as values; the CLI reads and writes the files.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+use super::{BatchRunner, Job, RunSummary, Study, StudyError, StudyReport};
+use crate::scenario::Spec;
+
+/// The part format's version.
+pub const PART_FORMAT: u32 = 1;
+
+/// One shard's runs, with what they belong to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    pub inferscale_part: u32,
+    pub inferscale_version: String,
+    pub study: String,
+    /// This part's shard, 0 … shards − 1.
+    pub shard: u32,
+    pub shards: u32,
+    /// SHA-256 of the version, the study, the scenario and the options: parts that belong together share it.
+    pub fingerprint: String,
+    pub scenario: Spec,
+    pub options: serde_json::Value,
+    pub runs: Vec<KeyedRun>,
+}
+
+/// A run and the key of the job it answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyedRun {
+    pub job: String,
+    pub run: RunSummary,
+}
+
+/// Why parts could not be merged, or a shard not cut.
+#[derive(Debug, PartialEq)]
+pub enum ShardError {
+    /// The parts do not make one whole (missing, duplicated, foreign, damaged); the message names the part.
+    Parts(String),
+    Study(StudyError),
+}
+
+impl std::fmt::Display for ShardError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShardError::Parts(m) => f.write_str(m),
+            ShardError::Study(StudyError::Invalid(e)) => write!(f, "{e}"),
+            ShardError::Study(StudyError::Cancelled) => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// Hex SHA-256 of `parts`, each length-prefixed so that no two lists hash alike.
+fn sha256(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The key of a job: its label and its whole scenario (a job is determined by them).
+pub fn job_key(job: &Job) -> String {
+    let spec = serde_json::to_vec(&job.spec).expect("a spec serialises");
+    sha256(&[job.label.as_bytes(), &spec])
+}
+
+/// What a run of `study` on `spec` with `options` is: parts with another fingerprint belong to another run.
+pub fn fingerprint(study: &str, spec: &Spec, options: &serde_json::Value) -> String {
+    let spec = serde_json::to_vec(spec).expect("a spec serialises");
+    let options = serde_json::to_vec(options).expect("JSON serialises");
+    sha256(&[env!("CARGO_PKG_VERSION").as_bytes(), study.as_bytes(), &spec, &options])
+}
+
+/// "i/n" → (i, n), with 0 ≤ i < n ≤ 10 000.
+pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("--shard: expected i/n with 0 ≤ i < n ≤ 10000, e.g. 0/4 (got `{s}`)");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if n == 0 || i >= n || n > 10_000 {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// A failing run, never simulated: what another shard's job is answered with here.
+fn stand_in(job: &Job) -> RunSummary {
+    RunSummary {
+        label: job.label.clone(),
+        overloaded: true,
+        sessions: Some(Default::default()),
+        diagnosis_kind: "stand-in".into(),
+        ..Default::default()
+    }
+}
+
+/// Shard `shard` of `shards` of `study` (built from `spec` and `options`, named `name`): its lanes' runs.
+pub fn run_shard(
+    name: &str,
+    spec: &Spec,
+    options: &serde_json::Value,
+    study: &mut dyn Study,
+    (shard, shards): (u32, u32),
+    run_batch: &mut BatchRunner<'_>,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> Result<Part, StudyError> {
+    let mut runs = Vec::new();
+    loop {
+        let jobs = study.next();
+        let lanes = study.lanes(&jobs);
+        let mine: Vec<usize> = (0..jobs.len()).filter(|&j| lanes[j] % shards as u64 == shard as u64).collect();
+        // A batch without this shard's lanes: they are all finished (`Study::lanes`).
+        if mine.is_empty() {
+            break;
+        }
+        let (done, total) = study.progress();
+        if !progress(done, total) {
+            return Err(StudyError::Cancelled);
+        }
+        let ran = run_batch(&mine.iter().map(|&j| jobs[j].clone()).collect::<Vec<_>>())?;
+        let mut results: Vec<RunSummary> = jobs.iter().map(stand_in).collect();
+        for (&j, r) in mine.iter().zip(ran) {
+            runs.push(KeyedRun { job: job_key(&jobs[j]), run: r.clone() });
+            results[j] = r;
+        }
+        study.feed(results);
+    }
+    Ok(Part {
+        inferscale_part: PART_FORMAT,
+        inferscale_version: env!("CARGO_PKG_VERSION").into(),
+        study: name.into(),
+        shard,
+        shards,
+        fingerprint: fingerprint(name, spec, options),
+        scenario: spec.clone(),
+        options: options.clone(),
+        runs,
+    })
+}
+
+/// Fold named parts (file name, part) into the report one unsharded run gives. Refuses an empty list, a part
+/// of another format, version or run, a damaged part, a shard given twice, and a missing shard — naming it.
+pub fn merge(parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
+    let bad = |m: String| Err(ShardError::Parts(m));
+    let Some((first_name, first)) = parts.first() else { return bad("no parts to merge".into()) };
+    for (name, p) in parts {
+        if p.inferscale_part != PART_FORMAT {
+            return bad(format!("{name}: part format {} (this inferscale reads {PART_FORMAT})", p.inferscale_part));
+        }
+        if p.fingerprint != fingerprint(&p.study, &p.scenario, &p.options) {
+            return bad(format!(
+                "{name}: its fingerprint does not match its scenario and options (made by inferscale {}, this is {}, or edited)",
+                p.inferscale_version,
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        if p.fingerprint != first.fingerprint || p.shards != first.shards {
+            return bad(format!("{name} does not belong with {first_name}: {}", foreign_why(first, p)));
+        }
+    }
+    let mut by_shard: Vec<Option<&str>> = vec![None; first.shards as usize];
+    for (name, p) in parts {
+        match by_shard.get_mut(p.shard as usize) {
+            None => return bad(format!("{name}: shard {} of {} does not exist", p.shard, p.shards)),
+            Some(Some(other)) => {
+                return bad(format!("shard {}/{} is given twice: {other} and {name}", p.shard, p.shards));
+            }
+            Some(slot) => *slot = Some(name),
+        }
+    }
+    if let Some(i) = by_shard.iter().position(Option::is_none) {
+        return bad(format!(
+            "shard {i}/{n} is missing (run `inferscale study {} … --shard {i}/{n}`); {} of {n} parts given",
+            first.study,
+            parts.len(),
+            n = first.shards
+        ));
+    }
+    replay(first, parts)
+}
+
+/// Why two parts are not of one run.
+fn foreign_why(a: &Part, b: &Part) -> String {
+    if a.study != b.study {
+        format!("it is of study {}, not {}", b.study, a.study)
+    } else if a.shards != b.shards {
+        format!("it is one of {} shards, not {}", b.shards, a.shards)
+    } else if a.inferscale_version != b.inferscale_version {
+        format!("it was made by inferscale {}, not {}", b.inferscale_version, a.inferscale_version)
+    } else if a.scenario != b.scenario {
+        format!(
+            "its scenario differs (`{}`, seed {} vs `{}`, seed {})",
+            b.scenario.name, b.scenario.seed, a.scenario.name, a.scenario.seed
+        )
+    } else {
+        format!("its study options differ ({} vs {})", b.options, a.options)
+    }
+}
+
+/// Drive the study as one run would, answering each job from the parts.
+fn replay(first: &Part, parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
+    let runs: HashMap<&str, &RunSummary> =
+        parts.iter().flat_map(|(_, p)| p.runs.iter().map(|k| (k.job.as_str(), &k.run))).collect();
+    let mut study = super::build(&first.study, &first.scenario, &first.options)
+        .map_err(|e| ShardError::Study(StudyError::Invalid(e)))?;
+    let mut missing = None;
+    let report = loop {
+        let jobs = study.next();
+        if jobs.is_empty() {
+            break study.report();
+        }
+        let lanes = study.lanes(&jobs);
+        let mut results = Vec::with_capacity(jobs.len());
+        for (job, lane) in jobs.iter().zip(lanes) {
+            match runs.get(job_key(job).as_str()) {
+                Some(r) => results.push((*r).clone()),
+                None => {
+                    missing = Some((job.label.clone(), lane % first.shards as u64));
+                    break;
+                }
+            }
+        }
+        if let Some((label, shard)) = missing {
+            return Err(ShardError::Parts(format!(
+                "shard {shard}/{} has no run for the job \"{label}\": the parts were not cut from one study run",
+                first.shards
+            )));
+        }
+        study.feed(results);
+    };
+    Ok(report)
+}
