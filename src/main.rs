@@ -759,7 +759,44 @@ fn run_bench(quick: bool) -> Result<(), Failure> {
         None => println!("peak memory: unavailable on this platform"),
     }
     println!("100k at 75 %:                {t75:.3} s  (target ≤ 0.3 s; the peer takes 3.2 s)");
+    run_fleet_bench(scale)?;
     run_agent_bench(10_000 / scale)
+}
+
+/// The fleet planner's search: 48 candidates (4 devices × TP 1, 2 × colocated, P/D 1:1 × batch caps 64, 128,
+/// 256) × 3 repetitions on the shipped default scenario, on every core.
+fn run_fleet_bench(scale: u64) -> Result<(), Failure> {
+    use inferscale::study;
+    let mut spec =
+        scenario::parse(include_str!("../scenarios/default.json")).map_err(|e| Failure::Internal(e.to_string()))?;
+    spec.workload.requests = spec.workload.requests.map(|n| n / scale);
+    let params = serde_json::json!({
+        "target_rps": 40, "repetitions": 3,
+        "devices": ["a100-80g", "h100-sxm", "h200", "l40s"], "tp": [1, 2],
+        "layouts": [{"kind": "colocated"}, {"kind": "pd", "prefill": 1, "decode": 1}],
+        "max_num_seqs": [64, 128, 256],
+    });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut st = study::build("fleet", &spec, &params).map_err(|e| Failure::Internal(e.to_string()))?;
+    let (t, mut runs) = (Instant::now(), 0);
+    let report = study::drive(
+        st.as_mut(),
+        &mut |jobs| {
+            runs += jobs.len();
+            study::run_parallel(jobs, threads)
+        },
+        &mut |_, _| true,
+    )
+    .map_err(|e| Failure::Internal(format!("{e:?}")))?;
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "fleet search, {} candidates × 3 repetitions ({} requests per run): {runs} runs in {secs:.2} s on {threads} threads ({:.0} runs/s); {}",
+        report.rows.len(),
+        spec.workload.requests.unwrap_or(0),
+        runs as f64 / secs,
+        report.answer.split(" — ").next().unwrap_or("")
+    );
+    Ok(())
 }
 
 /// Agent sessions: the shipped coding-agent scenario with `sessions` sessions; turns per wall-second.

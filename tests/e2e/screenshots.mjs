@@ -108,6 +108,23 @@ for (const name of ['ranking', 'capacity', 'explorer', 'paired', 'sensitivity'])
   await page.screenshot({ path: join(out, `study-${name}.png`), fullPage: true });
   await page.locator('#study-results').screenshot({ path: join(out, `study-${name}-results.png`) });
 }
+// The fleet planner: three devices, colocated and a P/D unit on two devices, typed.
+await page.click('nav [data-panel="fleet"]');
+for (const [name, text] of [[/^Target rate/, '24'], [/^Repetitions/, '3']]) {
+  await page.getByRole('spinbutton', { name }).click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(text);
+  await page.keyboard.press('Tab');
+}
+for (const [name, text] of [[/^Devices/, '["a100-80g", "h100-sxm", "l40s"]'], [/^Layouts/, '[{"kind": "colocated"}, {"kind": "pd", "prefill": 1, "decode": 2, "decode_device": "l40s"}]']]) {
+  await page.getByRole('textbox', { name }).click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(text);
+  await page.keyboard.press('Tab');
+}
+await page.click('#study-run');
+await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 300000 });
+await page.locator('#study-results').screenshot({ path: join(out, 'study-fleet-results.png') });
 // The Agents panels, on the shipped agent scenario.
 await page.click('nav [data-panel="lab"]');
 await page.selectOption('#preset', 'agent-sessions');

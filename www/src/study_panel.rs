@@ -346,7 +346,7 @@ impl Studies {
             let value = match (&raw, f.kind) {
                 (Some(x), PKind::Json) => serde_json::to_string_pretty(x).unwrap_or_default(),
                 (Some(Value::Null) | None, _) => String::new(),
-                (Some(x), _) => x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()),
+                (Some(x), _) => crate::numbers::shown(x),
             };
             let el = cx.page.el(f.id);
             if cx.page.doc.active_element().as_ref() == Some(&el) {

@@ -214,6 +214,13 @@ fn robustness(rows: &[Row], best: usize) -> String {
     let (b, r) = (&rows[best], &rows[j]);
     let (b_hi, r_lo) = (usd(b, b.interval.map_or(0, |x| x.1)), usd(r, r.interval.map_or(0, |x| x.0)));
     let gap = (r.usd_per_hour.unwrap_or(0.0) / b.usd_per_hour.unwrap_or(1.0) - 1.0) * 100.0;
+    if r.usd_per_hour == b.usd_per_hour {
+        return format!(
+            " {} costs the same ({} GPUs); the first listed with the fewest GPUs is marked.",
+            r.lane.cand.name,
+            r.units.unwrap_or(0) * r.lane.cand.gpus_per_unit
+        );
+    }
     if r_lo < b_hi {
         format!(
             " The next, {}, costs {gap:+.1} % more, but the ranking could flip within the intervals: at the low end of its interval it costs ${r_lo:.2}/h, under this one's high end (${b_hi:.2}/h).",
@@ -264,6 +271,9 @@ fn notes(st: &FleetStudy, rows: &[Row]) -> Vec<String> {
             skipped.join("; "),
             st.p.max_replicas
         ));
+    }
+    if rows.iter().any(|r| r.lane.cand.pd.is_some()) {
+        notes.push("On a P/D row a replica is one unit — its prefill and decode workers together — and Capacity/replica is one unit's; GPUs counts both pools.".into());
     }
     if let Some(n) = model_error_note(st, rows) {
         notes.push(n);
