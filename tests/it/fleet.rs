@@ -168,6 +168,12 @@ fn fleet_options_are_refused_at_their_field() {
         (json!({"target_rps": 5, "model_error": 1.5}), "study.fleet.model_error"),
         (json!({"target_rps": 5, "tp": [1, 2, 4, 8], "max_num_seqs": (1..=300).collect::<Vec<u32>>()}), "study.fleet"),
         (json!({"target_rps": 5, "layouts": ["pd"]}), "study.fleet.layouts[0]"),
+        (json!({"target_rps": 1e-300}), "study.fleet.target_rps"),
+        (json!({"target_rps": 1e6, "headroom": 10}), "study.fleet.headroom"),
+        (json!({"max_num_seqs": [8, 0]}), "study.fleet.max_num_seqs[1]"),
+        (json!({"max_num_batched_tokens": [1e12]}), "study.fleet.max_num_batched_tokens[0]"),
+        (json!({"tp": [1, 65]}), "study.fleet.tp[1]"),
+        (json!({"schedulers": [{"kind": "nope"}]}), "study.fleet.schedulers[0].kind"),
     ];
     for (params, want) in cases {
         let err = match study::build("fleet", &spec, &params) {

@@ -21,9 +21,11 @@ pub(super) struct Search {
 }
 
 impl Search {
-    fn rate(start: f64, precision: f64) -> Search {
-        let (lo, hi) = (start / 1e4, start * 1e4);
-        Search { pass: None, fail: None, next: Some(start), tried: 0, replicas: false, precision, lo, hi }
+    /// From `start`, never below `min` (a rate at which the run's requests would outlast the clock).
+    fn rate(start: f64, precision: f64, min: f64) -> Search {
+        let (lo, hi) = ((start / 1e4).max(min), (start * 1e4).max(min));
+        let next = Some(start.clamp(lo, hi));
+        Search { pass: None, fail: None, next, tried: 0, replicas: false, precision, lo, hi }
     }
 
     fn replicas(start: u32, max: u32) -> Search {
@@ -74,6 +76,9 @@ pub(super) struct Sizing {
     /// search starts).
     pub base_rps: f64,
     pub per_worker_rps: f64,
+    /// The lowest rate a search tries: below it the scenario's requests would span more than half the
+    /// simulated clock's limit.
+    pub min_rps: f64,
     /// The rate to size for (the target with its headroom), and the target.
     pub needed_rps: f64,
     pub target_rps: f64,
@@ -107,7 +112,7 @@ impl Lane {
             None => ceiling(&cand, &z),
         };
         Lane {
-            capacity: (0..z.seeds).map(|_| Search::rate(start, z.precision)).collect(),
+            capacity: (0..z.seeds).map(|_| Search::rate(start, z.precision, z.min_rps)).collect(),
             replicas: Vec::new(),
             stage: if skipped.is_some() { Stage::Done } else { Stage::Capacity },
             cand,

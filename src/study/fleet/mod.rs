@@ -125,8 +125,14 @@ impl StudyDef for FleetStudy {
         let sc = scenario::validate(spec)?;
         check_options(spec, &sc, p)?;
         let candidates = space::candidates(spec, p)?;
+        // The rates every candidate runs at must make a valid scenario: said at the option that sets them.
         let base_rps = 1e9 / sc.workload.mean_gap_ns();
-        let target_rps = p.target_rps.unwrap_or(base_rps);
+        let target = p.target_rps.unwrap_or(base_rps);
+        for (rate, what) in [(target, "target_rps"), (target * (1.0 + p.headroom), "headroom")] {
+            let at_rate = super::capacity::at_rate(spec, base_rps, rate, spec.seed);
+            scenario::validate(&at_rate).map_err(|e| super::at_option(e, &format!("{}.{what}", Self::at())))?;
+        }
+        let target_rps = target;
         let criterion = Criterion {
             target: p.target.unwrap_or(sc.objectives.attainment_target),
             max_mean_wait_ms: p.max_mean_wait_ms,
@@ -134,6 +140,7 @@ impl StudyDef for FleetStudy {
         let z = Sizing {
             base_rps,
             per_worker_rps: base_rps / sc.pools.last().map_or(1, |p| p.replicas).max(1) as f64,
+            min_rps: spec.workload.requests.map_or(0.0, |n| n as f64 / 5e8),
             needed_rps: target_rps * (1.0 + p.headroom),
             target_rps,
             seeds: p.repetitions,

@@ -86,6 +86,7 @@ pub fn candidates(spec: &Spec, p: &FleetParams) -> Result<Vec<Candidate>, Scenar
             format!("the options make {count} candidates; at most {MOST_CANDIDATES}: shorten a list"),
         ));
     }
+    check_values(spec, p)?;
     let price = |name: &str, field: &str| usd_per_gpu_hour(p, name, &own_device, field);
     for (i, d) in devices.iter().enumerate() {
         price(d, &format!("{at}.devices[{i}]"))?;
@@ -143,6 +144,39 @@ pub fn candidates(spec: &Spec, p: &FleetParams) -> Result<Vec<Candidate>, Scenar
         }
     }
     Ok(out)
+}
+
+/// A value of a list whose validity does not depend on the rest of the candidate (a batch cap, a token budget,
+/// a formation, a scheduler, a TP degree's range) is checked on the scenario alone, and refused at its option;
+/// a combination that does not run (a model too big for a device at a TP) is a row that says why.
+fn check_values(spec: &Spec, p: &FleetParams) -> Result<(), ScenarioError> {
+    let at = FleetStudy::at();
+    let mut e = scenario::Errors::default();
+    for (i, &tp) in p.tp.iter().enumerate() {
+        e.int(&format!("{at}.tp[{i}]"), tp as u64, 1, 64);
+    }
+    e.finish()?;
+    let alone = |what: String, edit: &dyn Fn(&mut Spec)| {
+        let mut s = spec.clone();
+        edit(&mut s);
+        scenario::validate(&s).map(|_| ()).map_err(|e| crate::study::at_option(e, &what))
+    };
+    for (i, &b) in p.max_num_seqs.iter().enumerate() {
+        alone(format!("{at}.max_num_seqs[{i}]"), &|s| s.engine.max_num_seqs = b)?;
+    }
+    for (i, &t) in p.max_num_batched_tokens.iter().enumerate() {
+        alone(format!("{at}.max_num_batched_tokens[{i}]"), &|s| {
+            s.engine.max_num_batched_tokens = t;
+            s.engine.prefill_chunk_tokens = s.engine.prefill_chunk_tokens.map(|c| c.min(t));
+        })?;
+    }
+    for (i, &f) in p.batch_formations.iter().enumerate() {
+        alone(format!("{at}.batch_formations[{i}]"), &|s| s.engine.batch_formation = f)?;
+    }
+    for (i, x) in p.schedulers.iter().enumerate() {
+        alone(format!("{at}.schedulers[{i}]"), &|s| s.scheduler = x.clone())?;
+    }
+    Ok(())
 }
 
 /// The scenario's layout: colocated, or its pools as one P/D unit.
