@@ -66,6 +66,23 @@ fn every_study_sharded_into_1_3_and_7_parts_merges_into_the_unsharded_report() {
     }
 }
 
+/// A study with `repetitions` (R copies driven in step) shards by its copies' lanes: the copies of a one-batch
+/// study spread over every shard, and the merge is the unsharded report.
+#[test]
+fn a_repeated_study_shards_over_its_copies_lanes() {
+    for (kind, options) in [(Kind::Explorer, json!({"repetitions": 3})), (Kind::TieredKv, json!({"repetitions": 2}))] {
+        let spec = case(kind).0;
+        let want = whole(kind, &spec, &options);
+        let parts: Vec<Part> = (0..3).map(|i| part(kind, &spec, &options, i, 3)).collect();
+        let runs: Vec<usize> = parts.iter().map(|p| p.runs.len()).collect();
+        assert_eq!(shard::merge(&named(parts)).unwrap().json(), want, "{}", kind.name());
+        println!("{} × repetitions: {runs:?} runs per part", kind.name());
+        if kind == Kind::Explorer {
+            assert!(runs.iter().all(|&r| r > 0), "{runs:?}");
+        }
+    }
+}
+
 #[test]
 fn merge_refuses_missing_duplicate_foreign_and_damaged_parts_naming_them() {
     let kind = Kind::Explorer;
