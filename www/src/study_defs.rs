@@ -82,6 +82,18 @@ const DEVICES: &[(&str, &str)] = &[
 ];
 const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
 
+/// The capacity and fleet planners' mean-wait criterion (`capacity::Criterion`), one field on each panel.
+const fn mean_wait(id: &'static str) -> Param {
+    Param {
+        id,
+        label: "Or: mean wait at most",
+        unit: "ms (empty: use the SLOs)",
+        title: "Pass on mean queueing delay instead of SLO attainment",
+        ptr: "study:max_mean_wait_ms",
+        kind: PKind::OptNum,
+    }
+}
+
 pub(crate) const PANELS: &[PanelDef] = &[
     PanelDef {
         kind: Kind::Ranking,
@@ -155,14 +167,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:precision",
                 kind: PKind::Num,
             },
-            Param {
-                id: "o-wait",
-                label: "Or: mean wait at most",
-                unit: "ms (empty: use the SLOs)",
-                title: "Pass on mean queueing delay instead of SLO attainment",
-                ptr: "study:max_mean_wait_ms",
-                kind: PKind::OptNum,
-            },
+            mean_wait("o-wait"),
             Param {
                 id: "o-start",
                 label: "First rate",
@@ -280,14 +285,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "study:target",
                 kind: PKind::OptNum,
             },
-            Param {
-                id: "f-wait",
-                label: "Or: mean wait at most",
-                unit: "ms (empty: use the SLOs)",
-                title: "Pass on mean queueing delay instead of SLO attainment",
-                ptr: "study:max_mean_wait_ms",
-                kind: PKind::OptNum,
-            },
+            mean_wait("f-wait"),
             Param {
                 id: "f-max-replicas",
                 label: "Most replicas",

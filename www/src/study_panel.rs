@@ -361,6 +361,8 @@ impl Studies {
             } else if let Ok(s) = el.clone().dyn_into::<HtmlSelectElement>() {
                 s.set_value(&value);
             } else if let Ok(t) = el.dyn_into::<web_sys::HtmlTextAreaElement>() {
+                // As tall as its value (an empty list is a line), up to 8 lines; it scrolls past that.
+                t.set_rows(value.lines().count().clamp(1, 8) as u32);
                 t.set_value(&value);
             }
         }
