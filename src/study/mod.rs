@@ -1035,6 +1035,19 @@ pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
     (mean, mean - half, mean + half)
 }
 
+/// The Wilson score 95 % interval of a share `p` of `n` trials (it stays inside [0, 1], and is not a point at
+/// 0 or n of n, as the normal one is).
+pub fn wilson95(p: f64, n: usize) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let (z, n) = (1.959_964, n as f64);
+    let d = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / d;
+    let half = z * libm::sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / d;
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+}
+
 /// The expanded percentile-bootstrap 95 % interval of the mean of `x` (Hesterberg, "What teachers should
 /// know about the bootstrap", 2015): the percentile interval at the level whose normal quantile is
 /// √(n/(n−1)) · t(0.975, n−1). The plain percentile interval is too narrow for a few values — at n = 10 it

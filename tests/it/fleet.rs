@@ -187,3 +187,13 @@ fn fleet_options_are_refused_at_their_field() {
     assert!(text(cell(&rep, 1, "Status")).starts_with("refused: "), "{:?}", rep.rows[1]);
     assert!(num(cell(&rep, 0, "Replicas")).is_some());
 }
+
+#[test]
+fn the_wilson_interval_of_a_share_matches_its_closed_form() {
+    // 3 of 3: (0.4385, 1); 5 of 10: (0.2366, 0.7634); 0 of 5: (0, 0.4345) — Wilson (1927), z = 1.96.
+    for (p, n, lo, hi) in [(1.0, 3, 0.4385, 1.0), (0.5, 10, 0.2366, 0.7634), (0.0, 5, 0.0, 0.4345)] {
+        let (l, h) = study::wilson95(p, n).unwrap();
+        assert!((l - lo).abs() < 5e-4 && (h - hi).abs() < 5e-4, "{p} of {n}: ({l}, {h})");
+    }
+    assert_eq!(study::wilson95(1.0, 0), None);
+}

@@ -29,7 +29,7 @@ pub struct Row<'a> {
     pub status: String,
 }
 
-fn columns<'a>() -> [ColumnDef<Row<'a>>; 18] {
+fn columns<'a>() -> [ColumnDef<Row<'a>>; 19] {
     [
         column("Candidate", "", Format::Text, |r| r.lane.cand.name.as_str().into()),
         column("Device(s)", "", Format::Text, |r| r.lane.cand.devices.as_str().into()),
@@ -47,11 +47,21 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 18] {
         }),
         column("Attainment at target", "", Format::Percent, |r| r.attainment.into()),
         column("P(objectives met)", "", Format::Percent, |r| r.p_met.into()),
+        column("P(met), 95 % interval", "", Format::Text, |r| r.p_met_interval().into()),
         column("p95 TTFT", "s", Format::Seconds, |r| r.ttft_p95_s.into()),
         column("p95 E2E", "s", Format::Seconds, |r| r.e2e_p95_s.into()),
         column("Diagnosis", "", Format::Text, |r| r.diagnosis.as_str().into()),
         column("Status", "", Format::Text, |r| r.status.as_str().into()),
     ]
+}
+
+impl Row<'_> {
+    /// "44 – 100 %": the Wilson 95 % interval of the share of unseen seeds on which the fleet met the objectives.
+    fn p_met_interval(&self) -> Option<String> {
+        let n = self.lane.validation.len();
+        let (lo, hi) = crate::study::wilson95(self.p_met?, n)?;
+        Some(format!("{:.0} – {:.0} %", lo * 100.0, hi * 100.0))
+    }
 }
 
 /// The integers a 95 % interval of `x`'s mean spans, rounded outward, within [1, max].
@@ -186,7 +196,7 @@ fn answer(st: &FleetStudy, rows: &[Row], best: Option<usize>) -> String {
     let (n, (lo, hi)) = (r.units.unwrap_or(0), r.interval.unwrap_or((0, 0)));
     let pm = r.per_million.expect("a fleet has prices");
     let mut s = format!(
-        "{}: {n} replica{} ({} GPUs; the units a seed needs lie in {lo} – {hi} at 95 %), ${:.2}/h — ${:.3} per million input{} and ${:.3} per million output tokens. Run at {} req/s on {} seeds the search never saw, the fleet met the objectives on {:.0} % of them (mean attainment {:.1} %, p95 TTFT {}).",
+        "{}: {n} replica{} ({} GPUs; the units a seed needs lie in {lo} – {hi} at 95 %), ${:.2}/h — ${:.3} per million input{} and ${:.3} per million output tokens. Run at {} req/s on {} seeds the search never saw, the fleet met the objectives on {} of them (P(objectives met) 95 % interval {}; mean attainment {:.1} %, p95 TTFT {}).",
         r.lane.cand.name,
         if n == 1 { "" } else { "s" },
         n * r.lane.cand.gpus_per_unit,
@@ -196,7 +206,8 @@ fn answer(st: &FleetStudy, rows: &[Row], best: Option<usize>) -> String {
         pm.output,
         st.target_rps,
         st.p.repetitions,
-        r.p_met.unwrap_or(0.0) * 100.0,
+        (r.p_met.unwrap_or(0.0) * r.lane.validation.len() as f64).round(),
+        r.p_met_interval().unwrap_or_default(),
         r.attainment.unwrap_or(0.0) * 100.0,
         crate::metrics::secs(r.ttft_p95_s.unwrap_or(0.0)),
     );
