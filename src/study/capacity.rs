@@ -14,6 +14,7 @@
 use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
+use super::search::Search;
 use super::{
     About, Chart, ChartSeries, ColumnDef, DynColumn, Format, Group, Job, Rank, RunSummary, Study, StudyDef,
     StudyReport, column, mean_of, objective_words, report_head, reseeded, table_with,
@@ -199,19 +200,15 @@ pub struct CapacityStudy {
     /// The attainment target in force (the option, or the scenario's).
     target: f64,
     evals: Vec<Eval>,
-    /// Rate search: highest passing and lowest failing rate so far. Replica search: highest failing and
-    /// lowest passing replica count (more replicas pass).
-    lo: Option<f64>,
-    hi: Option<f64>,
-    /// The rate being evaluated (None: the saturation run or nothing).
-    pending: Option<f64>,
+    /// The search over rates, or over replica counts (its `next`: the point being evaluated; None: the
+    /// saturation run or nothing).
+    search: Search,
     saturation: Option<(f64, RunSummary)>,
     textbook_rps: Option<f64>,
     /// A session scenario: its arrivals start sessions, so the rate is sessions/s; the mean turns per session
     /// converts a run's turns/s.
     turns_per_session: Option<f64>,
     done: bool,
-    stopped_early: bool,
 }
 
 impl StudyDef for CapacityStudy {
@@ -262,14 +259,11 @@ impl StudyDef for CapacityStudy {
             base_rps,
             target: p.target.unwrap_or(sc.objectives.attainment_target),
             evals: Vec::new(),
-            lo: None,
-            hi: None,
-            pending: None,
+            search: Search::rate(1.0, p.precision, 0.0, p.max_rates),
             saturation: None,
             textbook_rps,
             turns_per_session: sc.workload.sessions.as_ref().map(|x| x.mean_of(|c| c.turns.mean())),
             done: false,
-            stopped_early: false,
         };
         // The first point must make a valid scenario.
         let first = if p.target_rps.is_some() {
@@ -278,7 +272,10 @@ impl StudyDef for CapacityStudy {
             p.start_rps.unwrap_or(base_rps)
         };
         scenario::validate(&st.job_spec(first, 0)).map_err(|e| super::prefixed(e, "first rate"))?;
-        st.pending = Some(first);
+        st.search = match p.target_rps {
+            Some(_) => Search::replicas(first as u32, p.max_replicas, p.max_rates),
+            None => Search::rate(first, p.precision, 0.0, p.max_rates),
+        };
         Ok(st)
     }
 }
@@ -338,34 +335,19 @@ impl CapacityStudy {
         if self.p.max_mean_wait_ms.is_some() { r.queue_delay_mean_s } else { r.slo_attainment }
     }
 
-    /// Fold the last evaluation into the bracket and pick the next point (None: done). The rate search keeps
-    /// the highest passing rate in `lo`; the replica search, where more passes, the lowest passing count in `hi`.
-    fn choose_next(&mut self) {
-        let last = self.evals.last().expect("an evaluation");
-        let (x, pass) = (last.rate, last.pass);
-        if pass != self.replica_search() {
-            self.lo = Some(self.lo.map_or(x, |l| l.max(x)));
-        } else {
-            self.hi = Some(self.hi.map_or(x, |h| h.min(x)));
-        }
-        if self.evals.len() >= self.p.max_rates as usize {
-            self.stopped_early = true;
-            self.pending = None;
-            return;
-        }
-        let start = self.p.start_rps.unwrap_or(self.base_rps);
-        let max = self.p.max_replicas as f64;
-        self.pending = match (self.replica_search(), self.lo, self.hi) {
-            // Replicas: fewer until one fails, more until one passes, then bisect the integers.
-            (true, None, Some(h)) if h > 1.0 => Some((h / 2.0).floor().max(1.0)),
-            (true, Some(l), None) if l < max => Some((l * 2.0).min(max)),
-            (true, Some(l), Some(h)) if h - l > 1.0 => Some(((l + h) / 2.0).floor()),
-            // Rates: double or halve to a bracket, then bisect to the precision.
-            (false, Some(l), None) if l < start * 1e4 => Some(l * 2.0),
-            (false, None, Some(h)) if h > start / 1e4 => Some(h / 2.0),
-            (false, Some(l), Some(h)) if (h - l) / l > self.p.precision => Some((l + h) / 2.0),
-            _ => None,
-        };
+    /// Rate search: the highest passing rate so far. Replica search: the most replicas that failed.
+    fn lo(&self) -> Option<f64> {
+        if self.replica_search() { self.search.failed() } else { self.search.found() }
+    }
+
+    /// Rate search: the lowest failing rate so far. Replica search: the fewest replicas that passed.
+    fn hi(&self) -> Option<f64> {
+        if self.replica_search() { self.search.found() } else { self.search.failed() }
+    }
+
+    /// The search ran out of points (`max_rates`) before its bracket closed.
+    fn stopped_early(&self) -> bool {
+        self.search.exhausted()
     }
 }
 
@@ -374,7 +356,7 @@ impl Study for CapacityStudy {
         if self.done {
             return Vec::new();
         }
-        if let Some(x) = self.pending {
+        if let Some(x) = self.search.next {
             let what =
                 if self.replica_search() { format!("{x} replicas") } else { format!("{x:.4} {}", self.rate_unit()) };
             return (0..self.p.repetitions)
@@ -383,7 +365,7 @@ impl Study for CapacityStudy {
         }
         if self.saturation.is_none() && !self.replica_search() {
             // Saturation: well past the highest failing rate (or the highest tried), one repetition.
-            let top = self.hi.or(self.lo).unwrap_or(self.base_rps);
+            let top = self.hi().or(self.lo()).unwrap_or(self.base_rps);
             let rate = top * 4.0;
             let label = format!("saturation probe at {rate:.4} {}", self.rate_unit());
             return vec![Job { label, spec: self.at_rate(rate, 0) }];
@@ -393,14 +375,14 @@ impl Study for CapacityStudy {
     }
 
     fn feed(&mut self, results: Vec<RunSummary>) {
-        match self.pending {
+        match self.search.next {
             Some(rate) => {
                 let pass = results.iter().all(|r| self.passes(r));
                 self.evals.push(Eval { rate, runs: results, pass });
-                self.choose_next();
+                self.search.record(rate, pass);
             }
             None => {
-                let top = self.hi.or(self.lo).unwrap_or(self.base_rps) * 4.0;
+                let top = self.hi().or(self.lo()).unwrap_or(self.base_rps) * 4.0;
                 self.saturation = results.into_iter().next().map(|r| (top, r));
             }
         }
@@ -444,11 +426,11 @@ impl Study for CapacityStudy {
         }
         let defs = rate_columns(self.rate_unit(), self.served_unit(), self.criterion_column());
         (rep.columns, rep.rows) = table_with(&defs, &objective_columns(&self.base), &rows);
-        rep.best_row = self.lo.and_then(|l| evals.iter().position(|e| e.rate == l));
-        let found = self.lo.unwrap_or(0.0);
+        rep.best_row = self.lo().and_then(|l| evals.iter().position(|e| e.rate == l));
+        let found = self.lo().unwrap_or(0.0);
         let u = self.rate_unit();
         let failed = |h: f64| evals.iter().find(|e| e.rate == h).map_or(String::new(), |e| self.why_failed(e));
-        rep.answer = match (self.lo, self.hi) {
+        rep.answer = match (self.lo(), self.hi()) {
             (Some(l), Some(h)) => format!(
                 "{l:.3} {u} is the highest rate at which {} in every one of {} repetitions; {h:.3} {u} failed ({}; bracket ±{:.1} %).",
                 self.criterion_text(),
@@ -460,7 +442,7 @@ impl Study for CapacityStudy {
             (None, _) => "no rate tried passed: even the lowest misses the target (a capacity or configuration problem, not load).".into(),
         };
         self.saturation_notes(&mut rep, found);
-        if self.stopped_early {
+        if self.stopped_early() {
             rep.notes.push(format!(
                 "The search stopped at {} rates (study option max_rates) before reaching the precision.",
                 self.p.max_rates
@@ -515,12 +497,12 @@ impl CapacityStudy {
 
     /// The rate found (highest passing), for tests.
     pub fn found_rps(&self) -> Option<f64> {
-        if self.replica_search() { None } else { self.lo }
+        if self.replica_search() { None } else { self.lo() }
     }
 
     /// The fewest replicas found to pass at `target_rps`, for tests.
     pub fn found_replicas(&self) -> Option<u32> {
-        if self.replica_search() { self.hi.map(|h| h as u32) } else { None }
+        if self.replica_search() { self.hi().map(|h| h as u32) } else { None }
     }
 
     /// The criterion over one evaluation's repetitions: its mean, its worst (the highest wait, or the lowest
@@ -664,9 +646,9 @@ impl CapacityStudy {
         }
         let defs = replica_columns(self.served_unit(), self.criterion_column());
         (rep.columns, rep.rows) = table_with(&defs, &objective_columns(&self.base), &rows);
-        rep.best_row = self.hi.and_then(|h| evals.iter().position(|e| e.rate == h));
+        rep.best_row = self.hi().and_then(|h| evals.iter().position(|e| e.rate == h));
         let gpus_of = |n: f64| evals.iter().find(|e| e.rate == n).and_then(|e| e.runs.first()).map_or(0, |r| r.gpus);
-        rep.answer = match (self.lo, self.hi) {
+        rep.answer = match (self.lo(), self.hi()) {
             (Some(l), Some(h)) => format!(
                 "{h} replicas ({} GPUs) carry {rate} {u}: the fewest at which {} in every one of {} repetitions; {l} replica{} failed ({}).",
                 gpus_of(h),
@@ -677,7 +659,7 @@ impl CapacityStudy {
             ),
             (None, Some(h)) => format!("{h} replica ({} GPUs) already passes at {rate} {u}.", gpus_of(h)),
             // The search ran out of evaluations before any count passed: say so, not that replicas cannot help.
-            (Some(l), None) if self.stopped_early => format!(
+            (Some(l), None) if self.stopped_early() => format!(
                 "no replica count tried passes at {rate} {u}: the search stopped after {} counts (study option max_rates), the highest tried, {l}, failed; raise max_rates.",
                 self.p.max_rates
             ),
@@ -686,7 +668,7 @@ impl CapacityStudy {
             ),
             (None, None) => "nothing was evaluated.".into(),
         };
-        if self.stopped_early {
+        if self.stopped_early() {
             rep.notes
                 .push(format!("The search stopped at {} replica counts (study option max_rates).", self.p.max_rates));
         }

@@ -20,6 +20,7 @@ pub mod paired;
 pub mod pd;
 pub mod ranking;
 pub mod repeated;
+mod search;
 pub mod sensitivity;
 pub mod shard;
 pub mod sweep;

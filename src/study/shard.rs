@@ -218,30 +218,24 @@ fn replay(first: &Part, parts: &[(String, Part)]) -> Result<StudyReport, ShardEr
         parts.iter().flat_map(|(_, p)| p.runs.iter().map(|k| (k.job.as_str(), &k.run))).collect();
     let mut study = super::build(&first.study, &first.scenario, &first.options)
         .map_err(|e| ShardError::Study(StudyError::Invalid(e)))?;
-    let mut missing = None;
-    let report = loop {
+    loop {
         let jobs = study.next();
         if jobs.is_empty() {
-            break study.report();
+            return Ok(study.report());
         }
         let lanes = study.lanes(&jobs);
         let mut results = Vec::with_capacity(jobs.len());
         for (job, lane) in jobs.iter().zip(lanes) {
-            match runs.get(job_key(job).as_str()) {
-                Some(r) => results.push((*r).clone()),
-                None => {
-                    missing = Some((job.label.clone(), lane % first.shards as u64));
-                    break;
-                }
-            }
-        }
-        if let Some((label, shard)) = missing {
-            return Err(ShardError::Parts(format!(
-                "shard {shard}/{} has no run for the job \"{label}\": the parts were not cut from one study run",
-                first.shards
-            )));
+            let Some(r) = runs.get(job_key(job).as_str()) else {
+                return Err(ShardError::Parts(format!(
+                    "shard {}/{} has no run for the job \"{}\": the parts were not cut from one study run",
+                    lane % first.shards as u64,
+                    first.shards,
+                    job.label
+                )));
+            };
+            results.push((*r).clone());
         }
         study.feed(results);
-    };
-    Ok(report)
+    }
 }

@@ -4,62 +4,8 @@
 use super::space::Candidate;
 use super::{MOST_TRIES, VALIDATION_SEED_OFFSET};
 use crate::study::capacity::{Criterion, at_rate};
+use crate::study::search::Search;
 use crate::study::{Job, RunSummary};
-
-/// A one-dimensional search on one seed: bracket by doubling or halving, then bisect. The rate search passes
-/// below its answer; the replica search, over the integers, above it.
-#[derive(Clone, Debug)]
-pub(super) struct Search {
-    pass: Option<f64>,
-    fail: Option<f64>,
-    pub next: Option<f64>,
-    tried: u32,
-    replicas: bool,
-    precision: f64,
-    lo: f64,
-    hi: f64,
-}
-
-impl Search {
-    /// From `start`, never below `min` (a rate at which the run's requests would outlast the clock).
-    fn rate(start: f64, precision: f64, min: f64) -> Search {
-        let (lo, hi) = ((start / 1e4).max(min), (start * 1e4).max(min));
-        let next = Some(start.clamp(lo, hi));
-        Search { pass: None, fail: None, next, tried: 0, replicas: false, precision, lo, hi }
-    }
-
-    fn replicas(start: u32, max: u32) -> Search {
-        let next = Some(start.clamp(1, max) as f64);
-        Search { pass: None, fail: None, next, tried: 0, replicas: true, precision: 0.0, lo: 1.0, hi: max as f64 }
-    }
-
-    fn record(&mut self, x: f64, pass: bool) {
-        self.tried += 1;
-        if pass {
-            self.pass = Some(x);
-        } else {
-            self.fail = Some(x);
-        }
-        self.next = if self.tried >= MOST_TRIES { None } else { self.choose() };
-    }
-
-    fn choose(&self) -> Option<f64> {
-        match (self.replicas, self.pass, self.fail) {
-            (true, Some(p), None) if p > self.lo => Some((p / 2.0).floor().max(self.lo)),
-            (true, None, Some(f)) if f < self.hi => Some((f * 2.0).min(self.hi)),
-            (true, Some(p), Some(f)) if p - f > 1.0 => Some(((p + f) / 2.0).floor()),
-            (false, Some(p), None) if p < self.hi => Some(p * 2.0),
-            (false, None, Some(f)) if f > self.lo => Some(f / 2.0),
-            (false, Some(p), Some(f)) if (f - p) / p > self.precision => Some((p + f) / 2.0),
-            _ => None,
-        }
-    }
-
-    /// The answer: the highest passing rate, or the fewest passing replicas.
-    pub fn found(&self) -> Option<f64> {
-        self.pass
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Stage {
@@ -107,12 +53,12 @@ pub(super) struct Lane {
 
 impl Lane {
     pub fn new(cand: Candidate, z: Sizing) -> Lane {
-        let (skipped, start) = match &cand.refused {
-            Some(why) => (Some(format!("refused: {why}")), 1.0),
-            None => ceiling(&cand, &z),
+        let (skipped, start) = match &cand.validated {
+            Err(why) => (Some(format!("refused: {why}")), 1.0),
+            Ok(sc) => ceiling(sc, &z),
         };
         Lane {
-            capacity: (0..z.seeds).map(|_| Search::rate(start, z.precision, z.min_rps)).collect(),
+            capacity: (0..z.seeds).map(|_| Search::rate(start, z.precision, z.min_rps, MOST_TRIES)).collect(),
             replicas: Vec::new(),
             stage: if skipped.is_some() { Stage::Done } else { Stage::Capacity },
             cand,
@@ -186,7 +132,6 @@ impl Lane {
 
     fn validation_jobs(&mut self) -> Vec<Job> {
         let Some(n) = self.chosen else { return Vec::new() };
-        self.pending = (0..self.z.seeds as usize).collect();
         (0..self.z.seeds as u64)
             .map(|k| {
                 let seed = self.cand.unit.seed.wrapping_add(VALIDATION_SEED_OFFSET + k);
@@ -210,7 +155,8 @@ impl Lane {
                     Stage::Done
                 } else {
                     let start = |c: Option<f64>| c.map_or(1, |c| (self.z.needed_rps / c).ceil().min(1e9) as u32);
-                    self.replicas = caps.iter().map(|&c| Search::replicas(start(c), self.z.max_replicas)).collect();
+                    self.replicas =
+                        caps.iter().map(|&c| Search::replicas(start(c), self.z.max_replicas, MOST_TRIES)).collect();
                     Stage::Replicas
                 }
             }
@@ -228,10 +174,9 @@ impl Lane {
 /// queueing) × the most units is an upper bound on what the candidate can carry; below the rate, it is skipped
 /// with the figures. Otherwise the rate search starts at the scenario's own rate per replica, or half the
 /// ceiling when that is lower.
-fn ceiling(cand: &Candidate, z: &Sizing) -> (Option<String>, f64) {
-    let sc = crate::scenario::validate(&cand.unit).expect("a candidate that is not refused validates");
+fn ceiling(sc: &crate::scenario::Scenario, z: &Sizing) -> (Option<String>, f64) {
     let (needed, most) = (z.needed_rps, z.max_replicas);
-    match crate::bench::textbook_rps_of(&sc).filter(|t| t.is_finite() && *t > 0.0) {
+    match crate::bench::textbook_rps_of(sc).filter(|t| t.is_finite() && *t > 0.0) {
         Some(t) if t * (most as f64) < needed => (
             Some(format!(
                 "pruned: its ceiling, {t:.3} req/s per unit (a full batch of decodes, nothing else) × {most} units, is under the {needed:.3} req/s it must carry"

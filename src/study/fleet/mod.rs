@@ -127,12 +127,12 @@ impl StudyDef for FleetStudy {
         let candidates = space::candidates(spec, p)?;
         // The rates every candidate runs at must make a valid scenario: said at the option that sets them.
         let base_rps = 1e9 / sc.workload.mean_gap_ns();
-        let target = p.target_rps.unwrap_or(base_rps);
-        for (rate, what) in [(target, "target_rps"), (target * (1.0 + p.headroom), "headroom")] {
+        let target_rps = p.target_rps.unwrap_or(base_rps);
+        let needed_rps = target_rps * (1.0 + p.headroom);
+        for (rate, what) in [(target_rps, "target_rps"), (needed_rps, "headroom")] {
             let at_rate = super::capacity::at_rate(spec, base_rps, rate, spec.seed);
             scenario::validate(&at_rate).map_err(|e| super::at_option(e, &format!("{}.{what}", Self::at())))?;
         }
-        let target_rps = target;
         let criterion = Criterion {
             target: p.target.unwrap_or(sc.objectives.attainment_target),
             max_mean_wait_ms: p.max_mean_wait_ms,
@@ -141,7 +141,7 @@ impl StudyDef for FleetStudy {
             base_rps,
             per_worker_rps: base_rps / sc.pools.last().map_or(1, |p| p.replicas).max(1) as f64,
             min_rps: spec.workload.requests.map_or(0.0, |n| n as f64 / 5e8),
-            needed_rps: target_rps * (1.0 + p.headroom),
+            needed_rps,
             target_rps,
             seeds: p.repetitions,
             max_replicas: p.max_replicas,

@@ -3,8 +3,9 @@
 
 use super::FleetStudy;
 use super::cost::{PerMillion, TokensPerHour, per_million, token_times_ns};
-use super::lane::{Lane, Search};
+use super::lane::Lane;
 use crate::cost::presets;
+use crate::study::search::Search;
 use crate::study::{
     Cell, Chart, ChartSeries, ColumnDef, Format, StudyDef, StudyReport, column, mean_ci, objective_words, pareto,
     report_head, table,
@@ -114,8 +115,8 @@ fn validation_figures(st: &FleetStudy, lane: &Lane, r: &mut Row) {
     r.ttft_p95_s = Some(mean(&|x| x.ttft_p95_s));
     r.e2e_p95_s = Some(mean(&|x| x.e2e_p95_s));
     r.diagnosis = most_common(v.iter().map(|x| x.diagnosis_kind.as_str()));
-    let sc = crate::scenario::validate(&lane.cand.unit).expect("a searched candidate validates");
-    let (prompt, output) = crate::bench::mean_tokens(&sc);
+    let Ok(sc) = &lane.cand.validated else { return };
+    let (prompt, output) = crate::bench::mean_tokens(sc);
     let cached = mean(&|x| x.prefill_saved_fraction.unwrap_or(0.0));
     let tokens = TokensPerHour::at(st.target_rps, prompt, output, cached);
     let (pre, dec) = (sc.pools.first().expect("a pool"), sc.pools.last().expect("a pool"));

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FleetParams, FleetStudy, MOST_CANDIDATES};
 use crate::cost::presets;
-use crate::scenario::{self, DisaggSpec, HardwareSpec, PoolSpec, ScenarioError, Spec};
+use crate::scenario::{self, DisaggSpec, HardwareSpec, PoolSpec, Scenario, ScenarioError, Spec};
 use crate::study::StudyDef;
 
 /// How a candidate's GPUs are arranged.
@@ -27,7 +27,7 @@ pub enum Layout {
 }
 
 /// One point of the search space.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Candidate {
     /// What sets it apart from the other candidates ("h100-sxm, TP 2, P/D 1:2").
     pub name: String,
@@ -44,8 +44,9 @@ pub struct Candidate {
     /// US dollars per hour of one unit, and of its prefill pool (P/D).
     pub usd_per_unit_hour: f64,
     pub prefill_usd_per_unit_hour: Option<f64>,
-    /// Why it cannot run (the scenario it makes is invalid), said in its row.
-    pub refused: Option<String>,
+    /// The unit validated once (its cost models and mean lengths are read off it), or why it cannot run, said in
+    /// its row.
+    pub validated: Result<Scenario, String>,
 }
 
 impl Candidate {
@@ -315,7 +316,7 @@ fn candidate(spec: &Spec, x: &Point, vary: &Vary, price: &dyn Fn(&str) -> f64) -
     }
     parts.dedup();
     let name = if parts.is_empty() { format!("{devices}, TP {}, {layout}", x.tp) } else { parts.join(", ") };
-    let refused = scenario::validate(&unit).err().map(|e| e.to_string());
+    let validated = scenario::validate(&unit).map_err(|e| e.to_string());
     Candidate {
         name,
         devices,
@@ -326,7 +327,7 @@ fn candidate(spec: &Spec, x: &Point, vary: &Vary, price: &dyn Fn(&str) -> f64) -
         gpus_per_unit: gpus,
         usd_per_unit_hour: usd,
         prefill_usd_per_unit_hour: prefill_usd,
-        refused,
+        validated,
     }
 }
 
