@@ -17,7 +17,7 @@ trap 'git worktree remove --force "$base"' EXIT
 cargo build --locked --release --quiet --bin inferscale
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # The median wall time, from the req/wall-s figure (printed to more digits than the seconds).
-at75() { "$1" bench | awk '/^75 % of saturation/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "req/wall-s") { printf "%.5f\n", $5 / $i; exit } }'; }
+at75() { "$1" bench | awk '/^75 % of (saturation|drain rate)/ { for (i = 1; i <= NF; i++) { if ($(i + 1) == "req") n = $i; if ($(i + 1) == "req/wall-s") { printf "%.5f\n", n / $i; exit } } }'; }
 # The agent benchmark's median wall time, from its turns and turns/wall-s.
 agent() { "$1" bench | awk '/^agent sessions/ { for (i = 1; i <= NF; i++) { if ($(i + 1) == "turns") t = $i; if ($(i + 1) == "turns/wall-s") { printf "%.5f\n", t / $i; exit } } }'; }
 measure() { if [[ $case_ == agent ]]; then agent "$1"; else at75 "$1"; fi; }

@@ -22,18 +22,6 @@ pub fn agent_spec(sessions: u64) -> Spec {
     spec
 }
 
-/// Measured saturation throughput (requests/s) of a spec: every request arrives at once (a closed burst),
-/// and throughput is completions over the time the last one took. Capacity is measured, never derived.
-pub fn saturation_rps(spec: &Spec, requests: u64) -> f64 {
-    let mut s = spec.clone();
-    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1e7 };
-    s.workload.requests = Some(requests);
-    s.workload.duration_s = None;
-    s.engine.horizon_s = None;
-    let sc = scenario::validate(&s).expect("a valid spec stays valid with a burst arrival");
-    crate::simulate(&sc).summary.throughput_rps
-}
-
 /// Textbook capacity estimate for comparison: peak decode throughput at the batch cap ÷ mean output length.
 pub fn textbook_rps(spec: &Spec) -> Option<f64> {
     textbook_rps_of(&scenario::validate(spec).ok()?)
@@ -41,7 +29,7 @@ pub fn textbook_rps(spec: &Spec) -> Option<f64> {
 
 /// The textbook estimate of a validated scenario: a full batch of decodes (context: mean prompt + half the
 /// mean output) on each decode worker, divided by the mean output length. It ignores prefill, queueing and
-/// memory — which is why studies set it beside measured saturation.
+/// memory — which is why studies set it beside sustained capacity (`crate::capacity`).
 pub fn textbook_rps_of(sc: &crate::Scenario) -> Option<f64> {
     let pool = sc.pools.last()?;
     if let Some(sessions) = &sc.workload.sessions {

@@ -19,6 +19,7 @@
 //! export/    JSON / CSV / Markdown writers (the only text output)
 //! queueing   closed forms (M/D/1, M/G/1, M/M/c) and the checks that hold the engine to them
 //! bench      the benchmark workload (timing lives in the CLI)
+//! capacity/  sustained capacity: the highest rate of the scenario's arrivals served stably, searched per seed
 //! study/     studies: many runs of the same requests → a table, a chart, a decision (jobs fan out anywhere)
 //! tiering/   a session's KV across a tool gap: the gap price of HBM / host / recompute, the online estimate
 //! ```
@@ -30,6 +31,7 @@
 
 pub mod advice;
 pub mod bench;
+pub mod capacity;
 pub mod catalog;
 pub mod cost;
 pub mod engine;
@@ -64,10 +66,11 @@ pub fn simulate_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) 
     engine::run_with_progress(sc, progress).map(|rec| Report::build(sc, rec))
 }
 
-/// Run, then test the diagnosis's proposed changes on the same requests (`advice`): the CLI's and the lab's
-/// run. `progress` hears the run's progress, then each tested change's (the index of the run, 0 the
-/// scenario's own, and the change as the diagnosis's table words it, "" for the scenario's own), and may
-/// cancel.
+/// Run, measure the configuration's sustained capacity (`capacity::of_run`: the diagnosis's ρ), then test the
+/// diagnosis's proposed changes on the same requests (`advice`): the CLI's and the lab's run. `progress` hears
+/// the run's progress, the capacity search's, then each tested change's (the index of the run: 0 the
+/// scenario's own, 1 the capacity search, 2 on the changes; and its words: "" for the scenario's own, the
+/// change as the diagnosis's table words it), and may cancel.
 pub fn simulate_tested(
     spec: &Spec,
     sc: &Scenario,
@@ -75,6 +78,11 @@ pub fn simulate_tested(
     progress: &mut dyn FnMut(usize, &str, Progress) -> bool,
 ) -> Result<Report, RunError> {
     let mut report = simulate_with_progress(sc, &mut |p| progress(0, "", p))?;
-    advice::test(spec, sc, &mut report, budget, &mut |k, w, p| progress(k + 1, w, p))?;
+    if let Some(c) = capacity::of_run(spec, sc, &report, budget, &mut |w, p| progress(1, w, p))? {
+        let unit = if sc.workload.sessions.is_some() { "sessions/s" } else { "req/s" };
+        report.diagnosis.set_capacity(&c, 1e9 / sc.workload.mean_gap_ns(), unit);
+        report.capacity = Some(c);
+    }
+    advice::test(spec, sc, &mut report, budget, &mut |k, w, p| progress(k + 2, w, p))?;
     Ok(report)
 }

@@ -1,5 +1,7 @@
 //! The one integration-test binary. Modules:
-//! - `closed_forms`: the engine against M/D/1, M/G/1 (Pollaczek–Khinchine), M/M/1 and M/M/c (Erlang C).
+//! - `closed_forms`: the engine against M/D/1, M/G/1 (Pollaczek–Khinchine), M/M/1 and M/M/c (Erlang C), and
+//!   sustained capacity against μ·c.
+//! - `capacity`: the stability test and sustained capacity in each of its consumers.
 //! - `audits`: Little's law, conservation and KV invariants on every shipped scenario.
 //! - `determinism`: same seed → identical bytes; seeds differ; common random numbers across policies.
 //! - `roofline`: the weight-read floor and the fit to measured A100 step times.

@@ -292,10 +292,11 @@ pub fn markdown(r: &Report) -> String {
 fn diagnosis_markdown(m: &mut String, d: &crate::metrics::Diagnosis) {
     let _ = writeln!(
         m,
-        "\n## Diagnosis ({})\n\nRegime: {} (offered ÷ served {:.2}); limit: {}.\n\n{}\n\n**Advice:** {}",
+        "\n## Diagnosis ({})\n\nRegime: {} (offered ÷ served {:.2}{}); limit: {}.\n\n{}\n\n**Advice:** {}",
         d.kind,
         d.regime.replace('_', " "),
         d.load_factor,
+        d.rho.map_or(String::new(), |r| format!("; ρ = {r:.2} of sustained capacity")),
         d.limit.replace('_', " "),
         md_text(&d.verdict),
         md_text(&d.advice)
@@ -328,14 +329,22 @@ fn diagnosis_markdown(m: &mut String, d: &crate::metrics::Diagnosis) {
 fn steady_markdown(m: &mut String, st: &crate::metrics::steady::SteadySummary) {
     let _ = writeln!(
         m,
-        "\n## Steady state\n\nWindow {:.2}–{:.2} s ({:.0} % warm-up left out, the drain after the last arrival too): {} arrivals, {} completions; in system {} → {}.",
+        "\n## Steady state\n\nWindow {:.2}–{:.2} s ({:.0} % warm-up left out, the drain after the last arrival too): {} arrivals, {} completions; in system {} → {}; waiting queue trend {:+.3} req/s. {}",
         st.start_s,
         st.end_s,
         st.warmup_fraction * 100.0,
         st.arrivals,
         st.completions,
         st.in_system_start,
-        st.in_system_end
+        st.in_system_end,
+        st.backlog_growth_rps,
+        if st.stable {
+            "Stable: the load is sustained (docs/metrics.md, \"Stability\")."
+        } else if st.overloaded {
+            "Not stable: the waiting queue grows."
+        } else {
+            "Not stable: more than 0.5 % of the arrivals were shed, or there is no window."
+        }
     );
     for w in &st.warnings {
         let _ = writeln!(m, "\n> Warning: {}", md_text(w));

@@ -1,6 +1,6 @@
 //! Experiment 11: which objective each engine's batch formation gives up at the same load.
 
-use super::runs::{Config, PEER, Runs, excerpt, run, saturation, shipped};
+use super::runs::{Config, PEER, Runs, capacity, excerpt, run, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::scenario::ArrivalSpec;
 use crate::spec::BatchFormationSpec;
@@ -34,9 +34,9 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
                     s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
                     s.engine.batch_formation = *formation;
                     sglang_ready(&mut s);
-                    let saturation = saturation(&s, cfg, littles);
+                    let cap = capacity(&s, littles);
                     let r = run(&s, littles).summary;
-                    [saturation, r.ttft_s.p50, r.ttft_s.p99, r.queue_delay_s.p99, r.tpot_s.p95, r.output_tokens_per_s]
+                    [cap, r.ttft_s.p50, r.ttft_s.p99, r.queue_delay_s.p99, r.tpot_s.p95, r.output_tokens_per_s]
                 })
                 .collect()
         })
@@ -45,7 +45,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
     for ((id, name, _), outs) in FORMATIONS.iter().zip(&runs) {
         let mut cells = vec![name.to_string()];
         for (i, (what, unit)) in [
-            ("saturation_rps", Unit::Rps),
+            ("capacity_rps", Unit::Rps),
             ("ttft_p50", Unit::Seconds),
             ("ttft_p99", Unit::Seconds),
             ("queue_delay_p99", Unit::Seconds),
@@ -62,7 +62,11 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
     }
     let ratio = |i: usize| -> Vec<f64> { runs[1].iter().zip(&runs[0]).map(|(s, v)| s[i] / v[i]).collect() };
     let (ttft, (_, t_lo, t_hi)) = f.mean_ci("formation.sglang_over_vllm_ttft_p99", &ratio(2), Unit::Times);
-    let (saturation, _) = f.mean_ci("formation.sglang_over_vllm_saturation", &ratio(0), Unit::Times);
+    let (cap_ratio, (cap_mean, ..)) = f.mean_ci("formation.sglang_over_vllm_capacity", &ratio(0), Unit::Times);
+    // The load is ρ = 0.9 of vLLM's capacity: of SGLang's own, 0.9 ÷ the capacity ratio.
+    // (A figure is written only where the text shows it.)
+    let sglang_rho = (cap_mean < 0.95).then(|| f.figure("formation.sglang_rho", 0.9 / cap_mean, Unit::Percent));
+    let sglang_rho = sglang_rho.unwrap_or_default();
     let (median, _) = f.mean_ci("formation.sglang_over_vllm_ttft_p50", &ratio(1), Unit::Times);
     let (queue, _) = f.mean_ci("formation.sglang_over_vllm_queue_delay_p99", &ratio(3), Unit::Times);
     let (tpot, (_, p_lo, p_hi)) = f.mean_ci("formation.sglang_over_vllm_tpot_p95", &ratio(4), Unit::Times);
@@ -85,7 +89,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
     s.setup = format!(
         "The benchmark scenario at {rate_shown} (Poisson), the same requests under each engine's batch formation (`engine.batch_formation`; docs/model.md, \"Batch formation\", gives each engine's source): vLLM V1 puts decodes and prompt chunks in one step under the token budget; SGLang's default runs a step that can prefill as prefill only; with --enable-mixed-chunk it mixes them as vLLM does."
     );
-    s.regime = "ρ = 0.9 of the saturation measured in experiment 1 (vLLM's formation); each formation's own saturation, measured the same way on each seed, is in the table.".into();
+    s.regime = "ρ = 0.9 of the sustained capacity measured in experiment 1 (vLLM's formation); each formation's own sustained capacity, measured the same way on each seed, is in the table.".into();
     s.scenario = excerpt(
         PEER,
         cfg,
@@ -99,24 +103,33 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
             })
             .collect(),
     );
-    s.columns = ["Formation", "Saturation", "p50 TTFT", "p99 TTFT", "p99 queue delay", "p95 TPOT", "Output tokens/s"]
-        .map(String::from)
-        .to_vec();
+    s.columns =
+        ["Formation", "Sustained capacity", "p50 TTFT", "p99 TTFT", "p99 queue delay", "p95 TPOT", "Output tokens/s"]
+            .map(String::from)
+            .to_vec();
     s.rows = rows;
     s.chart = Some(chart);
     let verdict = Verdict::of(t_lo, t_hi, 1.0, false).and(Verdict::of(p_lo, p_hi, 1.0, true));
     f.found(
         "formation",
         format!(
-            "SGLang's default against vLLM's: p99 TTFT {ttft}, p95 TPOT {tpot}, measured saturation {saturation} (each SGLang ÷ vLLM). {} Its median TTFT is {median} vLLM's and its p99 queue delay (arrival to first scheduled) {queue}.",
-            match (t_hi < 1.0, t_lo > 1.0, p_lo > 1.0) {
-                (true, _, true) => "Prefill-only steps admit a prompt sooner and make every running request wait for it.",
-                (_, true, true) => "Pausing decode for prefill costs TPOT and lengthens the TTFT tail, although the formation's saturation is within a few percent of vLLM's: the tail is time waiting to be scheduled at all.",
-                (false, false, true) => "Pausing decode for prefill costs TPOT; whether it buys TTFT, the interval does not say.",
-                (true, _, false) => "Prefill-only steps admit prompts sooner at no cost in TPOT here.",
-                _ => "TPOT does not move as predicted.",
-            }
+            "SGLang's default against vLLM's: p99 TTFT {ttft}, p95 TPOT {tpot}, sustained capacity {cap_ratio} (each SGLang ÷ vLLM). {} Its median TTFT is {median} vLLM's and its p99 queue delay (arrival to first scheduled) {queue}.",
+            why(t_lo, t_hi, p_lo, cap_mean, &sglang_rho)
         ),
         verdict,
     );
+}
+
+/// What the outcome means, by the intervals of SGLang ÷ vLLM: p99 TTFT (`t_lo`, `t_hi`), p95 TPOT's lower end,
+/// and the capacity ratio's mean with the load it makes for SGLang (`sglang_rho`, shown when it is under 0.95).
+fn why(t_lo: f64, t_hi: f64, p_lo: f64, cap_mean: f64, sglang_rho: &str) -> String {
+    match (t_hi < 1.0, t_lo > 1.0, p_lo > 1.0) {
+        (true, _, true) => "Prefill-only steps admit a prompt sooner and make every running request wait for it.".into(),
+        (_, true, true) if cap_mean < 0.9 => format!("Pausing decode for prefill costs TPOT and capacity: the load that is ρ = 0.9 for vLLM is ρ = {sglang_rho} of SGLang's own capacity, past it, so its queue grows and the TTFT tail is time waiting to be scheduled at all."),
+        (_, true, true) if cap_mean < 0.95 => format!("Pausing decode for prefill costs TPOT and capacity: the load that is ρ = 0.9 for vLLM is ρ = {sglang_rho} of SGLang's own, so the TTFT tail is time waiting to be scheduled at all."),
+        (_, true, true) => "Pausing decode for prefill costs TPOT and lengthens the TTFT tail, although the formation's sustained capacity is within a few percent of vLLM's: the tail is time waiting to be scheduled at all.".into(),
+        (false, false, true) => "Pausing decode for prefill costs TPOT; whether it buys TTFT, the interval does not say.".into(),
+        (true, _, false) => "Prefill-only steps admit prompts sooner at no cost in TPOT here.".into(),
+        _ => "TPOT does not move as predicted.".into(),
+    }
 }

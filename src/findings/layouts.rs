@@ -1,7 +1,7 @@
 //! Experiments 8 and 9: how the same four GPUs are laid out — prefill and decode apart or together — and what
 //! reusing shared prefixes' KV is worth.
 
-use super::runs::{Config, Runs, Shipped, excerpt, mean, run, saturation, shipped, shipped_scenario};
+use super::runs::{Config, Runs, Shipped, capacity, excerpt, mean, run, shipped, shipped_scenario};
 use super::{Findings, Unit, Verdict};
 use crate::scenario::{ArrivalSpec, Spec};
 
@@ -57,13 +57,13 @@ const COLUMNS: [&str; 5] = ["Layout", "Goodput per GPU", "SLO attainment", "p99 
 
 /// SLO attainment a rate must reach to count as served.
 const TARGET: f64 = 0.9;
-/// Halvings of the bracket [0, saturation] in the capacity search: the rate found is within 1/128 of it.
+/// Halvings of the bracket [0, sustained capacity] in the capacity search: the rate found is within 1/128 of it.
 const HALVINGS: u32 = 7;
 
 /// The highest offered rate at which `spec` keeps SLO attainment at `TARGET` or more, found by halving the
-/// bracket from 0 to its measured saturation, and that run's p99 TTFT and p95 TPOT.
-fn slo_capacity(spec: &Spec, cfg: &Config, littles: &mut Runs) -> [f64; 4] {
-    let sat = saturation(spec, cfg, littles);
+/// bracket from 0 to its sustained capacity, and that run's p99 TTFT and p95 TPOT.
+fn slo_capacity(spec: &Spec, littles: &mut Runs) -> [f64; 4] {
+    let sat = capacity(spec, littles);
     let (mut lo, mut hi, mut at_lo) = (0.0, sat, [0.0; 4]);
     for _ in 0..HALVINGS {
         let mid = (lo + hi) / 2.0;
@@ -85,7 +85,7 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs)
     );
     let arms: Vec<Option<(u32, u32)>> = std::iter::once(None).chain(SPLITS.map(Some)).collect();
     let found: Vec<Vec<[f64; 4]>> = (arms.iter())
-        .map(|a| (0..cfg.repetitions).map(|k| slo_capacity(&layout(cfg, k, *a, true), cfg, littles)).collect())
+        .map(|a| (0..cfg.repetitions).map(|k| slo_capacity(&layout(cfg, k, *a, true), littles)).collect())
         .collect();
     let name = |a: &Option<(u32, u32)>| {
         a.map_or("Colocated, 4 workers".into(), |(p, d)| format!("P/D {p} prefill : {d} decode"))
@@ -95,7 +95,7 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs)
         let id = a.map_or("pd.colocated".into(), |(p, d)| format!("pd.split_{p}_{d}"));
         let mut cells = vec![name(a)];
         for (i, (what, unit)) in [
-            ("saturation_rps", Unit::Rps),
+            ("capacity_rps", Unit::Rps),
             ("slo_capacity_rps", Unit::Rps),
             ("ttft_p99", Unit::Seconds),
             ("tpot_p95", Unit::Seconds),
@@ -127,12 +127,12 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs)
         "At equal cost — the same four GPUs — does splitting prefill from decode serve more requests within their objectives?",
     );
     s.setup = format!(
-        "`scenarios/pd-llama3-8b-h100.json`: Llama-3-8B on four H100s, RAG-style prompts of 3000 tokens on average (60 % open with one of 8 shared 1024-token prefixes, cached) and outputs of 200, objectives TTFT 1 s and TPOT 40 ms. Colocated: four workers, least outstanding requests. P/D: each split of the four, 50 GB/s per prefill→decode pair. For each layout and seed: its saturation (every request at once), then the highest Poisson rate at which SLO attainment stays at {target} or more, by halving the bracket from 0 to that saturation {HALVINGS} times; p99 TTFT and p95 TPOT are those of the run at the rate found."
+        "`scenarios/pd-llama3-8b-h100.json`: Llama-3-8B on four H100s, RAG-style prompts of 3000 tokens on average (60 % open with one of 8 shared 1024-token prefixes, cached) and outputs of 200, objectives TTFT 1 s and TPOT 40 ms. Colocated: four workers, least outstanding requests. P/D: each split of the four, 50 GB/s per prefill→decode pair. For each layout and seed: its sustained capacity (the highest Poisson rate it serves stably), then the highest Poisson rate at which SLO attainment stays at {target} or more, by halving the bracket from 0 to that capacity {HALVINGS} times; p99 TTFT and p95 TPOT are those of the run at the rate found."
     );
     s.regime =
         format!("Each layout at its own capacity under the objectives ({target} attainment), measured, never derived.");
     s.scenario = excerpt(PD, cfg, arms.iter().map(|a| (name(a), layout(cfg, 0, *a, true))).collect());
-    s.columns = ["Layout", "Saturation", "Rate at the objectives", "p99 TTFT there", "p95 TPOT there"]
+    s.columns = ["Layout", "Sustained capacity", "Rate at the objectives", "p99 TTFT there", "p95 TPOT there"]
         .map(String::from)
         .to_vec();
     s.rows = rows;
@@ -158,17 +158,17 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs)
 pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "prefix",
-        "When 60 % of requests open with one of 8 shared 1024-token prefixes, caching the prefixes' KV raises the colocated fleet's measured saturation by more than 10 % and cuts p99 TTFT at ρ = 0.9 (of the uncached saturation) by more than a fifth.",
+        "When 60 % of requests open with one of 8 shared 1024-token prefixes, caching the prefixes' KV raises the colocated fleet's sustained capacity by more than 10 % and cuts p99 TTFT at ρ = 0.9 (of the uncached capacity) by more than a fifth.",
     );
     let seeds = 0..cfg.repetitions;
     let mut sat = |caching: bool| -> Vec<f64> {
-        seeds.clone().map(|k| saturation(&layout(cfg, k, None, caching), cfg, littles)).collect()
+        seeds.clone().map(|k| capacity(&layout(cfg, k, None, caching), littles)).collect()
     };
     let (off, on) = (sat(false), sat(true));
-    let (off_shown, (off_mean, ..)) = f.mean_ci("prefix.saturation_off_rps", &off, Unit::Rps);
-    let (on_shown, _) = f.mean_ci("prefix.saturation_on_rps", &on, Unit::Rps);
+    let (off_shown, (off_mean, ..)) = f.mean_ci("prefix.capacity_off_rps", &off, Unit::Rps);
+    let (on_shown, _) = f.mean_ci("prefix.capacity_on_rps", &on, Unit::Rps);
     let gain: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b - 1.0).collect();
-    let (gain_shown, (_, g_lo, g_hi)) = f.mean_ci("prefix.saturation_gain", &gain, Unit::Percent);
+    let (gain_shown, (_, g_lo, g_hi)) = f.mean_ci("prefix.capacity_gain", &gain, Unit::Percent);
     let rate = 0.9 * off_mean;
     let outs = |caching: bool, littles: &mut Runs| -> Vec<Outcome> {
         seeds.clone().map(|k| at_rate(layout(cfg, k, None, caching), rate, littles)).collect()
@@ -192,10 +192,11 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
         "What is caching shared prompt prefixes worth, in capacity and in the tail?",
     );
     s.setup = format!(
-        "Experiment 8's scenario, colocated on four workers, on the same requests (the same prefixes drawn) with the prefix cache off and on: its measured saturation ({off_shown} off, {on_shown} on) and a Poisson run at {rate_shown}."
+        "Experiment 8's scenario, colocated on four workers, on the same requests (the same prefixes drawn) with the prefix cache off and on: its sustained capacity ({off_shown} off, {on_shown} on) and a Poisson run at {rate_shown}."
     );
     s.regime =
-        "ρ = 0.9 of the saturation measured with the cache off; with it on, the same rate is a lighter load.".into();
+        "ρ = 0.9 of the sustained capacity measured with the cache off; with it on, the same rate is a lighter load."
+            .into();
     s.scenario = excerpt(
         PD,
         cfg,
@@ -212,7 +213,7 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     s.chart = Some(chart);
     f.found(
         "prefix",
-        format!("Caching the shared prefixes raises measured saturation by {gain_shown} and cuts p99 TTFT at that load by {cut_shown}: every cached prefix is prefill the GPU does not redo."),
+        format!("Caching the shared prefixes raises sustained capacity by {gain_shown} and cuts p99 TTFT at that load by {cut_shown}: every cached prefix is prefill the GPU does not redo."),
         Verdict::of(g_lo, g_hi, 0.10, true).and(Verdict::of(c_lo, c_hi, 0.20, true)),
     );
 }

@@ -26,7 +26,7 @@ pub fn report(cfg: Config) -> Findings {
     }
 }
 
-/// The experiments in order: (id, run it). Each takes the configuration, the saturation experiment 1 measured
+/// The experiments in order: (id, run it). Each takes the configuration, the sustained capacity experiment 1 measured
 /// (the benchmark scenario's) and the runs so far.
 type Experiment = (&'static str, fn(&mut Findings, &Config, f64, &mut Runs));
 
@@ -66,16 +66,19 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
     let mut runs = Runs { experiment: "textbook", ..Runs::default() };
     let total = if cfg.only.is_some() { 1 } else { EXPERIMENTS.len() + 1 };
     let sat = if wants("textbook") {
-        let sat = queueing::textbook_vs_saturation(&mut f, cfg);
+        let sat = queueing::textbook_vs_capacity(&mut f, cfg);
         progress(1, total);
         sat
     } else {
-        queueing::measured_saturation(cfg)
+        queueing::sustained_capacity(cfg)
     };
     for (id, experiment) in EXPERIMENTS.iter().filter(|(id, _)| wants(id)) {
         runs.experiment = id;
         experiment(&mut f, cfg, sat, &mut runs);
         progress(f.sections.len(), total);
+    }
+    if cfg.base.is_none() && cfg.only.is_none() {
+        f.revision = revision(&f);
     }
     if runs.refused.is_empty() { Ok(f) } else { Err(runs.refused) }
 }
@@ -89,7 +92,7 @@ fn intro(cfg: &Config) -> String {
         None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
     };
     format!(
-        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows; 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the saturation measured on that scenario — never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows; 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
         cfg.repetitions, cfg.requests
     )
 }
@@ -299,6 +302,48 @@ pub struct Findings {
     #[serde(skip)]
     orphans: Vec<String>,
     pub figures: Vec<Figure>,
+    /// What a change of method did to the verdicts (the tally's last paragraph; empty on a partial report or
+    /// another scenario, where there is nothing to compare).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+}
+
+/// Each prediction's verdict when every ρ was measured against the drain rate (every request at once):
+/// docs/results.md at dcac674, before sustained capacity. The tally says which verdicts the new definition
+/// moved.
+const ON_THE_DRAIN_RATE: [(&str, Verdict); 13] = [
+    ("textbook", Verdict::Held),
+    ("tail", Verdict::Contradicted),
+    ("channels", Verdict::Held),
+    ("drr", Verdict::Held),
+    ("fleet", Verdict::Held),
+    ("deadline", Verdict::Inconclusive),
+    ("oversub", Verdict::Held),
+    ("pd", Verdict::Contradicted),
+    ("prefix", Verdict::Held),
+    ("retention", Verdict::Inconclusive),
+    ("formation", Verdict::Contradicted),
+    ("little", Verdict::Held),
+    ("trust", Verdict::Contradicted),
+];
+
+/// The tally's paragraph on the change from the drain rate to sustained capacity: which verdicts moved.
+fn revision(f: &Findings) -> String {
+    let moved: Vec<String> = (f.predictions.iter())
+        .filter_map(|p| {
+            let before = ON_THE_DRAIN_RATE.iter().find(|(id, _)| *id == p.id)?.1;
+            let now = p.verdict?;
+            (now != before).then(|| format!("`{}` {} → {}", p.id, before.word(), now.word()))
+        })
+        .collect();
+    format!(
+        "Every ρ above is measured against sustained capacity (docs/metrics.md, \"Stability\"). Until issue 43 it was measured against the drain rate — every request at once — which experiment 1 sets beside it. {}",
+        if moved.is_empty() {
+            "No verdict changed with the definition.".to_string()
+        } else {
+            format!("Verdicts that changed with the definition: {}.", moved.join("; "))
+        }
+    )
 }
 
 impl Findings {
@@ -461,6 +506,9 @@ impl Findings {
         }
         if self.predictions.iter().any(|p| p.verdict != Some(Verdict::Held)) {
             out.push('\n');
+        }
+        if !self.revision.is_empty() {
+            out.push_str(&format!("\n{}\n", self.revision));
         }
         out
     }

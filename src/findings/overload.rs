@@ -6,7 +6,7 @@ use super::{Findings, Unit, Verdict};
 use crate::scenario::{self, ArrivalSpec, Spec};
 use crate::spec::AdmissionSpec;
 
-/// The overload both experiments run at, as a share of one replica's measured saturation.
+/// The overload both experiments run at, as a share of one replica's sustained capacity.
 const OVERLOAD: f64 = 1.5;
 /// The e2e objective deadline admission checks: TTFT 2 s plus 256 tokens at 50 ms.
 const E2E_MS: f64 = 15_000.0;
@@ -44,7 +44,7 @@ fn outcome(s: &Spec, littles: &mut Runs) -> Outcome {
 }
 
 /// The remedies experiment 5 compares: a name, the replicas, and the admission policy (built from the
-/// measured saturation `sat`, in req/s, and the mean tokens of a request).
+/// sustained capacity `sat`, in req/s, and the mean tokens of a request).
 fn remedies(sat: f64, tokens: f64) -> Vec<(String, u32, AdmissionSpec)> {
     let bucket = sat * tokens;
     vec![
@@ -54,7 +54,7 @@ fn remedies(sat: f64, tokens: f64) -> Vec<(String, u32, AdmissionSpec)> {
         ("Deadline rejection (slack 1)".into(), 1, AdmissionSpec::Deadline { slack: 1.0 }),
         ("Random drop of 1 − 1/ρ".into(), 1, AdmissionSpec::RandomDrop { probability: 1.0 - 1.0 / OVERLOAD }),
         (
-            "Token bucket at saturation, 4 s burst".into(),
+            "Token bucket at capacity, 4 s burst".into(),
             1,
             AdmissionSpec::TokenBucket { rate_tokens_per_s: bucket, burst_tokens: 4.0 * bucket },
         ),
@@ -67,7 +67,7 @@ fn remedies(sat: f64, tokens: f64) -> Vec<(String, u32, AdmissionSpec)> {
 pub(super) fn fleet_or_shed(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect(
         "fleet",
-        "At ρ = 1.5 of one replica's measured saturation, a second replica keeps more of the offered requests within their objectives than any shedding policy (the shed count as misses), adding more than 30 points of SLO attainment; a third adds less than 1 point.",
+        "At ρ = 1.5 of one replica's sustained capacity, a second replica keeps more of the offered requests within their objectives than any shedding policy (the shed count as misses), adding more than 30 points of SLO attainment; a third adds less than 1 point.",
     );
     let sc = scenario::validate(&shipped(PEER, cfg, 0)).expect("the benchmark scenario is valid");
     let (prompt, output) = crate::bench::mean_tokens(&sc);
@@ -111,10 +111,10 @@ pub(super) fn fleet_or_shed(f: &mut Findings, cfg: &Config, sat: f64, littles: &
         "Past capacity, does adding a replica or turning arrivals away keep more requests within their objectives — and what is each further replica worth?",
     );
     s.setup = format!(
-        "The benchmark scenario offered {rate} (Poisson), with an e2e objective of 15 s added to its TTFT 2 s and TPOT 100 ms (what deadline rejection checks). Each shedding policy runs on one replica; the fleet runs its replicas round robin with no shedding. Attainment counts every offered request, the shed as misses; p99 TTFT is over the requests served. The random drop is told the overload (it drops 1 − 1/ρ); the token bucket refills at the measured saturation in tokens (prompt + output)."
+        "The benchmark scenario offered {rate} (Poisson), with an e2e objective of 15 s added to its TTFT 2 s and TPOT 100 ms (what deadline rejection checks). Each shedding policy runs on one replica; the fleet runs its replicas round robin with no shedding. Attainment counts every offered request, the shed as misses; p99 TTFT is over the requests served. The random drop is told the overload (it drops 1 − 1/ρ); the token bucket refills at the sustained capacity in tokens (prompt + output)."
     );
     s.regime = format!(
-        "ρ = {rho} of one replica's saturation measured in experiment 1: overload, the queue grows without shedding."
+        "ρ = {rho} of one replica's sustained capacity measured in experiment 1: overload, the queue grows without shedding."
     );
     s.scenario = excerpt(
         PEER,
@@ -187,7 +187,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
         "When some arrivals must be turned away, is it better to turn away those predicted to miss their deadline, or the same share at random?",
     );
     s.setup = "Experiment 5's overload on one replica. Deadline rejection estimates each arrival's completion (the queue ahead drained at the prefill rate, then its own prefill and decode) and rejects it when the estimate passes its 15 s e2e objective; random drop then drops each arrival with the probability equal to the share deadline rejection shed on the same seed.".into();
-    s.regime = format!("ρ = {rho} of one replica's measured saturation (experiment 1).");
+    s.regime = format!("ρ = {rho} of one replica's sustained capacity (experiment 1).");
     let random = AdmissionSpec::RandomDrop { probability: deadline[0].shed };
     s.scenario = excerpt(
         PEER,

@@ -1,74 +1,81 @@
 //! Experiments 1–4 and 12: capacity against the textbook, the tail against the load, prediction error on two
 //! channels, fair queueing across tenants, and Little's law over every run.
 
-use super::runs::{Config, KV_PRESSURE, PEER, Runs, Shipped, TENANTS, excerpt, mean, run, saturation, shipped};
+use super::runs::{Config, KV_PRESSURE, PEER, Runs, Shipped, TENANTS, capacity, drain, excerpt, mean, run, shipped};
 use super::{Findings, Unit, Verdict};
 use crate::bench;
 use crate::scenario::{ArrivalSpec, Spec};
 
-/// The loads of the tail experiment, as shares of measured saturation.
+/// The loads of the tail experiment, as shares of sustained capacity.
 const RHOS: [f64; 4] = [0.5, 0.75, 0.9, 0.95];
 
-/// The benchmark scenario's measured saturation, its mean over the seeds (what experiment 1 returns), for an
+/// The benchmark scenario's sustained capacity, its mean over the seeds (what experiment 1 returns), for an
 /// experiment run alone.
-pub(super) fn measured_saturation(cfg: &Config) -> f64 {
-    let sats: Vec<f64> =
-        (0..cfg.repetitions).map(|k| saturation(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
-    mean(&sats)
+pub(super) fn sustained_capacity(cfg: &Config) -> f64 {
+    let caps: Vec<f64> = (0..cfg.repetitions).map(|k| capacity(&shipped(PEER, cfg, k), &mut Runs::default())).collect();
+    mean(&caps)
 }
 
-/// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against measured saturation. Returns the
-/// measured saturation's mean, the capacity the later experiments' ρ is measured against.
-pub(super) fn textbook_vs_saturation(f: &mut Findings, cfg: &Config) -> f64 {
+/// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against sustained capacity, with
+/// the drain rate the report used before (every request at once) beside them. Returns the sustained
+/// capacity's mean, the capacity the later experiments' ρ is measured against.
+pub(super) fn textbook_vs_capacity(f: &mut Findings, cfg: &Config) -> f64 {
     f.expect(
         "textbook",
-        "The textbook capacity — peak decode throughput at the batch cap ÷ mean output length — overstates measured saturation: the gap is above zero, because prefill and the batch's ramp are left out.",
+        "The textbook capacity — peak decode throughput at the batch cap ÷ mean output length — overstates sustained capacity: the gap is above zero, because prefill and the batch's ramp are left out.",
     );
     let textbook = bench::textbook_rps(&shipped(PEER, cfg, 0)).unwrap_or(f64::NAN);
-    let sats: Vec<f64> =
-        (0..cfg.repetitions).map(|k| saturation(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
-    let gaps: Vec<f64> = sats.iter().map(|s| textbook / s - 1.0).collect();
-    let true_rho: Vec<f64> = sats.iter().map(|s| 0.8 * textbook / s).collect();
+    let seeds = 0..cfg.repetitions;
+    let caps: Vec<f64> = seeds.clone().map(|k| capacity(&shipped(PEER, cfg, k), &mut Runs::default())).collect();
+    let drains: Vec<f64> = seeds.map(|k| drain(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
+    let gaps: Vec<f64> = caps.iter().map(|s| textbook / s - 1.0).collect();
+    let drain_gaps: Vec<f64> = drains.iter().zip(&caps).map(|(d, c)| d / c - 1.0).collect();
+    let true_rho: Vec<f64> = caps.iter().map(|s| 0.8 * textbook / s).collect();
     let tb = f.figure("textbook.textbook_rps", textbook, Unit::Rps);
-    let (sat, (sat_mean, ..)) = f.mean_ci("textbook.saturation_rps", &sats, Unit::Rps);
+    let (cap, (cap_mean, ..)) = f.mean_ci("textbook.capacity_rps", &caps, Unit::Rps);
+    let (drain_shown, _) = f.mean_ci("textbook.drain_rps", &drains, Unit::Rps);
+    let (drain_gap, _) = f.mean_ci("textbook.drain_gap", &drain_gaps, Unit::Percent);
     let (gap, (gap_mean, lo, hi)) = f.mean_ci("textbook.gap", &gaps, Unit::Percent);
     let (rho, (rho_mean, ..)) = f.mean_ci("textbook.true_rho_at_80", &true_rho, Unit::Percent);
     let planned = f.figure("textbook.planned_rho", 0.8, Unit::Percent);
     let chart = f.bars(
-        "Textbook capacity against measured saturation",
+        "Textbook capacity against sustained capacity and the drain rate",
         "req/s",
         vec![
             ("Textbook".into(), "textbook.textbook_rps".into()),
-            ("Measured".into(), "textbook.saturation_rps".into()),
+            ("Sustained".into(), "textbook.capacity_rps".into()),
+            ("Drain rate".into(), "textbook.drain_rps".into()),
         ],
     );
     let s = f.section(
         "textbook",
-        "1. Textbook capacity against measured saturation",
-        "How far is the capacity a team computes from the spec sheet from the throughput the server actually sustains?",
+        "1. Textbook capacity against sustained capacity",
+        "How far is the capacity a team computes from the spec sheet from the rate the server actually sustains?",
     );
-    s.setup = "Textbook: a full batch of decodes (context: the mean prompt plus half the mean output) timed by the cost model, times the batch, divided by the mean output. Measured: every request arrives at once and throughput is completions over the time the last one took, on each seed.".into();
-    s.regime = "Saturation: the queue never empties until the end.".into();
+    s.setup = "Textbook: a full batch of decodes (context: the mean prompt plus half the mean output) timed by the cost model, times the batch, divided by the mean output. Sustained: on each seed, the highest Poisson rate at which the run is stable — over its steady window it sheds at most 0.5 % of what arrives and its waiting queue trends upward by at most 0.5 % of the arrivals (docs/metrics.md, \"Stability\") — by bracketing and bisection to 1 %. Drain rate: every request arrives at once and throughput is completions over the time the last one took — the figure this report measured capacity by before; it is no capacity, since a queue drained from full batches unlike a server fed by its arrivals.".into();
+    s.regime = "Each seed's search brackets the rate where the queue stops being bounded.".into();
     s.scenario = excerpt(PEER, cfg, vec![("every run".into(), shipped(PEER, cfg, 0))]);
     s.columns = vec!["Figure".into(), "Value".into()];
     s.rows = vec![
         vec!["Textbook capacity".into(), tb.clone()],
-        vec!["Measured saturation".into(), sat.clone()],
-        vec!["Gap (textbook ÷ measured − 1)".into(), gap.clone()],
+        vec!["Sustained capacity".into(), cap.clone()],
+        vec!["Gap (textbook ÷ sustained − 1)".into(), gap.clone()],
         vec![format!("True ρ of a team planning {planned} of the textbook"), rho.clone()],
+        vec!["Drain rate (every request at once)".into(), drain_shown],
+        vec!["Drain rate ÷ sustained − 1".into(), drain_gap],
     ];
     s.chart = Some(chart);
     let verdict = Verdict::of(lo, hi, 0.0, true);
     f.found(
         "textbook",
         format!(
-            "The textbook says {tb}; the server sustains {sat}, so the textbook {} capacity by {gap}. A team that plans for {planned} of the textbook figure runs at ρ = {rho} of what it really has{}.",
+            "The textbook says {tb}; the server sustains {cap}, so the textbook {} capacity by {gap}. A team that plans for {planned} of the textbook figure runs at ρ = {rho} of what it really has{}.",
             if gap_mean >= 0.0 { "overstates" } else { "understates" },
             if rho_mean > 1.0 { ": past saturation, where the queue grows without bound" } else { "" }
         ),
         verdict,
     );
-    sat_mean
+    cap_mean
 }
 
 /// One run's tail figures at offered rate `rate` on seed k.
@@ -94,11 +101,11 @@ fn point(cfg: &Config, k: u64, rate: f64, littles: &mut Runs) -> Point {
     }
 }
 
-/// Experiment 2, tail TTFT and TPOT as the load approaches measured saturation.
+/// Experiment 2, tail TTFT and TPOT as the load approaches sustained capacity.
 pub(super) fn tail_against_load(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect(
         "tail",
-        "From ρ = 0.75 to ρ = 0.95 of measured saturation, p99 TTFT rises more than fivefold while p95 TPOT rises by less than half: the queue, not the GPU, makes the tail.",
+        "From ρ = 0.75 to ρ = 0.95 of sustained capacity, p99 TTFT rises more than fivefold while p95 TPOT rises by less than half: the queue, not the GPU, makes the tail.",
     );
     let points: Vec<Vec<Point>> =
         (RHOS.iter()).map(|rho| (0..cfg.repetitions).map(|k| point(cfg, k, rho * sat, littles)).collect()).collect();
@@ -125,18 +132,17 @@ pub(super) fn tail_against_load(f: &mut Findings, cfg: &Config, sat: f64, little
     let chart = f.chart(
         "lines",
         "The tail against the load",
-        ("ρ (% of measured saturation)", "ms"),
+        ("ρ (% of sustained capacity)", "ms"),
         vec![],
         vec![("p99 TTFT".into(), line("ttft_p99")), ("p95 TPOT".into(), line("tpot_p95"))],
     );
     let s = f.section(
         "tail",
         "2. The tail against the load",
-        "How do tail TTFT and TPOT move as the offered load approaches measured saturation?",
+        "How do tail TTFT and TPOT move as the offered load approaches sustained capacity?",
     );
-    s.setup = "Poisson arrivals at each share ρ of the saturation measured in experiment 1, on the same seeds; p99 TTFT, p95 TPOT and output tokens per second of each run, averaged over the seeds.".into();
-    s.regime =
-        "ρ = offered rate ÷ measured saturation (experiment 1), from below half to just under saturation.".into();
+    s.setup = "Poisson arrivals at each share ρ of the sustained capacity measured in experiment 1, on the same seeds; p99 TTFT, p95 TPOT and output tokens per second of each run, averaged over the seeds.".into();
+    s.regime = "ρ = offered rate ÷ sustained capacity (experiment 1), from below half to just under capacity.".into();
     s.scenario = excerpt(PEER, cfg, RHOS.map(|rho| (format!("ρ = {rho}"), at_rate(PEER, cfg, 0, rho * sat))).to_vec());
     s.columns = ["ρ", "Offered", "p99 TTFT", "p95 TPOT", "Output tokens/s"].map(String::from).to_vec();
     s.rows = rows;
@@ -178,9 +184,8 @@ pub(super) fn prediction_channels(f: &mut Findings, cfg: &Config, littles: &mut 
         "On a server whose KV cache binds, at ρ = 0.9, an output-length prediction off by a factor of 8 (one standard deviation) leaves SJF's gain over FCFS within 5 points of SLO attainment of the exact prediction's, while the same error in the KV reserved at admission costs FCFS more than 20 points.",
     );
     let seeds = 0..cfg.repetitions;
-    let sats: Vec<f64> =
-        seeds.clone().map(|k| saturation(&channel_spec(cfg, k, false, 1.0, 1.0), cfg, littles)).collect();
-    let (sat_shown, (sat, ..)) = f.mean_ci("channels.saturation_rps", &sats, Unit::Rps);
+    let sats: Vec<f64> = seeds.clone().map(|k| capacity(&channel_spec(cfg, k, false, 1.0, 1.0), littles)).collect();
+    let (sat_shown, (sat, ..)) = f.mean_ci("channels.capacity_rps", &sats, Unit::Rps);
     let rate = 0.9 * sat;
     let mut att = |sjf: bool, order: f64, reserve: f64| -> Vec<f64> {
         (seeds.clone())
@@ -232,9 +237,8 @@ pub(super) fn prediction_channels(f: &mut Findings, cfg: &Config, littles: &mut 
     s.setup = format!(
         "`scenarios/kv-pressure.json` (a KV cache that binds), Poisson arrivals at {rate_shown}. Ordering: SJF on a prediction off by a lognormal factor (one standard deviation the factor shown), the KV reserved on the true length; its gain is SLO attainment over FCFS's ({fcfs_shown}). Memory: FCFS, each request's KV reserved at admission on the erring prediction. The same seeds and the same errors per request in every row."
     );
-    s.regime = format!(
-        "ρ = 0.9 of the saturation measured on this scenario (FCFS, exact predictions, every request at once): {sat_shown}."
-    );
+    s.regime =
+        format!("ρ = 0.9 of the sustained capacity measured on this scenario (FCFS, exact predictions): {sat_shown}.");
     let arm = |sjf: bool, order: f64, reserve: f64| {
         let mut s = channel_spec(cfg, 0, sjf, order, reserve);
         s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
@@ -311,8 +315,8 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: &Config, littles: &mut Runs) 
                 .0,
         ]
     });
-    let sats: Vec<f64> = (0..cfg.repetitions).map(|k| saturation(&shipped(TENANTS, cfg, k), cfg, littles)).collect();
-    let (sat_shown, (sat, ..)) = f.mean_ci("drr.saturation_rps", &sats, Unit::Rps);
+    let sats: Vec<f64> = (0..cfg.repetitions).map(|k| capacity(&shipped(TENANTS, cfg, k), littles)).collect();
+    let (sat_shown, (sat, ..)) = f.mean_ci("drr.capacity_rps", &sats, Unit::Rps);
     let (on, off) = match shipped(TENANTS, cfg, 0).workload.arrival {
         ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, .. } => (rate_on_rps, rate_off_rps),
         _ => (f64::NAN, f64::NAN),
@@ -333,7 +337,7 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: &Config, littles: &mut Runs) 
     );
     s.setup = "`scenarios/bursty-multitenant.json` as shipped (on/off bursts; a noisy tenant sends 60 % of the requests beside two steady ones), its DRR scheduler against FCFS on the same requests; the steady tenants' worse p99 TTFT and the total output tokens per second.".into();
     s.regime = format!(
-        "Bursts at ρ = {rho_on} and quiet spells at ρ = {rho_off} of the saturation measured on this scenario (DRR, every request at once): {sat_shown}."
+        "Bursts at ρ = {rho_on} and quiet spells at ρ = {rho_off} of the sustained capacity measured on this scenario (DRR): {sat_shown}."
     );
     s.scenario = excerpt(
         TENANTS,
@@ -364,7 +368,7 @@ pub(super) fn littles_law(f: &mut Findings, errors: &[f64]) {
     let w = f.figure("little.worst_relative_error", worst, Unit::Relative);
     let s = f.section("little", "12. Little's law", "Does the simulator's own bookkeeping obey L = λW?");
     s.setup = "The engine's audit on each run above: the time-average number in the system against the arrival rate times the mean time in the system, over the whole run.".into();
-    s.regime = "Every run of experiments 2–11 (the saturation bursts aside): below, at and past saturation.".into();
+    s.regime = "Every run of experiments 2–11 (the capacity searches aside): below, at and past saturation.".into();
     let verdict = if worst < 0.001 { Verdict::Held } else { Verdict::Contradicted };
     f.found("little", format!("Over {n} runs the largest relative error of L against λW is {w}."), verdict);
 }

@@ -96,10 +96,23 @@ pub(super) fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len().max(1) as f64
 }
 
-/// `s`'s measured saturation (every request at once), or NaN when `s` is refused (recorded in `runs`).
-pub(super) fn saturation(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
+/// `s`'s sustained capacity on its own seed (`crate::capacity`: the highest rate of its arrival process served
+/// stably, its bracket closed to 1 %, from its drain rate), or NaN when `s` is refused (recorded in `runs`).
+pub(super) fn capacity(s: &Spec, runs: &mut Runs) -> f64 {
+    let one_seed = crate::capacity::Options { seeds: 1, ..Default::default() };
+    match crate::capacity::sustained(s, &one_seed) {
+        Ok(c) => c.mean_rps,
+        Err(e) => {
+            runs.refuse_run(s, &e.to_string());
+            f64::NAN
+        }
+    }
+}
+
+/// `s`'s drain rate (every request at once), or NaN when `s` is refused (recorded in `runs`).
+pub(super) fn drain(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
     match scenario::validate(s) {
-        Ok(_) => crate::bench::saturation_rps(s, cfg.requests),
+        Ok(_) => crate::capacity::drain_rps(s, cfg.requests),
         Err(e) => {
             runs.refuse_run(s, &e.to_string());
             f64::NAN

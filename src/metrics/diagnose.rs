@@ -77,6 +77,10 @@ pub struct Diagnosis {
     pub regime: &'static str,
     /// Offered ÷ served over the steady window (1 when the load is carried or no window exists).
     pub load_factor: f64,
+    /// The offered rate ÷ the configuration's sustained capacity (`Report::capacity`; absent where it was not
+    /// measured: a study's runs, closed loops and bursts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
     /// What limits the service rate: `kv_memory`, `batch_cap`, `token_budget`, `compute`,
     /// `memory_bandwidth`, `kv_link`, `host_link` or `prefill_pool`.
     pub limit: &'static str,
@@ -93,6 +97,30 @@ pub struct Diagnosis {
     /// The changes worth testing, in order (`crate::advice` runs the first two that apply).
     #[serde(skip)]
     pub candidates: Vec<Change>,
+}
+
+impl Diagnosis {
+    /// Set the load against `c`, the configuration's sustained capacity, `offered` being the scenario's rate in
+    /// the same unit: ρ, a sentence in the verdict, and — over capacity — the replicas proposed scaled by ρ, the
+    /// measured shortfall (offered ÷ served under overload only bounds it from below).
+    pub fn set_capacity(&mut self, c: &super::Capacity, offered: f64, unit: &str) {
+        if !(c.mean_rps > 0.0 && offered > 0.0) {
+            return;
+        }
+        let rho = offered / c.mean_rps;
+        self.rho = Some(rho);
+        self.verdict.push_str(&format!(
+            " Offered {offered:.2} {unit} is ρ = {rho:.2} of this configuration's sustained capacity, {} (the highest rate it serves stably: docs/metrics.md, \"Stability\").",
+            c.words(unit)
+        ));
+        if self.regime != "under_capacity" && rho > 1.0 {
+            for change in &mut self.candidates {
+                if let Change::Replicas { factor } = change {
+                    *factor = factor.max(rho * t::MARGIN);
+                }
+            }
+        }
+    }
 }
 
 fn pct1(x: f64) -> String {
@@ -375,6 +403,7 @@ pub fn diagnose(i: &Inputs, missed: Vec<Miss>) -> Diagnosis {
         kind: v.kind,
         regime: v.regime,
         load_factor: ev.load_factor,
+        rho: None,
         limit,
         verdict,
         advice: v.advice,

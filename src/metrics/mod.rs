@@ -17,7 +17,7 @@ pub use diagnose::{Change, Diagnosis, Finding, Tested, diagnose};
 pub use report::*;
 pub use session_report::*;
 pub use sessions::{SessionMetrics, ToolGap};
-pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, percentile};
+pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, mean_ci, percentile, t95};
 pub use summary::*;
 pub use workflow::{Decision, RoleSeen, WorkflowMetrics};
 

@@ -30,6 +30,10 @@ pub struct Report {
     pub objectives: ObjectivesReport,
     /// Capacity or queueing? The plain-language verdict with the numbers behind it.
     pub diagnosis: super::Diagnosis,
+    /// The configuration's sustained capacity, which the diagnosis's ρ is set against (the CLI's and the lab's
+    /// run, `crate::simulate_tested`; absent from a study's runs and from closed loops and bursts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<super::Capacity>,
     pub series: Series,
     /// Disaggregated only: each pool's workers, GPUs and use.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,7 +283,8 @@ impl Report {
         let engine = engine_summary(sc, &rec, &span);
         let (pools, transfer, prefix) =
             (pool_summaries(sc, &rec, &span), transfer_summary(sc, &rec, &span), prefix_summary(sc, &rec));
-        let mut steady = super::steady::steady(sc, reqs, span.end);
+        let series = series(&rec, &span);
+        let mut steady = super::steady::steady(sc, reqs, span.end, &series);
         if rec.itl_coarsened {
             steady.warnings.push(format!("inter-token latencies: the run recorded more than {} distinct gaps, so they are kept to 11 significant bits (within 0.05 %); every other figure is exact", super::ITL_CAP));
         }
@@ -317,7 +322,8 @@ impl Report {
             steady,
             objectives,
             diagnosis,
-            series: series(&rec, &span),
+            capacity: None,
+            series,
             pools,
             transfer,
             prefix,

@@ -291,6 +291,27 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     interpolate(sorted.len() as u64, q, |i| sorted[i as usize])
 }
 
+/// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
+pub fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    if df == 0 { f64::INFINITY } else { T.get(df - 1).copied().unwrap_or(1.96) }
+}
+
+/// Mean and 95 % confidence interval of `x` (a point when there is one value).
+pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
+    let n = x.len();
+    let mean = x.iter().sum::<f64>() / n.max(1) as f64;
+    if n < 2 {
+        return (mean, mean, mean);
+    }
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
+    let half = t95(n - 1) * (var / n as f64).sqrt();
+    (mean, mean - half, mean + half)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

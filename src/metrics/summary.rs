@@ -207,3 +207,30 @@ pub struct Series {
 
 /// Tolerance of the Little's-law audit (relative error).
 pub const LITTLE_TOLERANCE: f64 = 0.01;
+
+/// Sustained capacity over seeds, in the arrival process's unit (req/s; sessions/s on a session scenario).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Capacity {
+    pub mean_rps: f64,
+    /// The mean's 95 % interval over the seeds (Student t; a point for one seed), cut at 0.
+    pub lo_rps: f64,
+    pub hi_rps: f64,
+    /// Each seed's estimate: the middle of its final bracket (the highest stable rate if none was unstable;
+    /// 0 if none was stable).
+    pub per_seed_rps: Vec<f64>,
+    /// Runs simulated for it.
+    pub runs: u32,
+    /// Seeds whose search stopped before its bracket closed to the precision (max tries, or a bound reached).
+    pub unconverged: u32,
+}
+
+impl Capacity {
+    /// "22.95 req/s (95 % interval 22.71 – 23.19, 5 seeds)".
+    pub fn words(&self, unit: &str) -> String {
+        let seeds = self.per_seed_rps.len();
+        if seeds < 2 {
+            return format!("{:.2} {unit} (1 seed)", self.mean_rps);
+        }
+        format!("{:.2} {unit} (95 % interval {:.2} – {:.2}, {seeds} seeds)", self.mean_rps, self.lo_rps, self.hi_rps)
+    }
+}

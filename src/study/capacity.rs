@@ -1,7 +1,8 @@
 //! Capacity planner. Two questions, each answered by simulation, never derived:
 //! - **rate**: the highest offered rate at which this cluster meets the objectives in every one of R
-//!   repetitions (seeds). Bracket by doubling or halving, then bisect to the stated precision. One overloaded
-//!   run measures saturation throughput beside the textbook estimate (peak decode throughput ÷ mean output).
+//!   repetitions (seeds). Bracket by doubling or halving, then bisect to the stated precision. Then each
+//!   repetition's seed searches its sustained capacity (`crate::capacity`: the highest rate served stably,
+//!   objectives aside), set beside the textbook estimate (peak decode throughput ÷ mean output).
 //! - **replicas** (`target_rps` set): the fewest replicas that meet the objectives at that rate, each count
 //!   simulated with the scenario's router (not the per-replica figure multiplied). Bracket by doubling or
 //!   halving the replica count, then bisect the integers.
@@ -14,11 +15,12 @@
 use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 
-use super::search::Search;
 use super::{
     About, Chart, ChartSeries, ColumnDef, DynColumn, Format, Group, Job, Rank, RunSummary, Study, StudyDef,
-    StudyReport, column, mean_of, objective_words, report_head, reseeded, table_with,
+    StudyReport, column, mean_of, objective_words, report_head, table_with,
 };
+use crate::capacity::search::Search;
+use crate::capacity::{self, Sustained, at_rate};
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -172,26 +174,6 @@ impl Criterion {
     }
 }
 
-/// `base` (whose mean arrival rate is `base_rps`) offered `rate` instead, on `seed`: a rate's arrival kind
-/// keeps its shape (an on/off process both its rates, a trace its timing scaled).
-pub(crate) fn at_rate(base: &Spec, base_rps: f64, rate: f64, seed: u64) -> Spec {
-    let f = rate / base_rps;
-    let mut s = reseeded(base, seed);
-    s.workload.arrival = match s.workload.arrival.clone() {
-        ArrivalSpec::Poisson { .. } => ArrivalSpec::Poisson { rate_rps: rate },
-        ArrivalSpec::Constant { .. } => ArrivalSpec::Constant { rate_rps: rate },
-        ArrivalSpec::Gamma { cv, .. } => ArrivalSpec::Gamma { rate_rps: rate, cv },
-        ArrivalSpec::OnOff { rate_on_rps, rate_off_rps, mean_on_s, mean_off_s } => {
-            ArrivalSpec::OnOff { rate_on_rps: rate_on_rps * f, rate_off_rps: rate_off_rps * f, mean_on_s, mean_off_s }
-        }
-        ArrivalSpec::Trace { path, data, format, time_scale, reuse_hash_ids, hash_block_tokens } => {
-            ArrivalSpec::Trace { path, data, format, time_scale: time_scale / f, reuse_hash_ids, hash_block_tokens }
-        }
-        closed @ (ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) => closed, // refused by the studies
-    };
-    s
-}
-
 pub struct CapacityStudy {
     base: Spec,
     p: CapacityParams,
@@ -201,9 +183,11 @@ pub struct CapacityStudy {
     target: f64,
     evals: Vec<Eval>,
     /// The search over rates, or over replica counts (its `next`: the point being evaluated; None: the
-    /// saturation run or nothing).
+    /// sustained-capacity search or nothing).
     search: Search,
-    saturation: Option<(f64, RunSummary)>,
+    /// After the rate search: sustained capacity on the repetitions' seeds, and its runs.
+    sustained: Option<Sustained>,
+    sustained_runs: Vec<RunSummary>,
     textbook_rps: Option<f64>,
     /// A session scenario: its arrivals start sessions, so the rate is sessions/s; the mean turns per session
     /// converts a run's turns/s.
@@ -260,7 +244,8 @@ impl StudyDef for CapacityStudy {
             target: p.target.unwrap_or(sc.objectives.attainment_target),
             evals: Vec::new(),
             search: Search::rate(1.0, p.precision, 0.0, p.max_rates),
-            saturation: None,
+            sustained: None,
+            sustained_runs: Vec::new(),
             textbook_rps,
             turns_per_session: sc.workload.sessions.as_ref().map(|x| x.mean_of(|c| c.turns.mean())),
             done: false,
@@ -302,11 +287,6 @@ impl CapacityStudy {
     /// What a run's throughput and goodput count: requests, or a session's turns.
     fn served_unit(&self) -> &'static str {
         if self.turns_per_session.is_some() { "turns/s" } else { "req/s" }
-    }
-
-    /// A run's throughput in the rate's unit: its turns/s ÷ the mean turns per session, for sessions.
-    fn in_rate_unit(&self, throughput_rps: f64) -> f64 {
-        throughput_rps / self.turns_per_session.unwrap_or(1.0)
     }
 
     /// The scenario of search point `x` (a rate, or a replica count at the target rate) on repetition `k`.
@@ -363,12 +343,17 @@ impl Study for CapacityStudy {
                 .map(|k| Job { label: format!("{what}, repetition {}", k + 1), spec: self.job_spec(x, k) })
                 .collect();
         }
-        if self.saturation.is_none() && !self.replica_search() {
-            // Saturation: well past the highest failing rate (or the highest tried), one repetition.
-            let top = self.hi().or(self.lo()).unwrap_or(self.base_rps);
-            let rate = top * 4.0;
-            let label = format!("saturation probe at {rate:.4} {}", self.rate_unit());
-            return vec![Job { label, spec: self.at_rate(rate, 0) }];
+        if !self.replica_search() {
+            if self.sustained.is_none() {
+                // From the rate the objectives allow: sustained capacity is at or above it.
+                let start = self.lo().or(self.hi()).unwrap_or(self.base_rps);
+                let o = capacity::Options { seeds: self.p.repetitions, ..Default::default() };
+                self.sustained = Sustained::new(&self.base, start, &o).ok();
+            }
+            let jobs = self.sustained.as_mut().map(Sustained::jobs).unwrap_or_default();
+            if !jobs.is_empty() {
+                return jobs.into_iter().map(|(label, spec)| Job { label, spec }).collect();
+            }
         }
         self.done = true;
         Vec::new()
@@ -382,8 +367,10 @@ impl Study for CapacityStudy {
                 self.search.record(rate, pass);
             }
             None => {
-                let top = self.hi().or(self.lo()).unwrap_or(self.base_rps) * 4.0;
-                self.saturation = results.into_iter().next().map(|r| (top, r));
+                if let Some(c) = self.sustained.as_mut() {
+                    c.feed(&results.iter().map(|r| r.stable).collect::<Vec<_>>());
+                }
+                self.sustained_runs.extend(results);
             }
         }
     }
@@ -395,11 +382,16 @@ impl Study for CapacityStudy {
 
     fn progress(&self) -> (usize, usize) {
         let r = self.p.repetitions as usize;
-        let done = self.evals.len() * r + usize::from(self.saturation.is_some());
-        // Doubling to a bracket then bisecting from a factor 2 to the precision.
+        // Doubling to a bracket then bisecting from a factor 2 to the precision; then sustained capacity.
+        let (c_done, c_all) = match &self.sustained {
+            Some(c) => c.progress(),
+            None if self.replica_search() => (0, 0),
+            None => (0, r * 8),
+        };
+        let done = self.evals.len() * r + c_done;
         let bisect = (1.0 / self.p.precision).log2().ceil().max(1.0) as usize;
-        let expected = (self.evals.len().max(2) + bisect + 1) * r + 1;
-        (done, expected.max(done + 1))
+        let expected = (self.evals.len().max(2) + bisect) * r + c_all;
+        (done, expected.max(done + usize::from(!self.done)))
     }
 
     fn report(&self) -> StudyReport {
@@ -441,7 +433,7 @@ impl Study for CapacityStudy {
             (Some(l), None) => format!("every rate tried passed, up to {l:.3} {u} (the search stopped there)."),
             (None, _) => "no rate tried passed: even the lowest misses the target (a capacity or configuration problem, not load).".into(),
         };
-        self.saturation_notes(&mut rep, found);
+        self.capacity_notes(&mut rep, found);
         if self.stopped_early() {
             rep.notes.push(format!(
                 "The search stopped at {} rates (study option max_rates) before reaching the precision.",
@@ -455,43 +447,42 @@ impl Study for CapacityStudy {
         rep.notes.push(self.criterion_note());
         let x_label = format!("offered rate ({})", self.rate_unit());
         rep.charts = vec![self.criterion_chart("offered rate", &x_label, pts, band)];
-        rep.runs = evals
-            .iter()
-            .flat_map(|e| e.runs.iter().cloned())
-            .chain(self.saturation.iter().map(|s| s.1.clone()))
-            .collect();
+        rep.runs =
+            evals.iter().flat_map(|e| e.runs.iter().cloned()).chain(self.sustained_runs.iter().cloned()).collect();
         rep
     }
 }
 
 impl CapacityStudy {
-    /// The measured saturation beside the textbook estimate, in the rate's unit, and the warning when the
-    /// found capacity exceeds it.
-    fn saturation_notes(&self, rep: &mut StudyReport, found: f64) {
-        let u = self.rate_unit();
-        if let Some((rate, s)) = &self.saturation {
-            let measured = self.in_rate_unit(s.throughput_rps);
-            let gap = self.textbook_rps.map(|t| (t / measured - 1.0) * 100.0);
-            let per_session = match self.turns_per_session {
-                Some(t) => format!(" ({:.3} turns/s ÷ {t:.2} mean turns per session)", s.throughput_rps),
-                None => String::new(),
-            };
+    /// Sustained capacity beside the textbook estimate, in the rate's unit, and the warning when the found
+    /// capacity exceeds it.
+    fn capacity_notes(&self, rep: &mut StudyReport, found: f64) {
+        let (u, Some(c)) = (self.rate_unit(), self.sustained.as_ref().map(Sustained::result)) else { return };
+        if c.mean_rps <= 0.0 {
             rep.notes.push(format!(
-                    "Measured saturation throughput: {measured:.3} {u}{per_session} (offered {rate:.3} {u}). Textbook estimate (peak decode throughput ÷ {}): {}{}.",
-                    if per_session.is_empty() { "mean output length" } else { "a session's mean output tokens" },
-                    self.textbook_rps.map_or("n/a".into(), |t| format!("{t:.3} {u}")),
-                    gap.map_or(String::new(), |g| format!(", {g:+.0} % from measured: prefill, queueing and memory are not free"))
-                ));
-            rep.answer.push_str(&format!(
-                " Measured saturation: {measured:.3} {u}; the found capacity is {:.0} % of it.",
-                found / measured.max(1e-12) * 100.0
+                "Sustained capacity: no rate tried was stable on any of {} seeds — the runs are too short to judge (fewer than 500 completions in their steady window: docs/metrics.md, \"Stability\"); raise workload.requests.",
+                c.per_seed_rps.len()
             ));
-            let sustained = self.in_rate_unit(s.steady_throughput_rps.max(s.throughput_rps));
-            if found > sustained * 1.02 {
-                rep.notes.insert(0, format!(
-                        "Warning: the found capacity ({found:.3} {u}) exceeds the measured saturation throughput ({sustained:.3} {u}): the runs are too short for the load to show; raise workload.requests."
-                    ));
-            }
+            return;
+        }
+        let gap = self.textbook_rps.map(|t| (t / c.mean_rps - 1.0) * 100.0);
+        rep.notes.push(format!(
+            "Sustained capacity (the highest rate of this scenario's arrivals served stably, objectives aside: docs/metrics.md, \"Stability\"): {}. Textbook estimate (peak decode throughput ÷ {}): {}{}.",
+            c.words(u),
+            if self.turns_per_session.is_some() { "a session's mean output tokens" } else { "mean output length" },
+            self.textbook_rps.map_or("n/a".into(), |t| format!("{t:.3} {u}")),
+            gap.map_or(String::new(), |g| format!(", {g:+.0} % from sustained: prefill, queueing and memory are not free"))
+        ));
+        rep.answer.push_str(&format!(
+            " Sustained capacity: {:.3} {u}; the found capacity is {:.0} % of it.",
+            c.mean_rps,
+            found / c.mean_rps.max(1e-12) * 100.0
+        ));
+        if found > c.hi_rps * 1.02 {
+            rep.notes.insert(0, format!(
+                "Warning: the found capacity ({found:.3} {u}) exceeds the sustained capacity ({:.3} {u}, the top of its interval): the runs are too short for the load to show; raise workload.requests.",
+                c.hi_rps
+            ));
         }
     }
 

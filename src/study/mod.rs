@@ -20,7 +20,6 @@ pub mod paired;
 pub mod pd;
 pub mod ranking;
 pub mod repeated;
-mod search;
 pub mod sensitivity;
 pub mod shard;
 pub mod sweep;
@@ -28,6 +27,7 @@ pub mod sweep;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Report;
+pub use crate::metrics::{mean_ci, t95};
 use crate::scenario::{self, ScenarioError, Spec};
 
 /// One run a study needs: a label for the table and the full scenario.
@@ -70,9 +70,11 @@ pub struct RunSummary {
     pub prefix_hit_rate: Option<f64>,
     pub prefill_tokens_saved: Option<u64>,
     pub prefill_saved_fraction: Option<f64>,
-    /// Completions per second in the steady-state window, and whether the waiting queue grew there.
+    /// Completions per second in the steady-state window, whether the waiting queue grew there, and whether
+    /// the run was stable (`SteadySummary::stable`: what sustained capacity is searched on).
     pub steady_throughput_rps: f64,
     pub overloaded: bool,
+    pub stable: bool,
     /// Completions meeting every SLO of their class per second in the steady-state window (beside
     /// `steady_throughput_rps`, like with like).
     pub steady_goodput_rps: f64,
@@ -258,6 +260,7 @@ impl RunSummary {
             prefill_saved_fraction: saved.map(|x| if prompt_total > 0 { x as f64 / prompt_total as f64 } else { 0.0 }),
             steady_throughput_rps: r.steady.throughput_rps,
             overloaded: r.steady.overloaded,
+            stable: r.steady.stable,
             steady_goodput_rps: r.steady.goodput_rps,
             percentiles_met: r.objectives.percentiles.iter().all(|p| p.met),
             objective_values_s: r.objectives.percentiles.iter().map(|p| p.value_s).collect(),
@@ -1013,27 +1016,6 @@ pub fn brief(r: &RunSummary) -> String {
 /// good on both and better on one. Equal points do not dominate each other, so duplicates are all kept.
 pub fn pareto(points: &[(f64, f64)]) -> Vec<bool> {
     points.iter().map(|&(a, b)| !points.iter().any(|&(a2, b2)| a2 >= a && b2 <= b && (a2 > a || b2 < b))).collect()
-}
-
-/// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
-pub(crate) fn t95(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
-    if df == 0 { f64::INFINITY } else { T.get(df - 1).copied().unwrap_or(1.96) }
-}
-
-/// Mean and 95 % confidence interval of `x` (a point when there is one value).
-pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
-    let n = x.len();
-    let mean = x.iter().sum::<f64>() / n.max(1) as f64;
-    if n < 2 {
-        return (mean, mean, mean);
-    }
-    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
-    let half = t95(n - 1) * (var / n as f64).sqrt();
-    (mean, mean - half, mean + half)
 }
 
 /// The Wilson score 95 % interval of a share `p` of `n` trials (it stays inside [0, 1], and is not a point at

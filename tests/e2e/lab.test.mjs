@@ -34,7 +34,14 @@ test('the default scenario runs in the worker and its JSON export is byte-identi
   const report = JSON.parse(cliJson);
   const slo = await page.textContent('.card[data-metric="SLO attainment"] .v');
   assert.equal(slo, `${(report.summary.slo_attainment * 100).toFixed(1)} %`);
+  // Sustained capacity (the highest rate served stably) and the load set against it, as the CLI reports them.
+  const c = report.capacity;
+  assert.equal(await page.textContent('.card[data-metric="Sustained capacity"] .v'),
+    `${c.mean_rps.toFixed(2)} req/s (${c.lo_rps.toFixed(2)} – ${c.hi_rps.toFixed(2)})`);
+  assert.equal(await page.textContent('.card[data-metric="Load ρ (offered ÷ sustained)"] .v'),
+    report.diagnosis.rho.toFixed(2));
   assert.match(await page.textContent('#diagnosis'), new RegExp(report.diagnosis.kind));
+  assert.match(await page.textContent('#diagnosis'), new RegExp(`ρ = ${report.diagnosis.rho.toFixed(2)} of sustained capacity`));
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

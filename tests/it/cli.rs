@@ -112,9 +112,11 @@ fn bench_quick_prints_the_figures() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for want in [
-        "saturation throughput",
-        "75 % of saturation",
-        "160 % of saturation",
+        "sustained capacity (Poisson arrivals",
+        "95 % interval",
+        "drain rate (every request at t = 0",
+        "75 % of drain rate",
+        "160 % of drain rate",
         "req/wall-s",
         "steps/wall-s",
         "peak memory",

@@ -119,3 +119,40 @@ fn closed_loops_without_think_time_and_bursts_send_the_same_requests() {
     s.workload.duration_s = Some(10.0);
     assert_eq!(inferscale::scenario::validate(&s).unwrap_err().errors[0].path, "workload.requests");
 }
+
+/// Sustained capacity (`inferscale::capacity`) against the closed forms: a queue's capacity is μ·c, and a
+/// batching server on the linear cost model serves at most B ÷ (L × (base + per_seq × B)) — a full batch of B
+/// decodes, each request L steps. 4 seeds × 200,000 requests, each seed's bracket closed to 0.25 %: the mean
+/// within 1 % of the closed form, every seed within 2 % (the stability test's tolerance puts the boundary up to
+/// 0.5 % above it on long runs; docs/metrics.md, "Stability").
+#[test]
+fn sustained_capacity_matches_the_closed_forms() {
+    use inferscale::capacity::{Options, sustained};
+    use inferscale::scenario::{CostSpec, LengthSpec};
+    let geometric = || LengthSpec::Geometric { mean: 1000.0, max: 1_000_000 };
+    let batched = |b: u32, l: u32| {
+        let mut s = queueing::queue_spec(5.0, 1, LengthSpec::Fixed { tokens: 1 }, 200_000, 1);
+        s.workload.classes[0].output_tokens = LengthSpec::Fixed { tokens: l };
+        s.engine.max_num_seqs = b;
+        s.cost = CostSpec::Linear { base_ms: 10.0, per_seq_ms: 0.1, per_prefill_token_ms: 0.0, per_kv_token_ms: 0.0 };
+        (s, b as f64 / (l as f64 * (10.0 + 0.1 * b as f64) / 1e3))
+    };
+    let cases = [
+        ("M/D/1", (queueing::queue_spec(0.9, 1, LengthSpec::Fixed { tokens: 1000 }, 200_000, 1), 1.0)),
+        ("M/M/1", (queueing::queue_spec(0.9, 1, geometric(), 200_000, 1), 1.0)),
+        ("M/M/4", (queueing::queue_spec(3.6, 4, geometric(), 200_000, 1), 4.0)),
+        ("linear cost, batch 16, 100 tokens", batched(16, 100)),
+    ];
+    let o = Options { seeds: 4, precision: 0.0025, max_tries: 30 };
+    for (name, (spec, analytic)) in cases {
+        let c = sustained(&spec, &o).unwrap();
+        let err = c.mean_rps / analytic - 1.0;
+        println!("{name:<34} sustained {} analytic {analytic:.4} ({:+.2} %)", c.words("req/s"), err * 100.0);
+        assert!(err.abs() < 0.01, "{name}: {} against {analytic}", c.mean_rps);
+        for x in &c.per_seed_rps {
+            assert!((x / analytic - 1.0).abs() < 0.02, "{name}: a seed's {x} against {analytic}");
+        }
+        assert_eq!(c.unconverged, 0, "{name}: every seed's bracket closed");
+        assert!(c.lo_rps <= c.mean_rps && c.mean_rps <= c.hi_rps);
+    }
+}

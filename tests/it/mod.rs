@@ -1,6 +1,7 @@
 mod architecture;
 mod audits;
 mod bad_input;
+mod capacity;
 mod cli;
 mod closed_forms;
 mod deploy;

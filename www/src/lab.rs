@@ -113,12 +113,14 @@ impl Lab {
             .map(|t| format!("<p class=\"warning\">⚠ Lengths: {}</p>", esc(t.as_str().unwrap_or(""))))
             .collect();
         let warnings = format!("{lengths}{warnings}");
+        let rho = d["rho"].as_f64().map_or(String::new(), |r| format!("ρ = {r:.2} of sustained capacity; "));
         let regime = match d["regime"].as_str() {
             Some("overloaded") => {
-                format!("over capacity ({:.2}× offered ÷ served)", d["load_factor"].as_f64().unwrap_or(1.0))
+                format!("over capacity ({rho}{:.2}× offered ÷ served)", d["load_factor"].as_f64().unwrap_or(1.0))
             }
-            Some("shedding") => "over capacity (shedding load)".to_string(),
-            _ => "under capacity".to_string(),
+            Some("shedding") => format!("over capacity ({rho}shedding load)"),
+            _ if rho.is_empty() => "under capacity".to_string(),
+            _ => format!("under capacity ({})", rho.trim_end_matches("; ")),
         };
         cx.page.el("diagnosis").set_inner_html(&format!(
             "<p class=\"ran\" id=\"ran\">Ran: {} · offered {:.2} req/s · {} requests · seed {}</p><h3 tabindex=\"-1\" id=\"diagnosis-title\">Diagnosis: {}</h3><p class=\"regime\">Regime: <b>{regime}</b> · limit: <b>{}</b></p><p>{}</p><p><b>Most likely to help:</b> {}</p>{}{warnings}<ul>{}</ul>",
@@ -145,6 +147,9 @@ impl Lab {
         let st = &self.report["steady"];
         let target = o["attainment_target"].as_f64().unwrap_or(0.99);
         let attainment_label = format!("SLO attainment (target {:.1} %)", target * 100.0);
+        let c = &self.report["capacity"];
+        let unit = if self.report["sessions"].is_object() { "sessions/s" } else { "req/s" };
+        let rho = self.report["diagnosis"]["rho"].as_f64();
         let cards = vec![
             ("Offered rate", format!("{:.2} req/s", f(&s["offered_rate_rps"])), ""),
             (
@@ -182,6 +187,16 @@ impl Lab {
             .into_iter()
             .map(|(k, v, c)| (if k == "SLO attainment" { attainment_label.clone() } else { k.to_string() }, v, c))
             .collect::<Vec<_>>();
+        // The configuration's sustained capacity (docs/metrics.md, "Stability") and the load set against it,
+        // after the rates they compare with.
+        if let (Some(mean), Some(r)) = (c["mean_rps"].as_f64(), rho) {
+            let (lo, hi) = (f(&c["lo_rps"]), f(&c["hi_rps"]));
+            cards.insert(3, ("Sustained capacity".into(), format!("{mean:.2} {unit} ({lo:.2} – {hi:.2})"), ""));
+            cards.insert(
+                4,
+                ("Load ρ (offered ÷ sustained)".into(), format!("{r:.2}"), if r > 1.0 { "bad" } else { "" }),
+            );
+        }
         // Objectives on percentiles, as the scenario states them.
         for q in o["percentiles"].as_array().into_iter().flatten() {
             let of = q["class"].as_str().map(|c| format!(" ({c})")).unwrap_or_default();

@@ -1,10 +1,12 @@
-//! One candidate's search, on its own seeds: capacity of one unit, then the fewest units for the rate with its
-//! headroom, then the chosen fleet at the target rate on unseen seeds.
+//! One candidate's search, on its own seeds: the sustained capacity of one unit (`crate::capacity`'s test: the
+//! highest rate it serves stably), then the fewest units that meet the objectives at the rate with its headroom,
+//! then the chosen fleet at the target rate on unseen seeds.
 
 use super::space::Candidate;
 use super::{MOST_TRIES, VALIDATION_SEED_OFFSET};
-use crate::study::capacity::{Criterion, at_rate};
-use crate::study::search::Search;
+use crate::capacity::at_rate;
+use crate::capacity::search::Search;
+use crate::study::capacity::Criterion;
 use crate::study::{Job, RunSummary};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,10 +97,13 @@ impl Lane {
             self.stage = Stage::Done;
             return;
         }
-        let searches = if self.stage == Stage::Capacity { &mut self.capacity } else { &mut self.replicas };
+        // One unit's search is for its sustained capacity (a stable run, objectives aside); the replica
+        // search holds the fleet to the objectives.
+        let capacity = self.stage == Stage::Capacity;
+        let searches = if capacity { &mut self.capacity } else { &mut self.replicas };
         for (r, &k) in results.iter().zip(&self.pending) {
             let x = searches[k].next.expect("a pending search has a point");
-            searches[k].record(x, c.passes(r));
+            searches[k].record(x, if capacity { r.stable } else { c.passes(r) });
         }
     }
 
@@ -150,15 +155,13 @@ impl Lane {
     fn advance(&mut self) {
         self.stage = match self.stage {
             Stage::Capacity => {
-                let caps: Vec<Option<f64>> = self.capacity.iter().map(Search::found).collect();
-                if caps.iter().all(Option::is_none) {
-                    Stage::Done
-                } else {
-                    let start = |c: Option<f64>| c.map_or(1, |c| (self.z.needed_rps / c).ceil().min(1e9) as u32);
-                    self.replicas =
-                        caps.iter().map(|&c| Search::replicas(start(c), self.z.max_replicas, MOST_TRIES)).collect();
-                    Stage::Replicas
-                }
+                // A seed with no stable rate (runs too short to judge, or a unit overloaded at every rate
+                // tried) starts its replica search at one unit: the objectives still decide the count.
+                let caps: Vec<Option<f64>> = self.capacity.iter().map(Search::boundary).collect();
+                let start = |c: Option<f64>| c.map_or(1, |c| (self.z.needed_rps / c).ceil().min(1e9) as u32);
+                self.replicas =
+                    caps.iter().map(|&c| Search::replicas(start(c), self.z.max_replicas, MOST_TRIES)).collect();
+                Stage::Replicas
             }
             Stage::Replicas => {
                 let mins: Option<Vec<f64>> = self.replicas.iter().map(Search::found).collect();

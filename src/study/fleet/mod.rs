@@ -130,7 +130,7 @@ impl StudyDef for FleetStudy {
         let target_rps = p.target_rps.unwrap_or(base_rps);
         let needed_rps = target_rps * (1.0 + p.headroom);
         for (rate, what) in [(target_rps, "target_rps"), (needed_rps, "headroom")] {
-            let at_rate = super::capacity::at_rate(spec, base_rps, rate, spec.seed);
+            let at_rate = crate::capacity::at_rate(spec, base_rps, rate, spec.seed);
             scenario::validate(&at_rate).map_err(|e| super::at_option(e, &format!("{}.{what}", Self::at())))?;
         }
         let criterion = Criterion {

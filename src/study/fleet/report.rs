@@ -4,8 +4,8 @@
 use super::FleetStudy;
 use super::cost::{PerMillion, TokensPerHour, per_million, token_times_ns};
 use super::lane::Lane;
+use crate::capacity::search::Search;
 use crate::cost::presets;
-use crate::study::search::Search;
 use crate::study::{
     Cell, Chart, ChartSeries, ColumnDef, Format, StudyDef, StudyReport, column, mean_ci, objective_words, pareto,
     report_head, table,
@@ -20,8 +20,11 @@ pub struct Row<'a> {
     pub seed_interval: Option<(u32, u32)>,
     pub usd_per_hour: Option<f64>,
     pub per_million: Option<PerMillion>,
-    /// Capacity of one unit: mean and 95 % interval over the seeds.
+    /// Sustained capacity of one unit (the middle of each seed's final bracket): mean and 95 % interval over
+    /// the seeds.
     pub capacity: Option<(f64, f64, f64)>,
+    /// The target rate ÷ (units × one unit's sustained capacity): how close to its capacity the fleet runs.
+    pub load: Option<f64>,
     pub attainment: Option<f64>,
     pub p_met: Option<f64>,
     pub ttft_p95_s: Option<f64>,
@@ -30,7 +33,7 @@ pub struct Row<'a> {
     pub status: String,
 }
 
-fn columns<'a>() -> [ColumnDef<Row<'a>>; 19] {
+fn columns<'a>() -> [ColumnDef<Row<'a>>; 20] {
     [
         column("Candidate", "", Format::Text, |r| r.lane.cand.name.as_str().into()),
         column("Device(s)", "", Format::Text, |r| r.lane.cand.devices.as_str().into()),
@@ -46,6 +49,7 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 19] {
         column("Capacity/replica", "req/s", Format::Num, |r| {
             r.capacity.map_or(Cell::Empty, |(mean, lo, hi)| Cell::Interval { mean, lo, hi })
         }),
+        column("Load at target", "ρ", Format::Percent, |r| r.load.into()),
         column("Attainment at target", "", Format::Percent, |r| r.attainment.into()),
         column("P(objectives met)", "", Format::Percent, |r| r.p_met.into()),
         column("P(met), 95 % interval", "", Format::Text, |r| r.p_met_interval().into()),
@@ -81,6 +85,7 @@ fn row<'a>(st: &FleetStudy, lane: &'a Lane) -> Row<'a> {
         usd_per_hour: lane.chosen.map(|n| n as f64 * lane.cand.usd_per_unit_hour),
         per_million: None,
         capacity: None,
+        load: None,
         attainment: None,
         p_met: None,
         ttft_p95_s: None,
@@ -88,9 +93,12 @@ fn row<'a>(st: &FleetStudy, lane: &'a Lane) -> Row<'a> {
         diagnosis: String::new(),
         status: String::new(),
     };
-    let caps: Vec<f64> = lane.capacity.iter().filter_map(Search::found).collect();
+    let caps: Vec<f64> = lane.capacity.iter().filter_map(Search::boundary).collect();
     if !caps.is_empty() {
         r.capacity = Some(mean_ci(&caps));
+    }
+    if let (Some(n), Some((cap, ..))) = (lane.chosen, r.capacity) {
+        r.load = (cap > 0.0).then(|| st.target_rps / (n as f64 * cap));
     }
     let mins: Vec<f64> = lane.replicas.iter().filter_map(Search::found).collect();
     if lane.chosen.is_some() {
@@ -139,9 +147,6 @@ fn most_common<'a>(xs: impl Iterator<Item = &'a str> + Clone) -> String {
 fn status(st: &FleetStudy, lane: &Lane) -> String {
     if let Some(s) = &lane.skipped {
         return s.clone();
-    }
-    if lane.capacity.iter().all(|s| s.found().is_none()) {
-        return "no rate passes on one unit: a configuration or memory problem, not load".into();
     }
     if let Some(k) = lane.replicas.iter().position(|s| s.found().is_none()) {
         return format!(
@@ -249,7 +254,7 @@ fn robustness(rows: &[Row], best: usize) -> String {
 fn notes(st: &FleetStudy, rows: &[Row]) -> Vec<String> {
     let mut notes = vec![
         format!(
-            "Each candidate is searched on {} seeds ({} + k, the same requests for every candidate): the highest rate one replica (one P/D unit) sustains, then the fewest replicas that carry {:.3} req/s ({} req/s with {:.0} % headroom), every count simulated whole with the scenario's router. The fleet gets the most any seed needed; the interval is the 95 % interval of the counts the seeds needed.",
+            "Each candidate is searched on {} seeds ({} + k, the same requests for every candidate): the highest rate one replica (one P/D unit) sustains — its sustained capacity, a stable run objectives aside (docs/metrics.md, \"Stability\"), shown as Capacity/replica with Load at target, the target ÷ (replicas × it) —, then the fewest replicas that carry {:.3} req/s ({} req/s with {:.0} % headroom), every count simulated whole with the scenario's router. The fleet gets the most any seed needed; the interval is the 95 % interval of the counts the seeds needed.",
             st.p.repetitions,
             st.base.seed,
             st.target_rps * (1.0 + st.p.headroom),
@@ -282,6 +287,16 @@ fn notes(st: &FleetStudy, rows: &[Row]) -> Vec<String> {
             skipped.len(),
             skipped.join("; "),
             st.p.max_replicas
+        ));
+    }
+    let unmeasured: Vec<&str> = (rows.iter())
+        .filter(|r| r.lane.skipped.is_none() && r.capacity.is_none())
+        .map(|r| r.lane.cand.name.as_str())
+        .collect();
+    if !unmeasured.is_empty() {
+        notes.push(format!(
+            "Capacity/replica not measured ({}): no rate tried was stable on one unit — runs with fewer than 500 completions in their steady window judge nothing (raise workload.requests), or one unit is overloaded at every rate tried; the replica search started at one unit.",
+            unmeasured.join("; ")
         ));
     }
     if rows.iter().any(|r| r.lane.cand.pd.is_some()) {

@@ -1,9 +1,10 @@
-//! The capacity and fleet planners' one search: bracket by doubling or halving, then bisect. A rate search
-//! passes below its answer and stops at a precision; a replica search, over the integers, passes above it.
+//! The one search of the capacity and fleet planners and of sustained capacity: bracket by doubling or halving
+//! (or by a smaller factor from a close first guess), then bisect. A rate search passes below its answer and
+//! stops at a precision; a replica search, over the integers, passes above it.
 
 /// A one-dimensional search (one seed's, or one of all repetitions together).
 #[derive(Clone, Debug)]
-pub(crate) struct Search {
+pub struct Search {
     pass: Option<f64>,
     fail: Option<f64>,
     pub next: Option<f64>,
@@ -14,6 +15,8 @@ pub(crate) struct Search {
     precision: f64,
     lo: f64,
     hi: f64,
+    /// A rate search brackets by this factor (2: doubling or halving).
+    factor: f64,
 }
 
 impl Search {
@@ -21,13 +24,19 @@ impl Search {
     pub fn rate(start: f64, precision: f64, min: f64, max_tries: u32) -> Search {
         let (lo, hi) = ((start / 1e4).max(min), (start * 1e4).max(min));
         let next = Some(start.clamp(lo, hi));
-        Search { pass: None, fail: None, next, tried: 0, max_tries, replicas: false, precision, lo, hi }
+        Search { pass: None, fail: None, next, tried: 0, max_tries, replicas: false, precision, lo, hi, factor: 2.0 }
+    }
+
+    /// The same search bracketing by `factor` (> 1) instead of 2: for a first guess known to be close.
+    pub fn bracketing_by(self, factor: f64) -> Search {
+        Search { factor, ..self }
     }
 
     pub fn replicas(start: u32, max: u32, max_tries: u32) -> Search {
         let next = Some(start.clamp(1, max) as f64);
         let hi = max as f64;
-        Search { pass: None, fail: None, next, tried: 0, max_tries, replicas: true, precision: 0.0, lo: 1.0, hi }
+        let (lo, precision, factor) = (1.0, 0.0, 2.0);
+        Search { pass: None, fail: None, next, tried: 0, max_tries, replicas: true, precision, lo, hi, factor }
     }
 
     /// The outcome at `x` (the point `next` gave); then `next` is the following point, or None.
@@ -46,8 +55,8 @@ impl Search {
             (true, Some(p), None) if p > self.lo => Some((p / 2.0).floor().max(self.lo)),
             (true, None, Some(f)) if f < self.hi => Some((f * 2.0).min(self.hi)),
             (true, Some(p), Some(f)) if p - f > 1.0 => Some(((p + f) / 2.0).floor()),
-            (false, Some(p), None) if p < self.hi => Some(p * 2.0),
-            (false, None, Some(f)) if f > self.lo => Some(f / 2.0),
+            (false, Some(p), None) if p < self.hi => Some(p * self.factor),
+            (false, None, Some(f)) if f > self.lo => Some(f / self.factor),
             (false, Some(p), Some(f)) if (f - p) / p > self.precision => Some((p + f) / 2.0),
             _ => None,
         }
@@ -61,6 +70,15 @@ impl Search {
     /// The lowest failing rate, or the most replicas that failed.
     pub fn failed(&self) -> Option<f64> {
         self.fail
+    }
+
+    /// The estimate of the boundary: the middle of the final bracket, or the highest pass when nothing
+    /// failed (a rate search).
+    pub fn boundary(&self) -> Option<f64> {
+        match (self.pass, self.fail) {
+            (Some(p), Some(f)) => Some((p + f) / 2.0),
+            (p, _) => p,
+        }
     }
 
     /// Whether it used all its points (and stopped there, converged or not).
