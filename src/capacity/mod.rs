@@ -175,7 +175,7 @@ pub const RUN_SEEDS: u32 = 3;
 pub const RUN_PRECISION: f64 = 0.02;
 
 /// The sustained capacity the diagnosis of the run `report` (of `spec`, validated as `sc`) sets its ρ against:
-/// `RUN_SEEDS` seeds of `RUN_REQUESTS` requests, from the rate the run served, each run held to
+/// `RUN_SEEDS` seeds of `RUN_REQUESTS` requests, from the drain rate, each run held to
 /// `budget`. None for a closed loop or a burst (no rate), or when a run of the search is refused by the budget.
 /// `progress` hears each run (its words and progress) and may cancel.
 pub fn of_run(
@@ -190,8 +190,15 @@ pub fn of_run(
     let trace = matches!(spec.workload.arrival, ArrivalSpec::Trace { .. });
     s.workload.requests = Some(if trace { sc.workload.max_requests.min(most) } else { most });
     s.workload.duration_s = None;
-    // The scenario's rate, less by what an overloaded run left unserved: a close first guess.
-    let start = 1e9 / sc.workload.mean_gap_ns() / report.diagnosis.load_factor.max(1.0);
+    // The first guess: the drain rate (one burst), close to capacity whatever the rate the run was offered —
+    // from an offered rate far below capacity, bracketing by 1.25 would spend every try climbing. If the
+    // burst is refused (the budget), the rate the run served.
+    let served = 1e9 / sc.workload.mean_gap_ns() / report.diagnosis.load_factor.max(1.0);
+    let drain = match scenario::validate(&s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) {
+        Ok(_) => drain_rps(&s, s.workload.requests.unwrap_or(RUN_REQUESTS)),
+        Err(_) => f64::NAN,
+    };
+    let start = if drain.is_finite() && drain > 0.0 { drain } else { served };
     let o = Options { seeds: RUN_SEEDS, precision: RUN_PRECISION, ..Options::default() };
     let Ok(mut search) = Sustained::new(&s, start, &o) else { return Ok(None) };
     loop {

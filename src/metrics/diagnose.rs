@@ -109,8 +109,14 @@ impl Diagnosis {
         }
         let rho = offered / c.mean_rps;
         self.rho = Some(rho);
+        // A seed whose search did not close has a bound, not an estimate: said.
+        let open = if c.unconverged > 0 {
+            format!("; on {} of its seeds the search did not close, so read it as a bound", c.unconverged)
+        } else {
+            String::new()
+        };
         self.verdict.push_str(&format!(
-            " Offered {offered:.2} {unit} is ρ = {rho:.2} of this configuration's sustained capacity, {} (the highest rate it serves stably: docs/metrics.md, \"Stability\").",
+            " Offered {offered:.2} {unit} is ρ = {rho:.2} of this configuration's sustained capacity, {} (the highest rate it serves stably: docs/metrics.md, \"Stability\"{open}).",
             c.words(unit)
         ));
         if self.regime != "under_capacity" && rho > 1.0 {

@@ -96,6 +96,15 @@ pub struct Importer {
 
 impl Importer {
     pub fn add(&mut self, file: &str, text: &str) {
+        // A bundle (`inferscale import`'s output, the lab's "Export bundle") brings its cases as they are: only
+        // a bundle has that key.
+        if text.contains("\"inferscale_bundle\"") {
+            match super::Bundle::parse(text) {
+                Ok(b) => self.cases.extend(b.cases),
+                Err(message) => self.errors.push(ImportError { file: file.into(), line: 1, key: None, message }),
+            }
+            return;
+        }
         if run_config::is_config(file) {
             match run_config::parse(text) {
                 Ok(cfg) => self.configs.push((file.to_string(), cfg)),

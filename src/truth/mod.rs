@@ -5,7 +5,7 @@
 //! cases is the input of calibration. Pure: the front ends read the files and pass their text.
 
 pub mod calibrate;
-mod checks;
+pub mod checks;
 mod fit;
 mod formats;
 mod import;

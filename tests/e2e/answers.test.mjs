@@ -1,7 +1,17 @@
 // The answers a user acts on (issue 23), as a new user reaches them: typed with the keyboard, read off the page.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, browser, openLab, runAndWait, download, recordTexts, scenario, typeInto } from './browser.mjs';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, browser, openLab, runAndWait, download, recordTexts, scenario, typeInto, ROOT } from './browser.mjs';
+
+/** `inferscale run` on a scenario as the page holds it: its JSON report. */
+function cliRun(spec) {
+  const file = join(ROOT, 'target', 'e2e-answers-scenario.json');
+  writeFileSync(file, JSON.stringify(spec));
+  return JSON.parse(execFileSync(join(ROOT, 'target/release/inferscale'), ['run', file], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 30 }));
+}
 
 let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
@@ -21,9 +31,15 @@ test('finding 1: a 2.8× overload is diagnosed as capacity, and the replicas tha
   const status = await seen();
   assert.ok(status.some((t) => /^Testing the advice on the same requests: 4 replicas \(from 1\): \d+ of \d+ requests done/.test(t)), status.slice(-8).join('\n'));
   assert.ok(status.some((t) => /^Running: \d+ of \d+ requests done/.test(t)), 'the scenario\'s own run first');
+  assert.ok(status.some((t) => /^Measuring sustained capacity, run \d+ of about \d+ \(the highest rate served stably\): \d+ of 20000 requests done/.test(t)), status.slice(-8).join('\n'));
   const d = page.locator('#diagnosis');
   assert.equal(await d.locator('h3').textContent(), 'Diagnosis: capacity');
-  assert.match(await d.locator('.regime').textContent(), /^Regime: over capacity \([0-9.]+× offered ÷ served\) · limit: batch cap$/);
+  // ρ against sustained capacity (the CLI's figure), beside offered ÷ served, which understates the overload
+  // where cheap requests are served first.
+  const cliReport = cliRun(s);
+  const rho = cliReport.diagnosis.rho.toFixed(2);
+  assert.match(await d.locator('.regime').textContent(), new RegExp(`^Regime: over capacity \\(ρ = ${rho} of sustained capacity; [0-9.]+× offered ÷ served\\) · limit: batch cap$`));
+  assert.match(await d.textContent(), new RegExp(`is ρ = ${rho} of this configuration's sustained capacity`));
   assert.match(await d.textContent(), /A capacity problem: 19\.99 req\/s offered, 7\.15 req\/s served over the steady window\./);
   // The advice leads with what was measured on the same requests, and the table shows each run.
   assert.match(await d.textContent(), /Most likely to help: Measured on the same requests: 5 replicas \(from 1\): objectives met/);

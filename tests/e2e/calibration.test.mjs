@@ -90,6 +90,17 @@ test('result files import with their notes; a bad file names its line and key; t
   assert.equal(csv.text, cli(['calibrate', join(ROOT, 'target', 'e2e-bundle.json'), '--scenario', join(ROOT, 'scenarios/default.json'), '--format', 'csv']));
   const md = await download(page, '#cx-md');
   assert.match(md.text, /^# Calibration/);
+  // "Clear cases" clears the answer with them: it answered for cases no longer in the table.
+  await page.click('#cal-clear');
+  assert.equal(await page.isVisible('#cal-results'), false, 'no answer outlives its cases');
+  assert.equal(await page.textContent('#cal-answer'), '');
+  // The panel's own exported bundle imports back: the same cases, in order (it was refused as a result file).
+  await page.setInputFiles('#cal-files', join(ROOT, 'target', 'e2e-bundle.json'));
+  await page.waitForFunction((n) => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length === n, bundle.cases.length, { timeout: 20000 });
+  const again = await page.$$eval('#cal-cases-table tbody tr[data-set]', (trs) => trs.map((tr) => tr.children[1].textContent));
+  assert.deepEqual(again, bundle.cases.map((c) => c.id));
+  assert.equal(await page.textContent('#cal-import-errors'), '');
+  assert.equal((await download(page, '#cal-bundle')).text, b.text, 'and exports as it came');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

@@ -180,3 +180,24 @@ fn the_findings_measure_rho_against_sustained_capacity() {
     let md = std::fs::read_to_string(super::root().join("docs/results.md")).unwrap();
     assert!(md.contains("Every ρ above is measured against sustained capacity"));
 }
+
+/// Offered far below capacity, a run still finds it (the search starts at the drain rate, not at the offered
+/// rate, from which bracketing by 1.25 would spend every try climbing); a budget that refuses the search's runs
+/// leaves the run without a capacity, never without its report.
+#[test]
+fn a_run_far_below_capacity_finds_it_and_a_tight_budget_skips_it() {
+    let spec = inferscale::bench::peer_spec(0.05, 200);
+    let sc = valid(&spec);
+    let r =
+        inferscale::simulate_tested(&spec, &sc, &inferscale::scenario::Budget::NATIVE, &mut |_, _, _| true).unwrap();
+    let c = r.capacity.as_ref().expect("measured");
+    assert_eq!(c.unconverged, 0, "{c:?}");
+    assert!((20.0..27.0).contains(&c.mean_rps), "{c:?}");
+    assert!(r.diagnosis.rho.unwrap() < 0.01 && !r.diagnosis.verdict.contains("read it as a bound"));
+    // The run's own needs, doubled: enough for it, far from enough for 20,000-request runs.
+    let est = sc.estimate();
+    let tight = inferscale::scenario::Budget { memory_bytes: est.memory_bytes * 2.0, steps: est.steps * 2.0 };
+    let r = inferscale::simulate_tested(&spec, &sc, &tight, &mut |_, _, _| true).unwrap();
+    assert!(r.capacity.is_none() && r.diagnosis.rho.is_none());
+    assert_eq!(r.summary.completed, 200);
+}

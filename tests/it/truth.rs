@@ -266,6 +266,75 @@ fn a_bundle_of_every_shape_round_trips() {
     assert!(Bundle::parse("{").is_err());
 }
 
+/// A bundle — the import's own output, the lab's "Export bundle" — imports back as its cases (the lab's
+/// Calibration panel refused it as a result file); a bundle of another version is an error naming the file.
+#[test]
+fn a_bundle_imports_back_as_its_cases() {
+    let cases: Vec<Case> = ["vllm-current.json", "sglang-bench-serving.jsonl"].iter().flat_map(|n| file(n).0).collect();
+    let text = Bundle::new(cases.clone()).json();
+    let mut importer = inferscale::truth::Importer::default();
+    importer.add("inferscale-bundle.json", &text);
+    importer.add(
+        "vllm-legacy.json",
+        &std::fs::read_to_string(super::root().join("tests/data/results/vllm-legacy.json")).unwrap(),
+    );
+    let (back, errors) = importer.finish();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(back[..cases.len()], cases[..], "the bundle's cases, as they were");
+    assert_eq!(back.len(), cases.len() + 1, "beside a result file's run");
+    let mut importer = inferscale::truth::Importer::default();
+    importer.add("old.json", "{\"inferscale_bundle\": 9, \"cases\": []}");
+    let (none, errors) = importer.finish();
+    assert!(none.is_empty() && errors[0].file == "old.json" && errors[0].message.contains("version 9"), "{errors:?}");
+    // Attacks: a bundle cut short, nested 100,000 deep, or a case of the wrong shape — each an error naming the
+    // file, never a panic, and the other files' runs kept.
+    let deep = format!("{{\"inferscale_bundle\": 1, \"cases\": {}", "[".repeat(100_000));
+    let half = (0..=text.len() / 2).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    for (name, text) in [
+        ("cut.json", text[..half].to_string()),
+        ("deep.json", deep),
+        ("shape.json", "{\"inferscale_bundle\": 1, \"cases\": [{\"id\": 5}]}".to_string()),
+    ] {
+        let mut importer = inferscale::truth::Importer::default();
+        importer.add(name, &text);
+        importer.add("inferscale-bundle.json", &Bundle::new(cases.clone()).json());
+        let (kept, errors) = importer.finish();
+        assert_eq!(kept.len(), cases.len(), "{name}");
+        assert!(
+            errors.len() == 1 && errors[0].file == name && errors[0].message.starts_with("not an InferScale bundle"),
+            "{name}: {errors:?}"
+        );
+    }
+}
+
+/// A run is past saturation by its measurement when it served under 85 % of what a run of its size that keeps
+/// up serves: n requests offered at λ take (n − 1) ÷ λ plus the last one's decode, so 4 requests at 10 req/s
+/// whose last decodes for 2.6 s serve 1.4 req/s while keeping up — not past saturation (they were called so).
+#[test]
+fn a_short_run_is_not_called_past_saturation_for_its_drain() {
+    use inferscale::truth::{CaseWorkload, LatencyMs, Measured, checks::measured_saturation};
+    let case = |n: u64, served: f64| {
+        let workload = CaseWorkload {
+            request_rate: Some(Rate::PerSecond(10.0)),
+            num_prompts: Some(n),
+            mean_output_tokens: Some(128.0),
+            ..CaseWorkload::default()
+        };
+        let measured = Measured {
+            request_throughput_rps: Some(served),
+            tpot_ms: LatencyMs { median: Some(20.0), ..LatencyMs::default() },
+            ..Measured::default()
+        };
+        made(format!("n{n}"), workload, measured)
+    };
+    // 4 / (0.3 + 2.56) = 1.40 req/s keeps up.
+    assert_eq!(measured_saturation(&case(4, 1.4)), None);
+    assert!(measured_saturation(&case(4, 1.0)).is_some_and(|w| w.contains("keeps up serves 1.40")));
+    // A long run is held to the offered rate itself: 10,000 / (999.9 + 2.56) = 9.97.
+    assert_eq!(measured_saturation(&case(10_000, 9.0)), None);
+    assert!(measured_saturation(&case(10_000, 7.0)).is_some());
+}
+
 #[test]
 fn the_import_command_writes_the_bundle_and_names_what_it_could_not_read() {
     let dir = super::root().join("tests/data/results");

@@ -165,10 +165,20 @@ impl Calibration {
         self.render_cases(cx);
     }
 
+    /// "Clear cases": the cases go, and with them the answer computed on them (it answered for cases no longer
+    /// in the table); a calibration still running on them is cancelled.
     pub fn cal_clear(&mut self, cx: &Cx) {
+        self.cancel(cx);
         self.cases.clear();
         self.train.clear();
         self.import_errors.clear();
+        self.result = None;
+        self.figures.clear();
+        (self.order, self.sort) = (Vec::new(), Sort::default());
+        cx.page.html("cal-results").set_hidden(true);
+        for id in ["cal-answer", "cal-mape-wrap", "cal-table", "cal-charts"] {
+            cx.page.el(id).set_inner_html("");
+        }
         self.render_cases(cx);
     }
 

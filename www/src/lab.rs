@@ -587,17 +587,13 @@ impl Behaviour for Lab {
                 let elapsed = (now_ms() - self.stage_ms) / 1000.0;
                 let left =
                     if f > 0.02 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
-                let what = if self.testing.is_empty() {
-                    "Running".to_string()
-                } else {
-                    format!("Testing the advice on the same requests: {}", self.testing)
-                };
+                let what = if self.testing.is_empty() { "Running".to_string() } else { stage_words(&self.testing) };
                 cx.page.set_status(&format!("{what}: {done} of {expected} requests done ({:.0} %){left}", f * 100.0));
             }
             Output::Testing { run_id, change } if run_id == self.run_id && self.running => {
                 self.stage_ms = now_ms();
                 self.progress(cx, 0.0);
-                cx.page.set_status(&format!("Testing the advice on the same requests: {change}…"));
+                cx.page.set_status(&format!("{}…", stage_words(&change)));
                 self.testing = change;
             }
             Output::Done { run_id, results } if run_id == self.run_id => {
@@ -719,4 +715,14 @@ fn series_points(series: &Value, k: &str) -> Vec<(f64, f64)> {
 /// One named series of points, unlabelled.
 fn one(name: &str, points: Vec<(f64, f64)>) -> figure::Series {
     figure::Series { name: name.to_string(), points, labels: vec![] }
+}
+
+/// What a run after the scenario's own is doing, from the words the core gives it: measuring sustained
+/// capacity (`capacity::of_run`, "sustained capacity, run k of about n"), or testing a change of the advice.
+fn stage_words(change: &str) -> String {
+    if change.starts_with("sustained capacity") {
+        format!("Measuring {change} (the highest rate served stably)")
+    } else {
+        format!("Testing the advice on the same requests: {change}")
+    }
 }
