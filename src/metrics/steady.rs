@@ -166,40 +166,33 @@ struct Stability {
     stable: bool,
 }
 
-/// The stability test over the steady window `(start, last)` — with sessions, only up to the last session's
-/// start: after it the finite set of sessions drains as a closed loop, whose queue never grows however high the
-/// rate (1,000 agent sessions read stable at 214 sessions/s, 116 × their textbook ceiling, over the whole
-/// window). `endpoints` is the waiting queue's growth between the window's ends, for a run whose series has too
-/// few points inside it.
-fn stability(
-    reqs: &[RequestRecord],
-    (start, last): (u64, u64),
-    endpoints: f64,
-    series: &super::summary::Series,
-) -> Stability {
-    let opens = |r: &&RequestRecord| r.session == crate::workload::NO_SESSION || r.turn <= 1;
-    let end = reqs.iter().filter(opens).map(|r| r.arrival_ns).max().unwrap_or(last).min(last);
-    let inside = |t: u64| t >= start && t <= end;
-    let (mut arrivals, mut completions, mut shed) = (0u64, 0u64, 0u64);
-    for r in reqs {
-        if inside(r.arrival_ns) {
-            arrivals += 1;
-            shed += matches!(r.outcome, Outcome::Rejected(_) | Outcome::Failed) as u64;
-        }
-        completions += (r.outcome == Outcome::Completed && inside(r.done_ns)) as u64;
-    }
-    let window_s = end.saturating_sub(start) as f64 / 1e9;
+/// What the stability test counts over its window, [start, `end`]: the steady window, or with sessions only up to
+/// the last session's start — after it the finite set of sessions drains as a closed loop, whose queue never
+/// grows however high the rate (1,000 agent sessions read stable at 214 sessions/s, 116 × their textbook
+/// ceiling, over the whole window). Counted in `steady`'s own passes over the records.
+#[derive(Default)]
+struct OpenWindow {
+    end: u64,
+    arrivals: u64,
+    completions: u64,
+    shed: u64,
+}
+
+/// The stability test over `w`, from `start`. `endpoints` is the waiting queue's growth between the steady
+/// window's ends, for a run whose series has too few points inside it.
+fn stability(w: &OpenWindow, start: u64, last: u64, endpoints: f64, series: &super::summary::Series) -> Stability {
+    let window_s = w.end.saturating_sub(start) as f64 / 1e9;
     // The series' points are windows (their start times): those wholly inside the window count.
-    let (lo_s, hi_s) = (start as f64 / 1e9, end as f64 / 1e9 - series.window_s);
-    let fallback = if end == last { endpoints } else { 0.0 };
+    let (lo_s, hi_s) = (start as f64 / 1e9, w.end as f64 / 1e9 - series.window_s);
+    let fallback = if w.end == last { endpoints } else { 0.0 };
     let growth_rps = floor_rise_per_s(&series.t_s, &series.waiting, lo_s, hi_s).unwrap_or(fallback);
-    let allowed = (STABLE_TOLERANCE * arrivals as f64).max(MIN_BACKLOG_GROWTH as f64);
+    let allowed = (STABLE_TOLERANCE * w.arrivals as f64).max(MIN_BACKLOG_GROWTH as f64);
     let overloaded = window_s > 0.0 && growth_rps * window_s > allowed;
     // A window too short to be steady judges nothing.
     let stable = window_s > 0.0
-        && completions >= MIN_STEADY_COMPLETIONS
+        && w.completions >= MIN_STEADY_COMPLETIONS
         && !overloaded
-        && shed as f64 <= STABLE_TOLERANCE * arrivals as f64;
+        && w.shed as f64 <= STABLE_TOLERANCE * w.arrivals as f64;
     Stability { growth_rps, overloaded, stable }
 }
 
@@ -208,9 +201,13 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     // Two passes over the records: the span and the in-batch times first (the window depends on them),
     // then every count the window needs.
     let (mut first, mut last) = (u64::MAX, 0);
+    let mut open = OpenWindow::default();
     let mut service: Vec<u64> = Vec::with_capacity(reqs.len());
     for r in reqs {
         (first, last) = (first.min(r.arrival_ns), last.max(r.arrival_ns));
+        if r.session == crate::workload::NO_SESSION || r.turn <= 1 {
+            open.end = open.end.max(r.arrival_ns);
+        }
         if r.outcome == Outcome::Completed {
             service.push(r.done_ns - r.first_scheduled_ns);
         }
@@ -234,8 +231,14 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     // which is latency, not a backlog — and not yet in a batch), at start and at last.
     let overhead_ns = sc.front_pool().engine.request_overhead_ns;
     let (mut n0, mut n1, mut q0, mut q1) = (0u64, 0u64, 0u64, 0u64);
+    let opened = |t: u64| t >= start && t <= open.end;
     for r in reqs {
         let ok = meets(r, slo(r));
+        if opened(r.arrival_ns) {
+            open.arrivals += 1;
+            open.shed += matches!(r.outcome, Outcome::Rejected(_) | Outcome::Failed) as u64;
+        }
+        open.completions += (r.outcome == Outcome::Completed && opened(r.done_ns)) as u64;
         if inside(r.arrival_ns) {
             arrivals += 1;
             arrived_met += ok as u64;
@@ -256,7 +259,7 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
         }
     }
     let endpoints = if window_ns > 0 { (q1 as f64 - q0 as f64) / window_s } else { 0.0 };
-    let st = stability(reqs, (start, last), endpoints, series);
+    let st = stability(&open, start, last, endpoints, series);
     let offered = per_s(arrivals);
     let served_share = if arrivals > 0 { completions as f64 / arrivals as f64 } else { 0.0 };
     let mut s = SteadySummary {
