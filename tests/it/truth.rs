@@ -1040,6 +1040,10 @@ fn the_published_accuracy_table_is_what_its_command_writes() {
     // Every series is held out on cases its fit did not see, and the document says how many meet the target.
     assert!(written.contains("the calibrated held-out error is within 10 % on"), "{written}");
     assert_eq!(written.matches("\n## ").count(), 4);
+    // The footer names the figures the error is over, and only those: these inference-perf series carry TTFT and
+    // E2E, not TPOT or ITL (it said every metric was counted).
+    assert!(written.contains("the held-out runs have (E2E mean, E2E median, TTFT mean, TTFT median)"), "{written}");
+    assert!(!written.contains("(TTFT, TPOT, ITL, E2E; median and mean)"));
 }
 
 /// An inference-perf run's config.yaml beside its stage report: `import` reads it unasked and takes from it
