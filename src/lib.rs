@@ -80,7 +80,9 @@ pub fn simulate_tested(
     let mut report = simulate_with_progress(sc, &mut |p| progress(0, "", p))?;
     if let Some(c) = capacity::of_run(spec, sc, &report, budget, &mut |w, p| progress(1, w, p))? {
         let unit = if sc.workload.sessions.is_some() { "sessions/s" } else { "req/s" };
-        report.diagnosis.set_capacity(&c, 1e9 / sc.workload.mean_gap_ns(), unit);
+        let s = &report.summary;
+        let shed = (s.rejected + s.failed) as f64 / s.requests.max(1) as f64;
+        report.diagnosis.set_capacity(&c, 1e9 / sc.workload.mean_gap_ns(), unit, shed);
         report.capacity = Some(c);
     }
     advice::test(spec, sc, &mut report, budget, &mut |k, w, p| progress(k + 2, w, p))?;

@@ -170,6 +170,9 @@ impl Sustained {
 /// whatever the run's own size — capacity is the configuration's, and a run of a few hundred requests could not
 /// resolve it — so that measuring it costs a bounded multiple of one such run.
 pub const RUN_REQUESTS: u64 = 20_000;
+/// ... and at least this many (turns, with sessions): fewer cannot keep 500 completions in a window at every
+/// rate, and a trace shorter than that has no capacity measured.
+pub const MIN_RUN_REQUESTS: f64 = 5_000.0;
 /// ... on this many seeds (the run's and the next), each bracketed to this precision.
 pub const RUN_SEEDS: u32 = 3;
 pub const RUN_PRECISION: f64 = 0.02;
@@ -190,6 +193,12 @@ pub fn of_run(
     let trace = matches!(spec.workload.arrival, ArrivalSpec::Trace { .. });
     s.workload.requests = Some(if trace { sc.workload.max_requests.min(most) } else { most });
     s.workload.duration_s = None;
+    // A trace too short to hold a judged window at every rate: its "capacity" would be where the warm-up
+    // leaves fewer than 500 completions, not where the queue grows (a 1,000-row trace read ρ = 2.07 on a
+    // healthy run).
+    if scenario::validate(&s).map_or(true, |v| v.estimate().requests < MIN_RUN_REQUESTS) {
+        return Ok(None);
+    }
     // The first guess: the drain rate (one burst), close to capacity whatever the rate the run was offered —
     // from an offered rate far below capacity, bracketing by 1.25 would spend every try climbing. If the
     // burst is refused (the budget), the rate the run served.

@@ -101,9 +101,10 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// Set the load against `c`, the configuration's sustained capacity, `offered` being the scenario's rate in
-    /// the same unit: ρ, a sentence in the verdict, and — over capacity — the replicas proposed scaled by ρ, the
-    /// measured shortfall (offered ÷ served under overload only bounds it from below).
-    pub fn set_capacity(&mut self, c: &super::Capacity, offered: f64, unit: &str) {
+    /// the same unit and `shed` the share of the run's requests rejected or failed: ρ, a sentence in the verdict,
+    /// and — over capacity — the replicas proposed scaled by ρ, the measured shortfall (offered ÷ served under
+    /// overload only bounds it from below).
+    pub fn set_capacity(&mut self, c: &super::Capacity, offered: f64, unit: &str, shed: f64) {
         if !(c.mean_rps > 0.0 && offered > 0.0) {
             return;
         }
@@ -119,6 +120,14 @@ impl Diagnosis {
             " Offered {offered:.2} {unit} is ρ = {rho:.2} of this configuration's sustained capacity, {} (the highest rate it serves stably: docs/metrics.md, \"Stability\"{open}).",
             c.words(unit)
         ));
+        if self.regime == "under_capacity" && rho > 1.0 {
+            // Past sustained capacity without a growing queue: by turning arrivals away, or for too short a time.
+            self.verdict.push_str(&if shed > 0.005 {
+                format!(" Past it, this run keeps its queue bounded only by turning away {:.1} % of its arrivals, which a stable run does not do beyond 0.5 %.", shed * 100.0)
+            } else {
+                " Past it, this run's queue did not grow within its length: a longer run would show the overload the capacity search's 20,000-request runs show.".to_string()
+            });
+        }
         if self.regime != "under_capacity" && rho > 1.0 {
             for change in &mut self.candidates {
                 if let Change::Replicas { factor } = change {

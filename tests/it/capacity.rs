@@ -201,3 +201,18 @@ fn a_run_far_below_capacity_finds_it_and_a_tight_budget_skips_it() {
     assert!(r.capacity.is_none() && r.diagnosis.rho.is_none());
     assert_eq!(r.summary.completed, 200);
 }
+
+/// ρ past 1 on a run whose queue did not grow is explained: on `bursty-multitenant` its token bucket turns
+/// arrivals away (the share said); a trace too short to judge stability at every rate gets no capacity at all.
+#[test]
+fn rho_past_one_without_a_growing_queue_is_explained_and_short_traces_get_none() {
+    let tested = |s: &inferscale::Spec| {
+        inferscale::simulate_tested(s, &valid(s), &inferscale::scenario::Budget::NATIVE, &mut |_, _, _| true).unwrap()
+    };
+    let r = tested(&shipped("bursty-multitenant.json"));
+    let shed = (r.summary.rejected + r.summary.failed) as f64 / r.summary.requests as f64;
+    assert!(r.diagnosis.rho.unwrap() > 1.0 && r.diagnosis.regime == "under_capacity" && shed > 0.005);
+    assert!(r.diagnosis.verdict.contains(&format!("only by turning away {:.1} % of its arrivals", shed * 100.0)));
+    let r = tested(&shipped("trace-replay.json"));
+    assert!(r.capacity.is_none() && r.diagnosis.rho.is_none(), "{:?}", r.capacity);
+}
