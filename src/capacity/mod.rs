@@ -1,7 +1,8 @@
 //! Capacity as users meet it. **Sustained capacity** is the highest offered rate of the scenario's own arrival
 //! process — Poisson, constant, gamma, on/off (both rates scaled), a trace (its timing scaled) — at which a run
-//! is stable: over its steady window it serves at least 99.5 % of what arrived and its waiting queue has no
-//! upward trend (`metrics::steady`, `SteadySummary::stable`). Each seed's rate is found by bracketing and
+//! is stable: over its steady window (with sessions, up to the last session's start) it sheds at most 0.5 % of
+//! what arrived, its waiting queue has no upward trend, and at least 500 requests completed
+//! (`metrics::steady`, `SteadySummary::stable`). Each seed's rate is found by bracketing and
 //! bisection (`search::Search`), and the seeds give a mean with its 95 % interval.
 //!
 //! The figure it replaces is kept under its own name, the **drain rate**: every request at t = 0, completions

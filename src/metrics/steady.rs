@@ -17,12 +17,11 @@ pub const MIN_STEADY_COMPLETIONS: u64 = 500;
 /// the first admitted requests have not finished, so completions undercount what the cluster sustains.
 pub const WARMUP_SERVICE_MULTIPLE: f64 = 3.0;
 /// The stability test's tolerance: over the steady window, the waiting queue's trend may not add more than this
-/// share of the window's arrivals, and no more than this share of them may be shed. In overload the queue
-/// grows at the offered rate less the served, so sustained capacity
-/// (`crate::capacity`, the highest rate that passes) lands within 0.5 % above a queue's capacity on long runs:
-/// its closed forms (M/D/1, M/M/1, M/M/c) hold within 1 % (docs/metrics.md, "Stability"). Completions ÷
-/// arrivals itself is no test: it moves with what happens to be in the system at the window's two ends — by
-/// several percent when the window ends in a burst.
+/// share of the window's arrivals, and no more than this share of them may be shed. In overload the queue grows
+/// at the offered rate less the served, so sustained capacity (`crate::capacity`, the highest rate that passes)
+/// lands within 0.5 % above a queue's capacity on long runs: its closed forms (M/D/1, M/M/1, M/M/c) hold within
+/// 1 % (docs/metrics.md, "Stability"). Completions ÷ arrivals itself is no test: it moves with what happens to
+/// be in the system at the window's two ends — by several percent when the window ends in a burst.
 pub const STABLE_TOLERANCE: f64 = 0.005;
 /// ... and a trend of fewer than this many requests never fails it (a few waiting requests come and go in any
 /// busy system).
@@ -60,10 +59,11 @@ pub struct SteadySummary {
     /// Requests waiting for their first admission at the window's start and end.
     pub waiting_start: u64,
     pub waiting_end: u64,
-    /// The waiting queue's trend across the window, requests/s: the rise of its floor — the least of the time
-    /// series' waiting queue over the window's last quarter less the least over its first, ÷ the 3/4 of the
-    /// window between them (with fewer than 8 points in the window: (waiting_end − waiting_start) ÷ window). A queue that grows means the load is not sustained. (The number in system also grows while a
-    /// stable system fills its batches, so it is not the test.)
+    /// The waiting queue's trend across the window (with sessions, up to the last session's start), requests/s:
+    /// the rise of its floor — the least of the time series' waiting queue over the window's last quarter less
+    /// the least over its first, ÷ the 3/4 of the window between them (with fewer than 8 points in the window:
+    /// (waiting_end − waiting_start) ÷ window). A queue that grows means the load is not sustained. (The number
+    /// in system also grows while a stable system fills its batches, so it is not the test.)
     pub backlog_growth_rps: f64,
     /// Completions ÷ arrivals in the window (served ÷ offered; 0 without arrivals).
     pub served_share: f64,
@@ -71,10 +71,9 @@ pub struct SteadySummary {
     /// `STABLE_TOLERANCE` of the window's arrivals (and at least 10 requests) over the window.
     pub overloaded: bool,
     /// The offered load is sustained: at least 500 completions in the window (fewer judge nothing), not
-    /// overloaded, and at most `STABLE_TOLERANCE` of the window's arrivals
-    /// shed (rejected, or failed past their preemptions) — served ÷ offered within that share once what is
-    /// still in the system is counted as being served, which the trends bound. Sustained capacity is the
-    /// highest rate at which a run is stable.
+    /// overloaded, and at most `STABLE_TOLERANCE` of the window's arrivals shed (rejected, or failed past their
+    /// preemptions) — served ÷ offered within that share once what is still in the system is counted as being
+    /// served, which the trend bounds. Sustained capacity is the highest rate at which a run is stable.
     pub stable: bool,
     /// Why these figures may not be steady (empty: none found).
     pub warnings: Vec<String>,
