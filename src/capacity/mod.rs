@@ -167,6 +167,10 @@ impl Sustained {
     }
 }
 
+/// How `of_run` names its runs to the progress it reports ("sustained capacity, run k of about n"): a front end
+/// tells them from the advice's tested changes by it.
+pub const PROGRESS_WORDS: &str = "sustained capacity";
+
 /// A run's sustained capacity: this many requests a run (sessions: a tenth as many; a trace: at most its rows),
 /// whatever the run's own size — capacity is the configuration's, and a run of a few hundred requests could not
 /// resolve it — so that measuring it costs a bounded multiple of one such run.
@@ -197,15 +201,16 @@ pub fn of_run(
     // A trace too short to hold a judged window at every rate: its "capacity" would be where the warm-up
     // leaves fewer than 500 completions, not where the queue grows (a 1,000-row trace read ρ = 2.07 on a
     // healthy run).
-    if scenario::validate(&s).map_or(true, |v| v.estimate().requests < MIN_RUN_REQUESTS) {
+    let Ok(sized) = scenario::validate(&s) else { return Ok(None) };
+    if sized.estimate().requests < MIN_RUN_REQUESTS {
         return Ok(None);
     }
     // The first guess: the drain rate (one burst), close to capacity whatever the rate the run was offered —
     // from an offered rate far below capacity, bracketing by 1.25 would spend every try climbing. If the
     // burst is refused (the budget), the rate the run served.
     let served = 1e9 / sc.workload.mean_gap_ns() / report.diagnosis.load_factor.max(1.0);
-    let drain = match scenario::validate(&s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) {
-        Ok(_) => drain_rps(&s, s.workload.requests.unwrap_or(RUN_REQUESTS)),
+    let drain = match sized.check_budget(budget, 1, "") {
+        Ok(()) => drain_rps(&s, s.workload.requests.unwrap_or(RUN_REQUESTS)),
         Err(_) => f64::NAN,
     };
     let start = if drain.is_finite() && drain > 0.0 { drain } else { served };
@@ -222,7 +227,7 @@ pub fn of_run(
                 return Ok(None);
             };
             let (done, all) = search.progress();
-            let words = format!("sustained capacity, run {} of about {all}", done + stable.len() + 1);
+            let words = format!("{PROGRESS_WORDS}, run {} of about {all}", done + stable.len() + 1);
             stable.push(crate::simulate_with_progress(&v, &mut |p| progress(&words, p))?.steady.stable);
         }
         search.feed(&stable);
