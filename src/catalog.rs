@@ -42,7 +42,10 @@ pub fn catalog() -> Catalog {
         trace_formats: variants::<TraceFormat>(false),
         session_trace_formats: variants::<SessionTraceFormat>(false),
         metrics: variants::<LatencyMetric>(false),
-        calibration_knobs: crate::truth::Extra::ALL.iter().map(|x| x.name().to_string()).collect(),
+        calibration_knobs: std::iter::once(crate::truth::calibrate::AUTO)
+            .chain(crate::truth::Extra::ALL.iter().map(|x| x.name()))
+            .map(String::from)
+            .collect(),
     }
 }
 
@@ -167,7 +170,7 @@ mod tests {
         assert_eq!(c.trace_formats, ["auto", "vidur", "azure", "burstgpt", "mooncake"]);
         assert_eq!(c.session_trace_formats, ["auto", "inferscale", "inference_lab"]);
         assert_eq!(c.metrics, ["ttft", "tpot", "e2e", "queue_delay"]);
-        assert_eq!(c.calibration_knobs, ["step_overhead", "request_overhead", "tp_comm", "frontend"]);
+        assert_eq!(c.calibration_knobs, ["auto", "step_overhead", "request_overhead", "tp_comm", "frontend"]);
     }
 
     #[test]

@@ -127,9 +127,15 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         train: Vec<String>,
         /// Knobs to fit besides the prefill and decode multipliers, comma-separated: step_overhead (ms added
-        /// to every step), request_overhead (ms before a request queues), tp_comm (× the all-reduce time).
+        /// to every step), request_overhead (ms before a request queues), tp_comm (× the all-reduce time),
+        /// frontend (ms a request holds the front end); `auto`: choose none or one of them (of those named, or
+        /// of all) by leave-one-out on the training cases.
         #[arg(long, value_delimiter = ',', value_parser = calibration_knobs())]
         fit: Vec<String>,
+        /// The gate: the recommended model passes when its median error on runs it did not see is at most
+        /// this, in percent (0.1 … 1000; default 20).
+        #[arg(long, allow_negative_numbers = true)]
+        tolerance_pct: Option<f64>,
         #[arg(long, value_enum, default_value_t = StudyFormat::Json)]
         format: StudyFormat,
         /// Write here instead of standard output.
@@ -349,8 +355,10 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
         Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref()),
         Command::Report { format, out, only, on } => run_report(format, out.as_deref(), only, on.as_deref()),
-        Command::Calibrate { bundle, scenario, train, fit, format, out } => {
-            run_calibrate(&bundle, &scenario, &train, &fit, format, out.as_deref())
+        Command::Calibrate { bundle, scenario, train, fit, tolerance_pct, format, out } => {
+            let opts = inferscale::truth::Options::parse(&fit, tolerance_pct)
+                .map_err(|(field, why)| Failure::Input(format!("--{}: {why}", field.replace('_', "-"))))?;
+            run_calibrate(&bundle, &scenario, &train, &opts, format, out.as_deref())
         }
     }
 }
@@ -447,17 +455,15 @@ fn run_calibrate(
     bundle: &Path,
     scenario: &Path,
     train: &[String],
-    fit: &[String],
+    opts: &inferscale::truth::Options,
     format: StudyFormat,
     out: Option<&Path>,
 ) -> Result<(), Failure> {
-    use inferscale::truth::{self, Bundle, Extra};
+    use inferscale::truth::{self, Bundle};
     let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?)
         .map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
     let base = load_spec(scenario, None)?;
-    // The parser admits only known names.
-    let extras: Vec<Extra> = Extra::ALL.into_iter().filter(|x| fit.iter().any(|f| f == x.name())).collect();
-    let c = truth::calibrate_with_progress(&base, &b.cases, train, &extras, &mut |_, _| {})
+    let c = truth::calibrate_with(&base, &b.cases, train, opts, &mut |_, _| {})
         .map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {
         StudyFormat::Json => export::calibration_json(&c),
@@ -512,7 +518,8 @@ fn run_validation(manifest: &Path, out: Option<&Path>) -> Result<(), Failure> {
 
 /// The knobs `calibrate --fit` takes, as the core lists them (the catalog's `calibration_knobs`).
 fn calibration_knobs() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(inferscale::truth::Extra::ALL.map(|x| x.name()))
+    use inferscale::truth::{Extra, calibrate::AUTO};
+    clap::builder::PossibleValuesParser::new(std::iter::once(AUTO).chain(Extra::ALL.map(|x| x.name())))
 }
 
 /// The study names the CLI takes, each with its question as help.

@@ -123,9 +123,36 @@ pub fn calibration_markdown(c: &Calibration) -> String {
     if let Some(n) = c.noise_floor {
         out += &format!("| repeated runs' spread | {} runs | {} | |\n", n.runs, pct(Some(n.spread)));
     }
-    out += "\n## Held-out error per metric (MAPE)\n\n| metric | baseline | calibrated |\n|---|---|---|\n";
-    for m in c.held_out_mape.iter().filter(|m| m.baseline.is_some()) {
-        out += &format!("| {} | {} | {} |\n", m.metric, pct(m.baseline), pct(m.calibrated));
+    let g = &c.gate;
+    out += &format!(
+        "| gate: {} model, {} | tolerance {} | | {} |\n",
+        g.model,
+        g.over,
+        pct(Some(g.tolerance)),
+        match g.pass {
+            Some(true) => format!("{}: pass", pct(g.error)),
+            Some(false) => format!("{}: fail", pct(g.error)),
+            None => "—".into(),
+        }
+    );
+    if !c.knob_choice.is_empty() {
+        out += "\n## Knobs chosen by leave-one-out (training cases only)\n\n| knobs | leave-one-out median APE | chosen |\n|---|---|---|\n";
+        for t in &c.knob_choice {
+            out += &format!("| {} | {} | {} |\n", t.knobs, pct(t.leave_one_out), if t.chosen { "yes" } else { "" });
+        }
+    }
+    out += "\n## Error per metric (MAPE)\n\n| metric | held out: baseline | held out: calibrated | training: baseline | training: left out |\n|---|---|---|---|---|\n";
+    for (m, l) in c.held_out_mape.iter().zip(&c.leave_one_out_mape) {
+        if m.baseline.is_some() || l.baseline.is_some() {
+            out += &format!(
+                "| {} | {} | {} | {} | {} |\n",
+                m.metric,
+                pct(m.baseline),
+                pct(m.calibrated),
+                pct(l.baseline),
+                pct(l.calibrated)
+            );
+        }
     }
     if !c.saturated.is_empty() {
         out += "\n## Past saturation (fitted on throughput only)\n\n| case | set | offered (req/s) | measured (req/s) | baseline pred. | calibrated pred. | why |\n|---|---|---|---|---|---|---|\n";

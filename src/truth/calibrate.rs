@@ -22,6 +22,83 @@ const DEFAULT_REQUESTS: u64 = 500;
 /// a calibration runs each case a few hundred times. A case past it simulates fewer requests, and says so.
 pub const CASE_STEPS: f64 = 2e7;
 
+/// The gate's default: a calibrated answer passes when its median error on runs it did not see is at most 20 %
+/// (the field's onboarding tools gate a calibration at a tolerance of this order).
+pub const DEFAULT_TOLERANCE: f64 = 0.20;
+/// The gate's tolerance the user may give, in percent.
+pub const TOLERANCE_PCT: (f64, f64) = (0.1, 1000.0);
+/// `--fit auto`: choose the knobs by leave-one-out on the training cases.
+pub const AUTO: &str = "auto";
+/// A knob chosen by leave-one-out must lower its median error by more than this (half a point) over fitting
+/// the two multipliers alone: a knob that does not earn its place is not added.
+const KNOB_MARGIN: f64 = 0.005;
+/// A metric "much worse" after calibration: its error at least 1.5 times and 10 points above the uncalibrated.
+const MUCH_WORSE: (f64, f64) = (1.5, 0.10);
+
+/// How a calibration chooses its knobs and judges its answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// The knobs fitted besides the two multipliers; with `choose`, the candidates (none named: every knob).
+    pub extras: Vec<Extra>,
+    /// Choose the knobs by leave-one-out on the training cases — never by the held-out cases: the two
+    /// multipliers alone, or with one candidate knob.
+    pub choose: bool,
+    /// The gate: the recommended model's median error on runs it did not see, at most this fraction.
+    pub tolerance: f64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { extras: vec![], choose: false, tolerance: DEFAULT_TOLERANCE }
+    }
+}
+
+impl Options {
+    /// From `--fit`'s names (`auto` among them: choose) and the gate's tolerance in percent. The error names
+    /// its field (`fit`, `tolerance_pct`) and the allowed values.
+    pub fn parse(fit: &[String], tolerance_pct: Option<f64>) -> Result<Options, (&'static str, String)> {
+        let mut o = Options::default();
+        for f in fit {
+            match Extra::parse(f) {
+                _ if f == AUTO => o.choose = true,
+                Some(x) if !o.extras.contains(&x) => o.extras.push(x),
+                Some(_) => {}
+                None => {
+                    let known = Extra::ALL.map(|x| x.name()).join(", ");
+                    return Err(("fit", format!("`{f}` is not a knob (one of: {AUTO}, {known})")));
+                }
+            }
+        }
+        // The search's coordinates in one order, however they were named.
+        o.extras.sort_by_key(|x| Extra::ALL.iter().position(|y| y == x));
+        if let Some(t) = tolerance_pct {
+            let (lo, hi) = TOLERANCE_PCT;
+            if !(t.is_finite() && (lo..=hi).contains(&t)) {
+                let shown =
+                    if t.abs() >= 1e6 || (t != 0.0 && t.abs() < 1e-3) { format!("{t:e}") } else { format!("{t}") };
+                return Err(("tolerance_pct", format!("{shown} is outside {lo} … {hi} (percent)")));
+            }
+            o.tolerance = t / 100.0;
+        }
+        Ok(o)
+    }
+
+    /// The knob sets to fit: the one asked for, or (choosing) none and each candidate alone — the all-reduce
+    /// only when some case runs at TP above 1, one training case (nothing to leave out) none.
+    fn candidates(&self, scen: &[&Scenario], n_train: usize) -> Vec<Vec<Extra>> {
+        if !self.choose {
+            return vec![self.extras.clone()];
+        }
+        if n_train < 2 {
+            return vec![vec![]];
+        }
+        let tp = scen.iter().any(|s| s.pools.iter().any(|p| p.hardware.tp > 1));
+        let pool = if self.extras.is_empty() { Extra::ALL.to_vec() } else { self.extras.clone() };
+        let singles = pool.into_iter().filter(|x| tp || *x != Extra::TpComm).map(|x| vec![x]);
+        std::iter::once(vec![]).chain(singles).collect()
+    }
+}
+
 /// The compared figures: (name, the case's measurement in ms, the report's prediction in ms).
 type Metric = (&'static str, fn(&Case) -> Option<f64>, fn(&crate::Report) -> f64);
 const METRICS: [Metric; 8] = [
@@ -49,11 +126,18 @@ fn itl(c: &Case) -> Option<&LatencyMs> {
 pub struct Calibration {
     pub objective: &'static str,
     pub fitted: Multipliers,
-    /// The model to use: `calibrated` only when the fit predicts the cases it did not see better than the
-    /// uncalibrated model (held out, else left out one at a time); `uncalibrated` otherwise.
+    /// The model to use: `calibrated` only when the fit predicts the training cases left out one at a time
+    /// better than the uncalibrated model, the held-out cases (if any) no worse, and no metric much worse in
+    /// either; with one training case (nothing to leave out) the held-out cases decide. `uncalibrated`
+    /// otherwise.
     pub recommended: &'static str,
-    /// Why, in words: the held-out and leave-one-out errors, and what was flagged.
+    /// Why, in words: the knobs' choice, the leave-one-out and held-out errors, the gate, what was flagged.
     pub verdict: String,
+    /// The recommended model's median error on runs it did not see against the tolerance.
+    pub gate: Gate,
+    /// With `--fit auto`: each knob set tried and its leave-one-out error, the chosen one first among equals.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knob_choice: Vec<KnobTrial>,
     /// Median APE over every held-out latency figure (cases past saturation left out), before and after.
     pub held_out: Headline,
     /// Median APE over the training cases' latency figures: uncalibrated, and each case predicted by a fit
@@ -67,6 +151,8 @@ pub struct Calibration {
     pub rows: Vec<Row>,
     /// Per metric: held-out MAPE before and after (None when no held-out case has the metric).
     pub held_out_mape: Vec<MetricError>,
+    /// Per metric: the training cases' MAPE uncalibrated and left out one at a time.
+    pub leave_one_out_mape: Vec<MetricError>,
     /// Cases past saturation: counted by their throughput only.
     pub saturated: Vec<Saturated>,
     /// Knobs asked for that the cases cannot identify (the objective does not move with them): left at their
@@ -82,6 +168,26 @@ pub struct Headline {
     pub figures: usize,
     pub baseline: Option<f64>,
     pub calibrated: Option<f64>,
+}
+
+/// The pass/fail gate: the recommended model's median error `over` the held-out cases (else the training
+/// cases left out one at a time) against `tolerance`; `pass` None when there is no such error.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Gate {
+    pub tolerance: f64,
+    pub over: &'static str,
+    pub model: &'static str,
+    pub error: Option<f64>,
+    pub pass: Option<bool>,
+}
+
+/// One knob set `--fit auto` tried: its knobs ("none": the two multipliers alone), the leave-one-out median
+/// error of its fit, and whether it was chosen.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KnobTrial {
+    pub knobs: String,
+    pub leave_one_out: Option<f64>,
+    pub chosen: bool,
 }
 
 /// The spread of repeated runs: over `groups` configurations measured more than once (`runs` in all), the
@@ -457,55 +563,142 @@ pub fn calibrate_with_progress(
     extras: &[Extra],
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Calibration, String> {
+    let opts = Options { extras: extras.to_vec(), ..Options::default() };
+    calibrate_with(base, all_cases, train, &opts, progress)
+}
+
+/// [`calibrate_with_progress`] with its knobs chosen, or given, and gated as `opts` says.
+pub fn calibrate_with(
+    base: &Spec,
+    all_cases: &[Case],
+    train: &[String],
+    opts: &Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Calibration, String> {
     let p = prepare(base, all_cases, train)?;
     let all: Vec<&Case> = p.cases.iter().collect();
     let scen: Vec<&Scenario> = p.scenarios.iter().collect();
-    let n_train = p.is_train.iter().filter(|t| **t).count() as u64;
-    let (grid_n, moves_n) = (fit::grid(extras).len() as u64, fit::moves(1.0, extras).len() as u64);
-    let expected = n_train * (grid_n + moves_n * fit::LEVELS) + 2 * all.len() as u64 + n_train * n_train * moves_n * 4;
+    let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
+    let candidates = opts.candidates(&scen, train.len());
+    let n = train.len() as u64;
+    let expected = candidates.iter().map(|x| expected_runs(n, all.len() as u64, x)).sum::<u64>() + all.len() as u64;
     let mut tick = Ticker { done: 0, expected, progress };
     let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
-    let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
-    // A training case the model cannot keep up with is judged first by the uncalibrated model, then by the
-    // fit: when the fit changes which cases it cannot keep up with, it is made again once with those.
-    let mut saturated = saturation(&all, &p.is_train, &before, "uncalibrated");
-    let mut flags: Vec<bool> = saturated.iter().map(Option::is_some).collect();
-    let (mut fitted_x, mut fitted, mut after) = fit_with(&all, &scen, &flags, extras, &train, &mut tick);
-    let again = saturation(&all, &p.is_train, &after, "calibrated");
-    if again.iter().map(Option::is_some).ne(flags.iter().copied()) {
-        (saturated, flags) = (again.clone(), again.iter().map(Option::is_some).collect());
-        (fitted_x, fitted, after) = fit_with(&all, &scen, &flags, extras, &train, &mut tick);
+    let mut outcomes: Vec<Outcome> =
+        (candidates.iter()).map(|x| outcome(&all, &scen, &p.is_train, &before, &train, x, &mut tick)).collect();
+    let knob_choice = choose(&outcomes, opts.choose);
+    let o = outcomes.swap_remove(knob_choice.iter().position(|t| t.chosen).unwrap_or(0));
+    let mut warnings = p.warnings;
+    if opts.choose && candidates.len() == 1 {
+        warnings.push("--fit auto: one training case leaves nothing to leave out, so no knob can be chosen; the two multipliers alone are fitted".into());
     }
+    let extras = &o.extras[..];
+    warnings.extend(bound_warnings(&o.fitted_x.point, o.fitted, extras));
+    warnings.extend(load_range_warnings(&all, &p.is_train));
     let pick = |v: &[bool]| train.iter().map(|&i| v[i]).collect::<Vec<_>>();
     let train_cases: Vec<&Case> = train.iter().map(|&i| all[i]).collect();
-    let train_base = objective(&train_cases, &pick(&flags), &train.iter().map(|&i| before[i]).collect::<Vec<_>>());
-    let mut fitting = Fitting { all: &all, scen: &scen, flags: &flags, extras, tick: &mut tick };
-    let loo = fitting.leave_one_out(&train, &fitted_x.point);
-    let rows = rows(&all, &p.is_train, &flags, &before, &after, &loo);
-    let mut warnings = p.warnings;
-    warnings.extend(bound_warnings(&fitted_x.point, fitted, extras));
-    warnings.extend(load_range_warnings(&all, &p.is_train));
-    let held_out = headline(&rows, |r| !r.training, |r| Some(r.calibrated_ape));
-    let leave_one_out = headline(&rows, |r| r.training, |r| r.leave_one_out_ape);
-    let noise_floor = noise_floor(&all);
-    let (recommended, verdict) = verdict(&held_out, &leave_one_out, noise_floor, n_train, &warnings);
+    let train_base = objective(&train_cases, &pick(&o.flags), &train.iter().map(|&i| before[i]).collect::<Vec<_>>());
+    let held_out = headline(&o.rows, |r| !r.training, |r| Some(r.calibrated_ape));
+    let evidence = Evidence {
+        held: held_out,
+        loo: o.leave_one_out,
+        held_mape: held_out_mape(&o.rows),
+        loo_mape: leave_one_out_mape(&o.rows),
+        noise: noise_floor(&all),
+        tolerance: opts.tolerance,
+    };
+    let (recommended, verdict, gate) = verdict(&evidence, &knob_choice, &warnings);
     Ok(Calibration {
         objective: "Σ over TTFT, TPOT, ITL and E2E (median and mean) of the mean over training cases of |ln(predicted / measured)|, the worst quarter of cases left out; a case past saturation counts by its throughput",
-        fitted,
+        fitted: o.fitted,
         recommended,
         verdict,
+        gate,
+        knob_choice,
         held_out,
-        leave_one_out,
-        noise_floor,
+        leave_one_out: o.leave_one_out,
+        noise_floor: evidence.noise,
         train_error_baseline: train_base,
-        train_error_calibrated: fitted_x.objective,
-        held_out_mape: held_out_mape(&rows),
-        saturated: saturated_list(&all, &p.is_train, &saturated, &before, &after),
-        unidentified: fitted_x.unidentified.iter().map(|&i| fit::names(extras)[i]).collect(),
-        rows,
+        train_error_calibrated: o.fitted_x.objective,
+        held_out_mape: evidence.held_mape,
+        leave_one_out_mape: evidence.loo_mape,
+        saturated: saturated_list(&all, &p.is_train, &o.saturated, &before, &o.after),
+        unidentified: o.fitted_x.unidentified.iter().map(|&i| fit::names(extras)[i]).collect(),
+        rows: o.rows,
         warnings,
         notes: vec!["Calibration corrects a global scale of prefill and decode time (and the knobs asked for); it cannot fix a scheduler or a cost the model does not have (a held-out error that stays high after calibration points to one).".into()],
     })
+}
+
+/// The simulations one knob set's fit is expected to run at least: the grid and the pattern's levels on the
+/// training cases, every case after, and the leave-one-out searches.
+fn expected_runs(n_train: u64, cases: u64, extras: &[Extra]) -> u64 {
+    let (grid_n, moves_n) = (fit::grid(extras).len() as u64, fit::moves(1.0, extras).len() as u64);
+    n_train * (grid_n + moves_n * fit::LEVELS) + cases + n_train * n_train * moves_n * 4
+}
+
+/// One knob set's fit: the knobs, the fit, every case's prediction there, which cases are past saturation
+/// (and why), the table's rows and the leave-one-out headline.
+struct Outcome {
+    extras: Vec<Extra>,
+    fitted_x: Fitted,
+    fitted: Multipliers,
+    after: Vec<Pred>,
+    saturated: Vec<Option<String>>,
+    flags: Vec<bool>,
+    rows: Vec<Row>,
+    leave_one_out: Headline,
+}
+
+/// The fit with knobs `extras` on the cases `train`, its predictions and its leave-one-out.
+fn outcome(
+    all: &[&Case],
+    scen: &[&Scenario],
+    is_train: &[bool],
+    before: &[Pred],
+    train: &[usize],
+    extras: &[Extra],
+    tick: &mut Ticker<'_>,
+) -> Outcome {
+    // A training case the model cannot keep up with is judged first by the uncalibrated model, then by the
+    // fit: when the fit changes which cases it cannot keep up with, it is made again once with those.
+    let mut saturated = saturation(all, is_train, before, "uncalibrated");
+    let mut flags: Vec<bool> = saturated.iter().map(Option::is_some).collect();
+    let (mut fitted_x, mut fitted, mut after) = fit_with(all, scen, &flags, extras, train, tick);
+    let again = saturation(all, is_train, &after, "calibrated");
+    if again.iter().map(Option::is_some).ne(flags.iter().copied()) {
+        (saturated, flags) = (again.clone(), again.iter().map(Option::is_some).collect());
+        (fitted_x, fitted, after) = fit_with(all, scen, &flags, extras, train, tick);
+    }
+    let mut fitting = Fitting { all, scen, flags: &flags, extras, tick };
+    let loo = fitting.leave_one_out(train, &fitted_x.point);
+    let rows = rows(all, is_train, &flags, before, &after, &loo);
+    let leave_one_out = headline(&rows, |r| r.training, |r| r.leave_one_out_ape);
+    Outcome { extras: extras.to_vec(), fitted_x, fitted, after, saturated, flags, rows, leave_one_out }
+}
+
+/// `--fit auto`'s choice among the outcomes (the first fits the two multipliers alone): the lowest
+/// leave-one-out error, a knob kept only when it beats the first by more than [`KNOB_MARGIN`]. Empty when
+/// nothing was chosen.
+fn choose(outcomes: &[Outcome], choosing: bool) -> Vec<KnobTrial> {
+    if !choosing {
+        return vec![];
+    }
+    let loo = |o: &Outcome| o.leave_one_out.calibrated;
+    let plain = outcomes.first().and_then(loo).unwrap_or(f64::INFINITY);
+    let mut best = (0, plain);
+    for (k, o) in outcomes.iter().enumerate().skip(1) {
+        if let Some(e) = loo(o).filter(|&e| e < best.1 && e < plain - KNOB_MARGIN) {
+            best = (k, e);
+        }
+    }
+    (outcomes.iter().enumerate())
+        .map(|(k, o)| KnobTrial {
+            knobs: if o.extras.is_empty() { "none".into() } else { fit::names(&o.extras)[2..].join(", ") },
+            leave_one_out: loo(o),
+            chosen: k == best.0,
+        })
+        .collect()
 }
 
 /// The uncalibrated model's error on the cases a calibration on `train` would hold out, without fitting
@@ -707,6 +900,24 @@ fn held_out_mape(rows: &[Row]) -> Vec<MetricError> {
         .collect()
 }
 
+/// Per metric: the training cases' MAPE uncalibrated and left out one at a time (cases past saturation, and
+/// rows without a leave-one-out prediction, left out).
+fn leave_one_out_mape(rows: &[Row]) -> Vec<MetricError> {
+    METRICS
+        .iter()
+        .map(|(name, _, _)| {
+            let kept: Vec<(f64, f64)> = (rows.iter())
+                .filter(|r| r.training && !r.saturated && r.metric == *name)
+                .filter_map(|r| Some((r.baseline_ape, r.leave_one_out_ape?)))
+                .collect();
+            let mean = |f: fn(&(f64, f64)) -> f64| {
+                (!kept.is_empty()).then(|| kept.iter().map(f).sum::<f64>() / kept.len() as f64)
+            };
+            MetricError { metric: name, baseline: mean(|r| r.0), calibrated: mean(|r| r.1) }
+        })
+        .collect()
+}
+
 fn saturated_list(
     cases: &[&Case],
     is_train: &[bool],
@@ -808,50 +1019,126 @@ fn noise_floor(cases: &[&Case]) -> Option<NoiseFloor> {
     })
 }
 
-/// Which model to use, and why: the held-out error decides when there is one, else the leave-one-out error;
-/// with neither, nothing shows that the fit generalises, and the uncalibrated model stays.
-fn verdict(
-    held: &Headline,
-    loo: &Headline,
+/// What the verdict weighs: the headline errors held out and left out, per metric, the repeated runs' spread,
+/// and the gate's tolerance.
+struct Evidence {
+    held: Headline,
+    loo: Headline,
+    held_mape: Vec<MetricError>,
+    loo_mape: Vec<MetricError>,
     noise: Option<NoiseFloor>,
-    n_train: u64,
-    warnings: &[String],
-) -> (&'static str, String) {
-    let pct = |x: f64| format!("{:.1} %", x * 100.0);
+    tolerance: f64,
+}
+
+/// Which model to use, why, and its gate. Leave-one-out on the training cases decides; the held-out cases can
+/// only veto (a fit they show worse is not recommended), and decide alone only when one case trains. A fit
+/// that makes one metric much worse, held out or left out, is not recommended either, and the metric is named.
+fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static str, String, Gate) {
     let said = |h: &Headline, what: &str| match (h.baseline, h.calibrated) {
         (Some(b), Some(a)) => Some((
             b,
             a,
-            format!("{what} ({} figures): median APE {} uncalibrated → {} calibrated", h.figures, pct(b), pct(a)),
+            format!("{what} ({} figures): median APE {} uncalibrated → {} calibrated.", h.figures, pct(b), pct(a)),
         )),
         _ => None,
     };
-    let (held, loo) = (said(held, "Held out"), said(loo, "Leave-one-out on the training cases"));
+    let loo = said(&e.loo, "Leave-one-out on the training cases");
+    let held = said(&e.held, "Held out");
     let mut parts: Vec<String> = Vec::new();
-    let better = match (&held, &loo) {
-        (Some((b, a, s)), _) | (None, Some((b, a, s))) => {
-            parts.push(format!("{s}."));
-            a < b
-        }
-        (None, None) => {
-            parts.push(format!("Every case trains and {n_train} case(s) cannot be left out one at a time: nothing shows the fit predicts runs it did not see."));
-            false
-        }
-    };
-    if let (Some(_), Some((b, a, s))) = (&held, &loo) {
-        let also = if a < b { "" } else { " — the fit does not generalise even among the cases it saw" };
-        parts.push(format!("{s}{also}."));
+    if let Some(chosen) = trials.iter().find(|t| t.chosen) {
+        let tried: Vec<String> =
+            trials.iter().map(|t| format!("{} {}", t.knobs, t.leave_one_out.map_or("—".into(), pct))).collect();
+        parts.push(format!(
+            "Knobs chosen by leave-one-out on the training cases, never by the held-out ones: {} (tried: {}).",
+            chosen.knobs,
+            tried.join("; ")
+        ));
     }
-    parts.push(if better {
+    parts.extend(loo.iter().chain(&held).map(|x| x.2.clone()));
+    // Whether the fit predicts runs it did not see better, and if not, why not in words.
+    let (better, why) = match (&loo, &held) {
+        (Some((b, a, _)), Some((hb, ha, _))) if a < b && ha > hb => {
+            (false, "Left out one at a time the calibrated model is better, but held out it is worse.")
+        }
+        (Some((b, a, _)), _) => {
+            (a < b, "Left out one at a time, the calibrated model is not better than the uncalibrated one.")
+        }
+        (None, Some((b, a, _))) => {
+            parts.push("With one training case nothing can be left out: the held-out cases decide.".into());
+            (a < b, "Held out, the calibrated model is not better than the uncalibrated one.")
+        }
+        (None, None) => (
+            false,
+            "Every case trains and none can be left out one at a time: nothing shows the fit predicts runs it did not see.",
+        ),
+    };
+    let worse: Vec<String> = [("left out", &e.loo_mape), ("held out", &e.held_mape)]
+        .iter()
+        .flat_map(|(set, mape)| mape.iter().map(move |m| (set, m)))
+        .filter_map(|(set, m)| {
+            let (b, a) = (m.baseline?, m.calibrated?);
+            (a >= MUCH_WORSE.0 * b && a - b >= MUCH_WORSE.1)
+                .then(|| format!("{} {set} {} → {}", m.metric, pct(b), pct(a)))
+        })
+        .collect();
+    let use_it = better && worse.is_empty();
+    if !better {
+        parts.push(why.into());
+    }
+    if !worse.is_empty() {
+        parts.push(format!(
+            "Calibration makes {} much worse (MAPE, at least 1.5 times and 10 points above the uncalibrated): {}.",
+            if worse.len() == 1 { "one figure" } else { "figures" },
+            worse.join("; ")
+        ));
+    }
+    parts.push(if use_it {
         "The calibrated model predicts better: use it.".into()
     } else {
-        "The calibrated model is not better than the uncalibrated one: keep the uncalibrated model (the fit is shown, not recommended).".into()
+        "Keep the uncalibrated model (the fit is shown, not recommended).".into()
     });
-    if let Some(n) = noise {
+    let gate = gate(e, use_it);
+    parts.push(gate_sentence(&gate));
+    if let Some(n) = e.noise {
         parts.push(format!("Repeated runs in the bundle differ by {} (median over {} configuration(s)): an error below that is not a claim.", pct(n.spread), n.groups));
     }
     if warnings.iter().any(|w| w.contains("search bound")) {
         parts.push("A knob ended on its search bound (see the warnings).".into());
     }
-    (if better { "calibrated" } else { "uncalibrated" }, parts.join(" "))
+    (if use_it { "calibrated" } else { "uncalibrated" }, parts.join(" "), gate)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// The recommended model's median error on runs it did not see — the held-out cases, else the training cases
+/// left out one at a time (the uncalibrated model's error on them is its own) — against the tolerance.
+fn gate(e: &Evidence, calibrated: bool) -> Gate {
+    let (over, h) = if e.held.figures > 0 { ("held out", e.held) } else { ("left out one at a time", e.loo) };
+    let error = if calibrated { h.calibrated } else { h.baseline };
+    Gate {
+        tolerance: e.tolerance,
+        over,
+        model: if calibrated { "calibrated" } else { "uncalibrated" },
+        error,
+        pass: error.map(|x| x <= e.tolerance),
+    }
+}
+
+/// "Gate (20 % held out): the calibrated model's median error is 7.3 %: pass."
+pub fn gate_sentence(g: &Gate) -> String {
+    // The tolerance as the user gave it: "20 %", "0.1 %".
+    let tolerance = format!("{:.1}", g.tolerance * 100.0);
+    let tolerance = format!("{} %", tolerance.strip_suffix(".0").unwrap_or(&tolerance));
+    match (g.error, g.pass) {
+        (Some(x), Some(pass)) => format!(
+            "Gate ({tolerance} {}): the {} model's median error is {}: {}.",
+            g.over,
+            g.model,
+            pct(x),
+            if pass { "pass" } else { "fail — do not rely on it for decisions at this tolerance" }
+        ),
+        _ => format!("Gate ({tolerance}): no case the fit did not see, so no pass or fail."),
+    }
 }

@@ -9,11 +9,14 @@ pub mod checks;
 mod fit;
 mod formats;
 mod import;
+pub mod lengths;
 pub mod run_config;
 pub mod steps;
 pub mod validation;
 
-pub use calibrate::{Calibration, Extra, calibrate, calibrate_with_progress, default_training};
+pub use calibrate::{
+    Calibration, Extra, Options, calibrate, calibrate_with, calibrate_with_progress, default_training,
+};
 pub use import::{ImportError, Importer, import};
 
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
 //! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
 
-use super::calibrate::{Calibration, Extra, calibrate_with_progress};
+use super::calibrate::{Calibration, Options, calibrate_with};
 use super::{Bundle, Case};
 use crate::scenario::Spec;
 use serde::Deserialize;
@@ -15,9 +15,13 @@ pub struct Manifest {
     pub title: String,
     /// Paragraphs before the table: the sources, how to fetch them, the split.
     pub about: Vec<String>,
-    /// Knobs fitted besides the prefill and decode multipliers (`calibrate --fit`), the same for every series.
+    /// Knobs fitted besides the prefill and decode multipliers (`calibrate --fit`; `auto`: chosen per series
+    /// by leave-one-out on its training cases), the same for every series.
     #[serde(default)]
     pub fit: Vec<String>,
+    /// The gate's tolerance in percent (`calibrate --tolerance-pct`; default 20).
+    #[serde(default)]
+    pub tolerance_pct: Option<f64>,
     pub series: Vec<SeriesSpec>,
 }
 
@@ -42,16 +46,9 @@ pub fn report(m: &Manifest, series: &[(Spec, Bundle)]) -> Result<String, String>
 /// Series `i`'s calibration with the manifest's knobs (independent of the others: a front end may run the
 /// series in parallel, then `render`).
 pub fn calibrate_series(m: &Manifest, series: &[(Spec, Bundle)], i: usize) -> Result<Calibration, String> {
-    let extras = (m.fit.iter())
-        .map(|f| {
-            Extra::parse(f).ok_or_else(|| {
-                format!("fit: `{f}` is not a knob (one of: {})", Extra::ALL.map(|x| x.name()).join(", "))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let opts = Options::parse(&m.fit, m.tolerance_pct).map_err(|(field, why)| format!("{field}: {why}"))?;
     let (s, (base, bundle)) = (&m.series[i], &series[i]);
-    calibrate_with_progress(base, &bundle.cases, &s.train, &extras, &mut |_, _| {})
-        .map_err(|e| format!("{}: {e}", s.name))
+    calibrate_with(base, &bundle.cases, &s.train, &opts, &mut |_, _| {}).map_err(|e| format!("{}: {e}", s.name))
 }
 
 /// The document from each series' calibration, in the manifest's order.
@@ -72,14 +69,19 @@ fn pct(x: Option<f64>) -> String {
 }
 
 fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Calibration]) {
-    out.push_str("| series | runs | training | held-out figures | uncalibrated | calibrated | leave-one-out | repeat-run spread | use |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| series | runs | training | knobs | held-out figures | uncalibrated | calibrated | leave-one-out | repeat-run spread | use | gate |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for ((s, (_, b)), c) in m.series.iter().zip(series).zip(runs) {
         let loo = format!("{} → {}", pct(c.leave_one_out.baseline), pct(c.leave_one_out.calibrated));
         let noise = pct(c.noise_floor.map(|n| n.spread));
+        let knobs = fit_names(&c.fitted);
+        let gate = match c.gate.pass {
+            Some(p) => format!("{} ({})", if p { "pass" } else { "fail" }, pct(c.gate.error)),
+            None => "—".into(),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {loo} | {noise} | {} |",
+            "| {} | {} | {} | {knobs} | {} | {} | {} | {loo} | {noise} | {} | {gate} |",
             s.name,
             b.cases.len(),
             s.train.len(),
@@ -90,6 +92,7 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
         );
     }
     let met = runs.iter().filter(|c| c.held_out.calibrated.is_some_and(|e| e <= 0.10)).count();
+    let passed = runs.iter().filter(|c| c.gate.pass == Some(true)).count();
     let better = runs.iter().filter(|c| c.recommended == "calibrated").count();
     // The figures the error is over are the ones the held-out rows compare, named from them: a file that lacks
     // TPOT or ITL has none to count, and the footer once said every metric was.
@@ -104,11 +107,27 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
         out,
         "\nHeld-out error is the median absolute percentage error over the latency figures the held-out runs have \
          ({}) of the cases the fit did not see, cases past saturation left out. Calibration is better than the \
-         uncalibrated model on {better} of {} series; the calibrated held-out error is within 10 % on {met} of {}.\n\n",
+         uncalibrated model on {better} of {} series; the calibrated held-out error is within 10 % on {met} of {}; \
+         the recommended model passes its gate on {passed} of {}.\n\n",
         counted.join(", "),
+        runs.len(),
         runs.len(),
         runs.len()
     );
+}
+
+/// The knobs fitted besides the two multipliers: "request overhead", or "—".
+fn fit_names(m: &super::calibrate::Multipliers) -> String {
+    let names: Vec<&str> = [
+        (m.step_overhead_ms.is_some(), "step overhead"),
+        (m.request_overhead_ms.is_some(), "request overhead"),
+        (m.tp_comm.is_some(), "TP all-reduce"),
+        (m.frontend_ms.is_some(), "front end"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    if names.is_empty() { "—".into() } else { names.join(", ") }
 }
 
 fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {

@@ -159,6 +159,35 @@ test('training marks toggle from the keyboard and the run trains on exactly thos
   const withKnob = await download(page, '#cx-json');
   assert.equal(withKnob.text, cli(['calibrate', bundle, '--scenario', join(ROOT, 'scenarios/default.json'), '--train', train.join(','), '--fit', 'request_overhead']));
   assert.match(await page.textContent('#cal-answer'), /request overhead \+ [\d.]+ ms/);
+  // The gate's tolerance, typed: out of range or not a number is marked at the field and nothing runs; fixed,
+  // the mark goes. With "Choose by leave-one-out" ticked too, the run is `--fit auto,request_overhead`'s.
+  const tolerance = page.getByRole('textbox', { name: /Gate tolerance/ });
+  for (const bad of ['0', '1e308', '-5', 'abc']) {
+    await tolerance.focus();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.type(bad);
+    assert.equal(await tolerance.getAttribute('aria-invalid'), 'true', bad);
+    assert.equal(await page.inputValue('#cal-tolerance'), bad, 'what was typed stays');
+    await page.click('#cal-run');
+    assert.match(await page.textContent('#cal-errors'), /Gate tolerance \(%\): /, bad);
+    assert.match(await page.textContent('#cal-status'), /^Done in /, `${bad}: nothing ran`);
+  }
+  await tolerance.focus();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type('7.5');
+  assert.equal(await tolerance.getAttribute('aria-invalid'), 'false');
+  const auto = page.getByRole('checkbox', { name: 'Choose by leave-one-out' });
+  await auto.focus();
+  await page.keyboard.press('Space');
+  await runCalibration(page);
+  const gated = await download(page, '#cx-json');
+  assert.equal(gated.text, cli(['calibrate', bundle, '--scenario', join(ROOT, 'scenarios/default.json'), '--train', train.join(','), '--fit', 'auto,request_overhead', '--tolerance-pct', '7.5']));
+  const gate = JSON.parse(gated.text).gate;
+  assert.equal(gate.tolerance, 0.075);
+  assert.match(await page.textContent('#cal-headline'), new RegExp(`Gate: the ${gate.model} model, ${gate.over}, within 7\\.5 %`));
+  assert.match(await page.textContent('#cal-headline'), /Knobs tried: none/);
   // Unmarking every case leaves nothing to fit on: Run says why and stays off.
   for (const b of await page.getByRole('checkbox', { name: /^Train on / }).all()) {
     if (await b.isChecked()) { await b.focus(); await page.keyboard.press('Space'); }

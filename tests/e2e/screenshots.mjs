@@ -166,6 +166,10 @@ await page.click('nav [data-panel="calibration"]');
 const results = join(ROOT, 'tests/data/results');
 await page.setInputFiles('#cal-files', ['vllm-runs-jsonl.json', 'vllm-current.json', 'sglang-bench-serving.jsonl', 'sglang-random-range.jsonl', 'vllm-legacy.json'].map((f) => join(results, f)));
 await page.waitForFunction(() => document.querySelectorAll('#cal-cases-table tbody tr[data-set]').length >= 7, null, { timeout: 20000 });
+// Knobs chosen by leave-one-out, gated at 15 %.
+await page.getByRole('checkbox', { name: 'Choose by leave-one-out' }).check();
+await typeInto(page, page.locator('#cal-tolerance'), '15');
+await page.locator('.cal-fit').screenshot({ path: join(out, 'calibration-fit.png') });
 await page.click('#cal-run');
 await page.waitForFunction(() => /^Done in/.test(document.getElementById('cal-status').textContent), null, { timeout: 120000 });
 await page.locator('#cal-answer').screenshot({ path: join(out, 'calibration-answer.png') });

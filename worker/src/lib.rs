@@ -39,6 +39,8 @@ pub enum Input {
         scenario_json: String,
         train: Vec<String>,
         fit: Vec<String>,
+        /// The gate's tolerance in percent (None: the default).
+        tolerance_pct: Option<f64>,
     },
     /// The findings report (`inferscale report`), or one experiment (`only`) on a scenario in place of the
     /// shipped ones (`base_json`): a progress message per experiment, then [`Output::Findings`] or
@@ -180,28 +182,15 @@ pub fn run_calibration(
     scenario_json: &str,
     train: &[String],
     fit: &[String],
+    tolerance_pct: Option<f64>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Calibrated, Vec<(String, String)>> {
     let bundle = inferscale::truth::Bundle::parse(bundle_json).map_err(|e| vec![("bundle".to_string(), e)])?;
     let base = inferscale::scenario::parse(scenario_json)
         .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
-    let mut extras = Vec::new();
-    for f in fit {
-        match inferscale::truth::Extra::parse(f) {
-            Some(x) if !extras.contains(&x) => extras.push(x),
-            Some(_) => {}
-            None => {
-                return Err(vec![(
-                    "calibration.fit".to_string(),
-                    format!(
-                        "unknown knob `{f}`; known: {}",
-                        inferscale::catalog::catalog().calibration_knobs.join(", ")
-                    ),
-                )]);
-            }
-        }
-    }
-    let c = inferscale::truth::calibrate_with_progress(&base, &bundle.cases, train, &extras, progress)
+    let opts = inferscale::truth::Options::parse(fit, tolerance_pct)
+        .map_err(|(field, why)| vec![(format!("calibration.{field}"), why)])?;
+    let c = inferscale::truth::calibrate_with(&base, &bundle.cases, train, &opts, progress)
         .map_err(|e| vec![("calibration".to_string(), e)])?;
     Ok(Calibrated {
         json: inferscale::export::calibration_json(&c),
@@ -341,18 +330,24 @@ mod web {
                 Input::Import { run_id, files } => {
                     scope.respond(id, Output::Imported { run_id, imported: import_files(&files) })
                 }
-                Input::Calibrate { run_id, bundle_json, scenario_json, train, fit } => {
+                Input::Calibrate { run_id, bundle_json, scenario_json, train, fit, tolerance_pct } => {
                     let mut last = 0u64;
-                    let out =
-                        match run_calibration(&bundle_json, &scenario_json, &train, &fit, &mut |done, expected| {
+                    let out = match run_calibration(
+                        &bundle_json,
+                        &scenario_json,
+                        &train,
+                        &fit,
+                        tolerance_pct,
+                        &mut |done, expected| {
                             if done >= last + (expected / 200).max(1) {
                                 last = done;
                                 scope.respond(id, Output::Progress { run_id, done, expected });
                             }
-                        }) {
-                            Ok(calibrated) => Output::Calibrated { run_id, calibrated },
-                            Err(errors) => Output::Invalid { run_id, errors },
-                        };
+                        },
+                    ) {
+                        Ok(calibrated) => Output::Calibrated { run_id, calibrated },
+                        Err(errors) => Output::Invalid { run_id, errors },
+                    };
                     scope.respond(id, out);
                 }
                 Input::Findings { run_id, base_json, only } => {
@@ -471,7 +466,7 @@ mod tests {
         let bundle_json = imported.bundle_json.unwrap();
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/default.json")).unwrap();
         let (mut calls, mut last) = (0, (0, 0));
-        let c = run_calibration(&bundle_json, &text, &[], &[], &mut |d, e| {
+        let c = run_calibration(&bundle_json, &text, &[], &[], None, &mut |d, e| {
             calls += 1;
             last = (d, e);
         })
@@ -481,12 +476,12 @@ mod tests {
         let direct =
             inferscale::truth::calibrate(&inferscale::scenario::parse(&text).unwrap(), &bundle.cases, &[]).unwrap();
         assert_eq!(c.json, inferscale::export::calibration_json(&direct));
-        assert_eq!(run_calibration("{", &text, &[], &[], &mut |_, _| {}).unwrap_err()[0].0, "bundle");
+        assert_eq!(run_calibration("{", &text, &[], &[], None, &mut |_, _| {}).unwrap_err()[0].0, "bundle");
         assert_eq!(
-            run_calibration(&bundle_json, &text, &[], &["warp".into()], &mut |_, _| {}).unwrap_err()[0].0,
+            run_calibration(&bundle_json, &text, &[], &["warp".into()], None, &mut |_, _| {}).unwrap_err()[0].0,
             "calibration.fit"
         );
-        let unknown = run_calibration(&bundle_json, &text, &["nope".into()], &[], &mut |_, _| {}).unwrap_err();
+        let unknown = run_calibration(&bundle_json, &text, &["nope".into()], &[], None, &mut |_, _| {}).unwrap_err();
         assert!(unknown[0].1.contains("`nope`"), "{unknown:?}");
         assert!(import_files(&[("x.json".into(), "not json".into())]).bundle_json.is_none());
     }

@@ -438,6 +438,12 @@ fn wire_calibration_files(app: &Rc<RefCell<App>>) {
         }
     });
     on(app, "cal-clear", "click", |app, _| cal(app, |c, cx| c.cal_clear(cx)));
+    // The gate's tolerance is checked as it is typed: its mark goes as soon as it is fixed.
+    on(app, "cal-tolerance", "input", |app, _| {
+        cal(app, |c, cx| {
+            let _ = c.cal_tolerance(cx);
+        })
+    });
     on(app, "cal-bundle", "click", |app, _| cal(app, |c, cx| c.export(cx, "bundle")));
     on(app, "cal-cases", "change", |app, e| {
         if let Some(t) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) {

@@ -147,6 +147,30 @@ pub fn headline_table(c: &Value) -> String {
         )
     };
     let mut rows = row("Held out", &c["held_out"]) + &row("Leave-one-out (training cases)", &c["leave_one_out"]);
+    let g = &c["gate"];
+    if let Some(tolerance) = g["tolerance"].as_f64() {
+        let verdict = match g["pass"].as_bool() {
+            Some(true) => format!("{}: pass", pct(g["error"].as_f64())),
+            Some(false) => format!("{}: fail", pct(g["error"].as_f64())),
+            None => "—".into(),
+        };
+        // The verdict sits in the column of the model it judges.
+        let model = g["model"].as_str().unwrap_or("");
+        let (un, cal) = if model == "calibrated" { (String::new(), verdict) } else { (verdict, String::new()) };
+        rows += &format!(
+            "<tr class=\"gate\"><td class=\"text\">Gate: the {model} model, {}, within {}</td><td></td><td>{un}</td><td>{cal}</td></tr>",
+            g["over"].as_str().unwrap_or(""),
+            pct(Some(tolerance))
+        );
+    }
+    for t in c["knob_choice"].as_array().into_iter().flatten() {
+        rows += &format!(
+            "<tr><td class=\"text\">Knobs tried: {}{}</td><td></td><td></td><td>{}</td></tr>",
+            t["knobs"].as_str().unwrap_or(""),
+            if t["chosen"].as_bool() == Some(true) { " (chosen)" } else { "" },
+            pct(t["leave_one_out"].as_f64())
+        );
+    }
     if let Some(n) = c["noise_floor"].as_object() {
         rows += &format!(
             "<tr><td class=\"text\">Repeated runs' spread ({} runs of {} configuration(s))</td><td></td><td>{}</td><td></td></tr>",
@@ -412,6 +436,7 @@ mod tests {
         let a = answer(&c);
         assert!(a.starts_with("Use the ") && a.contains("Held out (") && a.contains("Fitted prefill × "), "{a}");
         assert!(headline_table(&c).contains("Leave-one-out (training cases)"));
+        assert!(headline_table(&c).contains("Gate: the "), "{}", headline_table(&c));
         let rows = c["rows"].as_array().unwrap();
         let html = rows_table(&c, &(0..rows.len()).collect::<Vec<_>>(), &Default::default());
         assert_eq!(html.matches("<tr data-set=").count(), rows.len());

@@ -252,19 +252,34 @@ impl Calibration {
         cx.page.el("cal-errors").set_inner_html(&why);
     }
 
-    /// The extra knobs checked under "Also fit".
+    /// The knobs checked under "Fit" (`auto` among them: choose by leave-one-out), as the core lists them.
     fn cal_extras(&self, cx: &Cx) -> Vec<String> {
-        inferscale::truth::Extra::ALL
-            .iter()
+        (inferscale::catalog::catalog().calibration_knobs.into_iter())
             .filter(|x| {
                 cx.page
                     .doc
-                    .get_element_by_id(&format!("cal-fit-{}", x.name()))
+                    .get_element_by_id(&format!("cal-fit-{x}"))
                     .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
                     .is_some_and(|i| i.checked())
             })
-            .map(|x| x.name().to_string())
             .collect()
+    }
+
+    /// The gate's tolerance as typed, marked at its field: None when empty (the default); an error when it is
+    /// not a number or outside the core's range (the check `calibrate --tolerance-pct` makes).
+    pub fn cal_tolerance(&self, cx: &Cx) -> Result<Option<f64>, String> {
+        let input = cx.page.doc.get_element_by_id("cal-tolerance").and_then(|e| e.dyn_into::<HtmlInputElement>().ok());
+        let text = input.as_ref().map(|i| i.value()).unwrap_or_default();
+        let text = text.trim();
+        let read = match text.parse::<f64>() {
+            _ if text.is_empty() => Ok(None),
+            Ok(t) => inferscale::truth::Options::parse(&[], Some(t)).map(|_| Some(t)).map_err(|(_, why)| why),
+            Err(_) => Err(format!("`{text}` is not a number")),
+        };
+        if let Some(i) = &input {
+            crate::page::mark_field(i, read.as_ref().err().map(String::as_str));
+        }
+        read.map_err(|why| format!("Gate tolerance (%): {why}"))
     }
 
     fn cal_progress(&self, cx: &Cx, f: f64) {
@@ -372,7 +387,16 @@ impl Behaviour for Calibration {
         self.started_ms = now_ms();
         let run_id = self.run_id;
         let fit = self.cal_extras(cx);
-        self.cal_worker(cx).send(0, Input::Calibrate { run_id, bundle_json, scenario_json: scenario, train, fit });
+        let tolerance_pct = match self.cal_tolerance(cx) {
+            Ok(t) => t,
+            Err(why) => {
+                (self.running, self.run_id) = (false, self.run_id - 1);
+                cx.page.el("cal-errors").set_inner_html(&format!("<li>{}</li>", esc(&why)));
+                return;
+            }
+        };
+        let input = Input::Calibrate { run_id, bundle_json, scenario_json: scenario, train, fit, tolerance_pct };
+        self.cal_worker(cx).send(0, input);
         self.cal_progress(cx, 0.0);
         cx.page.el("cal-status").set_text_content(Some("Running…"));
         self.cal_buttons(cx);
