@@ -377,9 +377,16 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
     };
     s.workload.requests = Some(sent.clamp(1, crate::spec::MAX_REQUESTS));
     let length = |lens: &[u32], range: Option<[u32; 2]>, mean: Option<f64>, what: &str| -> Result<LengthSpec, String> {
+        let spread = if what == "output" { w.output_cv } else { None };
         match (pairs, range, mean) {
             (true, _, _) => Ok(LengthSpec::Sequence { values: lens.to_vec() }),
             (false, Some([min, max]), _) => Ok(LengthSpec::Uniform { min, max }),
+            // Read from the latency percentiles by the import (`lengths::infer_output`), said in the notes.
+            (false, None, Some(m)) if m >= 1.0 && spread.is_some() => Ok(LengthSpec::Lognormal {
+                mean: m,
+                cv: spread.unwrap_or(0.0),
+                max: w.output_max_tokens.unwrap_or(16_384).max(m.ceil() as u32),
+            }),
             (false, None, Some(m)) if m >= 1.0 => Ok(LengthSpec::Fixed { tokens: m.round() as u32 }),
             _ => Err(format!("{}: no {what} lengths (neither per-request lists nor token totals)", case.id)),
         }

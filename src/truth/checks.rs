@@ -38,10 +38,19 @@ pub fn figures(c: &Case) -> Result<(), String> {
             return Err(format!("`{name}` is {v}: it must be a finite number > 0"));
         }
     }
-    for (name, v) in [("mean_input_tokens", w.mean_input_tokens), ("mean_output_tokens", w.mean_output_tokens)] {
+    let max_tokens = w.output_max_tokens.map(f64::from);
+    for (name, v) in [
+        ("mean_input_tokens", w.mean_input_tokens),
+        ("mean_output_tokens", w.mean_output_tokens),
+        ("output_max_tokens", max_tokens),
+    ] {
         if let Some(v) = v.filter(|v| !(v.is_finite() && (1.0..=1e7).contains(v))) {
             return Err(format!("`workload.{name}` is {v}: it must be from 1 to 10,000,000 tokens"));
         }
+    }
+    let max_cv = super::lengths::MAX_CV;
+    if let Some(v) = w.output_cv.filter(|v| !(v.is_finite() && *v > 0.0 && *v <= max_cv)) {
+        return Err(format!("`workload.output_cv` is {v}: a coefficient of variation above 0 and at most {max_cv}"));
     }
     Ok(())
 }

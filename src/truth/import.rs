@@ -350,6 +350,16 @@ fn case_of(id: String, source: Source, obj: &Map<String, Value>) -> Result<Case,
                 .into(),
         ));
     }
+    let mut workload = workload;
+    if workload.output_lens.is_empty() && workload.output_range.is_none() {
+        let w = &workload;
+        let inferred = (w.mean_output_tokens)
+            .and_then(|mean| super::lengths::infer_output(&measured, mean, w.mean_input_tokens, w.dataset.as_deref()));
+        if let Some(i) = inferred {
+            (workload.output_cv, workload.output_max_tokens) = (i.cv, i.max_tokens);
+            f.notes.push(i.note);
+        }
+    }
     check_run(&mut f, &workload, &measured);
     if !f.from_text.is_empty() {
         f.notes.push(format!("read from text (metadata merged in as strings): {}", f.from_text.join(", ")));
@@ -407,6 +417,8 @@ fn workload_of(f: &mut Fields, engine: &str, lists: Option<&PerRequest>) -> Resu
         output_range,
         duration_s: f.num(&["duration"])?,
         distinct_prompts: None,
+        output_cv: None,
+        output_max_tokens: None,
     };
     for (what, range, mean) in
         [("input", &mut w.input_range, w.mean_input_tokens), ("output", &mut w.output_range, w.mean_output_tokens)]

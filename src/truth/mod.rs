@@ -126,6 +126,13 @@ pub struct CaseWorkload {
     pub input_range: Option<[u32; 2]>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub output_range: Option<[u32; 2]>,
+    /// The output lengths' spread when the file has no per-request lists and its E2E percentiles show one
+    /// (`lengths::infer_output`): lognormal with the mean output and this coefficient of variation, at most
+    /// `output_max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub output_cv: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub output_max_tokens: Option<u32>,
     /// Wall time of the run, s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,

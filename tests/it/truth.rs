@@ -50,7 +50,9 @@ fn current_vllm_results_import_whole() {
         (Some(150.3), Some(21.9), Some(60.2), Some(9800.1))
     );
     assert_eq!((m.completed, m.failed, m.request_throughput_rps), (Some(200), Some(0), Some(8.13)));
-    assert!(c.notes.is_empty(), "{:?}", c.notes);
+    // Saved without per-request lists: the one note says how the output lengths were read.
+    assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+    assert!(c.notes[0].starts_with("output lengths read from the E2E percentiles"), "{:?}", c.notes);
 }
 
 #[test]
@@ -1324,4 +1326,104 @@ fn a_large_result_file_imports_in_bounded_memory() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 41, "a header and 40 cases");
+}
+
+/// A `vllm bench serve` file saved without its per-request lists: the output lengths' spread is read from the
+/// E2E percentiles (n ≈ 1 + (E2E − TTFT) ÷ TPOT per quantile) as a lognormal with the file's mean, bounded by
+/// vLLM's ShareGPT filter (prompt + output ≤ 2,048), and the note says so. On a run the model itself made with
+/// ShareGPT-like outputs (lognormal, CV 1), the uncalibrated prediction of the E2E median lands within 10 % with
+/// the spread and more than 25 % off with every output at the mean; TPOT is right either way. A run whose
+/// outputs are one length stays fixed. Bundles carrying a spread out of its range are refused at the field.
+#[test]
+fn a_run_saved_without_its_lists_gets_its_output_spread_from_the_percentiles() {
+    use inferscale::scenario::{ArrivalSpec, LengthSpec};
+    use inferscale::truth::calibrate::scenario_of;
+    let base = one_class_base();
+    let run = |output: LengthSpec| {
+        let mut truth = base.clone();
+        truth.workload.arrival = ArrivalSpec::Poisson { rate_rps: 2.0 };
+        truth.workload.requests = Some(1000);
+        truth.workload.classes[0].output_tokens = output;
+        inferscale::simulate(&super::valid(&truth))
+    };
+    let file = |r: &inferscale::Report, dataset: &str| {
+        let s = &r.summary;
+        let ms = |x: f64| x * 1e3;
+        serde_json::json!({
+            "backend": "vllm", "dataset_name": dataset, "request_rate": 2.0, "num_prompts": 1000,
+            "completed": s.completed, "duration": s.duration_s, "request_throughput": s.throughput_rps,
+            "total_input_tokens": 512 * s.completed,
+            "total_output_tokens": (s.output_tokens_per_s * s.duration_s).round(),
+            "mean_ttft_ms": ms(s.ttft_s.mean), "median_ttft_ms": ms(s.ttft_s.p50), "p99_ttft_ms": ms(s.ttft_s.p99),
+            "mean_tpot_ms": ms(s.tpot_s.mean), "median_tpot_ms": ms(s.tpot_s.p50), "p99_tpot_ms": ms(s.tpot_s.p99),
+            "mean_e2el_ms": ms(s.e2e_s.mean), "median_e2el_ms": ms(s.e2e_s.p50), "p99_e2el_ms": ms(s.e2e_s.p99),
+        })
+        .to_string()
+    };
+    let measured = run(LengthSpec::Lognormal { mean: 200.0, cv: 1.0, max: 1536 });
+    let (cases, errors) = inferscale::truth::import("sharegpt.json", &file(&measured, "sharegpt"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let case = &cases[0];
+    let (cv, max) = (case.workload.output_cv.unwrap(), case.workload.output_max_tokens);
+    println!("inferred CV {cv:.3}, max {max:?}; notes {:?}", case.notes);
+    assert!((0.6..=1.6).contains(&cv), "CV 1 made, {cv} read");
+    assert_eq!(max, Some(2048 - 512), "the ShareGPT filter's bound");
+    assert!(
+        case.notes.iter().any(|n| n.contains("read from the E2E percentiles") && n.contains("lognormal")),
+        "{:?}",
+        case.notes
+    );
+    let predict = |c: &Case| inferscale::simulate(&super::valid(&scenario_of(&base, c).unwrap())).summary;
+    let (spread, at_mean) = {
+        let mut fixed = case.clone();
+        (fixed.workload.output_cv, fixed.workload.output_max_tokens) = (None, None);
+        (predict(case), predict(&fixed))
+    };
+    let off = |p: f64, m: f64| (p / m - 1.0).abs();
+    let m = &measured.summary;
+    println!(
+        "E2E median: measured {:.3} s, with the spread {:.3}, at the mean {:.3}",
+        m.e2e_s.p50, spread.e2e_s.p50, at_mean.e2e_s.p50
+    );
+    assert!(off(spread.e2e_s.p50, m.e2e_s.p50) < 0.10, "with the spread");
+    assert!(off(at_mean.e2e_s.p50, m.e2e_s.p50) > 0.25, "every output at the mean");
+    assert!(off(spread.tpot_s.p50, m.tpot_s.p50) < 0.05 && off(at_mean.tpot_s.p50, m.tpot_s.p50) < 0.05);
+    // One length: the percentiles agree, and the lengths stay fixed at the mean.
+    let fixed = run(LengthSpec::Fixed { tokens: 128 });
+    let (cases, _) = inferscale::truth::import("random.json", &file(&fixed, "random"));
+    assert_eq!((cases[0].workload.output_cv, cases[0].workload.output_max_tokens), (None, None));
+    assert!(cases[0].notes.iter().any(|n| n.contains("fixed at the mean")), "{:?}", cases[0].notes);
+    // The shipped files: vLLM's current format without lists reads a spread; runs of the `random` dataset with
+    // EOS ignored (one length) and SGLang's stay fixed; files with per-request lists keep their pairs.
+    let results = super::root().join("tests/data/results");
+    for (f, spread) in [
+        ("vllm-current.json", true),
+        ("vllm-runs-jsonl.json", false),
+        ("vllm-inf-concurrency.json", false),
+        ("sglang-bench-serving.jsonl", false),
+        ("vllm-legacy.json", false),
+    ] {
+        let (cases, _) = inferscale::truth::import(f, &std::fs::read_to_string(results.join(f)).unwrap());
+        for c in &cases {
+            assert_eq!(c.workload.output_cv.is_some(), spread, "{f}: {:?}", c.notes);
+        }
+    }
+    // A bundle's spread out of range is refused at its field, never simulated.
+    for (cv, max, field) in [
+        (Some(-1.0), None, "workload.output_cv"),
+        (Some(0.0), None, "workload.output_cv"),
+        (Some(1e-300), None, ""),
+        (Some(1e308), None, "workload.output_cv"),
+        (Some(1.0), Some(0), "workload.output_max_tokens"),
+    ] {
+        let mut odd = case.clone();
+        (odd.workload.output_cv, odd.workload.output_max_tokens) = (cv, max);
+        // As calibration prepares a case: its figures checked, then its scenario.
+        let got = inferscale::truth::checks::figures(&odd)
+            .and_then(|_| inferscale::truth::calibrate::case_run(&base, &odd).map(|_| ()));
+        match field {
+            "" => assert!(got.is_ok(), "{cv:?}: {got:?}"),
+            f => assert!(got.unwrap_err().contains(f), "{cv:?} {max:?}"),
+        }
+    }
 }
