@@ -207,6 +207,14 @@ impl Hardware {
         let (peak, bw, mem, link) =
             (field!(peak_tflops), field!(hbm_bandwidth_gbps), field!(hbm_gb), field!(interconnect_gbps));
         let (peak, bw, mem, link) = (peak?, bw?, mem?, link?);
+        // One-byte weights (FP8, or INT8 W8A8) run their matrix products on the device's 8-bit tensor cores —
+        // vLLM's and SGLang's FP8 checkpoints use FP8 GEMMs where the device has them — at twice the BF16 rate
+        // on H100, H200, B200 and MI300X. A peak_tflops given is the user's and stands.
+        let eight_bit = model.is_some_and(|m| m.bytes_per_param == 1.0);
+        let peak = match (h.peak_tflops, base.and_then(|d| d.fp8_tflops)) {
+            (None, Some(fp8)) if eight_bit => fp8,
+            _ => peak,
+        };
         let mfu = h.mfu.unwrap_or(presets::DEFAULT_MFU);
         let wbe = h.weight_bw_efficiency.unwrap_or(presets::DEFAULT_WEIGHT_BW_EFFICIENCY);
         let kbe = h.kv_bw_efficiency.unwrap_or(presets::DEFAULT_KV_BW_EFFICIENCY);

@@ -84,6 +84,9 @@ pub const MODELS: &[ModelPreset] = &[
 pub struct DevicePreset {
     pub name: &'static str,
     pub peak_tflops: f64,
+    /// Dense FP8 tensor-core rate, TFLOP/s: what a model with one-byte weights runs its matrix products at;
+    /// None on a device without FP8 matrix units (A100: FP8 checkpoints run as weight-only W8A16 at the BF16 rate).
+    pub fp8_tflops: Option<f64>,
     pub hbm_bandwidth_gbps: f64,
     pub hbm_gb: f64,
     pub interconnect_gbps: f64,
@@ -104,6 +107,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "a100-80g",
         peak_tflops: 312.0,
+        fp8_tflops: None,
         hbm_bandwidth_gbps: 2039.0,
         hbm_gb: 80.0,
         interconnect_gbps: 300.0,
@@ -112,6 +116,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "a100-40g",
         peak_tflops: 312.0,
+        fp8_tflops: None,
         hbm_bandwidth_gbps: 1555.0,
         hbm_gb: 40.0,
         interconnect_gbps: 300.0,
@@ -120,6 +125,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "h100-sxm",
         peak_tflops: 989.5,
+        fp8_tflops: Some(1979.0),
         hbm_bandwidth_gbps: 3350.0,
         hbm_gb: 80.0,
         interconnect_gbps: 450.0,
@@ -128,6 +134,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "h100-pcie",
         peak_tflops: 756.0,
+        fp8_tflops: Some(1513.0),
         hbm_bandwidth_gbps: 2000.0,
         hbm_gb: 80.0,
         interconnect_gbps: 64.0,
@@ -136,6 +143,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "h200",
         peak_tflops: 989.5,
+        fp8_tflops: Some(1979.0),
         hbm_bandwidth_gbps: 4800.0,
         hbm_gb: 141.0,
         interconnect_gbps: 450.0,
@@ -144,6 +152,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "h20",
         peak_tflops: 148.0,
+        fp8_tflops: Some(296.0),
         hbm_bandwidth_gbps: 4000.0,
         hbm_gb: 96.0,
         interconnect_gbps: 450.0,
@@ -152,6 +161,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "b200",
         peak_tflops: 2250.0,
+        fp8_tflops: Some(4500.0),
         hbm_bandwidth_gbps: 8000.0,
         hbm_gb: 180.0,
         interconnect_gbps: 900.0,
@@ -160,6 +170,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "mi300x",
         peak_tflops: 1307.4,
+        fp8_tflops: Some(2614.9),
         hbm_bandwidth_gbps: 5300.0,
         hbm_gb: 192.0,
         interconnect_gbps: 448.0,
@@ -168,6 +179,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "gaudi3",
         peak_tflops: 1835.0,
+        fp8_tflops: Some(1835.0),
         hbm_bandwidth_gbps: 3700.0,
         hbm_gb: 128.0,
         interconnect_gbps: 525.0,
@@ -176,6 +188,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "l40s",
         peak_tflops: 362.0,
+        fp8_tflops: Some(733.0),
         hbm_bandwidth_gbps: 864.0,
         hbm_gb: 48.0,
         interconnect_gbps: 32.0,
@@ -184,6 +197,7 @@ pub const DEVICES: &[DevicePreset] = &[
     DevicePreset {
         name: "l4",
         peak_tflops: 121.0,
+        fp8_tflops: Some(242.5),
         hbm_bandwidth_gbps: 300.0,
         hbm_gb: 24.0,
         interconnect_gbps: 32.0,

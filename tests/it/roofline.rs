@@ -382,3 +382,44 @@ fn tensor_parallel_all_reduce_matches_published_h100_measurements() {
     }
     assert!(log_err < 0.08, "mean |ln(model / measured)| {log_err:.3}");
 }
+
+/// One-byte weights run their matrix products at the device's FP8 rate: a Llama-3-70B FP8 checkpoint's prefill
+/// compute on H100 takes exactly half the BF16 checkpoint's (1979 ÷ 989.5 TFLOP/s, the same FLOPs), while its
+/// weight read halves with its bytes; on A100, which has no FP8 tensor cores, compute stays at the BF16 rate; a
+/// `peak_tflops` the user gives stands; four-bit weights (weight-only, dequantised to BF16) keep the BF16 rate.
+#[test]
+fn fp8_weights_run_their_matrix_products_at_the_fp8_rate() {
+    let step = |device: &str, bytes: f64, peak: Option<f64>| {
+        let mut spec: Spec = super::small();
+        spec.model =
+            ModelSpec { preset: Some("llama-3-70b".into()), bytes_per_param: Some(bytes), ..ModelSpec::default() };
+        let memory = if device == "a100-80g" { 8 } else { 4 };
+        spec.hardware =
+            HardwareSpec { device: Some(device.into()), tp: memory, peak_tflops: peak, ..HardwareSpec::default() };
+        let sc = super::valid(&spec);
+        let h = sc.front_pool().hardware.clone();
+        let work = StepWork {
+            prefill_seqs: 1,
+            prefill_tokens: 2048,
+            prefill_attention_pairs: 2048 * 2049 / 2,
+            ..Default::default()
+        };
+        (h.peak_flops / 1e12, Roofline::new(&sc.model, &h).step(&work))
+    };
+    let (bf16_peak, bf16) = step("h100-sxm", 2.0, None);
+    let (fp8_peak, fp8) = step("h100-sxm", 1.0, None);
+    assert_eq!((bf16_peak, fp8_peak), (989.5, 1979.0));
+    assert_eq!(fp8.prefill_compute_ns, bf16.prefill_compute_ns * 989.5 / 1979.0, "the same FLOPs at twice the rate");
+    // The weight read halves with the bytes (the step's KV write, also counted there, does not).
+    let read = fp8.weights_ns / bf16.weights_ns;
+    assert!((0.5..0.55).contains(&read), "half the weight bytes to read: {read}");
+    assert!(fp8.total_ns < bf16.total_ns * 6 / 10, "a compute-bound prefill: {} vs {} ns", fp8.total_ns, bf16.total_ns);
+    let ((a_bf16, a16), (a_fp8, a8)) = (step("a100-80g", 2.0, None), step("a100-80g", 1.0, None));
+    assert_eq!((a_bf16, a_fp8), (312.0, 312.0), "no FP8 tensor cores on A100");
+    assert_eq!(a8.prefill_compute_ns, a16.prefill_compute_ns);
+    assert_eq!(step("h100-sxm", 1.0, Some(1200.0)).0, 1200.0, "the user's peak stands");
+    assert_eq!(step("h100-sxm", 0.5, None).0, 989.5, "4-bit weight-only runs its GEMMs in BF16");
+    for (device, fp8) in [("h200", 1979.0), ("b200", 4500.0), ("mi300x", 2614.9), ("l40s", 733.0)] {
+        assert_eq!(step(device, 1.0, None).0, fp8, "{device}");
+    }
+}
