@@ -221,26 +221,27 @@ fn distinct(rows: &[Value], training: bool) -> usize {
 
 /// Held-out MAPE per metric, baseline and calibrated.
 pub fn mape_table(c: &Value) -> String {
-    let rows: String = c["held_out_mape"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| {
-            let (b, a) = (m["baseline"].as_f64(), m["calibrated"].as_f64());
-            let change = match (b, a) {
-                (Some(b), Some(a)) => format!("{:+.1} points", (a - b) * 100.0),
-                _ => "—".into(),
-            };
-            format!(
-                "<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{change}</td></tr>",
-                esc(m["metric"].as_str().unwrap_or("")),
-                pct(b),
-                pct(a)
-            )
+    let none = Vec::new();
+    let held = c["held_out_mape"].as_array().unwrap_or(&none);
+    let left = c["leave_one_out_mape"].as_array().unwrap_or(&none);
+    // Uncalibrated, calibrated and the change, for one set; a set without the metric shows dashes.
+    let cells = |m: Option<&Value>| {
+        let (b, a) = m.map_or((None, None), |m| (m["baseline"].as_f64(), m["calibrated"].as_f64()));
+        let change = match (b, a) {
+            (Some(b), Some(a)) => format!("{:+.1} points", (a - b) * 100.0),
+            _ => "—".into(),
+        };
+        (b.is_some() || a.is_some(), format!("<td>{}</td><td>{}</td><td>{change}</td>", pct(b), pct(a)))
+    };
+    let rows: String = (0..held.len().max(left.len()))
+        .filter_map(|k| {
+            let (h, l) = (cells(held.get(k)), cells(left.get(k)));
+            let metric = held.get(k).or(left.get(k))?["metric"].as_str().unwrap_or("");
+            (h.0 || l.0).then(|| format!("<tr><td class=\"text\">{}</td>{}{}</tr>", esc(metric), h.1, l.1))
         })
         .collect();
     format!(
-        "<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Held-out error (mean absolute percentage error)</caption><thead><tr><th class=\"text\">Metric</th><th>Baseline</th><th>Calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>"
+        "<div class=\"table-wrap\"><table id=\"cal-mape\"><caption>Error per metric (mean absolute percentage error): the held-out cases, and the training cases left out one at a time</caption><thead><tr><th class=\"text\">Metric</th><th>Held out: uncalibrated</th><th>Held out: calibrated</th><th>Change</th><th>Left out: uncalibrated</th><th>Left out: calibrated</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 }
 
@@ -437,6 +438,8 @@ mod tests {
         assert!(a.starts_with("Use the ") && a.contains("Held out (") && a.contains("Fitted prefill × "), "{a}");
         assert!(headline_table(&c).contains("Leave-one-out (training cases)"));
         assert!(headline_table(&c).contains("Gate: the "), "{}", headline_table(&c));
+        let mape = mape_table(&c);
+        assert!(mape.contains("Left out: calibrated") && mape.matches("<tr><td").count() >= 4, "{mape}");
         let rows = c["rows"].as_array().unwrap();
         let html = rows_table(&c, &(0..rows.len()).collect::<Vec<_>>(), &Default::default());
         assert_eq!(html.matches("<tr data-set=").count(), rows.len());
