@@ -378,16 +378,16 @@ pub fn scenario_of(base: &Spec, case: &Case) -> Result<Spec, String> {
     s.workload.requests = Some(sent.clamp(1, crate::spec::MAX_REQUESTS));
     let length = |lens: &[u32], range: Option<[u32; 2]>, mean: Option<f64>, what: &str| -> Result<LengthSpec, String> {
         let spread = if what == "output" { w.output_cv } else { None };
-        match (pairs, range, mean) {
-            (true, _, _) => Ok(LengthSpec::Sequence { values: lens.to_vec() }),
-            (false, Some([min, max]), _) => Ok(LengthSpec::Uniform { min, max }),
+        match (pairs, range, mean, spread) {
+            (true, ..) => Ok(LengthSpec::Sequence { values: lens.to_vec() }),
+            (false, Some([min, max]), ..) => Ok(LengthSpec::Uniform { min, max }),
             // Read from the latency percentiles by the import (`lengths::infer_output`), said in the notes.
-            (false, None, Some(m)) if m >= 1.0 && spread.is_some() => Ok(LengthSpec::Lognormal {
+            (false, None, Some(m), Some(cv)) if m >= 1.0 => Ok(LengthSpec::Lognormal {
                 mean: m,
-                cv: spread.unwrap_or(0.0),
+                cv,
                 max: w.output_max_tokens.unwrap_or(16_384).max(m.ceil() as u32),
             }),
-            (false, None, Some(m)) if m >= 1.0 => Ok(LengthSpec::Fixed { tokens: m.round() as u32 }),
+            (false, None, Some(m), _) if m >= 1.0 => Ok(LengthSpec::Fixed { tokens: m.round() as u32 }),
             _ => Err(format!("{}: no {what} lengths (neither per-request lists nor token totals)", case.id)),
         }
     };
@@ -894,28 +894,15 @@ fn headline(rows: &[Row], which: impl Fn(&Row) -> bool, after: impl Fn(&Row) -> 
     }
 }
 
-fn held_out_mape(rows: &[Row]) -> Vec<MetricError> {
-    METRICS
-        .iter()
-        .map(|(name, _, _)| {
-            let held: Vec<&Row> = rows.iter().filter(|r| !r.training && !r.saturated && r.metric == *name).collect();
-            let mean = |f: fn(&Row) -> f64| {
-                (!held.is_empty()).then(|| held.iter().map(|r| f(r)).sum::<f64>() / held.len() as f64)
-            };
-            MetricError { metric: name, baseline: mean(|r| r.baseline_ape), calibrated: mean(|r| r.calibrated_ape) }
-        })
-        .collect()
-}
-
-/// Per metric: the training cases' MAPE uncalibrated and left out one at a time (cases past saturation, and
-/// rows without a leave-one-out prediction, left out).
-fn leave_one_out_mape(rows: &[Row]) -> Vec<MetricError> {
+/// Per metric, the mean APE before and after (`after` of a row) over the rows `which` keeps that are not past
+/// saturation and have an `after` — [`headline`]'s rows, as a mean per metric.
+fn metric_errors(rows: &[Row], which: impl Fn(&Row) -> bool, after: impl Fn(&Row) -> Option<f64>) -> Vec<MetricError> {
     METRICS
         .iter()
         .map(|(name, _, _)| {
             let kept: Vec<(f64, f64)> = (rows.iter())
-                .filter(|r| r.training && !r.saturated && r.metric == *name)
-                .filter_map(|r| Some((r.baseline_ape, r.leave_one_out_ape?)))
+                .filter(|r| which(r) && !r.saturated && r.metric == *name)
+                .filter_map(|r| Some((r.baseline_ape, after(r)?)))
                 .collect();
             let mean = |f: fn(&(f64, f64)) -> f64| {
                 (!kept.is_empty()).then(|| kept.iter().map(f).sum::<f64>() / kept.len() as f64)
@@ -923,6 +910,17 @@ fn leave_one_out_mape(rows: &[Row]) -> Vec<MetricError> {
             MetricError { metric: name, baseline: mean(|r| r.0), calibrated: mean(|r| r.1) }
         })
         .collect()
+}
+
+/// Per metric: the held-out cases' MAPE uncalibrated and calibrated.
+fn held_out_mape(rows: &[Row]) -> Vec<MetricError> {
+    metric_errors(rows, |r| !r.training, |r| Some(r.calibrated_ape))
+}
+
+/// Per metric: the training cases' MAPE uncalibrated and left out one at a time (rows without a leave-one-out
+/// prediction left out).
+fn leave_one_out_mape(rows: &[Row]) -> Vec<MetricError> {
+    metric_errors(rows, |r| r.training, |r| r.leave_one_out_ape)
 }
 
 fn saturated_list(
