@@ -176,6 +176,26 @@ pub const DEVICES: &[DevicePreset] = &[
         interconnect_gbps: 448.0,
         usd_per_gpu_hour: None,
     },
+    // CDNA 3 as the MI300X, with HBM3E.
+    DevicePreset {
+        name: "mi325x",
+        peak_tflops: 1307.4,
+        fp8_tflops: Some(2614.9),
+        hbm_bandwidth_gbps: 6000.0,
+        hbm_gb: 256.0,
+        interconnect_gbps: 448.0,
+        usd_per_gpu_hour: None,
+    },
+    // CDNA 4: 256 CUs × 8,192 FP8 FLOP a clock × 2.4 GHz (AMD at ISSCC 2026) = 5,033 TFLOP/s FP8 dense, BF16 half.
+    DevicePreset {
+        name: "mi355x",
+        peak_tflops: 2516.6,
+        fp8_tflops: Some(5033.2),
+        hbm_bandwidth_gbps: 8000.0,
+        hbm_gb: 288.0,
+        interconnect_gbps: 537.6,
+        usd_per_gpu_hour: None,
+    },
     DevicePreset {
         name: "gaudi3",
         peak_tflops: 1835.0,

@@ -23,6 +23,9 @@ pub(super) fn case_of(id: &str, source: &Source, obj: &Map<String, Value>) -> Op
     if obj.contains_key("tput_per_gpu") && obj.contains_key("conc") {
         return Some(inferencex(blank(id, source), obj));
     }
+    if let (Some(Value::Object(metrics)), true) = (obj.get("metrics"), obj.contains_key("hardware")) {
+        return Some(inferencex(blank(id, source), &dashboard_row(obj, metrics)));
+    }
     None
 }
 
@@ -147,6 +150,35 @@ fn inference_perf(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> 
     usable(c)
 }
 
+/// A row of InferenceX's dashboard data (the app's benchmarks API, what its "export" saves): the aggregate's
+/// figures nested under `metrics`, the device as `hardware`, the parallelism per pool (`prefill_tp`,
+/// `decode_tp`, …), the run's `date` and `run_url`. Flattened into the aggregate's shape: a single-node,
+/// non-disaggregated row's `decode_tp` is its `tp`.
+fn dashboard_row(obj: &Map<String, Value>, metrics: &Map<String, Value>) -> Map<String, Value> {
+    let mut flat: Map<String, Value> =
+        obj.iter().filter(|(k, _)| *k != "metrics").map(|(k, v)| (k.clone(), v.clone())).collect();
+    flat.extend(metrics.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(hw) = flat.remove("hardware") {
+        flat.insert("hw".into(), hw);
+    }
+    let yes = |k: &str| flat.get(k).and_then(Value::as_bool) == Some(true);
+    if !yes("disagg")
+        && !yes("is_multinode")
+        && !flat.contains_key("tp")
+        && let Some(tp) = flat.get("decode_tp").cloned()
+    {
+        flat.insert("tp".into(), tp);
+    }
+    let provenance: Vec<String> =
+        ["image", "date", "run_url"].iter().filter_map(|k| Some(format!("{k} {}", flat.get(*k)?.as_str()?))).collect();
+    flat.insert("_provenance".into(), Value::String(provenance.join(", ")));
+    flat
+}
+
+/// InferenceX's workflows run the client with `--random-range-ratio 0.8` (`.github/workflows/benchmark-tmpl.yml`,
+/// SemiAnalysisAI/InferenceX): each length uniform between ⌊0.8 · L⌋ and L, mean 0.9 · L.
+const INFERENCEX_RANGE_RATIO: f64 = 0.8;
+
 /// InferenceX's aggregated result: the vLLM result's `*_ms` keys turned into seconds without the suffix,
 /// `*_intvty` = 1000 / the TPOT in ms (tokens/s per user), throughputs per GPU; the client ran
 /// `request_rate inf` under `max_concurrency conc` with `conc × 10` prompts of `isl` / `osl` tokens.
@@ -167,13 +199,28 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
     c.model_id = text("model");
     c.gpu = text("hw");
     c.tp = whole("tp")?.map(|t| t.min(1 << 20) as u32);
+    let recorded = num(o, "random_range_ratio")?;
+    if recorded.is_some_and(|r| r > 1.0) {
+        return Err((Some("random_range_ratio".into()), "must be between 0 and 1".into()));
+    }
+    let ratio = recorded.unwrap_or(INFERENCEX_RANGE_RATIO);
+    // The client's `sample_uniform`: integers from int(L · ratio) to L inclusive.
+    let range = |k: &str| -> Result<Option<[u32; 2]>, Refusal> {
+        let Some(l) = num(o, k)?.filter(|&l| l >= 1.0) else { return Ok(None) };
+        let l = l.round().min(f64::from(u32::MAX)) as u32;
+        Ok(Some([((f64::from(l) * ratio) as u32).max(1), l]))
+    };
+    let (input_range, output_range) = (range("isl")?, range("osl")?);
+    let mean = |r: Option<[u32; 2]>| r.map(|[a, b]| (f64::from(a) + f64::from(b)) / 2.0);
     c.workload = CaseWorkload {
         request_rate: Some(Rate::Infinite),
         max_concurrency: Some(conc),
         num_prompts: Some(conc.saturating_mul(10)),
         dataset: Some("random".into()),
-        mean_input_tokens: num(o, "isl")?,
-        mean_output_tokens: num(o, "osl")?,
+        mean_input_tokens: mean(input_range),
+        mean_output_tokens: mean(output_range),
+        input_range,
+        output_range,
         ..CaseWorkload::default()
     };
     c.measured = Measured {
@@ -185,7 +232,14 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
         total_token_throughput_tps: per_gpu("tput_per_gpu")?,
         ..Measured::default()
     };
-    c.notes.push(format!("InferenceX aggregate: latencies in seconds, throughputs per GPU (× {gpus} GPUs here); the prompt count is not recorded ({} assumed, InferenceX's conc × 10), nor the random_range_ratio (lengths fixed at isl / osl; with a ratio below 1 the real mean is lower)", conc * 10));
+    c.notes.push(format!("InferenceX aggregate: latencies in seconds, throughputs per GPU (× {gpus} GPUs here); the prompt count is not recorded ({} assumed, InferenceX's conc × 10)", conc * 10));
+    c.notes.push(match recorded {
+        Some(r) => format!("lengths uniform from ⌊{r} × isl⌋ to isl (and osl), the file's random_range_ratio"),
+        None => format!("the random_range_ratio is not recorded: InferenceX's workflows use {INFERENCEX_RANGE_RATIO}, so lengths are uniform from ⌊{INFERENCEX_RANGE_RATIO} × isl⌋ to isl (and osl), mean 0.9 × isl"),
+    });
+    if let Some(p) = o.get("_provenance").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+        c.notes.push(format!("InferenceX dashboard row: {p}"));
+    }
     if o.get("disagg").and_then(Value::as_bool) == Some(true)
         || o.get("is_multinode").and_then(Value::as_bool) == Some(true)
     {

@@ -350,11 +350,13 @@ fn the_import_command_writes_the_bundle_and_names_what_it_could_not_read() {
     let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let bundle = Bundle::parse(&String::from_utf8(out.stdout).unwrap()).unwrap();
-    // 14 vLLM and SGLang runs, an inference-perf stage, two InferenceX aggregates, two LoadGen logs.
-    assert_eq!(bundle.cases.len(), 19);
+    // 14 vLLM and SGLang runs, an inference-perf stage, two InferenceX aggregates and three dashboard rows (a
+    // fourth refused), two LoadGen logs.
+    assert_eq!(bundle.cases.len(), 22);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("broken.jsonl:2: `duration`") && err.contains("/dev/zero: not a regular file"), "{err}");
     assert!(err.contains("summary_lifecycle_metrics.json:1: `load_summary.requested_rate`"), "{err}");
+    assert!(err.contains("inferencex-dashboard-rows.json:3: `random_range_ratio`"), "{err}");
     let csv = run(&[&files[0], "--format", "csv"]);
     let text = String::from_utf8(csv.stdout).unwrap();
     assert!(text.starts_with("case,engine,model,request_rate_rps"), "{text}");
@@ -1123,6 +1125,36 @@ fn inferencex_aggregates_import_single_node_and_disaggregated() {
     assert_eq!(errors[0].key.as_deref(), Some("conc"));
 }
 
+/// InferenceX's dashboard rows (the app's benchmarks API): an array of runs, the figures nested under
+/// `metrics`, the device as `hardware`, a single node's `decode_tp` as its TP; lengths uniform from ⌊0.8 · L⌋ to
+/// L as InferenceX's workflows run the client, unless the row records its ratio; a ratio above 1 is refused,
+/// naming the key, and the other rows are kept.
+#[test]
+fn inferencex_dashboard_rows_import_as_runs_with_their_length_ranges() {
+    let (cases, errors) = file("inferencex-dashboard-rows.json");
+    assert_eq!(cases.len(), 3, "{errors:?}");
+    assert_eq!((errors.len(), errors[0].line, errors[0].key.as_deref()), (1, 3, Some("random_range_ratio")));
+    let c = &cases[0];
+    assert_eq!(c.id, "inferencex-dashboard-rows.json:1");
+    assert_eq!((c.engine.as_str(), c.tp, c.gpu.as_deref()), ("sglang", Some(8), Some("mi300x")));
+    assert_eq!((c.workload.max_concurrency, c.workload.num_prompts), (Some(16), Some(160)));
+    assert_eq!((c.workload.input_range, c.workload.output_range), (Some([819, 1024]), Some([6553, 8192])));
+    assert_eq!(c.workload.mean_output_tokens, Some(7372.5));
+    assert!((c.measured.tpot_ms.median.unwrap() - 31.0).abs() < 1e-9);
+    assert!((c.measured.e2e_ms.p99.unwrap() - 240_000.0).abs() < 1e-6);
+    assert!((c.measured.total_token_throughput_tps.unwrap() - 71.0 * 8.0).abs() < 1e-9);
+    assert!(noted(c, "InferenceX's workflows use 0.8") && noted(c, "run_url https://"), "{:?}", c.notes);
+    let r = &cases[1];
+    assert_eq!((r.workload.input_range, r.workload.output_range), (Some([500, 1000]), Some([50, 100])));
+    assert!(noted(r, "the file's random_range_ratio"), "{:?}", r.notes);
+    let d = &cases[2];
+    assert_eq!((d.tp, d.engine.as_str()), (None, "dynamo-sglang"), "a disaggregated row has no single TP");
+    assert!(noted(d, "disaggregated"), "{:?}", d.notes);
+    let s = inferscale::truth::calibrate::scenario_of(&super::small(), c).unwrap();
+    let class = &s.workload.classes[0];
+    assert_eq!(class.output_tokens, inferscale::scenario::LengthSpec::Uniform { min: 6553, max: 8192 });
+}
+
 /// MLPerf LoadGen: the summary (both spellings of the TPOT labels, odd spacing, an INVALID run) and the detail
 /// log (`:::MLLOG` records among other lines) give the same figures; ns to ms; Server is Poisson at target_qps;
 /// prompt lengths are not in the logs, and calibration says so rather than guess.
@@ -1425,5 +1457,24 @@ fn a_run_saved_without_its_lists_gets_its_output_spread_from_the_percentiles() {
             "" => assert!(got.is_ok(), "{cv:?}: {got:?}"),
             f => assert!(got.unwrap_err().contains(f), "{cv:?} {max:?}"),
         }
+    }
+}
+
+/// The InferenceX held-out set (tests/data/public/inferencex/FROZEN.md) is what was hashed before any fit:
+/// a bundle edited after the freeze fails here.
+#[test]
+fn inferencex_bundles_are_the_frozen_ones() {
+    use sha2::{Digest, Sha256};
+    let dir = super::root().join("tests/data/public/inferencex");
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+    let bundles: Vec<(&str, &str)> =
+        sums.lines().filter_map(|l| l.split_once("  ")).filter(|(_, f)| f.ends_with(".bundle.json")).collect();
+    assert_eq!(bundles.len(), 4);
+    for (sum, name) in bundles {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let got: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, sum, "{name} changed after the freeze");
+        let b = Bundle::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
+        assert!(b.cases.iter().all(|c| c.engine == "sglang" && c.tp == Some(8)), "{name}");
     }
 }
