@@ -113,6 +113,19 @@ const METRICS: [Metric; 8] = [
 ];
 const N: usize = METRICS.len();
 
+/// The tails: predicted and reported beside [`METRICS`], never fitted nor counted in any error (a fit to p99s
+/// would chase the few slowest requests of a run).
+const TAILS: [Metric; 7] = [
+    ("TTFT p90", |c| c.measured.ttft_ms.p90, |r| r.summary.ttft_s.p90 * 1e3),
+    ("TTFT p99", |c| c.measured.ttft_ms.p99, |r| r.summary.ttft_s.p99 * 1e3),
+    ("TPOT p90", |c| c.measured.tpot_ms.p90, |r| r.summary.tpot_s.p90 * 1e3),
+    ("TPOT p99", |c| c.measured.tpot_ms.p99, |r| r.summary.tpot_s.p99 * 1e3),
+    ("ITL p99", |c| itl(c)?.p99, |r| r.summary.itl_s.p99 * 1e3),
+    ("E2E p90", |c| c.measured.e2e_ms.p90, |r| r.summary.e2e_s.p90 * 1e3),
+    ("E2E p99", |c| c.measured.e2e_ms.p99, |r| r.summary.e2e_s.p99 * 1e3),
+];
+const T: usize = TAILS.len();
+
 /// A case's ITL, unless it was measured per streamed chunk of several tokens (mean ITL over twice the mean
 /// TPOT): the model's ITL is per token.
 fn itl(c: &Case) -> Option<&LatencyMs> {
@@ -149,6 +162,9 @@ pub struct Calibration {
     pub train_error_baseline: f64,
     pub train_error_calibrated: f64,
     pub rows: Vec<Row>,
+    /// The tails (p90, p99) of every case, uncalibrated and calibrated: reported, never fitted nor counted in
+    /// an error above.
+    pub tail_rows: Vec<Row>,
     /// Per metric: held-out MAPE before and after (None when no held-out case has the metric).
     pub held_out_mape: Vec<MetricError>,
     /// Per metric: the training cases' MAPE uncalibrated and left out one at a time.
@@ -427,6 +443,7 @@ fn repeated_prompts(n: u64, tokens: u32, block_tokens: u32) -> PrefixSpec {
 #[derive(Clone, Copy, Debug)]
 struct Pred {
     ms: [Option<f64>; N],
+    tails: [Option<f64>; T],
     served_rps: f64,
     overloaded: bool,
 }
@@ -455,6 +472,7 @@ fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, tick: &mut 
             tick.tick();
             Pred {
                 ms: METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r))),
+                tails: TAILS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r))),
                 served_rps: r.summary.throughput_rps,
                 overloaded: r.steady.overloaded,
             }
@@ -632,6 +650,7 @@ pub fn calibrate_with(
         saturated: saturated_list(&all, &p.is_train, &o.saturated, &before, &o.after),
         unidentified: o.fitted_x.unidentified.iter().map(|&i| fit::names(extras)[i]).collect(),
         rows: o.rows,
+        tail_rows: tail_rows(&all, &p.is_train, &o.flags, &before, &o.after),
         warnings,
         notes: vec!["Calibration corrects a global scale of prefill and decode time (and the knobs asked for); it cannot fix a scheduler or a cost the model does not have (a held-out error that stays high after calibration points to one).".into()],
     })
@@ -836,7 +855,7 @@ fn training_split(cases: &[Case], train: &[String]) -> Vec<bool> {
 }
 
 /// A case's offered load for ordering: its rate, or its clients (closed loop), or its size (burst).
-fn load(c: &Case) -> f64 {
+pub fn load(c: &Case) -> f64 {
     match (c.workload.request_rate, c.workload.max_concurrency) {
         (Some(Rate::PerSecond(r)), _) => r,
         (Some(Rate::Infinite), Some(n)) => n as f64,
@@ -852,14 +871,32 @@ fn rows(
     after: &[Pred],
     loo: &[Option<Pred>],
 ) -> Vec<Row> {
+    rows_of(&METRICS, |p, k| p.ms[k], cases, is_train, saturated, (before, after, loo))
+}
+
+/// The tails' rows: [`rows`] over [`TAILS`], without leave-one-out.
+fn tail_rows(cases: &[&Case], is_train: &[bool], saturated: &[bool], before: &[Pred], after: &[Pred]) -> Vec<Row> {
+    let none = vec![None; cases.len()];
+    rows_of(&TAILS, |p, k| p.tails[k], cases, is_train, saturated, (before, after, &none))
+}
+
+/// A row per case and metric of `table` that the case measured; `value` reads a prediction's figure `k`.
+fn rows_of(
+    table: &[Metric],
+    value: fn(&Pred, usize) -> Option<f64>,
+    cases: &[&Case],
+    is_train: &[bool],
+    saturated: &[bool],
+    (before, after, loo): (&[Pred], &[Pred], &[Option<Pred>]),
+) -> Vec<Row> {
     let ape = |p: f64, m: f64| (p - m).abs() / m;
     let mut out = Vec::new();
     for (i, c) in cases.iter().enumerate() {
-        for (k, (name, measured, _)) in METRICS.iter().enumerate() {
-            if let (Some(m), Some(b), Some(a)) = (measured(c), before[i].ms[k], after[i].ms[k])
+        for (k, (name, measured, _)) in table.iter().enumerate() {
+            if let (Some(m), Some(b), Some(a)) = (measured(c), value(&before[i], k), value(&after[i], k))
                 && m > 0.0
             {
-                let l = loo[i].and_then(|p| p.ms[k]);
+                let l = loo[i].and_then(|p| value(&p, k));
                 out.push(Row {
                     case: c.id.clone(),
                     training: is_train[i],
