@@ -114,6 +114,16 @@ impl CostModel {
         self
     }
 
+    /// The same model with a step's host work (`engine.step_cpu`): `per_step_ns` + `per_seq_ns` × its
+    /// sequences, overlapped with the GPU's or not. A linear model is returned as it is (validation refuses the
+    /// pair: its `per_seq_ms` is its per-sequence time).
+    pub fn with_cpu(mut self, per_step_ns: f64, per_seq_ns: f64, overlapped: bool) -> Self {
+        if let CostModel::Roofline(r) = &mut self {
+            (r.cpu_ns_per_step, r.cpu_ns_per_seq, r.cpu_overlapped) = (per_step_ns, per_seq_ns, overlapped);
+        }
+        self
+    }
+
     /// The same model with its prefill and decode times multiplied.
     pub fn scaled(mut self, prefill: f64, decode: f64) -> Self {
         match &mut self {
@@ -156,6 +166,10 @@ pub struct Roofline {
     comm_large_ns_per_token: f64,
     overlap_penalty: f64,
     overhead_ns: f64,
+    /// The step's host work: fixed and per sequence, ns, and whether it overlaps the GPU's (`with_cpu`).
+    cpu_ns_per_step: f64,
+    cpu_ns_per_seq: f64,
+    cpu_overlapped: bool,
     /// Profile-error multipliers (1 = as fitted; ×1 is exact, so unscaled results do not move).
     pub prefill_scale: f64,
     pub decode_scale: f64,
@@ -196,9 +210,19 @@ impl Roofline {
             comm_large_ns_per_token: comm_large_tok,
             overlap_penalty: h.overlap_penalty,
             overhead_ns: h.step_overhead_ns,
+            cpu_ns_per_step: 0.0,
+            cpu_ns_per_seq: 0.0,
+            cpu_overlapped: false,
             prefill_scale: 1.0,
             decode_scale: 1.0,
         }
+    }
+
+    /// This model with `other`'s host work per step (a pool on another device keeps the engine's host work).
+    pub fn with_cpu_of(mut self, other: &Roofline) -> Self {
+        (self.cpu_ns_per_step, self.cpu_ns_per_seq, self.cpu_overlapped) =
+            (other.cpu_ns_per_step, other.cpu_ns_per_seq, other.cpu_overlapped);
+        self
     }
 
     /// Time to read the weights a step of `tokens` tokens touches: all of a dense model's; of a mixture, less
@@ -239,15 +263,25 @@ impl Roofline {
         // those compile to library calls there (c and m are finite and ≥ 0, so the result is the same).
         let (hi, lo) = if c >= m { (c, m) } else { (m, c) };
         let core = hi + self.overlap_penalty * lo;
-        let total = core + comm + self.overhead_ns;
+        let gpu = core + comm + self.overhead_ns;
+        // The host's part: added, or overlapped so that only what outlasts the GPU step shows (0 without any,
+        // and x + 0.0 is x: a scenario without host work steps exactly as before).
+        let cpu = self.cpu_ns_per_step + w.seqs() as f64 * self.cpu_ns_per_seq;
+        let exposed = if !self.cpu_overlapped {
+            cpu
+        } else if cpu > gpu {
+            cpu - gpu
+        } else {
+            0.0
+        };
         StepCost {
-            total_ns: round_ns(total).max(1),
+            total_ns: round_ns(gpu + exposed).max(1),
             prefill_compute_ns: prefill_c,
             decode_compute_ns: decode_c,
             weights_ns: weights,
             kv_read_ns: kv_read,
             comm_ns: comm,
-            overhead_ns: self.overhead_ns,
+            overhead_ns: self.overhead_ns + exposed,
             compute_bound: c >= m,
         }
     }

@@ -472,6 +472,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         check_session_kv(spec, w, &mut e);
     }
     let cost = scaled(spec.cost_scale, cost, &mut e);
+    let cost = with_step_cpu(&spec.engine, &spec.cost, cost, &mut e);
     let disagg = match (&spec.cluster.disaggregation, &model, &hardware, &cost, &engine, &workload) {
         (Some(d), Some(m), Some(_), Some(c), Some(_), Some(w)) => validate_disagg(spec, d, m, c, w, &mut e),
         _ => None,
@@ -605,6 +606,21 @@ fn check_deadlines(spec: &Spec, w: &Workload, e: &mut Errors) {
 }
 
 /// The cost model with `cost_scale`'s profile-error multipliers of prefill and decode applied.
+/// The roofline with the engine's host work per step (`engine.step_cpu`), in its bounds; refused with the linear
+/// cost, whose per-sequence time is its own `per_seq_ms`.
+fn with_step_cpu(en: &EngineSpec, spec: &CostSpec, cost: Option<CostModel>, e: &mut Errors) -> Option<CostModel> {
+    let Some(c) = &en.step_cpu else { return cost };
+    let at = at!("engine", en.step_cpu);
+    if !c.check_fields(&at, e) {
+        return cost;
+    }
+    if matches!(spec, CostSpec::Linear { .. }) {
+        e.push(at, "applies to the roofline cost: the linear cost's per_seq_ms is its time per sequence");
+        return cost;
+    }
+    cost.map(|m| m.with_cpu(c.per_step_us * 1e3, c.per_seq_us * 1e3, c.overlapped))
+}
+
 fn scaled(scale: Option<CostScaleSpec>, cost: Option<CostModel>, e: &mut Errors) -> Option<CostModel> {
     let scale = scale.unwrap_or_default();
     scale.check_fields("cost_scale", e);
@@ -919,7 +935,7 @@ fn validate_disagg(
         check_fits_pool(role, en.kv_total_blocks * en.block_size_tokens as u64, w, e);
         let pool_cost = match cost {
             CostModel::Roofline(r) => {
-                CostModel::Roofline(Roofline::new(m, &hw)).scaled(r.prefill_scale, r.decode_scale)
+                CostModel::Roofline(Roofline::new(m, &hw).with_cpu_of(r)).scaled(r.prefill_scale, r.decode_scale)
             }
             linear => linear.clone(),
         };

@@ -1037,6 +1037,11 @@ pub struct EngineSpec {
     /// before the scheduler sees them (vLLM 0.5.x's API server). Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frontend: Option<FrontendSpec>,
+    /// The host (CPU) work of a step besides the GPU's: scheduling, preparing the inputs, sampling and
+    /// detokenising, which grow with the batch's sequences; hidden behind the GPU step when the engine overlaps
+    /// them (vLLM V1's async scheduling, SGLang's overlap scheduler). Absent: none. Roofline cost only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_cpu: Option<StepCpuSpec>,
     /// Longest request served (prompt + output tokens); longer ones are refused at arrival, as vLLM refuses a
     /// request past its `max_model_len`. Absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1080,6 +1085,7 @@ impl Default for EngineSpec {
             preemption: PreemptionSpec::default(),
             request_overhead_ms: 0.0,
             frontend: None,
+            step_cpu: None,
             max_model_len: None,
             batch_formation: BatchFormationSpec::Vllm,
             host_kv: None,
@@ -1115,6 +1121,21 @@ pub struct FrontendSpec {
 }
 
 bounds!(FrontendSpec { per_request_ms: Bound::Range(0.0, 1e4), per_prompt_token_us: Bound::Range(0.0, 1e4) });
+
+/// A step's host work: `per_step_us` + `per_seq_us` × the step's sequences. Not overlapped, it adds to the GPU
+/// step; overlapped, the step takes the longer of the two (the CPU prepares step n + 1 while the GPU runs n).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StepCpuSpec {
+    #[serde(default)]
+    pub per_step_us: f64,
+    #[serde(default)]
+    pub per_seq_us: f64,
+    #[serde(default)]
+    pub overlapped: bool,
+}
+
+bounds!(StepCpuSpec { per_step_us: Bound::Range(0.0, 1e6), per_seq_us: Bound::Range(0.0, 1e5) });
 
 /// A worker's host-memory KV tier and the link between it and HBM (PCIe, or NVLink-C2C on a superchip).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -1421,6 +1442,7 @@ pub fn declared_blocks() -> Vec<Block> {
         Block::with_defaults::<EngineSpec>("engine"),
         Block::with_defaults::<PreemptionSpec>("engine.preemption"),
         Block::with_defaults::<FrontendSpec>("engine.frontend"),
+        Block::with_defaults::<StepCpuSpec>("engine.step_cpu"),
         Block::required::<HostKvSpec>("engine.host_kv"),
         Block::with_defaults::<ClusterSpec>("cluster"),
         Block::required::<PoolSpec>("cluster.disaggregation.prefill"),

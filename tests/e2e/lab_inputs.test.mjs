@@ -220,3 +220,37 @@ test('the serving front end from the Serving Lab: typed, refused out of range at
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("a step's host work from the Serving Lab: typed, refused out of range at its field, overlapped; a run's steps take the host's time", async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const perStep = page.getByRole('spinbutton', { name: 'Host work (µs/step)', exact: true });
+  const perSeq = page.getByRole('spinbutton', { name: 'Host work (µs/seq)', exact: true });
+  const overlapped = page.getByRole('checkbox', { name: 'Host work overlapped', exact: true });
+  assert.equal((await scenario(page)).engine.step_cpu, undefined, 'off by default');
+  await typeInto(page, perSeq, '2.5');
+  await typeInto(page, perStep, '1e3');
+  await overlapped.check();
+  assert.deepEqual((await scenario(page)).engine.step_cpu, { per_step_us: 1000, per_seq_us: 2.5, overlapped: true });
+  for (const bad of ['-1', '1e308', '100001']) {
+    await typeInto(page, perSeq, bad);
+    assert.match(await page.textContent('#msg-c-cpu-seq'), /^Host work \(µs\/seq\): must be between 0 and 100000 \(got /, bad);
+    assert.equal(await page.isDisabled('#run'), true, bad);
+  }
+  await typeInto(page, perSeq, '0');
+  assert.equal(await page.locator('#msg-c-cpu-seq').count(), 0);
+  // A host second a step, overlapped, outlasts any GPU step: every token then takes about a second.
+  await page.getByRole('combobox', { name: 'Arrivals', exact: true }).selectOption('burst');
+  await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '20');
+  await typeInto(page, perStep, '1000000');
+  await runAndWait(page, 60000);
+  const tpot = JSON.parse((await download(page, '#x-json')).text).summary.tpot_s.mean;
+  assert.ok(Math.abs(tpot - 1) < 1e-3, `TPOT ${tpot} s with a host second a step`);
+  await typeInto(page, perStep, '');
+  await typeInto(page, perSeq, '');
+  await overlapped.uncheck();
+  const cpu = (await scenario(page)).engine.step_cpu;
+  assert.ok(cpu === undefined || (cpu.per_step_us ?? 0) + (cpu.per_seq_us ?? 0) === 0, JSON.stringify(cpu));
+  assert.equal(await page.textContent('#errors'), '');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

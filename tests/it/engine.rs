@@ -870,6 +870,54 @@ fn the_front_end_serves_a_burst_one_request_at_a_time() {
     }
 }
 
+/// A step's host work (`engine.step_cpu`) on the roofline, by hand: a burst of four 100-token prompts of three
+/// output tokens each on Llama-3.2-1B (a GPU step of a few ms) is four steps — the first arrival prefills alone
+/// (1 sequence), the other three prefill beside its decode (4), then two decodes (4, then 3 once the first is
+/// done). Overlapped with 100 ms + 1 ms a sequence of host work, every step is the host's: 101, 104, 104 and
+/// 103 ms, so the TTFTs are 101 and 3 × 205 ms (mean 179 ms) and the E2Es 309 and 3 × 412 ms (mean 386.25 ms).
+/// Overlapped with 1 µs, the host hides behind the GPU and the run is the run without it; added (not
+/// overlapped) at 1 ms + 0.5 ms a sequence, the steps are 1.5, 3, 3 and 2.5 ms longer: the last TTFT 4.5 ms and
+/// the last E2E 10 ms later. Audits hold throughout; bad values and the linear cost are named.
+#[test]
+fn a_steps_host_work_adds_or_hides_behind_the_gpu_step_by_hand() {
+    let mut s = linear(100, 3, 4, 1.0);
+    s.workload.arrival = ArrivalSpec::Burst {};
+    s.cost = CostSpec::Roofline;
+    s.model = serde_json::from_str(r#"{"preset": "llama-3.2-1b"}"#).unwrap();
+    s.hardware = serde_json::from_str(r#"{"device": "h100-sxm", "tp": 1}"#).unwrap();
+    let run = |cpu: Option<inferscale::spec::StepCpuSpec>| {
+        let mut s = s.clone();
+        s.engine.step_cpu = cpu;
+        let r = simulate(&super::valid(&s));
+        assert!(r.audits.ok, "{:?}", r.audits);
+        assert_eq!(r.engine.steps, 4);
+        (r.summary.ttft_s.max, r.summary.e2e_s.max, r.summary.ttft_s.mean, r.summary.e2e_s.mean)
+    };
+    let cpu = |per_step_us: f64, per_seq_us: f64, overlapped: bool| {
+        Some(inferscale::spec::StepCpuSpec { per_step_us, per_seq_us, overlapped })
+    };
+    let (ttft0, e2e0, ..) = run(None);
+    assert!(e2e0 < 0.03, "the GPU steps are a few ms: {e2e0}");
+    let (ttft, e2e, ttft_mean, e2e_mean) = run(cpu(100_000.0, 1_000.0, true));
+    assert_eq!((ttft, e2e), (0.205, 0.412));
+    assert!((ttft_mean - 0.179).abs() < 1e-12 && (e2e_mean - 0.38625).abs() < 1e-12, "{ttft_mean} {e2e_mean}");
+    assert_eq!(run(cpu(1.0, 0.0, true)), run(None), "hidden behind the GPU step");
+    let (ttft, e2e, ..) = run(cpu(1_000.0, 500.0, false));
+    assert!((ttft - ttft0 - 0.0045).abs() < 3e-9 && (e2e - e2e0 - 0.010).abs() < 5e-9, "{ttft} {e2e}");
+    for (bad, field) in [(-1.0, "per_step_us"), (f64::NAN, "per_step_us"), (2e6, "per_step_us")] {
+        s.engine.step_cpu = cpu(bad, 0.0, false);
+        let e = inferscale::scenario::validate(&s).unwrap_err();
+        assert_eq!(e.errors[0].path, format!("engine.step_cpu.{field}"), "{bad}");
+    }
+    s.engine.step_cpu = cpu(0.0, 1e300, false);
+    assert_eq!(inferscale::scenario::validate(&s).unwrap_err().errors[0].path, "engine.step_cpu.per_seq_us");
+    s.engine.step_cpu = cpu(10.0, 1.0, false);
+    s.cost = CostSpec::Linear { base_ms: 10.0, per_seq_ms: 0.0, per_prefill_token_ms: 0.01, per_kv_token_ms: 0.0 };
+    let e = inferscale::scenario::validate(&s).unwrap_err();
+    assert_eq!(e.errors[0].path, "engine.step_cpu");
+    assert!(e.errors[0].message.contains("roofline"), "{}", e.errors[0].message);
+}
+
 /// SGLang's reservation and retraction on the linear cost (10 ms a step + 0.01 ms a prompt token), 1,100 KV
 /// tokens in 1-token blocks, outputs predicted exactly. A (100 + 500 tokens) arrives at 0, B (100 + 500) at
 /// 5 ms, C (300 + 300) at 1 s.
