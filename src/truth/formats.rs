@@ -24,7 +24,16 @@ pub(super) fn case_of(id: &str, source: &Source, obj: &Map<String, Value>) -> Op
         return Some(inferencex(blank(id, source), obj));
     }
     if let (Some(Value::Object(metrics)), true) = (obj.get("metrics"), obj.contains_key("hardware")) {
-        return Some(inferencex(blank(id, source), &dashboard_row(obj, metrics)));
+        let case = inferencex(blank(id, source), &dashboard_row(obj, metrics)).map(|mut c| {
+            let provenance: Vec<String> = (["image", "date", "run_url"].iter())
+                .filter_map(|k| Some(format!("{k} {}", obj.get(*k)?.as_str()?)))
+                .collect();
+            if !provenance.is_empty() {
+                c.notes.push(format!("InferenceX dashboard row: {}", provenance.join(", ")));
+            }
+            c
+        });
+        return Some(case);
     }
     None
 }
@@ -152,8 +161,8 @@ fn inference_perf(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> 
 
 /// A row of InferenceX's dashboard data (the app's benchmarks API, what its "export" saves): the aggregate's
 /// figures nested under `metrics`, the device as `hardware`, the parallelism per pool (`prefill_tp`,
-/// `decode_tp`, …), the run's `date` and `run_url`. Flattened into the aggregate's shape: a single-node,
-/// non-disaggregated row's `decode_tp` is its `tp`.
+/// `decode_tp`, …), the run's `date` and `run_url` (the caller notes them). Flattened into the aggregate's shape:
+/// a single-node, non-disaggregated row's `decode_tp` is its `tp`.
 fn dashboard_row(obj: &Map<String, Value>, metrics: &Map<String, Value>) -> Map<String, Value> {
     let mut flat: Map<String, Value> =
         obj.iter().filter(|(k, _)| *k != "metrics").map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -169,9 +178,6 @@ fn dashboard_row(obj: &Map<String, Value>, metrics: &Map<String, Value>) -> Map<
     {
         flat.insert("tp".into(), tp);
     }
-    let provenance: Vec<String> =
-        ["image", "date", "run_url"].iter().filter_map(|k| Some(format!("{k} {}", flat.get(*k)?.as_str()?))).collect();
-    flat.insert("_provenance".into(), Value::String(provenance.join(", ")));
     flat
 }
 
@@ -237,9 +243,6 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
         Some(r) => format!("lengths uniform from ⌊{r} × isl⌋ to isl (and osl), the file's random_range_ratio"),
         None => format!("the random_range_ratio is not recorded: InferenceX's workflows use {INFERENCEX_RANGE_RATIO}, so lengths are uniform from ⌊{INFERENCEX_RANGE_RATIO} × isl⌋ to isl (and osl), mean 0.9 × isl"),
     });
-    if let Some(p) = o.get("_provenance").and_then(Value::as_str).filter(|p| !p.is_empty()) {
-        c.notes.push(format!("InferenceX dashboard row: {p}"));
-    }
     if o.get("disagg").and_then(Value::as_bool) == Some(true)
         || o.get("is_multinode").and_then(Value::as_bool) == Some(true)
     {
