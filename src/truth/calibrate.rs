@@ -10,6 +10,7 @@
 //! scheduler the model lacks, and the verdict says when the fit does not beat the uncalibrated model.
 
 use serde::Serialize;
+use std::collections::HashMap;
 
 use super::fit;
 pub use super::fit::Extra;
@@ -267,6 +268,17 @@ impl Multipliers {
         parts.join(", ")
     }
 
+    /// The extra knobs fitted (present), in [`Extra::ALL`]'s order.
+    pub fn extras(&self) -> Vec<Extra> {
+        let fitted = |x: &Extra| match x {
+            Extra::StepOverhead => self.step_overhead_ms.is_some(),
+            Extra::RequestOverhead => self.request_overhead_ms.is_some(),
+            Extra::TpComm => self.tp_comm.is_some(),
+            Extra::Frontend => self.frontend_ms.is_some(),
+        };
+        Extra::ALL.into_iter().filter(fitted).collect()
+    }
+
     /// Forget coordinate `i`'s knob (the cases cannot identify it): a multiplier back to 1, an extra absent.
     fn forget(&mut self, i: usize, extras: &[Extra]) {
         match i {
@@ -295,6 +307,20 @@ impl Multipliers {
                 Extra::Frontend => format!("front end {:.2} ms a request", self.frontend_ms.unwrap_or(0.0)),
             },
         }
+    }
+
+    /// What a run at these knobs depends on, bit for bit: a knob at its neutral value is the knob absent
+    /// (except the front end, which replaces the base scenario's).
+    fn key(&self) -> [u64; 6] {
+        let ms = |v: Option<f64>| if v == Some(0.0) { 0 } else { v.unwrap_or(0.0).to_bits() };
+        [
+            self.prefill.to_bits(),
+            self.decode.to_bits(),
+            ms(self.step_overhead_ms),
+            ms(self.request_overhead_ms),
+            self.tp_comm.unwrap_or(1.0).to_bits(),
+            self.frontend_ms.map_or(u64::MAX, f64::to_bits),
+        ]
     }
 
     const ONE: Multipliers = Multipliers {
@@ -449,10 +475,17 @@ struct Pred {
 }
 
 /// Each case's prediction at `m`: its validated scenario with every pool's cost scaled by `m` — what
-/// validating `cost_scale` × `m` gives, without validating each case again at every point of the search.
-fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, tick: &mut Ticker<'_>) -> Vec<Pred> {
+/// validating `cost_scale` × `m` gives, without validating each case again at every point of the search. A
+/// case already run at the same knobs (the knob sets share their points with a knob at neutral, a search
+/// comes back to where it was) is not run again.
+fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, runs: &mut Runs<'_>) -> Vec<Pred> {
     (scenarios.iter().zip(cases))
         .map(|(sc, c)| {
+            let key = (c.id.clone(), m.key());
+            if let Some(&p) = runs.seen.get(&key) {
+                runs.remembered();
+                return p;
+            }
             let mut sc = (*sc).clone();
             for p in &mut sc.pools {
                 let (prefill, decode) = p.cost.scales();
@@ -469,13 +502,15 @@ fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, tick: &mut 
                 }
             }
             let r = crate::simulate(&sc);
-            tick.tick();
-            Pred {
+            runs.ran();
+            let pred = Pred {
                 ms: METRICS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r))),
                 tails: TAILS.map(|(_, measured, predicted)| measured(c).map(|_| predicted(&r))),
                 served_rps: r.summary.throughput_rps,
                 overloaded: r.steady.overloaded,
-            }
+            };
+            runs.seen.insert(key, pred);
+            pred
         })
         .collect()
 }
@@ -504,19 +539,30 @@ fn objective(cases: &[&Case], saturated: &[bool], preds: &[Pred]) -> f64 {
     latency + trimmed_mean(served.collect())
 }
 
-/// Counts the simulations a calibration runs, for a progress bar: (done, expected so far).
-struct Ticker<'a> {
+/// The simulations a calibration runs: each case's prediction at each point it was run (see [`predict`]), and
+/// their count for a progress bar: (done, expected so far).
+struct Runs<'a> {
+    seen: HashMap<(String, [u64; 6]), Pred>,
     done: u64,
     expected: u64,
     progress: &'a mut dyn FnMut(u64, u64),
 }
 
-impl Ticker<'_> {
-    fn tick(&mut self) {
+impl<'a> Runs<'a> {
+    fn new(expected: u64, progress: &'a mut dyn FnMut(u64, u64)) -> Runs<'a> {
+        Runs { seen: HashMap::new(), done: 0, expected, progress }
+    }
+
+    fn ran(&mut self) {
         self.done += 1;
         // The pattern search may move more often than its minimum: the estimate grows, never past done.
         self.expected = self.expected.max(self.done);
         (self.progress)(self.done, self.expected);
+    }
+
+    /// A run the estimate counted that was remembered instead.
+    fn remembered(&mut self) {
+        self.expected = self.expected.saturating_sub(1).max(self.done);
     }
 }
 
@@ -607,7 +653,7 @@ pub fn calibrate_with(
     let candidates = opts.candidates(&scen, train.len());
     let n = train.len() as u64;
     let expected = candidates.iter().map(|x| expected_runs(n, all.len() as u64, x)).sum::<u64>() + all.len() as u64;
-    let mut tick = Ticker { done: 0, expected, progress };
+    let mut tick = Runs::new(expected, progress);
     let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
     let mut outcomes: Vec<Outcome> =
         (candidates.iter()).map(|x| outcome(&all, &scen, &p.is_train, &before, &train, x, &mut tick)).collect();
@@ -684,7 +730,7 @@ fn outcome(
     before: &[Pred],
     train: &[usize],
     extras: &[Extra],
-    tick: &mut Ticker<'_>,
+    tick: &mut Runs<'_>,
 ) -> Outcome {
     // A training case the model cannot keep up with is judged first by the uncalibrated model, then by the
     // fit: when the fit changes which cases it cannot keep up with, it is made again once with those.
@@ -739,7 +785,7 @@ pub fn uncalibrated_held_out(
     let all: Vec<&Case> = p.cases.iter().collect();
     let scen: Vec<&Scenario> = p.scenarios.iter().collect();
     let mut progress = |_, _| {};
-    let mut tick = Ticker { done: 0, expected: all.len() as u64, progress: &mut progress };
+    let mut tick = Runs::new(all.len() as u64, &mut progress);
     let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
     let flags: Vec<bool> = saturation(&all, &p.is_train, &before, "uncalibrated").iter().map(Option::is_some).collect();
     let rows = rows(&all, &p.is_train, &flags, &before, &before, &vec![None; all.len()]);
@@ -753,7 +799,7 @@ fn fit_with(
     flags: &[bool],
     extras: &[Extra],
     train: &[usize],
-    tick: &mut Ticker<'_>,
+    tick: &mut Runs<'_>,
 ) -> (Fitted, Multipliers, Vec<Pred>) {
     let fitted_x = Fitting { all, scen, flags, extras, tick: &mut *tick }.fit(train);
     let mut fitted = Multipliers::at(&fitted_x.point, extras);
@@ -789,7 +835,7 @@ struct Fitting<'a, 't> {
     scen: &'a [&'a Scenario],
     flags: &'a [bool],
     extras: &'a [Extra],
-    tick: &'a mut Ticker<'t>,
+    tick: &'a mut Runs<'t>,
 }
 
 impl Fitting<'_, '_> {
@@ -852,6 +898,13 @@ fn training_split(cases: &[Case], train: &[String]) -> Vec<bool> {
         is_train[i] = k.is_multiple_of(2);
     }
     is_train
+}
+
+/// The lowest and highest load of the training cases: a held-out case outside it is an extrapolation, above it
+/// a heavier load than any the fit saw.
+pub fn training_load_range(cases: &[&Case], is_train: &[bool]) -> (f64, f64) {
+    let train = cases.iter().zip(is_train).filter(|(_, t)| **t).map(|(c, _)| load(c));
+    train.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)))
 }
 
 /// A case's offered load for ordering: its rate, or its clients (closed loop), or its size (burst).
@@ -1000,8 +1053,7 @@ fn bound_warnings(x: &[f64], m: Multipliers, extras: &[Extra]) -> Vec<String> {
 
 /// A held-out case outside the training cases' load range is an extrapolation: said, per case.
 fn load_range_warnings(cases: &[&Case], is_train: &[bool]) -> Vec<String> {
-    let train: Vec<f64> = cases.iter().zip(is_train).filter(|(_, t)| **t).map(|(c, _)| load(c)).collect();
-    let (lo, hi) = train.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    let (lo, hi) = training_load_range(cases, is_train);
     (cases.iter().zip(is_train))
         .filter(|(c, t)| !**t && (load(c) < lo || load(c) > hi))
         .map(|(c, _)| {

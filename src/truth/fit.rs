@@ -25,6 +25,16 @@ impl Extra {
         }
     }
 
+    /// The knob in words, as a table names it: "step overhead".
+    pub fn words(self) -> &'static str {
+        match self {
+            Extra::StepOverhead => "step overhead",
+            Extra::RequestOverhead => "request overhead",
+            Extra::TpComm => "TP all-reduce",
+            Extra::Frontend => "front end",
+        }
+    }
+
     pub fn parse(name: &str) -> Option<Extra> {
         Extra::ALL.into_iter().find(|x| x.name() == name)
     }

@@ -2,10 +2,11 @@
 //! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
 //! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
 
-use super::calibrate::{Calibration, Options, Row, calibrate_with, load};
+use super::calibrate::{Calibration, Options, Row, calibrate_with, load, training_load_range};
 use super::{Bundle, Case};
 use crate::scenario::Spec;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// The manifest: the document's title and preamble, and the series.
@@ -126,15 +127,7 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
 
 /// The knobs fitted besides the two multipliers: "request overhead", or "—".
 fn fit_names(m: &super::calibrate::Multipliers) -> String {
-    let names: Vec<&str> = [
-        (m.step_overhead_ms.is_some(), "step overhead"),
-        (m.request_overhead_ms.is_some(), "request overhead"),
-        (m.tp_comm.is_some(), "TP all-reduce"),
-        (m.frontend_ms.is_some(), "front end"),
-    ]
-    .into_iter()
-    .filter_map(|(on, name)| on.then_some(name))
-    .collect();
+    let names: Vec<&str> = m.extras().into_iter().map(|x| x.words()).collect();
     if names.is_empty() { "—".into() } else { names.join(", ") }
 }
 
@@ -163,26 +156,26 @@ const REGIME_FIGURES: [&str; 7] =
 /// The medians the heavy-load headline is over.
 const HEAVY_HEADLINE: [&str; 4] = ["TTFT median", "TPOT median", "ITL median", "E2E median"];
 
-/// Whether a held-out case is heavy: its load (rate, or clients of a closed loop) above every training case's.
-/// None: a training case.
-fn heavy(s: &SeriesSpec, cases: &[Case], id: &str) -> Option<bool> {
-    let trained = |c: &&Case| s.train.contains(&c.id);
-    let top = cases.iter().filter(trained).map(load).fold(f64::NEG_INFINITY, f64::max);
-    let c = cases.iter().find(|c| c.id == id)?;
-    (!trained(&c)).then(|| load(c) > top)
+/// Each held-out case's regime: heavy (true) when its load (rate, or clients of a closed loop) is above every
+/// training case's, light otherwise. Training cases are absent.
+fn heaviness<'a>(s: &SeriesSpec, cases: &'a [Case]) -> HashMap<&'a str, bool> {
+    let all: Vec<&Case> = cases.iter().collect();
+    let is_train: Vec<bool> = cases.iter().map(|c| s.train.contains(&c.id)).collect();
+    let (_, top) = training_load_range(&all, &is_train);
+    (cases.iter().zip(&is_train)).filter(|(_, t)| !**t).map(|(c, _)| (c.id.as_str(), load(c) > top)).collect()
 }
 
 /// The held-out rows (medians and tails, past saturation left out) of one regime.
-fn regime_rows<'a>(s: &SeriesSpec, cases: &[Case], c: &'a Calibration, is_heavy: bool) -> Vec<&'a Row> {
+fn regime_rows<'a>(heavy: &HashMap<&str, bool>, c: &'a Calibration, is_heavy: bool) -> Vec<&'a Row> {
     (c.rows.iter().chain(&c.tail_rows))
-        .filter(|r| !r.training && !r.saturated && heavy(s, cases, &r.case) == Some(is_heavy))
+        .filter(|r| !r.training && !r.saturated && heavy.get(r.case.as_str()) == Some(&is_heavy))
         .collect()
 }
 
 /// The median calibrated APE over the heavy held-out cases' TTFT, TPOT, ITL and E2E medians: the figure the
 /// 10 % target is about. None without heavy cases.
 pub fn heavy_error(s: &SeriesSpec, cases: &[Case], c: &Calibration) -> Option<f64> {
-    let mut v: Vec<f64> = (regime_rows(s, cases, c, true).into_iter())
+    let mut v: Vec<f64> = (regime_rows(&heaviness(s, cases), c, true).into_iter())
         .filter(|r| HEAVY_HEADLINE.contains(&r.metric))
         .map(|r| r.calibrated_ape)
         .collect();
@@ -200,8 +193,9 @@ fn regimes(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
     out.push_str("\n|---|---|");
     out.push_str(&"---|".repeat(REGIME_FIGURES.len()));
     out.push('\n');
+    let heavy = heaviness(s, cases);
     for (is_heavy, name) in [(false, "light (load within training)"), (true, "heavy (load above training)")] {
-        let rows = regime_rows(s, cases, c, is_heavy);
+        let rows = regime_rows(&heavy, c, is_heavy);
         let mut ids: Vec<&str> = rows.iter().map(|r| r.case.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
