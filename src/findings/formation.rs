@@ -24,6 +24,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
     f.expect(
         "formation",
         "At ρ = 0.9 on the benchmark scenario, SGLang's default formation — a step that can prefill prefills only, and decoding waits — gives a lower p99 TTFT than vLLM's mixed steps and a higher p95 TPOT: each gives up the objective the other protects.",
+        "the interval of the p99 TTFT ratio (SGLang ÷ vLLM) below 1 and that of the p95 TPOT ratio above 1.",
     );
     let rate = 0.9 * sat;
     let runs: Vec<Vec<[f64; 6]>> = (FORMATIONS.iter())

@@ -32,6 +32,7 @@ pub(super) fn oversubscription(f: &mut Findings, cfg: &Config, littles: &mut Run
     f.expect(
         "oversub",
         "Reserving 0.85 of each request's KV at admission instead of all of it gains more than 5 points of SLO attainment where the KV cache binds, and changes it by less than 1 point where the batch cap binds first: over-subscription only pays where memory is the limit.",
+        "the interval of the gain where the KV cache binds above 5 points, and that where the batch cap binds within ±1 point.",
     );
     let regimes = [("KV binds", "the KV cache binds", 256), ("Batch cap binds", "the batch cap binds", SMALL_BATCH)];
     let mut rows = Vec::new();
@@ -144,6 +145,7 @@ pub(super) fn retention(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.expect(
         "retention",
         "With the whole working set as its HBM budget, keeping a session's history in HBM between turns gives a p95 turn TTFT more than 20 % below moving it to host memory at once; at a tenth of that budget it loses the lead: host offload or a 10 s TTL does at least as well.",
+        "the interval of HBM retention's lead in p95 turn TTFT at the full budget above 20 %, and at a tenth of it that of its p95 excess over the better of host offload and the TTL above 0.",
     );
     if shipped(AGENTS, cfg, 0).workload.sessions.is_none() {
         return littles.refuse("needs agent sessions (workload.sessions)");

@@ -195,11 +195,25 @@ pub struct Figure {
     pub shown: String,
 }
 
-/// A prediction registered before its experiment ran, and its answer.
+/// What a registered claim is: a prediction that could fail, counted in the tally, or an audit — an identity
+/// the engine must satisfy, or a claim whose answer was known before it was registered — reported with its
+/// verdict and never counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Prediction,
+    Audit,
+}
+
+/// A claim registered before its experiment ran, its tolerance, and its answer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Prediction {
     pub id: String,
+    pub kind: Kind,
     pub hypothesis: String,
+    /// A prediction: the lines its 95 % interval must clear, stated when it is registered. An audit: why it
+    /// is not counted.
+    pub tolerance: String,
     pub outcome: Option<String>,
     pub verdict: Option<Verdict>,
 }
@@ -280,6 +294,8 @@ pub enum FindingsError {
     Unanswered(String),
     /// An answer names no registered prediction.
     NoPrediction(String),
+    /// A prediction was registered without the tolerance that decides it.
+    NoTolerance(String),
 }
 
 impl std::fmt::Display for FindingsError {
@@ -287,6 +303,7 @@ impl std::fmt::Display for FindingsError {
         match self {
             FindingsError::Unanswered(id) => write!(f, "prediction `{id}` was registered but never answered"),
             FindingsError::NoPrediction(id) => write!(f, "an answer to `{id}`, which no prediction registered"),
+            FindingsError::NoTolerance(id) => write!(f, "prediction `{id}` was registered without its tolerance"),
         }
     }
 }
@@ -362,11 +379,22 @@ impl Findings {
         self.sections.last_mut().expect("just pushed")
     }
 
-    /// Register a prediction before its experiment runs.
-    pub fn expect(&mut self, id: &str, hypothesis: &str) {
+    /// Register a prediction before its experiment runs, with the lines its interval must clear.
+    pub fn expect(&mut self, id: &str, hypothesis: &str, tolerance: &str) {
+        self.register(id, Kind::Prediction, hypothesis, tolerance);
+    }
+
+    /// Register an audit: a claim reported with its verdict and never counted, and why.
+    pub fn audit(&mut self, id: &str, claim: &str, why_not_counted: &str) {
+        self.register(id, Kind::Audit, claim, why_not_counted);
+    }
+
+    fn register(&mut self, id: &str, kind: Kind, hypothesis: &str, tolerance: &str) {
         self.predictions.push(Prediction {
             id: id.into(),
+            kind,
             hypothesis: hypothesis.into(),
+            tolerance: tolerance.into(),
             outcome: None,
             verdict: None,
         });
@@ -467,6 +495,9 @@ impl Findings {
         if let Some(p) = self.predictions.iter().find(|p| p.verdict.is_none()) {
             return Err(FindingsError::Unanswered(p.id.clone()));
         }
+        if let Some(p) = self.predictions.iter().find(|p| p.tolerance.trim().is_empty()) {
+            return Err(FindingsError::NoTolerance(p.id.clone()));
+        }
         match self.orphans.first() {
             Some(id) => Err(FindingsError::NoPrediction(id.clone())),
             None => Ok(()),
@@ -490,22 +521,30 @@ impl Findings {
         Ok(out)
     }
 
-    /// How many predictions held, were contradicted, or stayed open, and what the misses say.
+    /// How many predictions held, were contradicted, or stayed open, and what the misses say; the audits
+    /// apart, never counted.
     fn tally(&self) -> String {
-        let count = |v: Verdict| self.predictions.iter().filter(|p| p.verdict == Some(v)).count();
+        let counted: Vec<&Prediction> = self.predictions.iter().filter(|p| p.kind == Kind::Prediction).collect();
+        let count = |v: Verdict| counted.iter().filter(|p| p.verdict == Some(v)).count();
         let mut out = format!(
             "\n## Tally\n\nRegistered predictions: {}. Held: {}. Contradicted: {}. Inconclusive (the interval straddles the line): {}.\n",
-            self.predictions.len(),
+            counted.len(),
             count(Verdict::Held),
             count(Verdict::Contradicted),
             count(Verdict::Inconclusive)
         );
-        for p in self.predictions.iter().filter(|p| p.verdict != Some(Verdict::Held)) {
+        for p in counted.iter().filter(|p| p.verdict != Some(Verdict::Held)) {
             let verdict = p.verdict.map_or("", Verdict::word);
             out.push_str(&format!("\n- `{}` ({verdict}): {}", p.id, p.outcome.as_deref().unwrap_or("")));
         }
-        if self.predictions.iter().any(|p| p.verdict != Some(Verdict::Held)) {
+        if counted.iter().any(|p| p.verdict != Some(Verdict::Held)) {
             out.push('\n');
+        }
+        let audits: Vec<String> = (self.predictions.iter().filter(|p| p.kind == Kind::Audit))
+            .map(|p| format!("`{}` ({}; {})", p.id, p.verdict.map_or("", Verdict::word), p.tolerance))
+            .collect();
+        if !audits.is_empty() {
+            out.push_str(&format!("\nAudits, reported and not counted: {}.\n", audits.join("; ")));
         }
         if !self.revision.is_empty() {
             out.push_str(&format!("\n{}\n", self.revision));
@@ -517,7 +556,11 @@ impl Findings {
 fn section_md(s: &Section, p: Option<&Prediction>) -> String {
     let mut out = format!("\n## {}\n\n**Question.** {}\n", s.title, s.question);
     if let Some(p) = p {
-        out.push_str(&format!("\n**Registered prediction** (`{}`). {}\n", p.id, p.hypothesis));
+        let (what, tolerance) = match p.kind {
+            Kind::Prediction => ("Registered prediction", "Decided by"),
+            Kind::Audit => ("Audit", "Not counted"),
+        };
+        out.push_str(&format!("\n**{what}** (`{}`). {} {tolerance}: {}\n", p.id, p.hypothesis, p.tolerance));
     }
     out.push_str(&format!("\n**Setup.** {}\n", s.setup));
     if let Some(x) = &s.scenario {

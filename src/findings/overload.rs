@@ -68,6 +68,7 @@ pub(super) fn fleet_or_shed(f: &mut Findings, cfg: &Config, sat: f64, littles: &
     f.expect(
         "fleet",
         "At ρ = 1.5 of one replica's sustained capacity, a second replica keeps more of the offered requests within their objectives than any shedding policy (the shed count as misses), adding more than 30 points of SLO attainment; a third adds less than 1 point.",
+        "the intervals of the second replica's lead over the best shedding policy above 0, of its gain above 30 points and of the third replica's gain below 1 point.",
     );
     let sc = scenario::validate(&shipped(PEER, cfg, 0)).expect("the benchmark scenario is valid");
     let (prompt, output) = crate::bench::mean_tokens(&sc);
@@ -142,6 +143,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
     f.expect(
         "deadline",
         "At the same share shed, rejecting the arrivals whose estimated completion misses their e2e deadline keeps more of the offered requests within their objectives than dropping that share at random.",
+        "the interval of deadline rejection's lead in SLO attainment over the random drop above 0.",
     );
     let (deadline, random): (Vec<Outcome>, Vec<Outcome>) = (0..cfg.repetitions)
         .map(|k| {

@@ -64,9 +64,10 @@ fn series_errors() -> Result<Vec<SeriesError>, String> {
 
 /// Experiment 13, the model's held-out error beside the conclusions it could overturn.
 pub(super) fn trust(f: &mut Findings) {
-    f.expect(
+    f.audit(
         "trust",
         "The uncalibrated cost model every experiment above runs on predicts the latency of measured runs it was never fitted to within 10 % (median absolute percentage error over TTFT and E2E) on every public series.",
+        "its answer was known — docs/validation.md published the uncalibrated model's held-out errors before this was registered",
     );
     let series = series_errors().unwrap_or_default();
     let mut rows = Vec::new();

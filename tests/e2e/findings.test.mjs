@@ -54,6 +54,18 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   }
   const verdicts = await page.$$eval('#fd-report .verdict', (vs) => vs.map((v) => v.textContent));
   assert.deepEqual(verdicts, report.predictions.map((p) => `Verdict: ${p.verdict}.`));
+  // The tally counts the predictions; the audits (an identity, a claim whose answer was known) stand apart.
+  const predictions = report.predictions.filter((p) => p.kind === 'prediction');
+  const audits = report.predictions.filter((p) => p.kind === 'audit');
+  assert.ok(audits.length >= 2 && predictions.length >= 10);
+  const tally = await page.textContent('#fd-report');
+  assert.match(tally, new RegExp(`Registered predictions: ${predictions.length}\\. Held: `));
+  const listed = await page.$$eval('#fd-report ul.audits li code', (cs) => cs.map((c) => c.textContent));
+  assert.deepEqual(listed, audits.map((p) => p.id));
+  for (const p of report.predictions) {
+    const heading = p.kind === 'audit' ? 'Audit' : 'Registered prediction';
+    assert.ok(tally.includes(`${heading} (${p.id}).`), `${p.id} is shown as a ${p.kind}`);
+  }
   // The Serving Lab's scenario, edited from the keyboard: two replicas. The formation experiment reruns on it.
   await page.click('nav [data-panel="lab"]');
   await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '2');

@@ -24,19 +24,39 @@ fn docs_results_md_is_the_report_byte_for_byte() {
         assert!(md.contains(shown), "figure {} ({shown}) is not in the text", f["id"]);
         assert!(f["value"].is_number(), "{f}");
     }
-    // Each verdict is in the text beside its prediction.
-    for p in json["predictions"].as_array().unwrap() {
+    // Each verdict is in the text beside its claim, and each claim states before its run what decides it (a
+    // prediction) or why it is not counted (an audit).
+    let claims = json["predictions"].as_array().unwrap();
+    for p in claims {
         let id = p["id"].as_str().unwrap();
-        assert!(md.contains(&format!("**Registered prediction** (`{id}`)")), "{id}");
+        let heading = match p["kind"].as_str() {
+            Some("prediction") => format!("**Registered prediction** (`{id}`)"),
+            Some("audit") => format!("**Audit** (`{id}`)"),
+            k => panic!("{id}: kind {k:?}"),
+        };
+        assert!(md.contains(&heading), "{id}");
         assert!(p["verdict"].is_string(), "{p}");
+        assert!(p["tolerance"].as_str().is_some_and(|t| t.len() > 20), "{id}: no tolerance stated: {p}");
     }
+    // The tally counts the predictions and only them; the identity and the claim whose answer was known are
+    // audits, listed apart.
+    let kind_of = |id: &str| claims.iter().find(|p| p["id"] == id).map(|p| p["kind"].as_str().unwrap().to_string());
+    assert_eq!(kind_of("little").as_deref(), Some("audit"));
+    assert_eq!(kind_of("trust").as_deref(), Some("audit"));
+    let counted = claims.iter().filter(|p| p["kind"] == "prediction").count();
+    assert!(counted >= 10, "{counted} predictions");
+    let tally = &md[md.find("## Tally").unwrap()..];
+    assert!(tally.contains(&format!("Registered predictions: {counted}.")), "{tally}");
+    let audits = &tally[tally.find("Audits, reported and not counted:").expect("the audits, apart")..];
+    assert!(audits.contains("`little` (") && audits.contains("`trust` ("), "{audits}");
+    assert!(!tally[..tally.find("Audits, reported").unwrap()].contains("`little`"), "{tally}");
 }
 
 #[test]
 fn an_unanswered_prediction_or_an_unpredicted_answer_refuses_to_render() {
     let mut f = Findings::new("t", String::new());
-    f.expect("a", "x rises");
-    f.expect("b", "y falls");
+    f.expect("a", "x rises", "the interval of x's change above 0");
+    f.expect("b", "y falls", "the interval of y's change below 0");
     f.found("a", "it rose".into(), Verdict::Held);
     let e = f.markdown().unwrap_err();
     assert_eq!(e, findings::FindingsError::Unanswered("b".into()));
@@ -48,6 +68,12 @@ fn an_unanswered_prediction_or_an_unpredicted_answer_refuses_to_render() {
     let e = f.markdown().unwrap_err();
     assert_eq!(e, findings::FindingsError::NoPrediction("c".into()));
     assert!(e.to_string().contains("`c`"), "{e}");
+    // A prediction registered without what decides it does not render either.
+    let mut g = Findings::new("t", String::new());
+    g.expect("d", "w rises", " ");
+    g.found("d", "it rose".into(), Verdict::Held);
+    assert_eq!(g.markdown().unwrap_err(), findings::FindingsError::NoTolerance("d".into()));
+    assert!(g.json().is_err());
 }
 
 #[test]

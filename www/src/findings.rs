@@ -63,10 +63,16 @@ fn section_html(s: &Value, report: &Value, chart_id: &str, rerun_button: bool) -
     let mut h =
         format!("<h3>{}</h3><p><b>Question.</b> {}</p>", esc(str_of(s, "title")), inline(str_of(s, "question")));
     if let Some(p) = p {
+        let (what, tolerance) = if str_of(p, "kind") == "audit" {
+            ("Audit", "Not counted")
+        } else {
+            ("Registered prediction", "Decided by")
+        };
         h += &format!(
-            "<p><b>Registered prediction</b> (<code>{}</code>). {}</p>",
+            "<p><b>{what}</b> (<code>{}</code>). {} <i>{tolerance}:</i> {}</p>",
             esc(id),
-            inline(str_of(p, "hypothesis"))
+            inline(str_of(p, "hypothesis")),
+            inline(str_of(p, "tolerance"))
         );
     }
     h += &format!("<p><b>Setup.</b> {}</p>", inline(str_of(s, "setup")));
@@ -118,17 +124,28 @@ fn table_html(s: &Value) -> String {
     format!("<div class=\"table-wrap\"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 }
 
-/// The tally: predictions held, contradicted and inconclusive.
+/// The tally: predictions held, contradicted and inconclusive; the audits apart, never counted.
 fn tally_html(report: &Value) -> String {
-    let ps = report["predictions"].as_array().cloned().unwrap_or_default();
+    let all = report["predictions"].as_array().cloned().unwrap_or_default();
+    let (audits, ps): (Vec<Value>, Vec<Value>) = all.into_iter().partition(|p| str_of(p, "kind") == "audit");
     let count = |v: &str| ps.iter().filter(|p| str_of(p, "verdict") == v).count();
-    format!(
+    let mut h = format!(
         "<h3>Tally</h3><p>Registered predictions: {}. Held: {}. Contradicted: {}. Inconclusive (the interval straddles the line): {}.</p>",
         ps.len(),
         count("held"),
         count("contradicted"),
         count("inconclusive")
-    )
+    );
+    if !audits.is_empty() {
+        let items: String = (audits.iter())
+            .map(|p| {
+                let (id, verdict) = (esc(str_of(p, "id")), esc(str_of(p, "verdict")));
+                format!("<li><code>{id}</code> ({verdict}): {}</li>", inline(str_of(p, "tolerance")))
+            })
+            .collect();
+        h += &format!("<p>Audits, reported and not counted:</p><ul class=\"audits\">{items}</ul>");
+    }
+    h
 }
 
 /// Draw the chart of every section in `sections` whose canvas is `id_of(section id)`.
