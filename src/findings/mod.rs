@@ -80,6 +80,7 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
     if cfg.base.is_none() && cfg.only.is_none() {
         f.revision = revision(&f);
     }
+    f.multiplicity = multiplicity(&f);
     if runs.refused.is_empty() { Ok(f) } else { Err(runs.refused) }
 }
 
@@ -323,6 +324,8 @@ pub struct Findings {
     /// another scenario, where there is nothing to compare).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// How many 95 % intervals the report shows and what so many mean together (the tally's; every report).
+    pub multiplicity: String,
 }
 
 /// Each prediction's verdict when every ρ was measured against the drain rate (every request at once):
@@ -343,6 +346,18 @@ const ON_THE_DRAIN_RATE: [(&str, Verdict); 13] = [
     ("little", Verdict::Held),
     ("trust", Verdict::Contradicted),
 ];
+
+/// The tally's sentence on precision: the intervals shown, the figures every seed gave alike (deterministic: no
+/// interval to show), and how many intervals would miss their true mean by chance alone.
+fn multiplicity(f: &Findings) -> String {
+    let intervals: Vec<(f64, f64)> = f.figures.iter().filter_map(|x| x.interval).collect();
+    let alike = intervals.iter().filter(|(lo, hi)| lo == hi).count();
+    let n = intervals.len() - alike;
+    format!(
+        "This report shows {n} 95 % intervals, and {alike} figures that every seed gave alike (deterministic: no interval). Each interval misses its true mean one time in twenty, so about {:.0} of them may miss by chance alone; the verdicts are not corrected for that, and one that rests on an interval near its line is weak evidence.",
+        n as f64 / 20.0
+    )
+}
 
 /// The tally's paragraph on the change from the drain rate to sustained capacity: which verdicts moved.
 fn revision(f: &Findings) -> String {
@@ -545,6 +560,9 @@ impl Findings {
             .collect();
         if !audits.is_empty() {
             out.push_str(&format!("\nAudits, reported and not counted: {}.\n", audits.join("; ")));
+        }
+        if !self.multiplicity.is_empty() {
+            out.push_str(&format!("\n{}\n", self.multiplicity));
         }
         if !self.revision.is_empty() {
             out.push_str(&format!("\n{}\n", self.revision));

@@ -62,6 +62,7 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   assert.match(tally, new RegExp(`Registered predictions: ${predictions.length}\\. Held: `));
   const listed = await page.$$eval('#fd-report ul.audits li code', (cs) => cs.map((c) => c.textContent));
   assert.deepEqual(listed, audits.map((p) => p.id));
+  assert.equal(await page.textContent('#fd-report p.multiplicity'), report.multiplicity, 'the tally says how many intervals it shows');
   for (const p of report.predictions) {
     const heading = p.kind === 'audit' ? 'Audit' : 'Registered prediction';
     assert.ok(tally.includes(`${heading} (${p.id}).`), `${p.id} is shown as a ${p.kind}`);

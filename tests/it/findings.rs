@@ -50,6 +50,19 @@ fn docs_results_md_is_the_report_byte_for_byte() {
     let audits = &tally[tally.find("Audits, reported and not counted:").expect("the audits, apart")..];
     assert!(audits.contains("`little` (") && audits.contains("`trust` ("), "{audits}");
     assert!(!tally[..tally.find("Audits, reported").unwrap()].contains("`little`"), "{tally}");
+    // The tally says how many intervals the report shows and how many would miss by chance, counted from the
+    // figures themselves: a figure every seed gave alike is deterministic, not an interval.
+    let spans: Vec<(f64, f64)> =
+        (figures.iter()).filter_map(|f| Some((f["interval"][0].as_f64()?, f["interval"][1].as_f64()?))).collect();
+    let alike = spans.iter().filter(|(lo, hi)| lo == hi).count();
+    let n = spans.len() - alike;
+    assert!(n >= 20 && alike >= 1, "{n} intervals, {alike} alike");
+    let said = format!(
+        "This report shows {n} 95 % intervals, and {alike} figures that every seed gave alike (deterministic: no interval). Each interval misses its true mean one time in twenty, so about {:.0} of them may miss by chance alone",
+        n as f64 / 20.0
+    );
+    assert!(tally.contains(&said), "{tally}");
+    assert_eq!(json["multiplicity"].as_str().map(|m| m.starts_with(&said)), Some(true));
 }
 
 #[test]

@@ -145,6 +145,10 @@ fn tally_html(report: &Value) -> String {
             .collect();
         h += &format!("<p>Audits, reported and not counted:</p><ul class=\"audits\">{items}</ul>");
     }
+    let multiplicity = str_of(report, "multiplicity");
+    if !multiplicity.is_empty() {
+        h += &format!("<p class=\"multiplicity\">{}</p>", inline(multiplicity));
+    }
     h
 }
 
