@@ -40,9 +40,30 @@ export async function browser() {
   });
 }
 
-/** Open the lab and wait until its wasm has started. */
-export async function openLab(ctx, url) {
+/** Record the box of every text drawn on each canvas (fillText through the current transform), in
+ *  `window.drawnText[canvas id]`; must be set before the page loads. */
+export async function recordCanvasText(page) {
+  await page.addInitScript(() => {
+    window.drawnText = {};
+    const orig = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const id = this.canvas.id;
+      const m = this.measureText(text);
+      const t = this.getTransform();
+      const left = x - (this.textAlign === 'center' ? m.width / 2 : this.textAlign === 'right' || this.textAlign === 'end' ? m.width : 0);
+      const corners = [[left, y - m.actualBoundingBoxAscent], [left + m.width, y - m.actualBoundingBoxAscent], [left, y + m.actualBoundingBoxDescent], [left + m.width, y + m.actualBoundingBoxDescent]]
+        .map(([px, py]) => [t.a * px + t.c * py + t.e, t.b * px + t.d * py + t.f]);
+      const xs = corners.map((c) => c[0]); const ys = corners.map((c) => c[1]);
+      (window.drawnText[id] ||= []).push({ text: String(text), x0: Math.min(...xs), x1: Math.max(...xs), y0: Math.min(...ys), y1: Math.max(...ys) });
+      return orig.call(this, text, x, y, ...rest);
+    };
+  });
+}
+
+/** Open the lab and wait until its wasm has started; `{ canvasText: true }` records what its canvases draw. */
+export async function openLab(ctx, url, { canvasText = false } = {}) {
   const page = await ctx.newPage();
+  if (canvasText) await recordCanvasText(page);
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));

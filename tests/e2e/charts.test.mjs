@@ -3,7 +3,7 @@
 // (measured from the boxes of the text the canvas drew), and an accessible name and data table per chart.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, browser, openLab, runAndWait, download } from './browser.mjs';
+import { serve, browser, openLab, runAndWait, download, recordCanvasText } from './browser.mjs';
 
 let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
@@ -11,29 +11,10 @@ after(async () => { await ctx?.close(); server?.stop(); });
 
 const CHARTS = ['ttft', 'tpot', 'e2e', 'queue', 'kv', 'class'];
 
-/** Record the box of every text drawn on each canvas (fillText through the current transform). */
-async function recordText(page) {
-  await page.addInitScript(() => {
-    window.drawnText = {};
-    const orig = CanvasRenderingContext2D.prototype.fillText;
-    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
-      const id = this.canvas.id;
-      const m = this.measureText(text);
-      const t = this.getTransform();
-      const left = x - (this.textAlign === 'center' ? m.width / 2 : this.textAlign === 'right' || this.textAlign === 'end' ? m.width : 0);
-      const corners = [[left, y - m.actualBoundingBoxAscent], [left + m.width, y - m.actualBoundingBoxAscent], [left, y + m.actualBoundingBoxDescent], [left + m.width, y + m.actualBoundingBoxDescent]]
-        .map(([px, py]) => [t.a * px + t.c * py + t.e, t.b * px + t.d * py + t.f]);
-      const xs = corners.map((c) => c[0]); const ys = corners.map((c) => c[1]);
-      (window.drawnText[id] ||= []).push({ text: String(text), x0: Math.min(...xs), x1: Math.max(...xs), y0: Math.min(...ys), y1: Math.max(...ys) });
-      return orig.call(this, text, x, y, ...rest);
-    };
-  });
-}
-
 /** A fresh page that records the text its canvases draw, and its console errors. */
 async function openRecorded() {
   const page = await ctx.newPage();
-  await recordText(page);
+  await recordCanvasText(page);
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   await page.goto(server.url);
@@ -192,7 +173,7 @@ async function recordStrokes(page) {
 
 test('CDF legends sit off every curve, objective and marker; class SLOs and percentile objectives are drawn apart', async () => {
   const page = await ctx.newPage();
-  await recordText(page);
+  await recordCanvasText(page);
   await recordStrokes(page);
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });

@@ -26,7 +26,7 @@ const drawn = (page, id) => page.evaluate((id) => {
 const cli = (args) => execFileSync(CLI, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 30 });
 
 async function openFindings() {
-  const opened = await openLab(ctx, server.url);
+  const opened = await openLab(ctx, server.url, { canvasText: true });
   await opened.page.click('nav [data-panel="findings"]');
   assert.equal(await opened.page.isVisible('#panel-findings'), true);
   return opened;
@@ -50,7 +50,13 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   const shown = await page.$$eval('#fd-report article.finding', (as) => as.map((a) => a.id));
   assert.deepEqual(shown, report.sections.map((s) => `finding-${s.id}`));
   for (const s of report.sections.filter((s) => s.chart)) {
-    assert.ok(await drawn(page, `fd-chart-${s.id}`) > 0.01, `${s.id}'s chart is drawn`);
+    const id = `fd-chart-${s.id}`;
+    assert.ok(await drawn(page, id) > 0.01, `${s.id}'s chart is drawn`);
+    // Every label inside its canvas: a long bar name is neither cut at the edge nor drawn over the bars.
+    const width = await page.$eval(`#${id}`, (c) => c.width);
+    for (const t of await page.evaluate((i) => window.drawnText[i] || [], id)) {
+      assert.ok(t.x0 >= -0.5 && t.x1 <= width + 0.5, `${s.id}: "${t.text}" drawn at ${t.x0.toFixed(0)}…${t.x1.toFixed(0)}, outside 0…${width}`);
+    }
   }
   const verdicts = await page.$$eval('#fd-report .verdict', (vs) => vs.map((v) => v.textContent));
   assert.deepEqual(verdicts, report.predictions.map((p) => `Verdict: ${p.verdict}.`));

@@ -216,6 +216,25 @@ pub fn study_figure(id: &str, c: &inferscale::study::Chart) -> Option<Figure> {
     })
 }
 
+/// `s` shortened by its middle, with an ellipsis, until it measures at most `room` pixels: a bar's name keeps its
+/// start and its end, which is where names that share a prefix differ.
+fn elide_to(s: &str, room: u32, width_of: &dyn Fn(&str) -> u32) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if width_of(s) <= room {
+        return s.to_string();
+    }
+    for cut in 1..chars.len() {
+        let keep = chars.len() - cut;
+        let (head, tail) = (keep.div_ceil(2).min(12), keep - keep.div_ceil(2).min(12));
+        let shown: String =
+            chars[..head].iter().chain(['…'].iter()).chain(chars[chars.len() - tail..].iter()).collect();
+        if width_of(&shown) <= room {
+            return shown;
+        }
+    }
+    "…".to_string()
+}
+
 fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
     let backend = CanvasBackend::new(id)?;
     let root = backend.into_drawing_area();
@@ -230,8 +249,12 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
     let top = if fmt == Fmt::Pct && vmax <= 1.0 { 1.0 } else { vmax + (vmax - floor).abs() * 0.08 };
     // The legend goes in a row of its own under the axis, never over a bar.
     let lo = if floor < 0.0 { floor - (top - floor) * 0.05 } else { floor };
-    let longest = c.categories.iter().map(|s| s.chars().count()).max().unwrap_or(4);
-    let names = c.categories.clone();
+    // Names measured by the canvas's own font; one too wide for ~45 % of the chart loses its middle.
+    let label_font: TextStyle = ("sans-serif", 11).into_font().into();
+    let width_of = |s: &str| root.estimate_text_size(s, &label_font).map_or(s.chars().count() as u32 * 7, |(w, _)| w);
+    let room = root.dim_in_pixel().0 * 45 / 100;
+    let names: Vec<String> = c.categories.iter().map(|s| elide_to(s, room, &width_of)).collect();
+    let label_area = names.iter().map(|s| width_of(s)).max().unwrap_or(24) + 14;
     let caption = match (floor > 0.0, fmt) {
         (true, _) => format!("{} (axis from {})", c.title, fmt.show(floor)),
         _ => c.title.clone(),
@@ -243,7 +266,7 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
         // A strip below the axis title for the legend row, so the title never runs into it.
         .margin_bottom(if legend { 30 } else { 10 })
         .x_label_area_size(38)
-        .y_label_area_size((longest as u32 * 6 + 14).clamp(40, 210))
+        .y_label_area_size(label_area.clamp(40, room + 14))
         .build_cartesian_2d(lo..top, 0.0..n as f64)
         .ok()?;
     // Ticks at every half slot; only the slots' centres are named.
