@@ -4,6 +4,7 @@
 //! [`Findings::figure`], so the text holds no number that was typed in and the JSON holds every number the
 //! text shows. Rendering refuses a prediction left unanswered and an answer without a prediction.
 
+mod claims;
 mod formation;
 mod layouts;
 mod memory;
@@ -14,6 +15,7 @@ mod trust;
 
 use serde::Serialize;
 
+pub use claims::{Line, SEED_BAND, Test};
 pub use runs::Config;
 use runs::Runs;
 
@@ -93,7 +95,7 @@ fn intro(cfg: &Config) -> String {
         None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
     };
     format!(
-        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows; 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
         cfg.repetitions, cfg.requests
     )
 }
@@ -210,11 +212,17 @@ pub enum Kind {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Prediction {
     pub id: String,
+    /// The experiment it belongs to: its id up to the first dot (`drr.throughput` is `drr`'s).
+    pub section: String,
     pub kind: Kind,
     pub hypothesis: String,
     /// A prediction: the lines its 95 % interval must clear, stated when it is registered. An audit: why it
     /// is not counted.
     pub tolerance: String,
+    /// The figures the verdict rests on and their lines, when the claim states them as data: then the
+    /// tolerance is their text and the verdict theirs ([`Findings::decide`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<Test>,
     pub outcome: Option<String>,
     pub verdict: Option<Verdict>,
 }
@@ -297,6 +305,8 @@ pub enum FindingsError {
     NoPrediction(String),
     /// A prediction was registered without the tolerance that decides it.
     NoTolerance(String),
+    /// A claim's verdict is not the one its tests give.
+    NotItsTests(String),
 }
 
 impl std::fmt::Display for FindingsError {
@@ -305,6 +315,7 @@ impl std::fmt::Display for FindingsError {
             FindingsError::Unanswered(id) => write!(f, "prediction `{id}` was registered but never answered"),
             FindingsError::NoPrediction(id) => write!(f, "an answer to `{id}`, which no prediction registered"),
             FindingsError::NoTolerance(id) => write!(f, "prediction `{id}` was registered without its tolerance"),
+            FindingsError::NotItsTests(id) => write!(f, "claim `{id}`'s verdict is not the one its tests give"),
         }
     }
 }
@@ -329,16 +340,10 @@ pub struct Findings {
 }
 
 /// Each prediction's verdict when every ρ was measured against the drain rate (every request at once):
-/// docs/results.md at dcac674, before sustained capacity. The tally says which verdicts the new definition
-/// moved.
-const ON_THE_DRAIN_RATE: [(&str, Verdict); 13] = [
-    ("textbook", Verdict::Held),
-    ("tail", Verdict::Contradicted),
-    ("channels", Verdict::Held),
-    ("drr", Verdict::Held),
-    ("fleet", Verdict::Held),
-    ("deadline", Verdict::Inconclusive),
-    ("oversub", Verdict::Held),
+/// docs/results.md at dcac674, before sustained capacity — for the claims still registered as they were then
+/// (those of experiments 1–7 were rewritten to the seed's figures since). The tally says which verdicts the new
+/// definition moved.
+const ON_THE_DRAIN_RATE: [(&str, Verdict); 6] = [
     ("pd", Verdict::Contradicted),
     ("prefix", Verdict::Held),
     ("retention", Verdict::Inconclusive),
@@ -369,11 +374,11 @@ fn revision(f: &Findings) -> String {
         })
         .collect();
     format!(
-        "Every ρ above is measured against sustained capacity (docs/metrics.md, \"Stability\"). Until issue 43 it was measured against the drain rate — every request at once — which experiment 1 sets beside it. {}",
+        "Every ρ above is measured against sustained capacity (docs/metrics.md, \"Stability\"). Until issue 43 it was measured against the drain rate — every request at once — which experiment 1 sets beside it. Of the claims registered then and unchanged since (those of experiments 1–7 now state the seed's figures): {}",
         if moved.is_empty() {
-            "No verdict changed with the definition.".to_string()
+            "no verdict changed with the definition.".to_string()
         } else {
-            format!("Verdicts that changed with the definition: {}.", moved.join("; "))
+            format!("these verdicts changed with the definition: {}.", moved.join("; "))
         }
     )
 }
@@ -404,15 +409,44 @@ impl Findings {
         self.register(id, Kind::Audit, claim, why_not_counted);
     }
 
+    /// Register a prediction resting on `tests`: its tolerance is their text, its verdict theirs.
+    pub fn expect_on(&mut self, id: &str, hypothesis: &str, tests: Vec<Test>) {
+        self.register(id, Kind::Prediction, hypothesis, &claims::tolerance(&tests));
+        self.predictions.last_mut().expect("just pushed").tests = tests;
+    }
+
+    /// Register an audit resting on `tests`, and why it is not counted.
+    pub fn audit_on(&mut self, id: &str, claim: &str, why_not_counted: &str, tests: Vec<Test>) {
+        self.register(id, Kind::Audit, claim, why_not_counted);
+        self.predictions.last_mut().expect("just pushed").tests = tests;
+    }
+
     fn register(&mut self, id: &str, kind: Kind, hypothesis: &str, tolerance: &str) {
         self.predictions.push(Prediction {
             id: id.into(),
+            section: id.split('.').next().unwrap_or(id).into(),
             kind,
             hypothesis: hypothesis.into(),
             tolerance: tolerance.into(),
+            tests: vec![],
             outcome: None,
             verdict: None,
         });
+    }
+
+    /// The verdict claim `id`'s tests give on the figures written so far: each figure's interval (its value,
+    /// when it has none) against its line, all of them together ([`Verdict::and`]); inconclusive for a claim
+    /// without tests or a figure not written.
+    pub fn decide(&self, id: &str) -> Verdict {
+        let Some(p) = self.predictions.iter().find(|p| p.id == id) else { return Verdict::Inconclusive };
+        let verdicts = p.tests.iter().map(|t| {
+            let figure = self.figures.iter().rev().find(|f| f.id == t.figure);
+            figure.map_or(Verdict::Inconclusive, |f| {
+                let (lo, hi) = f.interval.unwrap_or((f.value, f.value));
+                t.line.verdict(lo, hi)
+            })
+        });
+        verdicts.reduce(Verdict::and).unwrap_or(Verdict::Inconclusive)
     }
 
     /// Answer prediction `id`: what was found, and the verdict.
@@ -421,6 +455,11 @@ impl Findings {
             Some(p) => (p.outcome, p.verdict) = (Some(outcome), Some(verdict)),
             None => self.orphans.push(id.into()),
         }
+    }
+
+    /// Figure `id` as the text shows it (the last written under that id; empty when none was).
+    pub fn shown(&self, id: &str) -> String {
+        self.figures.iter().rev().find(|x| x.id == id).map(|x| x.shown.clone()).unwrap_or_default()
     }
 
     /// A figure of the report, as the text shows it.
@@ -513,6 +552,10 @@ impl Findings {
         if let Some(p) = self.predictions.iter().find(|p| p.tolerance.trim().is_empty()) {
             return Err(FindingsError::NoTolerance(p.id.clone()));
         }
+        if let Some(p) = self.predictions.iter().find(|p| !p.tests.is_empty() && p.verdict != Some(self.decide(&p.id)))
+        {
+            return Err(FindingsError::NotItsTests(p.id.clone()));
+        }
         match self.orphans.first() {
             Some(id) => Err(FindingsError::NoPrediction(id.clone())),
             None => Ok(()),
@@ -530,7 +573,8 @@ impl Findings {
         self.check()?;
         let mut out = format!("# {}\n\n{}\n", self.title, self.intro);
         for s in &self.sections {
-            out.push_str(&section_md(s, self.predictions.iter().find(|p| p.id == s.id)));
+            let claims: Vec<&Prediction> = self.predictions.iter().filter(|p| p.section == s.id).collect();
+            out.push_str(&section_md(s, &claims));
         }
         out.push_str(&self.tally());
         Ok(out)
@@ -571,14 +615,17 @@ impl Findings {
     }
 }
 
-fn section_md(s: &Section, p: Option<&Prediction>) -> String {
+/// One experiment's section with its claims: each registered before the setup, each answered after the table.
+/// A section's only claim is named by its id alone; several are each named on their outcome and verdict.
+fn section_md(s: &Section, claims: &[&Prediction]) -> String {
     let mut out = format!("\n## {}\n\n**Question.** {}\n", s.title, s.question);
-    if let Some(p) = p {
+    for p in claims {
         let (what, tolerance) = match p.kind {
             Kind::Prediction => ("Registered prediction", "Decided by"),
             Kind::Audit => ("Audit", "Not counted"),
         };
-        out.push_str(&format!("\n**{what}** (`{}`). {} {tolerance}: {}\n", p.id, p.hypothesis, p.tolerance));
+        let stop = if p.tolerance.ends_with('.') { "" } else { "." };
+        out.push_str(&format!("\n**{what}** (`{}`). {} {tolerance}: {}{stop}\n", p.id, p.hypothesis, p.tolerance));
     }
     out.push_str(&format!("\n**Setup.** {}\n", s.setup));
     if let Some(x) = &s.scenario {
@@ -594,9 +641,13 @@ fn section_md(s: &Section, p: Option<&Prediction>) -> String {
             out.push_str(&format!("| {} |\n", r.join(" | ")));
         }
     }
-    if let Some(p) = p {
+    for p in claims {
         let verdict = p.verdict.map_or("", Verdict::word);
-        out.push_str(&format!("\n**Outcome.** {}\n\n**Verdict: {verdict}.**\n", p.outcome.as_deref().unwrap_or("")));
+        let outcome = p.outcome.as_deref().unwrap_or("");
+        out.push_str(&match claims.len() {
+            1 => format!("\n**Outcome.** {outcome}\n\n**Verdict: {verdict}.**\n"),
+            _ => format!("\n**Outcome** (`{}`). {outcome}\n\n**Verdict (`{}`): {verdict}.**\n", p.id, p.id),
+        });
     }
     out
 }

@@ -2,7 +2,7 @@
 //! unanswered, or an answer without a prediction, refuses to render, naming it; every figure the JSON holds
 //! is shown in the text as the JSON shows it; verdicts follow the interval.
 
-use inferscale::findings::{self, Findings, Unit, Verdict};
+use inferscale::findings::{self, Findings, Line, Test, Unit, Verdict};
 
 /// docs/results.md is the report as `inferscale report --out docs/results.md` writes it now: a stale report
 /// is a failing test.
@@ -38,11 +38,30 @@ fn docs_results_md_is_the_report_byte_for_byte() {
         assert!(p["verdict"].is_string(), "{p}");
         assert!(p["tolerance"].as_str().is_some_and(|t| t.len() > 20), "{id}: no tolerance stated: {p}");
     }
-    // The tally counts the predictions and only them; the identity and the claim whose answer was known are
-    // audits, listed apart.
+    // The tally counts the predictions and only them; the identity, the claim whose answer was known and the
+    // halves whose knob cannot act are audits, listed apart.
     let kind_of = |id: &str| claims.iter().find(|p| p["id"] == id).map(|p| p["kind"].as_str().unwrap().to_string());
-    assert_eq!(kind_of("little").as_deref(), Some("audit"));
-    assert_eq!(kind_of("trust").as_deref(), Some("audit"));
+    for audit in ["little", "trust", "drr.throughput", "oversub.batch"] {
+        assert_eq!(kind_of(audit).as_deref(), Some("audit"), "{audit}");
+    }
+    // Experiments 1–6 predict the seed's own figures, each within the report's one band, and their verdicts
+    // are their tests' (rendering refuses any other).
+    let seeds: Vec<(&str, f64)> = (claims.iter())
+        .flat_map(|p| p["tests"].as_array().into_iter().flatten().map(move |t| (p["id"].as_str().unwrap(), t)))
+        .filter_map(|(id, t)| Some((id, t["seed"].as_f64()?)))
+        .collect();
+    for (id, x) in [
+        ("textbook", 0.27),
+        ("tail", 42.0),
+        ("channels", 0.158),
+        ("drr", 2.7),
+        ("fleet", 0.33),
+        ("fleet", 0.0),
+        ("deadline", 0.25),
+        ("deadline", 0.715),
+    ] {
+        assert!(seeds.contains(&(id, x)), "{id} predicts the seed's {x}: {seeds:?}");
+    }
     let counted = claims.iter().filter(|p| p["kind"] == "prediction").count();
     assert!(counted >= 10, "{counted} predictions");
     let tally = &md[md.find("## Tally").unwrap()..];
@@ -87,6 +106,44 @@ fn an_unanswered_prediction_or_an_unpredicted_answer_refuses_to_render() {
     g.found("d", "it rose".into(), Verdict::Held);
     assert_eq!(g.markdown().unwrap_err(), findings::FindingsError::NoTolerance("d".into()));
     assert!(g.json().is_err());
+}
+
+/// A claim stated as tests: its tolerance is their text, its verdict theirs (the seed's band by one rule), a
+/// section's several claims are each named on their outcome and verdict, and a verdict other than the
+/// tests' refuses to render.
+#[test]
+fn a_claim_on_tests_is_decided_by_them_and_a_seed_figure_by_one_band() {
+    let mut f = Findings::new("t", String::new());
+    f.expect_on("a", "x is the seed's 2×", vec![Test::seed("a.x", "x", 2.0, Unit::Times)]);
+    let both = vec![Test::seed("a.y", "y", 0.30, Unit::Percent), Test::new("a.z", "z", Line::Above(0.0), Unit::Points)];
+    f.expect_on("a.more", "y is the seed's 30 % and z positive", both);
+    f.audit_on("a.nil", "w is nil", "it cannot move", vec![Test::seed("a.w", "w", 0.0, Unit::Points)]);
+    let tolerance = |id: &str| f.predictions.iter().find(|p| p.id == id).unwrap().tolerance.clone();
+    assert!(tolerance("a").contains("lies within 1.00× – 4.00× (the seed's 2.00×)"), "{}", tolerance("a"));
+    assert!(tolerance("a.more").contains("within 20.0 % – 40.0 % (the seed's 30.0 %)"), "{}", tolerance("a.more"));
+    assert!(tolerance("a.more").contains("lies wholly above 0.0 points"), "{}", tolerance("a.more"));
+    assert_eq!(f.predictions.iter().find(|p| p.id == "a.nil").unwrap().tolerance, "it cannot move");
+    f.mean_ci("a.x", &[3.0, 3.5, 3.2], Unit::Times);
+    f.mean_ci("a.y", &[0.35, 0.45, 0.40], Unit::Percent);
+    f.mean_ci("a.z", &[0.1, 0.2, 0.15], Unit::Points);
+    f.figure("a.w", 0.02, Unit::Points);
+    assert_eq!(f.decide("a"), Verdict::Held);
+    assert_eq!(f.decide("a.more"), Verdict::Inconclusive, "y's interval reaches past 40 %");
+    assert_eq!(f.decide("a.nil"), Verdict::Contradicted, "2 points is not nil");
+    assert_eq!(Line::Within(1.0, 2.0).verdict(2.5, 3.0), Verdict::Contradicted);
+    assert_eq!(Line::Within(1.0, 2.0).verdict(0.5, 1.5), Verdict::Inconclusive);
+    for id in ["a", "a.more", "a.nil"] {
+        let v = f.decide(id);
+        f.found(id, format!("{id} found"), v);
+    }
+    f.section("a", "A", "?");
+    let md = f.markdown().unwrap();
+    assert!(
+        md.contains("**Outcome** (`a.more`). a.more found") && md.contains("**Verdict (`a.nil`): contradicted.**"),
+        "{md}"
+    );
+    f.found("a", "overruled".into(), Verdict::Contradicted);
+    assert_eq!(f.markdown().unwrap_err(), findings::FindingsError::NotItsTests("a".into()));
 }
 
 #[test]

@@ -59,18 +59,20 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 /// One experiment's section (with its prediction from `report`), its chart's canvas id `chart_id`.
 fn section_html(s: &Value, report: &Value, chart_id: &str, rerun_button: bool) -> String {
     let id = str_of(s, "id");
-    let p = report["predictions"].as_array().into_iter().flatten().find(|p| str_of(p, "id") == id);
+    let claims: Vec<&Value> =
+        report["predictions"].as_array().into_iter().flatten().filter(|p| str_of(p, "section") == id).collect();
     let mut h =
         format!("<h3>{}</h3><p><b>Question.</b> {}</p>", esc(str_of(s, "title")), inline(str_of(s, "question")));
-    if let Some(p) = p {
+    for p in &claims {
         let (what, tolerance) = if str_of(p, "kind") == "audit" {
             ("Audit", "Not counted")
         } else {
             ("Registered prediction", "Decided by")
         };
+        let stop = if str_of(p, "tolerance").ends_with('.') { "" } else { "." };
         h += &format!(
-            "<p><b>{what}</b> (<code>{}</code>). {} <i>{tolerance}:</i> {}</p>",
-            esc(id),
+            "<p><b>{what}</b> (<code>{}</code>). {} <i>{tolerance}:</i> {}{stop}</p>",
+            esc(str_of(p, "id")),
             inline(str_of(p, "hypothesis")),
             inline(str_of(p, "tolerance"))
         );
@@ -90,10 +92,13 @@ fn section_html(s: &Value, report: &Value, chart_id: &str, rerun_button: bool) -
     if s["chart"].is_object() {
         h += &crate::figure::html(chart_id, s["chart"]["title"].as_str().unwrap_or(""), 560, 320);
     }
-    if let Some(p) = p {
+    // A section's only claim is named by its id alone; several are each named on their outcome and verdict,
+    // as in the Markdown.
+    for p in &claims {
         let verdict = str_of(p, "verdict");
+        let named = if claims.len() == 1 { String::new() } else { format!(" (<code>{}</code>)", esc(str_of(p, "id"))) };
         h += &format!(
-            "<p><b>Outcome.</b> {}</p><p class=\"verdict verdict-{verdict}\"><b>Verdict: {verdict}.</b></p>",
+            "<p><b>Outcome</b>{named}. {}</p><p class=\"verdict verdict-{verdict}\"><b>Verdict{named}: {verdict}.</b></p>",
             inline(str_of(p, "outcome"))
         );
     }
