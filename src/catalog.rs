@@ -124,7 +124,7 @@ pub fn policy_of_kind(kind: &str) -> Value {
     match kind {
         "lognormal" => json!({"kind": kind, "sigma": 0.5}),
         "queue_cap" => json!({"kind": kind, "max_waiting": 64}),
-        "deadline" => json!({"kind": kind, "slack": 1.0}),
+        "deadline" | "feasible" => json!({"kind": kind, "slack": 1.0}),
         "random_drop" => json!({"kind": kind, "probability": 0.1}),
         "token_bucket" => json!({"kind": kind, "rate_tokens_per_s": 20000.0, "burst_tokens": 100000.0}),
         "drr" => json!({"kind": kind, "quantum_tokens": 2048}),

@@ -36,7 +36,7 @@ use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
-use crate::sched::admission::{self, Admission, AdmitContext, Backlog, Reject};
+use crate::sched::admission::{self, Admission, AdmitContext, Backlog, DrainRate, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::sched::sglang::NewTokenRatio;
 use crate::workload::{FollowUps, Generator, Request, Retention};
@@ -107,6 +107,8 @@ pub(crate) struct Replica {
     pub transfer_blocks: u64,
     /// SGLang's formations: the share of predicted output a running request reserves.
     pub new_token_ratio: NewTokenRatio,
+    /// The rate it has been completing requests (kept only for the admission that reads it).
+    pub drain: DrainRate,
 }
 
 /// A request the workload created in answer to a completion, and its turn.
@@ -153,6 +155,8 @@ pub struct Simulation<'a> {
     loads: Vec<Loads>,
     /// Per pool: its router reads the KV load.
     kv_routed: Vec<bool>,
+    /// The admission reads each replica's drain rate: keep it at every step end that completes requests.
+    reads_drain_rate: bool,
     /// Disaggregated: the links and the prompts crossing them.
     links: Links,
     /// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
@@ -217,6 +221,7 @@ impl<'a> Simulation<'a> {
                 outstanding: 0,
                 transfer_blocks: 0,
                 new_token_ratio: NewTokenRatio::default(),
+                drain: DrainRate::default(),
             })
             .collect();
         let n_links = sc.link_count();
@@ -240,6 +245,7 @@ impl<'a> Simulation<'a> {
             router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
             loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
             kv_routed: sc.pools.iter().map(|p| p.router == RouterSpec::LeastKv).collect(),
+            reads_drain_rate: matches!(sc.admission, crate::spec::AdmissionSpec::Feasible { .. }),
             links: Links::new(n_links),
             prefix_held: vec![0; sc.worker_count() as usize],
             prefix_held_total: 0,
@@ -413,8 +419,15 @@ impl<'a> Simulation<'a> {
             Some(r) => self.replicas[r].queue.len(),
             None => self.central.as_ref().map_or(0, |q| q.len()),
         };
-        let estimate_ns = self.admission.needs_estimate().then(|| self.estimate_latency_ns(&req, target));
-        let cx = AdmitContext { now_ns: self.now, waiting, estimate_ns, deadline_ns: class.slo.e2e_ns };
+        let estimate = self.admission.needs_estimate().then(|| self.estimate_latency(&req, target));
+        let cx = AdmitContext {
+            now_ns: self.now,
+            waiting,
+            estimate,
+            ttft_objective_ns: class.slo.ttft_ns,
+            tpot_objective_ns: class.slo.tpot_ns,
+            deadline_ns: class.slo.e2e_ns,
+        };
         let too_long = req.prompt_tokens as u64 + req.output_tokens as u64 > self.max_model_len;
         let verdict = if too_long { Err(Reject::TooLong) } else { self.admission.admit(&req, &cx) };
         let mut record = RequestRecord::new(&req);
@@ -539,22 +552,50 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    /// Deadline admission's estimate for `req` joining `target` (None: the central queue); the policy module
-    /// computes it from the backlog the engine reads off.
-    fn estimate_latency_ns(&self, req: &Request, target: Option<usize>) -> f64 {
-        // With a central queue, the queue ahead is shared by every replica.
+    /// Deadline or feasibility admission's estimate for `req` joining `target` (None: the central queue); the
+    /// policy module computes it from the backlog the engine reads off.
+    fn estimate_latency(&self, req: &Request, target: Option<usize>) -> admission::Estimate {
+        let pool = &self.sc.front_pool();
+        let seqs = pool.engine.max_num_seqs as usize;
+        // With a central queue, the queue ahead is shared by every replica, and drains at all their rates.
         let backlog = match target {
             Some(r) => {
-                Backlog { ahead: self.replicas[r].queue.len(), running: self.replicas[r].batch.len(), servers: 1.0 }
+                let rep = &self.replicas[r];
+                Backlog {
+                    ahead: rep.queue.len(),
+                    running: rep.batch.len(),
+                    servers: 1.0,
+                    free_seqs: seqs.saturating_sub(rep.batch.len()),
+                    per_completion_ns: rep.drain.per_completion_ns(),
+                    per_step_ns: rep.drain.per_step_ns(),
+                }
             }
-            None => Backlog {
-                ahead: self.central.as_ref().map_or(0, |q| q.len()),
-                running: self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
-                servers: self.replicas.len() as f64,
-            },
+            None => {
+                let rates: Vec<f64> = self.replicas.iter().map(|r| r.drain.per_completion_ns()).collect();
+                Backlog {
+                    ahead: self.central.as_ref().map_or(0, |q| q.len()),
+                    running: self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
+                    servers: self.replicas.len() as f64,
+                    free_seqs: self.replicas.iter().map(|r| seqs.saturating_sub(r.batch.len())).sum(),
+                    // Until every replica has a rate, none is assumed (the prefill-rate estimate stands in).
+                    per_completion_ns: if rates.iter().all(|x| *x > 0.0) {
+                        1.0 / rates.iter().map(|x| 1.0 / x).sum::<f64>()
+                    } else {
+                        0.0
+                    },
+                    // The step it would run at: the longest a replica has been taking (the one it may land on).
+                    per_step_ns: self.replicas.iter().map(|r| r.drain.per_step_ns()).fold(0.0, f64::max),
+                }
+            }
         };
-        let pool = &self.sc.front_pool();
-        admission::deadline_estimate_ns(req, &backlog, &pool.cost, pool.engine.prefill_chunk_tokens)
+        let chunk = pool.engine.prefill_chunk_tokens;
+        match self.admission.reads_drain_rate() {
+            true => admission::feasible_estimate(req, &backlog, &pool.cost, chunk),
+            false => {
+                let e2e_ns = admission::deadline_estimate_ns(req, &backlog, &pool.cost, chunk);
+                admission::Estimate { ttft_ns: f64::NAN, e2e_ns, tpot_ns: f64::NAN }
+            }
+        }
     }
 
     /// Form and start a step on replica `r` if it is idle and has work.
@@ -706,6 +747,10 @@ impl<'a> Simulation<'a> {
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
         let left = t.finished as u64 + handoff.len() as u64;
         rep.outstanding -= left;
+        if self.reads_drain_rate {
+            rep.drain.on_completions(self.now, t.finished);
+            rep.drain.on_step(rep.step_ns);
+        }
         if left > 0 {
             self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
         }

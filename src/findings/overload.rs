@@ -150,6 +150,26 @@ pub(super) fn fleet_or_shed(f: &mut Findings, cfg: &Config, sat: f64, littles: &
     );
 }
 
+/// Each seed's run behind `admission`, and a random drop of the share it shed on the same seed.
+fn against_random(cfg: &Config, sat: f64, admission: &AdmissionSpec, littles: &mut Runs) -> [Vec<Outcome>; 2] {
+    let (policy, random) = (0..cfg.repetitions)
+        .map(|k| {
+            let d = outcome(&overloaded(cfg, k, sat, 1, admission.clone()), littles);
+            let r = outcome(&overloaded(cfg, k, sat, 1, AdmissionSpec::RandomDrop { probability: d.shed }), littles);
+            (d, r)
+        })
+        .unzip();
+    [policy, random]
+}
+
+/// Experiment 6's two policies: deadline rejection as the seed built it (the queue drained at the prefill rate)
+/// and the feasibility check that reads the measured drain rate and checks TTFT and TPOT too; each against a random drop
+/// of the share it sheds. (row name, figure id, admission)
+const SHEDDERS: [(&str, &str, AdmissionSpec); 2] = [
+    ("Deadline rejection (slack 1)", "deadline.deadline", AdmissionSpec::Deadline { slack: 1.0 }),
+    ("SLO feasibility, measured drain (slack 1)", "deadline.measured", AdmissionSpec::Feasible { slack: 1.0 }),
+];
+
 /// Experiment 6, deadline-feasibility rejection against dropping the same share at random.
 pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
     f.expect_on(
@@ -158,84 +178,110 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
         vec![
             Test::seed("deadline.deadline.shed", "the share it sheds", 0.25, Unit::Share),
             Test::seed("deadline.deadline.attainment", "its SLO attainment", 0.715, Unit::Share),
-            Test::new("deadline.gain_over_random", "its lead over random drop", Line::Below(0.0), Unit::Points),
+            Test::new("deadline.deadline.gain", "its lead over random drop", Line::Below(0.0), Unit::Points),
         ],
     );
-    let (deadline, random): (Vec<Outcome>, Vec<Outcome>) = (0..cfg.repetitions)
-        .map(|k| {
-            let d = outcome(&overloaded(cfg, k, sat, 1, AdmissionSpec::Deadline { slack: 1.0 }), littles);
-            let r = outcome(&overloaded(cfg, k, sat, 1, AdmissionSpec::RandomDrop { probability: d.shed }), littles);
-            (d, r)
-        })
-        .unzip();
-    let rows =
-        [("Deadline rejection (slack 1)", &deadline), ("Random drop, the same share", &random)].map(|(name, outs)| {
-            let id = if name.starts_with("Deadline") { "deadline.deadline" } else { "deadline.random" };
+    f.expect_on(
+        "deadline.measured",
+        "A competent check — the queue ahead drained at the rate the replica has been completing requests, and TTFT and TPOT checked as well as e2e (`feasible`) — keeps more of the offered requests within their objectives than dropping the share it sheds at random.",
+        vec![Test::new("deadline.measured.gain", "its lead over random drop", Line::Above(0.0), Unit::Points)],
+    );
+    let mut rows = Vec::new();
+    let mut gains = Vec::new();
+    for (name, id, admission) in &SHEDDERS {
+        let [policy, random] = against_random(cfg, sat, admission, littles);
+        for (name, id, outs) in [
+            (name.to_string(), id.to_string(), &policy),
+            (
+                format!("Random drop, {} share", if *id == "deadline.deadline" { "the same" } else { "its" }),
+                format!("{id}.random"),
+                &random,
+            ),
+        ] {
             let col = |f: &mut Findings, what: &str, unit: Unit, x: fn(&Outcome) -> f64| {
                 f.mean_ci(&format!("{id}.{what}"), &outs.iter().map(x).collect::<Vec<_>>(), unit).0
             };
-            vec![
-                name.to_string(),
+            rows.push(vec![
+                name,
                 col(f, "shed", Unit::Share, |o| o.shed),
                 col(f, "attainment", Unit::Share, |o| o.attainment),
                 col(f, "ttft_p99", Unit::Seconds, |o| o.ttft_p99_s),
                 col(f, "late", Unit::Share, |o| o.late),
-            ]
-        });
-    let gain: Vec<f64> = deadline.iter().zip(&random).map(|(d, r)| d.attainment - r.attainment).collect();
-    let (gain_shown, (_, lo, hi)) = f.mean_ci("deadline.gain_over_random", &gain, Unit::Points);
-    let shed: Vec<f64> = deadline.iter().map(|o| o.shed).collect();
-    let (shed_shown, att_shown) = (f.shown("deadline.deadline.shed"), f.shown("deadline.deadline.attainment"));
-    let left = f.figure("deadline.rho_after_random_drop", OVERLOAD * (1.0 - mean(&shed)), Unit::Percent);
-    let served_ttft = f.figure(
-        "deadline.served_ttft_p99",
-        mean(&deadline.iter().map(|o| o.ttft_p99_s).collect::<Vec<_>>()),
-        Unit::Seconds,
-    );
+            ]);
+        }
+        let gain: Vec<f64> = policy.iter().zip(&random).map(|(d, r)| d.attainment - r.attainment).collect();
+        gains.push(f.mean_ci(&format!("{id}.gain"), &gain, Unit::Points));
+        let shed: Vec<f64> = policy.iter().map(|o| o.shed).collect();
+        f.figure(&format!("{id}.rho_after_random_drop"), OVERLOAD * (1.0 - mean(&shed)), Unit::Percent);
+    }
     let rho = f.figure("deadline.rho", OVERLOAD, Unit::Percent);
     let chart = f.bars(
         "SLO attainment, shedding the same share",
         "%",
-        vec![
-            ("Deadline rejection".into(), "deadline.deadline.attainment".into()),
-            ("Random drop".into(), "deadline.random.attainment".into()),
-        ],
+        (rows.iter().zip([
+            "deadline.deadline",
+            "deadline.deadline.random",
+            "deadline.measured",
+            "deadline.measured.random",
+        ]))
+        .map(|(r, id)| (r[0].clone(), format!("{id}.attainment")))
+        .collect(),
     );
     let s = f.section(
         "deadline",
         "6. Deadline rejection against random drop",
         "When some arrivals must be turned away, is it better to turn away those predicted to miss their deadline, or the same share at random?",
     );
-    s.setup = "Experiment 5's overload on one replica. Deadline rejection estimates each arrival's completion (the queue ahead drained at the prefill rate, then its own prefill and decode) and rejects it when the estimate passes its 15 s e2e objective; random drop then drops each arrival with the probability equal to the share deadline rejection shed on the same seed.".into();
+    s.setup = "Experiment 5's overload on one replica. Deadline rejection estimates each arrival's completion (the queue ahead drained at the prefill rate, then its own prefill and decode) and rejects it when the estimate passes its 15 s e2e objective. The feasibility check (`feasible`) drains the queue ahead one request per completion at the gap between completions the replica has measured, and rejects an arrival whose estimated first token passes its 2 s TTFT objective, whose measured step passes its 100 ms TPOT objective, or whose completion (its predicted output at the measured step) passes its 15 s e2e. Each is set against a random drop of the share it shed on the same seed.".into();
     s.regime = format!("ρ = {rho} of one replica's sustained capacity (experiment 1).");
-    let random = AdmissionSpec::RandomDrop { probability: deadline[0].shed };
     s.scenario = excerpt(
         PEER,
         cfg,
-        vec![
-            ("deadline rejection".into(), overloaded(cfg, 0, sat, 1, AdmissionSpec::Deadline { slack: 1.0 })),
-            ("random drop (on the first seed)".into(), overloaded(cfg, 0, sat, 1, random)),
-        ],
+        SHEDDERS.iter().map(|(name, _, a)| (name.to_string(), overloaded(cfg, 0, sat, 1, a.clone()))).collect(),
     );
     s.columns = ["Policy", "Shed", "SLO attainment", "p99 TTFT of the served", "Served past the e2e deadline"]
         .map(String::from)
         .to_vec();
-    s.rows = rows.to_vec();
+    s.rows = rows;
     s.chart = Some(chart);
-    let late = f.shown("deadline.deadline.late");
+    answer_deadline(f, &gains);
+}
+
+/// Experiment 6's answers, from the figures written.
+fn answer_deadline(f: &mut Findings, gains: &[(String, (f64, f64, f64))]) {
+    let [(gain_shown, (_, lo, hi)), (measured_shown, _)] = [gains[0].clone(), gains[1].clone()];
+    let [shed, att, late, ttft, left] = ["shed", "attainment", "late", "ttft_p99", "rho_after_random_drop"]
+        .map(|x| f.shown(&format!("deadline.deadline.{x}")));
     let why = format!(
-        "Deadline rejection estimates an arrival's wait as if the queue ahead drained at the prefill rate; with the batch full, a waiting request leaves the queue only when a running one finishes and frees its place, far slower, so the estimate admits requests that cannot make it: {late} of those it serves finish past the very e2e deadline it checked, and they wait past their 2 s TTFT objective too (p99 TTFT of the served: {served_ttft}). Dropping the same share at random leaves the replica at ρ = {left}"
+        "Deadline rejection estimates an arrival's wait as if the queue ahead drained at the prefill rate; with the batch full, a waiting request leaves the queue only when a running one finishes and frees its place, far slower, so the estimate admits requests that cannot make it: {late} of those it serves finish past the very e2e deadline it checked, and they wait past their 2 s TTFT objective too (p99 TTFT of the served: {ttft}). Dropping the same share at random leaves the replica at ρ = {left}"
     );
     let verdict = f.decide("deadline");
     f.found(
         "deadline",
         format!(
-            "Deadline rejection sheds {shed_shown} of the arrivals and keeps {att_shown} of them within their objectives; shedding the same share, its SLO attainment less random drop's is {gain_shown}. {why}{}",
+            "Deadline rejection sheds {shed} of the arrivals and keeps {att} of them within their objectives; shedding the same share, its SLO attainment less random drop's is {gain_shown}. {why}{}",
             match Line::Below(0.0).verdict(lo, hi) {
                 Verdict::Held => ", which serves more of the offered requests within their objectives.",
                 Verdict::Inconclusive => ", still past saturation, where its attainment swings from seed to seed with how early the queue passes the TTFT objective: the interval straddles zero.",
                 Verdict::Contradicted => "; yet checking the deadline picks the requests that can still make it.",
             }
+        ),
+        verdict,
+    );
+    let [shed, att, late, left] =
+        ["shed", "attainment", "late", "rho_after_random_drop"].map(|x| f.shown(&format!("deadline.measured.{x}")));
+    let rho =
+        f.figures.iter().rev().find(|x| x.id == "deadline.measured.rho_after_random_drop").map_or(0.0, |x| x.value);
+    let near = if (0.95..=1.05).contains(&rho) {
+        ", about its capacity, where its attainment swings from seed to seed"
+    } else {
+        ""
+    };
+    let verdict = f.decide("deadline.measured");
+    f.found(
+        "deadline.measured",
+        format!(
+            "Reading the measured drain and checking TTFT and TPOT, the check sheds {shed} and keeps {att} of the offered requests within their objectives, {measured_shown} against a random drop of that share; {late} of those it serves finish past their e2e deadline. The random drop leaves the replica at ρ = {left}{near}."
         ),
         verdict,
     );

@@ -592,15 +592,23 @@ fn workflow_prefix(spec: &Spec, w: &Workload, block: u32, e: &mut Errors) -> Opt
 }
 
 /// Deadline admission tests each request against its class's end-to-end SLO: every class needs one.
+/// Feasibility admission tests its TTFT, TPOT and e2e SLOs: every class needs one of them.
 fn check_deadlines(spec: &Spec, w: &Workload, e: &mut Errors) {
-    if let AdmissionSpec::Deadline { .. } = spec.admission {
-        for (i, (c, cs)) in w.classes.iter().zip(&spec.workload.classes).enumerate() {
-            if c.slo.e2e_ns.is_none() {
-                e.push(
-                    format!("{}[{i}].{}", path_of!(spec.workload.classes), path_of!(cs.slo.e2e_ms)),
-                    "required when admission.kind is \"deadline\" (the deadline to test against)",
-                );
-            }
+    let feasible = matches!(spec.admission, AdmissionSpec::Feasible { .. });
+    if !feasible && !matches!(spec.admission, AdmissionSpec::Deadline { .. }) {
+        return;
+    }
+    for (i, (c, cs)) in w.classes.iter().zip(&spec.workload.classes).enumerate() {
+        if feasible && c.slo.ttft_ns.is_none() && c.slo.tpot_ns.is_none() && c.slo.e2e_ns.is_none() {
+            e.push(
+                format!("{}[{i}].{}", path_of!(spec.workload.classes), path_of!(cs.slo.ttft_ms)),
+                "required, or slo.tpot_ms or slo.e2e_ms, when admission.kind is \"feasible\" (the objectives to test against)",
+            );
+        } else if !feasible && c.slo.e2e_ns.is_none() {
+            e.push(
+                format!("{}[{i}].{}", path_of!(spec.workload.classes), path_of!(cs.slo.e2e_ms)),
+                "required when admission.kind is \"deadline\" (the deadline to test against)",
+            );
         }
     }
 }

@@ -1290,6 +1290,14 @@ pub enum AdmissionSpec {
         #[serde(default = "one")]
         slack: f64,
     },
+    /// Reject when the estimated first token, time per token or completion misses the class's TTFT, TPOT or
+    /// e2e objective, the queue ahead estimated to drain at the rate requests have been completing and tokens
+    /// to come at the measured step time.
+    Feasible {
+        /// Reject only when an estimate exceeds its objective by this factor (1 = at once).
+        #[serde(default = "one")]
+        slack: f64,
+    },
     /// Drop each arrival with this probability (drawn at creation).
     RandomDrop { probability: f64 },
     /// Per-tenant token bucket on prompt + predicted output tokens.
@@ -1299,6 +1307,7 @@ pub enum AdmissionSpec {
 variant_bounds!(AdmissionSpec {
     QueueCap { max_waiting: Bound::Int(1, 1_000_000_000) },
     Deadline { slack: Bound::Range(0.1, 100.0) },
+    Feasible { slack: Bound::Range(0.1, 100.0) },
     RandomDrop { probability: Bound::Range(0.0, 1.0) },
     TokenBucket { rate_tokens_per_s: Bound::OpenLo(0.0, 1e12), burst_tokens: Bound::Range(1.0, 1e12) },
 });

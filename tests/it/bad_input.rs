@@ -192,6 +192,22 @@ fn broken_scenarios_name_the_field() {
             with(base(), "/admission", json!({"kind": "deadline"})),
             "workload.classes[0].slo.e2e_ms",
         ),
+        (
+            "feasible without a TTFT or e2e SLO",
+            with(with(base(), "/workload/classes/0/slo", json!({})), "/admission", json!({"kind": "feasible"})),
+            "workload.classes[0].slo.ttft_ms",
+        ),
+        ("feasible slack 0", with(base(), "/admission", json!({"kind": "feasible", "slack": 0.0})), "admission.slack"),
+        (
+            "feasible slack 1e308",
+            with(base(), "/admission", json!({"kind": "feasible", "slack": 1e308})),
+            "admission.slack",
+        ),
+        (
+            "feasible slack -1",
+            with(base(), "/admission", json!({"kind": "feasible", "slack": -1.0})),
+            "admission.slack",
+        ),
         ("zero replicas", with(base(), "/cluster/replicas", json!(0)), "cluster.replicas"),
         ("unknown router", with(base(), "/cluster/router/kind", json!("least_load")), "cluster.router"),
         ("unknown top-level field", with(base(), "/sed", json!(1)), "sed"),

@@ -133,6 +133,41 @@ fn deadline_admission_rejects_hopeless_requests() {
     assert!(guarded.summary.e2e_s.p95 < open.summary.e2e_s.p95);
 }
 
+/// Past capacity (the benchmark scenario at 1.5× its sustained capacity), deadline admission's prefill-rate
+/// estimate admits requests that finish past the deadline it checked; the feasibility check, which drains
+/// the queue at the measured completion rate and checks TTFT too, admits almost none such, and keeps more
+/// requests within their objectives.
+#[test]
+fn feasibility_admission_admits_what_can_finish_in_time() {
+    let mut s = super::shipped("peer-llama3-8b-h100.json");
+    s.workload.requests = Some(3000);
+    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: 34.8 };
+    for c in &mut s.workload.classes {
+        c.slo.e2e_ms = Some(15_000.0);
+    }
+    // The share of the served past their e2e deadline and past their TTFT objective.
+    let late = |r: &inferscale::Report| {
+        let served: Vec<_> =
+            r.requests.iter().filter(|q| q.outcome == inferscale::metrics::Outcome::Completed).collect();
+        let share = |past: &dyn Fn(&&inferscale::metrics::RequestRecord) -> bool| {
+            served.iter().filter(|q| past(q)).count() as f64 / served.len() as f64
+        };
+        (
+            share(&|q| q.done_ns - q.arrival_ns > 15_000_000_000),
+            share(&|q| q.first_token_ns - q.arrival_ns > 2_000_000_000),
+        )
+    };
+    s.admission = AdmissionSpec::Deadline { slack: 1.0 };
+    let prefill_rate = simulate(&super::valid(&s));
+    s.admission = AdmissionSpec::Feasible { slack: 1.0 };
+    let measured = simulate(&super::valid(&s));
+    assert!(measured.summary.rejected > 0);
+    let ((e2e_a, ttft_a), (e2e_b, ttft_b)) = (late(&prefill_rate), late(&measured));
+    assert!(e2e_a > 0.5 && e2e_b < 0.05, "served past the e2e deadline: {e2e_a} (prefill rate), {e2e_b} (measured)");
+    assert!(ttft_b < 0.3 && ttft_b < ttft_a / 2.0, "past the TTFT objective: {ttft_a}, {ttft_b}");
+    assert!(measured.summary.slo_attainment > prefill_rate.summary.slo_attainment + 0.2);
+}
+
 #[test]
 fn routers_spread_load() {
     let mut s = super::shipped("chat-70b-h100-tp4.json");
