@@ -162,6 +162,11 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
         "When 60 % of requests open with one of 8 shared 1024-token prefixes, caching the prefixes' KV raises the colocated fleet's sustained capacity by more than 10 % and cuts p99 TTFT at ρ = 0.9 (of the uncached capacity) by more than a fifth.",
         "the intervals of the capacity gain above 10 % and of the cut in p99 TTFT above 20 %.",
     );
+    // Without shared prefixes the cache has nothing to keep: on and off run the same requests alike, and a
+    // "contradicted" would be about a scenario the prediction is not about.
+    if shipped(PD, cfg, 0).prefix.is_none_or(|p| p.reuse_fraction == 0.0 || p.prefix_tokens == 0) {
+        return littles.refuse("does not apply: needs shared prompt prefixes (prefix, with reuse_fraction > 0)");
+    }
     let seeds = 0..cfg.repetitions;
     let mut sat = |caching: bool| -> Vec<f64> {
         seeds.clone().map(|k| capacity(&layout(cfg, k, None, caching), littles)).collect()

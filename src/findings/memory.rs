@@ -157,7 +157,7 @@ pub(super) fn retention(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
         "the interval of HBM retention's lead in p95 turn TTFT at the full budget above 20 %, and at a tenth of it that of its p95 excess over the better of host offload and the TTL above 0.",
     );
     if shipped(AGENTS, cfg, 0).workload.sessions.is_none() {
-        return littles.refuse("needs agent sessions (workload.sessions)");
+        return littles.refuse("does not apply: needs agent sessions (workload.sessions)");
     }
     let policies = [
         ("Retain", RetentionSpec::Retain),

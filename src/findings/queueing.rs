@@ -334,7 +334,7 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: &Config, littles: &mut Runs) 
         vec![Test::new("drr.throughput_cost", "the throughput cost", Line::Below(0.02), Unit::Percent)],
     );
     if shipped(TENANTS, cfg, 0).workload.tenants.len() < 2 {
-        return littles.refuse("needs two tenants or more (workload.tenants)");
+        return littles.refuse("does not apply: needs two tenants or more (workload.tenants)");
     }
     let (fcfs, drr): (Vec<_>, Vec<_>) =
         (0..cfg.repetitions).map(|k| (tenants_run(cfg, k, false, littles), tenants_run(cfg, k, true, littles))).unzip();

@@ -158,6 +158,8 @@ pub mod threshold {
     pub const NEAR_SATURATION: f64 = 0.85;
     /// Prefill's share of step time above which prefill interferes with decodes.
     pub const PREFILL_HEAVY: f64 = 0.4;
+    /// Enough prefill in the steps for its stalls to be what a TPOT objective the median gap meets misses.
+    pub const PREFILL_SOME: f64 = 0.05;
     /// Compute-bound steps' share above which compute (not memory bandwidth) sets the step time.
     pub const COMPUTE_BOUND: f64 = 0.5;
     /// The busiest KV link's busy share, or transfer's share of p95 TTFT, above which the link limits.
@@ -410,7 +412,10 @@ pub fn diagnose(i: &Inputs, missed: Vec<Miss>) -> Diagnosis {
     } else if i.objectives.met {
         healthy(&ev, i)
     } else {
-        under_capacity(&ev, i, limit)
+        // A TPOT objective the median inter-token gap meets, missed by the requests' TPOT: the gaps a
+        // prefill step stretched are what misses it.
+        let stalled = missed.iter().find(|m| m.objective == "tpot" && i.summary.itl_s.p50 <= m.max_s);
+        under_capacity(&ev, i, limit, stalled.map(|m| m.max_s))
     };
     let o = i.objectives;
     let verdict = if o.met { v.verdict } else { format!("{}{}", v.verdict, missed_sentence(o, &missed)) };
@@ -534,7 +539,7 @@ fn link_or_pool(ev: &Evidence, i: &Inputs, limit: &'static str) -> Option<Verdic
 
 /// The load is carried but an objective is missed: a link, memory, queueing, interference or the service
 /// time itself, in that order.
-fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str) -> Verdict {
+fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s: Option<f64>) -> Verdict {
     let v = under;
     if let Some(verdict) = link_or_pool(ev, i, limit) {
         return verdict;
@@ -573,6 +578,19 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str) -> Verdict {
             ),
             "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most.",
             c,
+        );
+    }
+    if let Some(objective) = stalled_tpot_s.filter(|_| ev.prefill_share > t::PREFILL_SOME) {
+        return v(
+            "interference",
+            format!(
+                "Prefill interference: decodes meet the TPOT objective between prefills (median gap between tokens {} ≤ {}), yet requests miss it — the steps that carry a prefill ({} of step time) stretch their gaps.",
+                secs(i.summary.itl_s.p50),
+                secs(objective),
+                pct(ev.prefill_share)
+            ),
+            "Use smaller prefill chunks or a smaller token budget to bound decode stalls, or separate prefill from decode (disaggregation).",
+            vec![Change::SmallerChunks, Change::TokenBudget { factor: 0.5 }],
         );
     }
     if ev.prefill_share > t::PREFILL_HEAVY {

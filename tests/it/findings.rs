@@ -225,6 +225,7 @@ fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
         for id in &ids {
             let mut calls = 0;
             match findings::report_with(&small(Some(spec.clone()), id), &mut |_, _| calls += 1) {
+                Ok(_) if (file, *id) == ("default.json", "prefix") => panic!("prefix reuse answered without prefixes"),
                 Ok(f) => {
                     assert_eq!((f.sections.len(), calls), (1, 1), "{file} {id}");
                     assert_eq!(f.sections[0].id, *id);
@@ -238,6 +239,10 @@ fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
                         !why.is_empty() && why.iter().all(|w| w.contains(&format!("experiment `{id}`: "))),
                         "{file} {id}: {why:?}"
                     );
+                    // A scenario without what an experiment is about gets no verdict: it says so.
+                    if (file, *id) == ("default.json", "prefix") {
+                        assert!(why[0].contains("does not apply: needs shared prompt prefixes"), "{why:?}");
+                    }
                     println!("{file} {id}: refused: {}", why[0]);
                 }
             }
