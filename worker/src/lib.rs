@@ -510,7 +510,7 @@ mod tests {
         assert_eq!(calls, 13);
         let default = include_str!("../../scenarios/default.json");
         let e = run_findings(Some(default), Some("retention".into()), &mut |_, _| {}).unwrap_err();
-        assert!(e[0].1.contains("experiment `retention`: needs agent sessions"), "{e:?}");
+        assert!(e[0].1.contains("experiment `retention`: does not apply: needs agent sessions"), "{e:?}");
         let e = run_findings(Some("{\"engine\": {\"max_num_seqs\": -1}}"), Some("tail".into()), &mut |_, _| {})
             .unwrap_err();
         assert!(e.iter().any(|(path, _)| path.contains("max_num_seqs")), "{e:?}");
