@@ -155,8 +155,6 @@ pub struct Simulation<'a> {
     loads: Vec<Loads>,
     /// Per pool: its router reads the KV load.
     kv_routed: Vec<bool>,
-    /// The admission reads each replica's drain rate: keep it at every step end that completes requests.
-    reads_drain_rate: bool,
     /// Disaggregated: the links and the prompts crossing them.
     links: Links,
     /// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
@@ -245,7 +243,6 @@ impl<'a> Simulation<'a> {
             router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
             loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
             kv_routed: sc.pools.iter().map(|p| p.router == RouterSpec::LeastKv).collect(),
-            reads_drain_rate: matches!(sc.admission, crate::spec::AdmissionSpec::Feasible { .. }),
             links: Links::new(n_links),
             prefix_held: vec![0; sc.worker_count() as usize],
             prefix_held_total: 0,
@@ -747,7 +744,8 @@ impl<'a> Simulation<'a> {
         rep.transfer_blocks += handoff.iter().map(|h| h.1).sum::<u64>();
         let left = t.finished as u64 + handoff.len() as u64;
         rep.outstanding -= left;
-        if self.reads_drain_rate {
+        // Kept only for the admission that reads it.
+        if self.admission.reads_drain_rate() {
             rep.drain.on_completions(self.now, t.finished);
             rep.drain.on_step(rep.step_ns);
         }

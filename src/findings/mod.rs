@@ -439,14 +439,27 @@ impl Findings {
     /// without tests or a figure not written.
     pub fn decide(&self, id: &str) -> Verdict {
         let Some(p) = self.predictions.iter().find(|p| p.id == id) else { return Verdict::Inconclusive };
-        let verdicts = p.tests.iter().map(|t| {
-            let figure = self.figures.iter().rev().find(|f| f.id == t.figure);
-            figure.map_or(Verdict::Inconclusive, |f| {
-                let (lo, hi) = f.interval.unwrap_or((f.value, f.value));
-                t.line.verdict(lo, hi)
-            })
-        });
-        verdicts.reduce(Verdict::and).unwrap_or(Verdict::Inconclusive)
+        p.tests.iter().map(|t| self.verdict_of(t)).reduce(Verdict::and).unwrap_or(Verdict::Inconclusive)
+    }
+
+    /// The verdict of claim `id`'s test on `figure` alone (inconclusive when it has none), for text that says
+    /// which part of a claim held.
+    pub fn decide_on(&self, id: &str, figure: &str) -> Verdict {
+        let test =
+            self.predictions.iter().find(|p| p.id == id).and_then(|p| p.tests.iter().find(|t| t.figure == figure));
+        test.map_or(Verdict::Inconclusive, |t| self.verdict_of(t))
+    }
+
+    fn verdict_of(&self, t: &Test) -> Verdict {
+        self.figure_named(&t.figure).map_or(Verdict::Inconclusive, |f| {
+            let (lo, hi) = f.interval.unwrap_or((f.value, f.value));
+            t.line.verdict(lo, hi)
+        })
+    }
+
+    /// Figure `id`, the last written under that id.
+    pub fn figure_named(&self, id: &str) -> Option<&Figure> {
+        self.figures.iter().rev().find(|f| f.id == id)
     }
 
     /// Answer prediction `id`: what was found, and the verdict.
@@ -459,7 +472,7 @@ impl Findings {
 
     /// Figure `id` as the text shows it (the last written under that id; empty when none was).
     pub fn shown(&self, id: &str) -> String {
-        self.figures.iter().rev().find(|x| x.id == id).map(|x| x.shown.clone()).unwrap_or_default()
+        self.figure_named(id).map(|x| x.shown.clone()).unwrap_or_default()
     }
 
     /// A figure of the report, as the text shows it.
@@ -501,7 +514,7 @@ impl Findings {
         series: Vec<(String, Vec<(f64, String)>)>,
     ) -> crate::study::Chart {
         let scaled = |id: &str| -> Option<Scaled> {
-            let f = self.figures.iter().rev().find(|f| f.id == id)?;
+            let f = self.figure_named(id)?;
             let k = match f.unit {
                 Unit::Percent | Unit::Share | Unit::Points => 100.0,
                 Unit::Seconds => 1e3,

@@ -186,8 +186,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
         "A competent check — the queue ahead drained at the rate the replica has been completing requests, and TTFT and TPOT checked as well as e2e (`feasible`) — keeps more of the offered requests within their objectives than dropping the share it sheds at random.",
         vec![Test::new("deadline.measured.gain", "its lead over random drop", Line::Above(0.0), Unit::Points)],
     );
-    let mut rows = Vec::new();
-    let mut gains = Vec::new();
+    let (mut rows, mut gains, mut bars) = (Vec::new(), Vec::new(), Vec::new());
     for (name, id, admission) in &SHEDDERS {
         let [policy, random] = against_random(cfg, sat, admission, littles);
         for (name, id, outs) in [
@@ -201,6 +200,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
             let col = |f: &mut Findings, what: &str, unit: Unit, x: fn(&Outcome) -> f64| {
                 f.mean_ci(&format!("{id}.{what}"), &outs.iter().map(x).collect::<Vec<_>>(), unit).0
             };
+            bars.push((name.clone(), format!("{id}.attainment")));
             rows.push(vec![
                 name,
                 col(f, "shed", Unit::Share, |o| o.shed),
@@ -215,18 +215,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
         f.figure(&format!("{id}.rho_after_random_drop"), OVERLOAD * (1.0 - mean(&shed)), Unit::Percent);
     }
     let rho = f.figure("deadline.rho", OVERLOAD, Unit::Percent);
-    let chart = f.bars(
-        "SLO attainment, shedding the same share",
-        "%",
-        (rows.iter().zip([
-            "deadline.deadline",
-            "deadline.deadline.random",
-            "deadline.measured",
-            "deadline.measured.random",
-        ]))
-        .map(|(r, id)| (r[0].clone(), format!("{id}.attainment")))
-        .collect(),
-    );
+    let chart = f.bars("SLO attainment, shedding the same share", "%", bars);
     let s = f.section(
         "deadline",
         "6. Deadline rejection against random drop",
@@ -249,7 +238,7 @@ pub(super) fn deadline_or_random(f: &mut Findings, cfg: &Config, sat: f64, littl
 
 /// Experiment 6's answers, from the figures written.
 fn answer_deadline(f: &mut Findings, gains: &[(String, (f64, f64, f64))]) {
-    let [(gain_shown, (_, lo, hi)), (measured_shown, _)] = [gains[0].clone(), gains[1].clone()];
+    let [(gain_shown, _), (measured_shown, _)] = [gains[0].clone(), gains[1].clone()];
     let [shed, att, late, ttft, left] = ["shed", "attainment", "late", "ttft_p99", "rho_after_random_drop"]
         .map(|x| f.shown(&format!("deadline.deadline.{x}")));
     let why = format!(
@@ -260,7 +249,7 @@ fn answer_deadline(f: &mut Findings, gains: &[(String, (f64, f64, f64))]) {
         "deadline",
         format!(
             "Deadline rejection sheds {shed} of the arrivals and keeps {att} of them within their objectives; shedding the same share, its SLO attainment less random drop's is {gain_shown}. {why}{}",
-            match Line::Below(0.0).verdict(lo, hi) {
+            match f.decide_on("deadline", "deadline.deadline.gain") {
                 Verdict::Held => ", which serves more of the offered requests within their objectives.",
                 Verdict::Inconclusive => ", still past saturation, where its attainment swings from seed to seed with how early the queue passes the TTFT objective: the interval straddles zero.",
                 Verdict::Contradicted => "; yet checking the deadline picks the requests that can still make it.",
@@ -270,8 +259,7 @@ fn answer_deadline(f: &mut Findings, gains: &[(String, (f64, f64, f64))]) {
     );
     let [shed, att, late, left] =
         ["shed", "attainment", "late", "rho_after_random_drop"].map(|x| f.shown(&format!("deadline.measured.{x}")));
-    let rho =
-        f.figures.iter().rev().find(|x| x.id == "deadline.measured.rho_after_random_drop").map_or(0.0, |x| x.value);
+    let rho = f.figure_named("deadline.measured.rho_after_random_drop").map_or(0.0, |x| x.value);
     let near = if (0.95..=1.05).contains(&rho) {
         ", about its capacity, where its attainment swings from seed to seed"
     } else {
