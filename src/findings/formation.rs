@@ -1,8 +1,7 @@
 //! Experiment 11: which objective each engine's batch formation gives up at the same load.
 
-use super::runs::{Config, PEER, Runs, capacity, excerpt, run, shipped};
-use super::{Findings, Unit, Verdict};
-use crate::scenario::ArrivalSpec;
+use super::runs::{Config, PEER, Runs, capacity, excerpt, offer, run, shipped};
+use super::{Findings, Line, Test, Unit};
 use crate::spec::BatchFormationSpec;
 
 /// The formations compared, with their names in the table.
@@ -19,20 +18,28 @@ fn sglang_ready(s: &mut crate::scenario::Spec) {
     s.engine.preemption.victim = Default::default();
 }
 
-/// Experiment 11, vLLM- against SGLang-style batch formation on the benchmark scenario at ρ = 0.9.
-pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
-    f.expect(
+/// Experiment 11's claim, registered before it runs.
+fn register_formation(f: &mut Findings) {
+    f.expect_on(
         "formation",
         "At ρ = 0.9 on the benchmark scenario, SGLang's default formation — a step that can prefill prefills only, and decoding waits — gives a lower p99 TTFT than vLLM's mixed steps and a higher p95 TPOT: each gives up the objective the other protects.",
-        "the interval of the p99 TTFT ratio (SGLang ÷ vLLM) below 1 and that of the p95 TPOT ratio above 1.",
+        vec![
+            Test::new("formation.sglang_over_vllm_ttft_p99", "the p99 TTFT ratio (SGLang ÷ vLLM)", Line::Below(1.0), Unit::Times),
+            Test::new("formation.sglang_over_vllm_tpot_p95", "the p95 TPOT ratio (SGLang ÷ vLLM)", Line::Above(1.0), Unit::Times),
+        ],
     );
+}
+
+/// Experiment 11, vLLM- against SGLang-style batch formation on the benchmark scenario at ρ = 0.9.
+pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut Runs) {
+    register_formation(f);
     let rate = 0.9 * sat;
     let runs: Vec<Vec<[f64; 6]>> = (FORMATIONS.iter())
         .map(|(.., formation)| {
             (0..cfg.repetitions)
                 .map(|k| {
                     let mut s = shipped(PEER, cfg, k);
-                    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
+                    offer(&mut s, rate);
                     s.engine.batch_formation = *formation;
                     sglang_ready(&mut s);
                     let cap = capacity(&s, littles);
@@ -70,7 +77,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
     let sglang_rho = sglang_rho.unwrap_or_default();
     let (median, _) = f.mean_ci("formation.sglang_over_vllm_ttft_p50", &ratio(1), Unit::Times);
     let (queue, _) = f.mean_ci("formation.sglang_over_vllm_queue_delay_p99", &ratio(3), Unit::Times);
-    let (tpot, (_, p_lo, p_hi)) = f.mean_ci("formation.sglang_over_vllm_tpot_p95", &ratio(4), Unit::Times);
+    let (tpot, (_, p_lo, _)) = f.mean_ci("formation.sglang_over_vllm_tpot_p95", &ratio(4), Unit::Times);
     let rate_shown = f.figure("formation.rate_rps", rate, Unit::Rps);
     let series = |what: &str| {
         (FORMATIONS.iter().enumerate()).map(|(i, (id, ..))| (i as f64, format!("formation.{id}.{what}"))).collect()
@@ -97,7 +104,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
         (FORMATIONS.iter())
             .map(|(_, name, formation)| {
                 let mut s = shipped(PEER, cfg, 0);
-                s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
+                offer(&mut s, rate);
                 s.engine.batch_formation = *formation;
                 sglang_ready(&mut s);
                 (name.to_string(), s)
@@ -110,7 +117,7 @@ pub(super) fn formation(f: &mut Findings, cfg: &Config, sat: f64, littles: &mut 
             .to_vec();
     s.rows = rows;
     s.chart = Some(chart);
-    let verdict = Verdict::of(t_lo, t_hi, 1.0, false).and(Verdict::of(p_lo, p_hi, 1.0, true));
+    let verdict = f.decide("formation");
     f.found(
         "formation",
         format!(

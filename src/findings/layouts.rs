@@ -1,9 +1,9 @@
 //! Experiments 8 and 9: how the same four GPUs are laid out — prefill and decode apart or together — and what
 //! reusing shared prefixes' KV is worth.
 
-use super::runs::{Config, Runs, Shipped, capacity, excerpt, mean, run, shipped, shipped_scenario};
-use super::{Findings, Unit, Verdict};
-use crate::scenario::{ArrivalSpec, Spec};
+use super::runs::{Config, Runs, Shipped, capacity, excerpt, mean, offer, run, shipped, shipped_scenario};
+use super::{Findings, Line, Test, Unit};
+use crate::scenario::Spec;
 
 const PD: Shipped = shipped_scenario!("scenarios/pd-llama3-8b-h100.json");
 
@@ -33,7 +33,7 @@ fn layout(cfg: &Config, k: u64, split: Option<(u32, u32)>, caching: bool) -> Spe
 type Outcome = [f64; 4];
 
 fn at_rate(mut s: Spec, rate: f64, littles: &mut Runs) -> Outcome {
-    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
+    offer(&mut s, rate);
     let r = run(&s, littles).summary;
     [r.goodput_per_gpu_rps, r.slo_attainment, r.ttft_s.p99, r.tpot_s.p95]
 }
@@ -79,10 +79,10 @@ fn slo_capacity(spec: &Spec, littles: &mut Runs) -> [f64; 4] {
 
 /// Experiment 8, prefill/decode disaggregation against colocated serving on the same four GPUs.
 pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
-    f.expect(
+    f.expect_on(
         "pd",
         "On the same four GPUs, the best prefill:decode split sustains a higher rate at 90 % SLO attainment than colocated serving: decode freed from prefill's interference meets its TPOT objective at a load colocated serving cannot.",
-        "the interval of the best split's gain in sustained rate over colocated serving above 0.",
+        vec![Test::new("pd.best_split_gain", "the best split's gain in rate at the objectives over colocated serving", Line::Above(0.0), Unit::Percent)],
     );
     let arms: Vec<Option<(u32, u32)>> = std::iter::once(None).chain(SPLITS.map(Some)).collect();
     let found: Vec<Vec<[f64; 4]>> = (arms.iter())
@@ -151,16 +151,19 @@ pub(super) fn disaggregation(f: &mut Findings, cfg: &Config, littles: &mut Runs)
                 "The interval straddles zero."
             }
         ),
-        Verdict::of(lo, hi, 0.0, true),
+        f.decide("pd"),
     );
 }
 
 /// Experiment 9, the prefix cache on and off on the colocated fleet.
 pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
-    f.expect(
+    f.expect_on(
         "prefix",
         "When 60 % of requests open with one of 8 shared 1024-token prefixes, caching the prefixes' KV raises the colocated fleet's sustained capacity by more than 10 % and cuts p99 TTFT at ρ = 0.9 (of the uncached capacity) by more than a fifth.",
-        "the intervals of the capacity gain above 10 % and of the cut in p99 TTFT above 20 %.",
+        vec![
+            Test::new("prefix.capacity_gain", "the capacity gain", Line::Above(0.10), Unit::Percent),
+            Test::new("prefix.ttft_p99_cut", "the cut in p99 TTFT", Line::Above(0.20), Unit::Percent),
+        ],
     );
     // Without shared prefixes the cache has nothing to keep: on and off run the same requests alike, and a
     // "contradicted" would be about a scenario the prediction is not about.
@@ -175,14 +178,14 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     let (off_shown, (off_mean, ..)) = f.mean_ci("prefix.capacity_off_rps", &off, Unit::Rps);
     let (on_shown, _) = f.mean_ci("prefix.capacity_on_rps", &on, Unit::Rps);
     let gain: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b - 1.0).collect();
-    let (gain_shown, (_, g_lo, g_hi)) = f.mean_ci("prefix.capacity_gain", &gain, Unit::Percent);
+    let (gain_shown, _) = f.mean_ci("prefix.capacity_gain", &gain, Unit::Percent);
     let rate = 0.9 * off_mean;
     let outs = |caching: bool, littles: &mut Runs| -> Vec<Outcome> {
         seeds.clone().map(|k| at_rate(layout(cfg, k, None, caching), rate, littles)).collect()
     };
     let (plain, cached) = (outs(false, littles), outs(true, littles));
     let cut: Vec<f64> = cached.iter().zip(&plain).map(|(c, p)| 1.0 - c[2] / p[2]).collect();
-    let (cut_shown, (_, c_lo, c_hi)) = f.mean_ci("prefix.ttft_p99_cut", &cut, Unit::Percent);
+    let (cut_shown, _) = f.mean_ci("prefix.ttft_p99_cut", &cut, Unit::Percent);
     let rows = vec![
         row(f, "prefix.off", "Prefix cache off".into(), &plain),
         row(f, "prefix.on", "Prefix cache on".into(), &cached),
@@ -210,7 +213,7 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
         [("cache off", false), ("cache on", true)]
             .map(|(label, caching)| {
                 let mut s = layout(cfg, 0, None, caching);
-                s.workload.arrival = ArrivalSpec::Poisson { rate_rps: rate };
+                offer(&mut s, rate);
                 (label.to_string(), s)
             })
             .to_vec(),
@@ -221,6 +224,6 @@ pub(super) fn prefix_reuse(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     f.found(
         "prefix",
         format!("Caching the shared prefixes raises sustained capacity by {gain_shown} and cuts p99 TTFT at that load by {cut_shown}: every cached prefix is prefill the GPU does not redo."),
-        Verdict::of(g_lo, g_hi, 0.10, true).and(Verdict::of(c_lo, c_hi, 0.20, true)),
+        f.decide("prefix"),
     );
 }

@@ -10,12 +10,14 @@ mod layouts;
 mod memory;
 mod overload;
 mod queueing;
+mod robustness;
 mod runs;
 mod trust;
 
 use serde::Serialize;
 
 pub use claims::{Line, SEED_BAND, Test};
+pub use robustness::{Robustness, Setup};
 pub use runs::Config;
 use runs::Runs;
 
@@ -28,32 +30,168 @@ pub fn report(cfg: Config) -> Findings {
     }
 }
 
-/// The experiments in order: (id, run it). Each takes the configuration, the sustained capacity experiment 1 measured
-/// (the benchmark scenario's) and the runs so far.
-type Experiment = (&'static str, fn(&mut Findings, &Config, f64, &mut Runs));
+/// An experiment: its id, how it runs (on the configuration, the benchmark scenario's sustained capacity that
+/// experiment 1 measured, and the runs so far), whether it reads that capacity, and the setups its verdicts
+/// are rerun on ([`robustness`]).
+struct Experiment {
+    id: &'static str,
+    run: fn(&mut Findings, &Config, f64, &mut Runs),
+    reads_capacity: bool,
+    setups: &'static [Setup],
+}
 
-const EXPERIMENTS: [Experiment; 12] = [
-    ("tail", |f, c, sat, r| queueing::tail_against_load(f, c, sat, r)),
-    ("channels", |f, c, _, r| queueing::prediction_channels(f, c, r)),
-    ("drr", |f, c, _, r| queueing::fair_queueing(f, c, r)),
-    ("fleet", |f, c, sat, r| overload::fleet_or_shed(f, c, sat, r)),
-    ("deadline", |f, c, sat, r| overload::deadline_or_random(f, c, sat, r)),
-    ("oversub", |f, c, _, r| memory::oversubscription(f, c, r)),
-    ("pd", |f, c, _, r| layouts::disaggregation(f, c, r)),
-    ("prefix", |f, c, _, r| layouts::prefix_reuse(f, c, r)),
-    ("retention", |f, c, _, r| memory::retention(f, c, r)),
-    ("formation", |f, c, sat, r| formation::formation(f, c, sat, r)),
-    ("little", |f, _, _, r| queueing::littles_law(f, &r.littles)),
-    ("trust", |f, _, _, _| trust::trust(f)),
+use robustness::{
+    BATCH_CAP_1024, BURSTY_ARRIVALS, HEAVIER_LOAD, LOOSE_OBJECTIVES, QUANTUM_512, QUANTUM_8192, ROUND_ROBIN,
+    TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
+};
+
+/// The experiments with predictions, in order; experiments 12 (Little's law over every run above) and 13 (the
+/// model's error on measured runs) close the report.
+const EXPERIMENTS: [Experiment; 11] = [
+    Experiment {
+        id: "textbook",
+        run: |f, c, _, _| _ = queueing::textbook_vs_capacity(f, c),
+        reads_capacity: false,
+        setups: &[VARIABLE_LENGTHS, BURSTY_ARRIVALS],
+    },
+    Experiment {
+        id: "tail",
+        run: queueing::tail_against_load,
+        reads_capacity: true,
+        setups: &[VARIABLE_LENGTHS, BURSTY_ARRIVALS],
+    },
+    Experiment {
+        id: "channels",
+        run: |f, c, _, r| queueing::prediction_channels(f, c, r),
+        reads_capacity: false,
+        setups: &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
+    },
+    Experiment {
+        id: "drr",
+        run: |f, c, _, r| queueing::fair_queueing(f, c, r),
+        reads_capacity: false,
+        setups: &[QUANTUM_512, QUANTUM_8192],
+    },
+    Experiment {
+        id: "fleet",
+        run: overload::fleet_or_shed,
+        reads_capacity: true,
+        setups: &[VARIABLE_LENGTHS, TIGHT_OBJECTIVES],
+    },
+    Experiment {
+        id: "deadline",
+        run: overload::deadline_or_random,
+        reads_capacity: true,
+        setups: &[VARIABLE_LENGTHS, TIGHT_OBJECTIVES],
+    },
+    Experiment {
+        id: "oversub",
+        run: |f, c, _, r| memory::oversubscription(f, c, r),
+        reads_capacity: false,
+        setups: &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
+    },
+    Experiment {
+        id: "pd",
+        run: |f, c, _, r| layouts::disaggregation(f, c, r),
+        reads_capacity: false,
+        setups: &[TPOT_30_MS, TPOT_20_MS],
+    },
+    Experiment {
+        id: "prefix",
+        run: |f, c, _, r| layouts::prefix_reuse(f, c, r),
+        reads_capacity: false,
+        setups: &[BURSTY_ARRIVALS, ROUND_ROBIN],
+    },
+    Experiment {
+        id: "retention",
+        run: |f, c, _, r| memory::retention(f, c, r),
+        reads_capacity: false,
+        setups: &[BURSTY_ARRIVALS, HEAVIER_LOAD],
+    },
+    Experiment {
+        id: "formation",
+        run: formation::formation,
+        reads_capacity: true,
+        setups: &[BATCH_CAP_1024, VARIABLE_LENGTHS],
+    },
 ];
+
+/// The experiments that close the report: they run after every other, on what those ran.
+const CLOSING: [&str; 2] = ["little", "trust"];
 
 /// The experiments' ids in the report's order.
 pub fn experiment_ids() -> Vec<&'static str> {
-    std::iter::once("textbook").chain(EXPERIMENTS.iter().map(|(id, _)| *id)).collect()
+    EXPERIMENTS.iter().map(|e| e.id).chain(CLOSING).collect()
+}
+
+/// One run of an experiment: as the report runs it, or on one of its setups.
+struct Job {
+    experiment: usize,
+    setup: Option<Setup>,
+}
+
+/// What a job wrote and ran.
+struct Part {
+    findings: Findings,
+    runs: Runs,
+}
+
+fn run_job(job: &Job, cfg: &Config, sat: f64) -> Part {
+    let e = &EXPERIMENTS[job.experiment];
+    let mut part = Part { findings: Findings::default(), runs: Runs { experiment: e.id, ..Runs::default() } };
+    let cfg = match job.setup {
+        None => cfg.clone(),
+        Some(setup) => {
+            Config { repetitions: cfg.repetitions.min(robustness::SETUP_SEEDS), setup: Some(setup), ..cfg.clone() }
+        }
+    };
+    // A setup may change the benchmark scenario: its capacity is measured again on it.
+    let sat = if job.setup.is_some() && e.reads_capacity { queueing::sustained_capacity(&cfg) } else { sat };
+    (e.run)(&mut part.findings, &cfg, sat, &mut part.runs);
+    part
+}
+
+/// Every job, in order: on native targets on as many threads as the machine has (each job owns its state, so
+/// the result is the same whatever the count); in the browser's worker one after another, `progress` told.
+fn run_jobs(jobs: &[Job], cfg: &Config, sat: f64, progress: &mut dyn FnMut(usize)) -> Vec<Part> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, jobs.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots = std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect::<Vec<Option<Part>>>());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        // The last first: the later experiments' runs are the longest, and the short ones left
+                        // at the end keep both threads busy.
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(i) = jobs.len().checked_sub(k + 1) else { return };
+                        let job = &jobs[i];
+                        let part = run_job(job, cfg, sat);
+                        slots.lock().expect("no thread panics holding the lock")[i] = Some(part);
+                    }
+                });
+            }
+        });
+        progress(jobs.len());
+        let slots = slots.into_inner().expect("no thread panicked");
+        slots.into_iter().map(|p| p.expect("every job ran")).collect()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        (jobs.iter().enumerate())
+            .map(|(i, job)| {
+                let part = run_job(job, cfg, sat);
+                progress(i + 1);
+                part
+            })
+            .collect()
+    }
 }
 
 /// The report as `cfg` asks (all experiments or one, on the shipped scenarios or on `cfg.base`), calling
-/// `progress(done, total)` after each experiment; refused, with every refusal, when a run's scenario is.
+/// `progress(done, total)` as the runs finish; refused, with every refusal, when a run's scenario is.
 pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Result<Findings, Vec<String>> {
     let wants = |id: &str| cfg.only.as_deref().is_none_or(|o| o == id);
     if let Some(o) = &cfg.only
@@ -66,19 +204,56 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
     }
     let mut f = Findings::new("InferScale findings", intro(cfg));
     let mut runs = Runs { experiment: "textbook", ..Runs::default() };
-    let total = if cfg.only.is_some() { 1 } else { EXPERIMENTS.len() + 1 };
-    let sat = if wants("textbook") {
-        let sat = queueing::textbook_vs_capacity(&mut f, cfg);
-        progress(1, total);
-        sat
-    } else {
-        queueing::sustained_capacity(cfg)
-    };
-    for (id, experiment) in EXPERIMENTS.iter().filter(|(id, _)| wants(id)) {
-        runs.experiment = id;
-        experiment(&mut f, cfg, sat, &mut runs);
-        progress(f.sections.len(), total);
+    let chosen: Vec<usize> = (0..EXPERIMENTS.len()).filter(|i| wants(EXPERIMENTS[*i].id)).collect();
+    let mut jobs: Vec<Job> = Vec::new();
+    for &i in &chosen {
+        // Experiment 1 as run is run first: it measures the capacity the others' ρ is measured against.
+        if i > 0 {
+            jobs.push(Job { experiment: i, setup: None });
+        }
+        jobs.extend(EXPERIMENTS[i].setups.iter().map(|s| Job { experiment: i, setup: Some(*s) }));
     }
+    let total = jobs.len() + 1 + CLOSING.iter().filter(|id| wants(id)).count();
+    let mut first = Findings::default();
+    let sat = if wants("textbook") {
+        queueing::textbook_vs_capacity(&mut first, cfg)
+    } else if chosen.iter().any(|i| EXPERIMENTS[*i].reads_capacity) {
+        queueing::sustained_capacity(cfg)
+    } else {
+        f64::NAN
+    };
+    progress(1, total);
+    let mut parts = run_jobs(&jobs, cfg, sat, &mut |done| progress(done + 1, total)).into_iter();
+    for &i in &chosen {
+        let e = &EXPERIMENTS[i];
+        let main = if i == 0 {
+            Part { findings: std::mem::take(&mut first), runs: Runs::default() }
+        } else {
+            parts.next().expect("a part per job")
+        };
+        f.absorb(main.findings);
+        runs.absorb(main.runs);
+        let reruns: Vec<(Setup, Result<Findings, String>)> = (e.setups.iter())
+            .map(|setup| {
+                let part = parts.next().expect("a part per job");
+                let refused = part.runs.refused.join("; ");
+                runs.littles.extend(part.runs.littles);
+                (*setup, if refused.is_empty() { Ok(part.findings) } else { Err(refused) })
+            })
+            .collect();
+        if f.sections.iter().any(|s| s.id == e.id) {
+            let table = robustness::table(&mut f, e.id, "as run above", &reruns);
+            let section = f.sections.iter_mut().find(|s| s.id == e.id).expect("just found");
+            section.robustness = Some(table);
+        }
+    }
+    if wants("little") {
+        queueing::littles_law(&mut f, &runs.littles);
+    }
+    if wants("trust") {
+        trust::trust(&mut f);
+    }
+    progress(total, total);
     if cfg.base.is_none() && cfg.only.is_none() {
         f.revision = revision(&f);
     }
@@ -95,7 +270,7 @@ fn intro(cfg: &Config) -> String {
         None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
     };
     format!(
-        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each).",
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives, an engine's other default — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
         cfg.repetitions, cfg.requests
     )
 }
@@ -245,6 +420,9 @@ pub struct Section {
     /// The lab's chart of the experiment ([`Findings::chart`]); not in the Markdown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chart: Option<crate::study::Chart>,
+    /// Its counted claims' verdicts rerun over other setups ([`robustness`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub robustness: Option<Robustness>,
 }
 
 /// A scenario excerpt: the shipped file an experiment starts from and, for each arm, only the fields it
@@ -307,6 +485,8 @@ pub enum FindingsError {
     NoTolerance(String),
     /// A claim's verdict is not the one its tests give.
     NotItsTests(String),
+    /// An experiment with a counted prediction has no robustness table, or one of fewer than three setups.
+    NoRobustness(String),
 }
 
 impl std::fmt::Display for FindingsError {
@@ -316,6 +496,12 @@ impl std::fmt::Display for FindingsError {
             FindingsError::NoPrediction(id) => write!(f, "an answer to `{id}`, which no prediction registered"),
             FindingsError::NoTolerance(id) => write!(f, "prediction `{id}` was registered without its tolerance"),
             FindingsError::NotItsTests(id) => write!(f, "claim `{id}`'s verdict is not the one its tests give"),
+            FindingsError::NoRobustness(id) => {
+                write!(
+                    f,
+                    "experiment `{id}` has a counted prediction and no robustness table over three setups or more"
+                )
+            }
         }
     }
 }
@@ -386,6 +572,14 @@ fn revision(f: &Findings) -> String {
 impl Findings {
     pub fn new(title: &str, intro: String) -> Findings {
         Findings { title: title.into(), intro, ..Findings::default() }
+    }
+
+    /// Append what another part of the report wrote (an experiment run on its own).
+    fn absorb(&mut self, other: Findings) {
+        self.sections.extend(other.sections);
+        self.predictions.extend(other.predictions);
+        self.orphans.extend(other.orphans);
+        self.figures.extend(other.figures);
     }
 
     /// Start experiment `id`'s section.
@@ -569,6 +763,12 @@ impl Findings {
         {
             return Err(FindingsError::NotItsTests(p.id.clone()));
         }
+        let counted = |s: &Section| self.predictions.iter().any(|p| p.section == s.id && p.kind == Kind::Prediction);
+        if let Some(s) =
+            self.sections.iter().find(|s| counted(s) && s.robustness.as_ref().is_none_or(|r| r.rows.len() < 3))
+        {
+            return Err(FindingsError::NoRobustness(s.id.clone()));
+        }
         match self.orphans.first() {
             Some(id) => Err(FindingsError::NoPrediction(id.clone())),
             None => Ok(()),
@@ -661,6 +861,18 @@ fn section_md(s: &Section, claims: &[&Prediction]) -> String {
             1 => format!("\n**Outcome.** {outcome}\n\n**Verdict: {verdict}.**\n"),
             _ => format!("\n**Outcome** (`{}`). {outcome}\n\n**Verdict (`{}`): {verdict}.**\n", p.id, p.id),
         });
+    }
+    if let Some(r) = &s.robustness {
+        out.push_str(&format!(
+            "\n**Robustness.** {}\n\n| {} |\n|{}\n",
+            r.about,
+            r.columns.join(" | "),
+            "---|".repeat(r.columns.len())
+        ));
+        for row in &r.rows {
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+        out.push_str(&format!("\n{}\n", r.summary));
     }
     out
 }

@@ -1,9 +1,9 @@
 //! Experiments 5 and 6: what to do when the offered load is past capacity — add replicas or shed, and which
 //! arrivals to shed.
 
-use super::runs::{Config, PEER, Runs, excerpt, mean, run, shipped};
+use super::runs::{Config, PEER, Runs, excerpt, mean, offer, run, shipped};
 use super::{Findings, Line, Test, Unit, Verdict};
-use crate::scenario::{self, ArrivalSpec, Spec};
+use crate::scenario::{self, Spec};
 use crate::spec::AdmissionSpec;
 
 /// The overload both experiments run at, as a share of one replica's sustained capacity.
@@ -15,7 +15,7 @@ const E2E_MS: f64 = 15_000.0;
 /// `admission`, on seed k.
 fn overloaded(cfg: &Config, k: u64, sat: f64, replicas: u32, admission: AdmissionSpec) -> Spec {
     let mut s = shipped(PEER, cfg, k);
-    s.workload.arrival = ArrivalSpec::Poisson { rate_rps: OVERLOAD * sat };
+    offer(&mut s, OVERLOAD * sat);
     for c in &mut s.workload.classes {
         c.slo.e2e_ms = Some(E2E_MS);
     }

@@ -16,11 +16,13 @@ pub struct Config {
     pub base: Option<Spec>,
     /// Run only this experiment (its id); absent: all of them.
     pub only: Option<String>,
+    /// Change every scenario so before the experiment's arms change it (a robustness rerun's setup).
+    pub setup: Option<super::Setup>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { repetitions: 5, requests: 10000, base: None, only: None }
+        Config { repetitions: 5, requests: 10000, base: None, only: None, setup: None }
     }
 }
 
@@ -36,6 +38,12 @@ pub struct Runs {
 }
 
 impl Runs {
+    /// Take in another part's runs and refusals.
+    pub fn absorb(&mut self, other: Runs) {
+        self.littles.extend(other.littles);
+        self.refused.extend(other.refused);
+    }
+
     /// The experiment cannot run on this scenario, and why.
     pub fn refuse(&mut self, why: &str) {
         self.refused.push(format!("experiment `{}`: {why}", self.experiment));
@@ -78,6 +86,9 @@ fn parse(sc: Shipped) -> Spec {
 /// run.
 pub(super) fn shipped(sc: Shipped, cfg: &Config, k: u64) -> Spec {
     let mut s = cfg.base.clone().unwrap_or_else(|| parse(sc));
+    if let Some(setup) = cfg.setup {
+        (setup.apply)(&mut s);
+    }
     s.seed = s.seed.wrapping_add(k);
     s.workload.requests = Some(cfg.requests);
     s
@@ -89,6 +100,14 @@ pub(super) fn excerpt(sc: Shipped, cfg: &Config, arms: Vec<(String, Spec)>) -> O
         Some(b) => Excerpt::of(&format!("the Serving Lab's scenario “{}” (in place of {})", b.name, sc.file), b, &arms),
         None => Excerpt::of(sc.file, &parse(sc), &arms),
     })
+}
+
+/// `s` offered `rate`: Poisson, or gamma gaps of the same CV when a setup made the arrivals gamma.
+pub(super) fn offer(s: &mut Spec, rate: f64) {
+    s.workload.arrival = match s.workload.arrival {
+        crate::scenario::ArrivalSpec::Gamma { cv, .. } => crate::scenario::ArrivalSpec::Gamma { rate_rps: rate, cv },
+        _ => crate::scenario::ArrivalSpec::Poisson { rate_rps: rate },
+    };
 }
 
 /// The mean of `x` (0 for none): the point estimate every seed-averaged choice of the report uses.

@@ -58,6 +58,17 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
       assert.ok(t.x0 >= -0.5 && t.x1 <= width + 0.5, `${s.id}: "${t.text}" drawn at ${t.x0.toFixed(0)}…${t.x1.toFixed(0)}, outside 0…${width}`);
     }
   }
+  // Each experiment's robustness table, apart from its results: the setups its verdicts were rerun on, and
+  // whether each verdict holds on all of them or depends on one.
+  const robust = report.sections.filter((s) => s.robustness);
+  assert.ok(robust.length >= 10, `${robust.length} robustness tables`);
+  for (const s of robust) {
+    const region = page.getByRole('region', { name: `Robustness of experiment ${s.id}` });
+    const rows = await region.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    assert.deepEqual(rows, s.robustness.rows, `${s.id}'s robustness table`);
+    assert.ok(rows.length >= 3, s.id);
+    assert.equal(await region.locator('.robustness-summary').textContent(), s.robustness.summary.replaceAll('`', ''));
+  }
   const verdicts = await page.$$eval('#fd-report .verdict', (vs) => vs.map((v) => v.textContent));
   // A section's only claim is named by its section; several are each named on their verdict.
   const alone = (p) => report.predictions.filter((q) => q.section === p.section).length === 1;
@@ -89,8 +100,10 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   writeFileSync(scenario, await page.$eval('#scenario', (t) => t.value));
   assert.match(readFileSync(scenario, 'utf8'), /"replicas": 2/, 'the typed replicas are in the scenario');
   const one = JSON.parse(cli(['report', '--only', 'formation', '--on', scenario, '--format', 'json']));
-  const cells = await page.$$eval('#rerun-formation .table-wrap table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const cells = await page.$$eval('#rerun-formation > .table-wrap table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   assert.deepEqual(cells, one.sections[0].rows);
+  const robustCells = await page.$$eval('#rerun-formation section.robustness tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(robustCells, one.sections[0].robustness.rows, 'the rerun is rerun on the setups too');
   assert.match(rerun, /Verdict: (held|contradicted|inconclusive)\./);
   assert.ok(await drawn(page, 'fd-rerun-chart-formation') > 0.01, 'the rerun\'s chart is drawn');
   // The agent experiment cannot run on a scenario without sessions, and says so where it would show.
@@ -108,7 +121,7 @@ test('the report shows its progress and Cancel stops it at once; the page stays 
   const { page, errors } = await openFindings();
   assert.equal(await page.isDisabled('#fd-cancel'), true);
   await page.click('#fd-run');
-  await page.waitForFunction(() => /^Running: \d+ of 13 experiments/.test(document.getElementById('fd-status').textContent), null, { timeout: 60000 });
+  await page.waitForFunction(() => /^Running: \d+ of \d+ experiment runs/.test(document.getElementById('fd-status').textContent), null, { timeout: 60000 });
   const t0 = Date.now();
   await page.click('#fd-cancel');
   assert.match(await page.textContent('#fd-status'), /Cancelled/);

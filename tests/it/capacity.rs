@@ -162,8 +162,13 @@ fn the_fleet_planner_sizes_a_unit_by_its_sustained_capacity() {
 /// experiment 2 offers ρ × that figure.
 #[test]
 fn the_findings_measure_rho_against_sustained_capacity() {
-    let cfg =
-        inferscale::findings::Config { repetitions: 2, requests: 10_000, base: None, only: Some("textbook".into()) };
+    let cfg = inferscale::findings::Config {
+        repetitions: 2,
+        requests: 10_000,
+        base: None,
+        only: Some("textbook".into()),
+        setup: None,
+    };
     let f = inferscale::findings::report_with(&cfg, &mut |_, _| {}).unwrap();
     let figure = |id: &str| f.figures.iter().find(|x| x.id == id).unwrap_or_else(|| panic!("{id}")).value;
     let per_seed: Vec<f64> = (0..2)

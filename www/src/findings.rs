@@ -102,6 +102,15 @@ fn section_html(s: &Value, report: &Value, chart_id: &str, rerun_button: bool) -
             inline(str_of(p, "outcome"))
         );
     }
+    if let Some(r) = s.get("robustness").filter(|r| r.is_object()) {
+        h += &format!(
+            "<section class=\"robustness\" aria-label=\"Robustness of experiment {}\"><p><b>Robustness.</b> {}</p>{}<p class=\"robustness-summary\">{}</p></section>",
+            esc(id),
+            inline(str_of(r, "about")),
+            table_html(r),
+            inline(str_of(r, "summary"))
+        );
+    }
     if rerun_button && !NOT_RERUN.contains(&id) {
         h += &format!(
             "<button type=\"button\" data-rerun=\"{id}\">Rerun on the Serving Lab's scenario</button><div class=\"rerun\" id=\"rerun-{id}\" aria-live=\"polite\"></div>",
@@ -117,7 +126,7 @@ fn table_html(s: &Value) -> String {
         return String::new();
     }
     let head: String =
-        cols.iter().map(|c| format!("<th scope=\"col\">{}</th>", esc(c.as_str().unwrap_or("")))).collect();
+        cols.iter().map(|c| format!("<th scope=\"col\">{}</th>", inline(c.as_str().unwrap_or("")))).collect();
     let rows: String = (s["rows"].as_array().into_iter().flatten())
         .map(|r| {
             let cells: String = (r.as_array().into_iter().flatten())
@@ -308,7 +317,7 @@ impl Behaviour for Findings {
                     if f > 0.0 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
                 cx.page
                     .el("fd-status")
-                    .set_text_content(Some(&format!("Running: {done} of {expected} experiments done{left}")));
+                    .set_text_content(Some(&format!("Running: {done} of {expected} experiment runs done{left}")));
             }
             Output::Findings { run_id, markdown, json } if run_id == self.run_id => self.done(cx, markdown, json),
             Output::Invalid { run_id, errors } if run_id == self.run_id => {
