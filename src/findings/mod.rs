@@ -5,6 +5,7 @@
 //! text shows. Rendering refuses a prediction left unanswered and an answer without a prediction.
 
 mod claims;
+mod diagnosis;
 mod formation;
 mod layouts;
 mod memory;
@@ -41,13 +42,13 @@ struct Experiment {
 }
 
 use robustness::{
-    BATCH_CAP_1024, BURSTY_ARRIVALS, HEAVIER_LOAD, LOOSE_OBJECTIVES, QUANTUM_512, QUANTUM_8192, ROUND_ROBIN,
-    TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
+    BATCH_CAP_1024, BURSTY_ARRIVALS, HEAVIER_LOAD, LONGER_RUNS, LOOSE_OBJECTIVES, QUANTUM_512, QUANTUM_8192,
+    ROUND_ROBIN, SHORTER_RUNS, TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
 };
 
-/// The experiments with predictions, in order; experiments 12 (Little's law over every run above) and 13 (the
+/// The experiments with predictions, in order; experiments 13 (Little's law over every run above) and 14 (the
 /// model's error on measured runs) close the report.
-const EXPERIMENTS: [Experiment; 11] = [
+const EXPERIMENTS: [Experiment; 12] = [
     Experiment {
         id: "textbook",
         run: |f, c, _, _| _ = queueing::textbook_vs_capacity(f, c),
@@ -113,6 +114,12 @@ const EXPERIMENTS: [Experiment; 11] = [
         run: formation::formation,
         reads_capacity: true,
         setups: &[BATCH_CAP_1024, VARIABLE_LENGTHS],
+    },
+    Experiment {
+        id: "diagnosis",
+        run: |f, c, _, r| diagnosis::planted_causes(f, c, r),
+        reads_capacity: false,
+        setups: &[SHORTER_RUNS, LONGER_RUNS],
     },
 ];
 
@@ -270,7 +277,7 @@ fn intro(cfg: &Config) -> String {
         None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
     };
     format!(
-        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 12 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–11 are new, and 13 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives, an engine's other default — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 13 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–12 are new (12 checks the diagnosis every run prints on cases whose cause was planted), and 14 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives, an engine's other default — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
         cfg.repetitions, cfg.requests
     )
 }
@@ -672,6 +679,22 @@ impl Findings {
     /// A figure of the report, as the text shows it.
     pub fn figure(&mut self, id: &str, value: f64, unit: Unit) -> String {
         self.add(id, value, None, unit, unit.show(value))
+    }
+
+    /// A share of `k` in `n` with its Wilson 95 % interval, as "share (k of n; 95 % Wilson interval lo – hi)".
+    pub fn proportion(&mut self, id: &str, k: usize, n: usize) -> String {
+        let p = k as f64 / n.max(1) as f64;
+        let interval = crate::study::wilson95(p, n);
+        let shown = match interval {
+            Some((lo, hi)) => format!(
+                "{} ({k} of {n}; 95 % Wilson interval {} – {})",
+                Unit::Share.show(p),
+                Unit::Share.show(lo),
+                Unit::Share.show(hi)
+            ),
+            None => format!("{} (of none)", Unit::Share.show(p)),
+        };
+        self.add(id, p, interval, Unit::Share, shown)
     }
 
     /// A mean over repetitions with its 95 % interval (Student t), as "mean (lo – hi)".

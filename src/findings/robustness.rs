@@ -132,6 +132,19 @@ pub const HEAVIER_LOAD: Setup = Setup {
     },
 };
 
+fn scale_requests(s: &mut Spec, k: f64) {
+    s.workload.requests = s.workload.requests.map(|n| ((n as f64 * k) as u64).max(1));
+}
+
+/// Half the requests a run has (only for an experiment that sets its runs' lengths itself, as the diagnosis
+/// corpus's cases do: `runs::shipped` sets the report's own after a setup).
+pub const SHORTER_RUNS: Setup =
+    Setup { id: "shorter_runs", name: "runs half as long", apply: |s| scale_requests(s, 0.5) };
+
+/// Twice the requests a run has (as `SHORTER_RUNS`).
+pub const LONGER_RUNS: Setup =
+    Setup { id: "longer_runs", name: "runs twice as long", apply: |s| scale_requests(s, 2.0) };
+
 /// An experiment's robustness: its counted claims' verdicts as run and on each setup.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Robustness {
@@ -185,7 +198,7 @@ pub fn table(f: &mut Findings, id: &str, as_run: &str, reruns: &[(Setup, Result<
     let summary = (verdicts.iter()).map(|(claim, v)| summary(claim, v, &names)).collect::<Vec<_>>().join(" ");
     Robustness {
         about: format!(
-            "The experiment rerun whole on each setup below, each on {SETUP_SEEDS} seeds, with every claim decided by the same lines; the first row is the experiment as run above."
+            "The experiment rerun whole on each setup below (on {SETUP_SEEDS} seeds where it repeats over seeds), with every claim decided by the same lines; the first row is the experiment as run above."
         ),
         columns,
         rows,

@@ -232,7 +232,7 @@ fn a_scenario_excerpt_holds_only_what_an_arm_changes() {
     // Every section of the report but the bookkeeping and the trust sections names its scenario.
     let report = findings::report(findings::Config { repetitions: 2, requests: 500, ..Default::default() });
     for s in &report.sections {
-        assert_eq!(s.scenario.is_some(), !["little", "trust"].contains(&s.id.as_str()), "{}", s.id);
+        assert_eq!(s.scenario.is_some(), !["little", "trust", "diagnosis"].contains(&s.id.as_str()), "{}", s.id);
         if let Some(x) = &s.scenario {
             assert!(super::root().join(&x.file).is_file(), "{}", x.file);
         }
@@ -242,7 +242,7 @@ fn a_scenario_excerpt_holds_only_what_an_arm_changes() {
 #[test]
 fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
     let ids = findings::experiment_ids();
-    assert_eq!(ids.len(), 13);
+    assert_eq!(ids.len(), 14);
     let small = |base: Option<inferscale::scenario::Spec>, only: &str| findings::Config {
         repetitions: 2,
         requests: 300,
@@ -264,7 +264,7 @@ fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
                     assert!(calls >= 2, "{file} {id}: progress told {calls} times");
                     assert_eq!(f.sections[0].id, *id);
                     let md = f.markdown().unwrap();
-                    if !["little", "trust"].contains(id) {
+                    if !["little", "trust", "diagnosis"].contains(id) {
                         assert!(md.contains("the Serving Lab's scenario"), "{file} {id}: the excerpt names the base");
                     }
                 }

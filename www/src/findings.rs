@@ -36,8 +36,9 @@ pub struct Findings {
     figures: Vec<Figure>,
 }
 
-/// Experiments that do not run on a scenario: the bookkeeping over every run, and the public series.
-const NOT_RERUN: [&str; 2] = ["little", "trust"];
+/// Experiments that do not run on a scenario: the bookkeeping over every run, the public series, and the
+/// planted-cause corpus.
+const NOT_RERUN: [&str; 3] = ["little", "trust", "diagnosis"];
 
 /// `text` as HTML, its `code` spans kept.
 fn inline(text: &str) -> String {
