@@ -197,7 +197,7 @@ fn the_diagnosis_names_the_cause_planted_in_each_case_of_the_corpus() {
     let cases = corpus["cases"].as_array().unwrap();
     let causes = corpus["causes"].as_object().unwrap();
     assert!(cases.len() >= 30, "{} cases", cases.len());
-    let mut misses = Vec::new();
+    let (mut misses, mut planted, mut held) = (Vec::new(), 0, (0, 0));
     for c in cases {
         let (name, cause) = (c["name"].as_str().unwrap(), c["cause"].as_str().unwrap());
         assert!(causes.contains_key(cause), "{name}: cause {cause} is not described");
@@ -208,13 +208,30 @@ fn the_diagnosis_names_the_cause_planted_in_each_case_of_the_corpus() {
         v["workload"]["requests"] = c["requests"].clone();
         let spec: Spec = serde_json::from_value(v).unwrap();
         let r = inferscale::simulate(&valid(&spec));
-        assert!(!r.objectives.met, "{name}: meets its objectives, so no cause was planted");
-        let kind = r.diagnosis.kind;
-        if kind != c["expect"].as_str().unwrap() {
-            misses.push(format!("{name} (planted: {cause}): diagnosed {kind} — {}", r.diagnosis.verdict));
+        // A held-out case was committed before it ran: one that plants nothing is reported, not rewritten.
+        let held_out = c["held_out"].as_bool().unwrap_or(false);
+        if r.objectives.met {
+            assert!(held_out, "{name}: meets its objectives, so no cause was planted");
+            println!("{name}: planted nothing (meets its objectives)");
+            continue;
+        }
+        planted += 1;
+        let right = r.diagnosis.kind == c["expect"].as_str().unwrap();
+        if held_out {
+            held = (held.0 + usize::from(right), held.1 + 1);
+        }
+        if !right {
+            misses.push(format!("{name} (planted: {cause}): diagnosed {} — {}", r.diagnosis.kind, r.diagnosis.verdict));
         }
     }
-    let accuracy = 1.0 - misses.len() as f64 / cases.len() as f64;
-    println!("diagnosis corpus: {:.1} % of {} cases; misses:\n{}", accuracy * 100.0, cases.len(), misses.join("\n"));
+    assert!(held.1 >= 10, "{} held-out cases planted their cause", held.1);
+    let accuracy = 1.0 - misses.len() as f64 / planted as f64;
+    println!(
+        "diagnosis corpus: {:.1} % of {planted} cases; held out {} of {}; misses:\n{}",
+        accuracy * 100.0,
+        held.0,
+        held.1,
+        misses.join("\n")
+    );
     assert!(accuracy >= 0.9, "accuracy {accuracy}: {misses:#?}");
 }
