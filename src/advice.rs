@@ -75,8 +75,13 @@ fn apply_from(change: Change, spec: &Spec, first: &Spec, sc: &Scenario) -> Optio
             if to >= from {
                 return None;
             }
+            let was_on = e.chunked_prefill;
             (e.chunked_prefill, e.prefill_chunk_tokens) = (true, Some(to));
-            format!("prefill chunks of {to} tokens (from {from})")
+            if was_on {
+                format!("prefill chunks of {to} tokens (from {from})")
+            } else {
+                format!("chunked prefill on, in chunks of {to} tokens (it was off)")
+            }
         }
         Change::LoadAwareRouter | Change::ShortestFirst => policy(change, &mut s)?,
         Change::LinkBandwidth { factor } => {
@@ -289,8 +294,13 @@ fn write_advice(report: &mut Report, tested: Vec<Tested>) {
     } else {
         None
     };
-    if let Some(lead) = lead {
-        d.advice = format!("{lead} {}", d.advice);
+    // A change measured to meet the objectives is the advice: the general words after it would propose again
+    // what the same runs measured worse, or what this scenario cannot use.
+    let met = d.kind != "healthy" && measured.iter().any(|t| t.objectives_met);
+    match lead {
+        Some(lead) if met => d.advice = lead,
+        Some(lead) => d.advice = format!("{lead} {}", d.advice),
+        None => {}
     }
     d.tested = tested;
 }

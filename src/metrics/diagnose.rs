@@ -220,6 +220,10 @@ pub struct Inputs<'a> {
     pub sessions: Option<&'a SessionsSummary>,
     /// The mean TTFT of the completed requests alone on an idle worker (`steady::unloaded_ttft_s`).
     pub unloaded_ttft_s: f64,
+    /// The most workers a pool has: with one, no router has a choice to make.
+    pub replicas: u32,
+    /// Whether the front pool chunks prompts (advice on chunk sizes says when it switches chunking on).
+    pub chunked_prefill: bool,
 }
 
 /// The figures a verdict is decided on.
@@ -537,6 +541,22 @@ fn link_or_pool(ev: &Evidence, i: &Inputs, limit: &'static str) -> Option<Verdic
     ))
 }
 
+/// What bounds decode stalls: chunked prefill (switched on, when it is off), or a second replica to halve each
+/// one's prefill, or disaggregation.
+fn interference_advice(i: &Inputs) -> &'static str {
+    if i.chunked_prefill {
+        "Use smaller prefill chunks or a smaller token budget to bound decode stalls, spread the prompts over more replicas, or separate prefill from decode (disaggregation)."
+    } else {
+        "Switch chunked prefill on so a long prompt shares its steps with decodes instead of stalling them, spread the prompts over more replicas, or separate prefill from decode (disaggregation)."
+    }
+}
+
+/// The changes interference tests: chunking (switched on, or smaller chunks), then a second replica — each
+/// replica then carries half the prompts and so half the stalls.
+fn interference_changes() -> Vec<Change> {
+    vec![Change::SmallerChunks, Change::Replicas { factor: 2.0 }]
+}
+
 /// The load is carried but an objective is missed: a link, memory, queueing, interference or the service
 /// time itself, in that order.
 fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s: Option<f64>) -> Verdict {
@@ -548,6 +568,12 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
         || ev.decode_kv_peak > t::DECODE_KV_FULL
         || (ev.kv_limited > t::LIMITED && ev.wait_share > t::QUEUE_DOMINATES)
     {
+        // Reserving closer to the true length avoids preemptions only where there were some.
+        let reserve = if ev.preempt_per_req > 0.0 {
+            " or reserve KV closer to the true output length to avoid preemptions"
+        } else {
+            ""
+        };
         return v(
             "memory",
             format!(
@@ -556,14 +582,17 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
                 ev.preempt_per_req,
                 pct(i.summary.kv_peak_fraction)
             ),
-            "Add KV memory (more GPUs per replica, FP8 KV, higher gpu_memory_utilization) or reserve KV closer to the true output length to avoid preemptions.",
+            &format!("Add KV memory (more GPUs per replica, FP8 KV, higher gpu_memory_utilization){reserve}."),
             vec![Change::Kv { factor: 2.0 }],
         );
     }
     if ev.wait_share > t::QUEUE_DOMINATES {
         let near = ev.busy > t::NEAR_SATURATION;
-        let mut c = vec![Change::LoadAwareRouter, Change::ShortestFirst];
-        c.insert(if near { 0 } else { 2 }, Change::Replicas { factor: 1.25 });
+        // A router has nothing to choose between on one worker.
+        let routed = i.replicas > 1;
+        let mut c =
+            if routed { vec![Change::LoadAwareRouter, Change::ShortestFirst] } else { vec![Change::ShortestFirst] };
+        c.insert(if near { 0 } else { c.len() }, Change::Replicas { factor: 1.25 });
         let why = if near {
             format!("the device is {} time-busy, so the queue is that of a nearly saturated server", pct(ev.busy))
         } else {
@@ -576,7 +605,11 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
                 pct(ev.wait_share),
                 pct(ev.queue_share)
             ),
-            "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most.",
+            if routed {
+                "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most."
+            } else {
+                "On one replica a burst waits for the one server: a shortest-job-first order shortens the wait of the short requests, and a second replica absorbs the bursts themselves; near saturation a little more capacity shortens the queue most."
+            },
             c,
         );
     }
@@ -589,8 +622,8 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
                 secs(objective),
                 pct(ev.prefill_share)
             ),
-            "Use smaller prefill chunks or a smaller token budget to bound decode stalls, or separate prefill from decode (disaggregation).",
-            vec![Change::SmallerChunks, Change::TokenBudget { factor: 0.5 }],
+            interference_advice(i),
+            interference_changes(),
         );
     }
     if ev.prefill_share > t::PREFILL_HEAVY {
@@ -601,8 +634,8 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
                 pct(ev.prefill_share),
                 pct(ev.busy)
             ),
-            "Use smaller prefill chunks or a smaller token budget to bound decode stalls, or separate prefill from decode (disaggregation).",
-            vec![Change::SmallerChunks, Change::TokenBudget { factor: 0.5 }],
+            interference_advice(i),
+            interference_changes(),
         );
     }
     v(

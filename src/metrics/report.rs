@@ -304,6 +304,8 @@ impl Report {
                 prefix: prefix.as_ref(),
                 sessions: sessions.as_ref(),
                 unloaded_ttft_s: super::steady::unloaded_ttft_s(sc, reqs),
+                replicas: sc.pools.iter().map(|p| p.replicas).max().unwrap_or(1),
+                chunked_prefill: sc.front_pool().engine.chunked_prefill,
             },
             missed,
         );

@@ -235,3 +235,54 @@ fn the_diagnosis_names_the_cause_planted_in_each_case_of_the_corpus() {
     );
     assert!(accuracy >= 0.9, "accuracy {accuracy}: {misses:#?}");
 }
+
+/// The advice follows its own measurements, on every case of the planted-cause corpus run as the CLI runs
+/// it: a change measured to meet the objectives is the whole advice (nothing after it proposes again what
+/// the same runs measured worse); no router is proposed on one replica; no preemptions are to be avoided
+/// where there were none; a chunk test on a scenario without chunked prefill says it switches it on; and
+/// interference tests a second replica beside the chunks.
+#[test]
+fn the_advice_follows_its_own_measurements_on_every_case_of_the_corpus() {
+    let text = std::fs::read_to_string(super::root().join("tests/data/diagnosis/corpus.json")).unwrap();
+    let corpus: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (mut led, mut interference) = (0, 0);
+    for c in corpus["cases"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        let mut v = serde_json::to_value(shipped(c["base"].as_str().unwrap())).unwrap();
+        for (ptr, x) in c["set"].as_object().unwrap() {
+            *v.pointer_mut(ptr).unwrap() = x.clone();
+        }
+        v["workload"]["requests"] = c["requests"].clone();
+        let spec: Spec = serde_json::from_value(v).unwrap();
+        let r = tested(&spec);
+        let d = &r.diagnosis;
+        let advice = d.advice.to_lowercase();
+        if spec.cluster.replicas == 1 && spec.cluster.disaggregation.is_none() {
+            assert!(!advice.contains("router"), "{name}: a router on one replica: {}", d.advice);
+        }
+        if r.summary.preemptions == 0 {
+            assert!(!advice.contains("avoid preemptions"), "{name}: {}", d.advice);
+        }
+        for t in &d.tested {
+            if t.change.contains("chunk") && !spec.engine.chunked_prefill {
+                assert!(t.change.contains("chunked prefill on"), "{name}: {}", t.change);
+            }
+        }
+        if d.kind == "interference" {
+            interference += 1;
+            assert!(d.tested.iter().any(|t| t.change.contains("replicas")), "{name}: {:?}", d.tested);
+        }
+        if let Some(m) = d.tested.iter().find(|t| t.measured && t.objectives_met) {
+            led += 1;
+            let lead = format!("Measured on the same requests: {}", m.change);
+            assert!(d.advice.starts_with(&lead), "{name}: {}", d.advice);
+            for general in ["Add ", "Use smaller", "Smooth the", "Switch chunked", "A faster", "On one replica"] {
+                assert!(!d.advice.contains(general), "{name}: after a change that met the objectives: {}", d.advice);
+            }
+        }
+    }
+    assert!(
+        led >= 10 && interference >= 5,
+        "{led} cases led by a change that met the objectives, {interference} interference"
+    );
+}
