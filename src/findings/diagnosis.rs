@@ -1,4 +1,4 @@
-//! Experiment 12: the diagnosis every run prints, checked on cases whose cause is known by construction — the
+//! Experiment 13: the diagnosis every run prints, checked on cases whose cause is known by construction — the
 //! planted-cause corpus (tests/data/diagnosis/corpus.json): each a shipped scenario changed so one known cause
 //! makes it miss its objectives. How often the diagnosis names the planted cause, every case it misses, and
 //! how often the changes it tested on the same requests met the objectives.
@@ -89,7 +89,7 @@ fn diagnose(spec: &Spec, runs: &mut Runs) -> Option<Outcome> {
     })
 }
 
-/// Experiment 12.
+/// Experiment 13.
 pub(super) fn planted_causes(f: &mut Findings, cfg: &Config, runs: &mut Runs) {
     f.expect_on(
         "diagnosis",
@@ -149,7 +149,7 @@ pub(super) fn planted_causes(f: &mut Findings, cfg: &Config, runs: &mut Runs) {
     let held = (held_n > 0).then(|| f.proportion("diagnosis.held_out_accuracy", held_right, held_n));
     let s = f.section(
         "diagnosis",
-        "12. The diagnosis on planted causes",
+        "13. The diagnosis on planted causes",
         "When a run misses its objectives for a cause known by construction, does the diagnosis every run prints name that cause — and does the change it tests fix the miss?",
     );
     s.setup = format!(

@@ -4,6 +4,7 @@
 //! [`Findings::figure`], so the text holds no number that was typed in and the JSON holds every number the
 //! text shows. Rendering refuses a prediction left unanswered and an answer without a prediction.
 
+mod central;
 mod claims;
 mod diagnosis;
 mod formation;
@@ -46,9 +47,9 @@ use robustness::{
     ROUND_ROBIN, SHORTER_RUNS, TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
 };
 
-/// The experiments with predictions, in order; experiments 13 (Little's law over every run above) and 14 (the
+/// The experiments with predictions, in order; experiments 14 (Little's law over every run above) and 15 (the
 /// model's error on measured runs) close the report.
-const EXPERIMENTS: [Experiment; 12] = [
+const EXPERIMENTS: [Experiment; 14] = [
     Experiment {
         id: "textbook",
         run: |f, c, _, _| _ = queueing::textbook_vs_capacity(f, c),
@@ -116,19 +117,29 @@ const EXPERIMENTS: [Experiment; 12] = [
         setups: &[BATCH_CAP_1024, VARIABLE_LENGTHS],
     },
     Experiment {
+        id: "central",
+        run: |f, c, _, r| central::central_question(f, c, r),
+        reads_capacity: false,
+        setups: &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
+    },
+    Experiment {
         id: "diagnosis",
         run: |f, c, _, r| diagnosis::planted_causes(f, c, r),
         reads_capacity: false,
         setups: &[SHORTER_RUNS, LONGER_RUNS],
     },
+    // Runs beside the others; Little's law, over every run, is written before it.
+    Experiment { id: "trust", run: |f, _, _, _| trust::trust(f), reads_capacity: false, setups: &[] },
 ];
 
-/// The experiments that close the report: they run after every other, on what those ran.
-const CLOSING: [&str; 2] = ["little", "trust"];
+/// Little's law over every run of the report: written once every other experiment has run, before the last.
+const LITTLE: &str = "little";
 
 /// The experiments' ids in the report's order.
 pub fn experiment_ids() -> Vec<&'static str> {
-    EXPERIMENTS.iter().map(|e| e.id).chain(CLOSING).collect()
+    let mut ids: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
+    ids.insert(ids.len() - 1, LITTLE);
+    ids
 }
 
 /// One run of an experiment: as the report runs it, or on one of its setups.
@@ -220,7 +231,7 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
         }
         jobs.extend(EXPERIMENTS[i].setups.iter().map(|s| Job { experiment: i, setup: Some(*s) }));
     }
-    let total = jobs.len() + 1 + CLOSING.iter().filter(|id| wants(id)).count();
+    let total = jobs.len() + 1 + usize::from(wants(LITTLE));
     let mut first = Findings::default();
     let sat = if wants("textbook") {
         queueing::textbook_vs_capacity(&mut first, cfg)
@@ -231,8 +242,12 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
     };
     progress(1, total);
     let mut parts = run_jobs(&jobs, cfg, sat, &mut |done| progress(done + 1, total)).into_iter();
+    let mut little = wants(LITTLE).then_some(());
     for &i in &chosen {
         let e = &EXPERIMENTS[i];
+        if i == EXPERIMENTS.len() - 1 && little.take().is_some() {
+            queueing::littles_law(&mut f, &runs.littles);
+        }
         let main = if i == 0 {
             Part { findings: std::mem::take(&mut first), runs: Runs::default() }
         } else {
@@ -248,17 +263,14 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
                 (*setup, if refused.is_empty() { Ok(part.findings) } else { Err(refused) })
             })
             .collect();
-        if f.sections.iter().any(|s| s.id == e.id) {
+        if !e.setups.is_empty() && f.sections.iter().any(|s| s.id == e.id) {
             let table = robustness::table(&mut f, e.id, "as run above", &reruns);
             let section = f.sections.iter_mut().find(|s| s.id == e.id).expect("just found");
             section.robustness = Some(table);
         }
     }
-    if wants("little") {
+    if little.is_some() {
         queueing::littles_law(&mut f, &runs.littles);
-    }
-    if wants("trust") {
-        trust::trust(&mut f);
     }
     progress(total, total);
     if cfg.base.is_none() && cfg.only.is_none() {
@@ -277,7 +289,7 @@ fn intro(cfg: &Config) -> String {
         None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
     };
     format!(
-        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 13 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–12 are new (12 checks the diagnosis every run prints on cases whose cause was planted), and 14 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives, an engine's other default — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share): a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 14 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–13 are new (12 asks the question the product exists for — a scheduling fix, a replica or admission, below and above capacity —, 13 checks the diagnosis every run prints on cases whose cause was planted), and 15 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives, an engine's other default — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
         cfg.repetitions, cfg.requests
     )
 }

@@ -1,4 +1,4 @@
-//! Experiments 1–4 and 13: capacity against the textbook, the tail against the load, prediction error on two
+//! Experiments 1–4 and 14: capacity against the textbook, the tail against the load, prediction error on two
 //! channels, fair queueing across tenants, and Little's law over every run.
 
 use super::runs::{
@@ -389,7 +389,7 @@ pub(super) fn fair_queueing(f: &mut Findings, cfg: &Config, littles: &mut Runs) 
     f.found("drr.throughput", format!("The throughput cost is {cost_shown}."), verdict);
 }
 
-/// Experiment 13, Little's law (L = λW) on every run of the report.
+/// Experiment 14, Little's law (L = λW) on every run of the report.
 pub(super) fn littles_law(f: &mut Findings, errors: &[f64]) {
     f.audit(
         "little",
@@ -399,7 +399,7 @@ pub(super) fn littles_law(f: &mut Findings, errors: &[f64]) {
     let worst = errors.iter().copied().fold(0.0, f64::max);
     let n = f.figure("little.runs", errors.len() as f64, Unit::Count);
     let w = f.figure("little.worst_relative_error", worst, Unit::Relative);
-    let s = f.section("little", "13. Little's law", "Does the simulator's own bookkeeping obey L = λW?");
+    let s = f.section("little", "14. Little's law", "Does the simulator's own bookkeeping obey L = λW?");
     s.setup = "The engine's audit on each run above: the time-average number in the system against the arrival rate times the mean time in the system, over the whole run.".into();
     s.regime = "Every run of experiments 2–11 and of their robustness reruns (the capacity searches aside): below, at and past saturation.".into();
     let verdict = if worst < 0.001 { Verdict::Held } else { Verdict::Contradicted };

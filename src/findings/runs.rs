@@ -1,5 +1,5 @@
 //! What every experiment shares: the report's run size, the shipped scenarios compiled in, a scenario on a
-//! seed, its excerpt, and a run whose Little's-law error is kept for experiment 13.
+//! seed, its excerpt, and a run whose Little's-law error is kept for experiment 14.
 
 use super::Excerpt;
 use crate::scenario::{self, Spec};
@@ -26,7 +26,7 @@ impl Default for Config {
     }
 }
 
-/// Every run's Little's-law error, kept for experiment 13, and the runs a scenario refused (on a base other
+/// Every run's Little's-law error, kept for experiment 14, and the runs a scenario refused (on a base other
 /// than the shipped scenarios a variant an experiment makes can be invalid: the report is then refused, naming
 /// the experiment, the run and the field).
 #[derive(Default)]
@@ -139,7 +139,7 @@ pub(super) fn drain(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
     }
 }
 
-/// Run `s`, its Little's-law error kept for experiment 13. A refused scenario is recorded and stands in as a
+/// Run `s`, its Little's-law error kept for experiment 14. A refused scenario is recorded and stands in as a
 /// one-request run of the benchmark scenario, so the experiment finishes without a panic and the report is
 /// then refused.
 pub(super) fn run(s: &Spec, runs: &mut Runs) -> crate::Report {

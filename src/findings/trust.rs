@@ -1,4 +1,4 @@
-//! Experiment 14: how far to trust the experiments above — the uncalibrated cost model they all use, held to
+//! Experiment 15: how far to trust the experiments above — the uncalibrated cost model they all use, held to
 //! public measured runs it was never fitted to (docs/validation.md's series and split).
 
 use super::{Findings, Unit, Verdict};
@@ -62,7 +62,7 @@ fn series_errors() -> Result<Vec<SeriesError>, String> {
     Ok(out)
 }
 
-/// Experiment 14, the model's held-out error beside the conclusions it could overturn.
+/// Experiment 15, the model's held-out error beside the conclusions it could overturn.
 pub(super) fn trust(f: &mut Findings) {
     f.audit(
         "trust",
@@ -101,7 +101,7 @@ pub(super) fn trust(f: &mut Findings) {
     );
     let s = f.section(
         "trust",
-        "14. How far to trust the above",
+        "15. How far to trust the above",
         "How close is the model every experiment above runs on to real measured serving — and which of the conclusions could its error overturn?",
     );
     s.setup = "The public measured series of docs/validation.md — four of vLLM v0.15.1 on H100 at light load, measured with inference-perf, and six of SGLang serving DeepSeek-R1 FP8 on H200, MI300X, MI325X and MI355X at 4 to 64 concurrent clients, measured by InferenceX — and their splits: each series' held-out runs, which a calibration would not see, predicted by the uncalibrated roofline cost model, the one every shipped scenario and every experiment above uses. Held-out runs past saturation count in no latency error, as in docs/validation.md; the median APE is over every latency figure a run has (TTFT and E2E, and TPOT and ITL where they are per token), median and mean.".into();
@@ -117,7 +117,7 @@ pub(super) fn trust(f: &mut Findings) {
     f.found(
         "trust",
         format!(
-            "Held out, the uncalibrated model is off by {median_shown} (median APE per series): by {ttft_shown} on TTFT and by {e2e_shown} on E2E, E2E the closer of the two on {closer} of {} series. On the light-load vLLM series the error is mostly in the time to first token — prefill and the serving stack's work before it, which docs/validation.md's calibration fits; on the heavy-load SGLang series every figure is off, the time per token too, and docs/validation.md shows how much of it calibration recovers. So a conclusion that sets prefill time against decode time rests on the figure the model gets most wrong: experiment 1's gap, 8's split of prefill and decode workers, 9's saved prefill, 10's recomputed history against a restore, 11's prefill-only steps. Calibrate on your own measured runs (docs/truth.md) before acting on those. A comparison whose arms do the same work — 3, 4, 5, 6, 7 — shares the error between its arms, and its direction is safer than its size; 12 runs the corpus as shipped; 13 is bookkeeping and holds whatever the model.",
+            "Held out, the uncalibrated model is off by {median_shown} (median APE per series): by {ttft_shown} on TTFT and by {e2e_shown} on E2E, E2E the closer of the two on {closer} of {} series. On the light-load vLLM series the error is mostly in the time to first token — prefill and the serving stack's work before it, which docs/validation.md's calibration fits; on the heavy-load SGLang series every figure is off, the time per token too, and docs/validation.md shows how much of it calibration recovers. So a conclusion that sets prefill time against decode time rests on the figure the model gets most wrong: experiment 1's gap, 8's split of prefill and decode workers, 9's saved prefill, 10's recomputed history against a restore, 11's prefill-only steps. Calibrate on your own measured runs (docs/truth.md) before acting on those. A comparison whose arms do the same work — 3, 4, 5, 6, 7, 12 — shares the error between its arms, and its direction is safer than its size; 13 runs the corpus as shipped; 14 is bookkeeping and holds whatever the model.",
             series.len()
         ),
         verdict,

@@ -242,7 +242,7 @@ fn a_scenario_excerpt_holds_only_what_an_arm_changes() {
 #[test]
 fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
     let ids = findings::experiment_ids();
-    assert_eq!(ids.len(), 14);
+    assert_eq!(ids.len(), 15);
     let small = |base: Option<inferscale::scenario::Spec>, only: &str| findings::Config {
         repetitions: 2,
         requests: 300,
