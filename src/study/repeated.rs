@@ -309,13 +309,26 @@ fn verdict(out: &StudyReport, reports: &[StudyReport], merged: bool, rank: Rank)
         return format!("Over {r} repetitions, {} is the row the study points at ({times} of {r}).", name(b));
     };
     let what = &out.columns[j].label;
-    let ties: Vec<String> =
-        (0..out.rows.len()).filter(|&i| i != b && overlaps(&out.rows[i][j], &out.rows[b][j])).map(name).collect();
+    let close: Vec<usize> =
+        (0..out.rows.len()).filter(|&i| i != b && overlaps(&out.rows[i][j], &out.rows[b][j])).collect();
+    // A row as good on the rank column but whose SLO attainment lies wholly below the best's is not tied with
+    // it: it reaches the figure by missing more objectives.
+    let attainment = out.columns.iter().position(|c| c.label == "SLO attainment");
+    let lower = |i: usize| attainment.is_some_and(|a| wholly_below(&out.rows[i][a], &out.rows[b][a]));
+    let (worse, ties): (Vec<usize>, Vec<usize>) = close.into_iter().partition(|&i| lower(i));
+    let ties: Vec<String> = ties.into_iter().map(name).collect();
     let ties = match ties.as_slice() {
         [] => format!("its 95 % interval of {what} overlaps no other row's"),
         t => format!("tied with it (the 95 % intervals of {what} overlap): {}", t.join("; ")),
     };
-    format!("Over {r} repetitions, {} is the best row (best in {times} of {r}); {ties}.", name(b))
+    let worse = match worse.as_slice() {
+        [] => String::new(),
+        w => format!(
+            "; not tied, though their intervals of {what} overlap, since their SLO attainment lies wholly below its: {}",
+            w.iter().map(|&i| name(i)).collect::<Vec<_>>().join("; ")
+        ),
+    };
+    format!("Over {r} repetitions, {} is the best row (best in {times} of {r}); {ties}{worse}.", name(b))
 }
 
 /// A row as the answer names it: its first cell as the table shows it, and the policy beside a set value
@@ -334,12 +347,21 @@ fn row_name(out: &StudyReport, i: usize) -> String {
     }
 }
 
+/// Whether `a`'s 95 % interval lies wholly below `b`'s (a figure the same in every repetition is its own).
+fn wholly_below(a: &Cell, b: &Cell) -> bool {
+    matches!((span(a), span(b)), (Some((_, a_hi)), Some((b_lo, _))) if a_hi < b_lo)
+}
+
 /// Whether two cells' intervals overlap (a figure the same in every repetition is its own interval).
 fn overlaps(a: &Cell, b: &Cell) -> bool {
-    let span = |c: &Cell| match c {
+    matches!((span(a), span(b)), (Some((l1, h1)), Some((l2, h2))) if l1 <= h2 && l2 <= h1)
+}
+
+/// A cell's 95 % interval (a figure the same in every repetition is its own interval).
+fn span(c: &Cell) -> Option<(f64, f64)> {
+    match c {
         Cell::Interval { lo, hi, .. } => Some((*lo, *hi)),
         Cell::Num(x) => Some((*x, *x)),
         _ => None,
-    };
-    matches!((span(a), span(b)), (Some((l1, h1)), Some((l2, h2))) if l1 <= h2 && l2 <= h1)
+    }
 }

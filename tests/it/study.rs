@@ -941,3 +941,40 @@ fn a_single_run_says_when_the_next_row_is_close() {
     let r = run("forecast", &workflows, serde_json::json!({}), 2);
     assert_eq!(r.bounds, vec![r.rows.len() - 1]);
 }
+
+/// A row whose interval of the rank column overlaps the best row's is called tied with it — unless its SLO
+/// attainment lies wholly below the best's: then it reaches its figure by missing more objectives, and the
+/// answer says so instead of calling it tied (a P/D row at 87 % attainment was called tied with a colocated
+/// one at 100 %).
+#[test]
+fn a_row_that_misses_more_objectives_is_not_tied_with_the_best() {
+    let column = |label: &str| study::Column { label: label.into(), unit: String::new(), format: study::Format::Num };
+    let report = |k: f64| study::StudyReport {
+        inferscale_version: String::new(),
+        study: "pd".into(),
+        scenario: "s".into(),
+        seed: 1,
+        question: String::new(),
+        answer: String::new(),
+        columns: vec![
+            study::Column { format: study::Format::Text, ..column("Scenario") },
+            column("Goodput/GPU"),
+            column("SLO attainment"),
+        ],
+        rows: [("colocated", 2.40, 1.0), ("P/D", 2.38, 0.87), ("P/D + cache", 2.41, 0.995)]
+            .map(|(name, goodput, att)| {
+                vec![Cell::Text(name.into()), Cell::Num(goodput + 0.02 * k), Cell::Num(att - 0.002 * k)]
+            })
+            .to_vec(),
+        best_row: Some(0),
+        bounds: vec![],
+        charts: vec![],
+        notes: vec![],
+        runs: vec![],
+        tables: vec![],
+    };
+    let merged = study::repeated::merge((0..3).map(|k| report(k as f64)).collect(), study::Rank::Most("Goodput/GPU"));
+    let a = &merged.answer;
+    assert!(a.contains("tied with it (the 95 % intervals of Goodput/GPU overlap): “P/D + cache”"), "{a}");
+    assert!(a.contains("not tied, though their intervals of Goodput/GPU overlap, since their SLO attainment lies wholly below its: “P/D”"), "{a}");
+}
