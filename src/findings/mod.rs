@@ -670,6 +670,16 @@ impl Findings {
         })
     }
 
+    /// The band claim `id`'s test on `figure` must lie within (a seed figure's, [`Test::seed`]), for text that
+    /// says on which side of it a figure fell without restating the rule.
+    pub fn band_of(&self, id: &str, figure: &str) -> Option<(f64, f64)> {
+        let p = self.predictions.iter().find(|p| p.id == id)?;
+        match p.tests.iter().find(|t| t.figure == figure)?.line {
+            Line::Within(a, b) => Some((a, b)),
+            _ => None,
+        }
+    }
+
     /// Figure `id`, the last written under that id.
     pub fn figure_named(&self, id: &str) -> Option<&Figure> {
         self.figures.iter().rev().find(|f| f.id == id)

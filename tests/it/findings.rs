@@ -41,7 +41,7 @@ fn docs_results_md_is_the_report_byte_for_byte() {
     // The tally counts the predictions and only them; the identity, the claim whose answer was known and the
     // halves whose knob cannot act are audits, listed apart.
     let kind_of = |id: &str| claims.iter().find(|p| p["id"] == id).map(|p| p["kind"].as_str().unwrap().to_string());
-    for audit in ["little", "trust", "drr.throughput", "oversub.batch"] {
+    for audit in ["little", "trust", "drr.throughput", "oversub.batch", "tail.tokens"] {
         assert_eq!(kind_of(audit).as_deref(), Some("audit"), "{audit}");
     }
     // Experiments 1–6 predict the seed's own figures, each within the report's one band, and their verdicts
