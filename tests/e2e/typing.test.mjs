@@ -349,3 +349,18 @@ test('a closed loop of clients is chosen, typed and run; a burst too', async () 
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('the feasibility admission is chosen by keyboard and runs', async () => {
+  const { page, errors } = await openLab(ctx, server.url);
+  const admission = page.getByRole('combobox', { name: 'Admission', exact: true });
+  await admission.focus();
+  // Down the list from "Admit all" until the feasibility check is chosen, as a keyboard user would.
+  for (let i = 0; i < 12 && (await admission.inputValue()) !== 'feasible'; i++) await page.keyboard.press('ArrowDown');
+  assert.equal(await admission.inputValue(), 'feasible');
+  assert.deepEqual((await scenario(page)).admission, { kind: 'feasible', slack: 1 });
+  assert.equal(await page.isDisabled('#run'), false);
+  await runAndWait(page);
+  assert.match(await page.textContent('#results'), /reject|turned away|admission/i, 'the results say what admission did');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
