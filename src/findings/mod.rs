@@ -47,89 +47,49 @@ use robustness::{
     ROUND_ROBIN, SHORTER_RUNS, TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
 };
 
+/// An entry of [`EXPERIMENTS`], one line each.
+const fn experiment(
+    id: &'static str,
+    run: fn(&mut Findings, &Config, f64, &mut Runs),
+    reads_capacity: bool,
+    setups: &'static [Setup],
+) -> Experiment {
+    Experiment { id, run, reads_capacity, setups }
+}
+
 /// The experiments with predictions, in order; experiments 14 (Little's law over every run above) and 15 (the
 /// model's error on measured runs) close the report.
 const EXPERIMENTS: [Experiment; 14] = [
-    Experiment {
-        id: "textbook",
-        run: |f, c, _, _| _ = queueing::textbook_vs_capacity(f, c),
-        reads_capacity: false,
-        setups: &[VARIABLE_LENGTHS, BURSTY_ARRIVALS],
-    },
-    Experiment {
-        id: "tail",
-        run: queueing::tail_against_load,
-        reads_capacity: true,
-        setups: &[VARIABLE_LENGTHS, BURSTY_ARRIVALS],
-    },
-    Experiment {
-        id: "channels",
-        run: |f, c, _, r| queueing::prediction_channels(f, c, r),
-        reads_capacity: false,
-        setups: &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
-    },
-    Experiment {
-        id: "drr",
-        run: |f, c, _, r| queueing::fair_queueing(f, c, r),
-        reads_capacity: false,
-        setups: &[QUANTUM_512, QUANTUM_8192],
-    },
-    Experiment {
-        id: "fleet",
-        run: overload::fleet_or_shed,
-        reads_capacity: true,
-        setups: &[VARIABLE_LENGTHS, TIGHT_OBJECTIVES],
-    },
-    Experiment {
-        id: "deadline",
-        run: overload::deadline_or_random,
-        reads_capacity: true,
-        setups: &[VARIABLE_LENGTHS, TIGHT_OBJECTIVES],
-    },
-    Experiment {
-        id: "oversub",
-        run: |f, c, _, r| memory::oversubscription(f, c, r),
-        reads_capacity: false,
-        setups: &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
-    },
-    Experiment {
-        id: "pd",
-        run: |f, c, _, r| layouts::disaggregation(f, c, r),
-        reads_capacity: false,
-        setups: &[TPOT_30_MS, TPOT_20_MS],
-    },
-    Experiment {
-        id: "prefix",
-        run: |f, c, _, r| layouts::prefix_reuse(f, c, r),
-        reads_capacity: false,
-        setups: &[BURSTY_ARRIVALS, ROUND_ROBIN],
-    },
-    Experiment {
-        id: "retention",
-        run: |f, c, _, r| memory::retention(f, c, r),
-        reads_capacity: false,
-        setups: &[BURSTY_ARRIVALS, HEAVIER_LOAD],
-    },
-    Experiment {
-        id: "formation",
-        run: formation::formation,
-        reads_capacity: true,
-        setups: &[BATCH_CAP_1024, VARIABLE_LENGTHS],
-    },
-    Experiment {
-        id: "central",
-        run: |f, c, _, r| central::central_question(f, c, r),
-        reads_capacity: false,
-        setups: &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
-    },
-    Experiment {
-        id: "diagnosis",
-        run: |f, c, _, r| diagnosis::planted_causes(f, c, r),
-        reads_capacity: false,
-        setups: &[SHORTER_RUNS, LONGER_RUNS],
-    },
+    experiment(
+        "textbook",
+        |f, c, _, _| _ = queueing::textbook_vs_capacity(f, c),
+        false,
+        &[VARIABLE_LENGTHS, BURSTY_ARRIVALS],
+    ),
+    experiment("tail", queueing::tail_against_load, true, &[VARIABLE_LENGTHS, BURSTY_ARRIVALS]),
+    experiment(
+        "channels",
+        |f, c, _, r| queueing::prediction_channels(f, c, r),
+        false,
+        &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
+    ),
+    experiment("drr", |f, c, _, r| queueing::fair_queueing(f, c, r), false, &[QUANTUM_512, QUANTUM_8192]),
+    experiment("fleet", overload::fleet_or_shed, true, &[VARIABLE_LENGTHS, TIGHT_OBJECTIVES]),
+    experiment("deadline", overload::deadline_or_random, true, &[VARIABLE_LENGTHS, TIGHT_OBJECTIVES]),
+    experiment("oversub", |f, c, _, r| memory::oversubscription(f, c, r), false, &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES]),
+    experiment("pd", |f, c, _, r| layouts::disaggregation(f, c, r), false, &[TPOT_30_MS, TPOT_20_MS]),
+    experiment("prefix", |f, c, _, r| layouts::prefix_reuse(f, c, r), false, &[BURSTY_ARRIVALS, ROUND_ROBIN]),
+    experiment("retention", |f, c, _, r| memory::retention(f, c, r), false, &[BURSTY_ARRIVALS, HEAVIER_LOAD]),
+    experiment("formation", formation::formation, true, &[BATCH_CAP_1024, VARIABLE_LENGTHS]),
+    experiment(
+        "central",
+        |f, c, _, r| central::central_question(f, c, r),
+        false,
+        &[TIGHT_OBJECTIVES, LOOSE_OBJECTIVES],
+    ),
+    experiment("diagnosis", |f, c, _, r| diagnosis::planted_causes(f, c, r), false, &[SHORTER_RUNS, LONGER_RUNS]),
     // Runs beside the others; Little's law, over every run, is written before it.
-    Experiment { id: "trust", run: |f, _, _, _| trust::trust(f), reads_capacity: false, setups: &[] },
+    experiment("trust", |f, _, _, _| trust::trust(f), false, &[]),
 ];
 
 /// Little's law over every run of the report: written once every other experiment has run, before the last.
