@@ -19,6 +19,7 @@ mod trust;
 use serde::Serialize;
 
 pub use claims::{Line, SEED_BAND, Test};
+pub use diagnosis::{Case, corpus};
 pub use robustness::{Robustness, Setup};
 pub use runs::Config;
 use runs::Runs;

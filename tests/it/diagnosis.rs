@@ -194,29 +194,24 @@ fn untested_runs_and_the_plain_verdicts() {
 fn the_diagnosis_names_the_cause_planted_in_each_case_of_the_corpus() {
     let text = std::fs::read_to_string(super::root().join("tests/data/diagnosis/corpus.json")).unwrap();
     let corpus: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let cases = corpus["cases"].as_array().unwrap();
     let causes = corpus["causes"].as_object().unwrap();
+    // The cases as the report builds them (`findings::corpus`, the file compiled into the core).
+    let cases = inferscale::findings::corpus(&Default::default()).unwrap();
     assert!(cases.len() >= 30, "{} cases", cases.len());
     let (mut misses, mut planted, mut held) = (Vec::new(), 0, (0, 0));
-    for c in cases {
-        let (name, cause) = (c["name"].as_str().unwrap(), c["cause"].as_str().unwrap());
+    for c in &cases {
+        let (name, cause) = (&c.name, &c.cause);
         assert!(causes.contains_key(cause), "{name}: cause {cause} is not described");
-        let mut v = serde_json::to_value(shipped(c["base"].as_str().unwrap())).unwrap();
-        for (ptr, x) in c["set"].as_object().unwrap() {
-            *v.pointer_mut(ptr).unwrap_or_else(|| panic!("{name}: no {ptr}")) = x.clone();
-        }
-        v["workload"]["requests"] = c["requests"].clone();
-        let spec: Spec = serde_json::from_value(v).unwrap();
-        let r = inferscale::simulate(&valid(&spec));
+        let r = inferscale::simulate(&valid(&c.spec));
         // A held-out case was committed before it ran: one that plants nothing is reported, not rewritten.
-        let held_out = c["held_out"].as_bool().unwrap_or(false);
+        let held_out = c.held_out;
         if r.objectives.met {
             assert!(held_out, "{name}: meets its objectives, so no cause was planted");
             println!("{name}: planted nothing (meets its objectives)");
             continue;
         }
         planted += 1;
-        let right = r.diagnosis.kind == c["expect"].as_str().unwrap();
+        let right = r.diagnosis.kind == c.expect;
         if held_out {
             held = (held.0 + usize::from(right), held.1 + 1);
         }
@@ -243,18 +238,10 @@ fn the_diagnosis_names_the_cause_planted_in_each_case_of_the_corpus() {
 /// interference tests a second replica beside the chunks.
 #[test]
 fn the_advice_follows_its_own_measurements_on_every_case_of_the_corpus() {
-    let text = std::fs::read_to_string(super::root().join("tests/data/diagnosis/corpus.json")).unwrap();
-    let corpus: serde_json::Value = serde_json::from_str(&text).unwrap();
     let (mut led, mut interference) = (0, 0);
-    for c in corpus["cases"].as_array().unwrap() {
-        let name = c["name"].as_str().unwrap();
-        let mut v = serde_json::to_value(shipped(c["base"].as_str().unwrap())).unwrap();
-        for (ptr, x) in c["set"].as_object().unwrap() {
-            *v.pointer_mut(ptr).unwrap() = x.clone();
-        }
-        v["workload"]["requests"] = c["requests"].clone();
-        let spec: Spec = serde_json::from_value(v).unwrap();
-        let r = tested(&spec);
+    for c in inferscale::findings::corpus(&Default::default()).unwrap() {
+        let (name, spec) = (&c.name, &c.spec);
+        let r = tested(spec);
         let d = &r.diagnosis;
         let advice = d.advice.to_lowercase();
         if spec.cluster.replicas == 1 && spec.cluster.disaggregation.is_none() {
