@@ -276,21 +276,30 @@ fn run_one(
 fn write_advice(report: &mut Report, tested: Vec<Tested>) {
     let d = &mut report.diagnosis;
     let measured: Vec<&Tested> = tested.iter().filter(|t| t.measured).collect();
+    // Tested at the length that decides the verdict when the run was too short (`capacity::length`).
+    let on = match d.length.as_ref().and_then(|l| l.decided_at.filter(|&at| at > l.requests).map(|at| (at, l))) {
+        Some((at, l)) => format!(
+            "Measured at the length that decides, {at} requests (this run's {} and {} more)",
+            l.requests,
+            at - l.requests
+        ),
+        None => "Measured on the same requests".to_string(),
+    };
     let lead = if d.kind == "healthy" {
         measured.first().map(|t| {
             if t.objectives_met {
-                format!("Measured on the same requests: {}, so there is headroom.", t.sentence())
+                format!("{on}: {}, so there is headroom.", t.sentence())
             } else {
-                format!("Measured on the same requests: {}, so keep the current size.", t.sentence())
+                format!("{on}: {}, so keep the current size.", t.sentence())
             }
         })
     } else if let Some(best) = measured.iter().find(|t| t.objectives_met) {
         let others: Vec<String> = measured.iter().filter(|t| t.change != best.change).map(|t| t.sentence()).collect();
         let also = if others.is_empty() { String::new() } else { format!(" Also measured: {}.", others.join("; ")) };
-        Some(format!("Measured on the same requests: {}.{also}", best.sentence()))
+        Some(format!("{on}: {}.{also}", best.sentence()))
     } else if !measured.is_empty() {
         let all: Vec<String> = measured.iter().map(|t| t.sentence()).collect();
-        Some(format!("Measured on the same requests, no tested change meets the objectives: {}.", all.join("; ")))
+        Some(format!("{on}, no tested change meets the objectives: {}.", all.join("; ")))
     } else {
         None
     };

@@ -66,11 +66,12 @@ pub fn simulate_with_progress(sc: &Scenario, progress: &mut dyn FnMut(Progress) 
     engine::run_with_progress(sc, progress).map(|rec| Report::build(sc, rec))
 }
 
-/// Run, measure the configuration's sustained capacity (`capacity::of_run`: the diagnosis's ρ), then test the
-/// diagnosis's proposed changes on the same requests (`advice`): the CLI's and the lab's run. `progress` hears
-/// the run's progress, the capacity search's, then each tested change's (the index of the run: 0 the
-/// scenario's own, 1 the capacity search, 2 on the changes; and its words: "" for the scenario's own, the
-/// change as the diagnosis's table words it), and may cancel.
+/// Run, measure the configuration's sustained capacity (`capacity::of_run`: the diagnosis's ρ), check that the
+/// run was long enough to decide its verdict (`capacity::length`), then test the diagnosis's proposed changes
+/// on the same requests (`advice`), at the length that decides: the CLI's and the lab's run. `progress` hears
+/// the run's progress, the capacity search's and the longer runs', then each tested change's (the index of
+/// the run: 0 the scenario's own, 1 the capacity search and the longer runs, 2 on the changes; and its words:
+/// "" for the scenario's own, the change as the diagnosis's table words it), and may cancel.
 pub fn simulate_tested(
     spec: &Spec,
     sc: &Scenario,
@@ -78,13 +79,21 @@ pub fn simulate_tested(
     progress: &mut dyn FnMut(usize, &str, Progress) -> bool,
 ) -> Result<Report, RunError> {
     let mut report = simulate_with_progress(sc, &mut |p| progress(0, "", p))?;
+    let mut longer = None;
     if let Some(c) = capacity::of_run(spec, sc, &report, budget, &mut |w, p| progress(1, w, p))? {
         let unit = if sc.workload.sessions.is_some() { "sessions/s" } else { "req/s" };
         let s = &report.summary;
         let shed = (s.rejected + s.failed) as f64 / s.requests.max(1) as f64;
-        report.diagnosis.set_capacity(&c, 1e9 / sc.workload.mean_gap_ns(), unit, shed);
+        let offered = 1e9 / sc.workload.mean_gap_ns();
+        report.diagnosis.set_capacity(&c, offered, unit, shed);
+        let check = capacity::length::check(spec, sc, &mut report, &c, offered, budget, &mut |w, p| progress(1, w, p));
+        if let capacity::length::Outcome::Longer(at) = check? {
+            longer = Some(*at);
+        }
         report.capacity = Some(c);
     }
+    // A longer run that decides the verdict is where its advice is tested.
+    let (spec, sc) = longer.as_ref().map_or((spec, sc), |(s, v)| (s, v));
     advice::test(spec, sc, &mut report, budget, &mut |k, w, p| progress(k + 2, w, p))?;
     Ok(report)
 }

@@ -10,6 +10,7 @@
 //! (its prefills arrive together, its batch drains to nothing at the end), and on the benchmark scenario it reads
 //! 8–11 % under what Poisson arrivals are served at; it is only the search's first guess here.
 
+pub mod length;
 pub mod search;
 
 pub use crate::metrics::Capacity;

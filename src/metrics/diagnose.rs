@@ -94,9 +94,42 @@ pub struct Diagnosis {
     /// The proposed changes, each run on the same requests (absent when not tested: studies' runs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tested: Vec<Tested>,
+    /// Whether the run was long enough to decide the verdict (`capacity::length`; absent when its regime and ρ
+    /// agree, or where no capacity was measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<LengthCheck>,
     /// The changes worth testing, in order (`crate::advice` runs the first two that apply).
     #[serde(skip)]
     pub candidates: Vec<Change>,
+}
+
+/// The same scenario run at doubling lengths, and the length that decides its verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LengthCheck {
+    /// The run's own length, in requests.
+    pub requests: u64,
+    /// The verdict's kind at each length run: the run's own first, then each twice the one before.
+    pub readings: Vec<Reading>,
+    /// The shortest length whose reading the run twice as long repeats; absent when none did (the lengths
+    /// disagreed up to the longest, or no longer run could be made: `unchecked` says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<&'static str>,
+}
+
+/// A verdict's kind at one run length.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reading {
+    pub requests: u64,
+    pub kind: &'static str,
+}
+
+/// "memory at 2000 requests, capacity at 4000 requests".
+fn readings_words(r: &[Reading]) -> String {
+    let each: Vec<String> =
+        r.iter().map(|x| format!("{} at {} requests", x.kind.replace('_', " "), x.requests)).collect();
+    each.join(", ")
 }
 
 impl Diagnosis {
@@ -120,13 +153,10 @@ impl Diagnosis {
             " Offered {offered:.2} {unit} is ρ = {rho:.2} of this configuration's sustained capacity, {} (the highest rate it serves stably: docs/metrics.md, \"Stability\"{open}).",
             c.words(unit)
         ));
-        if self.regime == "under_capacity" && rho > 1.0 {
-            // Past sustained capacity without a growing queue: by turning arrivals away, or for too short a time.
-            self.verdict.push_str(&if shed > 0.005 {
-                format!(" Past it, this run keeps its queue bounded only by turning away {:.1} % of its arrivals, which a stable run does not do beyond 0.5 %.", shed * 100.0)
-            } else {
-                " Past it, this run's queue did not grow within its length: a longer run would show the overload the capacity search's 20,000-request runs show.".to_string()
-            });
+        if self.regime == "under_capacity" && rho > 1.0 && shed > 0.005 {
+            // Past sustained capacity without a growing queue by turning arrivals away (a queue that did not
+            // grow for want of time is `capacity::length`'s to decide).
+            self.verdict.push_str(&format!(" Past it, this run keeps its queue bounded only by turning away {:.1} % of its arrivals, which a stable run does not do beyond 0.5 %.", shed * 100.0));
         }
         if self.regime != "under_capacity" && rho > 1.0 {
             for change in &mut self.candidates {
@@ -135,6 +165,35 @@ impl Diagnosis {
                 }
             }
         }
+    }
+
+    /// Say what the length check found (`capacity::length::check`): this run's verdict stands, or — `self`
+    /// being then the deciding run's diagnosis — that this run (which read `own`) was too short to decide.
+    pub fn set_length(&mut self, check: LengthCheck, own: &'static str) {
+        let n = check.requests;
+        let own = own.replace('_', " ");
+        let longest = check.readings.last().map_or(n, |r| r.requests);
+        self.verdict = match (check.decided_at, check.unchecked) {
+            (Some(at), _) if at == n => format!(
+                "{} A run twice as long ({longest} requests) reads {} too, so this run is long enough to decide it.",
+                self.verdict, own
+            ),
+            (Some(at), _) => format!(
+                "This run of {n} requests is too short to decide: it reads {own}, while the same scenario (its first {n} requests the same) reads {}. A run of {at} requests decides it, and this diagnosis is that run's: {}",
+                readings_words(&check.readings[1..]),
+                self.verdict
+            ),
+            (None, Some(why)) => format!(
+                "{} Its regime and its ρ disagree or lie within the capacity's interval, and a longer run, which would decide between them, could not be made ({why}): read this verdict as a guess.",
+                self.verdict
+            ),
+            (None, None) => format!(
+                "{} No two successive lengths up to {longest} requests read alike ({}): the offered rate is at this configuration's capacity, where the verdict turns on how long the load lasts, so read it as a guess.",
+                self.verdict,
+                readings_words(&check.readings)
+            ),
+        };
+        self.length = Some(check);
     }
 }
 
@@ -434,6 +493,7 @@ pub fn diagnose(i: &Inputs, missed: Vec<Miss>) -> Diagnosis {
         findings: ev.findings(i),
         missed,
         tested: Vec::new(),
+        length: None,
         candidates: v.candidates,
     }
 }

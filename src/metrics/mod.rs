@@ -13,7 +13,7 @@ pub mod steady;
 mod summary;
 mod workflow;
 
-pub use diagnose::{Change, Diagnosis, Finding, Tested, diagnose};
+pub use diagnose::{Change, Diagnosis, Finding, LengthCheck, Reading, Tested, diagnose};
 pub use report::*;
 pub use session_report::*;
 pub use sessions::{SessionMetrics, ToolGap};

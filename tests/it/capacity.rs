@@ -221,3 +221,74 @@ fn rho_past_one_without_a_growing_queue_is_explained_and_short_traces_get_none()
     let r = tested(&shipped("trace-replay.json"));
     assert!(r.capacity.is_none() && r.diagnosis.rho.is_none(), "{:?}", r.capacity);
 }
+
+/// kv-pressure offered 3.1 req/s — ρ ≈ 1.09, inside the capacity's seed interval — for 2,000 requests: the run's
+/// queue has not grown yet and it reads "memory", while the same scenario for 10,000 requests reads
+/// "capacity". The length check says the run is too short, names the length that decides (two successive
+/// doublings agree), gives that run's diagnosis, and tests the advice at that length; a run of 10,000 requests,
+/// not one of the check's, agrees with the length it chose.
+#[test]
+fn a_run_too_short_to_decide_says_so_and_how_long_decides() {
+    let run = |rate: f64, requests: u64| {
+        let mut s = shipped("kv-pressure.json");
+        s.workload.arrival = ArrivalSpec::Gamma { rate_rps: rate, cv: 2.0 };
+        s.workload.requests = Some(requests);
+        (inferscale::simulate(&valid(&s)), s)
+    };
+    let tested = |s: &inferscale::Spec| {
+        inferscale::simulate_tested(s, &valid(s), &inferscale::scenario::Budget::NATIVE, &mut |_, _, _| true).unwrap()
+    };
+    let (short, spec) = run(3.1, 2_000);
+    assert_eq!(short.diagnosis.kind, "memory", "the short run alone: {}", short.diagnosis.verdict);
+    let (long, _) = run(3.1, 10_000);
+    assert_eq!(long.diagnosis.kind, "capacity", "ten thousand requests: {}", long.diagnosis.verdict);
+    let r = tested(&spec);
+    let l = r.diagnosis.length.as_ref().expect("ρ near 1 and under capacity: the length is checked");
+    let at = l.decided_at.expect("two successive lengths agree within 40,000 requests");
+    assert_eq!((l.requests, l.readings[0].requests, l.readings[0].kind), (2_000, 2_000, "memory"));
+    assert!(at > 2_000 && l.readings.windows(2).all(|w| w[1].requests == 2 * w[0].requests), "{l:?}");
+    let k = l.readings.iter().position(|x| x.requests == at).unwrap();
+    assert_eq!(l.readings[k].kind, l.readings[k + 1].kind, "the deciding length and twice it agree: {l:?}");
+    assert_eq!(r.diagnosis.kind, long.diagnosis.kind, "the decided verdict is the long run's: {l:?}");
+    let v = &r.diagnosis.verdict;
+    assert!(v.starts_with("This run of 2000 requests is too short to decide: it reads memory"), "{v}");
+    assert!(v.contains(&format!("A run of {at} requests decides it")), "{v}");
+    assert!(r.diagnosis.advice.starts_with(&format!("Measured at the length that decides, {at} requests")));
+    // The report's own figures stay the run's: only the diagnosis is the longer run's.
+    assert_eq!(r.summary.requests, short.summary.requests);
+
+    // Below capacity, with the capacity's interval around the offered rate, a run twice as long agrees.
+    let (_, spec) = run(2.6, 2_000);
+    let r = tested(&spec);
+    let l = r.diagnosis.length.as_ref().expect("the capacity's interval holds 2.6 req/s");
+    assert_eq!((l.decided_at, l.readings.len()), (Some(2_000), 2), "{l:?}");
+    assert!(r.diagnosis.verdict.ends_with("reads memory too, so this run is long enough to decide it."));
+    // Far from capacity, no length is checked.
+    let r = tested(&shipped("default.json"));
+    assert!(r.diagnosis.rho.unwrap() < 0.8 && r.diagnosis.length.is_none(), "{:?}", r.diagnosis.rho);
+}
+
+/// "Its first requests the same": a run of 2n requests begins with the run of n's requests — arrival, class,
+/// tenant and lengths drawn at creation — so a longer run extends the run it checks, not another sample.
+#[test]
+fn a_longer_run_begins_with_the_shorter_runs_requests() {
+    let mut s = shipped("kv-pressure.json");
+    let drawn = |s: &inferscale::Spec| {
+        let sc = valid(s);
+        let csv = inferscale::export::requests_csv(&inferscale::simulate(&sc), &sc);
+        // id, class, tenant, arrival_s, prompt_tokens, output_tokens: what is drawn at creation.
+        let keep = |line: &str| {
+            let f: Vec<&str> = line.split(',').collect();
+            [f[0], f[1], f[2], f[5], f[10], f[11]].join(",")
+        };
+        let mut rows: Vec<String> = csv.lines().skip(1).map(keep).collect();
+        rows.sort_by_key(|r| r.split(',').next().unwrap().parse::<u64>().unwrap());
+        rows
+    };
+    s.workload.requests = Some(1_500);
+    let short = drawn(&s);
+    s.workload.requests = Some(3_000);
+    let long = drawn(&s);
+    assert_eq!((short.len(), long.len()), (1_500, 3_000));
+    assert_eq!(short[..], long[..1_500]);
+}

@@ -718,10 +718,13 @@ fn one(name: &str, points: Vec<(f64, f64)>) -> figure::Series {
 }
 
 /// What a run after the scenario's own is doing, from the words the core gives it: measuring sustained
-/// capacity (`capacity::of_run`, "sustained capacity, run k of about n"), or testing a change of the advice.
+/// capacity (`capacity::of_run`, "sustained capacity, run k of about n"), running the same scenario longer to
+/// decide the verdict (`capacity::length`), or testing a change of the advice.
 fn stage_words(change: &str) -> String {
     if change.starts_with(inferscale::capacity::PROGRESS_WORDS) {
         format!("Measuring {change} (the highest rate served stably)")
+    } else if change.starts_with(inferscale::capacity::length::PROGRESS_WORDS) {
+        format!("Running {change}, to decide the verdict near capacity")
     } else {
         format!("Testing the advice on the same requests: {change}")
     }
