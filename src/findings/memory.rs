@@ -208,7 +208,12 @@ pub(super) fn retention(f: &mut Findings, cfg: &Config, littles: &mut Runs) {
     // At the smallest budget: retain's p95 over the better of TTL and host offload, seed by seed.
     let after: Vec<f64> = (0..last[0].len()).map(|k| last[0][k] / last[1][k].min(last[2][k]) - 1.0).collect();
     let (lead_shown, _) = f.mean_ci("retention.full_budget_lead", &lead, Unit::Percent);
-    let (after_shown, _) = f.mean_ci("retention.smallest_budget_excess", &after, Unit::Percent);
+    // Where the runs split (past saturation on some seeds), the excess is shown seed by seed.
+    let after_shown = if super::split(&last.concat()) {
+        f.per_seed("retention.smallest_budget_excess", &after, Unit::Percent)
+    } else {
+        f.mean_ci("retention.smallest_budget_excess", &after, Unit::Percent).0
+    };
     let line = |p: usize| BUDGETS.map(|b| (b, format!("retention.x{b}.{p}.turn_ttft_p95"))).to_vec();
     let chart = f.chart(
         "lines",

@@ -132,6 +132,20 @@ pub const HEAVIER_LOAD: Setup = Setup {
     },
 };
 
+/// The cost model as far off as experiment 15 measures it on runs it never saw: prefill 1.5× slower (the
+/// light-load vLLM series' mean TTFT error is 42–54 %) and decode 1.3× (their median error over every figure,
+/// 27–29 %), in the direction measured near saturation (the model's steps are too fast there: docs/validation.md).
+/// Capacity is measured again on it, so ρ keeps its meaning; what moves is every absolute latency against its
+/// objective, and prefill against decode. A verdict that holds on it does not rest on the model's step times.
+pub const MODEL_ERROR: Setup = Setup {
+    id: "model_error",
+    name: "the cost model off by its held-out error (prefill 1.5×, decode 1.3× slower)",
+    apply: |s| {
+        let c = s.cost_scale.get_or_insert_with(Default::default);
+        (c.prefill, c.decode) = (c.prefill * 1.5, c.decode * 1.3);
+    },
+};
+
 fn scale_requests(s: &mut Spec, k: f64) {
     s.workload.requests = s.workload.requests.map(|n| ((n as f64 * k) as u64).max(1));
 }
