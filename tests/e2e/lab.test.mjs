@@ -330,3 +330,29 @@ test('the batch formation select writes engine.batch_formation, and the SGLang r
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('a run too short to decide says so in the lab, as the CLI does, and its export is the CLI\'s', async () => {
+  const spec = JSON.parse(readFileSync(join(ROOT, 'scenarios/kv-pressure.json'), 'utf8'));
+  spec.workload.arrival.rate_rps = 3.1;
+  spec.workload.requests = 2000;
+  const text = JSON.stringify(spec, null, 2);
+  const file = join(ROOT, 'target/e2e-too-short.json');
+  writeFileSync(file, text);
+  const { page, errors } = await openLab(ctx, server.url);
+  await setScenario(page, text);
+  await runAndWait(page);
+  const report = JSON.parse(cli(['run', file]));
+  assert.equal(report.diagnosis.length.readings[0].kind, 'memory');
+  const shown = await page.textContent('#diagnosis');
+  assert.match(shown, /This run of 2000 requests is too short to decide: it reads memory/);
+  assert.match(shown, new RegExp(`A run of ${report.diagnosis.length.decided_at} requests decides it`));
+  // The tested changes' table says at which length they ran.
+  assert.equal(await page.textContent('table.tested caption'),
+    `Tested at ${report.diagnosis.length.decided_at} requests, the length that decides (the same first requests, measured)`);
+  const exported = await download(page, '#x-json');
+  assert.equal(exported.text, cli(['run', file]), 'browser JSON export equals `inferscale run` byte for byte');
+  await page.locator('#diagnosis').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(ROOT, 'target/e2e-too-short.png'), fullPage: false });
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});

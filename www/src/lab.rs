@@ -132,7 +132,7 @@ impl Lab {
             esc(&d["limit"].as_str().unwrap_or("").replace('_', " ")),
             esc(d["verdict"].as_str().unwrap_or("")),
             esc(d["advice"].as_str().unwrap_or("")),
-            tested_table(&d["tested"]),
+            tested_table(&d["tested"], &d["length"]),
             findings
         ));
     }
@@ -667,8 +667,9 @@ impl Behaviour for Lab {
     }
 }
 
-/// The diagnosis's changes as run on the same requests: one row each, marked measured.
-fn tested_table(tested: &Value) -> String {
+/// The diagnosis's changes as run on the same requests: one row each, marked measured; at the length that
+/// decides the verdict when the run was too short (`length.decided_at` past the run's own).
+fn tested_table(tested: &Value, length: &Value) -> String {
     let Some(rows) = tested.as_array().filter(|a| !a.is_empty()) else { return String::new() };
     let f = |v: &Value| v.as_f64().unwrap_or(0.0);
     let body: String = rows
@@ -695,8 +696,13 @@ fn tested_table(tested: &Value) -> String {
             )
         })
         .collect();
+    let at = length["decided_at"].as_u64().filter(|&at| Some(at) > length["requests"].as_u64());
+    let caption = match at {
+        Some(at) => format!("Tested at {at} requests, the length that decides (the same first requests, measured)"),
+        None => "Tested on the same requests (measured, same seed)".to_string(),
+    };
     format!(
-        "<table class=\"tested\" aria-label=\"Changes tested on the same requests\"><caption>Tested on the same requests (measured, same seed)</caption><thead><tr><th>change</th><th>outcome</th><th>served (req/s)</th><th>within SLO (%)</th><th>p95 TTFT</th><th>p95 TPOT</th></tr></thead><tbody>{body}</tbody></table>"
+        "<table class=\"tested\" aria-label=\"Changes tested on the same requests\"><caption>{caption}</caption><thead><tr><th>change</th><th>outcome</th><th>served (req/s)</th><th>within SLO (%)</th><th>p95 TTFT</th><th>p95 TPOT</th></tr></thead><tbody>{body}</tbody></table>"
     )
 }
 
