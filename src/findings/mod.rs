@@ -44,8 +44,8 @@ struct Experiment {
 }
 
 use robustness::{
-    BATCH_CAP_1024, BURSTY_ARRIVALS, HEAVIER_LOAD, LONGER_RUNS, LOOSE_OBJECTIVES, MODEL_ERROR, QUANTUM_512,
-    QUANTUM_8192, ROUND_ROBIN, SHORTER_RUNS, TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
+    BURSTY_ARRIVALS, HEAVIER_LOAD, LONGER_RUNS, LOOSE_OBJECTIVES, MODEL_ERROR, QUANTUM_512, QUANTUM_8192, ROUND_ROBIN,
+    SHORTER_RUNS, TIGHT_OBJECTIVES, TPOT_20_MS, TPOT_30_MS, VARIABLE_LENGTHS,
 };
 
 /// An entry of [`EXPERIMENTS`], one line each.
@@ -91,7 +91,7 @@ const EXPERIMENTS: [Experiment; 14] = [
         false,
         &[BURSTY_ARRIVALS, HEAVIER_LOAD, MODEL_ERROR],
     ),
-    experiment("formation", formation::formation, true, &[BATCH_CAP_1024, VARIABLE_LENGTHS, MODEL_ERROR]),
+    experiment("formation", formation::formation, false, &[VARIABLE_LENGTHS, BURSTY_ARRIVALS, MODEL_ERROR]),
     experiment(
         "central",
         |f, c, _, r| central::central_question(f, c, r),
@@ -260,7 +260,7 @@ fn intro(cfg: &Config) -> String {
         None => "Each runs a shipped scenario (`scenarios/`), named with the fields it changes,".into(),
     };
     format!(
-        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share) — or, where a latency's seeds split too far for a mean (one at least 10× another: past saturation on some seeds only), each seed and their median: a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 14 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–13 are new (12 asks the question the product exists for — a scheduling fix, a replica or admission, below and above capacity —, 13 checks the diagnosis every run prints on cases whose cause was planted), and 15 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives, an engine's other default, and for those that set prefill against decode the cost model off by its held-out error — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
+        "Each experiment registers its prediction before it runs, then answers it from the simulation. Every number below is computed when `inferscale report` runs (a test holds docs/results.md to its output byte for byte), and every headline figure is a mean over {} seeds with its 95 % interval (Student t; cut at 0 for a rate, a time or a count, and at 0 and 100 % for a share) — or, where a latency's seeds split too far for a mean (one at least 10× another: past saturation on some seeds only), each seed and their median: a verdict is \"held\" or \"contradicted\" only when the interval says so, else \"inconclusive\". Experiments 1–7 and 14 re-measure the eight findings of the gateway study this report follows (the seed), and where the seed gave a figure the figure is the prediction, reproduced within one band for every claim: {SEED_BAND}. Those claims were rewritten to the seed's figures after this report's own figures had been published, which is why the band is one rule, not chosen claim by claim. Experiments 8–13 are new (12 asks the question the product exists for — a scheduling fix, a replica or admission, below and above capacity —, 13 checks the diagnosis every run prints on cases whose cause was planted), and 15 sets the model's own error on real measured runs beside all of them. {on} at a load stated as ρ against the sustained capacity measured on that scenario — the highest rate of its own arrivals it serves stably (docs/metrics.md, \"Stability\"), never derived. A run is {} requests (agent sessions: a tenth as many sessions, of about ten turns each). Each experiment with a counted claim is then rerun whole on setups a practitioner would choose instead — variable lengths for fixed ones, bursty arrivals, other objectives or policy settings, and for those that set prefill against decode the cost model off by its held-out error — and its robustness table says whether each verdict holds on all of them or depends on one, and where it flips.",
         cfg.repetitions, cfg.requests
     )
 }

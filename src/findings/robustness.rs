@@ -1,9 +1,9 @@
 //! Robustness: every experiment's verdicts rerun over setups a practitioner would choose instead of the one the
-//! experiment runs — variable lengths for fixed ones, bursty arrivals for Poisson, tighter objectives, an
-//! engine's other documented default. A [`Setup`] changes the shipped scenario before the experiment's arms
-//! change it (`runs::shipped`), so the experiment's own code runs unchanged; the table shows, per setup, the
-//! figures each counted claim's tests rest on and its verdict, and says whether each verdict holds across the
-//! setups or depends on one.
+//! experiment runs — variable lengths for fixed ones, bursty arrivals for Poisson, tighter objectives, a
+//! policy's other setting, the cost model off by its held-out error. A [`Setup`] changes the shipped scenario
+//! before the experiment's arms change it (`runs::shipped`), so the experiment's own code runs unchanged; the
+//! table shows, per setup, the figures each counted claim's tests rest on and its verdict, and says whether
+//! each verdict holds across the setups or depends on one.
 
 use super::{Findings, Kind, Verdict};
 use crate::scenario::{ArrivalSpec, LengthSpec, SchedulerSpec, Spec};
@@ -103,15 +103,6 @@ pub const QUANTUM_512: Setup =
 /// DRR with a quantum of 8192 tokens (several requests a turn).
 pub const QUANTUM_8192: Setup =
     Setup { id: "quantum_8192", name: "a DRR quantum of 8192 tokens", apply: |s| drr_quantum(s, 8192) };
-
-/// A batch cap of 1024 sequences: vLLM 0.33's `max_num_seqs` default on an H100 or H200 served online (256 on
-/// other GPUs), and within SGLang's range (its `max_running_requests` default is 2048–4096 per worker,
-/// capped by the KV cache) — docs/model.md, "Batch formation".
-pub const BATCH_CAP_1024: Setup = Setup {
-    id: "batch_cap_1024",
-    name: "a batch cap of 1024 (vLLM 0.33's H100 default)",
-    apply: |s| s.engine.max_num_seqs = 1024,
-};
 
 /// Round-robin routing in place of the scenario's load-aware router.
 pub const ROUND_ROBIN: Setup = Setup {
