@@ -1481,16 +1481,23 @@ fn a_run_saved_without_its_lists_gets_its_output_spread_from_the_percentiles() {
 #[test]
 fn inferencex_bundles_are_the_frozen_ones() {
     use sha2::{Digest, Sha256};
-    let dir = super::root().join("tests/data/public/inferencex");
-    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
-    let bundles: Vec<(&str, &str)> =
-        sums.lines().filter_map(|l| l.split_once("  ")).filter(|(_, f)| f.ends_with(".bundle.json")).collect();
-    assert_eq!(bundles.len(), 4);
-    for (sum, name) in bundles {
-        let bytes = std::fs::read(dir.join(name)).unwrap();
-        let got: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(got, sum, "{name} changed after the freeze");
-        let b = Bundle::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
-        assert!(b.cases.iter().all(|c| c.engine == "sglang" && c.tp == Some(8)), "{name}");
+    // The first set (H200 and AMD, docs/validation.md) and the Blackwell set frozen for the next fit (its
+    // FROZEN.md): bundles and rows as hashed when each was frozen.
+    for (folder, bundles_frozen, cases) in [("inferencex", 4, 42), ("inferencex-blackwell", 2, 16)] {
+        let dir = super::root().join("tests/data/public").join(folder);
+        let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+        let bundles: Vec<(&str, &str)> =
+            sums.lines().filter_map(|l| l.split_once("  ")).filter(|(_, f)| f.ends_with(".bundle.json")).collect();
+        assert_eq!(bundles.len(), bundles_frozen, "{folder}");
+        let mut n = 0;
+        for (sum, name) in bundles {
+            let bytes = std::fs::read(dir.join(name)).unwrap();
+            let got: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(got, sum, "{folder}/{name} changed after the freeze");
+            let b = Bundle::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
+            assert!(b.cases.iter().all(|c| c.engine == "sglang" && c.tp == Some(8)), "{name}");
+            n += b.cases.len();
+        }
+        assert_eq!(n, cases, "{folder}");
     }
 }
