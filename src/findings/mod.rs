@@ -551,7 +551,7 @@ fn multiplicity(f: &Findings) -> String {
     let split = match split {
         0 => String::new(),
         k => format!(
-            " {k} figures whose seeds split too far for a mean (one seed at least 10× another: some runs past saturation, some not) are shown seed by seed, with their median between the lowest and the highest seed."
+            " {k} figures whose seeds split too far for a mean (one seed at least 10× another: some runs past saturation, some not) are shown seed by seed with their median, a verdict on them decided by the lowest and the highest seed — the interval the order statistics give a median, which covers it with probability 1 − 2^(1−n): 94 % on 5 seeds, 75 % on 3."
         ),
     };
     format!(
@@ -748,13 +748,8 @@ impl Findings {
             return self.figure(id, sorted.first().copied().unwrap_or(f64::NAN), unit);
         }
         let median = (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0;
-        let cover = 100.0 * (1.0 - libm::pow(2.0, 1.0 - n as f64));
         let each: Vec<String> = xs.iter().map(|x| unit.show(*x)).collect();
-        let shown = format!(
-            "{} (the median of {n} seeds that split: {}; the lowest and the highest bound the median with {cover:.0} % confidence)",
-            unit.show(median),
-            each.join(", ")
-        );
+        let shown = format!("{} (median of {n} seeds that split: {})", unit.show(median), each.join(", "));
         self.figures.push(Figure {
             id: id.into(),
             value: median,

@@ -64,7 +64,7 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   assert.ok(robust.length >= 10, `${robust.length} robustness tables`);
   for (const s of robust) {
     const region = page.getByRole('region', { name: `Robustness of experiment ${s.id}` });
-    const rows = await region.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    const rows = await region.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.replaceAll('\u00a0', ' '))));
     assert.deepEqual(rows, s.robustness.rows, `${s.id}'s robustness table`);
     assert.ok(rows.length >= 3, s.id);
     assert.equal(await region.locator('.robustness-summary').textContent(), s.robustness.summary.replaceAll('`', ''));
@@ -100,9 +100,9 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   writeFileSync(scenario, await page.$eval('#scenario', (t) => t.value));
   assert.match(readFileSync(scenario, 'utf8'), /"replicas": 2/, 'the typed replicas are in the scenario');
   const one = JSON.parse(cli(['report', '--only', 'formation', '--on', scenario, '--format', 'json']));
-  const cells = await page.$$eval('#rerun-formation > .table-wrap table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const cells = await page.$$eval('#rerun-formation > .table-wrap table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.replaceAll('\u00a0', ' '))));
   assert.deepEqual(cells, one.sections[0].rows);
-  const robustCells = await page.$$eval('#rerun-formation section.robustness tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const robustCells = await page.$$eval('#rerun-formation section.robustness tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.replaceAll('\u00a0', ' '))));
   assert.deepEqual(robustCells, one.sections[0].robustness.rows, 'the rerun is rerun on the setups too');
   assert.match(rerun, /Verdict: (held|contradicted|inconclusive)\./);
   assert.ok(await drawn(page, 'fd-rerun-chart-formation') > 0.01, 'the rerun\'s chart is drawn');

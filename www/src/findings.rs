@@ -131,7 +131,7 @@ fn table_html(s: &Value) -> String {
     let rows: String = (s["rows"].as_array().into_iter().flatten())
         .map(|r| {
             let cells: String = (r.as_array().into_iter().flatten())
-                .map(|c| format!("<td>{}</td>", esc(c.as_str().unwrap_or(""))))
+                .map(|c| format!("<td>{}</td>", esc(&crate::numbers::cell_breaks(c.as_str().unwrap_or("")))))
                 .collect();
             format!("<tr>{cells}</tr>")
         })

@@ -90,8 +90,34 @@ pub fn secs_on_axis(x: f64, axis_max_s: f64) -> String {
     if axis_max_s >= 10.0 { format!("{} s", sig3(x)) } else { format!("{} ms", sig3(x * 1e3)) }
 }
 
+/// A table cell's text with its spaces unbreakable except where a reader would break it: after a comma, a
+/// semicolon or a colon, before "(" and around "–". A figure keeps its number and unit together, and a long cell
+/// (a figure's every seed) wraps between its values instead of running off the table.
+pub fn cell_breaks(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let breakable = |i: usize| {
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        let after = chars.get(i + 1).copied();
+        matches!(before, Some(',' | ';' | ':' | '–')) || matches!(after, Some('(' | '–'))
+    };
+    (0..chars.len()).map(|i| if chars[i] == ' ' && !breakable(i) { '\u{a0}' } else { chars[i] }).collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cell_breaks_between_values_never_inside_one() {
+        let nb = '\u{a0}';
+        assert_eq!(
+            super::cell_breaks("75.0 ms (95 % CI 73.3 ms – 76.7 ms)"),
+            format!("75.0{nb}ms (95{nb}%{nb}CI{nb}73.3{nb}ms – 76.7{nb}ms)")
+        );
+        assert_eq!(
+            super::cell_breaks("2972 ms (median of 5 seeds that split: 2972 ms, 46.7 s)"),
+            format!("2972{nb}ms (median{nb}of{nb}5{nb}seeds{nb}that{nb}split: 2972{nb}ms, 46.7{nb}s)")
+        );
+    }
+
     #[test]
     fn an_axis_has_one_time_unit() {
         let ticks = |max: f64| [0.5, 1.0, 3.0, 10.0].map(|x| super::secs_on_axis(x, max));
