@@ -167,6 +167,16 @@ pub const DEVICES: &[DevicePreset] = &[
         interconnect_gbps: 900.0,
         usd_per_gpu_hour: Some(6.84),
     },
+    // Blackwell Ultra: the B200's dense BF16 and FP8 rates and bandwidth in the HGX part, 12-high HBM3E.
+    DevicePreset {
+        name: "b300",
+        peak_tflops: 2250.0,
+        fp8_tflops: Some(4500.0),
+        hbm_bandwidth_gbps: 8000.0,
+        hbm_gb: 288.0,
+        interconnect_gbps: 900.0,
+        usd_per_gpu_hour: None,
+    },
     DevicePreset {
         name: "mi300x",
         peak_tflops: 1307.4,

@@ -419,7 +419,7 @@ fn fp8_weights_run_their_matrix_products_at_the_fp8_rate() {
     assert_eq!(a8.prefill_compute_ns, a16.prefill_compute_ns);
     assert_eq!(step("h100-sxm", 1.0, Some(1200.0)).0, 1200.0, "the user's peak stands");
     assert_eq!(step("h100-sxm", 0.5, None).0, 989.5, "4-bit weight-only runs its GEMMs in BF16");
-    for (device, fp8) in [("h200", 1979.0), ("b200", 4500.0), ("mi300x", 2614.9), ("l40s", 733.0)] {
+    for (device, fp8) in [("h200", 1979.0), ("b200", 4500.0), ("b300", 4500.0), ("mi300x", 2614.9), ("l40s", 733.0)] {
         assert_eq!(step(device, 1.0, None).0, fp8, "{device}");
     }
 }
