@@ -279,7 +279,7 @@ fn broken_scenarios_name_the_field() {
         ),
         (
             "P/D unknown device",
-            with(pd(), "/cluster/disaggregation/decode/device", json!("b300")),
+            with(pd(), "/cluster/disaggregation/decode/device", json!("b900")),
             "cluster.disaggregation.decode.device",
         ),
         (
