@@ -103,7 +103,8 @@ pub fn check(
     while length <= LONGEST_REQUESTS.max(n.saturating_mul(2)) {
         let s = at_length(&base, n, length);
         let Ok(v) = scenario::validate(&s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) else {
-            refused = readings.len() == 1;
+            // Refused at any length: the lengths did not run out, the budget did (said as such).
+            refused = true;
             break;
         };
         let words = format!("{PROGRESS_WORDS}: {length} requests");
