@@ -1500,4 +1500,20 @@ fn inferencex_bundles_are_the_frozen_ones() {
         }
         assert_eq!(n, cases, "{folder}");
     }
+    // The Blackwell set's base scenarios, written after the freeze from the launch scripts alone: each is
+    // valid, and the two are one recipe on two devices (dsr1_fp8_b300.sh reuses the B200 recipe as-is).
+    let dir = super::root().join("tests/data/public/inferencex-blackwell");
+    let spec = |gpu: &str| {
+        let text = std::fs::read_to_string(dir.join(format!("dsr1-fp8-{gpu}.json"))).unwrap();
+        inferscale::scenario::parse(&text).unwrap()
+    };
+    let (b200, mut b300) = (spec("b200"), spec("b300"));
+    for s in [&b200, &b300] {
+        let sc = super::valid(s);
+        assert_eq!((sc.pools[0].hardware.tp, sc.pools[0].engine.max_num_seqs), (8, 128), "{}", s.name);
+    }
+    assert_eq!(b300.hardware.device.as_deref(), Some("b300"));
+    (b300.name, b300.description, b300.hardware.device) =
+        (b200.name.clone(), b200.description.clone(), b200.hardware.device.clone());
+    assert_eq!(format!("{b300:?}"), format!("{b200:?}"));
 }
