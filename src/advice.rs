@@ -260,7 +260,7 @@ fn run_one(
     budget: &Budget,
     progress: &mut dyn FnMut(&str, Progress) -> bool,
 ) -> Result<(Tested, f64), RunError> {
-    match crate::scenario::validate(s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) {
+    match crate::scenario::validate_within(s, budget) {
         Ok(v) => {
             let r = crate::simulate_with_progress(&v, &mut |p| progress(&words, p))?;
             Ok((Tested::of(words, &r), r.diagnosis.load_factor))

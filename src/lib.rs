@@ -82,10 +82,8 @@ pub fn simulate_tested(
     let mut longer = None;
     if let Some(c) = capacity::of_run(spec, sc, &report, budget, &mut |w, p| progress(1, w, p))? {
         let unit = if sc.workload.sessions.is_some() { "sessions/s" } else { "req/s" };
-        let s = &report.summary;
-        let shed = (s.rejected + s.failed) as f64 / s.requests.max(1) as f64;
         let offered = 1e9 / sc.workload.mean_gap_ns();
-        report.diagnosis.set_capacity(&c, offered, unit, shed);
+        report.diagnosis.set_capacity(&c, offered, unit, report.summary.turned_away_share());
         let check = capacity::length::check(spec, sc, &mut report, &c, offered, budget, &mut |w, p| progress(1, w, p));
         if let capacity::length::Outcome::Longer(at) = check? {
             longer = Some(*at);

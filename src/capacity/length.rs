@@ -102,15 +102,14 @@ pub fn check(
     let mut refused = false;
     while length <= LONGEST_REQUESTS.max(n.saturating_mul(2)) {
         let s = at_length(&base, n, length);
-        let Ok(v) = scenario::validate(&s).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) else {
+        let Ok(v) = scenario::validate_within(&s, budget) else {
             // Refused at any length: the lengths did not run out, the budget did (said as such).
             refused = true;
             break;
         };
         let words = format!("{PROGRESS_WORDS}: {length} requests");
         let mut r = crate::simulate_with_progress(&v, &mut |p| progress(&words, p))?;
-        let shed = (r.summary.rejected + r.summary.failed) as f64 / r.summary.requests.max(1) as f64;
-        r.diagnosis.set_capacity(c, offered, "req/s", shed);
+        r.diagnosis.set_capacity(c, offered, "req/s", r.summary.turned_away_share());
         let kind = r.diagnosis.kind;
         let before = readings.last().expect("the run's own reading").clone();
         readings.push(Reading { requests: length, kind });

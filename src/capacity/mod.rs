@@ -224,7 +224,7 @@ pub fn of_run(
         }
         let mut stable = Vec::with_capacity(jobs.len());
         for (_, job) in &jobs {
-            let Ok(v) = scenario::validate(job).and_then(|v| v.check_budget(budget, 1, "").map(|_| v)) else {
+            let Ok(v) = scenario::validate_within(job, budget) else {
                 return Ok(None);
             };
             let (done, all) = search.progress();

@@ -328,7 +328,7 @@ impl Evidence {
             kv_limited: e.limiter.kv_free + e.limiter.kv_reservation + e.limiter.preemption,
             preempt_per_req: per_request(s.preemptions),
             prefill_share: c.prefill_compute / step_total,
-            turned_away: per_request(s.rejected + s.failed),
+            turned_away: s.turned_away_share(),
             load_factor: if st.window_s > 0.0 && st.throughput_rps > 0.0 {
                 st.offered_rate_rps / st.throughput_rps
             } else {

@@ -43,6 +43,14 @@ pub struct Summary {
     pub normalized_latency_s_per_token: Stats,
 }
 
+impl Summary {
+    /// The share of requests turned away — refused at admission or failed — of all requests (0 with none):
+    /// capacity that sheds load is not capacity.
+    pub fn turned_away_share(&self) -> f64 {
+        if self.requests > 0 { (self.rejected + self.failed) as f64 / self.requests as f64 } else { 0.0 }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroupSummary {
     pub name: String,

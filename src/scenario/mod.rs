@@ -441,6 +441,14 @@ impl Scenario {
     }
 }
 
+/// [`validate`], then refuse one run over `budget`: the check every run the product makes on the user's
+/// behalf (a tested change, a capacity probe, a longer run) passes before it runs.
+pub fn validate_within(spec: &Spec, budget: &Budget) -> Result<Scenario, ScenarioError> {
+    let sc = validate(spec)?;
+    sc.check_budget(budget, 1, "")?;
+    Ok(sc)
+}
+
 /// Check every field and derive the engine's scenario.
 pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     let mut e = Errors::default();
