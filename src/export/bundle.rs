@@ -136,9 +136,22 @@ pub fn calibration_markdown(c: &Calibration) -> String {
         }
     );
     if !c.knob_choice.is_empty() {
-        out += "\n## Knobs chosen by leave-one-out (training cases only)\n\n| knobs | leave-one-out median APE | chosen |\n|---|---|---|\n";
+        out += "\n## Knobs chosen by leave-one-out (training cases only)\n\nThe held-out columns are shown, never consulted: the choice is made before them.\n\n| knobs | leave-one-out median APE | chosen | held out | held out, heavy load |\n|---|---|---|---|---|\n";
         for t in &c.knob_choice {
-            out += &format!("| {} | {} | {} |\n", t.knobs, pct(t.leave_one_out), if t.chosen { "yes" } else { "" });
+            let chosen = if t.chosen {
+                "yes"
+            } else if t.idle {
+                "no: a knob left idle"
+            } else {
+                ""
+            };
+            out += &format!(
+                "| {} | {} | {chosen} | {} | {} |\n",
+                t.knobs,
+                pct(t.leave_one_out),
+                pct(t.held_out),
+                pct(t.heavy)
+            );
         }
     }
     out += "\n## Error per metric (MAPE)\n\n| metric | held out: baseline | held out: calibrated | training: baseline | training: left out |\n|---|---|---|---|---|\n";

@@ -199,12 +199,17 @@ pub struct Gate {
 }
 
 /// One knob set `--fit auto` tried: its knobs ("none": the two multipliers alone), the leave-one-out median
-/// error of its fit, and whether it was chosen.
+/// error of its fit, which chooses, whether its fit left a knob idle (then it cannot be chosen) and whether it
+/// was chosen; then, shown and never consulted, its fit's held-out median error and that at heavy load
+/// ([`heavy_error`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KnobTrial {
     pub knobs: String,
     pub leave_one_out: Option<f64>,
+    pub idle: bool,
     pub chosen: bool,
+    pub held_out: Option<f64>,
+    pub heavy: Option<f64>,
 }
 
 /// The spread of repeated runs: over `groups` configurations measured more than once (`runs` in all), the
@@ -560,6 +565,11 @@ impl<'a> Runs<'a> {
         (self.progress)(self.done, self.expected);
     }
 
+    /// Runs the estimate did not count, now known to come.
+    fn expect_more(&mut self, n: u64) {
+        self.expected += n;
+    }
+
     /// A run the estimate counted that was remembered instead.
     fn remembered(&mut self) {
         self.expected = self.expected.saturating_sub(1).max(self.done);
@@ -652,12 +662,17 @@ pub fn calibrate_with(
     let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
     let candidates = opts.candidates(&scen, train.len());
     let n = train.len() as u64;
-    let expected = candidates.iter().map(|x| expected_runs(n, all.len() as u64, x)).sum::<u64>() + all.len() as u64;
+    let expected = candidates.iter().map(|x| expected_runs(n, all.len() as u64, x, fit::grid(x).len())).sum::<u64>()
+        + all.len() as u64;
     let mut tick = Runs::new(expected, progress);
     let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
-    let mut outcomes: Vec<Outcome> =
-        (candidates.iter()).map(|x| outcome(&all, &scen, &p.is_train, &before, &train, x, &mut tick)).collect();
-    let knob_choice = choose(&outcomes, opts.choose);
+    let g = Ground { all: &all, scen: &scen, is_train: &p.is_train, before: &before, train: &train };
+    let mut outcomes: Vec<Outcome> = candidates.iter().map(|x| outcome(&g, x, None, &mut tick)).collect();
+    if opts.choose {
+        let more = second_knobs(&g, &outcomes, &mut tick);
+        outcomes.extend(more);
+    }
+    let knob_choice = choose(&outcomes, opts.choose, &all, &p.is_train);
     let o = outcomes.swap_remove(knob_choice.iter().position(|t| t.chosen).unwrap_or(0));
     let mut warnings = p.warnings;
     if opts.choose && candidates.len() == 1 {
@@ -704,8 +719,8 @@ pub fn calibrate_with(
 
 /// The simulations one knob set's fit is expected to run at least: the grid and the pattern's levels on the
 /// training cases, every case after, and the leave-one-out searches.
-fn expected_runs(n_train: u64, cases: u64, extras: &[Extra]) -> u64 {
-    let (grid_n, moves_n) = (fit::grid(extras).len() as u64, fit::moves(1.0, extras).len() as u64);
+fn expected_runs(n_train: u64, cases: u64, extras: &[Extra], grid_n: usize) -> u64 {
+    let (grid_n, moves_n) = (grid_n as u64, fit::moves(1.0, extras).len() as u64);
     n_train * (grid_n + moves_n * fit::LEVELS) + cases + n_train * n_train * moves_n * 4
 }
 
@@ -722,25 +737,29 @@ struct Outcome {
     leave_one_out: Headline,
 }
 
-/// The fit with knobs `extras` on the cases `train`, its predictions and its leave-one-out.
-fn outcome(
-    all: &[&Case],
-    scen: &[&Scenario],
-    is_train: &[bool],
-    before: &[Pred],
-    train: &[usize],
-    extras: &[Extra],
-    tick: &mut Runs<'_>,
-) -> Outcome {
+/// What every knob set's fit of one calibration shares: the cases, their scenarios, which train (and their
+/// indices), and the uncalibrated predictions.
+struct Ground<'a> {
+    all: &'a [&'a Case],
+    scen: &'a [&'a Scenario],
+    is_train: &'a [bool],
+    before: &'a [Pred],
+    train: &'a [usize],
+}
+
+/// The fit with knobs `extras` on the training cases (begun from `starts`, else the grid), its predictions and
+/// its leave-one-out.
+fn outcome(g: &Ground<'_>, extras: &[Extra], starts: Option<&[Vec<f64>]>, tick: &mut Runs<'_>) -> Outcome {
+    let Ground { all, scen, is_train, before, train } = *g;
     // A training case the model cannot keep up with is judged first by the uncalibrated model, then by the
     // fit: when the fit changes which cases it cannot keep up with, it is made again once with those.
     let mut saturated = saturation(all, is_train, before, "uncalibrated");
     let mut flags: Vec<bool> = saturated.iter().map(Option::is_some).collect();
-    let (mut fitted_x, mut fitted, mut after) = fit_with(all, scen, &flags, extras, train, tick);
+    let (mut fitted_x, mut fitted, mut after) = fit_with(all, scen, &flags, extras, train, starts, tick);
     let again = saturation(all, is_train, &after, "calibrated");
     if again.iter().map(Option::is_some).ne(flags.iter().copied()) {
         (saturated, flags) = (again.clone(), again.iter().map(Option::is_some).collect());
-        (fitted_x, fitted, after) = fit_with(all, scen, &flags, extras, train, tick);
+        (fitted_x, fitted, after) = fit_with(all, scen, &flags, extras, train, starts, tick);
     }
     let mut fitting = Fitting { all, scen, flags: &flags, extras, tick };
     let loo = fitting.leave_one_out(train, &fitted_x.point);
@@ -749,28 +768,95 @@ fn outcome(
     Outcome { extras: extras.to_vec(), fitted_x, fitted, after, saturated, flags, rows, leave_one_out }
 }
 
-/// `--fit auto`'s choice among the outcomes (the first fits the two multipliers alone): the lowest
-/// leave-one-out error, a knob kept only when it beats the first by more than [`KNOB_MARGIN`]. Empty when
-/// nothing was chosen.
-fn choose(outcomes: &[Outcome], choosing: bool) -> Vec<KnobTrial> {
+/// The most knobs `--fit auto` fits besides the two multipliers.
+pub const MOST_KNOBS: usize = 2;
+
+/// `--fit auto`'s second knob: when a single knob was chosen, a fit of it with each other candidate, begun
+/// where its own fit ended (forward selection: a pair is tried only beside the single that earned its place).
+fn second_knobs(g: &Ground<'_>, singles: &[Outcome], tick: &mut Runs<'_>) -> Vec<Outcome> {
+    let best = &singles[chosen(singles)];
+    let [first] = best.extras[..] else { return vec![] };
+    let others: Vec<Extra> = singles.iter().filter_map(|o| o.extras.first().copied()).filter(|&x| x != first).collect();
+    let (n, cases) = (g.train.len() as u64, g.all.len() as u64);
+    tick.expect_more(others.iter().map(|&x| expected_runs(n, cases, &[first, x], fit::widened_len(x))).sum());
+    (others.into_iter())
+        .map(|x| {
+            let mut extras = vec![first, x];
+            extras.sort_by_key(|e| Extra::ALL.iter().position(|y| y == e));
+            let starts = fit::widened(&best.fitted_x.point, &best.extras, x, &extras);
+            outcome(g, &extras, Some(&starts), tick)
+        })
+        .collect()
+}
+
+/// Whether the fit left one of its knobs idle: at its neutral value (within an eighth of its unit) or
+/// unidentified. Such a knob adds nothing to the model, only freedom to the leave-one-out searches, whose
+/// error it can then lower by chance: a set with one is never chosen.
+fn idle(o: &Outcome) -> bool {
+    let x = &o.fitted_x;
+    (2..x.point.len()).any(|i| x.unidentified.contains(&i) || x.point[i].abs() < fit::unit(i, &o.extras) / 8.0)
+}
+
+/// The outcome `--fit auto` chooses (the first fits the two multipliers alone): forward, one knob at a time,
+/// the set of each size with the lowest leave-one-out error and no knob [`idle`], kept only when it beats the
+/// set chosen with one knob fewer by more than [`KNOB_MARGIN`].
+fn chosen(outcomes: &[Outcome]) -> usize {
+    let loo = |o: &Outcome| o.leave_one_out.calibrated.filter(|_| !idle(o));
+    let mut best = (0, outcomes.first().and_then(loo).unwrap_or(f64::INFINITY));
+    for size in 1..=MOST_KNOBS {
+        let mut next = best;
+        for (k, o) in outcomes.iter().enumerate().filter(|(_, o)| o.extras.len() == size) {
+            if let Some(e) = loo(o).filter(|&e| e < next.1 && e < best.1 - KNOB_MARGIN) {
+                next = (k, e);
+            }
+        }
+        if next.0 == best.0 {
+            break;
+        }
+        best = next;
+    }
+    best.0
+}
+
+/// `--fit auto`'s trials, the chosen one marked. Empty when nothing was chosen.
+fn choose(outcomes: &[Outcome], choosing: bool, all: &[&Case], is_train: &[bool]) -> Vec<KnobTrial> {
     if !choosing {
         return vec![];
     }
-    let loo = |o: &Outcome| o.leave_one_out.calibrated;
-    let plain = outcomes.first().and_then(loo).unwrap_or(f64::INFINITY);
-    let mut best = (0, plain);
-    for (k, o) in outcomes.iter().enumerate().skip(1) {
-        if let Some(e) = loo(o).filter(|&e| e < best.1 && e < plain - KNOB_MARGIN) {
-            best = (k, e);
-        }
-    }
+    let pick = chosen(outcomes);
     (outcomes.iter().enumerate())
         .map(|(k, o)| KnobTrial {
             knobs: if o.extras.is_empty() { "none".into() } else { fit::names(&o.extras)[2..].join(", ") },
-            leave_one_out: loo(o),
-            chosen: k == best.0,
+            leave_one_out: o.leave_one_out.calibrated,
+            idle: idle(o),
+            chosen: k == pick,
+            held_out: headline(&o.rows, |r| !r.training, |r| Some(r.calibrated_ape)).calibrated,
+            heavy: heavy_error(&o.rows, all, is_train),
         })
         .collect()
+}
+
+/// The medians the heavy-load figure is over.
+pub const HEAVY_HEADLINE: [&str; 4] = ["TTFT median", "TPOT median", "ITL median", "E2E median"];
+
+/// Which cases are held out at heavy load: a load (rate, or clients of a closed loop) above every training
+/// case's.
+pub fn heavy_cases(cases: &[&Case], is_train: &[bool]) -> Vec<bool> {
+    let (_, top) = training_load_range(cases, is_train);
+    cases.iter().zip(is_train).map(|(c, t)| !t && load(c) > top).collect()
+}
+
+/// The median calibrated APE over the heavy held-out cases' TTFT, TPOT, ITL and E2E medians (past saturation
+/// left out): the figure docs/validation.md's 10 % target is about. None without heavy cases.
+pub fn heavy_error(rows: &[Row], cases: &[&Case], is_train: &[bool]) -> Option<f64> {
+    let heavy = heavy_cases(cases, is_train);
+    let is_heavy = |id: &str| cases.iter().zip(&heavy).any(|(c, h)| *h && c.id == id);
+    let mut v: Vec<f64> = (rows.iter())
+        .filter(|r| !r.training && !r.saturated && HEAVY_HEADLINE.contains(&r.metric) && is_heavy(&r.case))
+        .map(|r| r.calibrated_ape)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| crate::metrics::percentile(&v, 50.0))
 }
 
 /// The uncalibrated model's error on the cases a calibration on `train` would hold out, without fitting
@@ -799,9 +885,10 @@ fn fit_with(
     flags: &[bool],
     extras: &[Extra],
     train: &[usize],
+    starts: Option<&[Vec<f64>]>,
     tick: &mut Runs<'_>,
 ) -> (Fitted, Multipliers, Vec<Pred>) {
-    let fitted_x = Fitting { all, scen, flags, extras, tick: &mut *tick }.fit(train);
+    let fitted_x = Fitting { all, scen, flags, extras, tick: &mut *tick }.fit(train, starts);
     let mut fitted = Multipliers::at(&fitted_x.point, extras);
     for &i in &fitted_x.unidentified {
         fitted.forget(i, extras);
@@ -852,9 +939,10 @@ impl Fitting<'_, '_> {
     }
 
     /// The full search on the cases `idx`, then the knobs it cannot identify set neutral.
-    fn fit(&mut self, idx: &[usize]) -> Fitted {
+    fn fit(&mut self, idx: &[usize], starts: Option<&[Vec<f64>]>) -> Fitted {
         let extras = self.extras;
-        let (mut point, objective) = fit::search(&mut |x| self.eval(idx, x), extras);
+        let starts = starts.map_or_else(|| fit::grid(extras), <[Vec<f64>]>::to_vec);
+        let (mut point, objective) = fit::search_from(&mut |x| self.eval(idx, x), starts, extras);
         let unidentified = fit::flat(&mut |x| self.eval(idx, x), &point, objective, extras);
         for &i in &unidentified {
             point[i] = 0.0;
@@ -1140,8 +1228,16 @@ fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static
     let held = said(&e.held, "Held out");
     let mut parts: Vec<String> = Vec::new();
     if let Some(chosen) = trials.iter().find(|t| t.chosen) {
-        let tried: Vec<String> =
-            trials.iter().map(|t| format!("{} {}", t.knobs, t.leave_one_out.map_or("—".into(), pct))).collect();
+        let tried: Vec<String> = (trials.iter())
+            .map(|t| {
+                format!(
+                    "{} {}{}",
+                    t.knobs,
+                    t.leave_one_out.map_or("—".into(), pct),
+                    if t.idle { " (a knob left idle)" } else { "" }
+                )
+            })
+            .collect();
         parts.push(format!(
             "Knobs chosen by leave-one-out on the training cases, never by the held-out ones: {} (tried: {}).",
             chosen.knobs,

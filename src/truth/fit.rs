@@ -52,12 +52,24 @@ impl Extra {
 
     /// The coordinates the first grid tries for this knob (a coarse net: an overhead can stand in for a
     /// larger prefill scale, so each must be tried with the other from the start).
-    fn grid(self) -> &'static [f64] {
+    pub fn grid(self) -> &'static [f64] {
         match self {
             Extra::StepOverhead => &[0.0, 2.0, 8.0],
             Extra::RequestOverhead => &[0.0, 20.0, 80.0, 320.0],
             Extra::TpComm => &[-1.0, 0.0, 1.0],
             Extra::Frontend => &[0.0, 2.0, 8.0],
+        }
+    }
+
+    /// The values a second knob is tried at beside the first's fit ([`widened`]): wider than [`Extra::grid`]
+    /// (the search from there cannot cross far along a valley the two knobs and a multiplier make), a
+    /// doubling apart.
+    fn second_grid(self) -> &'static [f64] {
+        match self {
+            Extra::StepOverhead => &[0.0, 2.0, 4.0, 8.0, 16.0, 32.0],
+            Extra::RequestOverhead => &[0.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0],
+            Extra::TpComm => &[-2.0, -1.0, 0.0, 1.0, 2.0],
+            Extra::Frontend => &[0.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0],
         }
     }
 }
@@ -88,11 +100,12 @@ const NM_ROUNDS: usize = 40;
 /// Pattern-search levels of a full fit: it runs at least its grid's points and this many rounds of moves.
 pub const LEVELS: u64 = 7;
 
-/// Minimise `eval` from scratch: the grid, the simplex (with extras), then the pattern search from a step of ¼
-/// down to 1/512. The best point and its objective.
-pub fn search(eval: &mut impl FnMut(&[f64]) -> f64, extras: &[Extra]) -> (Vec<f64>, f64) {
+/// Minimise `eval`: the best of `starts` (from scratch, [`grid`]; a fit with one knob more, begun where the fit
+/// without it ended: [`widened`]), the simplex (with extras), then the pattern search from a step of ¼ down to
+/// 1/512. The best point and its objective.
+pub fn search_from(eval: &mut impl FnMut(&[f64]) -> f64, starts: Vec<Vec<f64>>, extras: &[Extra]) -> (Vec<f64>, f64) {
     let (mut best, mut best_err) = (vec![0.0; 2 + extras.len()], f64::INFINITY);
-    for x in grid(extras) {
+    for x in starts {
         let e = eval(&x);
         if e < best_err {
             (best, best_err) = (x, e);
@@ -186,6 +199,27 @@ pub fn clamped(mut x: Vec<f64>, extras: &[Extra]) -> Vec<f64> {
         *v = v.clamp(lo, hi);
     }
     x
+}
+
+/// How many starts [`widened`] gives when `added` is the knob added.
+pub fn widened_len(added: Extra) -> usize {
+    (grid(&[]).len() + 1) * added.second_grid().len()
+}
+
+/// The starts of a fit with knobs `extras` begun from `from`, the point of a fit with every knob but `added`
+/// (its coordinates in `without`'s order): the other knobs kept where that fit put them, the two multipliers
+/// over their first net and at `from`'s values, each beside every value of `added`'s second net — an overhead trades
+/// against a multiplier, so the new knob must be tried with the multipliers free, not only at the old point.
+pub fn widened(from: &[f64], without: &[Extra], added: Extra, extras: &[Extra]) -> Vec<Vec<f64>> {
+    let kept = |e: &Extra| without.iter().position(|w| w == e).map_or(0.0, |k| from[2 + k]);
+    let nets = std::iter::once([from[0], from[1]]).chain(grid(&[]).into_iter().map(|x| [x[0], x[1]]));
+    nets.flat_map(|[p, d]| {
+        added.second_grid().iter().map(move |&v| {
+            let rest = extras.iter().map(|e| if *e == added { v } else { kept(e) });
+            [p, d].into_iter().chain(rest).collect()
+        })
+    })
+    .collect()
 }
 
 /// The first grid: log2 prefill and decode in −2 … 2 by halves, times each extra's coarse net.

@@ -2,7 +2,7 @@
 //! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
 //! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
 
-use super::calibrate::{Calibration, Options, Row, calibrate_with, load, training_load_range};
+use super::calibrate::{self, Calibration, Options, Row, calibrate_with, heavy_cases};
 use super::{Bundle, Case};
 use crate::scenario::Spec;
 use serde::Deserialize;
@@ -141,6 +141,7 @@ fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
         let _ = writeln!(out, "| {} | {} | {} |", e.metric, pct(e.baseline), pct(e.calibrated));
     }
     out.push('\n');
+    trials(out, c);
     regimes(out, s, cases, c);
     for w in c.saturated.iter().map(|x| format!("Past saturation: {} ({}).", x.case, x.why)).chain(c.warnings.clone()) {
         let _ = writeln!(out, "- {w}");
@@ -153,16 +154,46 @@ fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
 /// The figures each regime's table shows: the medians the fit saw, then the tails it never fits.
 const REGIME_FIGURES: [&str; 7] =
     ["TTFT median", "TPOT median", "ITL median", "E2E median", "TTFT p99", "TPOT p99", "E2E p99"];
-/// The medians the heavy-load headline is over.
-const HEAVY_HEADLINE: [&str; 4] = ["TTFT median", "TPOT median", "ITL median", "E2E median"];
+/// The knob sets `--fit auto` tried, each fit's leave-one-out error (which chose) beside its held-out errors
+/// (shown after the choice, never consulted): whether a knob more pays off on runs no fit saw.
+fn trials(out: &mut String, c: &Calibration) {
+    if c.knob_choice.len() < 2 {
+        return;
+    }
+    out.push_str(
+        "| knobs tried | leave-one-out (chooses) | held out | held out, heavy load | chosen |\n|---|---|---|---|---|\n",
+    );
+    for t in &c.knob_choice {
+        let chosen = if t.chosen {
+            "yes"
+        } else if t.idle {
+            "no: a knob left idle"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {chosen} |",
+            t.knobs,
+            pct(t.leave_one_out),
+            pct(t.held_out),
+            pct(t.heavy)
+        );
+    }
+    out.push('\n');
+}
 
 /// Each held-out case's regime: heavy (true) when its load (rate, or clients of a closed loop) is above every
-/// training case's, light otherwise. Training cases are absent.
+/// training case's ([`heavy_cases`]), light otherwise. Training cases are absent.
 fn heaviness<'a>(s: &SeriesSpec, cases: &'a [Case]) -> HashMap<&'a str, bool> {
-    let all: Vec<&Case> = cases.iter().collect();
-    let is_train: Vec<bool> = cases.iter().map(|c| s.train.contains(&c.id)).collect();
-    let (_, top) = training_load_range(&all, &is_train);
-    (cases.iter().zip(&is_train)).filter(|(_, t)| !**t).map(|(c, _)| (c.id.as_str(), load(c) > top)).collect()
+    let (all, is_train) = split(s, cases);
+    let heavy = heavy_cases(&all, &is_train);
+    (cases.iter().zip(is_train).zip(heavy)).filter(|((_, t), _)| !*t).map(|((c, _), h)| (c.id.as_str(), h)).collect()
+}
+
+/// The series' cases and which of them train.
+fn split<'a>(s: &SeriesSpec, cases: &'a [Case]) -> (Vec<&'a Case>, Vec<bool>) {
+    (cases.iter().collect(), cases.iter().map(|c| s.train.contains(&c.id)).collect())
 }
 
 /// The held-out rows (medians and tails, past saturation left out) of one regime.
@@ -172,15 +203,10 @@ fn regime_rows<'a>(heavy: &HashMap<&str, bool>, c: &'a Calibration, is_heavy: bo
         .collect()
 }
 
-/// The median calibrated APE over the heavy held-out cases' TTFT, TPOT, ITL and E2E medians: the figure the
-/// 10 % target is about. None without heavy cases.
+/// The series' heavy-load error ([`calibrate::heavy_error`]): the figure the 10 % target is about.
 pub fn heavy_error(s: &SeriesSpec, cases: &[Case], c: &Calibration) -> Option<f64> {
-    let mut v: Vec<f64> = (regime_rows(&heaviness(s, cases), c, true).into_iter())
-        .filter(|r| HEAVY_HEADLINE.contains(&r.metric))
-        .map(|r| r.calibrated_ape)
-        .collect();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| crate::metrics::percentile(&v, 50.0))
+    let (all, is_train) = split(s, cases);
+    calibrate::heavy_error(&c.rows, &all, &is_train)
 }
 
 /// Per regime (held-out cases at a load within the training cases' range, and above it), each figure's mean

@@ -164,8 +164,10 @@ pub fn headline_table(c: &Value) -> String {
         );
     }
     for t in c["knob_choice"].as_array().into_iter().flatten() {
+        // The held-out figure is shown beside the choice, which never saw it.
+        let held = t["held_out"].as_f64().map_or(String::new(), |h| format!("; held out {}", pct(Some(h))));
         rows += &format!(
-            "<tr><td class=\"text\">Knobs tried: {}{}</td><td></td><td></td><td>{}</td></tr>",
+            "<tr><td class=\"text\">Knobs tried: {}{}{held}</td><td></td><td></td><td>{}</td></tr>",
             t["knobs"].as_str().unwrap_or(""),
             if t["chosen"].as_bool() == Some(true) { " (chosen)" } else { "" },
             pct(t["leave_one_out"].as_f64())
