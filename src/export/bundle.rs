@@ -135,25 +135,7 @@ pub fn calibration_markdown(c: &Calibration) -> String {
             None => "—".into(),
         }
     );
-    if !c.knob_choice.is_empty() {
-        out += "\n## Knobs chosen by leave-one-out (training cases only)\n\nThe held-out columns are shown, never consulted: the choice is made before them.\n\n| knobs | leave-one-out median APE | chosen | held out | held out, heavy load |\n|---|---|---|---|---|\n";
-        for t in &c.knob_choice {
-            let chosen = if t.chosen {
-                "yes"
-            } else if t.idle {
-                "no: a knob left idle"
-            } else {
-                ""
-            };
-            out += &format!(
-                "| {} | {} | {chosen} | {} | {} |\n",
-                t.knobs,
-                pct(t.leave_one_out),
-                pct(t.held_out),
-                pct(t.heavy)
-            );
-        }
-    }
+    out += &knob_table(c);
     out += "\n## Error per metric (MAPE)\n\n| metric | held out: baseline | held out: calibrated | training: baseline | training: left out |\n|---|---|---|---|---|\n";
     for (m, l) in c.held_out_mape.iter().zip(&c.leave_one_out_mape) {
         if m.baseline.is_some() || l.baseline.is_some() {
@@ -208,6 +190,32 @@ pub fn calibration_markdown(c: &Calibration) -> String {
             for w in list.iter() {
                 out += &format!("- {}\n", md_cell(w));
             }
+        }
+    }
+    out
+}
+
+/// The knob sets `--fit auto` tried, as a Markdown section (empty when the knobs were given).
+fn knob_table(c: &Calibration) -> String {
+    let pct = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
+    let mut out = String::new();
+    if !c.knob_choice.is_empty() {
+        out += "\n## Knobs chosen by leave-one-out (training cases only)\n\nThe held-out columns are shown, never consulted: the choice is made before them.\n\n| knobs | leave-one-out median APE | chosen | held out | held out, heavy load |\n|---|---|---|---|---|\n";
+        for t in &c.knob_choice {
+            let chosen = if t.chosen {
+                "yes"
+            } else if t.idle {
+                "no: a knob left idle"
+            } else {
+                ""
+            };
+            out += &format!(
+                "| {} | {} | {chosen} | {} | {} |\n",
+                t.knobs,
+                pct(t.leave_one_out),
+                pct(t.held_out),
+                pct(t.heavy)
+            );
         }
     }
     out

@@ -6,7 +6,7 @@ use crate::truth::{Bundle, calibrate, validation::Manifest};
 
 const MANIFEST: &str = include_str!("../../tests/data/public/validation.json");
 /// The manifest's files by their names in it (the core reads no files).
-const FILES: [(&str, &str); 16] = [
+const FILES: [(&str, &str); 20] = [
     ("llama-2-7b.json", include_str!("../../tests/data/public/llama-2-7b.json")),
     ("llama-2-7b.bundle.json", include_str!("../../tests/data/public/llama-2-7b.bundle.json")),
     ("llama-2-70b.json", include_str!("../../tests/data/public/llama-2-70b.json")),
@@ -23,6 +23,22 @@ const FILES: [(&str, &str); 16] = [
     ("inferencex/mi325x.bundle.json", include_str!("../../tests/data/public/inferencex/mi325x.bundle.json")),
     ("inferencex/dsr1-fp8-mi355x.json", include_str!("../../tests/data/public/inferencex/dsr1-fp8-mi355x.json")),
     ("inferencex/mi355x.bundle.json", include_str!("../../tests/data/public/inferencex/mi355x.bundle.json")),
+    (
+        "inferencex-blackwell/dsr1-fp8-b300.json",
+        include_str!("../../tests/data/public/inferencex-blackwell/dsr1-fp8-b300.json"),
+    ),
+    (
+        "inferencex-blackwell/b300.bundle.json",
+        include_str!("../../tests/data/public/inferencex-blackwell/b300.bundle.json"),
+    ),
+    (
+        "inferencex-blackwell/dsr1-fp8-b200.json",
+        include_str!("../../tests/data/public/inferencex-blackwell/dsr1-fp8-b200.json"),
+    ),
+    (
+        "inferencex-blackwell/b200.bundle.json",
+        include_str!("../../tests/data/public/inferencex-blackwell/b200.bundle.json"),
+    ),
 ];
 
 fn file(name: &str) -> &'static str {
@@ -104,7 +120,7 @@ pub(super) fn trust(f: &mut Findings) {
         "15. How far to trust the above",
         "How close is the model every experiment above runs on to real measured serving — and which of the conclusions could its error overturn?",
     );
-    s.setup = "The public measured series of docs/validation.md — four of vLLM v0.15.1 on H100 at light load, measured with inference-perf, and six of SGLang serving DeepSeek-R1 FP8 on H200, MI300X, MI325X and MI355X at 4 to 64 concurrent clients, measured by InferenceX — and their splits: each series' held-out runs, which a calibration would not see, predicted by the uncalibrated roofline cost model, the one every shipped scenario and every experiment above uses. Held-out runs past saturation count in no latency error, as in docs/validation.md; the median APE is over every latency figure a run has (TTFT and E2E, and TPOT and ITL where they are per token), median and mean.".into();
+    s.setup = "The public measured series of docs/validation.md — four of vLLM v0.15.1 on H100 at light load, measured with inference-perf, and eight of SGLang serving DeepSeek-R1 FP8 on H200, MI300X, MI325X, MI355X, B300 and B200 at 1 to 64 concurrent clients, measured by InferenceX (the last two a set frozen before any fit) — and their splits: each series' held-out runs, which a calibration would not see, predicted by the uncalibrated roofline cost model, the one every shipped scenario and every experiment above uses. Held-out runs past saturation count in no latency error, as in docs/validation.md; the median APE is over every latency figure a run has (TTFT and E2E, and TPOT and ITL where they are per token), median and mean.".into();
     s.regime =
         "Each measured run at its own offered rate or concurrency; runs the measured server could not keep up with are left out."
             .into();
