@@ -202,13 +202,7 @@ fn knob_table(c: &Calibration) -> String {
     if !c.knob_choice.is_empty() {
         out += "\n## Knobs chosen by leave-one-out (training cases only)\n\nThe held-out columns are shown, never consulted: the choice is made before them.\n\n| knobs | leave-one-out median APE | chosen | held out | held out, heavy load |\n|---|---|---|---|---|\n";
         for t in &c.knob_choice {
-            let chosen = if t.chosen {
-                "yes"
-            } else if t.idle {
-                "no: a knob left idle"
-            } else {
-                ""
-            };
+            let chosen = t.chosen_word();
             out += &format!(
                 "| {} | {} | {chosen} | {} | {} |\n",
                 t.knobs,

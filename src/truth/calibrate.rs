@@ -212,6 +212,19 @@ pub struct KnobTrial {
     pub heavy: Option<f64>,
 }
 
+impl KnobTrial {
+    /// The trial's "chosen" cell: yes, or why it could not be (a knob its fit left idle), else empty.
+    pub fn chosen_word(&self) -> &'static str {
+        if self.chosen {
+            "yes"
+        } else if self.idle {
+            "no: a knob left idle"
+        } else {
+            ""
+        }
+    }
+}
+
 /// The spread of repeated runs: over `groups` configurations measured more than once (`runs` in all), the
 /// median over their latency figures of the largest |run − the runs' mean| ÷ their mean.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

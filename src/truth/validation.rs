@@ -164,13 +164,7 @@ fn trials(out: &mut String, c: &Calibration) {
         "| knobs tried | leave-one-out (chooses) | held out | held out, heavy load | chosen |\n|---|---|---|---|---|\n",
     );
     for t in &c.knob_choice {
-        let chosen = if t.chosen {
-            "yes"
-        } else if t.idle {
-            "no: a knob left idle"
-        } else {
-            ""
-        };
+        let chosen = t.chosen_word();
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {chosen} |",
