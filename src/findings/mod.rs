@@ -23,6 +23,7 @@ pub use diagnosis::{Case, corpus};
 pub use robustness::{Robustness, Setup};
 pub use runs::Config;
 use runs::Runs;
+pub use trust::missing_files;
 
 /// The report: every experiment from fixed seeds.
 pub fn report(cfg: Config) -> Findings {

@@ -330,3 +330,11 @@ fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
     let e = findings::report_with(&small(Some(bad), "tail"), &mut |_, _| {}).unwrap_err();
     assert!(e[0].starts_with("the scenario: ") && e[0].contains("max_num_seqs"), "{e:?}");
 }
+
+/// Experiment 15 reads the public series from files embedded in the core: every file the manifest names is
+/// embedded (a series added to the manifest alone once gave an empty table of "inf %"), and one that is not is
+/// named.
+#[test]
+fn the_trust_experiment_embeds_every_series_the_manifest_names() {
+    assert_eq!(inferscale::findings::missing_files().unwrap(), Vec::<String>::new());
+}
