@@ -117,7 +117,12 @@ pub fn calibration_markdown(c: &Calibration) -> String {
         );
     }
     out += "\n## Error (median APE over latency figures)\n\n| | figures | uncalibrated | calibrated |\n|---|---|---|---|\n";
-    for (name, h) in [("held out", &c.held_out), ("leave-one-out (training)", &c.leave_one_out)] {
+    let heavy = ("held out at heavy load (above the training loads)", &c.heavy_load);
+    let heavy = Some(heavy).filter(|(_, h)| h.figures > 0);
+    for (name, h) in [Some(("held out", &c.held_out)), heavy, Some(("leave-one-out (training)", &c.leave_one_out))]
+        .into_iter()
+        .flatten()
+    {
         out += &format!("| {name} | {} | {} | {} |\n", h.figures, pct(h.baseline), pct(h.calibrated));
     }
     if let Some(n) = c.noise_floor {

@@ -33,6 +33,9 @@ pub const AUTO: &str = "auto";
 /// A knob chosen by leave-one-out must lower its median error by more than this (half a point) over fitting
 /// the two multipliers alone: a knob that does not earn its place is not added.
 const KNOB_MARGIN: f64 = 0.005;
+/// Held out at heavy load, a fit worse than the uncalibrated model by more than this (a point of median APE)
+/// is not recommended; within it, the two are the same.
+const HEAVY_WORSE: f64 = 0.01;
 /// A metric "much worse" after calibration: its error at least 1.5 times and 10 points above the uncalibrated.
 const MUCH_WORSE: (f64, f64) = (1.5, 0.10);
 
@@ -141,8 +144,8 @@ pub struct Calibration {
     pub objective: &'static str,
     pub fitted: Multipliers,
     /// The model to use: `calibrated` only when the fit predicts the training cases left out one at a time
-    /// better than the uncalibrated model, the held-out cases (if any) no worse, and no metric much worse in
-    /// either; with one training case (nothing to leave out) the held-out cases decide. `uncalibrated`
+    /// better than the uncalibrated model, the held-out cases (if any) no worse, overall and at heavy load, and
+    /// no metric much worse in either; with one training case (nothing to leave out) the held-out cases decide. `uncalibrated`
     /// otherwise.
     pub recommended: &'static str,
     /// Why, in words: the knobs' choice, the leave-one-out and held-out errors, the gate, what was flagged.
@@ -157,6 +160,9 @@ pub struct Calibration {
     /// Median APE over the training cases' latency figures: uncalibrated, and each case predicted by a fit
     /// on the other training cases.
     pub leave_one_out: Headline,
+    /// [`held_out`](Self::held_out) at heavy load: the held-out cases above every training case's load
+    /// ([`heavy_load`]), their latency medians.
+    pub heavy_load: Headline,
     /// Repeated runs of one configuration in the bundle: how far they differ from their own mean.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_floor: Option<NoiseFloor>,
@@ -700,6 +706,7 @@ pub fn calibrate_with(
     let held_out = headline(&o.rows, |r| !r.training, |r| Some(r.calibrated_ape));
     let evidence = Evidence {
         held: held_out,
+        heavy: heavy_load(&o.rows, &all, &p.is_train),
         loo: o.leave_one_out,
         held_mape: held_out_mape(&o.rows),
         loo_mape: leave_one_out_mape(&o.rows),
@@ -716,6 +723,7 @@ pub fn calibrate_with(
         knob_choice,
         held_out,
         leave_one_out: o.leave_one_out,
+        heavy_load: evidence.heavy,
         noise_floor: evidence.noise,
         train_error_baseline: train_base,
         train_error_calibrated: o.fitted_x.objective,
@@ -859,17 +867,22 @@ pub fn heavy_cases(cases: &[&Case], is_train: &[bool]) -> Vec<bool> {
     cases.iter().zip(is_train).map(|(c, t)| !t && load(c) > top).collect()
 }
 
-/// The median calibrated APE over the heavy held-out cases' TTFT, TPOT, ITL and E2E medians (past saturation
-/// left out): the figure docs/validation.md's 10 % target is about. None without heavy cases.
-pub fn heavy_error(rows: &[Row], cases: &[&Case], is_train: &[bool]) -> Option<f64> {
+/// The median APE, uncalibrated and calibrated, over the heavy held-out cases' TTFT, TPOT, ITL and E2E medians
+/// (past saturation left out): where a capacity is decided, and the figure docs/validation.md's 10 % target is
+/// about. No figures without heavy cases.
+pub fn heavy_load(rows: &[Row], cases: &[&Case], is_train: &[bool]) -> Headline {
     let heavy = heavy_cases(cases, is_train);
     let is_heavy = |id: &str| cases.iter().zip(&heavy).any(|(c, h)| *h && c.id == id);
-    let mut v: Vec<f64> = (rows.iter())
-        .filter(|r| !r.training && !r.saturated && HEAVY_HEADLINE.contains(&r.metric) && is_heavy(&r.case))
-        .map(|r| r.calibrated_ape)
-        .collect();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| crate::metrics::percentile(&v, 50.0))
+    headline(
+        rows,
+        |r| !r.training && HEAVY_HEADLINE.contains(&r.metric) && is_heavy(&r.case),
+        |r| Some(r.calibrated_ape),
+    )
+}
+
+/// [`heavy_load`]'s calibrated error.
+pub fn heavy_error(rows: &[Row], cases: &[&Case], is_train: &[bool]) -> Option<f64> {
+    heavy_load(rows, cases, is_train).calibrated
 }
 
 /// The uncalibrated model's error on the cases a calibration on `train` would hold out, without fitting
@@ -1218,6 +1231,7 @@ fn noise_floor(cases: &[&Case]) -> Option<NoiseFloor> {
 /// and the gate's tolerance.
 struct Evidence {
     held: Headline,
+    heavy: Headline,
     loo: Headline,
     held_mape: Vec<MetricError>,
     loo_mape: Vec<MetricError>,
@@ -1226,7 +1240,8 @@ struct Evidence {
 }
 
 /// Which model to use, why, and its gate. Leave-one-out on the training cases decides; the held-out cases can
-/// only veto (a fit they show worse is not recommended), and decide alone only when one case trains. A fit
+/// only veto (a fit they show worse, overall or at heavy load, is not recommended), and decide alone only when
+/// one case trains. A fit
 /// that makes one metric much worse, held out or left out, is not recommended either, and the metric is named.
 fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static str, String, Gate) {
     let said = |h: &Headline, what: &str| match (h.baseline, h.calibrated) {
@@ -1258,6 +1273,8 @@ fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static
         ));
     }
     parts.extend(loo.iter().chain(&held).map(|x| x.2.clone()));
+    let (heavy, heavier) = heavy_said(&e.heavy);
+    parts.extend(heavy);
     // Whether the fit predicts runs it did not see better, and if not, why not in words.
     let (better, why) = match (&loo, &held) {
         (Some((b, a, _)), Some((hb, ha, _))) if a < b && ha > hb => {
@@ -1284,9 +1301,15 @@ fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static
                 .then(|| format!("{} {set} {} → {}", m.metric, pct(b), pct(a)))
         })
         .collect();
-    let use_it = better && worse.is_empty();
+    let use_it = better && worse.is_empty() && !heavier;
     if !better {
         parts.push(why.into());
+    }
+    if heavier {
+        parts.push(
+            "At heavy load, where a capacity is decided, the fit extrapolates worse than the uncalibrated model."
+                .into(),
+        );
     }
     if !worse.is_empty() {
         parts.push(format!(
@@ -1309,6 +1332,24 @@ fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static
         parts.push("A knob ended on its search bound (see the warnings).".into());
     }
     (if use_it { "calibrated" } else { "uncalibrated" }, parts.join(" "), gate)
+}
+
+/// The heavy-load sentence (held-out cases above every training case's load), when there are such cases, and
+/// whether the calibrated model is worse there (by more than [`HEAVY_WORSE`]): a fit that extrapolates upward worse is not recommended, for
+/// heavy load is where the product's answers (capacity, headroom) are decided.
+fn heavy_said(h: &Headline) -> (Option<String>, bool) {
+    match (h.baseline, h.calibrated) {
+        (Some(b), Some(a)) => (
+            Some(format!(
+                "Held out at heavy load, above every training case's load ({} figures, latency medians): median APE {} uncalibrated → {} calibrated.",
+                h.figures,
+                pct(b),
+                pct(a)
+            )),
+            a > b + HEAVY_WORSE,
+        ),
+        _ => (None, false),
+    }
 }
 
 fn pct(x: f64) -> String {

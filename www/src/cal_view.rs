@@ -135,8 +135,8 @@ pub fn answer(c: &Value) -> String {
     )
 }
 
-/// The headline errors: held out and left out one at a time (median APE, before → after), and the repeated
-/// runs' spread beside them.
+/// The headline errors: held out (overall, and at heavy load when some held-out case is above every training
+/// load) and left out one at a time (median APE, before → after), and the repeated runs' spread beside them.
 pub fn headline_table(c: &Value) -> String {
     let row = |name: &str, h: &Value| {
         format!(
@@ -146,7 +146,12 @@ pub fn headline_table(c: &Value) -> String {
             pct(h["calibrated"].as_f64())
         )
     };
-    let mut rows = row("Held out", &c["held_out"]) + &row("Leave-one-out (training cases)", &c["leave_one_out"]);
+    let mut rows = row("Held out", &c["held_out"]);
+    // Held out above every training load: where a capacity is decided, and a fit worse there is not recommended.
+    if c["heavy_load"]["figures"].as_u64().unwrap_or(0) > 0 {
+        rows += &row("Held out at heavy load (above the training loads)", &c["heavy_load"]);
+    }
+    rows += &row("Leave-one-out (training cases)", &c["leave_one_out"]);
     let g = &c["gate"];
     if let Some(tolerance) = g["tolerance"].as_f64() {
         let verdict = match g["pass"].as_bool() {
@@ -440,6 +445,13 @@ mod tests {
         assert!(a.starts_with("Use the ") && a.contains("Held out (") && a.contains("Fitted prefill × "), "{a}");
         assert!(headline_table(&c).contains("Leave-one-out (training cases)"));
         assert!(headline_table(&c).contains("Gate: the "), "{}", headline_table(&c));
+        // The heavy-load row is shown exactly when some held-out case is above every training load.
+        let heavy = c["heavy_load"]["figures"].as_u64().unwrap();
+        assert_eq!(headline_table(&c).contains("Held out at heavy load"), heavy > 0);
+        let mut other = c.clone();
+        other["heavy_load"] =
+            serde_json::json!({"figures": if heavy > 0 { 0 } else { 3 }, "baseline": 0.2, "calibrated": 0.3});
+        assert_eq!(headline_table(&other).contains("Held out at heavy load"), heavy == 0);
         let mape = mape_table(&c);
         assert!(mape.contains("Left out: calibrated") && mape.matches("<tr><td").count() >= 4, "{mape}");
         let rows = c["rows"].as_array().unwrap();
