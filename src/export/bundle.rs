@@ -117,12 +117,12 @@ pub fn calibration_markdown(c: &Calibration) -> String {
         );
     }
     out += "\n## Error (median APE over latency figures)\n\n| | figures | uncalibrated | calibrated |\n|---|---|---|---|\n";
-    let heavy = ("held out at heavy load (above the training loads)", &c.heavy_load);
-    let heavy = Some(heavy).filter(|(_, h)| h.figures > 0);
-    for (name, h) in [Some(("held out", &c.held_out)), heavy, Some(("leave-one-out (training)", &c.leave_one_out))]
-        .into_iter()
-        .flatten()
-    {
+    let mut headlines = vec![("held out", &c.held_out)];
+    if c.heavy_load.figures > 0 {
+        headlines.push(("held out at heavy load (above the training loads)", &c.heavy_load));
+    }
+    headlines.push(("leave-one-out (training)", &c.leave_one_out));
+    for (name, h) in headlines {
         out += &format!("| {name} | {} | {} | {} |\n", h.figures, pct(h.baseline), pct(h.calibrated));
     }
     if let Some(n) = c.noise_floor {

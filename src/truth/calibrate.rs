@@ -145,8 +145,8 @@ pub struct Calibration {
     pub fitted: Multipliers,
     /// The model to use: `calibrated` only when the fit predicts the training cases left out one at a time
     /// better than the uncalibrated model, the held-out cases (if any) no worse, overall and at heavy load, and
-    /// no metric much worse in either; with one training case (nothing to leave out) the held-out cases decide. `uncalibrated`
-    /// otherwise.
+    /// no metric much worse in either; with one training case (nothing to leave out) the held-out cases
+    /// decide. `uncalibrated` otherwise.
     pub recommended: &'static str,
     /// Why, in words: the knobs' choice, the leave-one-out and held-out errors, the gate, what was flagged.
     pub verdict: String,
@@ -207,7 +207,7 @@ pub struct Gate {
 /// One knob set `--fit auto` tried: its knobs ("none": the two multipliers alone), the leave-one-out median
 /// error of its fit, which chooses, whether its fit left a knob idle (then it cannot be chosen) and whether it
 /// was chosen; then, shown and never consulted, its fit's held-out median error and that at heavy load
-/// ([`heavy_error`]).
+/// ([`heavy_load`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KnobTrial {
     pub knobs: String,
@@ -852,7 +852,7 @@ fn choose(outcomes: &[Outcome], choosing: bool, all: &[&Case], is_train: &[bool]
             idle: idle(o),
             chosen: k == pick,
             held_out: headline(&o.rows, |r| !r.training, |r| Some(r.calibrated_ape)).calibrated,
-            heavy: heavy_error(&o.rows, all, is_train),
+            heavy: heavy_load(&o.rows, all, is_train).calibrated,
         })
         .collect()
 }
@@ -878,11 +878,6 @@ pub fn heavy_load(rows: &[Row], cases: &[&Case], is_train: &[bool]) -> Headline 
         |r| !r.training && HEAVY_HEADLINE.contains(&r.metric) && is_heavy(&r.case),
         |r| Some(r.calibrated_ape),
     )
-}
-
-/// [`heavy_load`]'s calibrated error.
-pub fn heavy_error(rows: &[Row], cases: &[&Case], is_train: &[bool]) -> Option<f64> {
-    heavy_load(rows, cases, is_train).calibrated
 }
 
 /// The uncalibrated model's error on the cases a calibration on `train` would hold out, without fitting
@@ -1241,8 +1236,8 @@ struct Evidence {
 
 /// Which model to use, why, and its gate. Leave-one-out on the training cases decides; the held-out cases can
 /// only veto (a fit they show worse, overall or at heavy load, is not recommended), and decide alone only when
-/// one case trains. A fit
-/// that makes one metric much worse, held out or left out, is not recommended either, and the metric is named.
+/// one case trains. A fit that makes one metric much worse, held out or left out, is not recommended either,
+/// and the metric is named.
 fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static str, String, Gate) {
     let said = |h: &Headline, what: &str| match (h.baseline, h.calibrated) {
         (Some(b), Some(a)) => Some((
@@ -1335,8 +1330,8 @@ fn verdict(e: &Evidence, trials: &[KnobTrial], warnings: &[String]) -> (&'static
 }
 
 /// The heavy-load sentence (held-out cases above every training case's load), when there are such cases, and
-/// whether the calibrated model is worse there (by more than [`HEAVY_WORSE`]): a fit that extrapolates upward worse is not recommended, for
-/// heavy load is where the product's answers (capacity, headroom) are decided.
+/// whether the calibrated model is worse there (by more than [`HEAVY_WORSE`]): a fit that extrapolates upward
+/// worse is not recommended, for heavy load is where the product's answers (capacity, headroom) are decided.
 fn heavy_said(h: &Headline) -> (Option<String>, bool) {
     match (h.baseline, h.calibrated) {
         (Some(b), Some(a)) => (

@@ -218,10 +218,10 @@ pub fn widened_len(added: Extra) -> usize {
 /// The starts of a fit with knobs `extras` begun from `from`, the point of a fit with every knob but `added`
 /// (its coordinates in `without`'s order): the other knobs kept where that fit put them, the two multipliers
 /// at `from`'s values, at each of their eight neighbours half a doubling away (the first grid's spacing) and
-/// back at 1 (each alone, and both), each beside every value of `added`'s second net — an overhead trades against a multiplier, so the new knob
-/// must be tried with the multipliers moved, not only at the old point. (The whole first net beside it, tried
-/// until December 2026, cost seven times the runs; the simplex and the pattern search follow the valley from
-/// the best start.)
+/// back at 1 (each alone, and both), each beside every value of `added`'s second net — an overhead trades
+/// against a multiplier, so the new knob must be tried with the multipliers moved, not only at the old point.
+/// (The whole first net beside it, tried until December 2026, cost seven times the runs; the simplex and the
+/// pattern search follow the valley from the best start.)
 pub fn widened(from: &[f64], without: &[Extra], added: Extra, extras: &[Extra]) -> Vec<Vec<f64>> {
     let kept = |e: &Extra| without.iter().position(|w| w == e).map_or(0.0, |k| from[2 + k]);
     let near = [0.0, 0.5, -0.5];

@@ -76,7 +76,7 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
     for ((s, (_, b)), c) in m.series.iter().zip(series).zip(runs) {
         let loo = format!("{} → {}", pct(c.leave_one_out.baseline), pct(c.leave_one_out.calibrated));
         let h = &c.heavy_load;
-        let heavy =
+        let heavy_cell =
             if h.figures == 0 { "—".into() } else { format!("{} → {}", pct(h.baseline), pct(h.calibrated)) };
         let noise = pct(c.noise_floor.map(|n| n.spread));
         let knobs = fit_names(&c.fitted);
@@ -86,7 +86,7 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {knobs} | {} | {} | {} | {heavy} | {loo} | {noise} | {} | {gate} |",
+            "| {} | {} | {} | {knobs} | {} | {} | {} | {heavy_cell} | {loo} | {noise} | {} | {gate} |",
             s.name,
             b.cases.len(),
             s.train.len(),
