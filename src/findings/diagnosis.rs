@@ -66,6 +66,11 @@ struct Outcome {
     verdict: String,
     missed: bool,
     fixed: bool,
+    /// Offered ÷ sustained capacity (absent where no capacity was measured: a closed loop, a burst).
+    rho: Option<f64>,
+    /// Whether the length check ran (the regime and ρ disagreed), and whether a longer run decided the verdict.
+    checked: bool,
+    longer: bool,
 }
 
 fn diagnose(spec: &Spec, runs: &mut Runs) -> Option<Outcome> {
@@ -76,17 +81,82 @@ fn diagnose(spec: &Spec, runs: &mut Runs) -> Option<Outcome> {
             return None;
         }
     };
-    let mut r = crate::simulate(&sc);
+    // The CLI's and the lab's whole path: the run, its sustained capacity (the diagnosis's ρ), the check that
+    // the run was long enough to decide (a longer run where not), then the proposed changes tested.
+    let r = crate::simulate_tested(spec, &sc, &scenario::Budget::NATIVE, &mut |_, _, _| true).ok()?;
     runs.littles.push(r.audits.little.relative_error);
-    let budget = scenario::Budget::NATIVE;
-    crate::advice::test(spec, &sc, &mut r, &budget, &mut |_, _, _| true).ok()?;
     let d = &r.diagnosis;
     Some(Outcome {
         kind: d.kind,
         verdict: d.verdict.clone(),
         missed: !r.objectives.met,
         fixed: d.tested.iter().any(|t| t.measured && t.objectives_met),
+        rho: d.rho,
+        checked: d.length.is_some(),
+        longer: d.length.as_ref().is_some_and(|l| l.decided_at.is_some_and(|n| n > l.requests)),
     })
+}
+
+/// One planted cause's cases: how many missed their objectives, how many were named right, and the range of
+/// their ρ (where a capacity was measured).
+struct Cause {
+    cause: String,
+    n: usize,
+    right: usize,
+    rho: Option<(f64, f64)>,
+}
+
+/// The corpus's outcomes counted: the cases that missed their objectives (planted), named right, fixed by a
+/// tested change, whose length check ran and was decided by a longer run; per cause; the held-out cases; the
+/// misses in words and the cases that planted nothing.
+#[derive(Default)]
+struct Tally {
+    planted: usize,
+    right: usize,
+    fixed: usize,
+    checked: usize,
+    longer: usize,
+    held: (usize, usize),
+    causes: Vec<Cause>,
+    misses: Vec<String>,
+    unplanted: Vec<String>,
+}
+
+fn tally(cases: &[Case], outcomes: &[Option<Outcome>]) -> Tally {
+    let mut t = Tally::default();
+    for (c, o) in cases.iter().zip(outcomes) {
+        let Some(o) = o else { continue };
+        // A run that meets its objectives planted nothing: there is no cause to name.
+        if !o.missed {
+            t.unplanted.push(c.name.clone());
+            continue;
+        }
+        let ok = o.kind == c.expect;
+        t.planted += 1;
+        t.right += usize::from(ok);
+        t.fixed += usize::from(o.fixed);
+        t.checked += usize::from(o.checked);
+        t.longer += usize::from(o.longer);
+        if c.held_out {
+            t.held = (t.held.0 + usize::from(ok), t.held.1 + 1);
+        }
+        let k = match t.causes.iter().position(|x| x.cause == c.cause) {
+            Some(k) => k,
+            None => {
+                t.causes.push(Cause { cause: c.cause.clone(), n: 0, right: 0, rho: None });
+                t.causes.len() - 1
+            }
+        };
+        let cause = &mut t.causes[k];
+        (cause.n, cause.right) = (cause.n + 1, cause.right + usize::from(ok));
+        if let Some(r) = o.rho {
+            cause.rho = Some(cause.rho.map_or((r, r), |(lo, hi)| (lo.min(r), hi.max(r))));
+        }
+        if !ok {
+            t.misses.push(format!("{} (planted: {}; diagnosed `{}`: {})", c.name, c.cause, o.kind, o.verdict));
+        }
+    }
+    t
 }
 
 /// Experiment 13.
@@ -106,46 +176,34 @@ pub(super) fn planted_causes(f: &mut Findings, cfg: &Config, runs: &mut Runs) {
         Err(e) => return runs.refuse(&e),
     };
     let outcomes: Vec<Option<Outcome>> = cases.iter().map(|c| diagnose(&c.spec, runs)).collect();
-    let mut rows = Vec::new();
-    let (mut misses, mut unplanted) = (Vec::new(), Vec::new());
-    let (mut right, mut fixed, mut planted) = (0, 0, 0);
-    let (mut held_right, mut held_n) = (0, 0);
-    let mut causes: Vec<(String, usize, usize)> = Vec::new();
-    for (c, o) in cases.iter().zip(&outcomes) {
-        let Some(o) = o else { continue };
-        // A run that meets its objectives planted nothing: there is no cause to name.
-        if !o.missed {
-            unplanted.push(c.name.clone());
-            continue;
-        }
-        planted += 1;
-        let ok = o.kind == c.expect;
-        right += usize::from(ok);
-        fixed += usize::from(o.fixed);
-        if c.held_out {
-            (held_right, held_n) = (held_right + usize::from(ok), held_n + 1);
-        }
-        match causes.iter_mut().find(|(x, ..)| *x == c.cause) {
-            Some((_, n, k)) => (*n, *k) = (*n + 1, *k + usize::from(ok)),
-            None => causes.push((c.cause.clone(), 1, usize::from(ok))),
-        }
-        if !ok {
-            misses.push(format!("{} (planted: {}; diagnosed `{}`: {})", c.name, c.cause, o.kind, o.verdict));
-        }
-    }
+    let t = tally(&cases, &outcomes);
+    let (right, planted) = (t.right, t.planted);
     let n = cases.len();
     let accuracy = f.proportion("diagnosis.accuracy", right, planted);
-    let fix = f.proportion("diagnosis.advice_met", fixed, planted);
+    let fix = f.proportion("diagnosis.advice_met", t.fixed, planted);
     let planted_shown = f.figure("diagnosis.planted", planted as f64, Unit::Count);
     let cases_shown = f.figure("diagnosis.cases", n as f64, Unit::Count);
-    for (cause, k, good) in &causes {
-        let id = format!("diagnosis.{}", cause.replace(' ', "_"));
+    let checked = f.figure("diagnosis.length_checked", t.checked as f64, Unit::Count);
+    let longer = f.figure("diagnosis.decided_longer", t.longer as f64, Unit::Count);
+    let mut rows = Vec::new();
+    for c in &t.causes {
+        let id = format!("diagnosis.{}", c.cause.replace(' ', "_"));
+        let rho = match c.rho {
+            Some((lo, hi)) => format!(
+                "{} – {}",
+                f.figure(&format!("{id}.rho_min"), lo, Unit::Times),
+                f.figure(&format!("{id}.rho_max"), hi, Unit::Times)
+            ),
+            None => "— (no rate: closed loop or burst)".into(),
+        };
         rows.push(vec![
-            cause.clone(),
-            f.figure(&format!("{id}.cases"), *k as f64, Unit::Count),
-            f.proportion(&id, *good, *k),
+            c.cause.clone(),
+            f.figure(&format!("{id}.cases"), c.n as f64, Unit::Count),
+            f.proportion(&id, c.right, c.n),
+            rho,
         ]);
     }
+    let (misses, unplanted, (held_right, held_n)) = (t.misses, t.unplanted, t.held);
     let held = (held_n > 0).then(|| f.proportion("diagnosis.held_out_accuracy", held_right, held_n));
     let s = f.section(
         "diagnosis",
@@ -153,7 +211,7 @@ pub(super) fn planted_causes(f: &mut Findings, cfg: &Config, runs: &mut Runs) {
         "When a run misses its objectives for a cause known by construction, does the diagnosis every run prints name that cause — and does the change it tests fix the miss?",
     );
     s.setup = format!(
-        "The corpus in `tests/data/diagnosis/corpus.json`: {cases_shown} cases, each a shipped scenario with a few fields changed so one cause makes the run miss its objectives (the corpus file says how each cause is planted). Each case is run once and diagnosed as the CLI diagnoses it, but without the CLI's sustained-capacity search (about 24 runs of 20,000 requests a case) and so without ρ and the check that the run was long enough to decide: the verdict is the run's own, from what that run measured. Then the first two changes its diagnosis proposes are run on the same requests (a replica count searched up to three times); a case is fixed when a tested change met the objectives. The seventh cause the issue names, tenants' unfairness, is not planted: the workload draws each request's tenant from the one arrival process, independently of its class, and objectives are per class, so no tenant can burst alone or send other work than the rest — under first-come-first-served every tenant waits alike (tests/it/diagnosis.rs holds this on `scenarios/bursty-multitenant.json`), and there is no unfairness to plant until tenants have arrival processes of their own. {}",
+        "The corpus in `tests/data/diagnosis/corpus.json`: {cases_shown} cases, each a shipped scenario with a few fields changed so one cause makes the run miss its objectives (the corpus file says how each cause is planted). Each case is run and diagnosed exactly as the CLI and the lab diagnose a run: its sustained capacity searched (5 seeds, Poisson or the case's own arrivals; the diagnosis's ρ), the check that the run was long enough to decide its verdict (run at doubling lengths where the regime and ρ disagree, and the verdict taken at the length that decides: {checked} of the planted cases were checked, {longer} decided by a longer run), then the first two changes its diagnosis proposes run on the same requests (a replica count searched up to three times); a case is fixed when a tested change met the objectives. (Until December 2026 this experiment skipped the capacity search and the length check, so its verdicts had no ρ.) The seventh cause the issue names, tenants' unfairness, is not planted: the workload draws each request's tenant from the one arrival process, independently of its class, and objectives are per class, so no tenant can burst alone or send other work than the rest — under first-come-first-served every tenant waits alike (tests/it/diagnosis.rs holds this on `scenarios/bursty-multitenant.json`), and there is no unfairness to plant until tenants have arrival processes of their own. {}",
         match &held {
             Some(h) => format!("The cases marked held out were written after the diagnosis's rules and committed before the diagnosis or the planting had run on them: on those it names {h}; the others were written while the rules were checked against them (the interference rule was added when they found interference read as service time)."),
             None => "Every case was written while the diagnosis's rules were being checked against them (the interference rule was added when the corpus found interference read as service time): none is held out, so the accuracy is on data the rules have seen.".into(),
@@ -169,7 +227,8 @@ pub(super) fn planted_causes(f: &mut Findings, cfg: &Config, runs: &mut Runs) {
     s.regime = format!(
         "Overload at 1.5× capacity and more, bursts under capacity, light load: {planted_shown} of the cases miss their objectives{rest}."
     );
-    s.columns = ["Planted cause", "Cases", "Named right"].map(String::from).to_vec();
+    s.columns =
+        ["Planted cause", "Cases", "Named right", "ρ (offered ÷ sustained capacity)"].map(String::from).to_vec();
     s.rows = rows;
     let verdict = f.decide("diagnosis");
     let listed = if misses.is_empty() {

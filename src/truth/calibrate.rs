@@ -681,12 +681,20 @@ pub fn calibrate_with(
     let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
     let candidates = opts.candidates(&scen, train.len());
     let n = train.len() as u64;
-    let expected = candidates.iter().map(|x| expected_runs(n, all.len() as u64, x, fit::grid(x).len())).sum::<u64>()
-        + all.len() as u64;
+    let starts_n = |x: &[Extra]| match x {
+        [one] if opts.choose => fit::widened_len(*one),
+        _ => fit::grid(x).len(),
+    };
+    let expected =
+        candidates.iter().map(|x| expected_runs(n, all.len() as u64, x, starts_n(x))).sum::<u64>() + all.len() as u64;
     let mut tick = Runs::new(expected, progress);
     let before = predict(&scen, &all, Multipliers::ONE, &mut tick);
     let g = Ground { all: &all, scen: &scen, is_train: &p.is_train, before: &before, train: &train };
-    let mut outcomes: Vec<Outcome> = candidates.iter().map(|x| outcome(&g, x, None, &mut tick)).collect();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for x in &candidates {
+        let starts = forward_starts(opts.choose, outcomes.first(), x);
+        outcomes.push(outcome(&g, x, starts.as_deref(), &mut tick));
+    }
     if opts.choose {
         let more = second_knobs(&g, &outcomes, &mut tick);
         outcomes.extend(more);
@@ -787,6 +795,18 @@ fn outcome(g: &Ground<'_>, extras: &[Extra], starts: Option<&[Vec<f64>]>, tick: 
     let rows = rows(all, is_train, &flags, before, &after, &loo);
     let leave_one_out = headline(&rows, |r| r.training, |r| r.leave_one_out_ape);
     Outcome { extras: extras.to_vec(), fitted_x, fitted, after, saturated, flags, rows, leave_one_out }
+}
+
+/// `--fit auto`'s single knob `x` begins where the two multipliers' fit (`none`) ended, as a pair begins where
+/// its single's did ([`second_knobs`]); a knob set asked for, or the multipliers alone, from the whole grid.
+/// (Each single searched its whole grid until December 2026: a third of a heavy series' runs.)
+fn forward_starts(choosing: bool, none: Option<&Outcome>, x: &[Extra]) -> Option<Vec<Vec<f64>>> {
+    match (x, none) {
+        ([added], Some(none)) if choosing && none.extras.is_empty() => {
+            Some(fit::widened(&none.fitted_x.point, &none.extras, *added, x))
+        }
+        _ => None,
+    }
 }
 
 /// The most knobs `--fit auto` fits besides the two multipliers.

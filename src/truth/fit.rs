@@ -97,6 +97,10 @@ pub fn bounds(i: usize, extras: &[Extra]) -> (f64, f64) {
 
 /// Rounds of the simplex per dimension.
 const NM_ROUNDS: usize = 40;
+/// Rounds per dimension without a better vertex after which the simplex stops: it has converged (on the
+/// InferenceX series the best vertex stopped moving after a third to two thirds of the budget, and the rounds
+/// after were a third of a calibration's runs), though a small simplex still moving along a valley goes on.
+const NM_STALL: usize = 5;
 /// Pattern-search levels of a full fit: it runs at least its grid's points and this many rounds of moves.
 pub const LEVELS: u64 = 7;
 
@@ -158,7 +162,8 @@ pub fn pattern(
     (best, best_err)
 }
 
-/// Nelder–Mead from `x0` (objective `f0`), points clamped to the bounds; a fixed budget of evaluations.
+/// Nelder–Mead from `x0` (objective `f0`), points clamped to the bounds; a fixed budget of evaluations, ended
+/// early when the best vertex has not improved for [`NM_STALL`] rounds per dimension.
 fn nelder_mead(eval: &mut impl FnMut(&[f64]) -> f64, x0: Vec<f64>, f0: f64, extras: &[Extra]) -> (Vec<f64>, f64) {
     let n = x0.len();
     let clamp = |x: Vec<f64>| clamped(x, extras);
@@ -171,8 +176,17 @@ fn nelder_mead(eval: &mut impl FnMut(&[f64]) -> f64, x0: Vec<f64>, f0: f64, extr
         simplex.push((x, f));
     }
     let towards = |a: &[f64], b: &[f64], t: f64| a.iter().zip(b).map(|(p, q)| p + t * (q - p)).collect::<Vec<f64>>();
+    let (mut best_f, mut since) = (f0, 0);
     for _ in 0..NM_ROUNDS * n {
         simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+        if simplex[0].1 < best_f {
+            (best_f, since) = (simplex[0].1, 0);
+        } else {
+            since += 1;
+            if since >= NM_STALL * n {
+                break;
+            }
+        }
         let centroid: Vec<f64> = (0..n).map(|j| simplex[..n].iter().map(|p| p.0[j]).sum::<f64>() / n as f64).collect();
         let worst = simplex[n].clone();
         let reflected = clamp(towards(&centroid, &worst.0, -1.0));
