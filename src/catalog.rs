@@ -170,7 +170,10 @@ mod tests {
         assert_eq!(c.trace_formats, ["auto", "vidur", "azure", "burstgpt", "mooncake"]);
         assert_eq!(c.session_trace_formats, ["auto", "inferscale", "inference_lab"]);
         assert_eq!(c.metrics, ["ttft", "tpot", "e2e", "queue_delay"]);
-        assert_eq!(c.calibration_knobs, ["auto", "step_overhead", "request_overhead", "tp_comm", "frontend"]);
+        assert_eq!(
+            c.calibration_knobs,
+            ["auto", "step_overhead", "request_overhead", "tp_comm", "frontend", "seq_overhead"]
+        );
     }
 
     #[test]

@@ -128,8 +128,9 @@ enum Command {
         train: Vec<String>,
         /// Knobs to fit besides the prefill and decode multipliers, comma-separated: step_overhead (ms added
         /// to every step), request_overhead (ms before a request queues), tp_comm (× the all-reduce time),
-        /// frontend (ms a request holds the front end); `auto`: choose none or one of them (of those named, or
-        /// of all) by leave-one-out on the training cases.
+        /// frontend (ms a request holds the front end), seq_overhead (µs of host work a running sequence adds
+        /// to every step); `auto`: choose none, one or two of them (of those named, or of all but seq_overhead) by
+        /// leave-one-out on the training cases.
         #[arg(long, value_delimiter = ',', value_parser = calibration_knobs())]
         fit: Vec<String>,
         /// The gate: the recommended model passes when its median error on runs it did not see is at most

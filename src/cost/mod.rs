@@ -97,19 +97,20 @@ impl CostModel {
         }
     }
 
-    /// The same model with its step overhead raised by `ns` (a linear model's base time) and its
-    /// tensor-parallel all-reduce time multiplied by `comm` (a linear model has none): calibration's extra
-    /// knobs.
-    pub fn adjusted(mut self, overhead_ns: f64, comm: f64) -> Self {
+    /// The same model with its step overhead raised by `ns` (a linear model's base time), its
+    /// tensor-parallel all-reduce time multiplied by `comm` (a linear model has none) and its host work per
+    /// sequence raised by `per_seq_ns` (a linear model's time per sequence): calibration's extra knobs.
+    pub fn adjusted(mut self, overhead_ns: f64, comm: f64, per_seq_ns: f64) -> Self {
         match &mut self {
             CostModel::Roofline(r) => {
                 r.overhead_ns += overhead_ns;
+                r.cpu_ns_per_seq += per_seq_ns;
                 r.comm_ns_fixed *= comm;
                 r.comm_ns_per_token *= comm;
                 r.comm_large_ns_fixed *= comm;
                 r.comm_large_ns_per_token *= comm;
             }
-            CostModel::Linear(l) => l.base_ns += overhead_ns,
+            CostModel::Linear(l) => (l.base_ns, l.per_seq_ns) = (l.base_ns + overhead_ns, l.per_seq_ns + per_seq_ns),
         }
         self
     }

@@ -42,7 +42,7 @@ const MUCH_WORSE: (f64, f64) = (1.5, 0.10);
 /// How a calibration chooses its knobs and judges its answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    /// The knobs fitted besides the two multipliers; with `choose`, the candidates (none named: every knob).
+    /// The knobs fitted besides the two multipliers; with `choose`, the candidates (none named: `Extra::AUTO`).
     pub extras: Vec<Extra>,
     /// Choose the knobs by leave-one-out on the training cases — never by the held-out cases: the two
     /// multipliers alone, or with one candidate knob.
@@ -97,7 +97,7 @@ impl Options {
             return vec![vec![]];
         }
         let tp = scen.iter().any(|s| s.pools.iter().any(|p| p.hardware.tp > 1));
-        let pool = if self.extras.is_empty() { Extra::ALL.to_vec() } else { self.extras.clone() };
+        let pool = if self.extras.is_empty() { Extra::AUTO.to_vec() } else { self.extras.clone() };
         let singles = pool.into_iter().filter(|x| tp || *x != Extra::TpComm).map(|x| vec![x]);
         std::iter::once(vec![]).chain(singles).collect()
     }
@@ -271,6 +271,9 @@ pub struct Multipliers {
     /// The serving front end's time per request, ms (its per-token time is the base scenario's, or 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontend_ms: Option<f64>,
+    /// Added to the host work per running sequence per step (`engine.step_cpu.per_seq_us`), µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq_overhead_us: Option<f64>,
 }
 
 impl Multipliers {
@@ -289,6 +292,9 @@ impl Multipliers {
         if let Some(ms) = self.frontend_ms {
             parts.push(format!("front end {ms:.2} ms a request"));
         }
+        if let Some(us) = self.seq_overhead_us {
+            parts.push(format!("per-sequence step time + {us:.1} µs"));
+        }
         parts.join(", ")
     }
 
@@ -299,6 +305,7 @@ impl Multipliers {
             Extra::RequestOverhead => self.request_overhead_ms.is_some(),
             Extra::TpComm => self.tp_comm.is_some(),
             Extra::Frontend => self.frontend_ms.is_some(),
+            Extra::SeqOverhead => self.seq_overhead_us.is_some(),
         };
         Extra::ALL.into_iter().filter(fitted).collect()
     }
@@ -313,6 +320,7 @@ impl Multipliers {
                 Extra::RequestOverhead => self.request_overhead_ms = None,
                 Extra::TpComm => self.tp_comm = None,
                 Extra::Frontend => self.frontend_ms = None,
+                Extra::SeqOverhead => self.seq_overhead_us = None,
             },
         }
     }
@@ -329,13 +337,16 @@ impl Multipliers {
                 }
                 Extra::TpComm => format!("TP all-reduce × {:.3}", self.tp_comm.unwrap_or(1.0)),
                 Extra::Frontend => format!("front end {:.2} ms a request", self.frontend_ms.unwrap_or(0.0)),
+                Extra::SeqOverhead => {
+                    format!("per-sequence step time + {:.1} µs", self.seq_overhead_us.unwrap_or(0.0))
+                }
             },
         }
     }
 
     /// What a run at these knobs depends on, bit for bit: a knob at its neutral value is the knob absent
     /// (except the front end, which replaces the base scenario's).
-    fn key(&self) -> [u64; 6] {
+    fn key(&self) -> [u64; 7] {
         let ms = |v: Option<f64>| if v == Some(0.0) { 0 } else { v.unwrap_or(0.0).to_bits() };
         [
             self.prefill.to_bits(),
@@ -344,6 +355,7 @@ impl Multipliers {
             ms(self.request_overhead_ms),
             self.tp_comm.unwrap_or(1.0).to_bits(),
             self.frontend_ms.map_or(u64::MAX, f64::to_bits),
+            ms(self.seq_overhead_us),
         ]
     }
 
@@ -354,6 +366,7 @@ impl Multipliers {
         request_overhead_ms: None,
         tp_comm: None,
         frontend_ms: None,
+        seq_overhead_us: None,
     };
 
     /// The knobs at search point `x`: log2 prefill and decode, then each extra's coordinate.
@@ -366,6 +379,7 @@ impl Multipliers {
                 Extra::RequestOverhead => m.request_overhead_ms = Some(v),
                 Extra::TpComm => m.tp_comm = Some(libm::exp2(v)),
                 Extra::Frontend => m.frontend_ms = Some(v),
+                Extra::SeqOverhead => m.seq_overhead_us = Some(v),
             }
         }
         m
@@ -514,11 +528,11 @@ fn predict(scenarios: &[&Scenario], cases: &[&Case], m: Multipliers, runs: &mut 
             for p in &mut sc.pools {
                 let (prefill, decode) = p.cost.scales();
                 let overhead_ns = m.step_overhead_ms.unwrap_or(0.0) * 1e6;
-                p.cost = p
-                    .cost
-                    .clone()
-                    .scaled(prefill * m.prefill, decode * m.decode)
-                    .adjusted(overhead_ns, m.tp_comm.unwrap_or(1.0));
+                p.cost = p.cost.clone().scaled(prefill * m.prefill, decode * m.decode).adjusted(
+                    overhead_ns,
+                    m.tp_comm.unwrap_or(1.0),
+                    m.seq_overhead_us.unwrap_or(0.0) * 1e3,
+                );
                 p.engine.request_overhead_ns += libm::round(m.request_overhead_ms.unwrap_or(0.0) * 1e6) as u64;
                 if let Some(ms) = m.frontend_ms {
                     let per_token_ns = p.engine.frontend.map_or(0.0, |f| f.1);
@@ -566,7 +580,7 @@ fn objective(cases: &[&Case], saturated: &[bool], preds: &[Pred]) -> f64 {
 /// The simulations a calibration runs: each case's prediction at each point it was run (see [`predict`]), and
 /// their count for a progress bar: (done, expected so far).
 struct Runs<'a> {
-    seen: HashMap<(String, [u64; 6]), Pred>,
+    seen: HashMap<(String, [u64; 7]), Pred>,
     done: u64,
     expected: u64,
     progress: &'a mut dyn FnMut(u64, u64),

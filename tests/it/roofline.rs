@@ -377,7 +377,7 @@ fn tensor_parallel_all_reduce_matches_published_h100_measurements() {
         );
         log_err += (model_us / us).ln().abs() / MEASURED.len() as f64;
         // Calibration's tp_comm knob scales the whole curve.
-        let doubled = cost.clone().adjusted(0.0, 2.0).step(&work).comm_ns;
+        let doubled = cost.clone().adjusted(0.0, 2.0, 0.0).step(&work).comm_ns;
         assert!((doubled / step.comm_ns - 2.0).abs() < 1e-12, "TP {tp}, {bytes} B: × {}", doubled / step.comm_ns);
     }
     assert!(log_err < 0.08, "mean |ln(model / measured)| {log_err:.3}");

@@ -121,6 +121,9 @@ pub fn answer(c: &Value) -> String {
     if let Some(ms) = f(&fitted["frontend_ms"]) {
         fit += &format!(", front end {ms:.2} ms a request");
     }
+    if let Some(us) = f(&fitted["seq_overhead_us"]) {
+        fit += &format!(", per-sequence step time + {us:.1} µs");
+    }
     let unidentified: Vec<&str> =
         c["unidentified"].as_array().into_iter().flatten().filter_map(|u| u.as_str()).collect();
     let not = if unidentified.is_empty() {
