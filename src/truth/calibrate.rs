@@ -9,7 +9,7 @@
 //! or the model's) counts by its throughput only. Calibration corrects a global scale; it cannot fix a
 //! scheduler the model lacks, and the verdict says when the fit does not beat the uncalibrated model.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 use super::fit;
@@ -255,7 +255,7 @@ pub struct Saturated {
 
 /// What calibration fitted: the prefill and decode multipliers always, and each extra knob it was asked to
 /// fit (absent otherwise).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Multipliers {
     pub prefill: f64,
     pub decode: f64,
@@ -359,7 +359,8 @@ impl Multipliers {
         ]
     }
 
-    const ONE: Multipliers = Multipliers {
+    /// Nothing fitted: both multipliers 1, no extra knob.
+    pub const ONE: Multipliers = Multipliers {
         prefill: 1.0,
         decode: 1.0,
         step_overhead_ms: None,
@@ -695,10 +696,7 @@ pub fn calibrate_with(
     let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
     let candidates = opts.candidates(&scen, train.len());
     let n = train.len() as u64;
-    let starts_n = |x: &[Extra]| match x {
-        [one] if opts.choose => fit::widened_len(*one),
-        _ => fit::grid(x).len(),
-    };
+    let starts_n = |x: &[Extra]| forward_knob(opts.choose, x).map_or_else(|| fit::grid(x).len(), fit::widened_len);
     let expected =
         candidates.iter().map(|x| expected_runs(n, all.len() as u64, x, starts_n(x))).sum::<u64>() + all.len() as u64;
     let mut tick = Runs::new(expected, progress);
@@ -815,10 +813,15 @@ fn outcome(g: &Ground<'_>, extras: &[Extra], starts: Option<&[Vec<f64>]>, tick: 
 /// its single's did ([`second_knobs`]); a knob set asked for, or the multipliers alone, from the whole grid.
 /// (Each single searched its whole grid until December 2026: a third of a heavy series' runs.)
 fn forward_starts(choosing: bool, none: Option<&Outcome>, x: &[Extra]) -> Option<Vec<Vec<f64>>> {
-    match (x, none) {
-        ([added], Some(none)) if choosing && none.extras.is_empty() => {
-            Some(fit::widened(&none.fitted_x.point, &none.extras, *added, x))
-        }
+    let none = none.filter(|o| o.extras.is_empty())?;
+    forward_knob(choosing, x).map(|added| fit::widened(&none.fitted_x.point, &none.extras, added, x))
+}
+
+/// The knob a set adds to the two multipliers' fit when `--fit auto` begins it there (a single knob, choosing):
+/// where [`forward_starts`] begins it, and what the run estimate counts.
+fn forward_knob(choosing: bool, x: &[Extra]) -> Option<Extra> {
+    match x {
+        [added] if choosing => Some(*added),
         _ => None,
     }
 }

@@ -15,7 +15,7 @@ pub mod steps;
 pub mod validation;
 
 pub use calibrate::{
-    Calibration, Extra, Options, calibrate, calibrate_with, calibrate_with_progress, default_training,
+    Calibration, Extra, Multipliers, Options, calibrate, calibrate_with, calibrate_with_progress, default_training,
 };
 pub use import::{ImportError, Importer, import};
 

@@ -3,7 +3,7 @@
 //! case's rows with a verdict each, and the measured-vs-predicted charts.
 
 use inferscale::study::{Chart, ChartSeries};
-use inferscale::truth::{Case, Rate};
+use inferscale::truth::{Case, Multipliers, Rate};
 use serde_json::Value;
 
 use crate::table::esc;
@@ -101,29 +101,9 @@ pub fn cases_table(cases: &[Case], train: &[bool]) -> String {
 
 /// The calibration's answer in one paragraph: which model to use and why, then the fit.
 pub fn answer(c: &Value) -> String {
-    let f = |v: &Value| v.as_f64();
     let n_train = c["rows"].as_array().map_or(0, |r| distinct(r, true));
-    let fitted = &c["fitted"];
-    let mut fit = format!(
-        "prefill × {:.3}, decode × {:.3}",
-        f(&fitted["prefill"]).unwrap_or(1.0),
-        f(&fitted["decode"]).unwrap_or(1.0)
-    );
-    if let Some(ms) = f(&fitted["step_overhead_ms"]) {
-        fit += &format!(", step overhead + {ms:.2} ms");
-    }
-    if let Some(ms) = f(&fitted["request_overhead_ms"]) {
-        fit += &format!(", request overhead + {ms:.1} ms");
-    }
-    if let Some(x) = f(&fitted["tp_comm"]) {
-        fit += &format!(", TP all-reduce × {x:.3}");
-    }
-    if let Some(ms) = f(&fitted["frontend_ms"]) {
-        fit += &format!(", front end {ms:.2} ms a request");
-    }
-    if let Some(us) = f(&fitted["seq_overhead_us"]) {
-        fit += &format!(", per-sequence step time + {us:.1} µs");
-    }
+    // The core's own words for what was fitted (the CLI's verdict says the same).
+    let fit = serde_json::from_value::<Multipliers>(c["fitted"].clone()).unwrap_or(Multipliers::ONE).sentence();
     let unidentified: Vec<&str> =
         c["unidentified"].as_array().into_iter().flatten().filter_map(|u| u.as_str()).collect();
     let not = if unidentified.is_empty() {
@@ -446,6 +426,12 @@ mod tests {
         let c = calibration();
         let a = answer(&c);
         assert!(a.starts_with("Use the ") && a.contains("Held out (") && a.contains("Fitted prefill × "), "{a}");
+        // The fit in the core's words, every knob it fitted read back from the JSON.
+        let mut knobs = c.clone();
+        knobs["fitted"]["seq_overhead_us"] = serde_json::json!(189.6);
+        knobs["fitted"]["request_overhead_ms"] = serde_json::json!(104.0);
+        let said = answer(&knobs);
+        assert!(said.contains(", request overhead + 104.0 ms, per-sequence step time + 189.6 µs on "), "{said}");
         assert!(headline_table(&c).contains("Leave-one-out (training cases)"));
         assert!(headline_table(&c).contains("Gate: the "), "{}", headline_table(&c));
         // The heavy-load row is shown exactly when some held-out case is above every training load.
