@@ -11,7 +11,8 @@
 //! That is vLLM V1's formation. SGLang's ([`BatchFormationSpec::Sglang`]) puts prompts first: a step that can
 //! prefill runs only prefill and decoding sits it out; [`BatchFormationSpec::SglangMixed`] lets every decode
 //! take its token and fills the rest of the budget with prompts. Both are planned from scratch at each step
-//! (no lazy step end: a decoder does not take a token every step).
+//! (a decoder does not take a token every step), except a step that can only decode: the step end's pass
+//! plans that one, lazily, as vLLM's (`Simulation::sglang_decodes_next`).
 
 use super::Simulation;
 use super::running::{Plan, Running, take, want_need};

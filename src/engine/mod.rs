@@ -675,12 +675,21 @@ impl<'a> Simulation<'a> {
         let pool = &self.sc.pools[rep.pool];
         let en = &pool.engine;
         rep.busy = false;
-        // Only vLLM's formation is planned in the step end's pass (SGLang's is planned from scratch).
+        // vLLM's formation is planned in the step end's pass. SGLang's is planned from scratch, except when its
+        // next step can only decode (see `sglang_decodes_next`): then it is the pass's plan too.
+        let sglang_decodes = self.lazy_steps && self.sglang_decodes_next(r);
+        let rep = &mut self.replicas[r];
         let (budget, lazy) = match en.formation {
             BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.lazy_steps),
+            // Non-mixed SGLang gives decodes no token budget; mixed, the step's.
+            BatchFormationSpec::Sglang if sglang_decodes => (u32::MAX, true),
+            BatchFormationSpec::SglangMixed if sglang_decodes => (en.max_num_batched_tokens, true),
             _ => (0, false),
         };
         if let Some((ended, tally)) = rep.batch.coast(&mut rep.kv, en, budget) {
+            if sglang_decodes {
+                rep.new_token_ratio.decay(); // what `retract_for_decode` does when nothing is retracted
+            }
             return self.coasted(r, ended, &tally);
         }
         let mut pass = RarePass {
@@ -707,13 +716,42 @@ impl<'a> Simulation<'a> {
         let ended = rep.batch.end_step(&mut pass, en, budget, lazy);
         let RarePass { tally, handoff, .. } = pass;
         self.settle_step_end(r, &tally, ended.held_blocks, &handoff);
-        self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from });
+        if sglang_decodes && !self.replicas[r].batch.is_empty() {
+            // The pass planned every survivor's decode token, as SGLang's formation would have: no retraction
+            // (the blocks were free), the ratio decays, and with nothing waiting no prompt joins.
+            debug_assert!(handoff.is_empty() && ended.from == self.replicas[r].batch.len());
+            self.replicas[r].new_token_ratio.decay();
+            let limiter = self.admission_closed(r, ended.budget).expect("nothing waits");
+            self.launch(r, &ended.work, limiter);
+        } else {
+            self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from });
+        }
         for (id, blocks, shared_group) in handoff {
             self.start_transfer(id, r, blocks, shared_group);
         }
         if self.central.is_some() {
             self.kick_idle();
         }
+    }
+
+    /// Whether SGLang's formation of replica `r`'s next step, at this step end, can only decode every running
+    /// request, one token each, with no retraction: nothing waits to be admitted, no running prompt has a chunk
+    /// left after this step, and the free blocks cover a new block for every request. That step is the one
+    /// vLLM's pass plans with the budget SGLang gives decodes, so it may be planned there — and coast, lazy, as
+    /// vLLM's does — instead of from scratch. False for vLLM's formation.
+    fn sglang_decodes_next(&self, r: usize) -> bool {
+        let rep = &self.replicas[r];
+        let en = &self.sc.pools[rep.pool].engine;
+        if en.formation.is_vllm() || self.sc.pools[rep.pool].role == Role::Prefill {
+            return false;
+        }
+        let waiting = self.central.as_ref().map_or(rep.queue.len(), |q| q.len());
+        let n = rep.batch.len() as u64;
+        let budget_ok = en.formation == BatchFormationSpec::Sglang || n <= en.max_num_batched_tokens as u64;
+        // A lazy batch is all decoders; otherwise each is looked at (a step end off the coasting path).
+        let decoders = rep.batch.lazy_count() == n
+            || rep.batch.requests().iter().all(|s| s.prefilled + s.step_tokens >= s.prefill_target);
+        waiting == 0 && budget_ok && n <= rep.kv.free() && decoders
     }
 
     /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may

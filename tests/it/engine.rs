@@ -370,11 +370,13 @@ fn prefill_first_lowers_ttft_and_stretches_the_inter_token_tail_under_load() {
     assert!(g.tpot_s.mean > v.tpot_s.mean);
 }
 
-/// Every batch formation on the random scenarios: no panic, every audit holds, and the lazy step end (which
-/// only vLLM's formation uses) changes nothing. A decode pool forms vLLM batches whatever the setting.
+/// Every batch formation on the random scenarios: no panic, every audit holds, and the lazy step end (vLLM's
+/// always; SGLang's when its next step can only decode) changes nothing. A decode pool forms vLLM batches
+/// whatever the setting.
 #[test]
 fn every_batch_formation_passes_the_audits_on_random_scenarios() {
     let (mut ran, mut differ_sglang, mut differ_mixed) = (0, 0, 0);
+    let (mut sglang_coasting, mut sglang_coasted, mut sglang_steps) = (0, 0, 0);
     // The setup names the formation: compare what the requests saw.
     let seen = |r: &inferscale::Report| format!("{:?}", r.summary);
     for i in 0..200 {
@@ -391,7 +393,13 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
             if let Some(d) = sc.pools.iter().find(|p| p.role == Role::Decode) {
                 assert_eq!(d.engine.formation, BatchFormationSpec::Vllm);
             }
-            let r = simulate(&sc);
+            let rec = inferscale::engine::run(&sc);
+            (sglang_coasting, sglang_coasted, sglang_steps) = (
+                sglang_coasting + u32::from(rec.coasted_steps > 0),
+                sglang_coasted + rec.coasted_steps,
+                sglang_steps + rec.steps,
+            );
+            let r = inferscale::Report::build(&sc, rec);
             let a = &r.audits;
             assert!(
                 a.conservation.ok && a.kv.violations == 0 && a.little.relative_error <= 0.01,
@@ -409,8 +417,10 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
         ran += 1;
     }
     println!(
-        "batch formations: {ran} scenarios; sglang differs from vllm in {differ_sglang}, sglang_mixed in {differ_mixed}"
+        "batch formations: {ran} scenarios; sglang differs from vllm in {differ_sglang}, sglang_mixed in {differ_mixed}; SGLang's lazy step end in {sglang_coasting} runs, {sglang_coasted} of {sglang_steps} step ends coasted"
     );
+    // The comparison above has teeth: SGLang's runs take the lazy path often.
+    assert!(sglang_coasting > ran && sglang_coasted * 10 > sglang_steps, "{sglang_coasting} runs coasting");
     // Many random scenarios are light (a prompt rarely meets a decode): there the formations agree. Mixed
     // chunking differs from vLLM only when the budget runs out before a decoder's turn (vLLM's skips the
     // step; SGLang's never does) or a chunked prompt comes before decoders in the batch order.
@@ -1020,4 +1030,27 @@ fn sglang_retracts_the_least_progressed_and_its_ratio_decays_to_a_floor() {
     assert_eq!(r.0, 1.0);
     r.reset();
     assert_eq!(r.0, 0.7);
+}
+
+/// SGLang's formation on a closed loop of long outputs (InferenceX's H200 1k/8k sweep at 16 clients, the
+/// validation's costliest kind of run): nearly every step end coasts — a step end costs O(1), not a pass over
+/// the batch and a formation from scratch — and the report is the general path's byte for byte.
+#[test]
+fn sglang_decoding_a_closed_loop_coasts_and_equals_the_general_path() {
+    use inferscale::truth::{Bundle, calibrate};
+    let dir = super::root().join("tests/data/public/inferencex");
+    let base: inferscale::spec::Spec =
+        inferscale::scenario::parse(&std::fs::read_to_string(dir.join("dsr1-fp8-h200.json")).unwrap()).unwrap();
+    let bundle = Bundle::parse(&std::fs::read_to_string(dir.join("h200.bundle.json")).unwrap()).unwrap();
+    let case = bundle.cases.iter().find(|c| c.id == "h200-1k8k-c16.json").unwrap();
+    let mut spec = calibrate::scenario_of(&base, case).unwrap();
+    spec.workload.requests = Some(48); // three rounds of the 16 clients: the loop's shape, a tenth of its runs
+    let sc = super::valid(&spec);
+    assert_eq!(sc.front_pool().engine.formation, BatchFormationSpec::Sglang);
+    let rec = inferscale::engine::run(&sc);
+    let (steps, coasted) = (rec.steps, rec.coasted_steps);
+    let lazy = inferscale::export::json(&inferscale::Report::build(&sc, rec));
+    let eager = inferscale::export::json(&inferscale::Report::build(&sc, inferscale::engine::run_eager(&sc)));
+    assert!(lazy == eager, "the lazy step end changed the report");
+    assert!(coasted * 100 > steps * 95, "{coasted} of {steps} step ends coasted");
 }

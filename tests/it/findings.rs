@@ -4,8 +4,9 @@
 
 use inferscale::findings::{self, Findings, Line, Test, Unit, Verdict};
 
-/// docs/results.md is the report as `inferscale report --out docs/results.md` writes it now: a stale report
-/// is a failing test.
+/// docs/results.md and docs/results.json are the report as `inferscale report --out docs/results.md` (and
+/// `--format json --out docs/results.json`) write it now: a stale report is a failing test. (The lab's
+/// Findings panel is held to these two files byte for byte: tests/e2e/findings.test.mjs.)
 #[test]
 fn docs_results_md_is_the_report_byte_for_byte() {
     let report = findings::report(findings::Config::default());
@@ -15,8 +16,14 @@ fn docs_results_md_is_the_report_byte_for_byte() {
         committed == md,
         "docs/results.md is stale: run `cargo run --release -- report --out docs/results.md`\n--- now ---\n{md}"
     );
+    let json_text = report.json().unwrap();
+    let committed = std::fs::read_to_string(super::root().join("docs/results.json")).unwrap();
+    assert!(
+        committed == json_text,
+        "docs/results.json is stale: run `cargo run --release -- report --format json --out docs/results.json`"
+    );
     // Every figure in the JSON is in the text exactly as the JSON shows it, and its value reads back.
-    let json: serde_json::Value = serde_json::from_str(&report.json().unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&json_text).unwrap();
     let figures = json["figures"].as_array().unwrap();
     assert!(figures.len() >= 20, "{} figures", figures.len());
     for f in figures {
