@@ -677,7 +677,8 @@ impl<'a> Simulation<'a> {
         rep.busy = false;
         // vLLM's formation is planned in the step end's pass. SGLang's is planned from scratch, except when its
         // next step can only decode (see `sglang_decodes_next`): then it is the pass's plan too.
-        let sglang_decodes = self.lazy_steps && self.sglang_decodes_next(r);
+        // (Checked here first: vLLM's hot step end does not pay the call.)
+        let sglang_decodes = !en.formation.is_vllm() && self.lazy_steps && self.sglang_decodes_next(r);
         let rep = &mut self.replicas[r];
         let (budget, lazy) = match en.formation {
             BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.lazy_steps),
@@ -739,6 +740,7 @@ impl<'a> Simulation<'a> {
     /// left after this step, and the free blocks cover a new block for every request. That step is the one
     /// vLLM's pass plans with the budget SGLang gives decodes, so it may be planned there — and coast, lazy, as
     /// vLLM's does — instead of from scratch. False for vLLM's formation.
+    #[inline(never)]
     fn sglang_decodes_next(&self, r: usize) -> bool {
         let rep = &self.replicas[r];
         let en = &self.sc.pools[rep.pool].engine;

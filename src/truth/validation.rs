@@ -114,9 +114,11 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
         .filter_map(|c| if c.recommended == "calibrated" { c.heavy_load.calibrated } else { c.heavy_load.baseline })
         .filter(|&e| e <= 0.10)
         .count();
-    let capacity: Vec<(f64, f64)> = runs.iter().filter_map(capacity_error).collect();
+    let capacity: Vec<(f64, f64)> =
+        runs.iter().zip(series).filter_map(|(c, (_, b))| capacity_error(c, &b.cases)).collect();
     let capacity_met = capacity.iter().filter(|e| e.1 <= 0.10).count();
     let capacity_met_before = capacity.iter().filter(|e| e.0 <= 0.10).count();
+    let overloaded = runs.iter().filter(|c| c.saturated.iter().any(|x| !x.training)).count();
     let _ = write!(
         out,
         "\nHeld-out error is the median absolute percentage error over the latency figures the held-out runs have \
@@ -126,10 +128,11 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
          series (better left out one at a time, and no worse held out, overall and at heavy load); the calibrated \
          held-out error is within 10 % on {met} of {}, and at heavy load on {heavy_met} of the {with_heavy} series \
          that have heavy points (the recommended model's on {recommended_heavy}); the recommended model passes its \
-         gate on {passed} of {}. Sustainable capacity: {} series have held-out runs past saturation whose files say \
-         what they served — the rate a server sustains when offered more — and the model's served rate under the \
-         same overload is within 10 % of it on {capacity_met} of them calibrated ({capacity_met_before} \
-         uncalibrated; each case's figures are in its series' notes).\n\n",
+         gate on {passed} of {}. Sustainable capacity: {overloaded} series have held-out runs past saturation; \
+         {} of them served every request but a few (at most 1 % failed), so what they served is the rate the server \
+         sustained, and the model's served rate under the same overload is within 10 % of it on {capacity_met} \
+         calibrated ({capacity_met_before} uncalibrated); the others failed many of their requests, so they give \
+         no capacity (each case is in its series' notes).\n\n",
         counted.join(", "),
         runs.len(),
         runs.len(),
@@ -156,7 +159,7 @@ fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
     out.push('\n');
     trials(out, c);
     regimes(out, s, cases, c);
-    for w in c.saturated.iter().map(saturated_line).chain(c.warnings.clone()) {
+    for w in c.saturated.iter().map(|x| saturated_line(x, case_of(cases, &x.case))).chain(c.warnings.clone()) {
         let _ = writeln!(out, "- {w}");
     }
     if !c.saturated.is_empty() || !c.warnings.is_empty() {
@@ -164,43 +167,64 @@ fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
     }
 }
 
-/// A case past saturation, and — when its run says what it served — the rate the model serves under the same
-/// overload against it: past saturation a server serves at the rate it sustains, so this is predicted against
-/// measured capacity.
-fn saturated_line(x: &Saturated) -> String {
-    let Some(measured) = x.measured_rps.filter(|m| *m > 0.0) else {
-        return format!("Past saturation: {} ({}).", x.case, x.why);
-    };
-    let err = |p: f64| format!("{:+.1} %", (p / measured - 1.0) * 100.0);
-    format!(
-        "Past saturation: {} ({}). Served there, the capacity it sustained: {} req/s measured; the model serves {} uncalibrated ({}), {} calibrated ({}).",
-        x.case,
-        x.why,
-        rps(measured),
-        rps(x.baseline_rps),
-        err(x.baseline_rps),
-        rps(x.calibrated_rps),
-        err(x.calibrated_rps)
-    )
+/// A case past saturation, and — when its run served (nearly) every request it was sent — the rate the model
+/// serves under the same overload against what it served: past saturation a server that drops nothing serves at
+/// the rate it sustains, so this is predicted against measured capacity. A run that failed many requests
+/// served fewer than the server worked on, and gives no capacity: said, and not compared.
+fn saturated_line(x: &Saturated, case: Option<&Case>) -> String {
+    let head = format!("Past saturation: {} ({}).", x.case, x.why);
+    match (capacity_measured(x, case), case.and_then(|c| Some((c.measured.failed?, c.measured.completed?)))) {
+        (Some(measured), _) => {
+            let err = |p: f64| format!("{:+.1} %", (p / measured - 1.0) * 100.0);
+            format!(
+                "{head} It served every request but a few, so what it served is the capacity it sustained: {} req/s measured; the model serves {} uncalibrated ({}), {} calibrated ({}).",
+                rps(measured),
+                rps(x.baseline_rps),
+                err(x.baseline_rps),
+                rps(x.calibrated_rps),
+                err(x.calibrated_rps)
+            )
+        }
+        (None, Some((failed, completed))) if failed > 0 => format!(
+            "{head} {failed} of its {} requests failed (the file does not say why), so what it served is not the server's capacity — it worked on requests that never completed: not compared (the model serves {} req/s uncalibrated, {} calibrated).",
+            failed + completed,
+            rps(x.baseline_rps),
+            rps(x.calibrated_rps)
+        ),
+        _ => head,
+    }
+}
+
+/// The measured capacity a case past saturation gives: its served rate, when its run says it and failed at most
+/// 1 % of its requests.
+fn capacity_measured(x: &Saturated, case: Option<&Case>) -> Option<f64> {
+    let m = &case?.measured;
+    let (failed, completed) = (m.failed.unwrap_or(0), m.completed?);
+    let clean = failed * 100 <= failed + completed;
+    x.measured_rps.filter(|r| *r > 0.0 && clean)
 }
 
 fn rps(x: f64) -> String {
     if x >= 10.0 { format!("{x:.1}") } else { format!("{x:.2}") }
 }
 
-/// Per series with a held-out case past saturation whose run says what it served: the median over those cases
-/// of |served predicted / measured − 1|, uncalibrated and calibrated — the capacity error.
-fn capacity_error(c: &Calibration) -> Option<(f64, f64)> {
+/// Per series with a held-out case past saturation that gives a measured capacity ([`capacity_measured`]): the
+/// median over those cases of |served predicted / measured − 1|, uncalibrated and calibrated.
+fn capacity_error(c: &Calibration, cases: &[Case]) -> Option<(f64, f64)> {
     let of = |pick: fn(&Saturated) -> f64| {
         let mut e: Vec<f64> = (c.saturated.iter())
             .filter(|x| !x.training)
-            .filter_map(|x| Some(libm::fabs(pick(x) / x.measured_rps.filter(|m| *m > 0.0)? - 1.0)))
+            .filter_map(|x| Some(libm::fabs(pick(x) / capacity_measured(x, case_of(cases, &x.case))? - 1.0)))
             .collect();
         e.sort_by(f64::total_cmp);
         let n = e.len();
         (n > 0).then(|| if n % 2 == 1 { e[n / 2] } else { (e[n / 2 - 1] + e[n / 2]) / 2.0 })
     };
     Some((of(|x| x.baseline_rps)?, of(|x| x.calibrated_rps)?))
+}
+
+fn case_of<'a>(cases: &'a [Case], id: &str) -> Option<&'a Case> {
+    cases.iter().find(|c| c.id == id)
 }
 
 /// The figures each regime's table shows: the medians the fit saw, then the tails it never fits.

@@ -1387,20 +1387,29 @@ fn the_published_accuracy_table_is_what_its_command_writes() {
     // two were).
     assert!(written.contains("the held-out runs have (E2E mean, E2E median, ITL mean, ITL median, TPOT mean, TPOT median, TTFT mean, TTFT median)"), "{written}");
     assert!(!written.contains("(TTFT, TPOT, ITL, E2E; median and mean)"));
-    // Past saturation the model's served rate is set against the measured one (the capacity error), each
-    // error the one its two rates give, and the footer counts the series within 10 %.
-    let lines: Vec<&str> = written.lines().filter(|l| l.contains("Served there, the capacity it sustained")).collect();
-    assert_eq!(lines.len(), 4, "the four overloaded reasoning stages");
+    // Past saturation the model's served rate is set against the measured one (the capacity error) only where
+    // the run served every request but a few, each error the one its two rates give; a run that failed many is
+    // said and not compared; the footer counts both.
+    let lines: Vec<&str> =
+        written.lines().filter(|l| l.contains("so what it served is the capacity it sustained")).collect();
+    assert_eq!(lines.len(), 1, "CodeLlama-34B's reasoning stage: 4 of 4800 failed");
     for l in &lines {
         let num = |after: &str| -> f64 {
             let rest = &l[l.find(after).unwrap() + after.len()..];
             rest.trim_start().split([' ', ')', '(']).find(|w| !w.is_empty()).unwrap().parse().unwrap()
         };
-        let measured = num("sustained:");
+        let measured = num("it sustained:");
         let (before, shown) = (num("the model serves"), num("uncalibrated ("));
         assert!(((before / measured - 1.0) * 100.0 - shown).abs() < 2.5, "{l}");
     }
-    assert!(written.contains("Sustainable capacity: 4 series have held-out runs past saturation"), "{written}");
+    assert_eq!(
+        written.matches("failed (the file does not say why), so what it served is not the server's capacity").count(),
+        3
+    );
+    assert!(
+        written.contains("Sustainable capacity: 4 series have held-out runs past saturation; 1 of them"),
+        "{written}"
+    );
 }
 
 /// An inference-perf run's config.yaml beside its stage report: `import` reads it unasked and takes from it
