@@ -175,8 +175,13 @@ impl Simulation<'_> {
         if budget == 0 {
             return Some(Limiter::TokenBudget);
         }
-        let waiting = self.central.as_ref().map_or(rep.queue.len(), |q| q.len());
-        (waiting == 0).then_some(Limiter::QueueEmpty)
+        (self.waiting(r) == 0).then_some(Limiter::QueueEmpty)
+    }
+
+    /// Requests waiting for replica `r`: its own queue's, or the central queue's when there is one.
+    #[inline(always)]
+    pub(super) fn waiting(&self, r: usize) -> usize {
+        self.central.as_ref().map_or(self.replicas[r].queue.len(), |q| q.len())
     }
 
     /// Step 2: admit waiting requests while everything allows. Inlined into vLLM's formation, its hot caller.

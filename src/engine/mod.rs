@@ -747,13 +747,12 @@ impl<'a> Simulation<'a> {
         if en.formation.is_vllm() || self.sc.pools[rep.pool].role == Role::Prefill {
             return false;
         }
-        let waiting = self.central.as_ref().map_or(rep.queue.len(), |q| q.len());
         let n = rep.batch.len() as u64;
         let budget_ok = en.formation == BatchFormationSpec::Sglang || n <= en.max_num_batched_tokens as u64;
         // A lazy batch is all decoders; otherwise each is looked at (a step end off the coasting path).
         let decoders = rep.batch.lazy_count() == n
             || rep.batch.requests().iter().all(|s| s.prefilled + s.step_tokens >= s.prefill_target);
-        waiting == 0 && budget_ok && n <= rep.kv.free() && decoders
+        self.waiting(r) == 0 && budget_ok && n <= rep.kv.free() && decoders
     }
 
     /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may

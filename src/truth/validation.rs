@@ -217,8 +217,7 @@ fn capacity_error(c: &Calibration, cases: &[Case]) -> Option<(f64, f64)> {
             .filter_map(|x| Some(libm::fabs(pick(x) / capacity_measured(x, case_of(cases, &x.case))? - 1.0)))
             .collect();
         e.sort_by(f64::total_cmp);
-        let n = e.len();
-        (n > 0).then(|| if n % 2 == 1 { e[n / 2] } else { (e[n / 2 - 1] + e[n / 2]) / 2.0 })
+        (!e.is_empty()).then(|| crate::metrics::percentile(&e, 50.0))
     };
     Some((of(|x| x.baseline_rps)?, of(|x| x.calibrated_rps)?))
 }
