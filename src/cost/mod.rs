@@ -5,8 +5,9 @@
 //! A = attention query–key pairs, K = KV tokens read:
 //! ```text
 //! C  = (2·P·T + 4·layers·heads·head_dim·A) / (tp · peak · mfu)                 compute
-//! Mw = (weight bytes + T · kv_bytes_per_token) / (tp · bw · weight_bw_eff)       weights (+ KV writes)
-//! Mk = K · kv_bytes_per_token / (tp · bw · kv_bw_eff)                           KV reads
+//! Mw = (weight bytes + T · kv_bytes_per_token · r) / (tp · bw · weight_bw_eff)   weights (+ KV writes)
+//! Mk = K · kv_bytes_per_token · r / (tp · bw · kv_bw_eff)                       KV reads
+//! r  = max(1, tp / kv_heads)                                 KV heads replicated on every GPU past kv_heads
 //! M  = Mw + Mk
 //! step = max(C, M) + overlap_penalty · min(C, M) + comm + overhead
 //! comm = 2·layers·min over the small- and large-message lines of
@@ -189,7 +190,12 @@ impl Roofline {
         let flops_per_ns = tp * h.peak_flops * h.mfu / 1e9;
         let wbw = tp * h.hbm_bytes_per_s * h.weight_bw_efficiency / 1e9;
         let kbw = tp * h.hbm_bytes_per_s * h.kv_bw_efficiency / 1e9;
-        let kvb = m.kv_bytes_per_token();
+        // Each GPU reads and writes its own KV heads; with fewer KV heads than GPUs every GPU holds a whole
+        // head's copy (vLLM's and SGLang's attention layers: `num_kv_heads = max(1, total // tp)`; DeepSeek's
+        // latent is one head, whole on every rank), so the replica moves max(1, tp / kv_heads) times the
+        // model's KV bytes — the same per-GPU figure the KV capacity is computed from.
+        let replication = tp / m.kv_heads.max(1) as f64;
+        let kvb = if replication > 1.0 { m.kv_bytes_per_token() * replication } else { m.kv_bytes_per_token() };
         let line = |latency_ns: f64, efficiency: f64| {
             if h.tp == 1 {
                 return (0.0, 0.0);

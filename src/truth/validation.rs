@@ -128,17 +128,49 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
          series (better left out one at a time, and no worse held out, overall and at heavy load); the calibrated \
          held-out error is within 10 % on {met} of {}, and at heavy load on {heavy_met} of the {with_heavy} series \
          that have heavy points (the recommended model's on {recommended_heavy}); the recommended model passes its \
-         gate on {passed} of {}. Sustainable capacity: {overloaded} series have held-out runs past saturation; \
-         {} of them served every request but a few (at most 1 % failed), so what they served is the rate the server \
-         sustained, and the model's served rate under the same overload is within 10 % of it on {capacity_met} \
-         calibrated ({capacity_met_before} uncalibrated); the others failed many of their requests, so they give \
-         no capacity (each case is in its series' notes).\n\n",
+         gate on {passed} of {}. {}\n\n",
         counted.join(", "),
         runs.len(),
         runs.len(),
         runs.len(),
-        capacity.len()
+        capacity_sentence(overloaded, capacity.len(), capacity_met, capacity_met_before)
     );
+}
+
+/// The footer's sentence on sustainable capacity, in the grammar of its counts: `overloaded` series have
+/// held-out runs past saturation, `measured` of them gave a capacity (at most 1 % failed), and the model's served
+/// rate is within 10 % on `met` calibrated and `met_before` uncalibrated.
+fn capacity_sentence(overloaded: usize, measured: usize, met: usize, met_before: usize) -> String {
+    if overloaded == 0 {
+        return "Sustainable capacity: no series has held-out runs past saturation, so none gives a measured \
+                capacity."
+            .into();
+    }
+    let has = if overloaded == 1 { "1 series has".to_string() } else { format!("{overloaded} series have") };
+    let mut s = format!("Sustainable capacity: {has} held-out runs past saturation; ");
+    s += &match (measured, overloaded) {
+        (0, 1) => "it failed many of its requests, so it gives no capacity".to_string(),
+        (0, _) => "each failed many of its requests, so none gives a capacity".to_string(),
+        (m, o) => {
+            let which = match (o, m) {
+                (1, _) => "it".to_string(),
+                (_, 1) => "1 of them".to_string(),
+                _ => format!("{m} of them"),
+            };
+            let they = if m == 1 { "it" } else { "they" };
+            let rest = match o - m {
+                0 => String::new(),
+                1 => "; the other failed many of its requests, so it gives no capacity".into(),
+                _ => "; the others failed many of their requests, so they give no capacity".into(),
+            };
+            format!(
+                "{which} served every request but a few (at most 1 % failed), so what {they} served is the rate \
+                 the server sustained, and the model's served rate under the same overload is within 10 % of it on \
+                 {met} of {m} calibrated ({met_before} uncalibrated){rest}"
+            )
+        }
+    };
+    s + " (each case is in its series' notes)."
 }
 
 /// The knobs fitted besides the two multipliers: "request overhead", or "—".
@@ -306,4 +338,28 @@ fn regimes(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
         out.push('\n');
     }
     out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capacity_sentence;
+
+    /// One series or many, a capacity or none: the footer's sentence agrees with its counts.
+    #[test]
+    fn the_capacity_sentence_agrees_with_its_counts() {
+        assert!(capacity_sentence(0, 0, 0, 0).starts_with("Sustainable capacity: no series has"));
+        let one = capacity_sentence(1, 1, 0, 1);
+        assert!(one.contains("1 series has held-out runs") && one.contains("; it served every request"), "{one}");
+        assert!(one.contains("on 0 of 1 calibrated (1 uncalibrated) (each"), "{one}");
+        let none = capacity_sentence(1, 0, 0, 0);
+        assert!(none.contains("; it failed many of its requests, so it gives no capacity (each"), "{none}");
+        let many = capacity_sentence(4, 1, 0, 1);
+        assert!(many.contains("4 series have") && many.contains("; 1 of them served"), "{many}");
+        assert!(many.contains("; the others failed many of their requests, so they give no capacity"), "{many}");
+        let two = capacity_sentence(2, 1, 1, 1);
+        assert!(two.contains("; the other failed many of its requests, so it gives no capacity"), "{two}");
+        let all = capacity_sentence(3, 3, 2, 1);
+        assert!(all.contains("3 of them served") && all.contains("on 2 of 3 calibrated (1 uncalibrated) (each"));
+        assert!(!all.contains("other"), "{all}");
+    }
 }

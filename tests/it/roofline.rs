@@ -122,6 +122,45 @@ fn breakdown_parts_are_consistent() {
     assert!(c4.total_ns < c1.total_ns);
 }
 
+/// Fewer KV heads than GPUs: every GPU holds a whole head's copy and reads it (vLLM's and SGLang's attention
+/// layers replicate `max(1, kv_heads / tp)` heads a rank; DeepSeek's latent is one head, whole on every rank),
+/// so the replica's KV read and write are tp / kv_heads times the model's bytes — by hand, with every efficiency 1.
+#[test]
+fn kv_heads_fewer_than_gpus_are_read_on_every_gpu() {
+    let (mut m, h) = model_hw("h100-sxm", 8, true);
+    let work = StepWork { decode_seqs: 64, decode_context_tokens: 64 * 4096, ..Default::default() };
+    // Llama-3-8B: 8 KV heads, one a GPU at tp 8: nothing replicated.
+    assert_eq!((m.kv_heads, m.layers, m.head_dim), (8, 32, 128));
+    let bytes = 2.0 * 32.0 * 128.0 * 2.0; // per token and KV head
+    let per_gpu_bw = 3.35e12;
+    let split = Roofline::new(&m, &h).step(&work);
+    let read = |heads_per_gpu: f64| 64.0 * 4096.0 * bytes * heads_per_gpu / per_gpu_bw * 1e9;
+    assert!((split.kv_read_ns / read(1.0) - 1.0).abs() < 1e-12, "{} vs {}", split.kv_read_ns, read(1.0));
+    // Two KV heads at tp 8: each GPU reads one head's copy, the same time as eight split heads.
+    m.kv_heads = 2;
+    let two = Roofline::new(&m, &h).step(&work);
+    assert!((two.kv_read_ns / read(1.0) - 1.0).abs() < 1e-12, "{} vs {}", two.kv_read_ns, read(1.0));
+    // Sixteen KV heads at tp 8: two a GPU, twice the time.
+    m.kv_heads = 16;
+    assert!((Roofline::new(&m, &h).step(&work).kv_read_ns / read(2.0) - 1.0).abs() < 1e-12);
+    // One head at tp 1 and at tp 8: the same per-GPU read, so the same time (it was 8x shorter at tp 8).
+    m.kv_heads = 1;
+    let (_, h1) = model_hw("h100-sxm", 1, true);
+    let one_gpu = Roofline::new(&m, &h1).step(&work).kv_read_ns;
+    let eight = Roofline::new(&m, &h).step(&work).kv_read_ns;
+    assert!((eight / one_gpu - 1.0).abs() < 1e-12 && (eight / read(1.0) - 1.0).abs() < 1e-12, "{eight} {one_gpu}");
+    // The writes too: a decode step of 64 tokens writes 64 tokens' KV on every GPU, beside the weights.
+    let weights_only = 8.03e9 * 2.0 / (8.0 * per_gpu_bw) * 1e9;
+    let c = Roofline::new(&m, &h).step(&work);
+    let writes = 64.0 * bytes / per_gpu_bw * 1e9;
+    assert!(
+        (c.weights_ns - (weights_only + writes)).abs() < 1e-6 * c.weights_ns,
+        "{} vs {}",
+        c.weights_ns,
+        weights_only + writes
+    );
+}
+
 #[test]
 fn kv_capacity_follows_memory_minus_weights() {
     let sc = super::valid(&super::small());

@@ -1407,7 +1407,7 @@ fn the_published_accuracy_table_is_what_its_command_writes() {
         3
     );
     assert!(
-        written.contains("Sustainable capacity: 4 series have held-out runs past saturation; 1 of them"),
+        written.contains("Sustainable capacity: 4 series have held-out runs past saturation; 1 of them served"),
         "{written}"
     );
 }
