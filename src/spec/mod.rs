@@ -518,10 +518,15 @@ pub enum RetentionSpec {
     AdaptivePerTool { alpha: f64 },
 }
 
+/// A retention TTL, seconds: the scenario's (`ttl`'s `ttl_s`) and every study option that sets one, written once.
+pub const TTL_S: Bound = Bound::Range(0.0, 1e7);
+/// An estimate's smoothing weight (`adaptive`'s `alpha`): the scenario's and the studies' that sweep it.
+pub const ALPHA: Bound = Bound::OpenLo(0.0, 1.0);
+
 variant_bounds!(RetentionSpec {
-    Ttl { ttl_s: Bound::Range(0.0, 1e7) },
-    Adaptive { alpha: Bound::OpenLo(0.0, 1.0) },
-    AdaptivePerTool { alpha: Bound::OpenLo(0.0, 1.0) },
+    Ttl { ttl_s: TTL_S },
+    Adaptive { alpha: ALPHA },
+    AdaptivePerTool { alpha: ALPHA },
 });
 
 impl RetentionSpec {

@@ -650,6 +650,35 @@ fn agent_studies_refuse_what_they_cannot_run_at_the_option() {
     assert!(e.errors[0].path == "study.ttl-sweep" && e.errors[0].message.contains("workload.sessions"), "{e}");
 }
 
+/// A TTL is bounded once (`spec::TTL_S`): the scenario's retention and every study option that sets a TTL take
+/// its upper limit and refuse ten times it, at their own field.
+#[test]
+fn every_ttl_option_takes_the_scenarios_bound() {
+    let spec = shipped("agent-sessions.json");
+    let hi = inferscale::spec::TTL_S.limits().1;
+    let cases = [
+        ("agent-policies", "ttl_s", false),
+        ("tiered-kv", "ttl_s", false),
+        ("adaptive-tiering", "ttl_s", false),
+        ("ttl-sweep", "ttl_s", true),
+    ];
+    for (name, key, list) in cases {
+        let at = |v: f64| if list { serde_json::json!({ key: [v] }) } else { serde_json::json!({ key: v }) };
+        let path = if list { format!("study.{name}.{key}[0]") } else { format!("study.{name}.{key}") };
+        let refused = study::build(name, &spec, &at(hi * 10.0)).err().unwrap_or_else(|| panic!("{name}: accepted"));
+        assert!(refused.errors.iter().any(|e| e.path == path), "{name}: {refused}");
+        if let Err(e) = study::build(name, &spec, &at(hi)) {
+            assert!(e.errors.iter().all(|e| e.path != path), "{name} refuses its own bound: {e}");
+        }
+    }
+    let mut scenario = serde_json::to_value(&spec).unwrap();
+    scenario["workload"]["sessions"]["retention"] = serde_json::json!({"kind": "ttl", "ttl_s": hi * 10.0});
+    let e = inferscale::scenario::validate(&serde_json::from_value(scenario.clone()).unwrap()).err().unwrap();
+    assert!(e.errors.iter().any(|e| e.path == "workload.sessions.retention.ttl_s"), "{e}");
+    scenario["workload"]["sessions"]["retention"]["ttl_s"] = serde_json::json!(hi);
+    assert!(inferscale::scenario::validate(&serde_json::from_value(scenario).unwrap()).is_ok());
+}
+
 /// The Agent sessions panel's study: one run of the scenario, its figures the report's own, its charts the
 /// TTFT by turn index and the retained KV over time.
 #[test]

@@ -4,6 +4,7 @@
 use super::*;
 use crate::scenario::{ToolShiftSpec, at};
 use crate::spec::field::Checked;
+use crate::spec::{ALPHA, TTL_S};
 use crate::study::{ColumnDef, column, table};
 use crate::workload::Arrival;
 
@@ -99,12 +100,12 @@ impl StudyDef for AdaptiveTieringStudy {
 
 fn check_options(p: &AdaptiveTieringParams, at: &str) -> Result<(), ScenarioError> {
     let mut e = Errors::default();
-    e.range_open_lo(&at!(at, p.alpha), p.alpha, 0.0, 1.0);
+    ALPHA.check(&at!(at, p.alpha), &p.alpha, &mut e);
     e.int(&at!(at, p.alphas), p.alphas.len() as u64, 0, 16);
     for (i, a) in p.alphas.iter().enumerate() {
-        e.range_open_lo(&format!("{}[{i}]", at!(at, p.alphas)), *a, 0.0, 1.0);
+        ALPHA.check(&format!("{}[{i}]", at!(at, p.alphas)), a, &mut e);
     }
-    e.range(&at!(at, p.ttl_s), p.ttl_s, 0.0, 1e7);
+    TTL_S.check(&at!(at, p.ttl_s), &p.ttl_s, &mut e);
     p.host_kv.check_fields(&at!(at, p.host_kv), &mut e);
     if let Some(s) = &p.shift {
         s.check_fields(&at!(at, p.shift), &mut e);

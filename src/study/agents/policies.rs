@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::spec::TTL_S;
 use crate::spec::field::Checked;
 use crate::study::{ColumnDef, column, table};
 
@@ -42,7 +43,7 @@ impl StudyDef for AgentPoliciesStudy {
     fn new(spec: &Spec, p: &AgentPoliciesParams) -> Result<Self, ScenarioError> {
         check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.range(&at!(Self::at(), p.ttl_s), p.ttl_s, 0.0, 1e7);
+        TTL_S.check(&at!(Self::at(), p.ttl_s), &p.ttl_s, &mut e);
         e.range(&at!(Self::at(), p.slack_ms), p.slack_ms, 0.0, 1e9);
         p.host_kv.check_fields(&at!(Self::at(), p.host_kv), &mut e);
         e.finish()?;

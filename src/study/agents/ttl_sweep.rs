@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::spec::TTL_S;
 use crate::study::sweep::{Knob, SweepRow, check_list};
 use crate::study::{ColumnDef, column};
 
@@ -57,9 +58,7 @@ impl Knob for Ttl {
     fn values(spec: &Spec, p: &TtlSweepParams, at: &str) -> Result<Vec<Option<f64>>, ScenarioError> {
         check_base(spec, at.to_string())?;
         check_list(&at!(at, p.ttl_s), &p.ttl_s, 64, |at, t, e| {
-            if let Some(t) = t {
-                e.range(at, *t, 0.0, 1e7);
-            }
+            TTL_S.check(at, t, e);
         })?;
         Ok(p.ttl_s.clone())
     }
