@@ -211,6 +211,12 @@ impl Simulation<'_> {
                 entry.shared_tokens = cached_shared(&rep.kv.cache, chains, sc.prefix.as_ref(), rec, block);
                 entry.start_tokens = entry.shared_tokens;
             }
+            // A preempted request's blocks kept here (vLLM's prefix caching of freed blocks) follow the tokens
+            // it shared then: usable while those are cached, up to one token short of its prefill.
+            let mut reused_blocks = 0;
+            if !rec.kv_ready && rep.kv.cache.parked_blocks > 0 {
+                reused_blocks = reuse_parked(&mut rep.kv, id, &mut entry, block);
+            }
             let reserve = blocks_for(entry.reserve_tokens, block);
             let extend = (entry.prefill_target - entry.start_tokens) as u64;
             let out = (entry.reserve_tokens - rec.prompt_tokens as u64 - rec.generated as u64) as u32;
@@ -223,14 +229,19 @@ impl Simulation<'_> {
             }
             let Some(want) = entry.first_want(en, *budget) else { return Limiter::TokenBudget };
             let shared_tokens = entry.shared_tokens;
-            let need = blocks_for((entry.start_tokens - shared_tokens) as u64 + want as u64, block);
-            // Pin the cached prefix first, so the allocation cannot evict the very entries it will share.
+            let need = blocks_for((entry.start_tokens - shared_tokens) as u64 + want as u64, block) - reused_blocks;
+            // Pin the cached prefix first, and take back the kept blocks, so the allocation cannot evict the
+            // very blocks it will use.
             if shared_tokens > 0 {
                 pin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
             }
+            let kept = if reused_blocks > 0 { rep.kv.cache.unpark(id) } else { None };
             if !rep.kv.try_alloc(need) {
                 if shared_tokens > 0 {
                     unpin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
+                }
+                if let Some(p) = kept {
+                    rep.kv.cache.repark(id, p);
                 }
                 return Limiter::KvFree;
             }
@@ -250,6 +261,7 @@ impl Simulation<'_> {
                 *reserved += if want as u64 == extend { sglang::clip(out) as f64 } else { 0.0 };
             }
             let mut s = entry.running(id, &self.requests[id as usize], reserve as u32);
+            s.blocks = reused_blocks as u32;
             take(&mut s, want, need, budget, work);
             rep.batch.push(s);
         }
@@ -286,6 +298,27 @@ impl Simulation<'_> {
             self.rec.on_prefix_lookup(session_prefix);
         }
     }
+}
+
+/// What preempted request `id` kept on this worker, as its readmission `entry` can use it: its kept blocks
+/// follow the `base_tokens` it shared when preempted, so they serve while those are cached (all of them, or
+/// no shared prefix at all), up to one token short of its prefill (vLLM recomputes at least the last token to
+/// produce the next). When they start it further than the cache alone would, the entry starts there; what it
+/// cannot use is freed. The blocks it reuses.
+#[inline(never)]
+fn reuse_parked(kv: &mut crate::kv::BlockPool, id: u32, entry: &mut Entry, block: u32) -> u64 {
+    let Some(p) = kv.cache.parked_of(id) else { return 0 };
+    let usable = p.base_tokens == 0 || entry.shared_tokens >= p.base_tokens;
+    let room = (entry.prefill_target.saturating_sub(1).saturating_sub(p.base_tokens) / block) as u64;
+    let blocks = if usable { p.blocks.min(room) } else { 0 };
+    let start = p.base_tokens + blocks as u32 * block;
+    let blocks = if blocks > 0 && start > entry.start_tokens { blocks } else { 0 };
+    if blocks > 0 {
+        entry.shared_tokens = p.base_tokens;
+        entry.start_tokens = start;
+    }
+    kv.trim_parked(id, blocks);
+    blocks
 }
 
 /// Where an admitted request starts and what it reserves.

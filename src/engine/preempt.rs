@@ -77,7 +77,23 @@ impl Simulation<'_> {
     pub(super) fn preempt(&mut self, r: usize, v: usize) {
         let rep = &mut self.replicas[r];
         let s = rep.batch.remove(v);
-        rep.kv.release(s.blocks as u64);
+        let en = &self.sc.pools[rep.pool].engine;
+        let fails = self.requests[s.id as usize].preemptions.saturating_add(1) as u32 > en.max_preemptions;
+        // vLLM frees the victim's blocks with their hashes kept: its full blocks stay a cached prefix for its
+        // readmission here (not with a central queue, which may readmit it anywhere; not when it fails).
+        let kept = if en.reuse_freed_blocks
+            && !fails
+            && self.central.is_none()
+            && self.sc.prefix.as_ref().is_none_or(|p| p.caching)
+        {
+            (((s.kv_tokens - s.shared_tokens) / en.block_size_tokens).min(s.blocks)) as u64
+        } else {
+            0
+        };
+        if kept > 0 {
+            rep.kv.cache.park(s.id, kept, s.shared_tokens);
+        }
+        rep.kv.release(s.blocks as u64 - kept);
         if s.shared_tokens > 0 {
             unpin_shared(
                 &mut rep.kv.cache,
@@ -93,7 +109,8 @@ impl Simulation<'_> {
         rec.preemptions = rec.preemptions.saturating_add(1);
         rec.generated = s.generated;
         rec.last_token_ns = s.last_token_ns;
-        // Its KV is gone: readmitted, it recomputes (on whichever worker it is queued at).
+        // Its KV is gone (but for blocks kept above): readmitted, it recomputes (on whichever worker it is
+        // queued at).
         rec.kv_ready = false;
         let failed = rec.preemptions as u32 > self.sc.pools[rep.pool].engine.max_preemptions;
         self.rec.on_preempted(failed);

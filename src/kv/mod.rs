@@ -71,9 +71,10 @@ impl BlockPool {
     pub fn used(&self) -> u64 {
         self.used
     }
-    /// Free blocks plus those an allocation may take from idle cached prefixes.
+    /// Free blocks plus those an allocation may take from idle cached entries and preempted requests' kept
+    /// blocks.
     pub fn available(&self) -> u64 {
-        self.free + self.cache.idle_blocks
+        self.free + self.cache.idle_blocks + self.cache.parked_blocks
     }
     pub fn peak_used(&self) -> u64 {
         self.peak_used
@@ -83,10 +84,17 @@ impl BlockPool {
     /// the allocation succeed. O(1) without a cache; O(log K) per eviction.
     pub fn try_alloc(&mut self, n: u64) -> bool {
         if n > self.free {
-            if n > self.free + self.cache.idle_blocks {
+            if n > self.available() {
                 return false;
             }
             while self.free < n {
+                if self.cache.parked_go_first() {
+                    // A preempted request's kept blocks, tail first, only as many as the allocation lacks.
+                    let b = self.cache.shrink_oldest_parked(n - self.free);
+                    self.used -= b;
+                    self.free += b;
+                    continue;
+                }
                 self.evict_one(false);
                 self.cache.evictions += 1;
             }
@@ -95,6 +103,16 @@ impl BlockPool {
         self.used += n;
         self.peak_used = self.peak_used.max(self.used);
         true
+    }
+    /// Keep only `keep` of preempted request `id`'s kept blocks (those a readmission can use), freeing the rest.
+    pub fn trim_parked(&mut self, id: u32, keep: u64) {
+        if let Some(mut p) = self.cache.unpark(id) {
+            self.release(p.blocks - keep.min(p.blocks));
+            if keep > 0 {
+                p.blocks = keep.min(p.blocks);
+                self.cache.repark(id, p);
+            }
+        }
     }
     /// Return `n` blocks. O(1).
     pub fn release(&mut self, n: u64) {
@@ -305,6 +323,15 @@ impl EntryId {
     }
 }
 
+/// What a preempted request left behind: its own full blocks after the tokens it shared, when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parked {
+    tick: u64,
+    pub blocks: u64,
+    /// The leading tokens it shared from cached entries when preempted: its kept blocks follow them.
+    pub base_tokens: u32,
+}
+
 /// One cached entry: its blocks, the running requests sharing it, and when it was last released.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Entry {
@@ -345,6 +372,12 @@ pub struct ReuseCache {
     /// Prefetched entries a request then shared, and those that left unshared.
     pub prefetch_used: u64,
     pub prefetch_unused: u64,
+    /// Preempted requests' kept blocks by request, and by when they were freed (held, not idle: counted in
+    /// `held_blocks` and apart from shared prefixes and sessions), and the kept blocks allocations took.
+    parked: std::collections::BTreeMap<u32, Parked>,
+    parked_lru: std::collections::BTreeSet<(u64, u32)>,
+    pub parked_blocks: u64,
+    pub parked_evicted: u64,
 }
 
 impl ReuseCache {
@@ -369,6 +402,65 @@ impl ReuseCache {
                 self.session_idle -= e.blocks;
             }
         }
+    }
+    /// Preempted request `id` leaves `blocks` of its own full blocks behind, after the `base_tokens` leading
+    /// tokens it shared: vLLM frees a preempted request's blocks with their hashes kept, so a readmission finds
+    /// them as a cached prefix until an allocation takes them (tail first, oldest freed first). They stay in
+    /// use (the caller frees the rest of the request's blocks).
+    pub fn park(&mut self, id: u32, blocks: u64, base_tokens: u32) {
+        self.tick += 1;
+        let tick = self.tick;
+        let old = self.parked.insert(id, Parked { tick, blocks, base_tokens });
+        debug_assert!(old.is_none(), "a request parked twice without readmission");
+        self.parked_lru.insert((tick, id));
+        self.parked_blocks += blocks;
+        self.held_blocks += blocks;
+    }
+    /// Readmitted request `id` takes back what it left behind (None: nothing left); the blocks stay in use,
+    /// now its own again (or freed by the caller).
+    pub fn unpark(&mut self, id: u32) -> Option<Parked> {
+        let p = self.parked.remove(&id)?;
+        self.parked_lru.remove(&(p.tick, id));
+        self.parked_blocks -= p.blocks;
+        self.held_blocks -= p.blocks;
+        Some(p)
+    }
+    /// What preempted request `id` left behind, if anything is left.
+    pub fn parked_of(&self, id: u32) -> Option<Parked> {
+        self.parked.get(&id).copied()
+    }
+    /// Put back what [`ReuseCache::unpark`] took (an admission that did not happen), as old as it was.
+    pub fn repark(&mut self, id: u32, p: Parked) {
+        let old = self.parked.insert(id, p);
+        debug_assert!(old.is_none(), "reparking a parked request");
+        self.parked_lru.insert((p.tick, id));
+        self.parked_blocks += p.blocks;
+        self.held_blocks += p.blocks;
+    }
+    /// Whether the oldest freed blocks are a preempted request's (older than every idle entry's last use).
+    fn parked_go_first(&self) -> bool {
+        match (self.parked_lru.first(), self.idle.first()) {
+            (Some(p), Some(i)) => p.0 < i.0,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+    /// Take up to `n` blocks from the oldest preempted request's kept blocks, from its tail (vLLM frees a
+    /// request's blocks in reverse, so its tail is evicted first and what remains is still a prefix); the
+    /// blocks taken, to free.
+    fn shrink_oldest_parked(&mut self, n: u64) -> u64 {
+        let &(tick, id) = self.parked_lru.first().expect("the caller checked");
+        let p = self.parked.get_mut(&id).expect("a parked request is in the map");
+        let b = p.blocks.min(n);
+        p.blocks -= b;
+        if p.blocks == 0 {
+            self.parked.remove(&id);
+            self.parked_lru.remove(&(tick, id));
+        }
+        self.parked_blocks -= b;
+        self.held_blocks -= b;
+        self.parked_evicted += b;
+        b
     }
     /// A request stops sharing entry `id` (it completed, was preempted, or its KV left for decode).
     pub fn unpin(&mut self, id: EntryId) {
@@ -430,9 +522,10 @@ impl ReuseCache {
         self.forget(id, e);
         e.blocks
     }
-    /// Blocks held by shared prefixes (and trace blocks): every entry but sessions' histories.
+    /// Blocks held by shared prefixes (and trace blocks): every entry but sessions' histories (and preempted
+    /// requests' kept blocks, which are no entry).
     pub fn shared_held(&self) -> u64 {
-        self.held_blocks - self.session_held
+        self.held_blocks - self.session_held - self.parked_blocks
     }
     /// Of those, the blocks no running request shares.
     pub fn idle_shared(&self) -> u64 {
@@ -513,6 +606,34 @@ mod tests {
         assert_eq!((kv.cache.idle_session_blocks(), kv.pressure_evictions), (3, 3));
         assert!(!kv.cache.is_cached(s(1)) && !kv.cache.is_cached(s(2)) && kv.cache.is_cached(s(3)));
         assert_eq!(kv.host.as_ref().unwrap().blocks_of(s(2)), 6);
+        assert!(kv.consistent());
+    }
+
+    /// A preempted request's kept blocks and idle entries yield in the order they were freed; kept blocks only
+    /// as many as the allocation lacks (vLLM frees a request's tail first, so what stays is still a prefix), and
+    /// a readmission that takes them back and does not happen puts them back as old as they were.
+    #[test]
+    fn kept_blocks_yield_oldest_first_and_only_what_is_lacking() {
+        let mut kv = BlockPool::new(20);
+        assert!(kv.try_alloc(20));
+        kv.cache.adopt(EntryId(0), 4);
+        kv.cache.unpin(EntryId(0)); // freed first
+        kv.cache.park(7, 6, 0); // request 7 keeps 6 of its 10 blocks
+        kv.release(4);
+        kv.cache.park(8, 6, 0); // request 8 keeps all 6 of its own
+        assert_eq!((kv.free(), kv.available(), kv.cache.held_blocks, kv.cache.shared_held()), (4, 20, 16, 4));
+        assert!(kv.try_alloc(6), "4 free, then the prefix (freed before either request)");
+        assert!(!kv.cache.is_cached(EntryId(0)) && kv.cache.parked_blocks == 12);
+        assert!(kv.try_alloc(4), "2 free, then 2 of request 7's, its tail");
+        assert_eq!((kv.cache.parked_of(7).unwrap().blocks, kv.cache.parked_of(8).unwrap().blocks), (4, 6));
+        let p = kv.cache.unpark(8).unwrap(); // its readmission takes them back …
+        assert!(!kv.try_alloc(5) && kv.cache.parked_blocks == 4, "… so only request 7's 4 may yield");
+        kv.cache.repark(8, p); // … and does not happen: 8 is again the newer
+        assert!(kv.try_alloc(5));
+        let eight = kv.cache.parked_of(8).unwrap().blocks;
+        assert_eq!((kv.cache.parked_of(7), eight, kv.cache.parked_evicted), (None, 5, 7));
+        kv.trim_parked(8, 2);
+        assert_eq!((kv.cache.parked_blocks, kv.free(), kv.cache.held_blocks), (2, 3, 2));
         assert!(kv.consistent());
     }
 

@@ -200,6 +200,9 @@ pub struct Engine {
     pub formation: BatchFormationSpec,
     pub backoff_ns: u64,
     pub max_preemptions: u32,
+    /// A preempted request's full blocks stay cached for its readmission (`preemption.reuse_freed_blocks`
+    /// on a vLLM formation with prefix caching on).
+    pub reuse_freed_blocks: bool,
     /// Sessions' host-memory KV tier, per worker.
     pub host: Option<HostTier>,
     /// Most blocks sessions' retained history may hold in HBM per worker.
@@ -695,6 +698,7 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         formation: en.batch_formation,
         backoff_ns: ms_to_ns(en.preemption.backoff_ms),
         max_preemptions: en.preemption.max_preemptions,
+        reuse_freed_blocks: en.preemption.reuse_freed_blocks && en.batch_formation.is_vllm(),
         host,
         retention_budget_blocks: en.retention_budget_blocks,
     })

@@ -1173,11 +1173,15 @@ pub struct PreemptionSpec {
     pub backoff_ms: f64,
     /// A request preempted more than this many times fails.
     pub max_preemptions: u32,
+    /// vLLM's formations: a victim's full blocks stay cached, as vLLM's prefix caching keeps a freed block's
+    /// hash until the block is reused, so its readmission recomputes only what allocations took meanwhile.
+    /// Off with prefix caching off (`prefix.caching`), and on SGLang's formations, whose retraction recomputes.
+    pub reuse_freed_blocks: bool,
 }
 
 impl Default for PreemptionSpec {
     fn default() -> Self {
-        PreemptionSpec { victim: VictimSpec::default(), backoff_ms: 0.0, max_preemptions: 16 }
+        PreemptionSpec { victim: VictimSpec::default(), backoff_ms: 0.0, max_preemptions: 16, reuse_freed_blocks: true }
     }
 }
 

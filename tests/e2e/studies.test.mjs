@@ -197,7 +197,9 @@ async function cancelThenMatchCli(page, name, answer, { file, base, long, minRow
 test('every study panel: progress, Cancel, a result, and a JSON export equal to the CLI\'s', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   const base = JSON.parse(readFileSync(join(ROOT, 'scenarios/default.json'), 'utf8'));
-  const long = { ...base, workload: { ...base.workload, requests: 60000 } };
+  // Long enough that Cancel lands mid-run on a busy machine: paired's 20 runs of 60,000 requests once finished
+  // (1.6 s on 2 workers) before the click did.
+  const long = { ...base, workload: { ...base.workload, requests: 400000 } };
   for (const [name, answer] of PANELS) {
     await cancelThenMatchCli(page, name, answer, { file: 'scenarios/default.json', base, long, minRows: 1, exportName: 'default-seed42' });
   }

@@ -54,6 +54,8 @@ pub(super) fn random_spec(i: u64) -> Spec {
         victim: [VictimSpec::Newest, VictimSpec::LeastProgress, VictimSpec::LowestPriority][pick(3)],
         backoff_ms: [0.0, 5.0][pick(2)],
         max_preemptions: [0, 2, 16][pick(3)],
+        // Off on every fifth, from the index rather than a draw: the corpus's other choices stay what they were.
+        reuse_freed_blocks: !i.is_multiple_of(5),
     };
     e.horizon_s = [None, None, Some(30.0)][pick(3)];
     if !e.chunked_prefill {
