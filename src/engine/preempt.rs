@@ -78,6 +78,7 @@ impl Simulation<'_> {
         let rep = &mut self.replicas[r];
         let s = rep.batch.remove(v);
         let en = &self.sc.pools[rep.pool].engine;
+        // Past its cap the request fails (the count below is this one added).
         let fails = self.requests[s.id as usize].preemptions.saturating_add(1) as u32 > en.max_preemptions;
         // vLLM frees the victim's blocks with their hashes kept: its full blocks stay a cached prefix for its
         // readmission here (not with a central queue, which may readmit it anywhere; not when it fails).
@@ -112,7 +113,7 @@ impl Simulation<'_> {
         // Its KV is gone (but for blocks kept above): readmitted, it recomputes (on whichever worker it is
         // queued at).
         rec.kv_ready = false;
-        let failed = rec.preemptions as u32 > self.sc.pools[rep.pool].engine.max_preemptions;
+        let failed = fails;
         self.rec.on_preempted(failed);
         // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
         if failed || self.central.is_some() {
