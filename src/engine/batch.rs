@@ -214,7 +214,7 @@ impl Simulation<'_> {
             // A preempted request's blocks kept here (vLLM's prefix caching of freed blocks) follow the tokens
             // it shared then: usable while those are cached, up to one token short of its prefill.
             let mut reused_blocks = 0;
-            if !rec.kv_ready && rep.kv.cache.parked_blocks > 0 {
+            if rec.preemptions > 0 && !rec.kv_ready && rep.kv.cache.parked_blocks > 0 {
                 reused_blocks = reuse_parked(&mut rep.kv, id, &mut entry, block);
             }
             let reserve = blocks_for(entry.reserve_tokens, block);
@@ -235,16 +235,19 @@ impl Simulation<'_> {
             if shared_tokens > 0 {
                 pin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
             }
-            let kept = if reused_blocks > 0 { rep.kv.cache.unpark(id) } else { None };
-            if !rep.kv.try_alloc(need) {
+            // The allocation fails when what may yield, its own kept blocks aside, falls short: then they stay
+            // kept, as old as they were.
+            if need > rep.kv.available() - reused_blocks {
                 if shared_tokens > 0 {
                     unpin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
                 }
-                if let Some(p) = kept {
-                    rep.kv.cache.repark(id, p);
-                }
                 return Limiter::KvFree;
             }
+            if reused_blocks > 0 {
+                rep.kv.cache.unpark(id);
+            }
+            let ok = rep.kv.try_alloc(need);
+            debug_assert!(ok, "what may yield was checked to cover the allocation");
             queue.pop();
             self.rec.on_dequeued();
             self.on_admitted(id, r, shared_tokens, pool.role);

@@ -739,12 +739,13 @@ impl<'a> Simulation<'a> {
     /// request, one token each, with no retraction: nothing waits to be admitted, no running prompt has a chunk
     /// left after this step, and the free blocks cover a new block for every request. That step is the one
     /// vLLM's pass plans with the budget SGLang gives decodes, so it may be planned there — and coast, lazy, as
-    /// vLLM's does — instead of from scratch. False for vLLM's formation.
+    /// vLLM's does — instead of from scratch. For SGLang's formations only (vLLM's caller does not ask).
     #[inline(never)]
     fn sglang_decodes_next(&self, r: usize) -> bool {
         let rep = &self.replicas[r];
         let en = &self.sc.pools[rep.pool].engine;
-        if en.formation.is_vllm() || self.sc.pools[rep.pool].role == Role::Prefill {
+        debug_assert!(!en.formation.is_vllm(), "vLLM's step end plans in its pass");
+        if self.sc.pools[rep.pool].role == Role::Prefill {
             return false;
         }
         let n = rep.batch.len() as u64;

@@ -79,14 +79,10 @@ impl Simulation<'_> {
         let s = rep.batch.remove(v);
         let en = &self.sc.pools[rep.pool].engine;
         // Past its cap the request fails (the count below is this one added).
-        let fails = self.requests[s.id as usize].preemptions.saturating_add(1) as u32 > en.max_preemptions;
+        let failed = self.requests[s.id as usize].preemptions.saturating_add(1) as u32 > en.max_preemptions;
         // vLLM frees the victim's blocks with their hashes kept: its full blocks stay a cached prefix for its
-        // readmission here (not with a central queue, which may readmit it anywhere; not when it fails).
-        let kept = if en.reuse_freed_blocks
-            && !fails
-            && self.central.is_none()
-            && self.sc.prefix.as_ref().is_none_or(|p| p.caching)
-        {
+        // readmission here (where the scenario allows it; not when it fails).
+        let kept = if en.reuse_freed_blocks && !failed {
             (((s.kv_tokens - s.shared_tokens) / en.block_size_tokens).min(s.blocks)) as u64
         } else {
             0
@@ -113,7 +109,6 @@ impl Simulation<'_> {
         // Its KV is gone (but for blocks kept above): readmitted, it recomputes (on whichever worker it is
         // queued at).
         rec.kv_ready = false;
-        let failed = fails;
         self.rec.on_preempted(failed);
         // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
         if failed || self.central.is_some() {

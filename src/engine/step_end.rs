@@ -146,7 +146,7 @@ impl Batch {
         // Lazy requests crossing into a block take theirs in one allocation after the pass, which is the plan's
         // result in any order as long as every allocation of the step succeeds without evicting: if free blocks
         // might not cover them all, every lazy request is brought up to date and the whole batch takes the
-        // general path, in order.
+        // general path, in order. (Evictions could interleave with what the exceptions free, pin or leave idle.)
         let bulk = self.lazy.n > 0 && self.blocks_bound(at, block) <= pass.kv.free();
         let evictions_before = pass.kv.cache.evictions;
         if self.lazy.n > 0 && !bulk {
@@ -176,7 +176,9 @@ impl Batch {
             self.first_exit = self.exit_step.iter().copied().min().unwrap_or(0); // all lazy: none is 0
         }
         let crossing = self.phase[at] as u64;
-        if k >= self.first_exit || n > budget as u64 || crossing > kv.free() {
+        // The crossings are the step end's only allocations, in batch order with nothing freed between them:
+        // one call evicts as they would, so what cached entries and kept blocks could yield counts too.
+        if k >= self.first_exit || n > budget as u64 || crossing > kv.available() {
             return None;
         }
         self.count_step_end(en);

@@ -10,7 +10,6 @@ pub struct BlockPool {
     total: u64,
     free: u64,
     used: u64,
-    peak_used: u64,
     pub cache: ReuseCache,
     /// Host memory for sessions' KV (None: evicted history is dropped).
     pub host: Option<HostStore>,
@@ -36,7 +35,6 @@ impl BlockPool {
             total,
             free: total,
             used: 0,
-            peak_used: 0,
             cache: ReuseCache::default(),
             host: None,
             retention_budget: u64::MAX,
@@ -76,9 +74,6 @@ impl BlockPool {
     pub fn available(&self) -> u64 {
         self.free + self.cache.idle_blocks + self.cache.parked_blocks
     }
-    pub fn peak_used(&self) -> u64 {
-        self.peak_used
-    }
     /// Take `n` blocks; false (and nothing taken) if fewer are free even after evicting every cached prefix
     /// no running request shares. Cached prefixes yield, least recently used first, only when that makes
     /// the allocation succeed. O(1) without a cache; O(log K) per eviction.
@@ -101,18 +96,12 @@ impl BlockPool {
         }
         self.free -= n;
         self.used += n;
-        self.peak_used = self.peak_used.max(self.used);
         true
     }
     /// Keep only `keep` of preempted request `id`'s kept blocks (those a readmission can use), freeing the rest.
     pub fn trim_parked(&mut self, id: u32, keep: u64) {
-        if let Some(mut p) = self.cache.unpark(id) {
-            self.release(p.blocks - keep.min(p.blocks));
-            if keep > 0 {
-                p.blocks = keep.min(p.blocks);
-                self.cache.repark(id, p);
-            }
-        }
+        let freed = self.cache.shrink_parked(id, keep);
+        self.release(freed);
     }
     /// Return `n` blocks. O(1).
     pub fn release(&mut self, n: u64) {
@@ -409,12 +398,7 @@ impl ReuseCache {
     /// use (the caller frees the rest of the request's blocks).
     pub fn park(&mut self, id: u32, blocks: u64, base_tokens: u32) {
         self.tick += 1;
-        let tick = self.tick;
-        let old = self.parked.insert(id, Parked { tick, blocks, base_tokens });
-        debug_assert!(old.is_none(), "a request parked twice without readmission");
-        self.parked_lru.insert((tick, id));
-        self.parked_blocks += blocks;
-        self.held_blocks += blocks;
+        self.repark(id, Parked { tick: self.tick, blocks, base_tokens });
     }
     /// Readmitted request `id` takes back what it left behind (None: nothing left); the blocks stay in use,
     /// now its own again (or freed by the caller).
@@ -430,12 +414,27 @@ impl ReuseCache {
         self.parked.get(&id).copied()
     }
     /// Put back what [`ReuseCache::unpark`] took (an admission that did not happen), as old as it was.
-    pub fn repark(&mut self, id: u32, p: Parked) {
+    fn repark(&mut self, id: u32, p: Parked) {
         let old = self.parked.insert(id, p);
-        debug_assert!(old.is_none(), "reparking a parked request");
+        debug_assert!(old.is_none(), "a request parked twice without readmission");
         self.parked_lru.insert((p.tick, id));
         self.parked_blocks += p.blocks;
         self.held_blocks += p.blocks;
+    }
+    /// Keep only `keep` of preempted request `id`'s kept blocks, as old as they were; the blocks it left, to
+    /// free.
+    fn shrink_parked(&mut self, id: u32, keep: u64) -> u64 {
+        let Some(p) = self.parked.get_mut(&id) else { return 0 };
+        let b = p.blocks.saturating_sub(keep);
+        p.blocks -= b;
+        if p.blocks == 0 {
+            let tick = p.tick;
+            self.parked.remove(&id);
+            self.parked_lru.remove(&(tick, id));
+        }
+        self.parked_blocks -= b;
+        self.held_blocks -= b;
+        b
     }
     /// Whether the oldest freed blocks are a preempted request's (older than every idle entry's last use).
     fn parked_go_first(&self) -> bool {
@@ -635,6 +634,40 @@ mod tests {
         kv.trim_parked(8, 2);
         assert_eq!((kv.cache.parked_blocks, kv.free(), kv.cache.held_blocks), (2, 3, 2));
         assert!(kv.consistent());
+    }
+
+    /// A step end's allocations may be made together (the lazy requests' crossings in one call, after the
+    /// exceptions'): the pool is then exactly as after the same allocations one block at a time — the same
+    /// victims, in the same order, and counters and host tier — for every count, from every amount of free
+    /// blocks, among idle prefixes, session histories and kept blocks of mixed age.
+    #[test]
+    fn allocations_leave_the_pool_the_same_however_grouped() {
+        let s = EntryId::session;
+        for free in 0..4 {
+            let mut kv = BlockPool::new(30 + free).with_tiers(Some(100), None);
+            assert!(kv.try_alloc(30));
+            kv.cache.adopt(EntryId(0), 3);
+            kv.cache.unpin(EntryId(0));
+            kv.cache.park(7, 4, 0);
+            assert_eq!(kv.retain(s(1), 5), 5);
+            kv.cache.park(8, 2, 0);
+            kv.cache.adopt(EntryId(2), 6);
+            kv.cache.unpin(EntryId(2));
+            let pinned = 30 - 3 - 4 - 5 - 2 - 6;
+            assert_eq!(kv.available(), 30 + free - pinned);
+            for n in 0..=kv.available() + 1 {
+                let (mut at_once, mut halves, mut one_by_one) = (kv.clone(), kv.clone(), kv.clone());
+                let ok = at_once.try_alloc(n);
+                assert_eq!(ok, n <= kv.available(), "{n} of {free} free");
+                if ok {
+                    assert!(halves.try_alloc(n / 2) && halves.try_alloc(n - n / 2));
+                    (0..n).for_each(|_| assert!(one_by_one.try_alloc(1)));
+                }
+                assert_eq!(at_once, one_by_one, "{n} blocks from {free} free");
+                assert_eq!(halves, one_by_one, "{n} blocks from {free} free, in halves");
+                assert!(at_once.consistent());
+            }
+        }
     }
 
     #[test]

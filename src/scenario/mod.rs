@@ -201,7 +201,7 @@ pub struct Engine {
     pub backoff_ns: u64,
     pub max_preemptions: u32,
     /// A preempted request's full blocks stay cached for its readmission (`preemption.reuse_freed_blocks`
-    /// on a vLLM formation with prefix caching on).
+    /// on a vLLM formation with prefix caching on and per-worker queues).
     pub reuse_freed_blocks: bool,
     /// Sessions' host-memory KV tier, per worker.
     pub host: Option<HostTier>,
@@ -497,7 +497,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
     };
     e.finish()?;
     let workload = workload.expect("no errors: the workload is valid");
-    let (pools, link) = match disagg {
+    let (mut pools, link) = match disagg {
         Some((pools, link)) => (pools, Some(link)),
         None => {
             let (hardware, cost, engine) = (hardware.expect("valid"), cost.expect("valid"), engine.expect("valid"));
@@ -513,6 +513,13 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
             (vec![colocated], None)
         }
     };
+    let prefix = prefix.flatten();
+    // Kept blocks wait for the readmission on the victim's worker: a central queue may readmit it on any, and
+    // with prefix caching off vLLM keeps no hash to find them by.
+    let hashed = prefix.as_ref().is_none_or(|p| p.caching);
+    for p in &mut pools {
+        p.engine.reuse_freed_blocks &= hashed && !matches!(p.router, RouterSpec::CentralQueue);
+    }
     let mut e = Errors::default();
     for p in &pools {
         check_longest_step(p, pools.len() > 1, &mut e);
@@ -531,7 +538,7 @@ pub fn validate(spec: &Spec) -> Result<Scenario, ScenarioError> {
         admission: spec.admission.clone(),
         pools,
         link,
-        prefix: prefix.flatten(),
+        prefix,
         horizon_ns: spec.engine.horizon_s.map(s_to_ns),
         series_window_ns: window,
         series_points: points,

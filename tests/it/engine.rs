@@ -119,6 +119,23 @@ fn a_preempted_request_recomputes_only_what_allocations_took_of_its_freed_blocks
     let e2e = |r: &inferscale::Report| r.requests.iter().map(|q| q.done_ns).max().unwrap();
     assert_eq!(e2e(&off) - e2e(&on), 1_600_000);
     assert!(on.audits.ok && off.audits.ok);
+    // Nothing is kept with prefix caching off (vLLM keeps no hash to find them by), nor with a central queue
+    // (the readmission may be on any worker): the option does nothing there.
+    let same_either_way = |s: &Spec| {
+        let mut off = s.clone();
+        off.engine.preemption.reuse_freed_blocks = false;
+        let (on, off) = (simulate(&super::valid(s)), simulate(&super::valid(&off)));
+        assert_eq!((on.summary.preemptions, off.summary.preemptions), (1, 1));
+        inferscale::export::json(&on) == inferscale::export::json(&off)
+    };
+    let mut uncached = s.clone();
+    uncached.prefix =
+        Some(PrefixSpec { prefix_tokens: 16, reuse_fraction: 1.0, groups: 1, zipf_s: 1.0, caching: false });
+    let mut central = s.clone();
+    central.cluster.router = RouterSpec::CentralQueue;
+    assert!(same_either_way(&uncached) && same_either_way(&central));
+    uncached.prefix.as_mut().unwrap().caching = true;
+    assert!(!same_either_way(&uncached), "with caching on, the kept blocks count");
     // SGLang's formations retract and recompute: the option does nothing there.
     s.engine.batch_formation = BatchFormationSpec::Sglang;
     (s.engine.kv_oversubscription, s.estimator.reserve) = (1.0, PredictorSpec::Oracle);
