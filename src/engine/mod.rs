@@ -12,6 +12,7 @@
 //! Time is integer nanoseconds; events at equal times pop in insertion order (FIFO), so a run is a pure
 //! function of its scenario. Only this module schedules events; policies return decisions.
 
+mod arrivals;
 mod batch;
 mod disagg;
 mod events;
@@ -22,13 +23,13 @@ mod shared;
 mod step_end;
 mod workflow;
 
+use arrivals::Arrivals;
 use disagg::Links;
 use running::Plan;
 use sessions::SessionKv;
 use step_end::{Batch, RarePass, Tally};
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BTreeSet;
 
 use crate::cost::StepWork;
 use crate::kv::BlockPool;
@@ -39,7 +40,7 @@ use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, Admission, AdmitContext, Backlog, DrainRate, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::sched::sglang::NewTokenRatio;
-use crate::workload::{FollowUps, Generator, Request, Retention};
+use crate::workload::{FollowUps, Request, Retention};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -111,23 +112,6 @@ pub(crate) struct Replica {
     pub drain: DrainRate,
 }
 
-/// A request the workload created in answer to a completion, and its turn.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct FollowUp(Request, u32);
-
-impl Eq for FollowUp {}
-impl PartialOrd for FollowUp {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for FollowUp {
-    /// Never decides: the heap's keys (time, sequence) are unique.
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
-    }
-}
-
 /// The simulated clock's end, ns (about 127 years; u64 holds 584): arrivals stay within 1e18 ns and a step
 /// within `scenario::MAX_STEP_NS` (1e15 ns), so nothing real reaches it, and time sums never overflow.
 pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
@@ -137,15 +121,7 @@ pub struct Simulation<'a> {
     pub(crate) sc: &'a Scenario,
     now: u64,
     events: events::EventQueue,
-    generator: Generator<'a>,
-    pending: Option<Request>,
-    /// Follow-up requests not yet arrived, earliest first (FIFO on ties), each with its turn in its chain.
-    follow_ups: BinaryHeap<Reverse<(u64, u64, FollowUp)>>,
-    /// Per request: its turn in a chain of follow-ups (1: an open-loop arrival). Empty when the workload
-    /// answers no completion.
-    turns: Vec<u32>,
-    /// Scratch: requests that completed at the step end being handled, when the workload answers completions.
-    completed: Vec<u32>,
+    arrivals: Arrivals<'a>,
     pub(crate) replicas: Vec<Replica>,
     pub(crate) central: Option<Box<dyn WaitingQueue>>,
     idle: BTreeSet<u32>,
@@ -224,18 +200,12 @@ impl<'a> Simulation<'a> {
             .collect();
         let n_links = sc.link_count();
         let keeps = sc.workload.sessions.as_ref().is_some_and(|s| s.retention.keeps());
-        let mut generator = sc.generator().with_follow_ups(follow_ups);
         let rec = Recorder::new(sc);
-        let pending = generator.next();
         let mut sim = Simulation {
             sc,
             now: 0,
             events: events::EventQueue::new(),
-            generator,
-            pending,
-            follow_ups: BinaryHeap::new(),
-            turns: Vec::new(),
-            completed: Vec::new(),
+            arrivals: Arrivals::new(sc.generator().with_follow_ups(follow_ups)),
             replicas,
             central,
             idle: (0..sc.front_pool().replicas).collect(),
@@ -270,8 +240,8 @@ impl<'a> Simulation<'a> {
         if let Some(w) = &sim.workflows {
             w.track_demand(&mut sim.replicas);
         }
-        if let Some(p) = sim.pending {
-            sim.schedule(p.arrival_ns, Event::Arrival);
+        if let Some(at_ns) = sim.arrivals.next_arrival_ns() {
+            sim.schedule(at_ns, Event::Arrival);
         }
         if let Some(h) = sc.horizon_ns {
             sim.schedule(h, Event::Horizon);
@@ -299,13 +269,14 @@ impl<'a> Simulation<'a> {
             }
         }
         let _ = progress(self.progress());
+        let (session_ends, programs) = self.arrivals.into_sessions();
         let end = RunEnd {
             end_ns: self.now,
             prefix_evictions: self.replicas.iter().map(|r| r.kv.prefix_evictions).sum(),
             pressure_evictions: self.replicas.iter().map(|r| r.kv.pressure_evictions).sum(),
             host_evictions: self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum(),
-            session_ends: self.generator.session_ends,
-            programs: self.generator.take_programs(),
+            session_ends,
+            programs,
             budget_evictions: self.replicas.iter().map(|r| r.kv.budget_evictions).sum(),
             prefetch_used: self.replicas.iter().map(|r| r.kv.cache.prefetch_used).sum(),
             prefetch_unused: self.replicas.iter().map(|r| r.kv.cache.prefetch_unused).sum(),
@@ -342,7 +313,7 @@ impl<'a> Simulation<'a> {
                 Event::Prefetched { transfer } => self.on_prefetched(transfer),
                 Event::Horizon => return false,
             }
-            if !self.completed.is_empty() {
+            if self.arrivals.has_finals() {
                 self.answer_completions();
             }
         }
@@ -355,25 +326,24 @@ impl<'a> Simulation<'a> {
     }
 
     fn on_arrival(&mut self) {
-        let req = self.pending.take().expect("an Arrival event has a pending request");
-        self.pending = self.generator.next();
-        if let Some(p) = self.pending {
-            self.schedule(p.arrival_ns, Event::Arrival);
+        let req = self.arrivals.take_arrival();
+        if let Some(at_ns) = self.arrivals.next_arrival_ns() {
+            self.schedule(at_ns, Event::Arrival);
         }
         self.arrive(req, 1);
     }
 
     fn on_follow_up(&mut self) {
-        let Reverse((_, _, FollowUp(req, turn))) = self.follow_ups.pop().expect("a FollowUp event has a follow-up");
+        let (req, turn) = self.arrivals.take_follow_up();
         self.arrive(req, turn);
     }
 
-    /// Requests that completed at this step end: the workload may answer each with a follow-up.
+    /// Requests that became final at this event: the workload may answer each with a follow-up.
     fn answer_completions(&mut self) {
-        for id in std::mem::take(&mut self.completed).drain(..) {
+        for id in self.arrivals.take_finals() {
             let done = self.requests[id as usize].request();
             let completed = self.requests[id as usize].outcome == Outcome::Completed;
-            let next = self.generator.follow_up(&done, self.turns[id as usize], self.now, completed);
+            let next = self.arrivals.answer(&done, id, self.now, completed);
             if done.session != crate::workload::NO_SESSION {
                 self.after_turn(id, next.is_none());
                 if next.is_some() {
@@ -382,11 +352,7 @@ impl<'a> Simulation<'a> {
             }
             if let Some(next) = next {
                 let at = next.arrival_ns.max(self.now);
-                self.follow_ups.push(Reverse((
-                    at,
-                    self.events.next_seq(),
-                    FollowUp(next, self.turns[id as usize] + 1),
-                )));
+                self.arrivals.queue_answer(next, id, at, self.events.next_seq());
                 self.schedule(at, Event::FollowUp);
             }
         }
@@ -396,9 +362,7 @@ impl<'a> Simulation<'a> {
     /// its queue. Its id is its place in the record.
     fn arrive(&mut self, mut req: Request, turn: u32) {
         req.id = self.requests.len() as u32;
-        if self.generator.answers_completions() {
-            self.turns.push(turn);
-        }
+        self.arrivals.arrived(req.id, turn);
         if req.session != crate::workload::NO_SESSION {
             self.session_turn_arrives(&req, turn);
             if turn > 1 {
@@ -434,9 +398,7 @@ impl<'a> Simulation<'a> {
             record.outcome = Outcome::Rejected(why);
             record.done_ns = self.now;
             self.requests.push(record);
-            if self.generator.answers_completions() {
-                self.completed.push(req.id); // a closed-loop client goes on after a refusal too
-            }
+            self.arrivals.finished(req.id);
             return;
         }
         self.requests.push(record);
@@ -712,7 +674,7 @@ impl<'a> Simulation<'a> {
             turn_end: sessions::TurnEnd::of(self.sc, &self.gap_estimator),
             tally: Tally::default(),
             stuck_at: None,
-            completed: self.generator.answers_completions().then_some(&mut self.completed),
+            completed: self.arrivals.finals_sink(),
         };
         let ended = rep.batch.end_step(&mut pass, en, budget, lazy);
         let RarePass { tally, handoff, .. } = pass;

@@ -118,9 +118,7 @@ impl Simulation<'_> {
         if failed {
             rec.outcome = Outcome::Failed;
             rec.done_ns = self.now;
-            if self.generator.answers_completions() {
-                self.completed.push(s.id); // a closed-loop client goes on after a failure too
-            }
+            self.arrivals.finished(s.id);
         } else {
             self.requeue.push(s.id);
         }

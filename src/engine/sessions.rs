@@ -116,7 +116,7 @@ impl Simulation<'_> {
             self.rec.on_session_start(self.now);
         }
         let holder = self.sessions[s].holder;
-        if turn > 1 && holder != NO_HOLDER && self.tracks_retention && !self.generator.continues_history(req, turn) {
+        if turn > 1 && holder != NO_HOLDER && self.tracks_retention && !self.arrivals.continues_history(req, turn) {
             // A traced agent compacted its history: what was kept is no prefix of this prompt.
             self.free_session_kv(holder as usize, req.session);
         }
@@ -124,7 +124,7 @@ impl Simulation<'_> {
             self.call_returned(s);
         }
         let keep = self.keep_for(req, turn);
-        let next = (self.gaps_priced && !self.generator.is_last_turn(req, turn)).then(|| self.next_call(req, turn));
+        let next = (self.gaps_priced && !self.arrivals.is_last_turn(req, turn)).then(|| self.next_call(req, turn));
         let st = &mut self.sessions[s];
         st.expire_at_ns = u64::MAX;
         (st.keep, st.next) = (keep, next);
@@ -163,7 +163,7 @@ impl Simulation<'_> {
     /// The retention policy's decision for turn `turn`'s end.
     fn keep_for(&self, req: &Request, turn: u32) -> Tier {
         let Some(s) = &self.sc.workload.sessions else { return Tier::Drop };
-        if self.generator.is_last_turn(req, turn) {
+        if self.arrivals.is_last_turn(req, turn) {
             return Tier::Drop; // the session ends with this turn: nothing to keep for
         }
         let host = self.sc.front_pool().engine.host.is_some();
@@ -182,7 +182,7 @@ impl Simulation<'_> {
     /// share of the worker's KV for the gap costs that share × gap; recomputing it, the GPU time its prefill
     /// adds to the next turn's; restoring it, the host link's transfer and latency.
     fn next_call(&self, req: &Request, turn: u32) -> NextCall {
-        let program = self.generator.program(req.session);
+        let program = self.arrivals.program(req.session);
         let k = turn as usize;
         let pool = &self.sc.front_pool();
         let block = pool.engine.block_size_tokens as u64;

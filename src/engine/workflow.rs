@@ -93,7 +93,7 @@ impl Simulation<'_> {
     /// predecessor's end made is scored, then the model learns the transition.
     pub(super) fn workflow_step_arrives(&mut self, req: &Request, turn: u32) {
         let Some(w) = self.workflows.as_mut() else { return };
-        let program = self.generator.program(req.session);
+        let program = self.arrivals.program(req.session);
         let (from, to) = (program.roles[turn as usize - 2], program.roles[turn as usize - 1]);
         let p = w.pending.get_mut(req.session as usize).and_then(Option::take);
         if let Some(p) = &p {
@@ -123,7 +123,7 @@ impl Simulation<'_> {
         let (s, r, k) = (rec.session, rec.replica as usize, rec.turn as usize);
         let wf = self.workflow();
         let (horizon, spec, recall_k) = (wf.horizon() as usize, wf.prefetch, wf.recall_k as usize);
-        let roles = &self.generator.program(s).roles;
+        let roles = &self.arrivals.program(s).roles;
         let from = roles[k - 1];
         let future = &roles[k..];
         let future_k = future.iter().take(recall_k).fold(0u64, |m, &r| m | 1 << r);

@@ -380,6 +380,34 @@ fn the_engine_feeds_the_recorder_only_through_its_hooks() {
     assert!(bad.is_empty(), "the engine touches the recorder outside its hooks: {bad:?}");
 }
 
+/// docs/ARCHITECTURE.md's row for the engine lists every `Event`, in the enum's order ("StepEnd" as "step
+/// end"): a new event cannot go unmentioned, nor a removed one stay.
+#[test]
+fn the_architecture_lists_every_event() {
+    let src = std::fs::read_to_string(root().join("src/engine/mod.rs")).unwrap();
+    let body = src.split("pub enum Event {").nth(1).unwrap().split("\n}").next().unwrap();
+    let words = |name: &str| {
+        let mut w = String::new();
+        for (i, c) in name.chars().enumerate() {
+            if c.is_uppercase() && i > 0 {
+                w.push(' ');
+            }
+            w.push(c.to_ascii_lowercase());
+        }
+        w
+    };
+    let variants: Vec<String> = (body.lines().map(code_of))
+        .map(|l| l.trim().to_string())
+        .filter(|l| l.starts_with(|c: char| c.is_uppercase()))
+        .map(|l| words(l.split(|c: char| !c.is_alphanumeric()).next().unwrap()))
+        .collect();
+    assert!(variants.len() >= 10 && variants[1] == "step end", "the scan is broken: {variants:?}");
+    let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let row = doc.lines().find(|l| l.starts_with("| `src/engine/mod.rs` |")).unwrap();
+    let listed = row.split("`enum Event` (").nth(1).unwrap().split(')').next().unwrap();
+    assert_eq!(listed.split(", ").collect::<Vec<_>>(), variants, "docs/ARCHITECTURE.md's events");
+}
+
 /// Every file and folder docs/ARCHITECTURE.md names (in backticks) exists, and every item it names (`Batch`,
 /// `Scenario::front_pool`, `run_eager`) is a word of the sources: the map cannot drift from the code unnoticed.
 #[test]
