@@ -49,14 +49,12 @@ impl Simulation<'_> {
         let (now, sc) = (self.now, self.sc);
         let link = sc.link.expect("transfers happen only when disaggregated");
         let dec = &sc.pools[1];
-        let local = match &mut self.routers[1] {
-            Some(r) => r.route(&self.requests[id as usize].request(), None, &self.loads[1], &mut self.router_rngs[1]),
-            None => unreachable!("validation refuses a central queue for pools"),
-        };
+        let req = self.requests[id as usize].request();
+        let local = self.routing[1].route(&req, None).expect("validation refuses a central queue for pools");
         let d = dec.first as usize + local;
         let rep = &mut self.replicas[d];
         rep.outstanding += 1;
-        self.loads[1].outstanding.set(local, rep.outstanding);
+        self.routing[1].outstanding(local, rep.outstanding);
         let rec = &mut self.requests[id as usize];
         rec.handoff_ns = now;
         rec.replica = d as u16;

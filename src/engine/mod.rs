@@ -16,7 +16,9 @@ mod arrivals;
 mod batch;
 mod disagg;
 mod events;
+mod frontend;
 mod preempt;
+mod routing;
 mod running;
 mod sessions;
 mod shared;
@@ -25,6 +27,8 @@ mod workflow;
 
 use arrivals::Arrivals;
 use disagg::Links;
+use frontend::FrontEnd;
+use routing::Routing;
 use running::Plan;
 use sessions::SessionKv;
 use step_end::{Batch, RarePass, Tally};
@@ -34,8 +38,6 @@ use std::collections::BTreeSet;
 use crate::cost::StepWork;
 use crate::kv::BlockPool;
 use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
-use crate::rng::{self, Rng64, Stream};
-use crate::router::{self, Loads, Router};
 use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, Admission, AdmitContext, Backlog, DrainRate, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
@@ -125,12 +127,8 @@ pub struct Simulation<'a> {
     pub(crate) replicas: Vec<Replica>,
     pub(crate) central: Option<Box<dyn WaitingQueue>>,
     idle: BTreeSet<u32>,
-    /// Per pool: its router (None: the central queue), the router's random stream, and its load summaries.
-    routers: Vec<Option<Box<dyn Router>>>,
-    router_rngs: Vec<Rng64>,
-    loads: Vec<Loads>,
-    /// Per pool: its router reads the KV load.
-    kv_routed: Vec<bool>,
+    /// Per pool: its router and what the router reads.
+    routing: Vec<Routing>,
     /// Disaggregated: the links and the prompts crossing them.
     links: Links,
     /// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
@@ -145,13 +143,9 @@ pub struct Simulation<'a> {
     pub(crate) requeue: Vec<u32>,
     /// Steady decoders become lazy (see [`step_end`]); false only in [`run_eager`], the reference for tests.
     lazy_steps: bool,
-    /// The engine's `max_model_len` (u64::MAX: none) and per-request serving overhead, read at every arrival.
+    /// The engine's `max_model_len` (u64::MAX: none), read at every arrival.
     max_model_len: u64,
-    request_overhead_ns: u64,
-    /// The front end's service (ns per request, ns per prompt token), and when each replica's front end
-    /// (the last slot: the central queue's) is next free.
-    frontend: Option<(f64, f64)>,
-    frontend_free_ns: Vec<u64>,
+    frontend: FrontEnd,
     /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
     pub(crate) shares_prefixes: bool,
     /// Sessions' KV may outlive a turn (any retention but stateless).
@@ -209,10 +203,7 @@ impl<'a> Simulation<'a> {
             replicas,
             central,
             idle: (0..sc.front_pool().replicas).collect(),
-            routers: (0..sc.pools.len()).map(|p| router::build(&sc.pools[p].router, sc.queue_penalty_ns(p))).collect(),
-            router_rngs: (0..sc.pools.len() as u64).map(|i| rng::stream(sc.seed, Stream::Router, i)).collect(),
-            loads: sc.pools.iter().map(|p| Loads::new(p.replicas as usize)).collect(),
-            kv_routed: sc.pools.iter().map(|p| p.router == RouterSpec::LeastKv).collect(),
+            routing: (0..sc.pools.len()).map(|p| Routing::new(sc, p)).collect(),
             links: Links::new(n_links),
             prefix_held: vec![0; sc.worker_count() as usize],
             prefix_held_total: 0,
@@ -222,9 +213,7 @@ impl<'a> Simulation<'a> {
             requeue: Vec::new(),
             lazy_steps: true,
             max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
-            request_overhead_ns: sc.front_pool().engine.request_overhead_ns,
-            frontend: sc.front_pool().engine.frontend,
-            frontend_free_ns: vec![0; sc.worker_count() as usize + 1],
+            frontend: FrontEnd::new(sc),
             shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
             tracks_retention: keeps,
             gaps_priced: sc.workload.sessions.as_ref().is_some_and(|s| s.prices_gaps()),
@@ -372,10 +361,7 @@ impl<'a> Simulation<'a> {
         let class = &self.sc.workload.classes[req.class as usize];
         // Arrivals go to the first pool (colocated, or prefill).
         let affinity = self.affinity(&req);
-        let target = match &mut self.routers[0] {
-            Some(r) => Some(r.route(&req, affinity, &self.loads[0], &mut self.router_rngs[0])),
-            None => None,
-        };
+        let target = self.routing[0].route(&req, affinity);
         let waiting = match target {
             Some(r) => self.replicas[r].queue.len(),
             None => self.central.as_ref().map_or(0, |q| q.len()),
@@ -408,26 +394,15 @@ impl<'a> Simulation<'a> {
             // the request before its queue does.
             let rep = &mut self.replicas[r];
             rep.outstanding += 1;
-            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
+            self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
-        let ready_ns = self.frontend_done_ns(&req, target) + self.request_overhead_ns;
+        let ready_ns = self.frontend.ready_ns(&req, target, self.now);
         if ready_ns > self.now {
             // In the system (the API server holds it) but not yet in the scheduler's queue.
             self.schedule(ready_ns, Event::Ready { request: req.id });
             return;
         }
         self.join_queue(req.id, target);
-    }
-
-    /// When the front end of `target`'s replica (or the central queue's) has served `req`: FIFO, one request
-    /// at a time, from when it is free; now when there is none.
-    fn frontend_done_ns(&mut self, req: &Request, target: Option<usize>) -> u64 {
-        let Some((per_request_ns, per_token_ns)) = self.frontend else { return self.now };
-        let slot = target.unwrap_or(self.frontend_free_ns.len() - 1);
-        let service = libm::round(per_request_ns + per_token_ns * req.prompt_tokens as f64) as u64;
-        let done = self.frontend_free_ns[slot].max(self.now) + service;
-        self.frontend_free_ns[slot] = done;
-        done
     }
 
     /// An arrival's serving overhead is over: it joins the queue of the replica it was routed to.
@@ -590,11 +565,7 @@ impl<'a> Simulation<'a> {
         if self.central.is_some() {
             self.idle.remove(&(r as u32));
         }
-        // Only `least_kv` reads the KV load (a division and a tree update per step otherwise spent for nothing).
-        if self.kv_routed[rep.pool] {
-            let kv_load = (rep.kv.used() << 32) / rep.kv.total();
-            self.loads[rep.pool].kv.set(rep.local, kv_load);
-        }
+        self.routing[rep.pool].kv_used(rep.local, rep.kv.used(), rep.kv.total());
         self.rec.on_step(r, work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
         self.schedule(self.now.saturating_add(cost.total_ns), Event::StepEnd { replica: r as u32 });
         // Forming the batch may have evicted cached prefixes.
@@ -752,7 +723,7 @@ impl<'a> Simulation<'a> {
             rep.drain.on_step(rep.step_ns);
         }
         if left > 0 {
-            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
+            self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
         let kv_ok =
             rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();

@@ -113,7 +113,7 @@ impl Simulation<'_> {
         // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
         if failed || self.central.is_some() {
             rep.outstanding -= 1;
-            self.loads[rep.pool].outstanding.set(rep.local, rep.outstanding);
+            self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
         if failed {
             rec.outcome = Outcome::Failed;
