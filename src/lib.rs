@@ -38,6 +38,7 @@ pub mod engine;
 pub mod export;
 pub mod findings;
 pub mod kv;
+pub mod markdown;
 pub mod metrics;
 pub mod queueing;
 pub mod request;

@@ -354,12 +354,12 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Merge { parts, format, out } => run_merge(&parts, format, out.as_deref()),
         Command::Import { files, format, out } => run_import(&files, format, out.as_deref()),
         Command::FitSteps { table, scenario, format } => run_fit_steps(&table, &scenario, format, &budget),
-        Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref()),
-        Command::Report { format, out, only, on } => run_report(format, out.as_deref(), only, on.as_deref()),
+        Command::Validation { manifest, out } => run_validation(&manifest, out.as_deref(), &budget),
+        Command::Report { format, out, only, on } => run_report(format, out.as_deref(), only, on.as_deref(), &budget),
         Command::Calibrate { bundle, scenario, train, fit, tolerance_pct, format, out } => {
             let opts = inferscale::truth::Options::parse(&fit, tolerance_pct)
                 .map_err(|(field, why)| Failure::Input(format!("--{}: {why}", field.replace('_', "-"))))?;
-            run_calibrate(&bundle, &scenario, &train, &opts, format, out.as_deref())
+            run_calibrate(&bundle, &scenario, &train, &opts, format, out.as_deref(), &budget)
         }
     }
 }
@@ -459,11 +459,13 @@ fn run_calibrate(
     opts: &inferscale::truth::Options,
     format: StudyFormat,
     out: Option<&Path>,
+    budget: &scenario::Budget,
 ) -> Result<(), Failure> {
     use inferscale::truth::{self, Bundle};
     let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?)
         .map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
     let base = load_spec(scenario, None)?;
+    cases_within(&base, &b.cases, budget, 1, &bundle.display().to_string())?;
     let c = truth::calibrate_with(&base, &b.cases, train, opts, &mut |_, _| {})
         .map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {
@@ -479,10 +481,13 @@ fn run_report(
     out: Option<&Path>,
     only: Option<String>,
     on: Option<&Path>,
+    budget: &scenario::Budget,
 ) -> Result<(), Failure> {
     use inferscale::findings;
     let base = on.map(|p| load_spec(p, None)).transpose()?;
-    let cfg = findings::Config { base, only, ..findings::Config::default() };
+    // A scenario the user gave, and every variant the experiments make of it, within the run budget.
+    let budget = base.is_some().then_some(*budget);
+    let cfg = findings::Config { base, only, budget, ..findings::Config::default() };
     let f = findings::report_with(&cfg, &mut |_, _| {}).map_err(|why| Failure::Input(why.join("\n")))?;
     let text = match format {
         ReportFormat::Md => f.markdown(),
@@ -491,27 +496,76 @@ fn run_report(
     write_out(out, &text.map_err(|e| Failure::Internal(format!("report: {e}")))?)
 }
 
-fn run_validation(manifest: &Path, out: Option<&Path>) -> Result<(), Failure> {
+/// Every case a calibration simulates within the run budget, `runs` at once (a bundle's case may ask for
+/// millions of requests): refused before anything runs, naming the case.
+fn cases_within(
+    base: &Spec,
+    cases: &[inferscale::truth::Case],
+    budget: &scenario::Budget,
+    runs: u32,
+    what: &str,
+) -> Result<(), Failure> {
+    for c in cases {
+        // A case the calibration cannot simulate is its own report's business.
+        let Ok(spec) = inferscale::truth::calibrate::scenario_of(base, c) else { continue };
+        if let Ok(sc) = scenario::validate(&spec) {
+            sc.check_budget(budget, runs, ", or raise the budget with --budget-gb")
+                .map_err(|e| Failure::Input(format!("{what}: case {}: {e}", c.id)))?;
+        }
+    }
+    Ok(())
+}
+
+/// The most series a validation manifest lists, and the most bundle text its series read together.
+const MOST_SERIES: usize = 100;
+const MOST_BUNDLE_BYTES: u64 = MAX_RESULT_BYTES;
+
+fn run_validation(manifest: &Path, out: Option<&Path>, budget: &scenario::Budget) -> Result<(), Failure> {
     use inferscale::truth::{Bundle, validation};
     let text = read_file(manifest, "the manifest", MAX_SCENARIO_BYTES)?;
     let m: validation::Manifest =
         serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{}: {e}", manifest.display())))?;
+    if m.series.is_empty() || m.series.len() > MOST_SERIES {
+        let n = m.series.len();
+        return Err(Failure::Input(format!("{}: series: 1 to {MOST_SERIES} series (got {n})", manifest.display())));
+    }
     let dir = manifest.parent().unwrap_or(Path::new("."));
-    let mut series = Vec::new();
-    for s in &m.series {
+    // The series run on a pool as wide as the machine, each calibration one run at a time.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(m.series.len());
+    let (mut series, mut bytes) = (Vec::new(), 0);
+    for (i, s) in m.series.iter().enumerate() {
         let base = load_spec(&dir.join(&s.scenario), None)?;
         let path = dir.join(&s.bundle);
-        let b = Bundle::parse(&read_file(&path, &format!("{}: bundle", s.name), MAX_RESULT_BYTES)?)
-            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+        let left = MOST_BUNDLE_BYTES - bytes;
+        let text = read_file(&path, &format!("series[{i}] ({}): bundle, with the bundles before it", s.name), left)?;
+        bytes += text.len() as u64;
+        let b = Bundle::parse(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+        cases_within(&base, &b.cases, budget, threads as u32, &format!("series[{i}] ({})", s.name))?;
         series.push((base, b));
     }
-    // The series are independent: one thread each (the core stays single-threaded).
     let (m, series) = (&m, &series);
-    let runs: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            (0..series.len()).map(|i| scope.spawn(move || validation::calibrate_series(m, series, i))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a series' calibration panicked".into()))).collect()
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut runs: Vec<(usize, Result<_, String>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= series.len() {
+                            return done;
+                        }
+                        done.push((i, validation::calibrate_series(m, series, i)));
+                    }
+                })
+            })
+            .collect();
+        (workers.into_iter())
+            .flat_map(|w| w.join().unwrap_or_else(|_| vec![(usize::MAX, Err("a series' calibration panicked".into()))]))
+            .collect()
     });
+    runs.sort_by_key(|r| r.0);
+    let runs = runs.into_iter().map(|r| r.1);
     let runs =
         runs.into_iter().collect::<Result<Vec<_>, _>>().map_err(|e| Failure::Input(format!("validation: {e}")))?;
     write_out(out, &validation::render(m, series, &runs))

@@ -10,7 +10,10 @@ if [ $# -lt 4 ]; then
 fi
 n=$1 study=$2 scenario=$(realpath "$3") out=$(realpath -m "$4") params=${5:-'{}'}
 case $n in '' | *[!0-9]*) echo "N: a whole number of shards, 1 … 10000 (got '$n')" >&2; exit 2 ;; esac
-if [ "$n" -lt 1 ] || [ "$n" -gt 10000 ]; then echo "N: 1 … 10000 (got $n)" >&2; exit 2; fi
+# Decimal whatever its leading zeros (bash's arithmetic, here and in merge.sbatch, reads 010 as octal 8 and
+# refuses 08), and its length bounded before any comparison can overflow.
+n=${n#"${n%%[!0]*}"}
+if [ ${#n} -gt 5 ] || [ "${n:-0}" -lt 1 ] || [ "$n" -gt 10000 ]; then echo "N: 1 … 10000 (got $1)" >&2; exit 2; fi
 bin=$(command -v "${INFERSCALE:-inferscale}") || { echo "INFERSCALE: no inferscale binary" >&2; exit 2; }
 here=$(dirname "$(realpath "$0")")
 mkdir -p "$out"

@@ -14,7 +14,7 @@ pub mod length;
 pub mod search;
 
 pub use crate::metrics::Capacity;
-use crate::metrics::mean_ci;
+use crate::metrics::mean_ci_nonnegative;
 use crate::scenario::{self, ArrivalSpec, ScenarioError, Spec};
 use search::Search;
 
@@ -154,12 +154,12 @@ impl Sustained {
     /// The estimate so far (final once `done`).
     pub fn result(&self) -> Capacity {
         let per_seed: Vec<f64> = self.searches.iter().map(|s| s.boundary().unwrap_or(0.0)).collect();
-        let (mean, lo, hi) = mean_ci(&per_seed);
+        let (mean, lo, hi) = mean_ci_nonnegative(&per_seed);
         let converged =
             |s: &Search| matches!((s.found(), s.failed()), (Some(p), Some(f)) if (f - p) / p <= self.precision);
         Capacity {
             mean_rps: mean,
-            lo_rps: lo.max(0.0),
+            lo_rps: lo,
             hi_rps: hi,
             per_seed_rps: per_seed,
             runs: self.runs,

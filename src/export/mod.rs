@@ -9,6 +9,7 @@ pub use study::display_unit;
 
 pub use bundle::{bundle_csv, bundle_markdown, calibration_csv, calibration_json, calibration_markdown};
 
+pub use crate::markdown::{md_cell, md_text};
 use std::fmt::Write;
 
 pub use crate::metrics::secs;
@@ -208,19 +209,6 @@ fn pct(x: f64) -> String {
 
 fn yes(b: bool) -> &'static str {
     if b { "yes" } else { "**no**" }
-}
-
-/// A user's text (a scenario or class name) made safe for one Markdown table cell: no raw HTML, no `|` or
-/// line break to break the table.
-/// A table cell's text: as prose, and a `|` does not end the cell.
-pub fn md_cell(t: &str) -> String {
-    md_text(t).replace('|', "\\|")
-}
-
-/// Text a user gave (a scenario's, a class's or a session class's name), and prose that quotes it, inside
-/// Markdown: no raw HTML reaches a renderer, and no newline breaks a line, a heading or a list item.
-pub fn md_text(t: &str) -> String {
-    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace(['\n', '\r'], " ")
 }
 
 fn stats_row(name: &str, st: &Stats) -> String {

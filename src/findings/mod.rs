@@ -64,7 +64,7 @@ const fn experiment(
 const EXPERIMENTS: [Experiment; 14] = [
     experiment(
         "textbook",
-        |f, c, _, _| _ = queueing::textbook_vs_capacity(f, c),
+        |f, c, _, r| _ = queueing::textbook_vs_capacity(f, c, r),
         false,
         &[VARIABLE_LENGTHS, BURSTY_ARRIVALS, MODEL_ERROR],
     ),
@@ -128,7 +128,8 @@ struct Part {
 
 fn run_job(job: &Job, cfg: &Config, sat: f64) -> Part {
     let e = &EXPERIMENTS[job.experiment];
-    let mut part = Part { findings: Findings::default(), runs: Runs { experiment: e.id, ..Runs::default() } };
+    let runs = Runs { experiment: e.id, budget: cfg.budget, ..Runs::default() };
+    let mut part = Part { findings: Findings::default(), runs };
     let cfg = match job.setup {
         None => cfg.clone(),
         Some(setup) => {
@@ -136,7 +137,8 @@ fn run_job(job: &Job, cfg: &Config, sat: f64) -> Part {
         }
     };
     // A setup may change the benchmark scenario: its capacity is measured again on it.
-    let sat = if job.setup.is_some() && e.reads_capacity { queueing::sustained_capacity(&cfg) } else { sat };
+    let sat =
+        if job.setup.is_some() && e.reads_capacity { queueing::sustained_capacity(&cfg, &mut part.runs) } else { sat };
     (e.run)(&mut part.findings, &cfg, sat, &mut part.runs);
     part
 }
@@ -190,10 +192,13 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
         return Err(vec![format!("no experiment `{o}` (one of: {})", experiment_ids().join(", "))]);
     }
     if let Some(b) = &cfg.base {
-        crate::scenario::validate(b).map_err(|e| vec![format!("the scenario: {e}")])?;
+        let sc = crate::scenario::validate(b).map_err(|e| vec![format!("the scenario: {e}")])?;
+        if let Some(budget) = &cfg.budget {
+            sc.check_budget(budget, 1, "").map_err(|e| vec![format!("the scenario: {e}")])?;
+        }
     }
     let mut f = Findings::new("InferScale findings", intro(cfg));
-    let mut runs = Runs { experiment: "textbook", ..Runs::default() };
+    let mut runs = Runs { experiment: "textbook", budget: cfg.budget, ..Runs::default() };
     let chosen: Vec<usize> = (0..EXPERIMENTS.len()).filter(|i| wants(EXPERIMENTS[*i].id)).collect();
     let mut jobs: Vec<Job> = Vec::new();
     for &i in &chosen {
@@ -206,9 +211,11 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
     let total = jobs.len() + 1 + usize::from(wants(LITTLE));
     let mut first = Findings::default();
     let sat = if wants("textbook") {
-        queueing::textbook_vs_capacity(&mut first, cfg)
-    } else if chosen.iter().any(|i| EXPERIMENTS[*i].reads_capacity) {
-        queueing::sustained_capacity(cfg)
+        queueing::textbook_vs_capacity(&mut first, cfg, &mut runs)
+    } else if let Some(&i) = chosen.iter().find(|i| EXPERIMENTS[**i].reads_capacity) {
+        // Measured for that experiment: a refused run names it.
+        runs.experiment = EXPERIMENTS[i].id;
+        queueing::sustained_capacity(cfg, &mut runs)
     } else {
         f64::NAN
     };

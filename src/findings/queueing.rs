@@ -21,15 +21,15 @@ const RHOS: [f64; 4] = [0.5, 0.75, 0.9, 0.95];
 
 /// The benchmark scenario's sustained capacity, its mean over the seeds (what experiment 1 returns), for an
 /// experiment run alone.
-pub(super) fn sustained_capacity(cfg: &Config) -> f64 {
-    let caps: Vec<f64> = (0..cfg.repetitions).map(|k| capacity(&shipped(PEER, cfg, k), &mut Runs::default())).collect();
+pub(super) fn sustained_capacity(cfg: &Config, runs: &mut Runs) -> f64 {
+    let caps: Vec<f64> = (0..cfg.repetitions).map(|k| capacity(&shipped(PEER, cfg, k), runs)).collect();
     mean(&caps)
 }
 
 /// Experiment 1, the textbook capacity (peak decode throughput ÷ mean output) against sustained capacity, with
 /// the drain rate the report used before (every request at once) beside them. Returns the sustained
 /// capacity's mean, the capacity the later experiments' ρ is measured against.
-pub(super) fn textbook_vs_capacity(f: &mut Findings, cfg: &Config) -> f64 {
+pub(super) fn textbook_vs_capacity(f: &mut Findings, cfg: &Config, runs: &mut Runs) -> f64 {
     f.expect_on(
         "textbook",
         "The textbook capacity — peak decode throughput at the batch cap ÷ mean output length — overstates sustained capacity by 27 %, as the seed measured: prefill and the batch's ramp are left out.",
@@ -37,8 +37,8 @@ pub(super) fn textbook_vs_capacity(f: &mut Findings, cfg: &Config) -> f64 {
     );
     let textbook = bench::textbook_rps(&shipped(PEER, cfg, 0)).unwrap_or(f64::NAN);
     let seeds = 0..cfg.repetitions;
-    let caps: Vec<f64> = seeds.clone().map(|k| capacity(&shipped(PEER, cfg, k), &mut Runs::default())).collect();
-    let drains: Vec<f64> = seeds.map(|k| drain(&shipped(PEER, cfg, k), cfg, &mut Runs::default())).collect();
+    let caps: Vec<f64> = seeds.clone().map(|k| capacity(&shipped(PEER, cfg, k), runs)).collect();
+    let drains: Vec<f64> = seeds.map(|k| drain(&shipped(PEER, cfg, k), cfg, runs)).collect();
     let gaps: Vec<f64> = caps.iter().map(|s| textbook / s - 1.0).collect();
     let drain_gaps: Vec<f64> = drains.iter().zip(&caps).map(|(d, c)| d / c - 1.0).collect();
     let true_rho: Vec<f64> = caps.iter().map(|s| 0.8 * textbook / s).collect();

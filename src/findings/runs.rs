@@ -18,11 +18,14 @@ pub struct Config {
     pub only: Option<String>,
     /// Change every scenario so before the experiment's arms change it (a robustness rerun's setup).
     pub setup: Option<super::Setup>,
+    /// Refuse a run past this budget (the CLI's `--budget-gb`, the lab's): on a base the user gave, the
+    /// variants the experiments make of it (ten thousand sessions of its two) are runs like any.
+    pub budget: Option<scenario::Budget>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { repetitions: 5, requests: 10000, base: None, only: None, setup: None }
+        Config { repetitions: 5, requests: 10000, base: None, only: None, setup: None, budget: None }
     }
 }
 
@@ -35,6 +38,8 @@ pub struct Runs {
     pub refused: Vec<String>,
     /// The experiment running, to name it in a refusal.
     pub experiment: &'static str,
+    /// What a run may use ([`Config::budget`]).
+    pub budget: Option<scenario::Budget>,
 }
 
 impl Runs {
@@ -50,6 +55,22 @@ impl Runs {
     }
 
     /// A run of the experiment was refused: the first refusal of each kind is kept.
+    /// `s` validated and within the budget; None, the refusal recorded, when not. A rate that is not a number
+    /// was derived from a run already refused (its capacity): refused without a second, misleading refusal.
+    fn admitted(&mut self, s: &Spec) -> Option<scenario::Scenario> {
+        use crate::scenario::ArrivalSpec::{Gamma, Poisson};
+        if matches!(s.workload.arrival, Poisson { rate_rps } | Gamma { rate_rps, .. } if rate_rps.is_nan())
+            && !self.refused.is_empty()
+        {
+            return None;
+        }
+        let checked = scenario::validate(s).and_then(|sc| match &self.budget {
+            Some(b) => sc.check_budget(b, 1, "").map(|_| sc),
+            None => Ok(sc),
+        });
+        checked.map_err(|e| self.refuse_run(s, &e.to_string())).ok()
+    }
+
     fn refuse_run(&mut self, s: &Spec, why: &str) {
         let line = format!("experiment `{}`: a run on seed {} is refused: {why}", self.experiment, s.seed);
         let kind = |l: &str| l.split_once(": ").map(|x| x.1.split_once(": ").map_or("", |y| y.1).to_string());
@@ -118,6 +139,9 @@ pub(super) fn mean(x: &[f64]) -> f64 {
 /// `s`'s sustained capacity on its own seed (`crate::capacity`: the highest rate of its arrival process served
 /// stably, its bracket closed to 1 %, from its drain rate), or NaN when `s` is refused (recorded in `runs`).
 pub(super) fn capacity(s: &Spec, runs: &mut Runs) -> f64 {
+    if runs.admitted(s).is_none() {
+        return f64::NAN;
+    }
     let one_seed = crate::capacity::Options { seeds: 1, ..Default::default() };
     match crate::capacity::sustained(s, &one_seed) {
         Ok(c) => c.mean_rps,
@@ -130,12 +154,9 @@ pub(super) fn capacity(s: &Spec, runs: &mut Runs) -> f64 {
 
 /// `s`'s drain rate (every request at once), or NaN when `s` is refused (recorded in `runs`).
 pub(super) fn drain(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
-    match scenario::validate(s) {
-        Ok(_) => crate::capacity::drain_rps(s, cfg.requests),
-        Err(e) => {
-            runs.refuse_run(s, &e.to_string());
-            f64::NAN
-        }
+    match runs.admitted(s) {
+        Some(_) => crate::capacity::drain_rps(s, cfg.requests),
+        None => f64::NAN,
     }
 }
 
@@ -143,14 +164,13 @@ pub(super) fn drain(s: &Spec, cfg: &Config, runs: &mut Runs) -> f64 {
 /// one-request run of the benchmark scenario, so the experiment finishes without a panic and the report is
 /// then refused.
 pub(super) fn run(s: &Spec, runs: &mut Runs) -> crate::Report {
-    match scenario::validate(s) {
-        Ok(sc) => {
+    match runs.admitted(s) {
+        Some(sc) => {
             let r = crate::simulate(&sc);
             runs.littles.push(r.audits.little.relative_error);
             r
         }
-        Err(e) => {
-            runs.refuse_run(s, &e.to_string());
+        None => {
             let mut stand_in = parse(PEER);
             stand_in.workload.requests = Some(1);
             crate::simulate(&scenario::validate(&stand_in).expect("the benchmark scenario is valid"))

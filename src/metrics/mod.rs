@@ -17,7 +17,7 @@ pub use diagnose::{Change, Diagnosis, Finding, LengthCheck, Reading, Tested, dia
 pub use report::*;
 pub use session_report::*;
 pub use sessions::{SessionMetrics, ToolGap};
-pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, mean_ci, percentile, t95};
+pub use stats::{CDF_POINTS, Cdf, LatencyCdfs, Stats, mean_ci, mean_ci_nonnegative, percentile, t95};
 pub use summary::*;
 pub use workflow::{Decision, RoleSeen, WorkflowMetrics};
 

@@ -312,9 +312,27 @@ pub fn mean_ci(x: &[f64]) -> (f64, f64, f64) {
     (mean, mean - half, mean + half)
 }
 
+/// [`mean_ci`] of a quantity that cannot be negative (a rate, a count): the interval's low end at 0 at least
+/// (a t interval over a few spread seeds may reach below it).
+pub fn mean_ci_nonnegative(x: &[f64]) -> (f64, f64, f64) {
+    let (mean, lo, hi) = mean_ci(x);
+    (mean, lo.max(0.0), hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three seeds' capacities 0.6, 0.7 and 9.9 req/s: the t interval (t = 4.303) reaches below zero; the
+    /// nonnegative one stops at 0 with the same mean and top, and one above zero is left as it is.
+    #[test]
+    fn a_rates_interval_stops_at_zero() {
+        let x = [0.6, 0.7, 9.9];
+        let (m, lo, hi) = mean_ci(&x);
+        assert!((m - 11.2 / 3.0).abs() < 1e-12 && lo < 0.0, "{lo}");
+        assert_eq!(mean_ci_nonnegative(&x), (m, 0.0, hi));
+        assert_eq!(mean_ci_nonnegative(&[5.0, 6.0, 7.0]), mean_ci(&[5.0, 6.0, 7.0]), "above zero: unchanged");
+    }
 
     /// The radix sort is the standard sort: wide and narrow keys, duplicates, every size class.
     #[test]

@@ -60,20 +60,36 @@ fn whole_number_at_its_field(text: &str, path: String, message: String) -> (Stri
     let target: Option<f64> = given.parse().ok();
     let field = match root.pointer(&pointer) {
         Some(serde_json::Value::Object(m)) => {
-            let hits: Vec<&String> =
-                m.iter().filter(|(_, v)| target.is_some() && v.as_f64() == target).map(|(k, _)| k).collect();
+            // The object's numbers, and those of its lists (a `sequence`'s or `empirical`'s values), by key.
+            let mut hits = Vec::new();
+            for (k, v) in m {
+                match v {
+                    serde_json::Value::Array(xs) => (xs.iter().enumerate())
+                        .filter(|(_, x)| target.is_some() && x.as_f64() == target)
+                        .for_each(|(i, _)| hits.push((k, Some(i)))),
+                    v if target.is_some() && v.as_f64() == target => hits.push((k, None)),
+                    _ => {}
+                }
+            }
+            // One hit; or several in one list, where serde stopped at the first (each is probed alike).
             match hits[..] {
-                [k] => Some((format!("{path}.{k}"), format!("{pointer}/{k}"))),
+                [(k, None)] => Some((format!("{path}.{k}"), vec![format!("{pointer}/{k}")])),
+                [(k, Some(i)), ..] if hits.iter().all(|h| h.0 == k) => Some((
+                    format!("{path}.{k}[{i}]"),
+                    hits.iter().filter_map(|h| h.1).map(|j| format!("{pointer}/{k}/{j}")).collect(),
+                )),
                 _ => None,
             }
         }
-        Some(serde_json::Value::Number(_)) => Some((path.clone(), pointer)),
+        Some(serde_json::Value::Number(_)) => Some((path.clone(), vec![pointer])),
         _ => None,
     };
-    let Some((field, at)) = field else { return (path, message) };
+    let Some((field, slots)) = field else { return (path, message) };
     for probe in [0u64, u32::MAX as u64] {
-        if let Some(slot) = root.pointer_mut(&at) {
-            *slot = serde_json::json!(probe);
+        for at in &slots {
+            if let Some(slot) = root.pointer_mut(at) {
+                *slot = serde_json::json!(probe);
+            }
         }
         let refusal = parse_raw(&root.to_string()).ok().and_then(|s| validate(&s).err());
         let bounds = refusal.iter().flat_map(|e| &e.errors).find(|f| f.path == field).and_then(|f| {

@@ -27,7 +27,7 @@ pub mod sweep;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Report;
-pub use crate::metrics::{mean_ci, t95};
+pub use crate::metrics::{mean_ci, mean_ci_nonnegative, t95};
 use crate::scenario::{self, ScenarioError, Spec};
 
 /// One run a study needs: a label for the table and the full scenario.

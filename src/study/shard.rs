@@ -18,8 +18,11 @@ use std::collections::HashMap;
 use super::{BatchRunner, Job, RunSummary, Study, StudyError, StudyReport};
 use crate::scenario::Spec;
 
-/// The part format's version.
-pub const PART_FORMAT: u32 = 1;
+/// The part format's version (2: each run carries its hash).
+pub const PART_FORMAT: u32 = 2;
+
+/// The most shards a study is cut into (`--shard i/n`).
+pub const MOST_SHARDS: u32 = 10_000;
 
 /// One shard's runs, with what they belong to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +47,21 @@ pub struct Part {
 pub struct KeyedRun {
     pub job: String,
     pub run: RunSummary,
+    /// SHA-256 of the part's fingerprint, the job's key and the run: a run edited, or carried over from
+    /// another study run's part, does not match it.
+    pub hash: String,
+}
+
+impl KeyedRun {
+    fn new(fingerprint: &str, job: String, run: RunSummary) -> Self {
+        let hash = run_hash(fingerprint, &job, &run);
+        KeyedRun { job, run, hash }
+    }
+}
+
+fn run_hash(fingerprint: &str, job: &str, run: &RunSummary) -> String {
+    let run = serde_json::to_vec(run).expect("a run serialises");
+    sha256(&[fingerprint.as_bytes(), job.as_bytes(), &run])
 }
 
 /// Why parts could not be merged, or a shard not cut.
@@ -87,12 +105,12 @@ pub fn fingerprint(study: &str, spec: &Spec, options: &serde_json::Value) -> Str
     sha256(&[env!("CARGO_PKG_VERSION").as_bytes(), study.as_bytes(), &spec, &options])
 }
 
-/// "i/n" → (i, n), with 0 ≤ i < n ≤ 10 000.
+/// "i/n" → (i, n), with 0 ≤ i < n ≤ [`MOST_SHARDS`].
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("--shard: expected i/n with 0 ≤ i < n ≤ 10000, e.g. 0/4 (got `{s}`)");
+    let bad = || format!("--shard: expected i/n with 0 ≤ i < n ≤ {MOST_SHARDS}, e.g. 0/4 (got `{s}`)");
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
     let (i, n): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-    if n == 0 || i >= n || n > 10_000 {
+    if n == 0 || i >= n || n > MOST_SHARDS {
         return Err(bad());
     }
     Ok((i, n))
@@ -120,6 +138,7 @@ pub fn run_shard(
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<Part, StudyError> {
     let mut runs = Vec::new();
+    let print = fingerprint(name, spec, options);
     loop {
         let jobs = study.next();
         let lanes = study.lanes(&jobs);
@@ -135,7 +154,7 @@ pub fn run_shard(
         let ran = run_batch(&mine.iter().map(|&j| jobs[j].clone()).collect::<Vec<_>>())?;
         let mut results: Vec<RunSummary> = jobs.iter().map(stand_in).collect();
         for (&j, r) in mine.iter().zip(ran) {
-            runs.push(KeyedRun { job: job_key(&jobs[j]), run: r.clone() });
+            runs.push(KeyedRun::new(&print, job_key(&jobs[j]), r.clone()));
             results[j] = r;
         }
         study.feed(results);
@@ -146,7 +165,7 @@ pub fn run_shard(
         study: name.into(),
         shard,
         shards,
-        fingerprint: fingerprint(name, spec, options),
+        fingerprint: print,
         scenario: spec.clone(),
         options: options.clone(),
         runs,
@@ -154,13 +173,18 @@ pub fn run_shard(
 }
 
 /// Fold named parts (file name, part) into the report one unsharded run gives. Refuses an empty list, a part
-/// of another format, version or run, a damaged part, a shard given twice, and a missing shard — naming it.
+/// of another format, version or run, a damaged part (its fingerprint, or a run's hash), a shard given twice, a
+/// missing shard, and a job answered twice or by another shard's part — naming it.
 pub fn merge(parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
     let bad = |m: String| Err(ShardError::Parts(m));
     let Some((first_name, first)) = parts.first() else { return bad("no parts to merge".into()) };
     for (name, p) in parts {
         if p.inferscale_part != PART_FORMAT {
             return bad(format!("{name}: part format {} (this inferscale reads {PART_FORMAT})", p.inferscale_part));
+        }
+        // Before anything is sized by it: `shards` is not in the fingerprint.
+        if !(1..=MOST_SHARDS).contains(&p.shards) || p.shard >= p.shards {
+            return bad(format!("{name}: shard {}/{} is not one of 1 … {MOST_SHARDS} shards", p.shard, p.shards));
         }
         if p.fingerprint != fingerprint(&p.study, &p.scenario, &p.options) {
             return bad(format!(
@@ -171,6 +195,12 @@ pub fn merge(parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
         }
         if p.fingerprint != first.fingerprint || p.shards != first.shards {
             return bad(format!("{name} does not belong with {first_name}: {}", foreign_why(first, p)));
+        }
+        if let Some(k) = p.runs.iter().find(|k| k.hash != run_hash(&p.fingerprint, &k.job, &k.run)) {
+            return bad(format!(
+                "{name}: the run \"{}\" does not match its hash (edited, or taken from another study run's part)",
+                k.run.label
+            ));
         }
     }
     let mut by_shard: Vec<Option<&str>> = vec![None; first.shards as usize];
@@ -214,8 +244,18 @@ fn foreign_why(a: &Part, b: &Part) -> String {
 
 /// Drive the study as one run would, answering each job from the parts.
 fn replay(first: &Part, parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
-    let runs: HashMap<&str, &RunSummary> =
-        parts.iter().flat_map(|(_, p)| p.runs.iter().map(|k| (k.job.as_str(), &k.run))).collect();
+    // Each job is answered once, by the part of its lane's shard.
+    let mut runs: HashMap<&str, (&RunSummary, &str, u32)> = HashMap::new();
+    for (name, p) in parts {
+        for k in &p.runs {
+            if let Some((r, other, _)) = runs.insert(&k.job, (&k.run, name, p.shard)) {
+                return Err(ShardError::Parts(format!(
+                    "the run \"{}\" is given twice: in {other} and {name}",
+                    r.label
+                )));
+            }
+        }
+    }
     let mut study = super::build(&first.study, &first.scenario, &first.options)
         .map_err(|e| ShardError::Study(StudyError::Invalid(e)))?;
     loop {
@@ -226,7 +266,7 @@ fn replay(first: &Part, parts: &[(String, Part)]) -> Result<StudyReport, ShardEr
         let lanes = study.lanes(&jobs);
         let mut results = Vec::with_capacity(jobs.len());
         for (job, lane) in jobs.iter().zip(lanes) {
-            let Some(r) = runs.get(job_key(job).as_str()) else {
+            let Some(&(r, name, shard)) = runs.get(job_key(job).as_str()) else {
                 return Err(ShardError::Parts(format!(
                     "shard {}/{} has no run for the job \"{}\": the parts were not cut from one study run",
                     lane % first.shards as u64,
@@ -234,7 +274,16 @@ fn replay(first: &Part, parts: &[(String, Part)]) -> Result<StudyReport, ShardEr
                     job.label
                 )));
             };
-            results.push((*r).clone());
+            if u64::from(shard) != lane % first.shards as u64 {
+                return Err(ShardError::Parts(format!(
+                    "{name} (shard {shard}/{}) answers the job \"{}\" of shard {}/{}: the parts were not cut from one study run",
+                    first.shards,
+                    job.label,
+                    lane % first.shards as u64,
+                    first.shards
+                )));
+            }
+            results.push(r.clone());
         }
         study.feed(results);
     }

@@ -5,6 +5,7 @@
 //! SGLang result; what the format cannot say is said in the case's notes (docs/truth.md lists the quirks).
 
 use super::{Case, CaseWorkload, LatencyMs, Measured, Rate, Source};
+use crate::spec::MAX_TOKENS;
 use serde_json::{Map, Value};
 
 /// An inference-perf stage report's note until its run's `config.yaml` is applied (`run_config::apply`).
@@ -55,19 +56,69 @@ fn blank(id: &str, source: &Source) -> Case {
 }
 
 /// A number at a dotted path (`successes.latency.time_to_first_token.mean`), or a number written as text;
-/// absent or null is None; negative, infinite or not a number is the run's error, naming the path.
+/// absent or null is None; negative, infinite or not a number is the run's error, naming the path; so is a
+/// block on the way that is not one (`"request_latency": "fast"`), naming the block.
 fn num(obj: &Map<String, Value>, path: &str) -> Result<Option<f64>, Refusal> {
     let mut at = obj;
     let mut parts = path.split('.').peekable();
+    let mut walked = 0;
     while let Some(p) = parts.next() {
+        walked += p.len() + 1;
         let Some(v) = at.get(p) else { return Ok(None) };
         if parts.peek().is_none() {
             return figure(path, v);
         }
-        let Some(o) = v.as_object() else { return Ok(None) };
-        at = o;
+        at = match v {
+            Value::Object(o) => o,
+            Value::Null => return Ok(None),
+            _ => {
+                return Err((
+                    Some(path[..walked - 1].to_string()),
+                    format!("must be a block of figures (got {})", kind_of(v)),
+                ));
+            }
+        };
     }
     Ok(None)
+}
+
+/// The most requests a run's count may say (a count past it is no run's), and the most tokens a length.
+pub(super) const MOST_REQUESTS: u64 = 1_000_000_000;
+
+/// A count of requests at `path`: whole, 0 … [`MOST_REQUESTS`].
+fn count(obj: &Map<String, Value>, path: &str) -> Result<Option<u64>, Refusal> {
+    match num(obj, path)? {
+        Some(x) if x.fract() == 0.0 && x <= MOST_REQUESTS as f64 => Ok(Some(x as u64)),
+        Some(x) => {
+            Err((Some(path.into()), format!("must be a whole number from 0 to {MOST_REQUESTS} (got {})", shown(x))))
+        }
+        None => Ok(None),
+    }
+}
+
+/// A mean length in tokens at `path`: 0 … `MAX_TOKENS`, as a request's own lengths.
+fn tokens(obj: &Map<String, Value>, path: &str) -> Result<Option<f64>, Refusal> {
+    match num(obj, path)? {
+        Some(x) if x > f64::from(MAX_TOKENS) => {
+            Err((Some(path.into()), format!("must be from 0 to {MAX_TOKENS} tokens (got {})", shown(x))))
+        }
+        x => Ok(x),
+    }
+}
+
+/// A number as an error shows it: in full up to 16 digits, past that as 1e300 (not 301 digits).
+fn shown(x: f64) -> String {
+    if x.abs() >= 1e16 { format!("{x:e}") } else { x.to_string() }
+}
+
+/// What a JSON value is, in words, short whatever its size.
+fn kind_of(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() <= 40 => format!("the text {s:?}"),
+        Value::String(_) => "a text".into(),
+        Value::Array(_) => "a list".into(),
+        other => other.to_string(),
+    }
 }
 
 /// A figure's value as every format reads it (`key` names it in the error): null is None, a number or a
@@ -135,15 +186,15 @@ fn inference_perf(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> 
     }
     c.workload = CaseWorkload {
         request_rate: Some(Rate::PerSecond(rate)),
-        num_prompts: num(o, "load_summary.count")?.map(|n| n as u64),
-        mean_input_tokens: num(o, "successes.prompt_len.mean")?,
-        mean_output_tokens: num(o, "successes.output_len.mean")?,
+        num_prompts: count(o, "load_summary.count")?,
+        mean_input_tokens: tokens(o, "successes.prompt_len.mean")?,
+        mean_output_tokens: tokens(o, "successes.output_len.mean")?,
         duration_s: num(o, "load_summary.send_duration")?,
         ..CaseWorkload::default()
     };
     c.measured = Measured {
-        completed: num(o, "successes.count")?.map(|n| n as u64),
-        failed: num(o, "failures.count")?.map(|n| n as u64),
+        completed: count(o, "successes.count")?,
+        failed: count(o, "failures.count")?,
         ttft_ms: lat("time_to_first_token")?,
         tpot_ms: tpot,
         itl_ms: itl,
@@ -181,6 +232,10 @@ fn dashboard_row(obj: &Map<String, Value>, metrics: &Map<String, Value>) -> Map<
     flat
 }
 
+/// The most concurrent clients a closed loop simulates (calibration's bound), and GPUs a run names.
+const MOST_CLIENTS: u64 = 1_000_000;
+const MOST_GPUS: u64 = 100_000;
+
 /// InferenceX's workflows run the client with `--random-range-ratio 0.8` (`.github/workflows/benchmark-tmpl.yml`,
 /// SemiAnalysisAI/InferenceX): each length uniform between ⌊0.8 · L⌋ and L, mean 0.9 · L.
 const INFERENCEX_RANGE_RATIO: f64 = 0.8;
@@ -190,11 +245,20 @@ const INFERENCEX_RANGE_RATIO: f64 = 0.8;
 /// `request_rate inf` under `max_concurrency conc` with `conc × 10` prompts of `isl` / `osl` tokens.
 fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
     let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
-    let whole = |k: &str| num(o, k).map(|x| x.map(|x| x.round() as u64));
-    let conc = whole("conc")?.filter(|&n| n > 0).ok_or((Some("conc".into()), "must be a concurrency ≥ 1".into()))?;
-    let gpus = match whole("tp")? {
+    // Counts are whole and bounded where they are read (a wrapped, rounded or overflowing one misleads).
+    let whole = |k: &str, lo: u64, hi: u64| -> Result<Option<u64>, Refusal> {
+        match num(o, k)? {
+            Some(x) if x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64 => Ok(Some(x as u64)),
+            Some(x) => Err((Some(k.into()), format!("must be a whole number from {lo} to {hi} (got {})", shown(x)))),
+            None => Ok(None),
+        }
+    };
+    let conc = whole("conc", 1, MOST_CLIENTS)?.ok_or((Some("conc".into()), "must be a concurrency ≥ 1".into()))?;
+    let gpus = match whole("tp", 1, MOST_GPUS)? {
         Some(tp) => tp,
-        None => whole("num_prefill_gpu")?.unwrap_or(0) + whole("num_decode_gpu")?.unwrap_or(0),
+        None => {
+            whole("num_prefill_gpu", 0, MOST_GPUS)?.unwrap_or(0) + whole("num_decode_gpu", 0, MOST_GPUS)?.unwrap_or(0)
+        }
     };
     let per_gpu = |k: &str| num(o, k).map(|x| x.filter(|_| gpus > 0).map(|x| x * gpus as f64));
     let lat = |name: &str| -> Result<LatencyMs, Refusal> {
@@ -204,7 +268,7 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
     c.engine = text("framework").unwrap_or(c.engine);
     c.model_id = text("model");
     c.gpu = text("hw");
-    c.tp = whole("tp")?.map(|t| t.min(1 << 20) as u32);
+    c.tp = whole("tp", 1, MOST_GPUS)?.map(|t| t as u32);
     let recorded = num(o, "random_range_ratio")?;
     if recorded.is_some_and(|r| r > 1.0) {
         return Err((Some("random_range_ratio".into()), "must be between 0 and 1".into()));
@@ -212,8 +276,8 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
     let ratio = recorded.unwrap_or(INFERENCEX_RANGE_RATIO);
     // The client's `sample_uniform`: integers from int(L · ratio) to L inclusive.
     let range = |k: &str| -> Result<Option<[u32; 2]>, Refusal> {
-        let Some(l) = num(o, k)?.filter(|&l| l >= 1.0) else { return Ok(None) };
-        let l = l.round().min(f64::from(u32::MAX)) as u32;
+        let Some(l) = whole(k, 1, u64::from(MAX_TOKENS))? else { return Ok(None) };
+        let l = l as u32;
         Ok(Some([((f64::from(l) * ratio) as u32).max(1), l]))
     };
     let (input_range, output_range) = (range("isl")?, range("osl")?);
@@ -255,7 +319,8 @@ fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
 /// MLPerf LoadGen's text logs: the summary (`label : value` lines) or the detail log (`:::MLLOG {json}`
 /// lines). None: the text is neither.
 pub(super) fn mlperf(id: &str, source: &Source, text: &str) -> Option<Result<Case, Refusal>> {
-    let fields = if text.contains("MLPerf Results Summary") {
+    // The summary's title is a line of its own: a JSON result whose label merely mentions it is not one.
+    let fields = if text.lines().any(|l| l.trim() == "MLPerf Results Summary") {
         summary_fields(text)
     } else if text.lines().any(|l| l.trim_start().starts_with(":::MLLOG")) {
         detail_fields(text)

@@ -4,7 +4,8 @@
 //! of the same directory (in the lab: of the same upload).
 
 use super::Case;
-use super::formats::INFERENCE_PERF_NOTE;
+use super::formats::{INFERENCE_PERF_NOTE, MOST_REQUESTS};
+use crate::spec::MAX_TOKENS;
 use serde::Deserialize;
 
 /// The settings a prediction needs; every other key of the file is ignored.
@@ -73,7 +74,42 @@ pub fn parse(text: &str) -> Result<RunConfig, (usize, String)> {
     if cfg == RunConfig::default() {
         return Err((1, "not an inference-perf config.yaml: it has no `data`, `load` or `server` settings".into()));
     }
+    if let Some(sp) = &cfg.data.shared_prefix {
+        sp.check().map_err(|why| (1, why))?;
+    }
     Ok(cfg)
+}
+
+impl SharedPrefix {
+    /// Lengths within a request's (0 … `MAX_TOKENS`), and as many distinct prompts as a run may have: a length
+    /// of 2^64 − 1 or a product of counts that saturates is no run's setting.
+    fn check(&self) -> Result<(), String> {
+        let at = "data.shared_prefix";
+        let most = u64::from(MAX_TOKENS);
+        let lengths = [
+            ("system_prompt_len", self.system_prompt_len),
+            ("question_len", self.question_len),
+            ("output_len", self.output_len),
+            ("output_len_min", self.output_len_min),
+            ("output_len_max", self.output_len_max),
+        ];
+        for (k, v) in lengths {
+            if let Some(v) = v.filter(|&v| v > most) {
+                return Err(format!("{at}.{k}: must be from 0 to {most} tokens (got {v})"));
+            }
+        }
+        if let Some(v) = self.output_len_std.filter(|v| !(v.is_finite() && (0.0..=most as f64).contains(v))) {
+            return Err(format!("{at}.output_len_std: must be from 0 to {most} tokens (got {v})"));
+        }
+        let prompts = self.num_groups.unwrap_or(1).checked_mul(self.num_prompts_per_group.unwrap_or(1));
+        if prompts.is_none_or(|n| n > MOST_REQUESTS) {
+            let (g, p) = (self.num_groups.unwrap_or(1), self.num_prompts_per_group.unwrap_or(1));
+            return Err(format!(
+                "{at}: num_groups × num_prompts_per_group must be at most {MOST_REQUESTS} prompts (got {g} × {p})"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The directory part of a file name as given (`a/b/stage_0.json` → `a/b`; a bare name → ``).

@@ -4,6 +4,7 @@
 
 use super::calibrate::{Calibration, Options, Row, Saturated, calibrate_with, heavy_cases};
 use super::{Bundle, Case};
+use crate::markdown::{md_cell, md_text};
 use crate::scenario::Spec;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -54,7 +55,9 @@ pub fn calibrate_series(m: &Manifest, series: &[(Spec, Bundle)], i: usize) -> Re
 
 /// The document from each series' calibration, in the manifest's order.
 pub fn render(m: &Manifest, series: &[(Spec, Bundle)], runs: &[Calibration]) -> String {
-    let mut out = format!("# {}\n\n", m.title);
+    // The manifest's title and series names are the user's text: no raw HTML, no line break, no table cell
+    // broken by a `|` (its `about` paragraphs and sources are Markdown by design).
+    let mut out = format!("# {}\n\n", md_text(&m.title));
     for p in &m.about {
         let _ = write!(out, "{p}\n\n");
     }
@@ -87,7 +90,7 @@ fn summary(out: &mut String, m: &Manifest, series: &[(Spec, Bundle)], runs: &[Ca
         let _ = writeln!(
             out,
             "| {} | {} | {} | {knobs} | {} | {} | {} | {heavy_cell} | {loo} | {noise} | {} | {gate} |",
-            s.name,
+            md_cell(&s.name),
             b.cases.len(),
             s.train.len(),
             c.held_out.figures,
@@ -179,10 +182,15 @@ fn fit_names(m: &super::calibrate::Multipliers) -> String {
     if names.is_empty() { "—".into() } else { names.join(", ") }
 }
 
+/// A series' heading: its name as the user wrote it, one line, no HTML.
+fn series_heading(name: &str) -> String {
+    format!("## {}\n\n", md_text(name))
+}
+
 fn detail(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
-    let _ = write!(out, "## {}\n\n{}\n\n", s.name, s.source);
+    let _ = write!(out, "{}{}\n\n", series_heading(&s.name), s.source);
     let held: Vec<&str> = cases.iter().map(|k| k.id.as_str()).filter(|id| !s.train.iter().any(|t| t == id)).collect();
-    let _ = write!(out, "Trained on: {}. Held out: {}.\n\n", s.train.join(", "), held.join(", "));
+    let _ = write!(out, "Trained on: {}. Held out: {}.\n\n", md_text(&s.train.join(", ")), md_text(&held.join(", ")));
     let _ = write!(out, "Fitted: {}. {}\n\n", c.fitted.sentence(), c.verdict);
     out.push_str("| metric | uncalibrated | calibrated |\n|---|---|---|\n");
     for e in c.held_out_mape.iter().filter(|e| e.baseline.is_some() || e.calibrated.is_some()) {
@@ -342,7 +350,24 @@ fn regimes(out: &mut String, s: &SeriesSpec, cases: &[Case], c: &Calibration) {
 
 #[cfg(test)]
 mod tests {
-    use super::capacity_sentence;
+    use super::{Manifest, capacity_sentence, render, series_heading};
+
+    /// A manifest's title and a series' name reach the Markdown as text: raw HTML shown, not rendered; a line
+    /// break kept out of the heading.
+    #[test]
+    fn titles_and_names_are_text_in_the_markdown() {
+        let m = Manifest {
+            title: "<script>x</script> & co\n# not a heading".into(),
+            about: vec!["[a link](https://example.com)".into()],
+            fit: Vec::new(),
+            tolerance_pct: None,
+            series: Vec::new(),
+        };
+        let doc = render(&m, &[], &[]);
+        assert!(doc.starts_with("# &lt;script&gt;x&lt;/script&gt; &amp; co # not a heading\n\n"), "{doc}");
+        assert!(doc.contains("\n[a link](https://example.com)\n"), "the about paragraphs are Markdown: {doc}");
+        assert_eq!(series_heading("a <b>\n## c"), "## a &lt;b&gt; ## c\n\n");
+    }
 
     /// One series or many, a capacity or none: the footer's sentence agrees with its counts.
     #[test]

@@ -116,10 +116,18 @@ fn matrix(roles: &[String], given: &Rows, at: &str, base: Option<&Rows>, e: &mut
         role_index(roles, from, &format!("{at}.{from}"), e);
     }
     let mut out = Vec::with_capacity(roles.len());
+    // A row a shift takes from the base chain was checked there: its errors are said once, at the base's path.
+    let mut inherited_errors = Errors::default();
     for from in roles {
-        let Some(row) = given.get(from).or_else(|| base.and_then(|b| b.get(from))) else {
-            e.push(format!("{at}.{from}"), "every role needs the weights of the roles that may follow it");
-            continue;
+        let (row, e) = match (given.get(from), base.and_then(|b| b.get(from))) {
+            (Some(row), _) => (row, &mut *e),
+            (None, Some(row)) => (row, &mut inherited_errors),
+            (None, None) => {
+                // A shift's row missing from the base chain too was refused there.
+                let e = if base.is_some() { &mut inherited_errors } else { &mut *e };
+                e.push(format!("{at}.{from}"), "every role needs the weights of the roles that may follow it");
+                continue;
+            }
         };
         let mut w = vec![0.0; roles.len()];
         for (to, &x) in row {
@@ -139,7 +147,7 @@ fn matrix(roles: &[String], given: &Rows, at: &str, base: Option<&Rows>, e: &mut
         let mut acc = 0.0;
         out.push(w.iter().map(|x| (acc += x / total, acc).1).collect());
     }
-    (e.0.len() == n0).then_some(out)
+    (e.0.len() == n0 && inherited_errors.0.is_empty()).then_some(out)
 }
 
 /// Transition counts learned from the role sequence seen so far, each row decayed by `decay` whenever a

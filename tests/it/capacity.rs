@@ -168,6 +168,7 @@ fn the_findings_measure_rho_against_sustained_capacity() {
         base: None,
         only: Some("textbook".into()),
         setup: None,
+        budget: None,
     };
     let f = inferscale::findings::report_with(&cfg, &mut |_, _| {}).unwrap();
     let figure = |id: &str| f.figures.iter().find(|x| x.id == id).unwrap_or_else(|| panic!("{id}")).value;

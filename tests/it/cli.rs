@@ -237,3 +237,38 @@ fn report_writes_the_findings_document() {
     let out = bin().args(["report", "--format", "pdf"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `report --on SCENARIO` holds the scenario, and every variant the experiments make of it, to the run budget
+/// as `run` does: a scenario `run` refuses is refused (exit 2, naming the budget) before anything runs, and a
+/// variant an experiment makes past the budget is a refused run, named, never a run that does not end.
+#[test]
+fn report_on_a_scenario_keeps_to_the_run_budget() {
+    let dir = std::env::temp_dir().join(format!("inferscale-report-on-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s = super::shipped("default.json");
+    s.workload.requests = Some(50_000_000);
+    let path = dir.join("huge.json");
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    let run = bin().arg("run").arg(&path).output().unwrap();
+    assert_eq!(run.status.code(), Some(2), "run refuses it: {}", String::from_utf8_lossy(&run.stderr));
+    let out = bin().args(["report", "--only", "little", "--on"]).arg(&path).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("over the budget"), "{err}");
+    // A base within the budget whose variant is not: two sessions of 10,000 turns, which the textbook
+    // experiment's capacity search offers as thousands of sessions. The run is refused, named, at once.
+    let mut two = super::shipped("agent-sessions.json");
+    two.workload.requests = Some(2);
+    let sessions = two.workload.sessions.as_mut().unwrap();
+    use inferscale::scenario::LengthSpec::Fixed;
+    sessions.turns = Some(Fixed { tokens: 10_000 });
+    (sessions.first_tokens, sessions.new_tokens, sessions.output_tokens) =
+        (Some(Fixed { tokens: 100 }), Some(Fixed { tokens: 10 }), Some(Fixed { tokens: 10 }));
+    std::fs::write(&path, serde_json::to_string(&two).unwrap()).unwrap();
+    assert!(bin().arg("check").arg(&path).output().unwrap().status.success(), "the base alone is within the budget");
+    let out = bin().args(["report", "--only", "textbook", "--on"]).arg(&path).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("experiment `textbook`: a run on seed") && err.contains("over the budget"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -36,6 +36,52 @@ fn the_slurm_scripts_shard_by_array_task_and_merge_after_every_task() {
     }
 }
 
+/// submit.sh reads N in decimal whatever its leading zeros (bash's arithmetic took 010 for octal 8 and refused
+/// 08) and refuses what is out of 1 … 10000 with exit 2 before submitting, however long the number. `sbatch`
+/// here is a stand-in that records its arguments and the shard count it was given.
+#[test]
+fn the_slurm_submission_reads_n_in_decimal_and_refuses_what_is_out_of_range() {
+    let dir = std::env::temp_dir().join(format!("inferscale-submit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sbatch = dir.join("sbatch");
+    std::fs::write(&sbatch, "#!/usr/bin/env bash\necho \"$SHARDS $*\" >>\"$LOG\"\necho 42\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sbatch, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let submit = |n: &str| {
+        let log = dir.join("log");
+        let _ = std::fs::remove_file(&log);
+        let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+        let out = std::process::Command::new("bash")
+            .arg(root().join("deploy/slurm/submit.sh"))
+            .args([n, "fleet", "scenarios/default.json"])
+            .arg(dir.join("out"))
+            .current_dir(root())
+            .env("PATH", path)
+            .env("LOG", &log)
+            .env("INFERSCALE", "true")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            std::fs::read_to_string(&log).unwrap_or_default(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (n, shards) in [("010", 10), ("08", 8), ("1", 1), ("0010000", 10000)] {
+        let (code, log, err) = submit(n);
+        assert_eq!(code, Some(0), "N = {n}: {err}");
+        let array = format!("{shards} --parsable --chdir={} --array=0-{} ", dir.join("out").display(), shards - 1);
+        assert!(log.starts_with(&array), "N = {n}: {log}");
+        assert!(log.lines().nth(1).unwrap().starts_with(&format!("{shards} --parsable")), "the merge is told {shards}");
+    }
+    for n in ["0", "000", "10001", "99999999999999999999999", "-3", "2.5", "1e3", ""] {
+        let (code, log, err) = submit(n);
+        assert_eq!(code, Some(2), "N = {n:?}: {err}");
+        assert!(err.starts_with("N: ") && log.is_empty(), "N = {n:?} names N and submits nothing: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[derive(Deserialize)]
 struct Manifest {
     kind: String,

@@ -296,6 +296,7 @@ fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
         base,
         only: Some(only.into()),
         setup: None,
+        budget: None,
     };
     let e = findings::report_with(&small(None, "nope"), &mut |_, _| {}).unwrap_err();
     assert!(e[0].contains("no experiment `nope`") && e[0].contains("textbook"), "{e:?}");
@@ -324,6 +325,8 @@ fn every_experiment_reruns_on_another_scenario_or_says_why_not() {
                     if (file, *id) == ("default.json", "prefix") {
                         assert!(why[0].contains("does not apply: needs shared prompt prefixes"), "{why:?}");
                     }
+                    // Each refusal is a cause: none comes of a rate derived from a run already refused.
+                    assert!(!why.iter().any(|w| w.contains("NaN")), "{file} {id}: {why:?}");
                     println!("{file} {id}: refused: {}", why[0]);
                 }
             }

@@ -174,6 +174,18 @@ fn fleet_options_are_refused_at_their_field() {
         (json!({"max_num_batched_tokens": [1e12]}), "study.fleet.max_num_batched_tokens[0]"),
         (json!({"tp": [1, 65]}), "study.fleet.tp[1]"),
         (json!({"schedulers": [{"kind": "nope"}]}), "study.fleet.schedulers[0].kind"),
+        // A value named twice would be a second, identical candidate: refused at the repeat.
+        (json!({"target_rps": 5, "devices": ["h100-sxm", "h100-sxm"]}), "study.fleet.devices[1]"),
+        (json!({"target_rps": 5, "tp": [2, 1, 2]}), "study.fleet.tp[2]"),
+        (
+            json!({"target_rps": 5, "layouts": [{"kind": "pd", "prefill": 1, "decode": 2}, {"kind": "colocated"},
+                {"kind": "pd", "prefill": 1, "decode": 2}]}),
+            "study.fleet.layouts[2]",
+        ),
+        (json!({"target_rps": 5, "max_num_seqs": [8, 8]}), "study.fleet.max_num_seqs[1]"),
+        (json!({"target_rps": 5, "max_num_batched_tokens": [512, 1024, 512]}), "study.fleet.max_num_batched_tokens[2]"),
+        (json!({"target_rps": 5, "batch_formations": ["vllm", "vllm"]}), "study.fleet.batch_formations[1]"),
+        (json!({"target_rps": 5, "schedulers": [{"kind": "fcfs"}, {"kind": "fcfs"}]}), "study.fleet.schedulers[1]"),
     ];
     for (params, want) in cases {
         let err = match study::build("fleet", &spec, &params) {

@@ -259,6 +259,17 @@ fn whole_numbers_are_refused_at_their_field_with_its_range() {
     for (change, want) in cases {
         assert_eq!(at(change), want);
     }
+    // In a length's list (a `sequence`'s or `empirical`'s values) too: at the element, with the lengths' range.
+    for kind in ["sequence", "empirical"] {
+        for (bad, shown) in [(json!(-3), "-3"), (json!(2.5), "2.5"), (json!(4294967296u64), "4294967296")] {
+            let mut v = json_of("default.json");
+            v["workload"]["classes"][0]["prompt_tokens"] = json!({"kind": kind, "values": [100, bad, 7, bad]});
+            let want = format!(
+                "workload.classes[0].prompt_tokens.values[1]: must be a whole number from 1 to 10000000 (got {shown})"
+            );
+            assert_eq!(refusal(&v), want, "{kind}");
+        }
+    }
     assert_eq!(
         at(&|v| v["workload"]["sessions"]["turns"] = json!({"kind": "lognormal", "mean": 20000, "cv": 1, "max": 100})),
         "workload.sessions.turns.mean: must be between 1 and 10000 (got 20000)"

@@ -115,6 +115,32 @@ fn merge_refuses_missing_duplicate_foreign_and_damaged_parts_naming_them() {
     let mut gutted = named(parts.clone());
     gutted[0].1.runs.pop();
     assert!(err(gutted).contains("has no run for the job"), "a part missing a run");
+    // `shards` is not in the fingerprint: bounded before anything is sized by it (4294967295 alone asked for
+    // 68 GB).
+    let mut huge = named(vec![parts[0].clone()]);
+    huge[0].1.shards = u32::MAX;
+    assert_eq!(err(huge), "part-0.json: shard 0/4294967295 is not one of 1 … 10000 shards");
+    // A run's figures edited (negative times, 750 % attainment) no longer match its hash.
+    let mut figures = named(parts.clone());
+    figures[1].1.runs[0].run.slo_attainment = 7.5;
+    figures[1].1.runs[0].run.ttft_p95_s = -1.0;
+    let e = err(figures);
+    assert!(e.starts_with("part-1.json: the run \"") && e.contains("does not match its hash"), "{e}");
+    // A job answered twice (another shard's run carried along), or by another shard's part: refused, named,
+    // whatever the order of the files.
+    let mut carried = named(parts.clone());
+    let theirs = carried[1].1.runs[0].clone();
+    carried[0].1.runs.push(theirs.clone());
+    let e = err(carried.clone());
+    assert!(e.ends_with("is given twice: in part-0.json and part-1.json"), "{e}");
+    carried.reverse();
+    assert!(err(carried).ends_with("is given twice: in part-1.json and part-0.json"));
+    let mut moved = named(parts.clone());
+    moved[1].1.runs.remove(0);
+    moved[0].1.runs.push(theirs);
+    let e = err(moved);
+    assert!(e.starts_with("part-0.json (shard 0/3) answers the job \""), "{e}");
+    assert!(e.contains("of shard 1/3"), "{e}");
     assert_eq!(err(Vec::new()), "no parts to merge");
     for bad in ["", "3", "3/3", "-1/3", "0/0", "1/2/3", "a/b", "0/10001"] {
         assert!(shard::parse_shard(bad).is_err(), "{bad}");

@@ -1246,6 +1246,26 @@ fn inference_perf_stage_reports_import_and_their_summary_is_refused() {
             .replace("\"requests_per_sec\": 7.978", "\"requests_per_sec\": -7.978");
     let (_, errors) = import("bad.json", &bad);
     assert_eq!(errors[0].key.as_deref(), Some("successes.throughput.requests_per_sec"));
+    // So is a block of figures that is not one: named at the block, never dropped as if absent.
+    let stage =
+        std::fs::read_to_string(super::root().join("tests/data/results/inference-perf-stage_0_lifecycle_metrics.json"))
+            .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&stage).unwrap();
+    for (block, wrong, said) in [
+        ("request_latency", serde_json::json!("fast"), "the text \"fast\""),
+        ("time_to_first_token", serde_json::json!([1, 2]), "a list"),
+        ("request_latency", serde_json::json!(3.5), "3.5"),
+    ] {
+        let mut w = v.clone();
+        w["successes"]["latency"][block] = wrong;
+        let (cases, errors) = import("bad.json", &w.to_string());
+        assert!(cases.is_empty(), "{block}");
+        assert_eq!(errors[0].key.as_deref(), Some(format!("successes.latency.{block}").as_str()), "{}", errors[0]);
+        assert_eq!(errors[0].message, format!("must be a block of figures (got {said})"));
+    }
+    v["successes"]["latency"]["request_latency"] = serde_json::Value::Null;
+    let (cases, errors) = import("null.json", &v.to_string());
+    assert!(errors.is_empty() && cases[0].measured.e2e_ms.is_empty(), "null is absent: {errors:?}");
 }
 
 /// InferenceX's aggregate: seconds to ms, per-GPU throughputs times the GPUs, `conc` as the closed loop of
@@ -1270,6 +1290,25 @@ fn inferencex_aggregates_import_single_node_and_disaggregated() {
     assert!(matches!(s.workload.arrival, inferscale::scenario::ArrivalSpec::ClosedLoop { clients: 64, .. }));
     let (_, errors) = import("x.json", r#"{"tput_per_gpu": 1, "conc": 0, "median_ttft": 0.1}"#);
     assert_eq!(errors[0].key.as_deref(), Some("conc"));
+    // Counts are whole and bounded where they are read: none wraps, rounds or overflows into the figures.
+    for (extra, key, range, got) in [
+        (r#""conc": 1e19"#, "conc", "1 to 1000000", "1e19"),
+        (r#""conc": 2.5"#, "conc", "1 to 1000000", "2.5"),
+        (
+            r#""conc": 4, "num_prefill_gpu": 1.8e19, "num_decode_gpu": 1.8e19"#,
+            "num_prefill_gpu",
+            "0 to 100000",
+            "1.8e19",
+        ),
+        (r#""conc": 4, "tp": 0"#, "tp", "1 to 100000", "0"),
+        (r#""conc": 4, "isl": 1e15"#, "isl", "1 to 10000000", "1000000000000000"),
+        (r#""conc": 4, "osl": 0.5"#, "osl", "1 to 10000000", "0.5"),
+    ] {
+        let (cases, errors) = import("x.json", &format!(r#"{{"tput_per_gpu": 1, {extra}, "median_ttft": 0.1}}"#));
+        assert!(cases.is_empty(), "{extra}");
+        assert_eq!(errors[0].key.as_deref(), Some(key), "{extra}: {}", errors[0]);
+        assert_eq!(errors[0].message, format!("must be a whole number from {range} (got {got})"), "{extra}");
+    }
 }
 
 /// InferenceX's dashboard rows (the app's benchmarks API): an array of runs, the figures nested under
@@ -1320,6 +1359,13 @@ fn mlperf_loadgen_summary_and_detail_logs_import_alike() {
         assert!(noted(c, "prompt lengths are not in LoadGen's logs"), "{:?}", c.notes);
     }
     assert!(noted(&s, "INVALID") && !noted(&d, "INVALID"));
+    // A vLLM result whose label mentions the summary's title is still a vLLM result.
+    let vllm = std::fs::read_to_string(super::root().join("tests/data/results/vllm-current.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&vllm).unwrap();
+    v["label"] = serde_json::json!("compare with the MLPerf Results Summary of last week");
+    let (cases, errors) = import("vllm-current.json", &v.to_string());
+    assert!(errors.is_empty() && cases.len() == 1, "{errors:?}");
+    assert_eq!(cases[0].measured, one("vllm-current.json").measured);
     let e = inferscale::truth::calibrate::scenario_of(&super::small(), &s).unwrap_err();
     assert!(e.contains("no input lengths"), "{e}");
     let offline = std::fs::read_to_string(super::root().join("tests/data/results/mlperf_log_summary.txt"))
@@ -1336,6 +1382,55 @@ fn mlperf_loadgen_summary_and_detail_logs_import_alike() {
         assert_eq!(errors[0].key.as_deref(), Some("Mean latency (ns)"), "{bad}: {}", errors[0]);
         assert!(errors[0].message.contains(&format!("(got {bad})")), "{}", errors[0]);
     }
+}
+
+/// `validation` refuses, with exit 2 and before anything runs, a manifest of no series or more than 100, bundles
+/// that together pass 256 MB, and a case whose run would pass the memory budget (`--budget-gb`), naming each;
+/// titles and names reach the Markdown as text (`titles_and_names_are_text_in_the_markdown`).
+#[test]
+fn validation_refuses_what_it_cannot_bound() {
+    let root = super::root();
+    let dir = std::env::temp_dir().join(format!("inferscale-validation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let public = root.join("tests/data/public");
+    std::fs::copy(public.join("llama-2-7b.json"), dir.join("base.json")).unwrap();
+    let mut bundle: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(public.join("llama-2-7b.bundle.json")).unwrap()).unwrap();
+    bundle["cases"][1]["workload"]["num_prompts"] = serde_json::json!(50_000_000u64);
+    std::fs::write(dir.join("big.bundle.json"), bundle.to_string()).unwrap();
+    let series = |n: usize, b: &str| {
+        let one = serde_json::json!({"name": "s", "source": "x", "scenario": "base.json", "bundle": b, "train": []});
+        serde_json::json!({"title": "t", "about": [], "series": vec![one; n]})
+    };
+    let run = |manifest: serde_json::Value, budget: &str| {
+        std::fs::write(dir.join("m.json"), manifest.to_string()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_inferscale"))
+            .args(["--budget-gb", budget, "validation"])
+            .arg(dir.join("m.json"))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for n in [0, 101] {
+        let (code, err) = run(series(n, "big.bundle.json"), "8");
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(&format!("series: 1 to 100 series (got {n})")), "{err}");
+    }
+    let (code, err) = run(series(1, "big.bundle.json"), "0.5");
+    assert_eq!(code, Some(2), "{err}");
+    let id = bundle["cases"][1]["id"].as_str().unwrap();
+    assert!(err.contains(&format!("series[0] (s): case {id}: ")) && err.contains("--budget-gb"), "{err}");
+    // 200 bundles' worth of bytes: refused at the series whose bundle passes the total, before any parse.
+    let pad = " ".repeat(100 << 20);
+    let fair = std::fs::read_to_string(public.join("llama-2-7b.bundle.json")).unwrap();
+    std::fs::write(dir.join("padded.bundle.json"), format!("{fair}{pad}")).unwrap();
+    let (code, err) = run(series(3, "padded.bundle.json"), "8");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("series[2] (s): bundle, with the bundles before it") && err.contains("over the limit"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// docs/validation.md is what `inferscale validation` writes from the public series' bundles, byte for byte:
@@ -1508,6 +1603,54 @@ fn inference_perf_configs_apply_by_directory_and_bad_yaml_is_named() {
             "{}",
             errors[0]
         );
+    }
+    // Impossible settings are refused at their key, not kept: a length of 2^64 − 1, a product of counts that
+    // would saturate; and in the stage report, a count of 1e300 and a mean prompt of 1e12 tokens.
+    let sp = "data.shared_prefix";
+    for (from, to, said) in [
+        (
+            "output_len: 248",
+            "output_len: 18446744073709551615",
+            format!("{sp}.output_len: must be from 0 to 10000000 tokens (got 18446744073709551615)"),
+        ),
+        (
+            "question_len: 447",
+            "question_len: 10000001",
+            format!("{sp}.question_len: must be from 0 to 10000000 tokens (got 10000001)"),
+        ),
+        (
+            "num_groups: 10",
+            "num_groups: 18446744073709551615",
+            format!(
+                "{sp}: num_groups × num_prompts_per_group must be at most 1000000000 prompts (got 18446744073709551615 × 10)"
+            ),
+        ),
+        (
+            "num_groups: 10",
+            "num_groups: 100000001",
+            format!("{sp}: num_groups × num_prompts_per_group must be at most 1000000000 prompts (got 100000001 × 10)"),
+        ),
+    ] {
+        let (_, errors) = run(&[("stage_0.json", &stage), ("config.yaml", &config.replace(from, to))]);
+        assert_eq!(errors.len(), 1, "{to}: {errors:?}");
+        assert_eq!(errors[0].message, said);
+    }
+    let report: serde_json::Value = serde_json::from_str(&stage).unwrap();
+    for (path, value, said) in [
+        ("/load_summary/count", serde_json::json!(1e300), "must be a whole number from 0 to 1000000000 (got 1e300)"),
+        ("/successes/count", serde_json::json!(2.5), "must be a whole number from 0 to 1000000000 (got 2.5)"),
+        (
+            "/successes/prompt_len/mean",
+            serde_json::json!(1e12),
+            "must be from 0 to 10000000 tokens (got 1000000000000)",
+        ),
+    ] {
+        let mut r = report.clone();
+        *r.pointer_mut(path).unwrap() = value;
+        let (cases, errors) = run(&[("stage_0.json", &r.to_string())]);
+        assert!(cases.is_empty(), "{path}");
+        assert_eq!(errors[0].key.as_deref(), Some(path[1..].replace('/', ".").as_str()));
+        assert_eq!(errors[0].message, said, "{path}");
     }
 }
 

@@ -206,6 +206,13 @@ fn bad_workflow_fields_are_refused_at_their_field() {
         let s = workflows(&[(&format!("/workload/sessions/workflow{p}"), x.clone())]);
         let e = inferscale::scenario::validate(&s).expect_err(&format!("{p} = {x} accepted"));
         assert!(e.errors.iter().any(|f| f.path == path && f.message.contains(words)), "{p} = {x}: {e}");
+        // Said once, at the field: a row the shift inherits is not refused again at a path the file lacks.
+        let given = s.workload.sessions.as_ref().unwrap().workflow.as_ref().unwrap().shift.as_ref().unwrap();
+        let shifted = format!("{at}.shift.transitions.");
+        for f in e.errors.iter().filter(|f| f.path.starts_with(&shifted)) {
+            let from = f.path[shifted.len()..].split('.').next().unwrap();
+            assert!(given.transitions.contains_key(from), "{p} = {x}: {} is not in the file", f.path);
+        }
     }
     let cross: Vec<(&str, Value, &str, &str)> = vec![
         ("/engine/host_kv", Value::Null, "workload.sessions.workflow.predictor", "engine.host_kv"),

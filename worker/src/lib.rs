@@ -170,7 +170,9 @@ pub fn run_findings(
         ),
         None => None,
     };
-    let cfg = findings::Config { base, only, ..findings::Config::default() };
+    // The Serving Lab's scenario, and the variants the experiments make of it, within the lab's budget.
+    let budget = base.is_some().then_some(inferscale::scenario::Budget::BROWSER);
+    let cfg = findings::Config { base, only, budget, ..findings::Config::default() };
     let f = findings::report_with(&cfg, &mut |done, total| progress(done as u64, total as u64))
         .map_err(|why| why.into_iter().map(|w| ("findings".to_string(), w)).collect::<Vec<_>>())?;
     let refused = |e: findings::FindingsError| vec![("findings".to_string(), e.to_string())];

@@ -7,8 +7,8 @@ use super::lane::Lane;
 use crate::capacity::search::Search;
 use crate::cost::presets;
 use crate::study::{
-    Cell, Chart, ChartSeries, ColumnDef, Format, StudyDef, StudyReport, column, mean_ci, objective_words, pareto,
-    report_head, table,
+    Cell, Chart, ChartSeries, ColumnDef, Format, StudyDef, StudyReport, column, mean_ci, mean_ci_nonnegative,
+    objective_words, pareto, report_head, table,
 };
 
 /// A candidate's figures, as its row shows them.
@@ -95,7 +95,7 @@ fn row<'a>(st: &FleetStudy, lane: &'a Lane) -> Row<'a> {
     };
     let caps: Vec<f64> = lane.capacity.iter().filter_map(Search::boundary).collect();
     if !caps.is_empty() {
-        r.capacity = Some(mean_ci(&caps));
+        r.capacity = Some(mean_ci_nonnegative(&caps));
     }
     if let (Some(n), Some((cap, ..))) = (lane.chosen, r.capacity) {
         r.load = (cap > 0.0).then(|| st.target_rps / (n as f64 * cap));

@@ -64,6 +64,18 @@ impl Candidate {
     }
 }
 
+/// A list naming one value twice would make every candidate with it twice (identical rows, and an answer that
+/// compares a row with itself): refused at the repeat.
+fn no_repeats<T: PartialEq>(list: &[T], field: &str) -> Result<(), ScenarioError> {
+    for (i, x) in list.iter().enumerate() {
+        if let Some(j) = list[..i].iter().position(|y| y == x) {
+            let why = format!("repeats {field}[{j}]: each value is tried once; remove one");
+            return Err(ScenarioError::one(format!("{field}[{i}]"), why));
+        }
+    }
+    Ok(())
+}
+
 /// Every candidate of the options' product, in the order devices, TP, layout, batch cap, token budget,
 /// formation, scheduler (the last varies fastest). A candidate whose scenario is invalid (a model that does not
 /// fit, a TP the heads do not divide) is kept with the reason; an option that names no device, or a device
@@ -88,6 +100,13 @@ pub fn candidates(spec: &Spec, p: &FleetParams) -> Result<Vec<Candidate>, Scenar
         ));
     }
     check_values(spec, p)?;
+    no_repeats(&p.devices, &format!("{at}.devices"))?;
+    no_repeats(&p.tp, &format!("{at}.tp"))?;
+    no_repeats(&p.layouts, &format!("{at}.layouts"))?;
+    no_repeats(&p.max_num_seqs, &format!("{at}.max_num_seqs"))?;
+    no_repeats(&p.max_num_batched_tokens, &format!("{at}.max_num_batched_tokens"))?;
+    no_repeats(&p.batch_formations, &format!("{at}.batch_formations"))?;
+    no_repeats(&p.schedulers, &format!("{at}.schedulers"))?;
     let price = |name: &str, field: &str| usd_per_gpu_hour(p, name, &own_device, field);
     for (i, d) in devices.iter().enumerate() {
         price(d, &format!("{at}.devices[{i}]"))?;
