@@ -465,8 +465,8 @@ fn run_calibrate(
     let b = Bundle::parse(&read_file(bundle, "the bundle", MAX_RESULT_BYTES)?)
         .map_err(|e| Failure::Input(format!("{}: {e}", bundle.display())))?;
     let base = load_spec(scenario, None)?;
-    cases_within(&base, &b.cases, budget, 1, &bundle.display().to_string())?;
-    let c = truth::calibrate_with(&base, &b.cases, train, opts, &mut |_, _| {})
+    let opts = truth::Options { budget: *budget, ..opts.clone() };
+    let c = truth::calibrate_with(&base, &b.cases, train, &opts, &mut |_, _| {})
         .map_err(|e| Failure::Input(format!("calibrate: {e}")))?;
     let text = match format {
         StudyFormat::Json => export::calibration_json(&c),
@@ -496,26 +496,6 @@ fn run_report(
     write_out(out, &text.map_err(|e| Failure::Internal(format!("report: {e}")))?)
 }
 
-/// Every case a calibration simulates within the run budget, `runs` at once (a bundle's case may ask for
-/// millions of requests): refused before anything runs, naming the case.
-fn cases_within(
-    base: &Spec,
-    cases: &[inferscale::truth::Case],
-    budget: &scenario::Budget,
-    runs: u32,
-    what: &str,
-) -> Result<(), Failure> {
-    for c in cases {
-        // A case the calibration cannot simulate is its own report's business.
-        let Ok(spec) = inferscale::truth::calibrate::scenario_of(base, c) else { continue };
-        if let Ok(sc) = scenario::validate(&spec) {
-            sc.check_budget(budget, runs, ", or raise the budget with --budget-gb")
-                .map_err(|e| Failure::Input(format!("{what}: case {}: {e}", c.id)))?;
-        }
-    }
-    Ok(())
-}
-
 /// The most series a validation manifest lists, and the most bundle text its series read together.
 const MOST_SERIES: usize = 100;
 const MOST_BUNDLE_BYTES: u64 = MAX_RESULT_BYTES;
@@ -540,8 +520,11 @@ fn run_validation(manifest: &Path, out: Option<&Path>, budget: &scenario::Budget
         let text = read_file(&path, &format!("series[{i}] ({}): bundle, with the bundles before it", s.name), left)?;
         bytes += text.len() as u64;
         let b = Bundle::parse(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-        cases_within(&base, &b.cases, budget, threads as u32, &format!("series[{i}] ({})", s.name))?;
         series.push((base, b));
+    }
+    // Every case of every series within the budget, `threads` runs at once, before any series runs.
+    for i in 0..series.len() {
+        validation::check_series(&m, &series, i, budget, threads as u32).map_err(Failure::Input)?;
     }
     let (m, series) = (&m, &series);
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -555,7 +538,7 @@ fn run_validation(manifest: &Path, out: Option<&Path>, budget: &scenario::Budget
                         if i >= series.len() {
                             return done;
                         }
-                        done.push((i, validation::calibrate_series(m, series, i)));
+                        done.push((i, validation::calibrate_series(m, series, i, budget, threads as u32)));
                     }
                 })
             })
@@ -611,11 +594,9 @@ fn run_study(
     let sc = scenario::validate(&spec).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
     let jobs = st.progress().1.max(1).min(u32::MAX as usize) as u32;
     let threads = threads.min(jobs as usize);
-    let raise = ", or raise the budget with --budget-gb";
-    sc.check_budget(budget, threads as u32, raise)
-        .map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
-    let per_job = scenario::Budget { memory_bytes: f64::INFINITY, steps: budget.steps };
-    sc.check_budget(&per_job, jobs, raise)
+    sc.check_budget(budget, threads as u32).map_err(|e| Failure::Input(format!("{}: {e}", scenario.display())))?;
+    let per_job = scenario::Budget { memory_bytes: f64::INFINITY, ..*budget };
+    sc.check_budget(&per_job, jobs)
         .map_err(|e| Failure::Input(format!("{}: the study's {jobs} runs: {e}", scenario.display())))?;
     let failed = |e| match e {
         StudyError::Invalid(e) => Failure::Input(e.to_string()),
@@ -696,7 +677,7 @@ fn load(path: &Path, seed: Option<u64>, budget: &scenario::Budget) -> Result<Sce
 fn validated(path: &Path, spec: &Spec, budget: &scenario::Budget) -> Result<Scenario, Failure> {
     let invalid = |e| Failure::Input(format!("{} is not a valid scenario:\n{e}", path.display()));
     let sc = scenario::validate(spec).map_err(invalid)?;
-    sc.check_budget(budget, 1, ", or raise the budget with --budget-gb").map_err(invalid)?;
+    sc.check_budget(budget, 1).map_err(invalid)?;
     Ok(sc)
 }
 

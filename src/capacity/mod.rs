@@ -210,7 +210,7 @@ pub fn of_run(
     // from an offered rate far below capacity, bracketing by 1.25 would spend every try climbing. If the
     // burst is refused (the budget), the rate the run served.
     let served = 1e9 / sc.workload.mean_gap_ns() / report.diagnosis.load_factor.max(1.0);
-    let drain = match sized.check_budget(budget, 1, "") {
+    let drain = match sized.check_budget(budget, 1) {
         Ok(()) => drain_rps(&s, s.workload.requests.unwrap_or(RUN_REQUESTS)),
         Err(_) => f64::NAN,
     };

@@ -2,8 +2,7 @@
 //! in answer to completions (closed-loop clients, session turns), each with its turn in its chain. It owns the
 //! workload's generator; the engine asks it for the request due and tells it what became final.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 
 use crate::workload::{Generator, Program, Request, SessionEnds};
 
@@ -13,7 +12,7 @@ pub(super) struct Arrivals<'a> {
     pending: Option<Request>,
     /// Follow-ups not yet arrived, earliest first (FIFO on ties: the second key is the event queue's
     /// sequence), each with its turn in its chain.
-    follow_ups: BinaryHeap<Reverse<(u64, u64, FollowUp)>>,
+    follow_ups: BTreeMap<(u64, u64), FollowUp>,
     /// Per request: its turn in its chain (1: an open-loop arrival). Empty when the workload answers no
     /// completion.
     turns: Vec<u32>,
@@ -22,27 +21,15 @@ pub(super) struct Arrivals<'a> {
     finals: Vec<u32>,
 }
 
-/// A request the workload created in answer to a completion, and its turn.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A request the workload created in answer to a completion, and its turn; kept by (time, sequence), which are
+/// unique, so the payload needs no order of its own.
+#[derive(Clone, Copy, Debug)]
 struct FollowUp(Request, u32);
-
-impl Eq for FollowUp {}
-impl PartialOrd for FollowUp {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for FollowUp {
-    /// Never decides: the heap's keys (time, sequence) are unique.
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
-    }
-}
 
 impl<'a> Arrivals<'a> {
     pub fn new(mut generator: Generator<'a>) -> Self {
         let pending = generator.next();
-        Arrivals { generator, pending, follow_ups: BinaryHeap::new(), turns: Vec::new(), finals: Vec::new() }
+        Arrivals { generator, pending, follow_ups: BTreeMap::new(), turns: Vec::new(), finals: Vec::new() }
     }
 
     /// When the next open-loop request arrives (None: no more will).
@@ -59,7 +46,7 @@ impl<'a> Arrivals<'a> {
 
     /// The earliest follow-up, due now, and its turn.
     pub fn take_follow_up(&mut self) -> (Request, u32) {
-        let Reverse((_, _, FollowUp(req, turn))) = self.follow_ups.pop().expect("a FollowUp event has a follow-up");
+        let (_, FollowUp(req, turn)) = self.follow_ups.pop_first().expect("a FollowUp event has a follow-up");
         (req, turn)
     }
 
@@ -101,7 +88,7 @@ impl<'a> Arrivals<'a> {
 
     /// Queue `next`, the answer to request `id`, to arrive at `at_ns` (`seq`: its event's sequence).
     pub fn queue_answer(&mut self, next: Request, id: u32, at_ns: u64, seq: u64) {
-        self.follow_ups.push(Reverse((at_ns, seq, FollowUp(next, self.turns[id as usize] + 1))));
+        self.follow_ups.insert((at_ns, seq), FollowUp(next, self.turns[id as usize] + 1));
     }
 
     pub fn answers_completions(&self) -> bool {

@@ -194,7 +194,7 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
     if let Some(b) = &cfg.base {
         let sc = crate::scenario::validate(b).map_err(|e| vec![format!("the scenario: {e}")])?;
         if let Some(budget) = &cfg.budget {
-            sc.check_budget(budget, 1, "").map_err(|e| vec![format!("the scenario: {e}")])?;
+            sc.check_budget(budget, 1).map_err(|e| vec![format!("the scenario: {e}")])?;
         }
     }
     let mut f = Findings::new("InferScale findings", intro(cfg));

@@ -65,7 +65,7 @@ impl Runs {
             return None;
         }
         let checked = scenario::validate(s).and_then(|sc| match &self.budget {
-            Some(b) => sc.check_budget(b, 1, "").map(|_| sc),
+            Some(b) => sc.check_budget(b, 1).map(|_| sc),
             None => Ok(sc),
         });
         checked.map_err(|e| self.refuse_run(s, &e.to_string())).ok()

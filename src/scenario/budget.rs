@@ -25,25 +25,33 @@ const WORKFLOW_BYTES_PER_TURN: f64 = 2.0 * 32.0 + 2.0;
 /// (a doubling holds the old copy and the new; the report reads it in place, through a fixed histogram).
 const ITL_MAX_BYTES: f64 = (ITL_CAP as f64) * 8.0 * 2.0;
 
+/// How the command line's budget is raised.
+const NATIVE_RAISE: &str = ", or raise the budget with --budget-gb";
+/// How the lab's is: it is not; the command line runs larger runs.
+const BROWSER_RAISE: &str = "; the command line runs larger ones (inferscale run --budget-gb GB)";
+
 /// What one run may use.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Budget {
     pub memory_bytes: f64,
     /// Steps (step-end events), the measure of a run's time: a few million a second natively.
     pub steps: f64,
+    /// How the user who set this budget raises it, appended to a refusal (the command line's flag, the lab's
+    /// pointer to the command line).
+    pub raise: &'static str,
 }
 
 impl Budget {
     /// The command line's default: 8 GB and 10^10 steps (about an hour at the slowest, batch-of-one, pace).
-    pub const NATIVE: Budget = Budget { memory_bytes: 8e9, steps: 1e10 };
+    pub const NATIVE: Budget = Budget { memory_bytes: 8e9, steps: 1e10, raise: NATIVE_RAISE };
     /// The lab's: a Web Worker's wasm32 memory is 4 GB at most; a long run can be cancelled (it runs in the
     /// worker), so its steps are bounded only against a shared link that would run for an hour.
-    pub const BROWSER: Budget = Budget { memory_bytes: 1.5e9, steps: 2e9 };
+    pub const BROWSER: Budget = Budget { memory_bytes: 1.5e9, steps: 2e9, raise: BROWSER_RAISE };
 
     /// The native budget with `gb` gigabytes of memory and steps raised in proportion.
     pub fn with_memory_gb(gb: f64) -> Budget {
         let scale = gb * 1e9 / Budget::NATIVE.memory_bytes;
-        Budget { memory_bytes: gb * 1e9, steps: Budget::NATIVE.steps * scale.max(1.0) }
+        Budget { memory_bytes: gb * 1e9, steps: Budget::NATIVE.steps * scale.max(1.0), ..Budget::NATIVE }
     }
 }
 
@@ -195,7 +203,8 @@ impl Scenario {
 
     /// Refuse a run (or `runs` of them at once, as a study's threads do) that would exceed `budget`; the
     /// error gives the estimate, the limit, and what to change.
-    pub fn check_budget(&self, budget: &Budget, runs: u32, raise: &str) -> Result<(), ScenarioError> {
+    pub fn check_budget(&self, budget: &Budget, runs: u32) -> Result<(), ScenarioError> {
+        let raise = budget.raise;
         let est = self.estimate();
         let runs = runs.max(1) as f64;
         let who = if runs > 1.0 { format!("{runs} runs at once") } else { "this run".to_string() };

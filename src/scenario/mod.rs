@@ -128,9 +128,6 @@ pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
     validate(&parse(text)?)
 }
 
-/// What the lab tells a user whose run is over its budget.
-pub const BROWSER_RAISE: &str = "; the command line runs larger ones (inferscale run --budget-gb GB)";
-
 /// Parse, validate, and refuse what would exceed the lab's budget ([`Budget::BROWSER`]).
 pub fn load_for_browser(text: &str) -> Result<Scenario, ScenarioError> {
     load_spec_for_browser(text).map(|(_, sc)| sc)
@@ -140,7 +137,7 @@ pub fn load_for_browser(text: &str) -> Result<Scenario, ScenarioError> {
 pub fn load_spec_for_browser(text: &str) -> Result<(Spec, Scenario), ScenarioError> {
     let spec = parse(text)?;
     let sc = validate(&spec)?;
-    sc.check_budget(&Budget::BROWSER, 1, BROWSER_RAISE)?;
+    sc.check_budget(&Budget::BROWSER, 1)?;
     Ok((spec, sc))
 }
 
@@ -464,7 +461,7 @@ impl Scenario {
 /// behalf (a tested change, a capacity probe, a longer run) passes before it runs.
 pub fn validate_within(spec: &Spec, budget: &Budget) -> Result<Scenario, ScenarioError> {
     let sc = validate(spec)?;
-    sc.check_budget(budget, 1, "")?;
+    sc.check_budget(budget, 1)?;
     Ok(sc)
 }
 

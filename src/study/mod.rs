@@ -288,17 +288,16 @@ pub fn run_job(job: &Job) -> Result<RunSummary, ScenarioError> {
     Ok(RunSummary::from_report(&job.label, &crate::simulate(&sc)))
 }
 
-/// Run one job if its scenario fits `budget` (`raise` says how to allow more): validated once, for the check
+/// Run one job if its scenario fits `budget`: validated once, for the check
 /// and the run both; `progress(done, expected)` hears how far the run's requests are (a study of one long run
 /// shows it).
 pub fn run_job_within(
     job: &Job,
     budget: &scenario::Budget,
-    raise: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunSummary, ScenarioError> {
     let sc = scenario::validate(&job.spec).map_err(|e| prefixed(e, &job.label))?;
-    sc.check_budget(budget, 1, raise)?;
+    sc.check_budget(budget, 1)?;
     let report = crate::simulate_with_progress(&sc, &mut |p| {
         progress(p.done, p.expected);
         true

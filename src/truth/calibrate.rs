@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use super::fit;
 pub use super::fit::Extra;
 use super::{Case, LatencyMs, Rate, checks};
-use crate::scenario::{self, ArrivalSpec, ClassSpec, LengthSpec, PrefixSpec, Scenario, Spec};
+use crate::scenario::{self, ArrivalSpec, Budget, ClassSpec, LengthSpec, PrefixSpec, Scenario, Spec};
 
 /// Requests a case's run simulates when its file does not say how many it sent.
 const DEFAULT_REQUESTS: u64 = 500;
@@ -49,11 +49,15 @@ pub struct Options {
     pub choose: bool,
     /// The gate: the recommended model's median error on runs it did not see, at most this fraction.
     pub tolerance: f64,
+    /// What each case's run (cut to [`CASE_STEPS`]) may use, with `runs_at_once` calibrations side by side: a
+    /// case over it refuses the calibration before anything runs, naming the case.
+    pub budget: Budget,
+    pub runs_at_once: u32,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { extras: vec![], choose: false, tolerance: DEFAULT_TOLERANCE }
+        Options { extras: vec![], choose: false, tolerance: DEFAULT_TOLERANCE, budget: Budget::NATIVE, runs_at_once: 1 }
     }
 }
 
@@ -624,7 +628,7 @@ struct Prepared {
     warnings: Vec<String>,
 }
 
-fn prepare(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Prepared, String> {
+fn prepare(base: &Spec, all_cases: &[Case], train: &[String], opts: &Options) -> Result<Prepared, String> {
     if all_cases.is_empty() {
         return Err("the bundle has no case".into());
     }
@@ -645,6 +649,7 @@ fn prepare(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Prepared
     for (c, t) in all_cases.iter().zip(split) {
         match checks::figures(c).map_err(|e| format!("{}: {e}", c.id)).and_then(|_| case_run(base, c)) {
             Ok((sc, asked, simulated)) => {
+                sc.check_budget(&opts.budget, opts.runs_at_once).map_err(|e| format!("case {}: {e}", c.id))?;
                 if simulated < asked {
                     p.warnings.push(format!("{}: {simulated} of the {asked} requests measured are simulated: the run budget ({CASE_STEPS:e} steps a case) bites, and past saturation the figures grow with a run's length", c.id));
                 }
@@ -666,6 +671,12 @@ fn prepare(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Prepared
         return Err("no training case: name some with --train, or import at least two runs".into());
     }
     Ok(p)
+}
+
+/// What [`calibrate_with`] refuses before it simulates anything: no case, unknown or duplicate ids, no case
+/// that can be simulated, no training case, a case's run over `opts.budget`.
+pub fn check(base: &Spec, all_cases: &[Case], train: &[String], opts: &Options) -> Result<(), String> {
+    prepare(base, all_cases, train, opts).map(|_| ())
 }
 
 /// [`calibrate`], calling `progress(simulations done, simulations expected)` after each simulation (the
@@ -690,7 +701,7 @@ pub fn calibrate_with(
     opts: &Options,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Calibration, String> {
-    let p = prepare(base, all_cases, train)?;
+    let p = prepare(base, all_cases, train, opts)?;
     let all: Vec<&Case> = p.cases.iter().collect();
     let scen: Vec<&Scenario> = p.scenarios.iter().collect();
     let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();
@@ -925,7 +936,7 @@ pub fn uncalibrated_held_out(
     all_cases: &[Case],
     train: &[String],
 ) -> Result<(Headline, Vec<MetricError>), String> {
-    let p = prepare(base, all_cases, train)?;
+    let p = prepare(base, all_cases, train, &Options::default())?;
     let all: Vec<&Case> = p.cases.iter().collect();
     let scen: Vec<&Scenario> = p.scenarios.iter().collect();
     let mut progress = |_, _| {};

@@ -87,11 +87,15 @@ pub(super) const MOST_REQUESTS: u64 = 1_000_000_000;
 
 /// A count of requests at `path`: whole, 0 … [`MOST_REQUESTS`].
 fn count(obj: &Map<String, Value>, path: &str) -> Result<Option<u64>, Refusal> {
+    whole(obj, path, 0, MOST_REQUESTS)
+}
+
+/// A whole number at `path` from `lo` to `hi`: counts are whole and bounded where they are read (a wrapped, rounded
+/// or overflowing one misleads).
+fn whole(obj: &Map<String, Value>, path: &str, lo: u64, hi: u64) -> Result<Option<u64>, Refusal> {
     match num(obj, path)? {
-        Some(x) if x.fract() == 0.0 && x <= MOST_REQUESTS as f64 => Ok(Some(x as u64)),
-        Some(x) => {
-            Err((Some(path.into()), format!("must be a whole number from 0 to {MOST_REQUESTS} (got {})", shown(x))))
-        }
+        Some(x) if x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64 => Ok(Some(x as u64)),
+        Some(x) => Err((Some(path.into()), format!("must be a whole number from {lo} to {hi} (got {})", shown(x)))),
         None => Ok(None),
     }
 }
@@ -245,14 +249,7 @@ const INFERENCEX_RANGE_RATIO: f64 = 0.8;
 /// `request_rate inf` under `max_concurrency conc` with `conc × 10` prompts of `isl` / `osl` tokens.
 fn inferencex(mut c: Case, o: &Map<String, Value>) -> Result<Case, Refusal> {
     let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
-    // Counts are whole and bounded where they are read (a wrapped, rounded or overflowing one misleads).
-    let whole = |k: &str, lo: u64, hi: u64| -> Result<Option<u64>, Refusal> {
-        match num(o, k)? {
-            Some(x) if x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64 => Ok(Some(x as u64)),
-            Some(x) => Err((Some(k.into()), format!("must be a whole number from {lo} to {hi} (got {})", shown(x)))),
-            None => Ok(None),
-        }
-    };
+    let whole = |k: &str, lo: u64, hi: u64| whole(o, k, lo, hi);
     let conc = whole("conc", 1, MOST_CLIENTS)?.ok_or((Some("conc".into()), "must be a concurrency ≥ 1".into()))?;
     let gpus = match whole("tp", 1, MOST_GPUS)? {
         Some(tp) => tp,

@@ -2,9 +2,10 @@
 //! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
 //! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
 
-use super::calibrate::{Calibration, Options, Row, Saturated, calibrate_with, heavy_cases};
+use super::calibrate::{Calibration, Options, Row, Saturated, calibrate_with, check, heavy_cases};
 use super::{Bundle, Case};
 use crate::markdown::{md_cell, md_text};
+use crate::scenario::Budget;
 use crate::scenario::Spec;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -41,16 +42,44 @@ pub struct SeriesSpec {
 
 /// The document: a summary row per series, then each series' per-metric held-out errors.
 pub fn report(m: &Manifest, series: &[(Spec, Bundle)]) -> Result<String, String> {
-    let runs = (0..series.len()).map(|i| calibrate_series(m, series, i)).collect::<Result<Vec<_>, _>>()?;
+    let budget = &Budget::NATIVE;
+    let runs = (0..series.len()).map(|i| calibrate_series(m, series, i, budget, 1)).collect::<Result<Vec<_>, _>>()?;
     Ok(render(m, series, &runs))
 }
 
 /// Series `i`'s calibration with the manifest's knobs (independent of the others: a front end may run the
 /// series in parallel, then `render`).
-pub fn calibrate_series(m: &Manifest, series: &[(Spec, Bundle)], i: usize) -> Result<Calibration, String> {
-    let opts = Options::parse(&m.fit, m.tolerance_pct).map_err(|(field, why)| format!("{field}: {why}"))?;
+/// `runs` series run side by side, each case's run within `budget`.
+pub fn calibrate_series(
+    m: &Manifest,
+    series: &[(Spec, Bundle)],
+    i: usize,
+    budget: &Budget,
+    runs: u32,
+) -> Result<Calibration, String> {
+    let opts = options(m, budget, runs)?;
     let (s, (base, bundle)) = (&m.series[i], &series[i]);
-    calibrate_with(base, &bundle.cases, &s.train, &opts, &mut |_, _| {}).map_err(|e| format!("{}: {e}", s.name))
+    calibrate_with(base, &bundle.cases, &s.train, &opts, &mut |_, _| {})
+        .map_err(|e| format!("series[{i}] ({}): {e}", s.name))
+}
+
+/// What [`calibrate_series`] refuses before it simulates anything (cases over the budget, a training case not in
+/// the bundle), at the cost of validating each case: a front end checks every series before running any.
+pub fn check_series(
+    m: &Manifest,
+    series: &[(Spec, Bundle)],
+    i: usize,
+    budget: &Budget,
+    runs: u32,
+) -> Result<(), String> {
+    let opts = options(m, budget, runs)?;
+    let (s, (base, bundle)) = (&m.series[i], &series[i]);
+    check(base, &bundle.cases, &s.train, &opts).map_err(|e| format!("series[{i}] ({}): {e}", s.name))
+}
+
+fn options(m: &Manifest, budget: &Budget, runs: u32) -> Result<Options, String> {
+    let opts = Options::parse(&m.fit, m.tolerance_pct).map_err(|(field, why)| format!("{field}: {why}"))?;
+    Ok(Options { budget: *budget, runs_at_once: runs, ..opts })
 }
 
 /// The document from each series' calibration, in the manifest's order.

@@ -98,10 +98,10 @@ fn ten_million_token_outputs_are_bounded_in_memory_and_refused_for_time() {
     let sc = super::valid(&s);
     let est = sc.estimate();
     assert!(est.memory_bytes < 0.3e9, "memory estimated at {} GB", est.memory_bytes / 1e9);
-    let err = sc.check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").unwrap_err();
+    let err = sc.check_budget(&inferscale::scenario::Budget::NATIVE, 1).unwrap_err();
     assert!(err.errors.len() == 1 && err.errors[0].message.contains("steps"), "{err}");
     s.workload.requests = Some(3);
     let few = super::valid(&s);
-    assert!(few.check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").is_ok());
+    assert!(few.check_budget(&inferscale::scenario::Budget::NATIVE, 1).is_ok());
     assert!(few.estimate().memory_bytes < 0.3e9);
 }

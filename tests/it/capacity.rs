@@ -202,7 +202,11 @@ fn a_run_far_below_capacity_finds_it_and_a_tight_budget_skips_it() {
     assert!(r.diagnosis.rho.unwrap() < 0.01 && !r.diagnosis.verdict.contains("read it as a bound"));
     // The run's own needs, doubled: enough for it, far from enough for 20,000-request runs.
     let est = sc.estimate();
-    let tight = inferscale::scenario::Budget { memory_bytes: est.memory_bytes * 2.0, steps: est.steps * 2.0 };
+    let tight = inferscale::scenario::Budget {
+        memory_bytes: est.memory_bytes * 2.0,
+        steps: est.steps * 2.0,
+        ..inferscale::scenario::Budget::NATIVE
+    };
     let r = inferscale::simulate_tested(&spec, &sc, &tight, &mut |_, _, _| true).unwrap();
     assert!(r.capacity.is_none() && r.diagnosis.rho.is_none());
     assert_eq!(r.summary.completed, 200);

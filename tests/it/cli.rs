@@ -254,7 +254,7 @@ fn report_on_a_scenario_keeps_to_the_run_budget() {
     let out = bin().args(["report", "--only", "little", "--on"]).arg(&path).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("over the budget"), "{err}");
+    assert!(err.contains("over the budget") && err.contains("--budget-gb"), "the refusal says how to raise it: {err}");
     // A base within the budget whose variant is not: two sessions of 10,000 turns, which the textbook
     // experiment's capacity search offers as thousands of sessions. The run is refused, named, at once.
     let mut two = super::shipped("agent-sessions.json");
@@ -269,6 +269,11 @@ fn report_on_a_scenario_keeps_to_the_run_budget() {
     let out = bin().args(["report", "--only", "textbook", "--on"]).arg(&path).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("experiment `textbook`: a run on seed") && err.contains("over the budget"), "{err}");
+    assert!(
+        err.contains("experiment `textbook`: a run on seed")
+            && err.contains("over the budget")
+            && err.contains("--budget-gb"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

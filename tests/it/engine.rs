@@ -858,9 +858,9 @@ fn sessions_draw_their_programs_up_front_and_end_at_the_context() {
     huge.workload.arrival = ArrivalSpec::Poisson { rate_rps: 1000.0 };
     let sc = super::valid(&huge);
     assert!(sc.estimate().requests >= 1e11, "{:?}", sc.estimate());
-    let e = sc.check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").unwrap_err();
+    let e = sc.check_budget(&inferscale::scenario::Budget::NATIVE, 1).unwrap_err();
     assert!(e.errors.iter().all(|f| f.path == "workload.requests"), "{e}");
-    assert!(super::valid(&one_session(3)).check_budget(&inferscale::scenario::Budget::NATIVE, 1, "").is_ok());
+    assert!(super::valid(&one_session(3)).check_budget(&inferscale::scenario::Budget::NATIVE, 1).is_ok());
 }
 
 /// `retain` keeps a session's history on its worker between turns: turn 1 leaves 1004 tokens of KV (its last

@@ -11,7 +11,7 @@ use inferscale::study::Kind;
 use serde_json::{Value, json};
 
 /// Small enough that every accepted case runs in milliseconds.
-const BUDGET: Budget = Budget { memory_bytes: 2e8, steps: 3e6 };
+const BUDGET: Budget = Budget { memory_bytes: 2e8, steps: 3e6, ..Budget::NATIVE };
 
 /// Values an attacker tries in a field.
 fn attack(r: &mut Rng64) -> Value {
@@ -180,7 +180,7 @@ fn sane(v: &Value, key: &str, at: &str) -> Result<(), String> {
 
 /// What one scenario case came to: ran (with a sane report), or was refused.
 fn check_scenario(text: &str) -> Result<bool, String> {
-    let sc = match scenario::load(text).and_then(|sc| sc.check_budget(&BUDGET, 1, "").map(|()| sc)) {
+    let sc = match scenario::load(text).and_then(|sc| sc.check_budget(&BUDGET, 1).map(|()| sc)) {
         Ok(sc) => sc,
         Err(e) if !e.errors.is_empty() && e.errors.iter().all(|f| !f.path.is_empty() && !f.message.is_empty()) => {
             if std::env::var("FUZZ_WHY").is_ok() {

@@ -1385,7 +1385,8 @@ fn mlperf_loadgen_summary_and_detail_logs_import_alike() {
 }
 
 /// `validation` refuses, with exit 2 and before anything runs, a manifest of no series or more than 100, bundles
-/// that together pass 256 MB, and a case whose run would pass the memory budget (`--budget-gb`), naming each;
+/// that together pass 256 MB, and a case whose run (as calibration cuts it) would pass the memory budget
+/// (`--budget-gb`), naming each;
 /// titles and names reach the Markdown as text (`titles_and_names_are_text_in_the_markdown`).
 #[test]
 fn validation_refuses_what_it_cannot_bound() {
@@ -1396,7 +1397,9 @@ fn validation_refuses_what_it_cannot_bound() {
     std::fs::copy(public.join("llama-2-7b.json"), dir.join("base.json")).unwrap();
     let mut bundle: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(public.join("llama-2-7b.bundle.json")).unwrap()).unwrap();
-    bundle["cases"][1]["workload"]["num_prompts"] = serde_json::json!(50_000_000u64);
+    // Lengths of one token: even cut to the calibration's steps a case (2e7), the run holds millions of requests.
+    let w = &mut bundle["cases"][1]["workload"];
+    (w["num_prompts"], w["mean_input_tokens"], w["mean_output_tokens"]) = (50_000_000u64.into(), 1.into(), 1.into());
     std::fs::write(dir.join("big.bundle.json"), bundle.to_string()).unwrap();
     let series = |n: usize, b: &str| {
         let one = serde_json::json!({"name": "s", "source": "x", "scenario": "base.json", "bundle": b, "train": []});

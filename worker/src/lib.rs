@@ -192,6 +192,8 @@ pub fn run_calibration(
         .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?;
     let opts = inferscale::truth::Options::parse(fit, tolerance_pct)
         .map_err(|(field, why)| vec![(format!("calibration.{field}"), why)])?;
+    // Each case's run within what a worker may hold.
+    let opts = inferscale::truth::Options { budget: inferscale::scenario::Budget::BROWSER, ..opts };
     let c = inferscale::truth::calibrate_with(&base, &bundle.cases, train, &opts, progress)
         .map_err(|e| vec![("calibration".to_string(), e)])?;
     Ok(Calibrated {
@@ -249,13 +251,8 @@ pub fn run_job(
     let errors = |e: inferscale::ScenarioError| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>();
     let spec = inferscale::scenario::parse(scenario_json).map_err(errors)?;
     let job = inferscale::study::Job { label: label.to_string(), spec };
-    let summary = inferscale::study::run_job_within(
-        &job,
-        &inferscale::scenario::Budget::BROWSER,
-        inferscale::scenario::BROWSER_RAISE,
-        progress,
-    )
-    .map_err(errors)?;
+    let summary =
+        inferscale::study::run_job_within(&job, &inferscale::scenario::Budget::BROWSER, progress).map_err(errors)?;
     Ok(serde_json::to_string(&summary).expect("a summary serialises"))
 }
 
