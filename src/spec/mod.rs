@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 
 /// A list of at most `N` entries, refused as it is read: a file listing five million classes used to be read
 /// whole (gigabytes) before validation said at most 64 are allowed.
-fn at_most<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize>(d: D) -> Result<Vec<T>, D::Error> {
+pub(crate) fn at_most<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
     struct Bounded<T, const N: usize>(std::marker::PhantomData<T>);
     impl<'de, T: Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for Bounded<T, N> {
         type Value = Vec<T>;
@@ -220,10 +222,15 @@ pub struct PrefixSpec {
     pub caching: bool,
 }
 
+/// A shared prefix's length and the share of requests that carry one: the scenario's (`prefix`) and the P/D
+/// study's options that stand in for it, written once.
+pub const PREFIX_TOKENS: Bound = Bound::Int(0, MAX_TOKENS as u64);
+pub const REUSE_FRACTION: Bound = Bound::Range(0.0, 1.0);
+
 // `prefix_tokens` must also be below the longest prompt; validation checks that.
 bounds!(PrefixSpec {
-    prefix_tokens: Bound::Int(0, MAX_TOKENS as u64),
-    reuse_fraction: Bound::Range(0.0, 1.0),
+    prefix_tokens: PREFIX_TOKENS,
+    reuse_fraction: REUSE_FRACTION,
     groups: Bound::Int(1, 1_000_000),
     zipf_s: Bound::Range(0.0, 10.0),
 });

@@ -250,13 +250,16 @@ impl StudyDef for CapacityStudy {
             turns_per_session: sc.workload.sessions.as_ref().map(|x| x.mean_of(|c| c.turns.mean())),
             done: false,
         };
-        // The first point must make a valid scenario.
+        // The first point must make a valid scenario; a start rate the user gave is refused at its own name.
         let first = if p.target_rps.is_some() {
             spec.cluster.replicas.min(p.max_replicas) as f64
         } else {
             p.start_rps.unwrap_or(base_rps)
         };
-        scenario::validate(&st.job_spec(first, 0)).map_err(|e| super::prefixed(e, "first rate"))?;
+        scenario::validate(&st.job_spec(first, 0)).map_err(|e| match p.start_rps {
+            Some(_) if p.target_rps.is_none() => super::at_option(e, &at!(Self::at(), p.start_rps)),
+            _ => super::prefixed(e, "first rate"),
+        })?;
         st.search = match p.target_rps {
             Some(_) => Search::replicas(first as u32, p.max_replicas, p.max_rates),
             None => Search::rate(first, p.precision, 0.0, p.max_rates),

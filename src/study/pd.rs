@@ -8,7 +8,10 @@ use super::{
     StudyReport, column, report_head, table,
 };
 use crate::metrics::pct;
-use crate::scenario::{self, DisaggSpec, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec};
+use crate::scenario::{
+    self, DisaggSpec, Errors, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec, at,
+};
+use crate::spec::{PREFIX_TOKENS, REUSE_FRACTION};
 
 /// Options; each is used only when the scenario does not say.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -41,6 +44,18 @@ impl StudyDef for PdStudy {
     type Options = PdParams;
 
     fn new(spec: &Spec, p: &PdParams) -> Result<Self, ScenarioError> {
+        // Options first, at their own names: a bad one would otherwise be refused at the prefix it sets.
+        let mut e = Errors::default();
+        PREFIX_TOKENS.check(&at!(Self::at(), p.prefix_tokens), &p.prefix_tokens, &mut e);
+        REUSE_FRACTION.check(&at!(Self::at(), p.reuse_fraction), &p.reuse_fraction, &mut e);
+        if spec.workload.sessions.is_some() {
+            // Said at the scenario's own block: the P/D rows would be refused at a block it does not have.
+            e.push(
+                "workload.sessions",
+                "the P/D study runs disaggregated prefill and decode, which agent sessions are not modelled on: compare session layouts in the agent panels",
+            );
+        }
+        e.finish()?;
         let sc = scenario::validate(spec)?;
         let mut notes = Vec::new();
         let disagg = match &spec.cluster.disaggregation {
@@ -84,9 +99,23 @@ impl StudyDef for PdStudy {
                 Job { label: label.to_string(), spec: s }
             })
             .collect::<Vec<_>>();
-        // Every variant must be valid before anything runs.
+        // Every variant must be valid before anything runs; where the options made its prefix, a refusal of the
+        // prefix is said at the option.
+        let option = |path: &str| match path {
+            "prefix.prefix_tokens" if spec.prefix.is_none() => Some(at!(Self::at(), p.prefix_tokens)),
+            "prefix.reuse_fraction" if spec.prefix.is_none() => Some(at!(Self::at(), p.reuse_fraction)),
+            _ => None,
+        };
         for j in &jobs {
-            scenario::validate(&j.spec).map_err(|e| super::prefixed(e, &j.label))?;
+            scenario::validate(&j.spec).map_err(|mut e| {
+                for f in &mut e.errors {
+                    match option(&f.path) {
+                        Some(at) => (f.path, f.message) = (at, format!("it sets {}: {}", f.path, f.message)),
+                        None => f.message = format!("{} (in the study's run \"{}\")", f.message, j.label),
+                    }
+                }
+                e
+            })?;
         }
         notes.push(
             "Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into(),

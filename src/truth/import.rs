@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::formats;
 use super::run_config::{self, RunConfig};
-use super::{Case, CaseWorkload, LatencyMs, Measured, Rate, Source};
+use super::{Case, CaseWorkload, LatencyMs, MOST_CASES, Measured, Rate, Source};
 
 /// Why a run (or a whole file) gave no case: the file, the line, the key when one is to blame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,18 +57,28 @@ pub fn import(file: &str, text: &str) -> (Vec<Case>, Vec<ImportError>) {
             }
         }
     };
-    match text.trim_start().as_bytes().first() {
+    let first = text.trim_start().as_bytes().first().copied();
+    // An array of runs is read as a whole, and no longer than MOST_CASES (a data error can only be that: a run
+    // is any value, each said if it is no object); anything else that fails is tried as JSON Lines.
+    let array = (first == Some(b'[')).then(|| serde_json::from_str::<Runs>(&text));
+    match (first, array) {
         // One run, or an array of runs; a JSON Lines file also starts with `{`, and fails as one value.
-        Some(b'{') if let Ok(Lean(run)) = serde_json::from_str::<Lean>(&text) => take(1, run, true),
-        Some(b'[') if let Ok(runs) = serde_json::from_str::<Vec<Lean>>(&text) => {
+        (Some(b'{'), _) if let Ok(Lean(run)) = serde_json::from_str::<Lean>(&text) => take(1, run, true),
+        (_, Some(Ok(Runs(runs)))) => {
             let one_run = runs.len() == 1;
             for (i, Lean(run)) in runs.into_iter().enumerate() {
                 take(i + 1, run.map_err(|_| format!("run {} is not a JSON object", i + 1)), one_run);
             }
         }
+        (_, Some(Err(e))) if e.is_data() => take(1, Err(format!("an array of runs: {e}")), true),
         _ => {
             let mut any = false;
-            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            for (n, (i, l)) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).enumerate() {
+                if n == MOST_CASES {
+                    let message = format!("more than {MOST_CASES} runs: this line and the ones after it are not read");
+                    take(i + 1, Err(message), false);
+                    break;
+                }
                 any = true;
                 let run = match serde_json::from_str::<Lean>(l) {
                     Ok(Lean(run)) => run,
@@ -100,7 +110,10 @@ impl Importer {
         // a bundle has that key.
         if text.contains("\"inferscale_bundle\"") {
             match super::Bundle::parse(text) {
-                Ok(b) => self.cases.extend(b.cases),
+                Ok(b) => {
+                    self.cases.extend(b.cases);
+                    self.within_most();
+                }
                 Err(message) => self.errors.push(ImportError { file: file.into(), line: 1, key: None, message }),
             }
             return;
@@ -115,6 +128,19 @@ impl Importer {
         let (c, e) = import(file, text);
         self.cases.extend(c);
         self.errors.extend(e);
+        self.within_most();
+    }
+
+    /// Files together hold at most [`MOST_CASES`] runs: past it the last file's extra runs are dropped, said.
+    fn within_most(&mut self) {
+        if self.cases.len() > MOST_CASES {
+            let c = &self.cases[MOST_CASES];
+            let message = format!(
+                "more than {MOST_CASES} runs in the files together: this run and the ones after it are not read"
+            );
+            self.errors.push(ImportError { file: c.source.file.clone(), line: c.source.line, key: None, message });
+            self.cases.truncate(MOST_CASES);
+        }
     }
 
     /// Directories with an inference-perf stage report and no config yet: where a front end may look for
@@ -146,6 +172,10 @@ impl Importer {
         (self.cases, self.errors)
     }
 }
+
+/// A file's array of runs, at most [`MOST_CASES`].
+#[derive(serde::Deserialize)]
+struct Runs(#[serde(deserialize_with = "crate::spec::at_most::<_, _, MOST_CASES>")] Vec<Lean>);
 
 /// A run's object without the keys no case reads, or why it is no object.
 struct Lean(Result<Map<String, Value>, String>);

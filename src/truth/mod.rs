@@ -24,10 +24,15 @@ use serde::{Deserialize, Serialize};
 /// The version of the bundle format written by [`Bundle::json`].
 pub const BUNDLE_VERSION: u32 = 1;
 
+/// The most runs a bundle holds, and an import reads from its files together: a benchmark sweep is tens to
+/// thousands of runs; a file of millions of one-line runs would otherwise hold gigabytes of cases.
+pub const MOST_CASES: usize = 100_000;
+
 /// A set of validation cases (docs/truth.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bundle {
     pub inferscale_bundle: u32,
+    #[serde(deserialize_with = "crate::spec::at_most::<_, _, MOST_CASES>")]
     pub cases: Vec<Case>,
 }
 

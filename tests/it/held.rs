@@ -296,6 +296,38 @@ fn study_options_are_named_once_and_refused_at_the_option() {
         "study.sensitivity.treatment: it sets engine.max_num_seqs: must be an integer from 1 to 65536 (got 0)"
     );
     assert!(refused("pd", json!({"prefix_tokens": -1})).starts_with("study.pd.prefix_tokens: expected a whole number"));
+    // Options in range for their type but not for what they set (issue 45, defect 27): said at the option.
+    assert_eq!(
+        refused("pd", json!({"prefix_tokens": 4_294_967_295u64})),
+        "study.pd.prefix_tokens: must be an integer from 0 to 10000000 (got 4294967295)"
+    );
+    assert_eq!(
+        refused("pd", json!({"reuse_fraction": 1e308})),
+        "study.pd.reuse_fraction: must be between 0 and 1 (got 1e308)"
+    );
+    assert!(
+        refused("pd", json!({"prefix_tokens": 9_000_000})).starts_with(
+            "study.pd.prefix_tokens: it sets prefix.prefix_tokens: must be shorter than the longest prompt"
+        ),
+        "{}",
+        refused("pd", json!({"prefix_tokens": 9_000_000}))
+    );
+    // A start rate so low its run passes the clock (defect 26): said at the start rate, not at workload.requests.
+    assert!(
+        refused("capacity", json!({"start_rps": 1e-300}))
+            .starts_with("study.capacity.start_rps: it sets workload.requests: "),
+        "{}",
+        refused("capacity", json!({"start_rps": 1e-300}))
+    );
+    // A fleet layout with no fields of its own takes none (defect 20): serde let a unit variant's extra keys pass.
+    assert_eq!(
+        refused("fleet", json!({"layouts": [{"kind": "colocated", "tp": 1}]})),
+        "study.fleet.layouts[0]: unknown field `tp`, there are no fields"
+    );
+    // The P/D study on sessions (defect 19): refused at the block the scenario has, not at cluster.disaggregation.
+    let sessions = super::shipped("agent-sessions.json");
+    let e = inferscale::study::build("pd", &sessions, &json!({})).err().expect("refused");
+    assert_eq!(e.errors[0].path, "workload.sessions", "{e}");
     let out = bin()
         .args(["study", "capacity", &scenario_path("default.json"), "--params", r#"{"target": 0.9, "target": 0.5}"#])
         .output()

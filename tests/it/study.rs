@@ -64,7 +64,9 @@ fn pd_study_derives_a_split_and_a_prefix_when_the_scenario_has_none() {
     let bad = study::build("pd", &spec, &serde_json::json!({"reuse": 0.3}));
     assert!(bad.is_err_and(|e| e.errors[0].path == "study.pd.reuse" && e.errors[0].message.contains("unknown field")));
     let bad = study::build("pd", &spec, &serde_json::json!({"prefix_tokens": 90000}));
-    assert!(bad.is_err_and(|e| e.errors[0].path == "prefix.prefix_tokens"));
+    // Said at the option the user wrote, naming the prefix field it sets.
+    assert!(bad.is_err_and(|e| e.errors[0].path == "study.pd.prefix_tokens"
+        && e.errors[0].message.starts_with("it sets prefix.prefix_tokens: must be shorter than the longest prompt")));
 }
 
 #[test]
@@ -83,7 +85,8 @@ fn cli_study_pd_prints_the_same_report() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("prefix.reuse_fraction"));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("study.pd.reuse_fraction: must be between 0 and 1 (got 2)"), "{err}");
 }
 
 /// The requests a job's scenario creates: (arrival, class, prompt, output) of each.

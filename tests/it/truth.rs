@@ -1692,6 +1692,27 @@ fn a_large_result_file_imports_in_bounded_memory() {
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 41, "a header and 40 cases");
 }
 
+/// A file of more runs than any sweep (issue 45, defect 22: 1.4 million one-line runs aborted on allocation under
+/// a 3 GB limit) is read up to `MOST_CASES` runs, and the first line not read is named; an array of more is
+/// refused whole, saying the bound.
+#[test]
+fn a_file_of_millions_of_runs_is_read_up_to_the_bound_and_says_where_it_stopped() {
+    use inferscale::truth::MOST_CASES;
+    let run = r#"{"backend": "vllm", "model_id": "m", "request_rate": 4.0, "num_prompts": 10, "completed": 10, "duration": 2.5, "mean_ttft_ms": 80.0, "median_ttft_ms": 75.0, "mean_e2el_ms": 3000.0}"#;
+    let lines = format!("{run}\n").repeat(MOST_CASES + 5);
+    let (cases, errors) = import("many.jsonl", &lines);
+    assert_eq!(cases.len(), MOST_CASES);
+    assert_eq!(errors.len(), 1, "{:?}", &errors[..errors.len().min(3)]);
+    assert_eq!(errors[0].line, MOST_CASES + 1);
+    assert!(errors[0].message.contains(&format!("more than {MOST_CASES} runs")), "{}", errors[0]);
+    let array = format!("[{}]", vec![run; MOST_CASES + 1].join(","));
+    let (cases, errors) = import("many.json", &array);
+    assert!(cases.is_empty());
+    assert!(errors[0].message.contains(&format!("at most {MOST_CASES} entries")), "{}", errors[0]);
+    let array = format!("[{}]", [run; 3].join(","));
+    assert_eq!(import("three.json", &array).0.len(), 3, "an array within the bound is read");
+}
+
 /// A `vllm bench serve` file saved without its per-request lists: the output lengths' spread is read from the
 /// E2E percentiles (n ≈ 1 + (E2E − TTFT) ÷ TPOT per quantile) as a lognormal with the file's mean, bounded by
 /// vLLM's ShareGPT filter (prompt + output ≤ 2,048), and the note says so. On a run the model itself made with

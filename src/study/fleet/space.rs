@@ -13,7 +13,7 @@ use crate::study::StudyDef;
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Layout {
     /// Every worker prefills and decodes.
-    Colocated,
+    Colocated {},
     /// A unit of `prefill` prefill workers and `decode` decode workers over the scenario's KV link (or the P/D
     /// study's default); each pool on its own device when given, else the candidate's.
     Pd {
@@ -202,7 +202,7 @@ fn check_values(spec: &Spec, p: &FleetParams) -> Result<(), ScenarioError> {
 /// The scenario's layout: colocated, or its pools as one P/D unit.
 fn own_layout(spec: &Spec) -> Layout {
     match &spec.cluster.disaggregation {
-        None => Layout::Colocated,
+        None => Layout::Colocated {},
         Some(d) => Layout::Pd {
             prefill: d.prefill.replicas,
             decode: d.decode.replicas,
@@ -219,7 +219,7 @@ fn or_own<T: Clone>(list: &[T], own: T) -> Vec<T> {
 
 fn pool_devices(l: &Layout) -> [Option<&String>; 2] {
     match l {
-        Layout::Colocated => [None, None],
+        Layout::Colocated {} => [None, None],
         Layout::Pd { prefill_device, decode_device, .. } => [prefill_device.as_ref(), decode_device.as_ref()],
     }
 }
@@ -281,7 +281,7 @@ fn candidate(spec: &Spec, x: &Point, vary: &Vary, price: &dyn Fn(&str) -> f64) -
     unit.scheduler = x.scheduler.clone();
     unit.cluster.replicas = 1;
     let (layout, devices, pd, gpus, usd, prefill_usd) = match x.layout {
-        Layout::Colocated => {
+        Layout::Colocated {} => {
             unit.cluster.disaggregation = None;
             ("colocated".to_string(), x.device.to_string(), None, x.tp, x.tp as f64 * price(x.device), None)
         }
