@@ -102,6 +102,12 @@ fn apply_from(change: Change, spec: &Spec, first: &Spec, sc: &Scenario) -> Optio
             p.replicas = scaled(from, factor)?;
             format!("{} prefill workers (from {from})", p.replicas)
         }
+        Change::FasterFrontend { factor } => {
+            let f = s.engine.frontend.as_mut()?;
+            let from = f.per_request_ms;
+            (f.per_request_ms, f.per_prompt_token_us) = (from / factor, f.per_prompt_token_us / factor);
+            format!("a front end {factor}× faster ({} ms a request, from {from})", f.per_request_ms)
+        }
         Change::MoreTp => {
             if s.cluster.disaggregation.is_some() {
                 return None;

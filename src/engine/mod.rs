@@ -261,6 +261,7 @@ impl<'a> Simulation<'a> {
         let (session_ends, programs) = self.arrivals.into_sessions();
         let end = RunEnd {
             end_ns: self.now,
+            frontend_busy: self.frontend.busiest_fraction(self.now),
             prefix_evictions: self.replicas.iter().map(|r| r.kv.prefix_evictions).sum(),
             pressure_evictions: self.replicas.iter().map(|r| r.kv.pressure_evictions).sum(),
             host_evictions: self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum(),
@@ -289,6 +290,11 @@ impl<'a> Simulation<'a> {
                 continue;
             }
             self.now = t;
+            // The front end's backlog shrinks between events: each request through it stops waiting there.
+            while let Some(through) = self.frontend.through_by(t) {
+                self.rec.advance(through);
+                self.rec.on_dequeued();
+            }
             self.rec.advance(t);
             match ev {
                 Event::Arrival => self.on_arrival(),
@@ -396,7 +402,11 @@ impl<'a> Simulation<'a> {
             rep.outstanding += 1;
             self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
-        let ready_ns = self.frontend.ready_ns(&req, target, self.now);
+        let (ready_ns, held) = self.frontend.ready_ns(&req, target, self.now);
+        if held {
+            // Waiting for the API server, as much as for a batch.
+            self.rec.on_queued();
+        }
         if ready_ns > self.now {
             // In the system (the API server holds it) but not yet in the scheduler's queue.
             self.schedule(ready_ns, Event::Ready { request: req.id });

@@ -45,6 +45,8 @@ pub enum Change {
     PrefillWorkers { factor: f64 },
     /// Tensor parallelism × 2.
     MoreTp,
+    /// The front end's time a request (`engine.frontend`) ÷ factor.
+    FasterFrontend { factor: f64 },
 }
 
 /// A proposed change as run on the same requests (same seed): what it measured.
@@ -224,6 +226,9 @@ pub mod threshold {
     /// The busiest KV link's busy share, or transfer's share of p95 TTFT, above which the link limits.
     pub const LINK_BUSY: f64 = 0.8;
     pub const TRANSFER_SHARE: f64 = 0.5;
+    /// The busiest front end's busy share above which the API server, serving one request at a time, is what
+    /// limits the rate (`engine.frontend`).
+    pub const FRONTEND_BUSY: f64 = 0.9;
     /// The prefill pool's busy share above which it is the bottleneck of a disaggregated run.
     pub const PREFILL_POOL_BUSY: f64 = 0.9;
     /// The decode pool's KV peak above which its memory is full.
@@ -306,6 +311,8 @@ struct Evidence {
     decode_kv_peak: f64,
     /// Sessions: p95 restore wait ÷ p95 turn TTFT.
     restore_share: f64,
+    /// The busiest front end's busy share (0 without one).
+    frontend_busy: f64,
 }
 
 fn share(part: f64, whole: f64) -> f64 {
@@ -340,6 +347,7 @@ impl Evidence {
             decode_pool_busy: pool("decode").map_or(0.0, |p| p.busy_fraction),
             decode_kv_peak: pool("decode").map_or(0.0, |p| p.kv_peak_fraction),
             restore_share,
+            frontend_busy: e.frontend_busy_max_fraction.unwrap_or(0.0),
         }
     }
 
@@ -347,10 +355,14 @@ impl Evidence {
         self.link_busy > t::LINK_BUSY || self.transfer_share > t::TRANSFER_SHARE
     }
 
-    /// What limits the service rate: a link or a pool first (they cap a disaggregated or session run
-    /// whatever a worker's limiters say), then preemptions, then the limiter that stopped admission most
-    /// often, else the step itself (compute- or bandwidth-bound).
+    /// What limits the service rate: the front end, then a link or a pool (they cap the rate whatever a
+    /// worker's limiters say: requests reach the scheduler no faster than the API server lets them), then
+    /// preemptions, then the limiter that stopped admission most often, else the step itself (compute- or
+    /// bandwidth-bound).
     fn limit(&self, e: &EngineSummary) -> &'static str {
+        if self.frontend_busy > t::FRONTEND_BUSY {
+            return "frontend";
+        }
         if self.link_bound() {
             return "kv_link";
         }
@@ -381,6 +393,10 @@ impl Evidence {
     /// The limit in words, with the figure that shows it.
     fn limit_words(&self, limit: &str, e: &EngineSummary) -> String {
         match limit {
+            "frontend" => format!(
+                "the front end (the API server, which serves one request at a time: the busiest worker's is busy {})",
+                pct(self.frontend_busy)
+            ),
             "kv_link" => format!(
                 "the KV-transfer link (busiest link busy {}, transfer {} of p95 TTFT)",
                 pct(self.link_busy),
@@ -431,6 +447,9 @@ impl Evidence {
         if let Some(p) = i.prefix {
             v.push(f("prefix cache hit rate", p.hit_rate, "fraction"));
         }
+        if e.frontend_busy_max_fraction.is_some() {
+            v.push(f("busiest front end busy", self.frontend_busy, "fraction"));
+        }
         if i.transfer.is_some() {
             v.push(f("prefill pool busy", self.prefill_pool_busy, "fraction"));
             v.push(f("decode pool busy", self.decode_pool_busy, "fraction"));
@@ -453,6 +472,7 @@ fn raise(limit: &str) -> Change {
         "kv_memory" => Change::Kv { factor: 2.0 },
         "batch_cap" => Change::MaxSeqs { factor: 2.0 },
         "token_budget" => Change::TokenBudget { factor: 2.0 },
+        "frontend" => Change::FasterFrontend { factor: 2.0 },
         _ => Change::MoreTp,
     }
 }

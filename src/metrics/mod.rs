@@ -172,6 +172,8 @@ const _: () = {
 /// What the engine knows only when a run ends, handed to [`Recorder::finish`].
 pub struct RunEnd {
     pub end_ns: u64,
+    /// The busiest front end's share of the run spent serving; None without a front end.
+    pub frontend_busy: Option<f64>,
     /// Evictions from the workers' prefix caches, of sessions' retained history under pressure, and from
     /// their host tiers.
     pub prefix_evictions: u64,
@@ -289,6 +291,8 @@ pub struct Recorder {
     /// of the blocks held (value·ns) with the value and instant it was last set.
     pub prefix_peak_blocks: u64,
     pub prefix_evictions: u64,
+    /// [`RunEnd::frontend_busy`].
+    pub frontend_busy: Option<f64>,
     pub prefix_area: u128,
     prefix_held: (u64, u64),
     /// Workflows: transitions scored, decisions, prefetches (and, at the end, the engine's counts).
@@ -353,6 +357,7 @@ impl Recorder {
             prefix_saved_tokens: 0,
             prefix_peak_blocks: 0,
             prefix_evictions: 0,
+            frontend_busy: None,
             prefix_area: 0,
             prefix_held: (0, 0),
             wf: WorkflowMetrics::default(),
@@ -648,6 +653,7 @@ impl Recorder {
         self.wf.learned = std::mem::take(&mut end.learned);
         self.requests = requests;
         self.prefix_evictions = evictions;
+        self.frontend_busy = end.frontend_busy;
         self.on_prefix_held(end_ns, self.prefix_held.0);
         self.advance(end_ns);
         if !self.programs.is_empty() {

@@ -447,6 +447,7 @@ fn engine_summary(sc: &Scenario, rec: &Recorder, span: &Span) -> EngineSummary {
             overhead: oh,
         },
         mean_step_ms: span.total_busy as f64 / steps / 1e6,
+        frontend_busy_max_fraction: rec.frontend_busy,
     }
 }
 

@@ -143,6 +143,10 @@ pub struct EngineSummary {
     /// Σ of each cost part over all steps, seconds.
     pub cost_breakdown_s: CostBreakdown,
     pub mean_step_ms: f64,
+    /// With a front end (`engine.frontend`): the busiest worker's front end's share of the run spent serving
+    /// requests (the API server serves one at a time: near 1, it is what limits the rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontend_busy_max_fraction: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

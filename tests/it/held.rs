@@ -377,3 +377,30 @@ fn estimates_follow_what_will_run() {
     let r = inferscale::simulate(&sc);
     assert_eq!(r.summary.requests as f64, est.requests, "the estimate counts the turns that run");
 }
+
+/// A front end slower than the load (issue 45, defect 9: 500 ms a request at 4 req/s read "overloaded, limit
+/// memory bandwidth", then "queueing under capacity, ρ = 0.06" once capacity was measured — the requests it held
+/// were in no queue the stability test saw). Its closed form: one request at a time, 2 req/s per worker. The run
+/// is overloaded and limited by the front end, its sustained capacity is within 5 % of 2 req/s, the change that
+/// raises the limit is a faster front end, and at 1.6 req/s (ρ = 0.8) the same configuration is stable.
+#[test]
+fn a_front_end_slower_than_the_load_is_the_limit_and_sets_the_capacity() {
+    let mut spec = super::shipped("default.json");
+    spec.engine.frontend = Some(scenario::FrontendSpec { per_request_ms: 500.0, per_prompt_token_us: 0.0 });
+    spec.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 4.0 };
+    let sc = super::valid(&spec);
+    let report = inferscale::simulate_tested(&spec, &sc, &scenario::Budget::NATIVE, &mut |_, _, _| true).unwrap();
+    let d = &report.diagnosis;
+    assert_eq!((d.regime, d.limit), ("overloaded", "frontend"), "{}", d.verdict);
+    let busy = report.engine.frontend_busy_max_fraction.unwrap();
+    assert!(busy > 0.95, "the front end is busy all along: {busy}");
+    let c = report.capacity.as_ref().expect("an open-loop run measures its capacity");
+    assert!((c.mean_rps - 2.0).abs() <= 0.1, "sustained capacity {} req/s, closed form 2", c.mean_rps);
+    assert!(d.tested.iter().any(|t| t.change.starts_with("a front end 2× faster (250 ms a request")), "{:?}", d.tested);
+    spec.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 1.6 };
+    let under = inferscale::simulate(&super::valid(&spec));
+    assert!(under.steady.stable && !under.steady.overloaded, "{:?}", under.steady);
+    // Without a front end the report has no such figure, and its JSON no such key.
+    let plain = inferscale::simulate(&super::valid(&super::shipped("default.json")));
+    assert_eq!(plain.engine.frontend_busy_max_fraction, None);
+}
