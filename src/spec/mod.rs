@@ -1339,7 +1339,12 @@ pub struct ClusterSpec {
     pub disaggregation: Option<DisaggSpec>,
 }
 
-bounds!(ClusterSpec { replicas: Bound::Int(1, 4096) });
+/// Workers of a colocated cluster or of a P/D pool: the scenario's bound, and the fleet planner's on the units it
+/// tries (a unit of P/D pools multiplies both), written once.
+pub const REPLICAS: Bound = Bound::Int(1, MOST_REPLICAS as u64);
+pub const MOST_REPLICAS: u32 = 4096;
+
+bounds!(ClusterSpec { replicas: REPLICAS });
 
 impl Default for ClusterSpec {
     fn default() -> Self {
@@ -1373,7 +1378,7 @@ pub struct PoolSpec {
     pub router: RouterSpec,
 }
 
-bounds!(PoolSpec { replicas: Bound::Int(1, 4096) });
+bounds!(PoolSpec { replicas: REPLICAS });
 
 /// The interconnect that carries prompt KV from prefill to decode workers.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -404,3 +404,70 @@ fn a_front_end_slower_than_the_load_is_the_limit_and_sets_the_capacity() {
     let plain = inferscale::simulate(&super::valid(&super::shipped("default.json")));
     assert_eq!(plain.engine.frontend_busy_max_fraction, None);
 }
+
+/// The fleet planner keeps what it reads off each candidate, not the candidate's validated scenario (issue 45,
+/// defect 4: each held its own copy of a replayed trace's rows, and 1,024 candidates of a 250,000-row trace grew
+/// past 2.8 GB with nothing refused). 256 candidates of a 25,000-row trace, every one pruned (no count can carry
+/// the target), finish under a 100 MB address-space limit; the scenarios held whole needed over 100 MB and
+/// aborted on allocation.
+#[test]
+fn fleet_candidates_of_a_long_trace_hold_no_copy_of_it() {
+    let dir = std::env::temp_dir().join(format!("inferscale-fleet-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("arrived_at,num_prefill_tokens,num_decode_tokens\n");
+    for i in 0..25_000u32 {
+        csv += &format!("{:.3},{},{}\n", f64::from(i) * 0.2, 100 + i % 800, 50 + i % 350);
+    }
+    let mut spec = json_of("trace-replay.json");
+    spec["workload"]["arrival"]["data"] = json!(csv);
+    std::fs::write(dir.join("s.json"), spec.to_string()).unwrap();
+    let params = json!({"max_num_seqs": (1..=256).collect::<Vec<u32>>(), "max_replicas": 1, "target_rps": 1e5});
+    let out = std::process::Command::new("bash")
+        .args(["-c", "ulimit -v 100000 && exec \"$0\" study fleet \"$1\" --threads 1 --params \"$2\""])
+        .arg(env!("CARGO_BIN_EXE_inferscale"))
+        .arg(dir.join("s.json"))
+        .arg(params.to_string())
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 256);
+    assert!(rows.iter().all(|r| r.to_string().contains("pruned: its ceiling")), "{}", rows[0]);
+}
+
+/// The fleet planner's replica search stays within a pool's bound (issue 45, defect 14: n units of P/D 1:64 are
+/// a decode pool of 64·n workers, and the search passed 4,096 and stopped the study with an error at
+/// cluster.disaggregation.decode.replicas, which the user never wrote). Every run it hands out — driven here
+/// with runs that never pass, so each search climbs as far as it may — is a valid scenario, and the row says how
+/// far it went.
+#[test]
+fn the_fleet_replica_search_stays_within_a_pools_bound() {
+    let spec = super::shipped("default.json");
+    let params =
+        json!({"layouts": [{"kind": "pd", "prefill": 1, "decode": 64}], "max_replicas": 4096, "repetitions": 1});
+    let mut st = inferscale::study::build("fleet", &spec, &params).unwrap();
+    let (mut jobs_seen, mut most_units) = (0, 0u32);
+    loop {
+        let jobs = st.next();
+        if jobs.is_empty() {
+            break;
+        }
+        for j in &jobs {
+            scenario::validate(&j.spec).unwrap_or_else(|e| panic!("{}: {e}", j.label));
+            let d = j.spec.cluster.disaggregation.as_ref().unwrap();
+            most_units = most_units.max(d.prefill.replicas);
+        }
+        jobs_seen += jobs.len();
+        assert!(jobs_seen < 1000, "the search ends");
+        st.feed(vec![Default::default(); jobs.len()]);
+    }
+    assert_eq!(most_units, 64, "4096 decode workers ÷ 64 a unit");
+    let report = st.report();
+    assert!(
+        report.rows[0].iter().any(|c| format!("{c:?}").contains("no count up to 64 units")),
+        "{:?}",
+        report.rows[0]
+    );
+}

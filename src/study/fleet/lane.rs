@@ -6,6 +6,7 @@ use super::space::Candidate;
 use super::{MOST_TRIES, VALIDATION_SEED_OFFSET};
 use crate::capacity::at_rate;
 use crate::capacity::search::Search;
+use crate::scenario::MOST_REPLICAS;
 use crate::study::capacity::Criterion;
 use crate::study::{Job, RunSummary};
 
@@ -39,7 +40,8 @@ pub(super) struct Sizing {
 pub(super) struct Lane {
     pub cand: Candidate,
     stage: Stage,
-    z: Sizing,
+    /// The sizing, its most units held to this candidate's pools' bound.
+    pub z: Sizing,
     pub capacity: Vec<Search>,
     pub replicas: Vec<Search>,
     /// The units the fleet gets: the most any seed needed.
@@ -55,9 +57,13 @@ pub(super) struct Lane {
 
 impl Lane {
     pub fn new(cand: Candidate, z: Sizing) -> Lane {
+        // The units a search tries stay within a pool's bound: n units of P/D p:d are pools of n·p and n·d workers
+        // (the search passed it and stopped the study at a field the user never wrote).
+        let per_pool = cand.pd.map_or(1, |(p, d)| p.max(d)).max(1);
+        let z = Sizing { max_replicas: z.max_replicas.min(MOST_REPLICAS / per_pool).max(1), ..z };
         let (skipped, start) = match &cand.validated {
             Err(why) => (Some(format!("refused: {why}")), 1.0),
-            Ok(sc) => ceiling(sc, &z),
+            Ok(u) => ceiling(u.textbook_rps, &z),
         };
         Lane {
             capacity: (0..z.seeds).map(|_| Search::rate(start, z.precision, z.min_rps, MOST_TRIES)).collect(),
@@ -177,9 +183,9 @@ impl Lane {
 /// queueing) × the most units is an upper bound on what the candidate can carry; below the rate, it is skipped
 /// with the figures. Otherwise the rate search starts at the scenario's own rate per replica, or half the
 /// ceiling when that is lower.
-fn ceiling(sc: &crate::scenario::Scenario, z: &Sizing) -> (Option<String>, f64) {
+fn ceiling(textbook_rps: Option<f64>, z: &Sizing) -> (Option<String>, f64) {
     let (needed, most) = (z.needed_rps, z.max_replicas);
-    match crate::bench::textbook_rps_of(sc).filter(|t| t.is_finite() && *t > 0.0) {
+    match textbook_rps.filter(|t| t.is_finite() && *t > 0.0) {
         Some(t) if t * (most as f64) < needed => (
             Some(format!(
                 "pruned: its ceiling, {t:.3} req/s per unit (a full batch of decodes, nothing else) × {most} units, is under the {needed:.3} req/s it must carry"

@@ -161,7 +161,7 @@ fn check_options(spec: &Spec, sc: &scenario::Scenario, p: &FleetParams) -> Resul
     }
     e.range(&at!(at, p.headroom), p.headroom, 0.0, 10.0);
     e.int(&at!(at, p.repetitions), p.repetitions as u64, 1, 20);
-    e.int(&at!(at, p.max_replicas), p.max_replicas as u64, 1, 4096);
+    scenario::REPLICAS.check(&at!(at, p.max_replicas), &p.max_replicas, &mut e);
     e.range_open_lo(&at!(at, p.precision), p.precision, 0.0, 0.99);
     if let Some(t) = p.target {
         e.range_open_lo(&at!(at, p.target), t, 0.0, 1.0);

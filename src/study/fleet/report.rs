@@ -102,10 +102,10 @@ fn row<'a>(st: &FleetStudy, lane: &'a Lane) -> Row<'a> {
     }
     let mins: Vec<f64> = lane.replicas.iter().filter_map(Search::found).collect();
     if lane.chosen.is_some() {
-        let seeds = integer_interval(&mins, st.p.max_replicas);
+        let seeds = integer_interval(&mins, lane.z.max_replicas);
         let e = st.p.model_error.unwrap_or(0.0);
         let lo = ((seeds.0 as f64 / (1.0 + e)).floor() as u32).max(1);
-        let hi = ((seeds.1 as f64 / (1.0 - e)).ceil() as u32).min(st.p.max_replicas.max(seeds.1));
+        let hi = ((seeds.1 as f64 / (1.0 - e)).ceil() as u32).min(lane.z.max_replicas.max(seeds.1));
         (r.seed_interval, r.interval) = (Some(seeds), Some((lo, hi)));
     }
     validation_figures(st, lane, &mut r);
@@ -123,16 +123,15 @@ fn validation_figures(st: &FleetStudy, lane: &Lane, r: &mut Row) {
     r.ttft_p95_s = Some(mean(&|x| x.ttft_p95_s));
     r.e2e_p95_s = Some(mean(&|x| x.e2e_p95_s));
     r.diagnosis = most_common(v.iter().map(|x| x.diagnosis_kind.as_str()));
-    let Ok(sc) = &lane.cand.validated else { return };
-    let (prompt, output) = crate::bench::mean_tokens(sc);
+    let Ok(u) = &lane.cand.validated else { return };
+    let (prompt, output) = u.mean_tokens;
     let cached = mean(&|x| x.prefill_saved_fraction.unwrap_or(0.0));
     let tokens = TokensPerHour::at(st.target_rps, prompt, output, cached);
-    let (pre, dec) = (sc.pools.first().expect("a pool"), sc.pools.last().expect("a pool"));
     // Little's law: requests in one decode worker at once, the batch its output tokens are decoded in.
     let workers = n * lane.cand.pd.map_or(1, |(_, d)| d);
     let in_system = st.target_rps / workers as f64 * mean(&|x| x.e2e_mean_s);
-    let batch = (in_system.round() as u32).clamp(1, dec.engine.max_num_seqs);
-    let ns = token_times_ns(&pre.cost, &dec.cost, prompt, batch, prompt + output / 2.0);
+    let batch = (in_system.round() as u32).clamp(1, u.decode_max_num_seqs);
+    let ns = token_times_ns(&u.prefill_cost, &u.decode_cost, prompt, batch, prompt + output / 2.0);
     let usd = n as f64 * lane.cand.usd_per_unit_hour;
     let prefill_usd = lane.cand.prefill_usd_per_unit_hour.map(|p| p * n as f64);
     r.per_million = Some(per_million(usd, prefill_usd, &tokens, ns));
@@ -151,7 +150,7 @@ fn status(st: &FleetStudy, lane: &Lane) -> String {
     if let Some(k) = lane.replicas.iter().position(|s| s.found().is_none()) {
         return format!(
             "no count up to {} units carries {:.3} req/s on seed {}",
-            st.p.max_replicas,
+            lane.z.max_replicas,
             st.target_rps * (1.0 + st.p.headroom),
             lane.cand.unit.seed + k as u64
         );

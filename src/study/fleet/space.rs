@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{FleetParams, FleetStudy, MOST_CANDIDATES};
-use crate::cost::presets;
+use crate::cost::{CostModel, presets};
 use crate::scenario::{self, DisaggSpec, HardwareSpec, PoolSpec, Scenario, ScenarioError, Spec};
 use crate::study::StudyDef;
 
@@ -44,9 +44,36 @@ pub struct Candidate {
     /// US dollars per hour of one unit, and of its prefill pool (P/D).
     pub usd_per_unit_hour: f64,
     pub prefill_usd_per_unit_hour: Option<f64>,
-    /// The unit validated once (its cost models and mean lengths are read off it), or why it cannot run, said in
-    /// its row.
-    pub validated: Result<Scenario, String>,
+    /// What the planner reads off the unit, validated once, or why it cannot run, said in its row.
+    pub validated: Result<UnitFigures, String>,
+}
+
+/// The figures the planner reads off a candidate's validated unit: kept instead of the unit's `Scenario`, which
+/// holds a replayed trace's rows — a thousand candidates of a 250,000-row trace held 2.8 GB of copies.
+#[derive(Clone, Debug)]
+pub struct UnitFigures {
+    /// A full batch of decodes, nothing else, per unit (`bench::textbook_rps_of`).
+    pub textbook_rps: Option<f64>,
+    /// Mean prompt and output tokens over the class mix.
+    pub mean_tokens: (f64, f64),
+    /// The first (prefill, or only) pool's and the last (decode, or only) pool's cost models.
+    pub prefill_cost: CostModel,
+    pub decode_cost: CostModel,
+    /// The decode pool's batch cap.
+    pub decode_max_num_seqs: u32,
+}
+
+impl UnitFigures {
+    fn of(sc: &Scenario) -> UnitFigures {
+        let (pre, dec) = (sc.pools.first().expect("a pool"), sc.pools.last().expect("a pool"));
+        UnitFigures {
+            textbook_rps: crate::bench::textbook_rps_of(sc),
+            mean_tokens: crate::bench::mean_tokens(sc),
+            prefill_cost: pre.cost.clone(),
+            decode_cost: dec.cost.clone(),
+            decode_max_num_seqs: dec.engine.max_num_seqs,
+        }
+    }
 }
 
 impl Candidate {
@@ -335,7 +362,7 @@ fn candidate(spec: &Spec, x: &Point, vary: &Vary, price: &dyn Fn(&str) -> f64) -
     }
     parts.dedup();
     let name = if parts.is_empty() { format!("{devices}, TP {}, {layout}", x.tp) } else { parts.join(", ") };
-    let validated = scenario::validate(&unit).map_err(|e| e.to_string());
+    let validated = scenario::validate(&unit).map(|sc| UnitFigures::of(&sc)).map_err(|e| e.to_string());
     Candidate {
         name,
         devices,
