@@ -523,23 +523,21 @@ fn run_validation(manifest: &Path, out: Option<&Path>, budget: &scenario::Budget
         series.push((base, b));
     }
     // Every case of every series within the budget, `threads` runs at once, before any series runs.
-    for i in 0..series.len() {
-        validation::check_series(&m, &series, i, budget, threads as u32).map_err(Failure::Input)?;
-    }
-    let (m, series) = (&m, &series);
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let prepared = (0..series.len())
+        .map(|i| validation::prepare_series(&m, &series, i, budget, threads as u32).map(|p| (i, p)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Input)?;
+    let queue = std::sync::Mutex::new(prepared);
     let mut runs: Vec<(usize, Result<_, String>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
                     let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= series.len() {
-                            return done;
-                        }
-                        done.push((i, validation::calibrate_series(m, series, i, budget, threads as u32)));
+                    // The lock is held only to take the next series, never while one runs.
+                    while let Some((i, p)) = queue.lock().map_or(None, |mut q| q.pop()) {
+                        done.push((i, p.calibrate()));
                     }
+                    done
                 })
             })
             .collect();
@@ -551,7 +549,7 @@ fn run_validation(manifest: &Path, out: Option<&Path>, budget: &scenario::Budget
     let runs = runs.into_iter().map(|r| r.1);
     let runs =
         runs.into_iter().collect::<Result<Vec<_>, _>>().map_err(|e| Failure::Input(format!("validation: {e}")))?;
-    write_out(out, &validation::render(m, series, &runs))
+    write_out(out, &validation::render(&m, &series, &runs))
 }
 
 /// The knobs `calibrate --fit` takes, as the core lists them (the catalog's `calibration_knobs`).

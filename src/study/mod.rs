@@ -307,20 +307,26 @@ pub fn run_job_within(
 }
 
 /// A job's scenario error, naming the job.
-fn prefixed(mut e: ScenarioError, label: &str) -> ScenarioError {
-    for f in &mut e.errors {
-        f.message = format!("{} (in the study's run \"{label}\")", f.message);
-    }
-    e
+fn prefixed(e: ScenarioError, label: &str) -> ScenarioError {
+    refused_in(e, label, |_| None)
 }
 
 /// A refusal of the scenario a study option makes, said at the option (`what`): the option is what the user
 /// typed, and the scenario field it set is named in the message.
 pub(crate) fn at_option(e: ScenarioError, what: &str) -> ScenarioError {
+    refused_in(e, "", |_| Some(what.to_string()))
+}
+
+/// A refusal of a study's run (`label`), each field said where the user mends it: at the option that set it
+/// (`option` maps a scenario path to the option the user gave, naming the field it set), or else in the run.
+pub(crate) fn refused_in(e: ScenarioError, label: &str, option: impl Fn(&str) -> Option<String>) -> ScenarioError {
     let errors = e
         .errors
         .into_iter()
-        .map(|f| scenario::FieldError { path: what.to_string(), message: format!("it sets {}: {}", f.path, f.message) })
+        .map(|f| match option(&f.path) {
+            Some(at) => scenario::FieldError { message: format!("it sets {}: {}", f.path, f.message), path: at },
+            None => scenario::FieldError { message: format!("{} (in the study's run \"{label}\")", f.message), ..f },
+        })
         .collect();
     ScenarioError { errors }
 }

@@ -99,23 +99,16 @@ impl StudyDef for PdStudy {
                 Job { label: label.to_string(), spec: s }
             })
             .collect::<Vec<_>>();
-        // Every variant must be valid before anything runs; where the options made its prefix, a refusal of the
-        // prefix is said at the option.
+        // Every variant must be valid before anything runs; where an option the user gave made its prefix, a
+        // refusal of the prefix is said at the option.
+        let made = spec.prefix.is_none();
         let option = |path: &str| match path {
-            "prefix.prefix_tokens" if spec.prefix.is_none() => Some(at!(Self::at(), p.prefix_tokens)),
-            "prefix.reuse_fraction" if spec.prefix.is_none() => Some(at!(Self::at(), p.reuse_fraction)),
+            "prefix.prefix_tokens" if made && p.prefix_tokens.is_some() => Some(at!(Self::at(), p.prefix_tokens)),
+            "prefix.reuse_fraction" if made && p.reuse_fraction.is_some() => Some(at!(Self::at(), p.reuse_fraction)),
             _ => None,
         };
         for j in &jobs {
-            scenario::validate(&j.spec).map_err(|mut e| {
-                for f in &mut e.errors {
-                    match option(&f.path) {
-                        Some(at) => (f.path, f.message) = (at, format!("it sets {}: {}", f.path, f.message)),
-                        None => f.message = format!("{} (in the study's run \"{}\")", f.message, j.label),
-                    }
-                }
-                e
-            })?;
+            scenario::validate(&j.spec).map_err(|e| super::refused_in(e, &j.label, option))?;
         }
         notes.push(
             "Without prefix reuse the requests are the same (same prefixes drawn); only the cache is off.".into(),

@@ -620,15 +620,19 @@ pub fn calibrate(base: &Spec, all_cases: &[Case], train: &[String]) -> Result<Ca
 }
 
 /// The cases calibration can use, each with its validated scenario and whether it trains; the warnings of
-/// those left out, cut to the budget, or measured elsewhere than the base scenario.
-struct Prepared {
+/// those left out, cut to the budget, or measured elsewhere than the base scenario: what [`prepare`] checked,
+/// for [`calibrate_prepared`] to run without checking again.
+pub struct Prepared {
     cases: Vec<Case>,
     scenarios: Vec<Scenario>,
     is_train: Vec<bool>,
     warnings: Vec<String>,
 }
 
-fn prepare(base: &Spec, all_cases: &[Case], train: &[String], opts: &Options) -> Result<Prepared, String> {
+/// What [`calibrate_with`] refuses before it simulates anything: no case, unknown or duplicate ids, no case
+/// that can be simulated, no training case, a case's run over `opts.budget`. A front end prepares every series
+/// before it runs any.
+pub fn prepare(base: &Spec, all_cases: &[Case], train: &[String], opts: &Options) -> Result<Prepared, String> {
     if all_cases.is_empty() {
         return Err("the bundle has no case".into());
     }
@@ -673,12 +677,6 @@ fn prepare(base: &Spec, all_cases: &[Case], train: &[String], opts: &Options) ->
     Ok(p)
 }
 
-/// What [`calibrate_with`] refuses before it simulates anything: no case, unknown or duplicate ids, no case
-/// that can be simulated, no training case, a case's run over `opts.budget`.
-pub fn check(base: &Spec, all_cases: &[Case], train: &[String], opts: &Options) -> Result<(), String> {
-    prepare(base, all_cases, train, opts).map(|_| ())
-}
-
 /// [`calibrate`], calling `progress(simulations done, simulations expected)` after each simulation (the
 /// expected count is the search's minimum, raised as it goes past it).
 /// `extras`: the knobs to fit besides the two multipliers.
@@ -701,7 +699,15 @@ pub fn calibrate_with(
     opts: &Options,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Calibration, String> {
-    let p = prepare(base, all_cases, train, opts)?;
+    calibrate_prepared(prepare(base, all_cases, train, opts)?, opts, progress)
+}
+
+/// [`calibrate_with`] on cases [`prepare`] checked with the same `opts`.
+pub fn calibrate_prepared(
+    p: Prepared,
+    opts: &Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Calibration, String> {
     let all: Vec<&Case> = p.cases.iter().collect();
     let scen: Vec<&Scenario> = p.scenarios.iter().collect();
     let train: Vec<usize> = (0..all.len()).filter(|&i| p.is_train[i]).collect();

@@ -2,7 +2,7 @@
 //! scenario, a bundle of its measured runs and the cases it trains on; every other case of the series is held
 //! out and never seen by the fit. Pure: the front end reads the manifest's files and passes them in.
 
-use super::calibrate::{Calibration, Options, Row, Saturated, calibrate_with, check, heavy_cases};
+use super::calibrate::{self, Calibration, Options, Row, Saturated, heavy_cases};
 use super::{Bundle, Case};
 use crate::markdown::{md_cell, md_text};
 use crate::scenario::Budget;
@@ -48,8 +48,7 @@ pub fn report(m: &Manifest, series: &[(Spec, Bundle)]) -> Result<String, String>
 }
 
 /// Series `i`'s calibration with the manifest's knobs (independent of the others: a front end may run the
-/// series in parallel, then `render`).
-/// `runs` series run side by side, each case's run within `budget`.
+/// series in parallel, then `render`), `runs` series side by side, each case's run within `budget`.
 pub fn calibrate_series(
     m: &Manifest,
     series: &[(Spec, Bundle)],
@@ -57,24 +56,39 @@ pub fn calibrate_series(
     budget: &Budget,
     runs: u32,
 ) -> Result<Calibration, String> {
-    let opts = options(m, budget, runs)?;
-    let (s, (base, bundle)) = (&m.series[i], &series[i]);
-    calibrate_with(base, &bundle.cases, &s.train, &opts, &mut |_, _| {})
-        .map_err(|e| format!("series[{i}] ({}): {e}", s.name))
+    prepare_series(m, series, i, budget, runs)?.calibrate()
 }
 
-/// What [`calibrate_series`] refuses before it simulates anything (cases over the budget, a training case not in
-/// the bundle), at the cost of validating each case: a front end checks every series before running any.
-pub fn check_series(
+/// Series `i` checked for what its calibration refuses before it simulates anything (cases over the budget, a
+/// training case not in the bundle): a front end prepares every series before it runs any.
+pub fn prepare_series(
     m: &Manifest,
     series: &[(Spec, Bundle)],
     i: usize,
     budget: &Budget,
     runs: u32,
-) -> Result<(), String> {
+) -> Result<SeriesRun, String> {
     let opts = options(m, budget, runs)?;
     let (s, (base, bundle)) = (&m.series[i], &series[i]);
-    check(base, &bundle.cases, &s.train, &opts).map_err(|e| format!("series[{i}] ({}): {e}", s.name))
+    let at = format!("series[{i}] ({})", s.name);
+    match calibrate::prepare(base, &bundle.cases, &s.train, &opts) {
+        Ok(prepared) => Ok(SeriesRun { at, opts, prepared }),
+        Err(e) => Err(format!("{at}: {e}")),
+    }
+}
+
+/// A series checked and ready to calibrate.
+pub struct SeriesRun {
+    at: String,
+    opts: Options,
+    prepared: calibrate::Prepared,
+}
+
+impl SeriesRun {
+    pub fn calibrate(self) -> Result<Calibration, String> {
+        calibrate::calibrate_prepared(self.prepared, &self.opts, &mut |_, _| {})
+            .map_err(|e| format!("{}: {e}", self.at))
+    }
 }
 
 fn options(m: &Manifest, budget: &Budget, runs: u32) -> Result<Options, String> {
