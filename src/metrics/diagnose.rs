@@ -667,31 +667,7 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
         );
     }
     if ev.wait_share > t::QUEUE_DOMINATES {
-        let near = ev.busy > t::NEAR_SATURATION;
-        // A router has nothing to choose between on one worker.
-        let routed = i.replicas > 1;
-        let mut c =
-            if routed { vec![Change::LoadAwareRouter, Change::ShortestFirst] } else { vec![Change::ShortestFirst] };
-        c.insert(if near { 0 } else { c.len() }, Change::Replicas { factor: 1.25 });
-        let why = if near {
-            format!("the device is {} time-busy, so the queue is that of a nearly saturated server", pct(ev.busy))
-        } else {
-            format!("the device is only {} time-busy, so bursts or uneven routing build the queues", pct(ev.busy))
-        };
-        return v(
-            "queueing",
-            format!(
-                "A queueing problem under capacity: {} of mean TTFT is spent waiting ({} in the queue, the rest for room in a batch) while the load is carried; {why}.",
-                pct(ev.wait_share),
-                pct(ev.queue_share)
-            ),
-            if routed {
-                "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most."
-            } else {
-                "On one replica a burst waits for the one server: a shortest-job-first order shortens the wait of the short requests, and a second replica absorbs the bursts themselves; near saturation a little more capacity shortens the queue most."
-            },
-            c,
-        );
+        return queueing(ev, i);
     }
     if let Some(objective) = stalled_tpot_s.filter(|_| ev.prefill_share > t::PREFILL_SOME) {
         return v(
@@ -728,5 +704,51 @@ fn under_capacity(ev: &Evidence, i: &Inputs, limit: &'static str, stalled_tpot_s
         ),
         "A faster GPU, more tensor parallelism, or a looser objective: no queue to remove.",
         vec![Change::MoreTp],
+    )
+}
+
+/// Under capacity, waiting dominates TTFT: the queue of a nearly saturated server (a front end, or the device),
+/// or one that bursts or uneven routing build.
+fn queueing(ev: &Evidence, i: &Inputs) -> Verdict {
+    // A front end near saturation is where the queue builds (its wait counts as queueing): a device
+    // time-busy all along may still have room for many times the load (decodes keep it stepping).
+    let front = ev.frontend_busy > t::NEAR_SATURATION;
+    let near = front || ev.busy > t::NEAR_SATURATION;
+    // A router has nothing to choose between on one worker.
+    let routed = i.replicas > 1;
+    let mut c = if routed { vec![Change::LoadAwareRouter, Change::ShortestFirst] } else { vec![Change::ShortestFirst] };
+    c.insert(if near { 0 } else { c.len() }, Change::Replicas { factor: 1.25 });
+    if front && near {
+        c.insert(0, Change::FasterFrontend { factor: 2.0 });
+    }
+    let why = match (near, front) {
+        (true, true) => {
+            format!(
+                "the front end is {} busy, so the queue is that of a nearly saturated front end",
+                pct(ev.frontend_busy)
+            )
+        }
+        (true, false) => {
+            format!("the device is {} time-busy, so the queue is that of a nearly saturated server", pct(ev.busy))
+        }
+        (false, _) => {
+            format!("the device is only {} time-busy, so bursts or uneven routing build the queues", pct(ev.busy))
+        }
+    };
+    under(
+        "queueing",
+        format!(
+            "A queueing problem under capacity: {} of mean TTFT is spent waiting ({} in the queue, the rest for room in a batch) while the load is carried; {why}.",
+            pct(ev.wait_share),
+            pct(ev.queue_share)
+        ),
+        if front && near {
+            "A front end near saturation queues every request before the device sees it: a faster front end (more API-server processes, tokenization off the request path) shortens the queue most, and each added replica brings its own."
+        } else if routed {
+            "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most."
+        } else {
+            "On one replica a burst waits for the one server: a shortest-job-first order shortens the wait of the short requests, and a second replica absorbs the bursts themselves; near saturation a little more capacity shortens the queue most."
+        },
+        c,
     )
 }

@@ -400,6 +400,15 @@ fn a_front_end_slower_than_the_load_is_the_limit_and_sets_the_capacity() {
     spec.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 1.6 };
     let under = inferscale::simulate(&super::valid(&spec));
     assert!(under.steady.stable && !under.steady.overloaded, "{:?}", under.steady);
+    // Stable but near the front end's capacity, the queue is the front end's: the queueing verdict names it,
+    // not the device (which is far from busy), and tries a faster front end first.
+    spec.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 1.8 };
+    let near = inferscale::simulate_tested(&spec, &super::valid(&spec), &scenario::Budget::NATIVE, &mut |_, _, _| true)
+        .unwrap();
+    let d = &near.diagnosis;
+    assert_eq!((d.regime, d.kind), ("under_capacity", "queueing"), "{}", d.verdict);
+    assert!(d.verdict.contains("so the queue is that of a nearly saturated front end"), "{}", d.verdict);
+    assert!(d.tested[0].change.starts_with("a front end 2× faster"), "{:?}", d.tested);
     // Without a front end the report has no such figure, and its JSON no such key.
     let plain = inferscale::simulate(&super::valid(&super::shipped("default.json")));
     assert_eq!(plain.engine.frontend_busy_max_fraction, None);
