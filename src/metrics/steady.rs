@@ -62,7 +62,7 @@ pub struct SteadySummary {
     /// The waiting queue's trend across the window (with sessions, up to the last session's start), requests/s:
     /// the rise of its floor — the least of the time series' waiting queue over the window's last quarter less
     /// the least over its first, ÷ the 3/4 of the window between them (with fewer than 8 points in the window:
-    /// (waiting_end − waiting_start) ÷ window). A queue that grows means the load is not sustained. (The number
+    /// the queue at its end less `waiting_start`, ÷ its length). A queue that grows means the load is not sustained. (The number
     /// in system also grows while a stable system fills its batches, so it is not the test.)
     pub backlog_growth_rps: f64,
     /// Completions ÷ arrivals in the window (served ÷ offered; 0 without arrivals).
@@ -177,14 +177,14 @@ struct OpenWindow {
     shed: u64,
 }
 
-/// The stability test over `w`, from `start`. `endpoints` is the waiting queue's growth between the steady
-/// window's ends, for a run whose series has too few points inside it.
-fn stability(w: &OpenWindow, start: u64, last: u64, endpoints: f64, series: &super::summary::Series) -> Stability {
+/// The stability test over `w`, from `start`. `endpoints` is the waiting queue's growth between `w`'s ends, for
+/// a run whose series has too few points inside it (with sessions at a high rate, the time until the last
+/// session's start: read as no growth, 2,000 agent sessions at 2 sessions/s, about 3× capacity, read stable).
+fn stability(w: &OpenWindow, start: u64, endpoints: f64, series: &super::summary::Series) -> Stability {
     let window_s = w.end.saturating_sub(start) as f64 / 1e9;
     // The series' points are windows (their start times): those wholly inside the window count.
     let (lo_s, hi_s) = (start as f64 / 1e9, w.end as f64 / 1e9 - series.window_s);
-    let fallback = if w.end == last { endpoints } else { 0.0 };
-    let growth_rps = floor_rise_per_s(&series.t_s, &series.waiting, lo_s, hi_s).unwrap_or(fallback);
+    let growth_rps = floor_rise_per_s(&series.t_s, &series.waiting, lo_s, hi_s).unwrap_or(endpoints);
     let allowed = (STABLE_TOLERANCE * w.arrivals as f64).max(MIN_BACKLOG_GROWTH as f64);
     let overloaded = window_s > 0.0 && growth_rps * window_s > allowed;
     // A window too short to be steady judges nothing.
@@ -230,6 +230,8 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     // which is latency, not a backlog — and not yet in a batch), at start and at last.
     let overhead_ns = sc.front_pool().engine.request_overhead_ns;
     let (mut n0, mut n1, mut q0, mut q1) = (0u64, 0u64, 0u64, 0u64);
+    // ... and waiting at the open window's end (with sessions, before `last`).
+    let mut q_open = 0u64;
     let opened = |t: u64| t >= start && t <= open.end;
     for r in reqs {
         let ok = meets(r, slo(r));
@@ -249,16 +251,20 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
         }
         if !matches!(r.outcome, Outcome::Rejected(_)) {
             let done = r.done_ns.min(end_ns);
+            let waits = |t: u64| r.arrival_ns.saturating_add(overhead_ns) <= t && r.first_scheduled_ns > t;
             for (t, n, q) in [(start, &mut n0, &mut q0), (last, &mut n1, &mut q1)] {
                 if r.arrival_ns <= t {
                     *n += (done > t) as u64;
-                    *q += (r.arrival_ns.saturating_add(overhead_ns) <= t && r.first_scheduled_ns > t) as u64;
+                    *q += waits(t) as u64;
                 }
             }
+            q_open += waits(open.end) as u64;
         }
     }
-    let endpoints = if window_ns > 0 { (q1 as f64 - q0 as f64) / window_s } else { 0.0 };
-    let st = stability(&open, start, last, endpoints, series);
+    // The queue's growth between the open window's ends, for a window with too few points of the series.
+    let open_s = open.end.saturating_sub(start) as f64 / 1e9;
+    let endpoints = if open_s > 0.0 { (q_open as f64 - q0 as f64) / open_s } else { 0.0 };
+    let st = stability(&open, start, endpoints, series);
     let offered = per_s(arrivals);
     let served_share = if arrivals > 0 { completions as f64 / arrivals as f64 } else { 0.0 };
     let mut s = SteadySummary {
