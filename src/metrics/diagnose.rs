@@ -718,22 +718,15 @@ fn queueing(ev: &Evidence, i: &Inputs) -> Verdict {
     let routed = i.replicas > 1;
     let mut c = if routed { vec![Change::LoadAwareRouter, Change::ShortestFirst] } else { vec![Change::ShortestFirst] };
     c.insert(if near { 0 } else { c.len() }, Change::Replicas { factor: 1.25 });
-    if front && near {
+    if front {
         c.insert(0, Change::FasterFrontend { factor: 2.0 });
     }
-    let why = match (near, front) {
-        (true, true) => {
-            format!(
-                "the front end is {} busy, so the queue is that of a nearly saturated front end",
-                pct(ev.frontend_busy)
-            )
-        }
-        (true, false) => {
-            format!("the device is {} time-busy, so the queue is that of a nearly saturated server", pct(ev.busy))
-        }
-        (false, _) => {
-            format!("the device is only {} time-busy, so bursts or uneven routing build the queues", pct(ev.busy))
-        }
+    let why = if front {
+        format!("the front end is {} busy, so the queue is that of a nearly saturated front end", pct(ev.frontend_busy))
+    } else if near {
+        format!("the device is {} time-busy, so the queue is that of a nearly saturated server", pct(ev.busy))
+    } else {
+        format!("the device is only {} time-busy, so bursts or uneven routing build the queues", pct(ev.busy))
     };
     under(
         "queueing",
@@ -742,7 +735,7 @@ fn queueing(ev: &Evidence, i: &Inputs) -> Verdict {
             pct(ev.wait_share),
             pct(ev.queue_share)
         ),
-        if front && near {
+        if front {
             "A front end near saturation queues every request before the device sees it: a faster front end (more API-server processes, tokenization off the request path) shortens the queue most, and each added replica brings its own."
         } else if routed {
             "Smooth the queues before buying capacity: a load-aware router (least outstanding, power of two) or a central queue, and a shortest-job-first order; near saturation a little more capacity shortens the queue most."

@@ -62,8 +62,8 @@ pub struct SteadySummary {
     /// The waiting queue's trend across the window (with sessions, up to the last session's start), requests/s:
     /// the rise of its floor — the least of the time series' waiting queue over the window's last quarter less
     /// the least over its first, ÷ the 3/4 of the window between them (with fewer than 8 points in the window:
-    /// the queue at its end less `waiting_start`, ÷ its length). A queue that grows means the load is not sustained. (The number
-    /// in system also grows while a stable system fills its batches, so it is not the test.)
+    /// the queue at its end less `waiting_start`, ÷ its length). A queue that grows means the load is not
+    /// sustained. (The number in system also grows while a stable system fills its batches, so it is not the test.)
     pub backlog_growth_rps: f64,
     /// Completions ÷ arrivals in the window (served ÷ offered; 0 without arrivals).
     pub served_share: f64,

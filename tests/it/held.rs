@@ -401,7 +401,8 @@ fn a_front_end_slower_than_the_load_is_the_limit_and_sets_the_capacity() {
     let under = inferscale::simulate(&super::valid(&spec));
     assert!(under.steady.stable && !under.steady.overloaded, "{:?}", under.steady);
     // Stable but near the front end's capacity, the queue is the front end's: the queueing verdict names it,
-    // not the device (which is far from busy), and tries a faster front end first.
+    // not the device (time-busy all along, as decodes keep it stepping, yet with room for many times the load),
+    // and tries a faster front end first.
     spec.workload.arrival = scenario::ArrivalSpec::Poisson { rate_rps: 1.8 };
     let near = inferscale::simulate_tested(&spec, &super::valid(&spec), &scenario::Budget::NATIVE, &mut |_, _, _| true)
         .unwrap();
