@@ -3,10 +3,10 @@
 //! and a claim that reproduces a figure of the seed study gets its band from one rule ([`Test::seed`]).
 
 use super::{Unit, Verdict};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where a figure's 95 % interval must lie for its claim to hold.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Line {
     Above(f64),
@@ -39,7 +39,7 @@ impl Line {
 
 /// One test of a claim: the figure (its id in the report and its words), the line its interval must clear,
 /// and the seed study's value when the line is that value's band.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Test {
     pub figure: String,
     pub what: String,

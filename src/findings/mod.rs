@@ -16,7 +16,7 @@ mod robustness;
 mod runs;
 mod trust;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use claims::{Line, SEED_BAND, Test};
 pub use diagnosis::{Case, corpus};
@@ -120,71 +120,47 @@ struct Job {
     setup: Option<Setup>,
 }
 
-/// What a job wrote and ran.
-struct Part {
+/// What a job wrote and ran: the unit a report is assembled from, and what crosses from one of the browser's
+/// workers to another (hence serialisable, with the findings' unanswered ids, which the report's JSON leaves
+/// out but its assembly must see).
+#[derive(Serialize, Deserialize)]
+pub struct Part {
     findings: Findings,
+    orphans: Vec<String>,
     runs: Runs,
 }
 
-fn run_job(job: &Job, cfg: &Config, sat: f64) -> Part {
-    let e = &EXPERIMENTS[job.experiment];
-    let runs = Runs { experiment: e.id, budget: cfg.budget, ..Runs::default() };
-    let mut part = Part { findings: Findings::default(), runs };
-    let cfg = match job.setup {
-        None => cfg.clone(),
-        Some(setup) => {
-            Config { repetitions: cfg.repetitions.min(robustness::SETUP_SEEDS), setup: Some(setup), ..cfg.clone() }
-        }
-    };
-    // A setup may change the benchmark scenario: its capacity is measured again on it.
-    let sat =
-        if job.setup.is_some() && e.reads_capacity { queueing::sustained_capacity(&cfg, &mut part.runs) } else { sat };
-    (e.run)(&mut part.findings, &cfg, sat, &mut part.runs);
-    part
-}
-
-/// Every job, in order: on native targets on as many threads as the machine has (each job owns its state, so
-/// the result is the same whatever the count); in the browser's worker one after another, `progress` told.
-fn run_jobs(jobs: &[Job], cfg: &Config, sat: f64, progress: &mut dyn FnMut(usize)) -> Vec<Part> {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, jobs.len().max(1));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots = std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect::<Vec<Option<Part>>>());
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    loop {
-                        // The last first: the later experiments' runs are the longest, and the short ones left
-                        // at the end keep both threads busy.
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(i) = jobs.len().checked_sub(k + 1) else { return };
-                        let job = &jobs[i];
-                        let part = run_job(job, cfg, sat);
-                        slots.lock().expect("no thread panics holding the lock")[i] = Some(part);
-                    }
-                });
-            }
-        });
-        progress(jobs.len());
-        let slots = slots.into_inner().expect("no thread panicked");
-        slots.into_iter().map(|p| p.expect("every job ran")).collect()
+impl Part {
+    fn of(mut findings: Findings, runs: Runs) -> Part {
+        let orphans = std::mem::take(&mut findings.orphans);
+        Part { findings, orphans, runs }
     }
-    #[cfg(target_arch = "wasm32")]
-    {
-        (jobs.iter().enumerate())
-            .map(|(i, job)| {
-                let part = run_job(job, cfg, sat);
-                progress(i + 1);
-                part
-            })
-            .collect()
+
+    fn split(self) -> (Findings, Runs) {
+        (Findings { orphans: self.orphans, ..self.findings }, self.runs)
     }
 }
 
-/// The report as `cfg` asks (all experiments or one, on the shipped scenarios or on `cfg.base`), calling
-/// `progress(done, total)` as the runs finish; refused, with every refusal, when a run's scenario is.
-pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Result<Findings, Vec<String>> {
+/// The first part of a report: experiment 1 as run, and the sustained capacity of the benchmark scenario it
+/// measured (not a number when no chosen experiment reads it), which the jobs that read it are given.
+#[derive(Serialize, Deserialize)]
+pub struct First {
+    pub part: Part,
+    pub capacity: f64,
+}
+
+/// A report as runs that share nothing: [`Plan::first`], then every [`Plan::job`] in any order and on any
+/// thread or worker, then [`Plan::assemble`] — the same report whatever the split ([`report_with`] is the
+/// three in one).
+pub struct Plan {
+    cfg: Config,
+    chosen: Vec<usize>,
+    jobs: Vec<Job>,
+}
+
+/// The plan of the report as `cfg` asks (all experiments or one, on the shipped scenarios or on `cfg.base`),
+/// or why not: an unknown experiment, a base refused or past the budget.
+pub fn plan(cfg: &Config) -> Result<Plan, Vec<String>> {
     let wants = |id: &str| cfg.only.as_deref().is_none_or(|o| o == id);
     if let Some(o) = &cfg.only
         && !experiment_ids().contains(&o.as_str())
@@ -197,66 +173,176 @@ pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Resu
             sc.check_budget(budget, 1).map_err(|e| vec![format!("the scenario: {e}")])?;
         }
     }
-    let mut f = Findings::new("InferScale findings", intro(cfg));
-    let mut runs = Runs { experiment: "textbook", budget: cfg.budget, ..Runs::default() };
     let chosen: Vec<usize> = (0..EXPERIMENTS.len()).filter(|i| wants(EXPERIMENTS[*i].id)).collect();
     let mut jobs: Vec<Job> = Vec::new();
     for &i in &chosen {
-        // Experiment 1 as run is run first: it measures the capacity the others' ρ is measured against.
+        // Experiment 1 as run is the first part: it measures the capacity the others' ρ is measured against.
         if i > 0 {
             jobs.push(Job { experiment: i, setup: None });
         }
         jobs.extend(EXPERIMENTS[i].setups.iter().map(|s| Job { experiment: i, setup: Some(*s) }));
     }
-    let total = jobs.len() + 1 + usize::from(wants(LITTLE));
-    let mut first = Findings::default();
-    let sat = if wants("textbook") {
-        queueing::textbook_vs_capacity(&mut first, cfg, &mut runs)
-    } else if let Some(&i) = chosen.iter().find(|i| EXPERIMENTS[**i].reads_capacity) {
-        // Measured for that experiment: a refused run names it.
-        runs.experiment = EXPERIMENTS[i].id;
-        queueing::sustained_capacity(cfg, &mut runs)
-    } else {
-        f64::NAN
-    };
-    progress(1, total);
-    let mut parts = run_jobs(&jobs, cfg, sat, &mut |done| progress(done + 1, total)).into_iter();
-    let mut little = wants(LITTLE).then_some(());
-    for &i in &chosen {
-        let e = &EXPERIMENTS[i];
-        if i == EXPERIMENTS.len() - 1 && little.take().is_some() {
+    Ok(Plan { cfg: cfg.clone(), chosen, jobs })
+}
+
+impl Plan {
+    fn wants(&self, id: &str) -> bool {
+        self.cfg.only.as_deref().is_none_or(|o| o == id)
+    }
+
+    /// How many jobs the report runs after its first part.
+    pub fn jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether job `k` reads the capacity the first part measures (an experiment as run that reads it; on a
+    /// setup it measures its own).
+    pub fn needs_capacity(&self, k: usize) -> bool {
+        self.jobs.get(k).is_some_and(|j| j.setup.is_none() && EXPERIMENTS[j.experiment].reads_capacity)
+    }
+
+    /// Experiment 1 as run and the capacity it measures; when experiment 1 is not chosen, the capacity
+    /// measured for the first chosen experiment that reads it (a refused run names that experiment).
+    pub fn first(&self) -> First {
+        let cfg = &self.cfg;
+        let mut runs = Runs { experiment: "textbook", budget: cfg.budget, ..Runs::default() };
+        let mut findings = Findings::default();
+        let capacity = if self.wants("textbook") {
+            queueing::textbook_vs_capacity(&mut findings, cfg, &mut runs)
+        } else if let Some(&i) = self.chosen.iter().find(|i| EXPERIMENTS[**i].reads_capacity) {
+            runs.experiment = EXPERIMENTS[i].id;
+            queueing::sustained_capacity(cfg, &mut runs)
+        } else {
+            f64::NAN
+        };
+        First { part: Part::of(findings, runs), capacity }
+    }
+
+    /// Job `k` (below [`Plan::jobs`]), given the first part's capacity when it [`needs`](Plan::needs_capacity) it.
+    pub fn job(&self, k: usize, capacity: f64) -> Part {
+        let job = &self.jobs[k];
+        let e = &EXPERIMENTS[job.experiment];
+        let mut runs = Runs { experiment: e.id, budget: self.cfg.budget, ..Runs::default() };
+        let mut findings = Findings::default();
+        let cfg = match job.setup {
+            None => self.cfg.clone(),
+            Some(setup) => Config {
+                repetitions: self.cfg.repetitions.min(robustness::SETUP_SEEDS),
+                setup: Some(setup),
+                ..self.cfg.clone()
+            },
+        };
+        // A setup may change the benchmark scenario: its capacity is measured again on it.
+        let capacity = if job.setup.is_some() && e.reads_capacity {
+            queueing::sustained_capacity(&cfg, &mut runs)
+        } else {
+            capacity
+        };
+        (e.run)(&mut findings, &cfg, capacity, &mut runs);
+        Part::of(findings, runs)
+    }
+
+    /// The report from its first part and every job's, in the jobs' order; refused, with every refusal,
+    /// when a run's scenario is (or when the parts are not this plan's).
+    pub fn assemble(&self, first: First, parts: Vec<Part>) -> Result<Findings, Vec<String>> {
+        if parts.len() != self.jobs.len() {
+            return Err(vec![format!("{} parts for a report of {} jobs", parts.len(), self.jobs.len())]);
+        }
+        let cfg = &self.cfg;
+        let mut f = Findings::new("InferScale findings", intro(cfg));
+        let mut runs = Runs { experiment: "textbook", budget: cfg.budget, ..Runs::default() };
+        let mut first = Some(first.part);
+        let mut parts = parts.into_iter();
+        let mut little = self.wants(LITTLE).then_some(());
+        if let Some(p) = first.take_if(|_| !self.wants("textbook")) {
+            // The capacity measured for another experiment: its runs and refusals, no section.
+            runs.absorb(p.split().1);
+        }
+        for &i in &self.chosen {
+            let e = &EXPERIMENTS[i];
+            if i == EXPERIMENTS.len() - 1 && little.take().is_some() {
+                queueing::littles_law(&mut f, &runs.littles);
+            }
+            let main = if i == 0 { first.take().expect("experiment 1's part") } else { parts.next().expect("counted") };
+            let (findings, main_runs) = main.split();
+            runs.absorb(main_runs);
+            f.absorb(findings);
+            let reruns: Vec<(Setup, Result<Findings, String>)> = (e.setups.iter())
+                .map(|setup| {
+                    let (findings, part_runs) = parts.next().expect("counted").split();
+                    let refused = part_runs.refused.join("; ");
+                    runs.littles.extend(part_runs.littles);
+                    (*setup, if refused.is_empty() { Ok(findings) } else { Err(refused) })
+                })
+                .collect();
+            if !e.setups.is_empty() && f.sections.iter().any(|s| s.id == e.id) {
+                let table = robustness::table(&mut f, e.id, "as run above", &reruns);
+                let section = f.sections.iter_mut().find(|s| s.id == e.id).expect("just found");
+                section.robustness = Some(table);
+            }
+        }
+        if little.is_some() {
             queueing::littles_law(&mut f, &runs.littles);
         }
-        let main = if i == 0 {
-            Part { findings: std::mem::take(&mut first), runs: Runs::default() }
-        } else {
-            parts.next().expect("a part per job")
-        };
-        f.absorb(main.findings);
-        runs.absorb(main.runs);
-        let reruns: Vec<(Setup, Result<Findings, String>)> = (e.setups.iter())
-            .map(|setup| {
-                let part = parts.next().expect("a part per job");
-                let refused = part.runs.refused.join("; ");
-                runs.littles.extend(part.runs.littles);
-                (*setup, if refused.is_empty() { Ok(part.findings) } else { Err(refused) })
-            })
-            .collect();
-        if !e.setups.is_empty() && f.sections.iter().any(|s| s.id == e.id) {
-            let table = robustness::table(&mut f, e.id, "as run above", &reruns);
-            let section = f.sections.iter_mut().find(|s| s.id == e.id).expect("just found");
-            section.robustness = Some(table);
+        if cfg.base.is_none() && cfg.only.is_none() {
+            f.revision = revision(&f);
         }
+        f.multiplicity = multiplicity(&f);
+        if runs.refused.is_empty() { Ok(f) } else { Err(runs.refused) }
     }
-    if little.is_some() {
-        queueing::littles_law(&mut f, &runs.littles);
+}
+
+/// Every job of `plan`, in order: on native targets on as many threads as the machine has (each job owns its
+/// state, so the result is the same whatever the count); in the browser's worker one after another (the lab
+/// shares the jobs among its workers itself), `progress` told.
+fn run_jobs(plan: &Plan, capacity: f64, progress: &mut dyn FnMut(usize)) -> Vec<Part> {
+    let n = plan.jobs();
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, n.max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots = std::sync::Mutex::new((0..n).map(|_| None).collect::<Vec<Option<Part>>>());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        // The last first: the later experiments' runs are the longest, and the short ones left
+                        // at the end keep both threads busy.
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(i) = n.checked_sub(k + 1) else { return };
+                        let part = plan.job(i, capacity);
+                        slots.lock().expect("no thread panics holding the lock")[i] = Some(part);
+                    }
+                });
+            }
+        });
+        progress(n);
+        let slots = slots.into_inner().expect("no thread panicked");
+        slots.into_iter().map(|p| p.expect("every job ran")).collect()
     }
+    #[cfg(target_arch = "wasm32")]
+    {
+        (0..n)
+            .map(|i| {
+                let part = plan.job(i, capacity);
+                progress(i + 1);
+                part
+            })
+            .collect()
+    }
+}
+
+/// The report as `cfg` asks (all experiments or one, on the shipped scenarios or on `cfg.base`), calling
+/// `progress(done, total)` as the runs finish; refused, with every refusal, when a run's scenario is.
+pub fn report_with(cfg: &Config, progress: &mut dyn FnMut(usize, usize)) -> Result<Findings, Vec<String>> {
+    let plan = plan(cfg)?;
+    let total = plan.jobs() + 1;
+    let first = plan.first();
+    progress(1, total);
+    let parts = run_jobs(&plan, first.capacity, &mut |done| progress(done + 1, total));
+    let f = plan.assemble(first, parts);
     progress(total, total);
-    if cfg.base.is_none() && cfg.only.is_none() {
-        f.revision = revision(&f);
-    }
-    f.multiplicity = multiplicity(&f);
-    if runs.refused.is_empty() { Ok(f) } else { Err(runs.refused) }
+    f
 }
 
 fn intro(cfg: &Config) -> String {
@@ -274,7 +360,7 @@ fn intro(cfg: &Config) -> String {
 }
 
 /// What became of a registered prediction, as its 95 % interval says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Held,
@@ -314,7 +400,7 @@ impl Verdict {
 }
 
 /// How a figure is shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     /// Requests per second, two decimals.
@@ -360,7 +446,7 @@ fn no_minus_zero(x: f64, half_step: f64) -> f64 {
 
 /// A number of the report: its value (a mean over repetitions, with its 95 % interval when there were
 /// several) and how the text shows it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
     pub id: String,
     pub value: f64,
@@ -378,7 +464,7 @@ pub struct Figure {
 /// What a registered claim is: a prediction that could fail, counted in the tally, or an audit — an identity
 /// the engine must satisfy, or a claim whose answer was known before it was registered — reported with its
 /// verdict and never counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Prediction,
@@ -386,7 +472,7 @@ pub enum Kind {
 }
 
 /// A claim registered before its experiment ran, its tolerance, and its answer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
     pub id: String,
     /// The experiment it belongs to: its id up to the first dot (`drr.throughput` is `drr`'s).
@@ -398,14 +484,14 @@ pub struct Prediction {
     pub tolerance: String,
     /// The figures the verdict rests on and their lines, when the claim states them as data: then the
     /// tolerance is their text and the verdict theirs ([`Findings::decide`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<Test>,
     pub outcome: Option<String>,
     pub verdict: Option<Verdict>,
 }
 
 /// One experiment's section.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Section {
     pub id: String,
     pub title: String,
@@ -429,7 +515,7 @@ pub struct Section {
 
 /// A scenario excerpt: the shipped file an experiment starts from and, for each arm, only the fields it
 /// changes (on the first seed), computed from the two specs — so the excerpt cannot drift from the runs.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Excerpt {
     pub file: String,
     pub arms: Vec<(String, serde_json::Value)>,
@@ -509,7 +595,7 @@ impl std::fmt::Display for FindingsError {
 }
 
 /// The report being written: its sections, predictions, answers and figures, in the order they came.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Findings {
     pub title: String,
     pub intro: String,
@@ -521,7 +607,7 @@ pub struct Findings {
     pub figures: Vec<Figure>,
     /// What a change of method did to the verdicts (the tally's last paragraph; empty on a partial report or
     /// another scenario, where there is nothing to compare).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub revision: String,
     /// How many 95 % intervals the report shows and what so many mean together (the tally's; every report).
     pub multiplicity: String,

@@ -7,7 +7,7 @@
 
 use super::{Findings, Kind, Verdict};
 use crate::scenario::{ArrivalSpec, LengthSpec, SchedulerSpec, Spec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A setup an experiment is rerun on: its id (in figure ids), its name in the table, and the change it makes
 /// to the shipped scenario (or the configured base) before the experiment's arms change it.
@@ -151,7 +151,7 @@ pub const LONGER_RUNS: Setup =
     Setup { id: "longer_runs", name: "runs twice as long", apply: |s| scale_requests(s, 2.0) };
 
 /// An experiment's robustness: its counted claims' verdicts as run and on each setup.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Robustness {
     /// What was rerun, on how many seeds.
     pub about: String,

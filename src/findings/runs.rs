@@ -32,13 +32,15 @@ impl Default for Config {
 /// Every run's Little's-law error, kept for experiment 14, and the runs a scenario refused (on a base other
 /// than the shipped scenarios a variant an experiment makes can be invalid: the report is then refused, naming
 /// the experiment, the run and the field).
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct Runs {
     pub littles: Vec<f64>,
     pub refused: Vec<String>,
     /// The experiment running, to name it in a refusal.
+    #[serde(skip)]
     pub experiment: &'static str,
     /// What a run may use ([`Config::budget`]).
+    #[serde(skip)]
     pub budget: Option<scenario::Budget>,
 }
 

@@ -42,18 +42,34 @@ pub enum Input {
         /// The gate's tolerance in percent (None: the default).
         tolerance_pct: Option<f64>,
     },
-    /// The findings report (`inferscale report`), or one experiment (`only`) on a scenario in place of the
-    /// shipped ones (`base_json`): a progress message per experiment, then [`Output::Findings`] or
-    /// [`Output::Invalid`].
+    /// A step of the findings report (`inferscale report`), or of one experiment (`only`) on a scenario in
+    /// place of the shipped ones (`base_json`): the page asks one worker for the plan, then shares the runs
+    /// among its workers ([`FindingsStep`]), and one worker assembles the report from their parts.
     Findings {
         run_id: u32,
         base_json: Option<String>,
         only: Option<String>,
+        step: FindingsStep,
     },
     /// For the tests: panic inside the worker, to prove the page recovers.
     Crash {
         run_id: u32,
     },
+}
+
+/// What a worker does towards a findings report ([`inferscale::findings::Plan`]): each answered with its own
+/// [`Output`], or [`Output::Invalid`] naming why the report cannot run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FindingsStep {
+    /// The plan: answered with [`Output::FindingsPlanned`].
+    Plan,
+    /// Experiment 1 as run and the capacity it measures: [`Output::FindingsPart`] with no job.
+    First,
+    /// Job `job`, given the first part's capacity when it reads it (none: not a number, as when the first
+    /// part measured none): [`Output::FindingsPart`].
+    Job { job: u32, capacity: Option<f64> },
+    /// The report from the first part and every job's, in order: [`Output::Findings`].
+    Assemble { first: Vec<u8>, parts: Vec<Vec<u8>> },
 }
 
 /// Worker → page.
@@ -85,6 +101,19 @@ pub enum Output {
     Calibrated {
         run_id: u32,
         calibrated: Calibrated,
+    },
+    /// A findings report's plan: for each job after the first part, whether it needs that part's capacity.
+    FindingsPlanned {
+        run_id: u32,
+        needs_capacity: Vec<bool>,
+    },
+    /// A part of a findings report, encoded for its assembly: the first part (no `job`, with the capacity it
+    /// measured, none when not a number) or job `job`'s.
+    FindingsPart {
+        run_id: u32,
+        job: Option<u32>,
+        capacity: Option<f64>,
+        part: Vec<u8>,
     },
     /// The findings: the Markdown `inferscale report` writes, and the JSON (`--format json`), byte for byte.
     Findings {
@@ -155,30 +184,6 @@ pub fn import_files(files: &[(String, String)]) -> Imported {
 /// Calibrate the scenario on a bundle (`inferscale calibrate BUNDLE --scenario SCENARIO --train …`),
 /// reporting progress as (simulations done, expected). Errors name the bundle, the scenario's fields, or
 /// what calibration lacks.
-/// The findings report, or experiment `only` on the scenario `base_json`: (Markdown, JSON), or why not as
-/// (field, message) pairs.
-pub fn run_findings(
-    base_json: Option<&str>,
-    only: Option<String>,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<(String, String), Vec<(String, String)>> {
-    use inferscale::findings;
-    let base = match base_json {
-        Some(text) => Some(
-            inferscale::scenario::parse(text)
-                .map_err(|e| e.errors.into_iter().map(|f| (f.path, f.message)).collect::<Vec<_>>())?,
-        ),
-        None => None,
-    };
-    // The Serving Lab's scenario, and the variants the experiments make of it, within the lab's budget.
-    let budget = base.is_some().then_some(inferscale::scenario::Budget::BROWSER);
-    let cfg = findings::Config { base, only, budget, ..findings::Config::default() };
-    let f = findings::report_with(&cfg, &mut |done, total| progress(done as u64, total as u64))
-        .map_err(|why| why.into_iter().map(|w| ("findings".to_string(), w)).collect::<Vec<_>>())?;
-    let refused = |e: findings::FindingsError| vec![("findings".to_string(), e.to_string())];
-    Ok((f.markdown().map_err(refused)?, f.json().map_err(refused)?))
-}
-
 pub fn run_calibration(
     bundle_json: &str,
     scenario_json: &str,
@@ -201,6 +206,69 @@ pub fn run_calibration(
         csv: inferscale::export::calibration_csv(&c),
         markdown: inferscale::export::calibration_markdown(&c),
     })
+}
+
+/// A step of the findings report, or of experiment `only` on the scenario `base_json` (within the lab's
+/// budget), answered as the page expects it. Parts cross between workers as CBOR: self-describing, so the
+/// report types' optional fields survive, and exact for every float, not-a-number included.
+pub fn findings_step(run_id: u32, base_json: Option<&str>, only: Option<String>, step: FindingsStep) -> Output {
+    use inferscale::findings;
+    let invalid = |errors: Vec<(String, String)>| Output::Invalid { run_id, errors };
+    let refused = |why: Vec<String>| invalid(why.into_iter().map(|w| ("findings".to_string(), w)).collect());
+    let base = match base_json.map(inferscale::scenario::parse).transpose() {
+        Ok(base) => base,
+        Err(e) => return invalid(e.errors.into_iter().map(|f| (f.path, f.message)).collect()),
+    };
+    // The Serving Lab's scenario, and the variants the experiments make of it, within the lab's budget.
+    let budget = base.is_some().then_some(inferscale::scenario::Budget::BROWSER);
+    let plan = match findings::plan(&findings::Config { base, only, budget, ..findings::Config::default() }) {
+        Ok(plan) => plan,
+        Err(why) => return refused(why),
+    };
+    match step {
+        FindingsStep::Plan => Output::FindingsPlanned {
+            run_id,
+            needs_capacity: (0..plan.jobs()).map(|k| plan.needs_capacity(k)).collect(),
+        },
+        FindingsStep::First => {
+            let first = plan.first();
+            let capacity = (!first.capacity.is_nan()).then_some(first.capacity);
+            Output::FindingsPart { run_id, job: None, capacity, part: encode(&first) }
+        }
+        FindingsStep::Job { job, capacity } if (job as usize) < plan.jobs() => {
+            let part = plan.job(job as usize, capacity.unwrap_or(f64::NAN));
+            Output::FindingsPart { run_id, job: Some(job), capacity, part: encode(&part) }
+        }
+        FindingsStep::Job { job, .. } => refused(vec![format!("no job {job} in a report of {}", plan.jobs())]),
+        FindingsStep::Assemble { first, parts } => {
+            let first = decode::<findings::First>(&first);
+            let parts: Result<Vec<findings::Part>, String> = parts.iter().map(|p| decode(p)).collect();
+            let (first, parts) = match (first, parts) {
+                (Ok(first), Ok(parts)) => (first, parts),
+                (Err(e), _) | (_, Err(e)) => {
+                    return refused(vec![format!("a part of the report could not be read: {e}")]);
+                }
+            };
+            let f = match plan.assemble(first, parts) {
+                Ok(f) => f,
+                Err(why) => return refused(why),
+            };
+            match (f.markdown(), f.json()) {
+                (Ok(markdown), Ok(json)) => Output::Findings { run_id, markdown, json },
+                (Err(e), _) | (_, Err(e)) => refused(vec![e.to_string()]),
+            }
+        }
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    ciborium::into_writer(value, &mut out).expect("a report's part encodes");
+    out
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    ciborium::from_reader(bytes).map_err(|e| e.to_string())
 }
 
 /// Points per CDF sent to the page.
@@ -349,14 +417,8 @@ mod web {
                     };
                     scope.respond(id, out);
                 }
-                Input::Findings { run_id, base_json, only } => {
-                    let out = match run_findings(base_json.as_deref(), only, &mut |done, expected| {
-                        scope.respond(id, Output::Progress { run_id, done, expected })
-                    }) {
-                        Ok((markdown, json)) => Output::Findings { run_id, markdown, json },
-                        Err(errors) => Output::Invalid { run_id, errors },
-                    };
-                    scope.respond(id, out);
+                Input::Findings { run_id, base_json, only, step } => {
+                    scope.respond(id, findings_step(run_id, base_json.as_deref(), only, step))
                 }
                 Input::Job { run_id, job, label, scenario_json, progress } => {
                     let mut last = 0u64;
@@ -492,33 +554,85 @@ mod tests {
         assert_eq!(serde_json::from_str::<Output>(&s).unwrap(), m);
         let i = Input::Run { run_id: 1, scenario_json: "{}".into() };
         assert_eq!(serde_json::from_str::<Input>(&serde_json::to_string(&i).unwrap()).unwrap(), i);
-        let i = Input::Findings { run_id: 2, base_json: Some("{}".into()), only: Some("tail".into()) };
-        assert_eq!(serde_json::from_str::<Input>(&serde_json::to_string(&i).unwrap()).unwrap(), i);
+        let steps = [
+            FindingsStep::Plan,
+            FindingsStep::First,
+            FindingsStep::Job { job: 3, capacity: Some(21.5) },
+            FindingsStep::Assemble { first: vec![1, 2], parts: vec![vec![3], vec![]] },
+        ];
+        for step in steps {
+            let i = Input::Findings { run_id: 2, base_json: Some("{}".into()), only: Some("tail".into()), step };
+            assert_eq!(serde_json::from_str::<Input>(&serde_json::to_string(&i).unwrap()).unwrap(), i);
+        }
         let o = Output::Findings { run_id: 2, markdown: "# x\n".into(), json: "{}".into() };
         assert_eq!(serde_json::from_str::<Output>(&serde_json::to_string(&o).unwrap()).unwrap(), o);
     }
 
+    /// A findings report as the page runs it: the plan, the first part, the jobs (here last first, as the
+    /// page's workers may finish them), each through the wire, then the assembly.
+    fn findings_as_the_page_runs_them(base_json: Option<&str>, only: Option<&str>) -> Output {
+        let wire = |o: Output| serde_json::from_str::<Output>(&serde_json::to_string(&o).unwrap()).unwrap();
+        let step = |step: FindingsStep| wire(findings_step(7, base_json, only.map(String::from), step));
+        let needs = match step(FindingsStep::Plan) {
+            Output::FindingsPlanned { run_id: 7, needs_capacity } => needs_capacity,
+            other => return other,
+        };
+        let Output::FindingsPart { run_id: 7, job: None, capacity, part: first } = step(FindingsStep::First) else {
+            panic!("the first part")
+        };
+        let mut parts = vec![Vec::new(); needs.len()];
+        for k in (0..needs.len()).rev() {
+            let given = if needs[k] { capacity } else { None };
+            match step(FindingsStep::Job { job: k as u32, capacity: given }) {
+                Output::FindingsPart { run_id: 7, job: Some(j), part, .. } if j as usize == k => parts[k] = part,
+                other => panic!("job {k}: {other:?}"),
+            }
+        }
+        step(FindingsStep::Assemble { first, parts })
+    }
+
     /// The worker's findings are the CLI's: the same Markdown and JSON (here of one experiment and its reruns
-    /// on its setups; the whole report in the page is held to docs/results.md and .json, which a native test
-    /// holds to the CLI's, by tests/e2e/findings.test.mjs — computing it twice more here took four minutes of
-    /// CI); a rerun on a scenario without sessions of the agent experiment is refused, naming it; a scenario
-    /// that does not parse, at its field.
+    /// on its setups, one that measures experiment 1's capacity and one that reads it; the whole report in the
+    /// page is held to docs/results.md and .json, which a native test holds to the CLI's, by
+    /// tests/e2e/findings.test.mjs); parts that are not the plan's are refused, not a crash; a rerun on a
+    /// scenario without sessions of the agent experiment is refused, naming it; a scenario that does not
+    /// parse, at its field.
     #[test]
     fn findings_are_the_reports_and_a_rerun_says_why_not() {
-        let (mut calls, mut last) = (0, (0, 0));
-        let only = Some("textbook".to_string());
-        let (md, json) =
-            run_findings(None, only.clone(), &mut |done, total| (calls, last) = (calls + 1, (done, total))).unwrap();
-        let f = inferscale::findings::report(inferscale::findings::Config { only, ..Default::default() });
-        assert_eq!((md, json), (f.markdown().unwrap(), f.json().unwrap()));
-        // Progress is told as the runs finish (natively they run on threads, so fewer times), ending at the
-        // total: the experiment as run and on each of its three setups.
-        assert!(calls >= 2 && last.0 == last.1 && last.1 >= 4, "{calls} calls, last {last:?}");
+        for only in ["textbook", "tail"] {
+            let Output::Findings { markdown, json, .. } = findings_as_the_page_runs_them(None, Some(only)) else {
+                panic!("{only}: no report")
+            };
+            let f = inferscale::findings::report(inferscale::findings::Config {
+                only: Some(only.into()),
+                ..Default::default()
+            });
+            assert_eq!((markdown, json), (f.markdown().unwrap(), f.json().unwrap()), "{only}");
+        }
+        let refused = |o: Output| match o {
+            Output::Invalid { errors, .. } => errors,
+            other => panic!("not refused: {other:?}"),
+        };
+        let assemble = |first: Vec<u8>, parts: Vec<Vec<u8>>| {
+            findings_step(1, None, Some("tail".into()), FindingsStep::Assemble { first, parts })
+        };
+        let e = refused(assemble(vec![0xff, 0x00], vec![]));
+        assert!(e[0].1.contains("could not be read"), "{e:?}");
+        let Output::FindingsPart { part: first, .. } =
+            findings_step(1, None, Some("textbook".into()), FindingsStep::First)
+        else {
+            panic!("the first part")
+        };
+        let e = refused(assemble(first, vec![]));
+        assert!(e[0].1.contains("0 parts for a report of"), "{e:?}");
+        let e = refused(findings_step(1, None, Some("tail".into()), FindingsStep::Job { job: 99, capacity: None }));
+        assert!(e[0].1.contains("no job 99"), "{e:?}");
         let default = include_str!("../../scenarios/default.json");
-        let e = run_findings(Some(default), Some("retention".into()), &mut |_, _| {}).unwrap_err();
+        let e = refused(findings_as_the_page_runs_them(Some(default), Some("retention")));
         assert!(e[0].1.contains("experiment `retention`: does not apply: needs agent sessions"), "{e:?}");
-        let e = run_findings(Some("{\"engine\": {\"max_num_seqs\": -1}}"), Some("tail".into()), &mut |_, _| {})
-            .unwrap_err();
+        let e = refused(findings_as_the_page_runs_them(Some("{\"engine\": {\"max_num_seqs\": -1}}"), Some("tail")));
         assert!(e.iter().any(|(path, _)| path.contains("max_num_seqs")), "{e:?}");
+        let e = refused(findings_as_the_page_runs_them(None, Some("nope")));
+        assert!(e[0].1.contains("no experiment `nope`"), "{e:?}");
     }
 }

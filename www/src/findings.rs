@@ -1,8 +1,8 @@
-//! The Findings panel: the report `inferscale report` writes, computed in a worker by the same core function
-//! (`findings::report_with`), so its Markdown export is the CLI's byte for byte; each experiment shown with its
+//! The Findings panel: the report `inferscale report` writes, its runs shared among the page's workers and
+//! assembled by the same core plan (`findings::Plan`), so its Markdown export is the CLI's byte for byte; each experiment shown with its
 //! table, chart and verdict, and each one rerun alone on the Serving Lab's scenario in place of its shipped one.
 
-use inferscale_worker::{Input, Output};
+use inferscale_worker::{FindingsStep, Input, Output};
 use serde_json::Value;
 
 use wasm_bindgen::JsCast;
@@ -11,7 +11,7 @@ use web_sys::Element;
 use crate::behaviour::{Behaviour, Cx, Wiring};
 use crate::exports;
 use crate::figure::Figure;
-use crate::page::{copy_link_to, error_list, now_ms, share_hash_for};
+use crate::page::{copy_link_to, error_list, now_ms, share_hash_for, window};
 use crate::panels::PanelId;
 use crate::table::esc;
 use crate::workers::Pool;
@@ -23,9 +23,35 @@ struct Written {
     value: Value,
 }
 
+/// A report in progress, its runs shared among the workers (`findings::Plan`): which jobs read the first
+/// part's capacity, that part once done, each job's part, the jobs not yet handed out and the free workers.
+struct Split {
+    base_json: Option<String>,
+    only: Option<String>,
+    needs_capacity: Vec<bool>,
+    first: Option<(Option<f64>, Vec<u8>)>,
+    parts: Vec<Option<Vec<u8>>>,
+    /// Handed out from the end: the later experiments' runs are the longest, and the short ones left at the
+    /// end keep every worker busy.
+    pending: Vec<usize>,
+    idle: Vec<usize>,
+}
+
+impl Split {
+    fn done(&self) -> usize {
+        usize::from(self.first.is_some()) + self.parts.iter().filter(|p| p.is_some()).count()
+    }
+}
+
+/// Workers for a report: one per core, at most 8 (each holds its runs' state).
+fn worker_count() -> usize {
+    (window().navigator().hardware_concurrency() as usize).clamp(1, 8)
+}
+
 #[derive(Default)]
 pub struct Findings {
     worker: Option<Pool>,
+    split: Option<Split>,
     run_id: u32,
     /// What is running: the whole report (None) or one experiment on the Serving Lab's scenario.
     running: Option<Option<String>>,
@@ -180,9 +206,41 @@ fn draw(sections: &[Value], id_of: impl Fn(&str) -> String) -> Vec<Figure> {
 impl Findings {
     fn worker(&mut self, cx: &Cx) -> &Pool {
         if self.worker.is_none() {
-            self.worker = Some(cx.page.pool(PanelId::Findings, 1));
+            self.worker = Some(cx.page.pool(PanelId::Findings, worker_count()));
         }
         self.worker.as_ref().expect("spawned")
+    }
+
+    /// Step `step` of the report in progress, on worker `w`.
+    fn step(&self, w: usize, step: FindingsStep) {
+        let (Some(pool), Some(split)) = (&self.worker, &self.split) else { return };
+        let (base_json, only) = (split.base_json.clone(), split.only.clone());
+        pool.send(w, Input::Findings { run_id: self.run_id, base_json, only, step });
+    }
+
+    /// Hand each free worker the next job it can run (one that reads the capacity once the first part has
+    /// measured it), or, every part done, have one assemble the report.
+    fn dispatch(&mut self) {
+        let Some(split) = self.split.as_mut() else { return };
+        let mut steps = Vec::new();
+        if split.first.is_some() && split.parts.iter().all(Option::is_some) {
+            let (_, first) = split.first.take().expect("just checked");
+            let parts = split.parts.iter_mut().map(|p| p.take().expect("just checked")).collect();
+            steps.push((split.idle.pop().unwrap_or(0), FindingsStep::Assemble { first, parts }));
+        } else {
+            let capacity = split.first.as_ref().map(|(c, _)| *c);
+            while let Some(&w) = split.idle.last()
+                && let Some(i) = split.pending.iter().rposition(|&k| !split.needs_capacity[k] || capacity.is_some())
+            {
+                let job = split.pending.remove(i);
+                split.idle.pop();
+                let capacity = capacity.flatten().filter(|_| split.needs_capacity[job]);
+                steps.push((w, FindingsStep::Job { job: job as u32, capacity }));
+            }
+        }
+        for (w, step) in steps {
+            self.step(w, step);
+        }
     }
 
     fn buttons(&self, cx: &Cx) {
@@ -202,12 +260,29 @@ impl Findings {
         }
     }
 
+    /// `done` of `total` runs of the report done, and the time left at that pace.
+    fn told(&self, cx: &Cx, done: usize, total: usize) {
+        let f = (done as f64 / total.max(1) as f64).min(1.0);
+        self.progress(cx, f);
+        let elapsed = (now_ms() - self.started_ms) / 1000.0;
+        let left = if f > 0.0 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
+        let on = match self.worker.as_ref().map_or(1, Pool::len) {
+            1 => "one worker".to_string(),
+            n => format!("{n} workers"),
+        };
+        cx.page
+            .el("fd-status")
+            .set_text_content(Some(&format!("Running on {on}: {done} of {total} experiment runs done{left}")));
+    }
+
     fn send(&mut self, cx: &Cx, base_json: Option<String>, only: Option<String>) {
         self.run_id += 1;
         self.running = Some(only.clone());
         self.started_ms = now_ms();
-        let run_id = self.run_id;
-        self.worker(cx).send(0, Input::Findings { run_id, base_json, only });
+        self.worker(cx);
+        let (needs_capacity, parts, pending, idle) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        self.split = Some(Split { base_json, only, needs_capacity, first: None, parts, pending, idle });
+        self.step(0, FindingsStep::Plan);
         self.progress(cx, 0.0);
         cx.page.el("fd-errors").set_inner_html("");
         self.buttons(cx);
@@ -250,6 +325,7 @@ impl Findings {
         let secs = (now_ms() - self.started_ms) / 1000.0;
         let value = serde_json::from_str::<Value>(&json).unwrap_or(Value::Null);
         let written = Written { markdown, json, value };
+        self.split = None;
         let status = match self.running.take().flatten() {
             None => {
                 self.report = Some(written);
@@ -303,26 +379,38 @@ impl Behaviour for Findings {
             return;
         }
         self.worker = None;
+        self.split = None;
         self.progress(cx, 0.0);
         cx.page.el("fd-status").set_text_content(Some("Cancelled (the last report stays on screen)"));
         self.buttons(cx);
     }
 
-    fn on_output(&mut self, cx: &Cx, _worker: usize, out: Output) {
+    fn on_output(&mut self, cx: &Cx, worker: usize, out: Output) {
         match out {
-            Output::Progress { run_id, done, expected } if run_id == self.run_id && self.running.is_some() => {
-                let f = if expected > 0 { (done as f64 / expected as f64).min(1.0) } else { 0.0 };
-                self.progress(cx, f);
-                let elapsed = (now_ms() - self.started_ms) / 1000.0;
-                let left =
-                    if f > 0.0 { format!(", about {:.0} s left", elapsed * (1.0 - f) / f) } else { String::new() };
-                cx.page
-                    .el("fd-status")
-                    .set_text_content(Some(&format!("Running: {done} of {expected} experiment runs done{left}")));
+            Output::FindingsPlanned { run_id, needs_capacity } if run_id == self.run_id => {
+                let Some(split) = self.split.as_mut() else { return };
+                split.parts = vec![None; needs_capacity.len()];
+                split.pending = (0..needs_capacity.len()).collect();
+                split.needs_capacity = needs_capacity;
+                split.idle = (1..self.worker.as_ref().map_or(1, Pool::len)).rev().collect();
+                self.step(worker, FindingsStep::First);
+                self.dispatch();
+            }
+            Output::FindingsPart { run_id, job, capacity, part } if run_id == self.run_id => {
+                let Some(split) = self.split.as_mut() else { return };
+                match job.and_then(|k| split.parts.get_mut(k as usize)) {
+                    Some(slot) => *slot = Some(part),
+                    None => split.first = Some((capacity, part)),
+                }
+                split.idle.push(worker);
+                let (done, total) = (split.done(), split.parts.len() + 1);
+                self.dispatch();
+                self.told(cx, done, total);
             }
             Output::Findings { run_id, markdown, json } if run_id == self.run_id => self.done(cx, markdown, json),
             Output::Invalid { run_id, errors } if run_id == self.run_id => {
                 self.progress(cx, 0.0);
+                self.split = None;
                 match self.running.take().flatten() {
                     Some(id) => {
                         let why = errors.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
@@ -340,6 +428,7 @@ impl Behaviour for Findings {
             }
             Output::Failed { message, .. } => {
                 self.worker = None;
+                self.split = None;
                 self.running = None;
                 self.progress(cx, 0.0);
                 cx.page.el("fd-status").set_text_content(Some("The simulator failed; it was restarted"));
