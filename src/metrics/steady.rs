@@ -59,7 +59,8 @@ pub struct SteadySummary {
     /// Requests waiting for their first admission at the window's start and end.
     pub waiting_start: u64,
     pub waiting_end: u64,
-    /// The waiting queue's trend across the window (with sessions, up to the last session's start), requests/s:
+    /// The waiting queue's trend across the window (with sessions, the window up to the last session's start,
+    /// after a warm-up by the same rule over that span), requests/s:
     /// the rise of its floor — the least of the time series' waiting queue over the window's last quarter less
     /// the least over its first, ÷ the 3/4 of the window between them (with fewer than 8 points in the window:
     /// the queue at its end less `waiting_start`, ÷ its length). A queue that grows means the load is not
@@ -171,19 +172,28 @@ struct Stability {
 /// ceiling, over the whole window). Counted in `steady`'s own passes over the records.
 #[derive(Default)]
 struct OpenWindow {
+    /// Its own warm-up's end: the same rule as the steady window's over the span up to `end` — with sessions
+    /// the steady window's warm-up, a share of every turn's arrivals, can pass the last session's start (1,000
+    /// agent sessions at 3 sessions/s, 4× capacity: the sessions start over 333 s, the warm-up ended at 413 s,
+    /// and the empty window read neither stable nor overloaded, so the run read under capacity).
+    start: u64,
     end: u64,
     arrivals: u64,
     completions: u64,
     shed: u64,
+    /// Requests waiting at `start` and `end`.
+    waiting_start: u64,
+    waiting_end: u64,
 }
 
-/// The stability test over `w`, from `start`. `endpoints` is the waiting queue's growth between `w`'s ends, for
-/// a run whose series has too few points inside it (with sessions at a high rate, the time until the last
-/// session's start: read as no growth, 2,000 agent sessions at 2 sessions/s, about 3× capacity, read stable).
-fn stability(w: &OpenWindow, start: u64, endpoints: f64, series: &super::summary::Series) -> Stability {
-    let window_s = w.end.saturating_sub(start) as f64 / 1e9;
+/// The stability test over `w`. Where the series has too few points inside it, the waiting queue's growth is
+/// read between `w`'s ends (with sessions at a high rate the window up to the last session's start is short:
+/// read as no growth, 2,000 agent sessions at 2 sessions/s, about 3× capacity, read stable).
+fn stability(w: &OpenWindow, series: &super::summary::Series) -> Stability {
+    let window_s = w.end.saturating_sub(w.start) as f64 / 1e9;
+    let endpoints = if window_s > 0.0 { (w.waiting_end as f64 - w.waiting_start as f64) / window_s } else { 0.0 };
     // The series' points are windows (their start times): those wholly inside the window count.
-    let (lo_s, hi_s) = (start as f64 / 1e9, w.end as f64 / 1e9 - series.window_s);
+    let (lo_s, hi_s) = (w.start as f64 / 1e9, w.end as f64 / 1e9 - series.window_s);
     let growth_rps = floor_rise_per_s(&series.t_s, &series.waiting, lo_s, hi_s).unwrap_or(endpoints);
     let allowed = (STABLE_TOLERANCE * w.arrivals as f64).max(MIN_BACKLOG_GROWTH as f64);
     let overloaded = window_s > 0.0 && growth_rps * window_s > allowed;
@@ -215,11 +225,15 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     let mid = service.len() / 2;
     let median_service_ns = if service.is_empty() { 0 } else { *service.select_nth_unstable(mid).1 };
     drop(service);
-    let by_fraction = ((last - first) as f64 * sc.warmup_fraction).round() as u64;
     let by_service = (median_service_ns as f64 * WARMUP_SERVICE_MULTIPLE).round() as u64;
     // A run shorter than its warm-up keeps the fraction's window, and a warning says it is too short.
+    let warmup = |span: u64| {
+        let by_fraction = (span as f64 * sc.warmup_fraction).round() as u64;
+        if by_service >= span { by_fraction } else { by_fraction.max(by_service) }
+    };
     let short = by_service >= last - first;
-    let start = first + if short { by_fraction } else { by_fraction.max(by_service) };
+    let start = first + warmup(last - first);
+    open.start = first + warmup(open.end.saturating_sub(first));
     let window_ns = last.saturating_sub(start);
     let window_s = window_ns as f64 / 1e9;
     let per_s = |x: u64| if window_ns > 0 { x as f64 / window_s } else { 0.0 };
@@ -230,9 +244,9 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     // which is latency, not a backlog — and not yet in a batch), at start and at last.
     let overhead_ns = sc.front_pool().engine.request_overhead_ns;
     let (mut n0, mut n1, mut q0, mut q1) = (0u64, 0u64, 0u64, 0u64);
-    // ... and waiting at the open window's end (with sessions, before `last`).
-    let mut q_open = 0u64;
-    let opened = |t: u64| t >= start && t <= open.end;
+    // ... and waiting at the open window's ends (with sessions, before `last`).
+    let (mut q_open0, mut q_open1) = (0u64, 0u64);
+    let opened = |t: u64| t >= open.start && t <= open.end;
     for r in reqs {
         let ok = meets(r, slo(r));
         if opened(r.arrival_ns) {
@@ -258,13 +272,12 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
                     *q += waits(t) as u64;
                 }
             }
-            q_open += waits(open.end) as u64;
+            q_open0 += waits(open.start) as u64;
+            q_open1 += waits(open.end) as u64;
         }
     }
-    // The queue's growth between the open window's ends, for a window with too few points of the series.
-    let open_s = open.end.saturating_sub(start) as f64 / 1e9;
-    let endpoints = if open_s > 0.0 { (q_open as f64 - q0 as f64) / open_s } else { 0.0 };
-    let st = stability(&open, start, endpoints, series);
+    (open.waiting_start, open.waiting_end) = (q_open0, q_open1);
+    let st = stability(&open, series);
     let offered = per_s(arrivals);
     let served_share = if arrivals > 0 { completions as f64 / arrivals as f64 } else { 0.0 };
     let mut s = SteadySummary {

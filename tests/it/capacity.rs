@@ -302,16 +302,23 @@ fn a_longer_run_begins_with_the_shorter_runs_requests() {
 /// the time series has fewer than 8 points inside it the queue's growth was read as none: 2,000 agent sessions
 /// at 2 sessions/s, 1,100 turns waiting at the window's start, read stable. A seed's capacity search could settle
 /// there: the shipped agent-sessions run read 1.11 sessions/s (95 % interval 0.00–2.97) from seeds of 1.97, 0.69
-/// and 0.67. The growth is now measured between the window's own ends.
+/// and 0.67. The growth is now measured between the window's own ends. And the window has its own warm-up:
+/// the steady window's, a share of every turn's arrivals, passed the last session's start at 3 sessions/s
+/// (1,000 sessions starting over 333 s, the warm-up ending at 413 s), and the empty window read neither stable
+/// nor overloaded — the diagnosis then read a run at 4.4× capacity as under capacity.
 #[test]
 fn a_session_run_far_past_capacity_is_not_stable_and_its_seeds_agree() {
     let mut spec = shipped("agent-sessions.json");
-    spec.workload.arrival = ArrivalSpec::Poisson { rate_rps: 2.0 };
-    spec.workload.requests = Some(2_000);
-    for seed in 1..=3 {
-        spec.seed = seed;
-        let s = inferscale::simulate(&valid(&spec)).steady;
-        assert!(!s.stable && s.overloaded, "seed {seed}: {s:?}");
+    for (rate_rps, sessions) in [(2.0, 2_000), (3.0, 1_000)] {
+        spec.workload.arrival = ArrivalSpec::Poisson { rate_rps };
+        spec.workload.requests = Some(sessions);
+        for seed in 1..=3 {
+            spec.seed = seed;
+            let r = inferscale::simulate(&valid(&spec));
+            let s = &r.steady;
+            assert!(!s.stable && s.overloaded, "{rate_rps}/s, seed {seed}: {s:?}");
+            assert_eq!(r.diagnosis.regime, "overloaded", "{rate_rps}/s, seed {seed}");
+        }
     }
     let spec = shipped("agent-sessions.json");
     let sc = valid(&spec);
