@@ -41,6 +41,19 @@ pub struct Part {
     pub runs: Vec<KeyedRun>,
 }
 
+impl Part {
+    /// This part with its fingerprint and every run's hash computed afresh from what it holds: what anyone can
+    /// do to an edited part (the hashes catch accidents and mix-ups, not intent), so [`merge`] must hold a part
+    /// so made as it holds any input — the fuzz test's hostile parts are made this way.
+    pub fn resealed(mut self) -> Part {
+        self.fingerprint = fingerprint(&self.study, &self.scenario, &self.options);
+        for k in &mut self.runs {
+            k.hash = run_hash(&self.fingerprint, &k.job, &k.run);
+        }
+        self
+    }
+}
+
 /// A run and the key of the job it answers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -202,6 +215,11 @@ pub fn merge(parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
                 k.run.label
             ));
         }
+        for k in &p.runs {
+            if let Err(e) = figures_held(&serde_json::to_value(&k.run).unwrap_or_default(), "") {
+                return bad(format!("{name}: the run \"{}\": {e}", k.run.label));
+            }
+        }
     }
     let mut by_shard: Vec<Option<&str>> = vec![None; first.shards as usize];
     for (name, p) in parts {
@@ -222,6 +240,37 @@ pub fn merge(parts: &[(String, Part)]) -> Result<StudyReport, ShardError> {
         ));
     }
     replay(first, parts)
+}
+
+/// The most a run's figure can be: the engine's clock, in integer nanoseconds, ends before 1.9e10 s, and no
+/// rate or count it reports comes near.
+const MOST_FIGURE: f64 = 1e15;
+
+/// Whether a run's figures (`v`, its JSON; `key`, the field it is under) are ones a run can have: every number
+/// within 0 … [`MOST_FIGURE`], and every share within 0 … 1. A part's hashes catch an edit, not a part
+/// resealed after one; without this, 750 % attainment or a 1e308 s latency merged into a report, and a mean
+/// over such figures was not a number.
+fn figures_held(v: &serde_json::Value, key: &str) -> Result<(), String> {
+    use serde_json::Value;
+    const SHARES: [&str; 6] =
+        ["slo_attainment", "prefix_hit_rate", "hbm_hit_rate", "host_hit_rate", "route_locality", "reuse"];
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let most = if key.ends_with("_fraction") || SHARES.contains(&key) { 1.0 } else { MOST_FIGURE };
+            // Large and tiny figures in scientific notation: 1e308, not its 309 digits.
+            let show =
+                |x: f64| if x != 0.0 && !(1e-4..1e6).contains(&x.abs()) { format!("{x:e}") } else { format!("{x}") };
+            if (0.0..=most).contains(&x) {
+                Ok(())
+            } else {
+                Err(format!("{key} is {}, outside 0 … {}", show(x), show(most)))
+            }
+        }
+        Value::Object(m) => m.iter().try_for_each(|(k, x)| figures_held(x, k)),
+        Value::Array(a) => a.iter().try_for_each(|x| figures_held(x, key)),
+        _ => Ok(()),
+    }
 }
 
 /// Why two parts are not of one run.

@@ -1,5 +1,5 @@
-//! Mutation fuzzing (seeded, reproducible): every shipped scenario, every trace shape and every study's
-//! options, mutated as an attacker would — 0, negatives, 1e-300, 1e308, huge counts, wrong types, deep
+//! Mutation fuzzing (seeded, reproducible): every shipped scenario, every trace shape, every study's options,
+//! study parts (`merge`) and result bundles (`calibrate`), mutated as an attacker would — 0, negatives, 1e-300, 1e308, huge counts, wrong types, deep
 //! nesting, removed and unknown fields, broken trace text. Each case must end, in bounded time and memory,
 //! either with a sane report (no null or NaN, fractions in [0, 1], every request accounted for, audits ok)
 //! or with a refusal naming a field — never a panic, a hang or a wrong report. A tenth of the scenario cases
@@ -419,4 +419,84 @@ fn fuzz_study_options() -> (u32, u32, Vec<String>) {
         }
     }
     (cases, ran, failures)
+}
+
+/// Study parts (`merge`'s input) and bundles (`calibrate`'s), mutated as an attacker would — and a part
+/// resealed after its edit, as anyone can (its hashes catch accidents, not intent), so that `merge` rebuilds a
+/// hostile study and feeds it hostile runs: 1e308 latencies, 750 % attainment, counts past u32, a scenario or
+/// options changed. Each must merge into a sane report (no null or NaN, fractions in [0, 1]) or be refused
+/// with a message; a bundle must be read and prepared for calibration, or refused with a message. Never a
+/// panic.
+#[test]
+fn hostile_study_parts_and_bundles_merge_or_calibrate_sanely_or_are_refused() {
+    use inferscale::study::shard::{self, Part};
+    let kinds = [Kind::Explorer, Kind::Capacity, Kind::Fleet, Kind::Ranking, Kind::AgentPolicies];
+    let sets: Vec<Vec<Part>> = (kinds.iter())
+        .map(|&k| {
+            let (spec, options) = super::shard::case(k);
+            (0..2).map(|i| super::shard::part(k, &spec, &options, i, 2)).collect()
+        })
+        .collect();
+    let (mut merged, mut refused, mut failures) = (0u32, 0u32, Vec::new());
+    for i in 0..1500u64 {
+        let mut r = rng::stream(0xF024, Stream::Study, i);
+        let set = &sets[r.below(sets.len() as u64) as usize];
+        let j = r.below(2) as usize;
+        let v = mutate(serde_json::to_value(&set[j]).unwrap(), &mut r);
+        let outcome = std::panic::catch_unwind(|| -> Result<bool, String> {
+            let Ok(part) = serde_json::from_value::<Part>(v.clone()) else { return Ok(false) };
+            let part = if r.clone().below(4) > 0 { part.resealed() } else { part };
+            let mut parts: Vec<(String, Part)> =
+                set.iter().enumerate().map(|(k, p)| (format!("part-{k}.json"), p.clone())).collect();
+            parts[j].1 = part;
+            match shard::merge(&parts) {
+                Ok(rep) if rep.markdown().contains("NaN") => Err(format!("NaN in the table: {}", rep.markdown())),
+                Ok(rep) => {
+                    let _ = rep.csv();
+                    sane(&serde_json::from_str(&rep.json()).map_err(|e| e.to_string())?, "", "merged").map(|()| true)
+                }
+                Err(e) if !e.to_string().is_empty() => Ok(false),
+                Err(e) => Err(format!("a refusal without a message: {e:?}")),
+            }
+        });
+        match outcome {
+            Ok(Ok(true)) => merged += 1,
+            Ok(Ok(false)) => refused += 1,
+            Ok(Err(why)) => failures.push(format!("part case {i}: {why}")),
+            Err(_) => failures.push(format!("part case {i}: panicked")),
+        }
+    }
+    let root = super::root().join("tests/data/public");
+    let bundle: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("llama-2-7b.bundle.json")).unwrap()).unwrap();
+    let base = scenario::parse(&std::fs::read_to_string(root.join("llama-2-7b.json")).unwrap()).unwrap();
+    let (mut prepared, mut bundles_refused) = (0u32, 0u32);
+    for i in 0..800u64 {
+        let mut r = rng::stream(0xF025, Stream::Study, i);
+        let text = mutate(bundle.clone(), &mut r).to_string();
+        let outcome = std::panic::catch_unwind(|| -> Result<bool, String> {
+            let b = match inferscale::truth::Bundle::parse(&text) {
+                Ok(b) => b,
+                Err(e) if !e.is_empty() => return Ok(false),
+                Err(_) => return Err("a refusal without a message".into()),
+            };
+            let opts = inferscale::truth::Options::default();
+            match inferscale::truth::calibrate::prepare(&base, &b.cases, &[], &opts) {
+                Ok(_) => Ok(true),
+                Err(e) if !e.is_empty() => Ok(false),
+                Err(_) => Err("a refusal without a message".into()),
+            }
+        });
+        match outcome {
+            Ok(Ok(true)) => prepared += 1,
+            Ok(Ok(false)) => bundles_refused += 1,
+            Ok(Err(why)) => failures.push(format!("bundle case {i}: {why}")),
+            Err(_) => failures.push(format!("bundle case {i}: panicked")),
+        }
+    }
+    println!(
+        "fuzz: 1500 study-part cases ({merged} merged to a sane report, {refused} refused), 800 bundle cases ({prepared} prepared, {bundles_refused} refused)"
+    );
+    assert!(failures.is_empty(), "{} failures, the first: {}", failures.len(), failures[0]);
+    assert!(merged > 50 && refused > 50 && prepared > 50 && bundles_refused > 50, "both outcomes reached");
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::shipped;
 
 /// A small scenario and options for `kind` that run in a moment.
-fn case(kind: Kind) -> (Spec, Value) {
+pub(super) fn case(kind: Kind) -> (Spec, Value) {
     let (mut plain, mut agents, mut workflows) =
         (shipped("default.json"), shipped("agent-sessions.json"), shipped("agent-workflows.json"));
     (plain.workload.requests, agents.workload.requests, workflows.workload.requests) = (Some(80), Some(12), Some(12));
@@ -37,7 +37,7 @@ fn whole(kind: Kind, spec: &Spec, options: &Value) -> String {
 }
 
 /// Shard i of n, through its JSON (as the files carry it).
-fn part(kind: Kind, spec: &Spec, options: &Value, i: u32, n: u32) -> Part {
+pub(super) fn part(kind: Kind, spec: &Spec, options: &Value, i: u32, n: u32) -> Part {
     let mut st = kind.build(spec, options).unwrap();
     let runner = &mut |jobs: &[study::Job]| study::run_parallel(jobs, 2);
     let p = shard::run_shard(kind.name(), spec, options, st.as_mut(), (i, n), runner, &mut |_, _| true).unwrap();
@@ -126,6 +126,16 @@ fn merge_refuses_missing_duplicate_foreign_and_damaged_parts_naming_them() {
     figures[1].1.runs[0].run.ttft_p95_s = -1.0;
     let e = err(figures);
     assert!(e.starts_with("part-1.json: the run \"") && e.contains("does not match its hash"), "{e}");
+    // Resealed after the edit, as anyone can: the figures themselves are held, named.
+    let mut resealed = named(parts.clone());
+    resealed[1].1.runs[0].run.slo_attainment = 7.5;
+    resealed[1].1 = resealed[1].1.clone().resealed();
+    let e = err(resealed.clone());
+    assert!(e.starts_with("part-1.json: the run \"") && e.ends_with("slo_attainment is 7.5, outside 0 … 1"), "{e}");
+    resealed[1].1.runs[0].run.slo_attainment = 0.5;
+    resealed[1].1.runs[0].run.ttft_p95_s = 1e308;
+    resealed[1].1 = resealed[1].1.clone().resealed();
+    assert!(err(resealed).ends_with("ttft_p95_s is 1e308, outside 0 … 1e15"));
     // A job answered twice (another shard's run carried along), or by another shard's part: refused, named,
     // whatever the order of the files.
     let mut carried = named(parts.clone());
