@@ -207,7 +207,7 @@ impl Simulation<'_> {
             let id = queue.peek().expect("admission is open only with a request waiting").id;
             let rec = &self.requests[id as usize];
             let mut entry = Entry::of(rec, pool.role);
-            if entry.start_tokens == 0 && self.shares_prefixes {
+            if entry.start_tokens == 0 && self.rules.shares_prefixes {
                 entry.shared_tokens = cached_shared(&rep.kv.cache, chains, sc.prefix.as_ref(), rec, block);
                 entry.start_tokens = entry.shared_tokens;
             }
@@ -286,7 +286,7 @@ impl Simulation<'_> {
             shared_tokens
         };
         if rec.session != NO_SESSION {
-            let session = &mut self.sessions[rec.session as usize];
+            let session = &mut self.sessions.kv[rec.session as usize];
             if session.restored {
                 // The restore's pin passes to the turn (which shares the history, if it can use it).
                 self.replicas[r].kv.cache.unpin(crate::kv::EntryId::session(rec.session));

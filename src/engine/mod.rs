@@ -42,7 +42,7 @@ use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
 use crate::sched::admission::{self, Admission, AdmitContext, Backlog, DrainRate, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::sched::sglang::NewTokenRatio;
-use crate::workload::{FollowUps, Request, Retention};
+use crate::workload::{FollowUps, Request};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -118,6 +118,16 @@ pub(crate) struct Replica {
 /// within `scenario::MAX_STEP_NS` (1e15 ns), so nothing real reaches it, and time sums never overflow.
 pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
 
+/// What the scenario fixes for a whole run, read on hot paths.
+struct Rules {
+    /// Steady decoders become lazy (see [`step_end`]); false only in [`run_eager`], the reference for tests.
+    lazy_steps: bool,
+    /// The engine's `max_model_len` (u64::MAX: none), read at every arrival.
+    max_model_len: u64,
+    /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
+    shares_prefixes: bool,
+}
+
 /// A simulation in progress. Owns all state; events get `&mut self` (no shared pointers, nothing static).
 pub struct Simulation<'a> {
     pub(crate) sc: &'a Scenario,
@@ -131,9 +141,7 @@ pub struct Simulation<'a> {
     routing: Vec<Routing>,
     /// Disaggregated: the links and the prompts crossing them.
     links: Links,
-    /// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
-    prefix_held: Vec<u64>,
-    prefix_held_total: u64,
+    prefix_held: workflow::PrefixHeld,
     admission: Admission,
     /// Every request created so far, by id: the engine's own state, which it decides from. The recorder gets
     /// the table when the run ends.
@@ -141,24 +149,9 @@ pub struct Simulation<'a> {
     pub(crate) rec: Recorder,
     /// Requests preempted during batch formation, to queue once the step is formed.
     pub(crate) requeue: Vec<u32>,
-    /// Steady decoders become lazy (see [`step_end`]); false only in [`run_eager`], the reference for tests.
-    lazy_steps: bool,
-    /// The engine's `max_model_len` (u64::MAX: none), read at every arrival.
-    max_model_len: u64,
+    rules: Rules,
     frontend: FrontEnd,
-    /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
-    pub(crate) shares_prefixes: bool,
-    /// Sessions' KV may outlive a turn (any retention but stateless).
-    tracks_retention: bool,
-    /// Each turn's tool call is priced, and what its end chose reported (an adaptive policy or the gap
-    /// oracle decides from it, or a tool's latency shifts); the adaptive policies' estimates of the gaps.
-    gaps_priced: bool,
-    gap_estimator: crate::tiering::GapEstimator,
-    /// Per session (by index): where its history is and what its running turn's end does with it.
-    sessions: Vec<SessionKv>,
-    /// Per worker: when its host-to-HBM link is next free, and its retained-KV gauges as last reported.
-    host_link_free_ns: Vec<u64>,
-    retained: Vec<(u64, u64)>,
+    sessions: sessions::SessionState,
     /// Workflows that predict their roles: the model, the forecasts pending, the prefetches.
     workflows: Option<workflow::Workflows>,
 }
@@ -205,25 +198,18 @@ impl<'a> Simulation<'a> {
             idle: (0..sc.front_pool().replicas).collect(),
             routing: (0..sc.pools.len()).map(|p| Routing::new(sc, p)).collect(),
             links: Links::new(n_links),
-            prefix_held: vec![0; sc.worker_count() as usize],
-            prefix_held_total: 0,
+            prefix_held: workflow::PrefixHeld::new(sc.worker_count() as usize),
             admission: admission::build(&sc.admission, &sc.workload.tenants),
             requests: Vec::with_capacity(rec.expected_requests(0).min(1 << 24) as usize),
             rec,
             requeue: Vec::new(),
-            lazy_steps: true,
-            max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
-            frontend: FrontEnd::new(sc),
-            shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
-            tracks_retention: keeps,
-            gaps_priced: sc.workload.sessions.as_ref().is_some_and(|s| s.prices_gaps()),
-            gap_estimator: match sc.workload.sessions.as_ref().map(|s| s.retention) {
-                Some(Retention::Adaptive { alpha, per_tool }) => crate::tiering::GapEstimator::new(alpha, per_tool),
-                _ => crate::tiering::GapEstimator::new(1.0, false),
+            rules: Rules {
+                lazy_steps: true,
+                max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
+                shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
             },
-            sessions: Vec::new(),
-            host_link_free_ns: vec![0; sc.worker_count() as usize],
-            retained: vec![(0, 0); sc.worker_count() as usize],
+            frontend: FrontEnd::new(sc),
+            sessions: sessions::SessionState::new(sc),
             workflows: workflow::Workflows::new(sc),
         };
         if let Some(w) = &sim.workflows {
@@ -381,7 +367,7 @@ impl<'a> Simulation<'a> {
             tpot_objective_ns: class.slo.tpot_ns,
             deadline_ns: class.slo.e2e_ns,
         };
-        let too_long = req.prompt_tokens as u64 + req.output_tokens as u64 > self.max_model_len;
+        let too_long = req.prompt_tokens as u64 + req.output_tokens as u64 > self.rules.max_model_len;
         let verdict = if too_long { Err(Reject::TooLong) } else { self.admission.admit(&req, &cx) };
         let mut record = RequestRecord::new(&req);
         record.turn = turn.min(u16::MAX as u32) as u16;
@@ -621,10 +607,10 @@ impl<'a> Simulation<'a> {
         // vLLM's formation is planned in the step end's pass. SGLang's is planned from scratch, except when its
         // next step can only decode (see `sglang_decodes_next`): then it is the pass's plan too.
         // (Checked here first: vLLM's hot step end does not pay the call.)
-        let sglang_decodes = !en.formation.is_vllm() && self.lazy_steps && self.sglang_decodes_next(r);
+        let sglang_decodes = !en.formation.is_vllm() && self.rules.lazy_steps && self.sglang_decodes_next(r);
         let rep = &mut self.replicas[r];
         let (budget, lazy) = match en.formation {
-            BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.lazy_steps),
+            BatchFormationSpec::Vllm => (en.max_num_batched_tokens, self.rules.lazy_steps),
             // Non-mixed SGLang gives decodes no token budget; mixed, the step's.
             BatchFormationSpec::Sglang if sglang_decodes => (u32::MAX, true),
             BatchFormationSpec::SglangMixed if sglang_decodes => (en.max_num_batched_tokens, true),
@@ -650,9 +636,9 @@ impl<'a> Simulation<'a> {
                 _ => 0,
             },
             chains: self.sc.workload.chains.as_ref(),
-            retain_sessions: self.tracks_retention,
-            sessions: &mut self.sessions,
-            turn_end: sessions::TurnEnd::of(self.sc, &self.gap_estimator),
+            retain_sessions: self.sessions.tracks_retention,
+            sessions: &mut self.sessions.kv,
+            turn_end: sessions::TurnEnd::of(self.sc, &self.sessions.gap_estimator),
             tally: Tally::default(),
             stuck_at: None,
             completed: self.arrivals.finals_sink(),
@@ -754,7 +740,7 @@ pub fn run(sc: &Scenario) -> Recorder {
 #[doc(hidden)]
 pub fn run_eager(sc: &Scenario) -> Recorder {
     let mut sim = Simulation::new(sc);
-    sim.lazy_steps = false;
+    sim.rules.lazy_steps = false;
     sim.run(&mut |_| true).expect("a run that is never cancelled cannot fail")
 }
 

@@ -39,6 +39,39 @@ pub(crate) struct Call {
     pub tier: Tier,
 }
 
+/// What the engine keeps for agent sessions: each session's KV state, the host links, the retained-KV gauges,
+/// and what the retention policy decides from.
+pub(super) struct SessionState {
+    /// Per session (by index): where its history is and what its running turn's end does with it.
+    pub(super) kv: Vec<SessionKv>,
+    /// Per worker: when its host-to-HBM link is next free, and its retained-KV gauges as last reported.
+    pub(super) host_link_free_ns: Vec<u64>,
+    pub(super) retained: Vec<(u64, u64)>,
+    /// Sessions' KV may outlive a turn (any retention but stateless).
+    pub(super) tracks_retention: bool,
+    /// Each turn's tool call is priced, and what its end chose reported (an adaptive policy or the gap
+    /// oracle decides from it, or a tool's latency shifts); the adaptive policies' estimates of the gaps.
+    pub(super) gaps_priced: bool,
+    pub(super) gap_estimator: GapEstimator,
+}
+
+impl SessionState {
+    pub(super) fn new(sc: &crate::Scenario) -> SessionState {
+        let sessions = sc.workload.sessions.as_ref();
+        SessionState {
+            kv: Vec::new(),
+            host_link_free_ns: vec![0; sc.worker_count() as usize],
+            retained: vec![(0, 0); sc.worker_count() as usize],
+            tracks_retention: sessions.is_some_and(|s| s.retention.keeps()),
+            gaps_priced: sessions.is_some_and(|s| s.prices_gaps()),
+            gap_estimator: match sessions.map(|s| s.retention) {
+                Some(Retention::Adaptive { alpha, per_tool }) => GapEstimator::new(alpha, per_tool),
+                _ => GapEstimator::new(1.0, false),
+            },
+        }
+    }
+}
+
 /// One session's KV state, the engine's.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SessionKv {
@@ -100,8 +133,8 @@ impl Simulation<'_> {
     /// Decides what the turn's end will do with the history.
     pub(super) fn session_turn_arrives(&mut self, req: &Request, turn: u32) {
         let s = req.session as usize;
-        if s >= self.sessions.len() {
-            self.sessions.resize(
+        if s >= self.sessions.kv.len() {
+            self.sessions.kv.resize(
                 s + 1,
                 SessionKv {
                     holder: NO_HOLDER,
@@ -115,8 +148,12 @@ impl Simulation<'_> {
             );
             self.rec.on_session_start(self.now);
         }
-        let holder = self.sessions[s].holder;
-        if turn > 1 && holder != NO_HOLDER && self.tracks_retention && !self.arrivals.continues_history(req, turn) {
+        let holder = self.sessions.kv[s].holder;
+        if turn > 1
+            && holder != NO_HOLDER
+            && self.sessions.tracks_retention
+            && !self.arrivals.continues_history(req, turn)
+        {
             // A traced agent compacted its history: what was kept is no prefix of this prompt.
             self.free_session_kv(holder as usize, req.session);
         }
@@ -124,8 +161,9 @@ impl Simulation<'_> {
             self.call_returned(s);
         }
         let keep = self.keep_for(req, turn);
-        let next = (self.gaps_priced && !self.arrivals.is_last_turn(req, turn)).then(|| self.next_call(req, turn));
-        let st = &mut self.sessions[s];
+        let next =
+            (self.sessions.gaps_priced && !self.arrivals.is_last_turn(req, turn)).then(|| self.next_call(req, turn));
+        let st = &mut self.sessions.kv[s];
         st.expire_at_ns = u64::MAX;
         (st.keep, st.next) = (keep, next);
     }
@@ -133,7 +171,7 @@ impl Simulation<'_> {
     /// Session `s`'s tool call returned (its next turn arrived): what the gap was, what the turn's end chose
     /// against the cheapest choice for that gap, and the estimates learn it.
     fn call_returned(&mut self, s: usize) {
-        let Some(c) = self.sessions[s].call.take() else { return };
+        let Some(c) = self.sessions.kv[s].call.take() else { return };
         let gap_ns = self.now - c.start_ns;
         let g = gap_ns as f64;
         let (tier, cost_ns) = match self.sc.workload.sessions.as_ref().map(|x| x.retention) {
@@ -151,12 +189,12 @@ impl Simulation<'_> {
             oracle_cost_ns: c.price.cost_ns(best, g),
             agrees: tier == best,
         });
-        self.gap_estimator.observe(c.tool, g);
+        self.sessions.gap_estimator.observe(c.tool, g);
     }
 
     /// The affinity of `req` for routing: the worker of its session's previous turn.
     pub(super) fn affinity(&self, req: &Request) -> Option<usize> {
-        let st = self.sessions.get(req.session as usize)?;
+        let st = self.sessions.kv.get(req.session as usize)?;
         (req.session != NO_SESSION && st.holder != NO_HOLDER).then_some(st.holder as usize)
     }
 
@@ -210,7 +248,7 @@ impl Simulation<'_> {
     pub(super) fn join_queue(&mut self, id: u32, target: Option<usize>) {
         let session = self.requests[id as usize].session;
         if let (Some(r), true) = (target, session != NO_SESSION && self.sc.front_pool().engine.host.is_some()) {
-            let holds = self.sessions[session as usize].holder == r as u32;
+            let holds = self.sessions.kv[session as usize].holder == r as u32;
             let e = EntryId::session(session);
             let kv = &self.replicas[r].kv;
             if holds && !kv.cache.is_cached(e) && kv.host.as_ref().is_some_and(|h| h.blocks_of(e) > 0) {
@@ -239,7 +277,7 @@ impl Simulation<'_> {
             return;
         }
         rep.transfer_blocks += blocks;
-        self.sessions[session as usize].restoring_blocks = blocks;
+        self.sessions.kv[session as usize].restoring_blocks = blocks;
         let done = self.book_host_link(r, blocks);
         self.rec.on_restore(done - self.now, (blocks as f64 * host.block_bytes).round() as u64);
         self.note_retained(r);
@@ -251,8 +289,8 @@ impl Simulation<'_> {
     pub(super) fn book_host_link(&mut self, r: usize, blocks: u64) -> u64 {
         let host = self.sc.front_pool().engine.host.expect("a transfer from host memory needs a host tier");
         let send_ns = host.send_ns(blocks);
-        let start = self.now.max(self.host_link_free_ns[r]);
-        self.host_link_free_ns[r] = start.saturating_add(send_ns);
+        let start = self.now.max(self.sessions.host_link_free_ns[r]);
+        self.sessions.host_link_free_ns[r] = start.saturating_add(send_ns);
         start.saturating_add(send_ns).saturating_add(host.latency_ns)
     }
 
@@ -261,7 +299,7 @@ impl Simulation<'_> {
     /// nor an eviction takes it back), and the turn queues.
     pub(super) fn on_restored(&mut self, id: u32) {
         let (session, r) = (self.requests[id as usize].session, self.requests[id as usize].replica as usize);
-        let st = &mut self.sessions[session as usize];
+        let st = &mut self.sessions.kv[session as usize];
         let blocks = std::mem::take(&mut st.restoring_blocks);
         st.restored = true;
         let rep = &mut self.replicas[r];
@@ -280,49 +318,49 @@ impl Simulation<'_> {
     pub(super) fn after_turn(&mut self, id: u32, ends: bool) {
         let rec = &self.requests[id as usize];
         let (s, completed, r) = (rec.session, rec.outcome == crate::metrics::Outcome::Completed, rec.replica as u32);
-        let keeps = self.tracks_retention;
+        let keeps = self.sessions.tracks_retention;
         if completed && !keeps {
             // Nothing kept, so no step end chose a tier: the call that starts now is priced here.
-            if let Some(te) = TurnEnd::of(self.sc, &self.gap_estimator) {
-                self.sessions[s as usize].end_turn(self.now, &te);
+            if let Some(te) = TurnEnd::of(self.sc, &self.sessions.gap_estimator) {
+                self.sessions.kv[s as usize].end_turn(self.now, &te);
             }
         }
-        let old = self.sessions[s as usize].holder;
+        let old = self.sessions.kv[s as usize].holder;
         if completed && old != r {
             if keeps && old != NO_HOLDER {
                 self.free_session_kv(old as usize, s);
             }
-            self.sessions[s as usize].holder = r;
+            self.sessions.kv[s as usize].holder = r;
         }
         if ends {
-            let holder = self.sessions[s as usize].holder;
+            let holder = self.sessions.kv[s as usize].holder;
             if keeps && holder != NO_HOLDER {
                 self.free_session_kv(holder as usize, s);
             }
-            self.sessions[s as usize].expire_at_ns = u64::MAX;
+            self.sessions.kv[s as usize].expire_at_ns = u64::MAX;
             self.rec.on_session_end(s, self.now);
             return;
         }
         let Some(Retention::Ttl(ttl)) = self.sc.workload.sessions.as_ref().map(|x| x.retention) else { return };
         if completed
-            && self.sessions[s as usize].keep == Tier::Hbm
+            && self.sessions.kv[s as usize].keep == Tier::Hbm
             && self.replicas[r as usize].kv.cache.is_cached(EntryId::session(s))
         {
             let at = self.now.saturating_add(ttl);
-            self.sessions[s as usize].expire_at_ns = at;
+            self.sessions.kv[s as usize].expire_at_ns = at;
             self.schedule(at, super::Event::Expire { session: s });
         }
     }
 
     /// Whether a TTL expiry firing at `at_ns` is stale (a turn arrived, or the session ended, since it was set).
     pub(super) fn expiry_is_stale(&self, session: u32, at_ns: u64) -> bool {
-        self.sessions[session as usize].expire_at_ns != at_ns
+        self.sessions.kv[session as usize].expire_at_ns != at_ns
     }
 
     /// A session's TTL ran out in a tool gap: its idle history leaves HBM for the host tier, or is freed.
     pub(super) fn on_expire(&mut self, session: u32) {
-        self.sessions[session as usize].expire_at_ns = u64::MAX;
-        let r = self.sessions[session as usize].holder as usize;
+        self.sessions.kv[session as usize].expire_at_ns = u64::MAX;
+        let r = self.sessions.kv[session as usize].holder as usize;
         let rep = &mut self.replicas[r];
         if rep.kv.offload(EntryId::session(session)) > 0 {
             self.rec.on_ttl_eviction();
@@ -352,12 +390,12 @@ impl Simulation<'_> {
     /// Keep the recorder's retained-KV gauges (idle session history in HBM, history in host memory) current
     /// for worker `r`.
     pub(super) fn note_retained(&mut self, r: usize) {
-        if !self.tracks_retention {
+        if !self.sessions.tracks_retention {
             return;
         }
         let kv = &self.replicas[r].kv;
         let (hbm, host) = (kv.cache.idle_session_blocks(), kv.host.as_ref().map_or(0, |h| h.used_blocks));
-        let (old_hbm, old_host) = std::mem::replace(&mut self.retained[r], (hbm, host));
+        let (old_hbm, old_host) = std::mem::replace(&mut self.sessions.retained[r], (hbm, host));
         if (hbm, host) != (old_hbm, old_host) {
             self.rec.on_retained(self.now, hbm as i64 - old_hbm as i64, host as i64 - old_host as i64, hbm);
         }

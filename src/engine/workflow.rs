@@ -213,15 +213,35 @@ impl Simulation<'_> {
     /// only a change reaches the recorder).
     #[inline]
     pub(super) fn note_prefix_held(&mut self, r: usize) {
-        if !self.shares_prefixes {
+        if !self.rules.shares_prefixes {
             return;
         }
         let held = self.replicas[r].kv.cache.shared_held();
-        if held == self.prefix_held[r] {
-            return;
+        if let Some(total) = self.prefix_held.note(r, held) {
+            self.rec.on_prefix_held(self.now, total);
         }
-        self.prefix_held_total = self.prefix_held_total + held - self.prefix_held[r];
-        self.prefix_held[r] = held;
-        self.rec.on_prefix_held(self.now, self.prefix_held_total);
+    }
+}
+
+/// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
+pub(super) struct PrefixHeld {
+    per_worker: Vec<u64>,
+    total: u64,
+}
+
+impl PrefixHeld {
+    pub(super) fn new(workers: usize) -> PrefixHeld {
+        PrefixHeld { per_worker: vec![0; workers], total: 0 }
+    }
+
+    /// Worker `r` now holds `held` blocks: the new sum, or None when nothing changed.
+    #[inline]
+    fn note(&mut self, r: usize, held: u64) -> Option<u64> {
+        if held == self.per_worker[r] {
+            return None;
+        }
+        self.total = self.total + held - self.per_worker[r];
+        self.per_worker[r] = held;
+        Some(self.total)
     }
 }

@@ -244,8 +244,6 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     // which is latency, not a backlog — and not yet in a batch), at start and at last.
     let overhead_ns = sc.front_pool().engine.request_overhead_ns;
     let (mut n0, mut n1, mut q0, mut q1) = (0u64, 0u64, 0u64, 0u64);
-    // ... and waiting at the open window's ends (with sessions, before `last`).
-    let (mut q_open0, mut q_open1) = (0u64, 0u64);
     let opened = |t: u64| t >= open.start && t <= open.end;
     for r in reqs {
         let ok = meets(r, slo(r));
@@ -272,11 +270,11 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
                     *q += waits(t) as u64;
                 }
             }
-            q_open0 += waits(open.start) as u64;
-            q_open1 += waits(open.end) as u64;
+            // ... and waiting at the open window's ends (with sessions, before `last`).
+            open.waiting_start += waits(open.start) as u64;
+            open.waiting_end += waits(open.end) as u64;
         }
     }
-    (open.waiting_start, open.waiting_end) = (q_open0, q_open1);
     let st = stability(&open, series);
     let offered = per_s(arrivals);
     let served_share = if arrivals > 0 { completions as f64 / arrivals as f64 } else { 0.0 };
