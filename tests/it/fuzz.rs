@@ -1,9 +1,10 @@
 //! Mutation fuzzing (seeded, reproducible): every shipped scenario, every trace shape, every study's options,
-//! study parts (`merge`) and result bundles (`calibrate`), mutated as an attacker would — 0, negatives, 1e-300, 1e308, huge counts, wrong types, deep
-//! nesting, removed and unknown fields, broken trace text. Each case must end, in bounded time and memory,
-//! either with a sane report (no null or NaN, fractions in [0, 1], every request accounted for, audits ok)
-//! or with a refusal naming a field — never a panic, a hang or a wrong report. A tenth of the scenario cases
-//! also go through the CLI, whose exit code must be 0 or 2 (an abort or a panic is 134 or 1).
+//! study parts (`merge`) and result bundles (`calibrate`), mutated as an attacker would — 0, negatives, 1e-300,
+//! 1e308, huge counts, wrong types, deep nesting, removed and unknown fields, broken trace text. Each case must
+//! end, in bounded time and memory, either with a sane report (no null or NaN, fractions in [0, 1], every request
+//! accounted for, audits ok) or with a refusal naming a field — never a panic, a hang or a wrong report. A tenth
+//! of the scenario cases also go through the CLI, whose exit code must be 0 or 2 (an abort or a panic is 134
+//! or 1).
 
 use inferscale::rng::{self, Rng64, Stream};
 use inferscale::scenario::{self, Budget};

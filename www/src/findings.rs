@@ -1,6 +1,7 @@
 //! The Findings panel: the report `inferscale report` writes, its runs shared among the page's workers and
-//! assembled by the same core plan (`findings::Plan`), so its Markdown export is the CLI's byte for byte; each experiment shown with its
-//! table, chart and verdict, and each one rerun alone on the Serving Lab's scenario in place of its shipped one.
+//! assembled by the same core plan (`findings::Plan`), so its Markdown export is the CLI's byte for byte; each
+//! experiment shown with its table, chart and verdict, and each one rerun alone on the Serving Lab's scenario in
+//! place of its shipped one.
 
 use inferscale_worker::{FindingsStep, Input, Output};
 use serde_json::Value;
