@@ -181,7 +181,7 @@ impl Simulation<'_> {
     /// Requests waiting for replica `r`: its own queue's, or the central queue's when there is one.
     #[inline(always)]
     pub(super) fn waiting(&self, r: usize) -> usize {
-        self.central.as_ref().map_or(self.replicas[r].queue.len(), |q| q.len())
+        self.dispatch.central.as_ref().map_or(self.replicas[r].queue.len(), |q| q.len())
     }
 
     /// Step 2: admit waiting requests while everything allows. Inlined into vLLM's formation, its hot caller.
@@ -200,7 +200,7 @@ impl Simulation<'_> {
                 return limiter;
             }
             let rep = &mut self.replicas[r];
-            let queue = match &mut self.central {
+            let queue = match &mut self.dispatch.central {
                 Some(q) => q,
                 None => &mut rep.queue,
             };
@@ -252,7 +252,7 @@ impl Simulation<'_> {
             self.rec.on_dequeued();
             self.on_admitted(id, r, shared_tokens, pool.role);
             let rep = &mut self.replicas[r];
-            if self.central.is_some() {
+            if self.dispatch.central.is_some() {
                 // Taken from the central queue: from now on it belongs to this replica (until preempted).
                 self.requests[id as usize].replica = r as u16;
                 rep.outstanding += 1;

@@ -50,11 +50,11 @@ impl Simulation<'_> {
         let link = sc.link.expect("transfers happen only when disaggregated");
         let dec = &sc.pools[1];
         let req = self.requests[id as usize].request();
-        let local = self.routing[1].route(&req, None).expect("validation refuses a central queue for pools");
+        let local = self.dispatch.routing[1].route(&req, None).expect("validation refuses a central queue for pools");
         let d = dec.first as usize + local;
         let rep = &mut self.replicas[d];
         rep.outstanding += 1;
-        self.routing[1].outstanding(local, rep.outstanding);
+        self.dispatch.routing[1].outstanding(local, rep.outstanding);
         let rec = &mut self.requests[id as usize];
         rec.handoff_ns = now;
         rec.replica = d as u16;

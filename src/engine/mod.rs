@@ -28,17 +28,14 @@ mod workflow;
 use arrivals::Arrivals;
 use disagg::Links;
 use frontend::FrontEnd;
-use routing::Routing;
 use running::Plan;
 use sessions::SessionKv;
 use step_end::{Batch, RarePass, Tally};
 
-use std::collections::BTreeSet;
-
 use crate::cost::StepWork;
 use crate::kv::BlockPool;
 use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
-use crate::scenario::{BatchFormationSpec, Role, RouterSpec, Scenario};
+use crate::scenario::{BatchFormationSpec, Role, Scenario};
 use crate::sched::admission::{self, Admission, AdmitContext, Backlog, DrainRate, Reject};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::sched::sglang::NewTokenRatio;
@@ -135,10 +132,8 @@ pub struct Simulation<'a> {
     events: events::EventQueue,
     arrivals: Arrivals<'a>,
     pub(crate) replicas: Vec<Replica>,
-    pub(crate) central: Option<Box<dyn WaitingQueue>>,
-    idle: BTreeSet<u32>,
-    /// Per pool: its router and what the router reads.
-    routing: Vec<Routing>,
+    /// Where an admitted request goes: each pool's router, or the central queue.
+    dispatch: routing::Dispatch,
     /// Disaggregated: the links and the prompts crossing them.
     links: Links,
     prefix_held: workflow::PrefixHeld,
@@ -164,8 +159,6 @@ impl<'a> Simulation<'a> {
     /// A simulation whose workload answers completions as `follow_ups` says.
     pub fn with_follow_ups(sc: &'a Scenario, follow_ups: FollowUps) -> Self {
         let n_tenants = sc.workload.tenants.len();
-        let central =
-            matches!(sc.front_pool().router, RouterSpec::CentralQueue).then(|| queue::build(&sc.scheduler, n_tenants));
         let replicas = (sc.pools.iter().enumerate())
             .flat_map(|(p, pool)| (0..pool.replicas as usize).map(move |local| (p, local, pool)))
             .map(|(pool, local, pl)| Replica {
@@ -194,9 +187,7 @@ impl<'a> Simulation<'a> {
             events: events::EventQueue::new(),
             arrivals: Arrivals::new(sc.generator().with_follow_ups(follow_ups)),
             replicas,
-            central,
-            idle: (0..sc.front_pool().replicas).collect(),
-            routing: (0..sc.pools.len()).map(|p| Routing::new(sc, p)).collect(),
+            dispatch: routing::Dispatch::new(sc),
             links: Links::new(n_links),
             prefix_held: workflow::PrefixHeld::new(sc.worker_count() as usize),
             admission: admission::build(&sc.admission, &sc.workload.tenants),
@@ -353,10 +344,10 @@ impl<'a> Simulation<'a> {
         let class = &self.sc.workload.classes[req.class as usize];
         // Arrivals go to the first pool (colocated, or prefill).
         let affinity = self.affinity(&req);
-        let target = self.routing[0].route(&req, affinity);
+        let target = self.dispatch.routing[0].route(&req, affinity);
         let waiting = match target {
             Some(r) => self.replicas[r].queue.len(),
-            None => self.central.as_ref().map_or(0, |q| q.len()),
+            None => self.dispatch.central.as_ref().map_or(0, |q| q.len()),
         };
         let estimate = self.admission.needs_estimate().then(|| self.estimate_latency(&req, target));
         let cx = AdmitContext {
@@ -386,7 +377,7 @@ impl<'a> Simulation<'a> {
             // the request before its queue does.
             let rep = &mut self.replicas[r];
             rep.outstanding += 1;
-            self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
+            self.dispatch.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
         let (ready_ns, held) = self.frontend.ready_ns(&req, target, self.now);
         if held {
@@ -404,13 +395,13 @@ impl<'a> Simulation<'a> {
     /// An arrival's serving overhead is over: it joins the queue of the replica it was routed to.
     fn on_ready(&mut self, id: u32) {
         let replica = self.requests[id as usize].replica;
-        let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
+        let target = (self.dispatch.central.is_none() && replica != u16::MAX).then_some(replica as usize);
         self.join_queue(id, target);
     }
 
     fn on_retry(&mut self, id: u32) {
         let replica = self.requests[id as usize].replica;
-        let target = (self.central.is_none() && replica != u16::MAX).then_some(replica as usize);
+        let target = (self.dispatch.central.is_none() && replica != u16::MAX).then_some(replica as usize);
         // The central queue feeds the front pool.
         let pool = target.map_or(0, |r| self.replicas[r].pool);
         let (item, ahead) = self.requeued(id, pool);
@@ -432,7 +423,7 @@ impl<'a> Simulation<'a> {
                 self.try_start(r);
             }
             None => {
-                let q = self.central.as_mut().expect("no target means the central queue");
+                let q = self.dispatch.central.as_mut().expect("no target means the central queue");
                 if ahead {
                     q.requeue(item)
                 } else {
@@ -445,12 +436,12 @@ impl<'a> Simulation<'a> {
 
     /// Central queue: the first idle replica takes work. O(log N).
     fn kick_idle(&mut self) {
-        while let Some(&r) = self.idle.first() {
-            if self.central.as_ref().is_none_or(|q| q.is_empty()) {
+        while let Some(&r) = self.dispatch.idle.first() {
+            if self.dispatch.central.as_ref().is_none_or(|q| q.is_empty()) {
                 return;
             }
             self.try_start(r as usize);
-            if self.idle.contains(&r) {
+            if self.dispatch.idle.contains(&r) {
                 return; // it could not take the head: nobody idle can
             }
         }
@@ -503,7 +494,7 @@ impl<'a> Simulation<'a> {
             None => {
                 let rates: Vec<f64> = self.replicas.iter().map(|r| r.drain.per_completion_ns()).collect();
                 Backlog {
-                    ahead: self.central.as_ref().map_or(0, |q| q.len()),
+                    ahead: self.dispatch.central.as_ref().map_or(0, |q| q.len()),
                     running: self.replicas.iter().map(|r| r.batch.len()).min().unwrap_or(0),
                     servers: self.replicas.len() as f64,
                     free_seqs: self.replicas.iter().map(|r| seqs.saturating_sub(r.batch.len())).sum(),
@@ -544,8 +535,8 @@ impl<'a> Simulation<'a> {
         if work.seqs() == 0 {
             debug_assert_eq!(self.replicas[r].batch.lazy_count(), 0, "lazy requests outside a step");
             self.replicas[r].new_token_ratio.reset(); // SGLang's idle check (vLLM's formation never reads it)
-            if self.central.is_some() {
-                self.idle.insert(r as u32);
+            if self.dispatch.central.is_some() {
+                self.dispatch.idle.insert(r as u32);
             }
             return;
         }
@@ -558,10 +549,10 @@ impl<'a> Simulation<'a> {
         let cost = self.sc.pools[rep.pool].cost.step(work);
         rep.busy = true;
         rep.step_ns = cost.total_ns;
-        if self.central.is_some() {
-            self.idle.remove(&(r as u32));
+        if self.dispatch.central.is_some() {
+            self.dispatch.idle.remove(&(r as u32));
         }
-        self.routing[rep.pool].kv_used(rep.local, rep.kv.used(), rep.kv.total());
+        self.dispatch.routing[rep.pool].kv_used(rep.local, rep.kv.used(), rep.kv.total());
         self.rec.on_step(r, work, &cost, limiter, rep.batch.len() as u64, rep.kv.used());
         self.schedule(self.now.saturating_add(cost.total_ns), Event::StepEnd { replica: r as u32 });
         // Forming the batch may have evicted cached prefixes.
@@ -573,7 +564,7 @@ impl<'a> Simulation<'a> {
         if self.requeue.is_empty() {
             return;
         }
-        let central = self.central.is_some();
+        let central = self.dispatch.central.is_some();
         for id in std::mem::take(&mut self.requeue) {
             let n = self.requests[id as usize].preemptions as u32;
             let backoff = self.sc.pools[self.replicas[r].pool].engine.backoff_ns;
@@ -583,7 +574,7 @@ impl<'a> Simulation<'a> {
             } else {
                 let (item, ahead) = self.requeued(id, self.replicas[r].pool);
                 self.rec.on_queued();
-                let q = match &mut self.central {
+                let q = match &mut self.dispatch.central {
                     Some(q) => q,
                     None => &mut self.replicas[r].queue,
                 };
@@ -659,7 +650,7 @@ impl<'a> Simulation<'a> {
         for (id, blocks, shared_group) in handoff {
             self.start_transfer(id, r, blocks, shared_group);
         }
-        if self.central.is_some() {
+        if self.dispatch.central.is_some() {
             self.kick_idle();
         }
     }
@@ -696,7 +687,7 @@ impl<'a> Simulation<'a> {
             Some(limiter) => self.launch(r, &ended.work, limiter),
             None => self.start_step(r, Plan { work: ended.work, budget: ended.budget, from: ended.from }),
         }
-        if self.central.is_some() {
+        if self.dispatch.central.is_some() {
             self.kick_idle();
         }
     }
@@ -719,7 +710,7 @@ impl<'a> Simulation<'a> {
             rep.drain.on_step(rep.step_ns);
         }
         if left > 0 {
-            self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
+            self.dispatch.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
         let kv_ok =
             rep.kv.consistent() && held_blocks + rep.transfer_blocks + rep.kv.cache.held_blocks == rep.kv.used();

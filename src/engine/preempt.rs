@@ -111,9 +111,9 @@ impl Simulation<'_> {
         rec.kv_ready = false;
         self.rec.on_preempted(failed);
         // Per-replica queues keep a preempted request on its replica; the central queue takes it back.
-        if failed || self.central.is_some() {
+        if failed || self.dispatch.central.is_some() {
             rep.outstanding -= 1;
-            self.routing[rep.pool].outstanding(rep.local, rep.outstanding);
+            self.dispatch.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
         if failed {
             rec.outcome = Outcome::Failed;

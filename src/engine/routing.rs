@@ -1,10 +1,33 @@
 //! A pool's routing: its router (none: the central queue), the router's random stream, and the load summaries
 //! it reads, which the engine keeps current by telling it each worker's outstanding requests and KV use.
 
+use std::collections::BTreeSet;
+
 use crate::rng::{self, Rng64, Stream};
 use crate::router::{self, Loads, Router};
 use crate::scenario::{RouterSpec, Scenario};
+use crate::sched::queue::{self, WaitingQueue};
 use crate::workload::Request;
+
+/// Where an admitted request goes: each pool's routing, or — `router: central_queue` — the front pool's one
+/// central queue and its workers idle for the queue's head (kept only with that queue).
+pub(super) struct Dispatch {
+    pub routing: Vec<Routing>,
+    pub central: Option<Box<dyn WaitingQueue>>,
+    pub idle: BTreeSet<u32>,
+}
+
+impl Dispatch {
+    pub fn new(sc: &Scenario) -> Dispatch {
+        let central = matches!(sc.front_pool().router, RouterSpec::CentralQueue)
+            .then(|| queue::build(&sc.scheduler, sc.workload.tenants.len()));
+        Dispatch {
+            routing: (0..sc.pools.len()).map(|p| Routing::new(sc, p)).collect(),
+            central,
+            idle: (0..sc.front_pool().replicas).collect(),
+        }
+    }
+}
 
 pub(super) struct Routing {
     router: Option<Box<dyn Router>>,

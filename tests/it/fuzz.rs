@@ -390,6 +390,12 @@ fn fuzz_study_options() -> (u32, u32, Vec<String>) {
         if matches!(kind, Kind::Paired | Kind::Sensitivity) {
             defaults["treatment"] = json!({"/engine/prefill_chunk_tokens": 512});
         }
+        // The fleet planner's layouts given, so that their pool sizes are mutated too (its default is none:
+        // every layout the devices allow).
+        if matches!(kind, Kind::Fleet) {
+            defaults["layouts"] = json!([{"kind": "colocated"}, {"kind": "pd", "prefill": 1, "decode": 2}]);
+            defaults["target_rps"] = json!(4);
+        }
         for i in 0..60u64 {
             let mut r = rng::stream(0xF023, Stream::Study, i * 16 + kind as u64);
             let opts = if i == 0 { defaults.clone() } else { mutate(defaults.clone(), &mut r) };
