@@ -399,9 +399,14 @@ impl Behaviour for Findings {
             }
             Output::FindingsPart { run_id, job, capacity, part } if run_id == self.run_id => {
                 let Some(split) = self.split.as_mut() else { return };
-                match job.and_then(|k| split.parts.get_mut(k as usize)) {
-                    Some(slot) => *slot = Some(part),
+                match job {
                     None => split.first = Some((capacity, part)),
+                    // A worker answers only the jobs the plan has (it refuses any other).
+                    Some(k) => {
+                        if let Some(slot) = split.parts.get_mut(k as usize) {
+                            *slot = Some(part);
+                        }
+                    }
                 }
                 split.idle.push(worker);
                 let (done, total) = (split.done(), split.parts.len() + 1);
