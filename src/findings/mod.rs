@@ -161,7 +161,6 @@ pub struct Plan {
 /// The plan of the report as `cfg` asks (all experiments or one, on the shipped scenarios or on `cfg.base`),
 /// or why not: an unknown experiment, a base refused or past the budget.
 pub fn plan(cfg: &Config) -> Result<Plan, Vec<String>> {
-    let wants = |id: &str| cfg.only.as_deref().is_none_or(|o| o == id);
     if let Some(o) = &cfg.only
         && !experiment_ids().contains(&o.as_str())
     {
@@ -173,7 +172,7 @@ pub fn plan(cfg: &Config) -> Result<Plan, Vec<String>> {
             sc.check_budget(budget, 1).map_err(|e| vec![format!("the scenario: {e}")])?;
         }
     }
-    let chosen: Vec<usize> = (0..EXPERIMENTS.len()).filter(|i| wants(EXPERIMENTS[*i].id)).collect();
+    let chosen: Vec<usize> = (0..EXPERIMENTS.len()).filter(|i| wants(cfg, EXPERIMENTS[*i].id)).collect();
     let mut jobs: Vec<Job> = Vec::new();
     for &i in &chosen {
         // Experiment 1 as run is the first part: it measures the capacity the others' ρ is measured against.
@@ -185,10 +184,12 @@ pub fn plan(cfg: &Config) -> Result<Plan, Vec<String>> {
     Ok(Plan { cfg: cfg.clone(), chosen, jobs })
 }
 
+/// Whether the report as `cfg` asks runs experiment `id` (all of them, or the one named).
+fn wants(cfg: &Config, id: &str) -> bool {
+    cfg.only.as_deref().is_none_or(|o| o == id)
+}
+
 impl Plan {
-    fn wants(&self, id: &str) -> bool {
-        self.cfg.only.as_deref().is_none_or(|o| o == id)
-    }
 
     /// How many jobs the report runs after its first part.
     pub fn jobs(&self) -> usize {
@@ -207,7 +208,7 @@ impl Plan {
         let cfg = &self.cfg;
         let mut runs = Runs { experiment: "textbook", budget: cfg.budget, ..Runs::default() };
         let mut findings = Findings::default();
-        let capacity = if self.wants("textbook") {
+        let capacity = if wants(&self.cfg, "textbook") {
             queueing::textbook_vs_capacity(&mut findings, cfg, &mut runs)
         } else if let Some(&i) = self.chosen.iter().find(|i| EXPERIMENTS[**i].reads_capacity) {
             runs.experiment = EXPERIMENTS[i].id;
@@ -253,8 +254,8 @@ impl Plan {
         let mut runs = Runs { experiment: "textbook", budget: cfg.budget, ..Runs::default() };
         let mut first = Some(first.part);
         let mut parts = parts.into_iter();
-        let mut little = self.wants(LITTLE).then_some(());
-        if let Some(p) = first.take_if(|_| !self.wants("textbook")) {
+        let mut little = wants(&self.cfg, LITTLE).then_some(());
+        if let Some(p) = first.take_if(|_| !wants(&self.cfg, "textbook")) {
             // The capacity measured for another experiment: its runs and refusals, no section.
             runs.absorb(p.split().1);
         }
