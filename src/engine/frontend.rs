@@ -1,11 +1,40 @@
-//! The serving front end between admission and the scheduler's queue: the API server's work on a request
-//! (HTTP, tokenising) and the engine's fixed per-request overhead.
+//! The way in, before any scheduler: the engine's `max_model_len`, the admission policy, and the serving
+//! front end between them and the scheduler's queue — the API server's work on a request (HTTP, tokenising)
+//! and the engine's fixed per-request overhead.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::scenario::Scenario;
+use crate::sched::admission::{self, Admission, AdmitContext, Reject};
 use crate::workload::Request;
+
+/// What an arrival meets before the scheduler's queue.
+pub(super) struct Door {
+    /// The engine's `max_model_len` (u64::MAX: none), read at every arrival.
+    max_model_len: u64,
+    pub(super) admission: Admission,
+    pub(super) frontend: FrontEnd,
+}
+
+impl Door {
+    pub(super) fn new(sc: &Scenario) -> Door {
+        Door {
+            max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
+            admission: admission::build(&sc.admission, &sc.workload.tenants),
+            frontend: FrontEnd::new(sc),
+        }
+    }
+
+    /// Whether `req` gets in: refused as too long for the model's context (as vLLM refuses it), else as the
+    /// admission policy decides.
+    pub(super) fn admit(&mut self, req: &Request, cx: &AdmitContext) -> Result<(), Reject> {
+        if req.prompt_tokens as u64 + req.output_tokens as u64 > self.max_model_len {
+            return Err(Reject::TooLong);
+        }
+        self.admission.admit(req, cx)
+    }
+}
 
 pub(super) struct FrontEnd {
     /// Its service (ns per request, ns per prompt token); None: it takes no time.

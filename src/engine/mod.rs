@@ -27,7 +27,7 @@ mod workflow;
 
 use arrivals::Arrivals;
 use disagg::Links;
-use frontend::FrontEnd;
+use frontend::Door;
 use running::Plan;
 use sessions::SessionKv;
 use step_end::{Batch, RarePass, Tally};
@@ -36,7 +36,7 @@ use crate::cost::StepWork;
 use crate::kv::BlockPool;
 use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
 use crate::scenario::{BatchFormationSpec, Role, Scenario};
-use crate::sched::admission::{self, Admission, AdmitContext, Backlog, DrainRate, Reject};
+use crate::sched::admission::{self, AdmitContext, Backlog, DrainRate};
 use crate::sched::queue::{self, QueueItem, WaitingQueue};
 use crate::sched::sglang::NewTokenRatio;
 use crate::workload::{FollowUps, Request};
@@ -109,6 +109,8 @@ pub(crate) struct Replica {
     pub new_token_ratio: NewTokenRatio,
     /// The rate it has been completing requests (kept only for the admission that reads it).
     pub drain: DrainRate,
+    /// Requests it preempted while forming its batch, to queue once the step is formed.
+    pub requeue: Vec<u32>,
 }
 
 /// The simulated clock's end, ns (about 127 years; u64 holds 584): arrivals stay within 1e18 ns and a step
@@ -119,8 +121,6 @@ pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
 struct Rules {
     /// Steady decoders become lazy (see [`step_end`]); false only in [`run_eager`], the reference for tests.
     lazy_steps: bool,
-    /// The engine's `max_model_len` (u64::MAX: none), read at every arrival.
-    max_model_len: u64,
     /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
     shares_prefixes: bool,
 }
@@ -136,19 +136,14 @@ pub struct Simulation<'a> {
     dispatch: routing::Dispatch,
     /// Disaggregated: the links and the prompts crossing them.
     links: Links,
-    prefix_held: workflow::PrefixHeld,
-    admission: Admission,
+    /// The way in: max_model_len, admission, the front end.
+    door: Door,
     /// Every request created so far, by id: the engine's own state, which it decides from. The recorder gets
     /// the table when the run ends.
     pub(crate) requests: Vec<RequestRecord>,
     pub(crate) rec: Recorder,
-    /// Requests preempted during batch formation, to queue once the step is formed.
-    pub(crate) requeue: Vec<u32>,
     rules: Rules,
-    frontend: FrontEnd,
     sessions: sessions::SessionState,
-    /// Workflows that predict their roles: the model, the forecasts pending, the prefetches.
-    workflows: Option<workflow::Workflows>,
 }
 
 impl<'a> Simulation<'a> {
@@ -176,6 +171,7 @@ impl<'a> Simulation<'a> {
                 transfer_blocks: 0,
                 new_token_ratio: NewTokenRatio::default(),
                 drain: DrainRate::default(),
+                requeue: Vec::new(),
             })
             .collect();
         let n_links = sc.link_count();
@@ -189,21 +185,16 @@ impl<'a> Simulation<'a> {
             replicas,
             dispatch: routing::Dispatch::new(sc),
             links: Links::new(n_links),
-            prefix_held: workflow::PrefixHeld::new(sc.worker_count() as usize),
-            admission: admission::build(&sc.admission, &sc.workload.tenants),
+            door: Door::new(sc),
             requests: Vec::with_capacity(rec.expected_requests(0).min(1 << 24) as usize),
             rec,
-            requeue: Vec::new(),
             rules: Rules {
                 lazy_steps: true,
-                max_model_len: sc.front_pool().engine.max_model_len.map_or(u64::MAX, u64::from),
                 shares_prefixes: sc.prefix.is_some() || sc.workload.chains.is_some() || keeps,
             },
-            frontend: FrontEnd::new(sc),
             sessions: sessions::SessionState::new(sc),
-            workflows: workflow::Workflows::new(sc),
         };
-        if let Some(w) = &sim.workflows {
+        if let Some(w) = &sim.sessions.workflows {
             w.track_demand(&mut sim.replicas);
         }
         if let Some(at_ns) = sim.arrivals.next_arrival_ns() {
@@ -238,7 +229,7 @@ impl<'a> Simulation<'a> {
         let (session_ends, programs) = self.arrivals.into_sessions();
         let end = RunEnd {
             end_ns: self.now,
-            frontend_busy: self.frontend.busiest_fraction(self.now),
+            frontend_busy: self.door.frontend.busiest_fraction(self.now),
             prefix_evictions: self.replicas.iter().map(|r| r.kv.prefix_evictions).sum(),
             pressure_evictions: self.replicas.iter().map(|r| r.kv.pressure_evictions).sum(),
             host_evictions: self.replicas.iter().map(|r| r.kv.host.as_ref().map_or(0, |h| h.evictions)).sum(),
@@ -247,7 +238,7 @@ impl<'a> Simulation<'a> {
             budget_evictions: self.replicas.iter().map(|r| r.kv.budget_evictions).sum(),
             prefetch_used: self.replicas.iter().map(|r| r.kv.cache.prefetch_used).sum(),
             prefetch_unused: self.replicas.iter().map(|r| r.kv.cache.prefetch_unused).sum(),
-            learned: self.workflows.as_ref().map_or_else(Vec::new, |w| w.learned()),
+            learned: self.sessions.workflows.as_ref().map_or_else(Vec::new, |w| w.learned()),
         };
         self.rec.finish(end, self.requests);
         Ok(self.rec)
@@ -268,7 +259,7 @@ impl<'a> Simulation<'a> {
             }
             self.now = t;
             // The front end's backlog shrinks between events: each request through it stops waiting there.
-            while let Some(through) = self.frontend.through_by(t) {
+            while let Some(through) = self.door.frontend.through_by(t) {
                 self.rec.advance(through);
                 self.rec.on_dequeued();
             }
@@ -349,7 +340,7 @@ impl<'a> Simulation<'a> {
             Some(r) => self.replicas[r].queue.len(),
             None => self.dispatch.central.as_ref().map_or(0, |q| q.len()),
         };
-        let estimate = self.admission.needs_estimate().then(|| self.estimate_latency(&req, target));
+        let estimate = self.door.admission.needs_estimate().then(|| self.estimate_latency(&req, target));
         let cx = AdmitContext {
             now_ns: self.now,
             waiting,
@@ -358,8 +349,7 @@ impl<'a> Simulation<'a> {
             tpot_objective_ns: class.slo.tpot_ns,
             deadline_ns: class.slo.e2e_ns,
         };
-        let too_long = req.prompt_tokens as u64 + req.output_tokens as u64 > self.rules.max_model_len;
-        let verdict = if too_long { Err(Reject::TooLong) } else { self.admission.admit(&req, &cx) };
+        let verdict = self.door.admit(&req, &cx);
         let mut record = RequestRecord::new(&req);
         record.turn = turn.min(u16::MAX as u32) as u16;
         record.replica = target.map_or(u16::MAX, |r| r as u16);
@@ -379,7 +369,7 @@ impl<'a> Simulation<'a> {
             rep.outstanding += 1;
             self.dispatch.routing[rep.pool].outstanding(rep.local, rep.outstanding);
         }
-        let (ready_ns, held) = self.frontend.ready_ns(&req, target, self.now);
+        let (ready_ns, held) = self.door.frontend.ready_ns(&req, target, self.now);
         if held {
             // Waiting for the API server, as much as for a batch.
             self.rec.on_queued();
@@ -510,13 +500,21 @@ impl<'a> Simulation<'a> {
             }
         };
         let chunk = pool.engine.prefill_chunk_tokens;
-        match self.admission.reads_drain_rate() {
+        match self.door.admission.reads_drain_rate() {
             true => admission::feasible_estimate(req, &backlog, &pool.cost, chunk),
             false => {
                 let e2e_ns = admission::deadline_estimate_ns(req, &backlog, &pool.cost, chunk);
                 admission::Estimate { ttft_ns: f64::NAN, e2e_ns, tpot_ns: f64::NAN }
             }
         }
+    }
+
+    /// Worker `r`'s KV changed outside a step: the recorder's gauges, and a step if the room lets one start.
+    fn kv_changed(&mut self, r: usize) {
+        let rep = &self.replicas[r];
+        self.rec.on_kv_change(r, rep.batch.len() as u64, rep.kv.used());
+        self.note_retained(r);
+        self.try_start(r);
     }
 
     /// Form and start a step on replica `r` if it is idle and has work.
@@ -561,11 +559,11 @@ impl<'a> Simulation<'a> {
 
     /// Requests preempted while forming a batch go back to their queue (or wait out a backoff).
     fn flush_requeue(&mut self, r: usize) {
-        if self.requeue.is_empty() {
+        if self.replicas[r].requeue.is_empty() {
             return;
         }
         let central = self.dispatch.central.is_some();
-        for id in std::mem::take(&mut self.requeue) {
+        for id in std::mem::take(&mut self.replicas[r].requeue) {
             let n = self.requests[id as usize].preemptions as u32;
             let backoff = self.sc.pools[self.replicas[r].pool].engine.backoff_ns;
             if backoff > 0 {
@@ -705,7 +703,7 @@ impl<'a> Simulation<'a> {
         let left = t.finished as u64 + handoff.len() as u64;
         rep.outstanding -= left;
         // Kept only for the admission that reads it.
-        if self.admission.reads_drain_rate() {
+        if self.door.admission.reads_drain_rate() {
             rep.drain.on_completions(self.now, t.finished);
             rep.drain.on_step(rep.step_ns);
         }

@@ -120,7 +120,7 @@ impl Simulation<'_> {
             rec.done_ns = self.now;
             self.arrivals.finished(s.id);
         } else {
-            self.requeue.push(s.id);
+            rep.requeue.push(s.id);
         }
     }
 }

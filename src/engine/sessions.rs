@@ -15,6 +15,7 @@
 
 use super::Simulation;
 use crate::kv::EntryId;
+use crate::scenario::HostTier;
 use crate::tiering::{GapEstimator, GapPrice, Tier};
 use crate::workload::{NO_SESSION, Request, Retention, Sessions};
 
@@ -53,6 +54,8 @@ pub(super) struct SessionState {
     /// oracle decides from it, or a tool's latency shifts); the adaptive policies' estimates of the gaps.
     pub(super) gaps_priced: bool,
     pub(super) gap_estimator: GapEstimator,
+    /// Workflows that predict their roles: the model, the forecasts pending, the prefetches.
+    pub(super) workflows: Option<super::workflow::Workflows>,
 }
 
 impl SessionState {
@@ -68,7 +71,18 @@ impl SessionState {
                 Some(Retention::Adaptive { alpha, per_tool }) => GapEstimator::new(alpha, per_tool),
                 _ => GapEstimator::new(1.0, false),
             },
+            workflows: super::workflow::Workflows::new(sc),
         }
+    }
+
+    /// `blocks` from `host` memory to worker `r`'s HBM over its host link, a FIFO server shared by restores
+    /// and prefetches: booked at `now_ns` after what it carries already; when they are in HBM (bytes ÷
+    /// bandwidth + latency).
+    pub(super) fn book_host_link(&mut self, host: &HostTier, r: usize, blocks: u64, now_ns: u64) -> u64 {
+        let send_ns = host.send_ns(blocks);
+        let start = now_ns.max(self.host_link_free_ns[r]);
+        self.host_link_free_ns[r] = start.saturating_add(send_ns);
+        start.saturating_add(send_ns).saturating_add(host.latency_ns)
     }
 }
 
@@ -278,20 +292,10 @@ impl Simulation<'_> {
         }
         rep.transfer_blocks += blocks;
         self.sessions.kv[session as usize].restoring_blocks = blocks;
-        let done = self.book_host_link(r, blocks);
+        let done = self.sessions.book_host_link(&host, r, blocks, self.now);
         self.rec.on_restore(done - self.now, (blocks as f64 * host.block_bytes).round() as u64);
         self.note_retained(r);
         self.schedule(done, super::Event::Restored { request: id });
-    }
-
-    /// `blocks` from host memory to worker `r`'s HBM over its host link, a FIFO server shared by restores and
-    /// prefetches: booked after what it carries already; when they are in HBM (bytes ÷ bandwidth + latency).
-    pub(super) fn book_host_link(&mut self, r: usize, blocks: u64) -> u64 {
-        let host = self.sc.front_pool().engine.host.expect("a transfer from host memory needs a host tier");
-        let send_ns = host.send_ns(blocks);
-        let start = self.now.max(self.sessions.host_link_free_ns[r]);
-        self.sessions.host_link_free_ns[r] = start.saturating_add(send_ns);
-        start.saturating_add(send_ns).saturating_add(host.latency_ns)
     }
 
     /// A restore landed: the history is in HBM again, held for the turn that waits for it (pinned until the
@@ -377,14 +381,6 @@ impl Simulation<'_> {
         if freed + hosted > 0 {
             self.kv_changed(r);
         }
-    }
-
-    /// Worker `r`'s KV changed outside a step: the recorder's gauges, and a step if the room lets one start.
-    pub(super) fn kv_changed(&mut self, r: usize) {
-        let rep = &self.replicas[r];
-        self.rec.on_kv_change(r, rep.batch.len() as u64, rep.kv.used());
-        self.note_retained(r);
-        self.try_start(r);
     }
 
     /// Keep the recorder's retained-KV gauges (idle session history in HBM, history in host memory) current

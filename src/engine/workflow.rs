@@ -92,7 +92,7 @@ impl Simulation<'_> {
     /// Step `turn` (1-based, ≥ 2) of `req`'s workflow arrived: its role is seen now — the forecast its
     /// predecessor's end made is scored, then the model learns the transition.
     pub(super) fn workflow_step_arrives(&mut self, req: &Request, turn: u32) {
-        let Some(w) = self.workflows.as_mut() else { return };
+        let Some(w) = self.sessions.workflows.as_mut() else { return };
         let program = self.arrivals.program(req.session);
         let (from, to) = (program.roles[turn as usize - 2], program.roles[turn as usize - 1]);
         let p = w.pending.get_mut(req.session as usize).and_then(Option::take);
@@ -116,7 +116,7 @@ impl Simulation<'_> {
     /// Step `id` of a workflow ended with another to come: forecast the coming roles, plan, and fetch what
     /// the plan wants and its worker lacks.
     pub(super) fn workflow_step_ends(&mut self, id: u32) {
-        if self.workflows.is_none() {
+        if self.sessions.workflows.is_none() {
             return;
         }
         let rec = &self.requests[id as usize];
@@ -127,7 +127,7 @@ impl Simulation<'_> {
         let from = roles[k - 1];
         let future = &roles[k..];
         let future_k = future.iter().take(recall_k).fold(0u64, |m, &r| m | 1 << r);
-        let w = self.workflows.as_ref().expect("checked");
+        let w = self.sessions.workflows.as_ref().expect("checked");
         let forecast = match wf.predictor {
             RolePredictorSpec::Clairvoyant => {
                 Some(Forecast::known(wf.roles.len(), &future[..horizon.min(future.len())]))
@@ -150,7 +150,7 @@ impl Simulation<'_> {
             }
         }
         self.rec.on_prefetch_decision(Decision { at_ns: self.now, session: s, wanted: p.wanted, fetched });
-        let w = self.workflows.as_mut().expect("checked");
+        let w = self.sessions.workflows.as_mut().expect("checked");
         if w.pending.len() <= s as usize {
             w.pending.resize_with(s as usize + 1, || None);
         }
@@ -160,7 +160,7 @@ impl Simulation<'_> {
 
     /// What worker `r` holds of the role prefixes, for a plan.
     fn holding(&self, r: usize) -> Holding {
-        let w = self.workflows.as_ref().expect("a workflow");
+        let w = self.sessions.workflows.as_ref().expect("a workflow");
         let cache = &self.replicas[r].kv.cache;
         let n = self.workflow().roles.len() as u16;
         let cached = (0..n).filter(|&g| cache.is_cached(EntryId::prefix(g))).fold(0u64, |m, g| m | 1 << g);
@@ -176,7 +176,7 @@ impl Simulation<'_> {
     /// Fetch `role`'s prefix to worker `r`: HBM blocks now (none to be had: no prefetch), then the host link —
     /// a FIFO server shared with restores — and its latency. Whether it started.
     fn start_prefetch(&mut self, r: usize, role: u16) -> bool {
-        let w = self.workflows.as_mut().expect("a workflow");
+        let w = self.sessions.workflows.as_mut().expect("a workflow");
         let blocks = w.prefix_blocks;
         let rep = &mut self.replicas[r];
         if !rep.kv.try_alloc(blocks) {
@@ -186,8 +186,8 @@ impl Simulation<'_> {
         w.inflight[r] |= 1 << role;
         let transfer = w.transfers.len() as u32;
         w.transfers.push((r as u32, role, blocks));
-        let done = self.book_host_link(r, blocks);
         let host = self.sc.front_pool().engine.host.expect("validation: prefetching needs a host tier");
+        let done = self.sessions.book_host_link(&host, r, blocks, self.now);
         self.rec.on_prefetch((blocks as f64 * host.block_bytes).round() as u64);
         self.note_prefix_held(r);
         self.schedule(done, super::Event::Prefetched { transfer });
@@ -197,7 +197,7 @@ impl Simulation<'_> {
     /// A prefetch landed: the prefix joins worker `r`'s cache idle, within its budget (or, cached meanwhile,
     /// the copy is freed).
     pub(super) fn on_prefetched(&mut self, transfer: u32) {
-        let w = self.workflows.as_mut().expect("a prefetch means a workflow");
+        let w = self.sessions.workflows.as_mut().expect("a prefetch means a workflow");
         let (r, role, blocks) = w.transfers[transfer as usize];
         let r = r as usize;
         w.inflight[r] &= !(1 << role);
@@ -209,39 +209,12 @@ impl Simulation<'_> {
         self.kv_changed(r);
     }
 
-    /// Keep the recorder's prefix-cache gauge current for worker `r` (called at every step's start and end:
-    /// only a change reaches the recorder).
+    /// Keep the recorder's prefix-cache gauge current for worker `r` (called at every step's start and end).
     #[inline]
     pub(super) fn note_prefix_held(&mut self, r: usize) {
         if !self.rules.shares_prefixes {
             return;
         }
-        let held = self.replicas[r].kv.cache.shared_held();
-        if let Some(total) = self.prefix_held.note(r, held) {
-            self.rec.on_prefix_held(self.now, total);
-        }
-    }
-}
-
-/// Blocks each worker's prefix cache held at its last step end, and their sum over workers.
-pub(super) struct PrefixHeld {
-    per_worker: Vec<u64>,
-    total: u64,
-}
-
-impl PrefixHeld {
-    pub(super) fn new(workers: usize) -> PrefixHeld {
-        PrefixHeld { per_worker: vec![0; workers], total: 0 }
-    }
-
-    /// Worker `r` now holds `held` blocks: the new sum, or None when nothing changed.
-    #[inline]
-    fn note(&mut self, r: usize, held: u64) -> Option<u64> {
-        if held == self.per_worker[r] {
-            return None;
-        }
-        self.total = self.total + held - self.per_worker[r];
-        self.per_worker[r] = held;
-        Some(self.total)
+        self.rec.on_prefix_held(self.now, r, self.replicas[r].kv.cache.shared_held());
     }
 }

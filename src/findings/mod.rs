@@ -190,7 +190,6 @@ fn wants(cfg: &Config, id: &str) -> bool {
 }
 
 impl Plan {
-
     /// How many jobs the report runs after its first part.
     pub fn jobs(&self) -> usize {
         self.jobs.len()

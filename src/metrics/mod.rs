@@ -202,6 +202,8 @@ pub struct ReplicaCounters {
     pub running: u64,
     pub kv_used_blocks: u64,
     pub kv_peak_blocks: u64,
+    /// Blocks its prefix cache held when last told (see [`Recorder::on_prefix_held`]).
+    pub prefix_held_blocks: u64,
 }
 
 impl ReplicaCounters {
@@ -423,7 +425,17 @@ impl Recorder {
     }
 
     /// The blocks all workers' prefix caches hold changed to `total`.
-    pub fn on_prefix_held(&mut self, now: u64, total: u64) {
+    /// Worker `r`'s prefix cache holds `held` blocks (told at every step's start and end; only a change
+    /// moves the gauge, which is the sum over workers).
+    #[inline]
+    pub fn on_prefix_held(&mut self, now: u64, r: usize, held: u64) {
+        let was = std::mem::replace(&mut self.replicas[r].prefix_held_blocks, held);
+        if held != was {
+            self.set_prefix_held(now, self.prefix_held.0 + held - was);
+        }
+    }
+
+    fn set_prefix_held(&mut self, now: u64, total: u64) {
         self.prefix_peak_blocks = self.prefix_peak_blocks.max(total);
         let (held, since) = std::mem::replace(&mut self.prefix_held, (total, now));
         self.prefix_area += held as u128 * (now - since) as u128;
@@ -654,7 +666,7 @@ impl Recorder {
         self.requests = requests;
         self.prefix_evictions = evictions;
         self.frontend_busy = end.frontend_busy;
-        self.on_prefix_held(end_ns, self.prefix_held.0);
+        self.set_prefix_held(end_ns, self.prefix_held.0);
         self.advance(end_ns);
         if !self.programs.is_empty() {
             self.sess.finish(end_ns);
