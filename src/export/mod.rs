@@ -223,6 +223,14 @@ fn stats_row(name: &str, st: &Stats) -> String {
     )
 }
 
+/// The rejected count, with how many were longer than the engine's `max_model_len`.
+fn rejected_cell(s: &crate::metrics::Summary) -> String {
+    match s.rejected_too_long {
+        0 => s.rejected.to_string(),
+        n => format!("{} ({n} longer than engine.max_model_len)", s.rejected),
+    }
+}
+
 /// A readable report with tables.
 pub fn markdown(r: &Report) -> String {
     let s = &r.summary;
@@ -241,7 +249,7 @@ pub fn markdown(r: &Report) -> String {
         ("steady throughput (achieved)", format!("{:.3} req/s", st.throughput_rps)),
         ("steady goodput", format!("{:.3} req/s", st.goodput_rps)),
         ("completed", s.completed.to_string()),
-        ("rejected", s.rejected.to_string()),
+        ("rejected", rejected_cell(s)),
         ("failed", s.failed.to_string()),
         ("unfinished", s.unfinished.to_string()),
         ("duration", format!("{:.2} s", s.duration_s)),

@@ -8,6 +8,7 @@ use super::steady::{Miss, ObjectivesReport, SteadySummary, meets};
 use super::summary::*;
 use super::{Limiter, Outcome, Recorder, RequestRecord, Stats};
 use crate::scenario::{BatchFormationSpec, Scenario};
+use crate::sched::admission::Reject;
 
 /// Everything a run reports. Field names carry units.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -386,6 +387,7 @@ fn summary(
         requests: reqs.len() as u64,
         completed: overall.completed,
         rejected: overall.rejected,
+        rejected_too_long: reqs.iter().filter(|r| r.outcome == Outcome::Rejected(Reject::TooLong)).count() as u64,
         failed: overall.failed,
         unfinished: overall.unfinished,
         duration_s: span.duration_s,

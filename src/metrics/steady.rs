@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{Outcome, RequestRecord};
 use crate::scenario::{LatencyMetric, Scenario, Slo};
+use crate::sched::admission::Reject;
 
 /// Fewer completions than this in the window make its figures noisy (a warning says so).
 pub const MIN_STEADY_COMPLETIONS: u64 = 500;
@@ -73,7 +74,7 @@ pub struct SteadySummary {
     pub overloaded: bool,
     /// The offered load is sustained: at least 500 completions in the window (fewer judge nothing), not
     /// overloaded, and at most `STABLE_TOLERANCE` of the window's arrivals shed (rejected, or failed past their
-    /// preemptions) — served ÷ offered within that share once what is still in the system is counted as being
+    /// preemptions; a request longer than `max_model_len`, refused at any load, is neither arrival nor shed) — served ÷ offered within that share once what is still in the system is counted as being
     /// served, which the trend bounds. Sustained capacity is the highest rate at which a run is stable.
     pub stable: bool,
     /// Why these figures may not be steady (empty: none found).
@@ -247,7 +248,8 @@ pub fn steady(sc: &Scenario, reqs: &[RequestRecord], end_ns: u64, series: &super
     let opened = |t: u64| t >= open.start && t <= open.end;
     for r in reqs {
         let ok = meets(r, slo(r));
-        if opened(r.arrival_ns) {
+        // A request longer than max_model_len is refused at any load: not offered load, and not shed.
+        if opened(r.arrival_ns) && r.outcome != Outcome::Rejected(Reject::TooLong) {
             open.arrivals += 1;
             open.shed += matches!(r.outcome, Outcome::Rejected(_) | Outcome::Failed) as u64;
         }

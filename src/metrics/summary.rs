@@ -11,6 +11,10 @@ pub struct Summary {
     pub requests: u64,
     pub completed: u64,
     pub rejected: u64,
+    /// Of the rejected, those whose prompt + output exceeds the engine's `max_model_len` (by default the
+    /// model's context, as vLLM's): absent when none.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub rejected_too_long: u64,
     pub failed: u64,
     pub unfinished: u64,
     /// From the first arrival to the end of the run.
@@ -43,11 +47,18 @@ pub struct Summary {
     pub normalized_latency_s_per_token: Stats,
 }
 
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
 impl Summary {
     /// The share of requests turned away — refused at admission or failed — of all requests (0 with none):
-    /// capacity that sheds load is not capacity.
+    /// capacity that sheds load is not capacity. A request longer than `max_model_len` is neither: it is
+    /// refused at any load, so it counts on neither side.
     pub fn turned_away_share(&self) -> f64 {
-        if self.requests > 0 { (self.rejected + self.failed) as f64 / self.requests as f64 } else { 0.0 }
+        let servable = self.requests - self.rejected_too_long;
+        let turned_away = self.rejected - self.rejected_too_long + self.failed;
+        if servable > 0 { turned_away as f64 / servable as f64 } else { 0.0 }
     }
 }
 

@@ -484,30 +484,41 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
 }
 
 /// `engine.max_model_len` refuses at arrival every request whose prompt + output exceeds it, as vLLM answers
-/// such a request with an error, and touches no other; it may not exceed the model's context.
+/// such a request with an error, and touches no other; the summary and the Markdown report count them apart;
+/// it may not exceed the model's context.
 #[test]
 fn max_model_len_refuses_requests_past_it_and_no_others() {
+    // The requests refused as too long for `limit`, each checked against its lengths.
+    let refused_past = |spec: &inferscale::Spec, limit: u64| -> u64 {
+        let sc = super::valid(spec);
+        let r = simulate(&sc);
+        let csv = inferscale::export::requests_csv(&r, &sc);
+        let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+        let (p, o, outcome) = (col("prompt_tokens"), col("output_tokens"), col("outcome"));
+        let mut too_long = 0;
+        for line in csv.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let long = f[p].parse::<u64>().unwrap() + f[o].parse::<u64>().unwrap() > limit;
+            assert_eq!(f[outcome] == "rejected_too_long", long, "{line}");
+            too_long += long as u64;
+        }
+        assert_eq!((r.summary.rejected, r.summary.rejected_too_long), (too_long, too_long));
+        assert!(r.audits.ok);
+        let md = inferscale::export::markdown(&r);
+        let row = format!("| rejected | {too_long} ({too_long} longer than engine.max_model_len) |");
+        assert_eq!(md.contains(&row), too_long > 0, "{row}");
+        too_long
+    };
     let base = super::small();
     let mut capped = base.clone();
     capped.engine.max_model_len = Some(2048);
-    let sc = super::valid(&capped);
-    let r = simulate(&sc);
-    let csv = inferscale::export::requests_csv(&r, &sc);
-    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let (p, o, outcome) = (col("prompt_tokens"), col("output_tokens"), col("outcome"));
-    let mut too_long = 0;
-    for line in csv.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        let long = f[p].parse::<u64>().unwrap() + f[o].parse::<u64>().unwrap() > 2048;
-        assert_eq!(f[outcome] == "rejected_too_long", long, "{line}");
-        too_long += long as u64;
-    }
+    let too_long = refused_past(&capped, 2048);
     assert!(too_long > 20, "{too_long} of 400 refused");
-    assert_eq!(r.summary.rejected, too_long);
-    assert!(r.audits.ok);
+    // Unset, there is no limit (none refused).
+    assert_eq!((base.engine.max_model_len, refused_past(&base, u64::MAX)), (None, 0));
     // The same requests (common random numbers): every one under the limit has an outcome other than refused.
-    assert_eq!(r.summary.requests, simulate(&super::valid(&base)).summary.requests);
+    assert_eq!(simulate(&super::valid(&capped)).summary.requests, simulate(&super::valid(&base)).summary.requests);
     // Past the model's context (Llama-3-8B: 8192) it is refused at its field, naming the context.
     capped.engine.max_model_len = Some(9000);
     let e = inferscale::scenario::validate(&capped).unwrap_err();
@@ -515,6 +526,21 @@ fn max_model_len_refuses_requests_past_it_and_no_others() {
     assert!(e.errors[0].message.contains("1 … 8192 (model.context_tokens)"), "{e}");
     capped.engine.max_model_len = Some(0);
     assert!(inferscale::scenario::validate(&capped).is_err());
+}
+
+/// A request longer than `max_model_len` is refused at any load: it is neither offered load nor shed. A
+/// light load whose long requests (6 % here) are refused is stable and under capacity, not "shedding": before,
+/// a `max_model_len` under a workload's longest requests made it unstable at any rate (sustained capacity 0).
+#[test]
+fn requests_too_long_for_the_model_are_not_load_shed() {
+    let mut spec = super::shipped("default.json");
+    spec.engine.max_model_len = Some(2048);
+    let r = simulate(&super::valid(&spec));
+    let share = r.summary.rejected_too_long as f64 / r.summary.requests as f64;
+    assert!(share > 0.03 && r.summary.rejected == r.summary.rejected_too_long, "{share}");
+    assert!(r.steady.stable, "{:?}", r.steady);
+    assert_eq!(r.diagnosis.regime, "under_capacity");
+    assert_eq!(r.summary.turned_away_share(), 0.0);
 }
 
 /// `engine.request_overhead_ms` (HTTP, tokenising) delays a request's arrival at the scheduler: its TTFT and
