@@ -191,7 +191,7 @@ impl OneBatchStudy for PairedStudy {
             let u = Unit::of(*format, [mb, mt, lo, hi].iter().fold(0.0f64, |m, x| m.max(x.abs())));
             rows.push(Row { name, unit: u, mb, mt, md, lo, hi, rel, wins, excludes });
             // Improvement: the relative change signed so that better is positive (a latency that fell is).
-            bars.push((i as f64, if *higher { rel } else { -rel }));
+            bars.push((i as f64, if *higher { rel } else { -rel }, excludes));
             if i < 2 || *name == "p95 TTFT" {
                 let better = if (md > 0.0) == *higher { "better" } else { "worse" };
                 let ci = format!("95 % CI {} … {}", u.delta(lo), u.delta(hi));
@@ -204,24 +204,36 @@ impl OneBatchStudy for PairedStudy {
         }
         (rep.columns, rep.rows) = table(&COLUMNS, &rows);
         rep.answer = format!("Over {} paired repetitions: {}.", self.p.repetitions, headline.join("; "));
-        // Two series so that colour says it too: better (up) and worse (down), each bar in its own slot.
-        let side = |better: bool| bars.iter().map(|&(x, y)| (x, if (y >= 0.0) == better { y } else { 0.0 })).collect();
+        // Three series so that colour says it too: better and worse where the interval excludes 0, and within
+        // noise where it does not (a bar of noise is not a finding), each metric's bar in one of them.
+        let side = |kind: &str| {
+            let of = |y: f64, excludes: bool| match (excludes, y >= 0.0) {
+                (false, _) => "within noise",
+                (true, true) => "better",
+                (true, false) => "worse",
+            };
+            bars.iter().map(|&(x, y, ex)| (x, if of(y, ex) == kind { y } else { 0.0 })).collect()
+        };
+        let series = |name: &str| ChartSeries {
+            name: name.into(),
+            points: side(name),
+            band: vec![],
+            labels: vec![],
+            line: false,
+        };
         rep.charts = vec![Chart {
             kind: "bars".into(),
             title: "Improvement, treatment vs baseline (right of 0 = better)".into(),
             x_label: "metric".into(),
             y_label: "relative change, signed so that better is positive".into(),
             categories: METRICS.iter().map(|m| m.0.to_string()).collect(),
-            series: vec![
-                ChartSeries { name: "better".into(), points: side(true), band: vec![], labels: vec![], line: false },
-                ChartSeries { name: "worse".into(), points: side(false), band: vec![], labels: vec![], line: false },
-            ],
+            series: vec![series("better"), series("worse"), series("within noise")],
             target: None,
         }];
         rep.notes = vec![
             format!("Repetition k runs baseline and treatment on seed {} + k: the same requests for both.", self.base.seed),
             format!("CI: percentile bootstrap of the mean paired delta, {} resamples, seeded (reproducible).", self.p.resamples),
-            "The chart shows the relative change signed so that better is positive: a latency that fell and a rate that rose extend right of 0 (\"better\"), the opposite left (\"worse\"). The table gives the deltas in each metric's unit (a share's in percentage points); every run's figures are in the JSON.".into(),
+            "The chart shows the relative change signed so that better is positive: a latency that fell and a rate that rose extend right of 0 (\"better\"), the opposite left (\"worse\"), each where its 95 % CI excludes 0; a change whose CI includes 0 is grey (\"within noise\"). The table gives the deltas in each metric's unit (a share's in percentage points); every run's figures are in the JSON.".into(),
         ];
         rep.runs = results.to_vec();
         rep

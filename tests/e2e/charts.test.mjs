@@ -145,6 +145,10 @@ test('every study chart: a named image with a data table, read-outs that are its
           assert.ok(!overlap, `${name} ${id}: "${a.text}" overlaps "${b.text}"`);
         }
       }
+      // Percent ticks that say something: not every one the same (the paired chart's noise once filled its
+      // width over ticks that all read "0 %").
+      const ticks = texts.map((t) => t.text.trim()).filter((t) => /^[+−-]?[0-9][0-9.,]* ?%$/.test(t));
+      if (ticks.length > 1) assert.ok(new Set(ticks).size > 1, `${name} ${id}: every tick reads ${ticks[0]}`);
     }
   }
   assert.deepEqual(errs, [], 'no console errors');

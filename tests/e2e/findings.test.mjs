@@ -57,6 +57,9 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
     assert.ok(await drawn(page, id) > 0.01, `${s.id}'s chart is drawn`);
     // Every label inside its canvas: a long bar name is neither cut at the edge nor drawn over the bars.
     const width = await page.$eval(`#${id}`, (c) => c.width);
+    // Shown at most at the size it is drawn: a canvas stretched over a wide report is a blurry chart.
+    const shownWidth = await page.$eval(`#${id}`, (c) => c.getBoundingClientRect().width);
+    assert.ok(shownWidth <= width + 0.5, `${s.id}: a ${width}-pixel chart stretched to ${shownWidth.toFixed(0)} px`);
     for (const t of await page.evaluate((i) => window.drawnText[i] || [], id)) {
       assert.ok(t.x0 >= -0.5 && t.x1 <= width + 0.5, `${s.id}: "${t.text}" drawn at ${t.x0.toFixed(0)}…${t.x1.toFixed(0)}, outside 0…${width}`);
     }
@@ -93,8 +96,11 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   await page.click('nav [data-panel="lab"]');
   await typeInto(page, page.getByRole('spinbutton', { name: 'Replicas', exact: true }), '2');
   await page.click('nav [data-panel="findings"]');
-  await page.click('button[data-rerun="formation"]');
+  // By keyboard: the rerun replaces the report's HTML (its button too), and the focus lands on the rerun.
+  await page.locator('button[data-rerun="formation"]').focus();
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => /rerun on the Serving Lab/.test(document.getElementById('fd-status').textContent), null, { timeout: 240000 });
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'rerun-formation', 'the focus is on the rerun');
   const rerun = await page.textContent('#rerun-formation');
   assert.match(rerun, /On the Serving Lab's scenario/);
   assert.match(rerun, /the Serving Lab's scenario “[^”]+” \(in place of scenarios\/peer-llama3-8b-h100\.json\)/);
@@ -110,8 +116,10 @@ test('the panel\'s report is `inferscale report` byte for byte, each experiment 
   assert.match(rerun, /Verdict: (held|contradicted|inconclusive)\./);
   assert.ok(await drawn(page, 'fd-rerun-chart-formation') > 0.01, 'the rerun\'s chart is drawn');
   // The agent experiment cannot run on a scenario without sessions, and says so where it would show.
-  await page.click('button[data-rerun="retention"]');
+  await page.locator('button[data-rerun="retention"]').focus();
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => /Not rerun/.test(document.getElementById('rerun-retention').textContent), null, { timeout: 60000 });
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'rerun-retention', 'the focus is on why not');
   assert.match(await page.textContent('#rerun-retention'), /needs agent sessions \(workload\.sessions\)/);
   // The report itself is unchanged by the reruns.
   assert.equal((await download(page, '#fx-md')).text, md.text);

@@ -12,9 +12,13 @@ let server, ctx;
 before(async () => { server = await serve(); ctx = await browser(); });
 after(async () => { await ctx?.close(); server?.stop(); });
 
+// Run the shown study by keyboard (Run study focused, Enter): while it runs Run is disabled and the focus is on
+// Cancel, and when it is done the focus is on the answer, not dropped to the page.
 async function runStudy(page, timeout = 120000) {
-  await page.click('#study-run');
+  await page.getByRole('button', { name: 'Run study' }).focus();
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout });
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'study-answer', 'the focus is on the answer');
 }
 
 test('P/D comparison: runs over several workers, shows the table and charts, and its JSON export is the CLI\'s', async () => {
@@ -128,7 +132,10 @@ test('P/D comparison: inputs are the panel\'s own (the lab\'s scenario unchanged
   const second = await download(again, '#sx-json');
   assert.equal(second.text, first.text);
   // "Use in Serving Lab" writes the panel's inputs into the lab's scenario, and the lab's Undo takes them back.
-  await page.click('#study-use-in-lab');
+  await page.getByRole('button', { name: 'Use in Serving Lab' }).focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'study-status', 'the focus is on what it did');
+  assert.match(await page.textContent('#study-status'), /The Serving Lab now runs this panel's inputs/);
   const used = JSON.parse(await page.inputValue('#scenario'));
   assert.equal(used.cluster.disaggregation.link.bandwidth_gbps, 12.5);
   assert.equal(await page.isVisible('#study-own'), false);

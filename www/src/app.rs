@@ -402,6 +402,8 @@ fn wire_panels(app: &Rc<RefCell<App>>) {
         a.page.el("study-status").set_text_content(Some(
             "The Serving Lab now runs this panel's inputs (Undo there puts its scenario back).",
         ));
+        // The button hid with the difference it offered to apply: the keyboard lands on what it did.
+        a.page.focus_if_lost(&["study-use-in-lab"], "study-status");
     });
     on(app, "study-reset-inputs", "click", |app, _| {
         let a = &mut *app.borrow_mut();

@@ -182,6 +182,7 @@ fn series_colour(name: &str, j: usize) -> RGBColor {
     match name {
         "better" => PALETTE[2],
         "worse" => PALETTE[5],
+        "within noise" => RGBColor(160, 160, 160),
         _ => PALETTE[j % PALETTE.len()],
     }
 }
@@ -240,15 +241,12 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
     let root = backend.into_drawing_area();
     root.fill(&WHITE).ok()?;
     let n = c.categories.len().max(1);
-    let vals = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(c.target);
-    let (vmin, vmax) = (vals().fold(0.0f64, f64::min), vals().fold(0.0f64, f64::max));
-    let floor = hbar_floor(c, fmt, vmin);
+    let (floor, lo, top) = hbar_axis(c, fmt);
     let complementary =
         (0..n).all(|i| c.series.iter().filter(|s| s.points.get(i).is_some_and(|p| p.1 != 0.0)).count() <= 1);
-    let legend = c.series.len() > 1;
-    let top = if fmt == Fmt::Pct && vmax <= 1.0 { 1.0 } else { vmax + (vmax - floor).abs() * 0.08 };
     // The legend goes in a row of its own under the axis, never over a bar.
-    let lo = if floor < 0.0 { floor - (top - floor) * 0.05 } else { floor };
+    let legend = c.series.len() > 1;
+    let decimals = if fmt == Fmt::SignedPct && top - lo < 0.05 { 1 } else { 0 };
     // Names measured by the canvas's own font; one too wide for ~45 % of the chart loses its middle.
     let label_font: TextStyle = ("sans-serif", 11).into_font().into();
     let width_of = |s: &str| root.estimate_text_size(s, &label_font).map_or(s.chars().count() as u32 * 7, |(w, _)| w);
@@ -283,7 +281,7 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
             }
         })
         .x_label_formatter(&|x| match fmt {
-            Fmt::Pct | Fmt::SignedPct => crate::numbers::pct_label(*x, 0),
+            Fmt::Pct | Fmt::SignedPct => crate::numbers::pct_label(*x, decimals),
             _ => tick(*x),
         })
         .x_labels(6)
@@ -338,6 +336,21 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
 
 /// Where a bar chart's value axis starts: a share whose values all sit high starts where they can be told
 /// apart; anything else at 0 or below.
+/// A bar chart's value axis: where bars grow from (`hbar_floor`), and the axis's low and high ends.
+fn hbar_axis(c: &inferscale::study::Chart, fmt: Fmt) -> (f64, f64, f64) {
+    let vals = || c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(c.target);
+    let (vmin, vmax) = (vals().fold(0.0f64, f64::min), vals().fold(0.0f64, f64::max));
+    let floor = hbar_floor(c, fmt, vmin);
+    let top = if fmt == Fmt::Pct && vmax <= 1.0 { 1.0 } else { vmax + (vmax - floor).abs() * 0.08 };
+    let lo = if floor < 0.0 { floor - (top - floor) * 0.05 } else { floor };
+    // A relative change's axis spans at least 1 % each way it goes: a change of 0.02 % is the sliver it is, not
+    // a bar across the chart over ticks that all read "0 %".
+    match fmt {
+        Fmt::SignedPct => (floor, if vmin < 0.0 { lo.min(-0.01) } else { lo }, top.max(0.01)),
+        _ => (floor, lo, top),
+    }
+}
+
 fn hbar_floor(c: &inferscale::study::Chart, fmt: Fmt, vmin: f64) -> f64 {
     if fmt == Fmt::Pct && vmin >= 0.0 {
         let low =

@@ -141,7 +141,7 @@ fn section_html(s: &Value, report: &Value, chart_id: &str, rerun_button: bool) -
     }
     if rerun_button && !NOT_RERUN.contains(&id) {
         h += &format!(
-            "<button type=\"button\" data-rerun=\"{id}\">Rerun on the Serving Lab's scenario</button><div class=\"rerun\" id=\"rerun-{id}\" aria-live=\"polite\"></div>",
+            "<button type=\"button\" data-rerun=\"{id}\">Rerun on the Serving Lab's scenario</button><div class=\"rerun\" id=\"rerun-{id}\" tabindex=\"-1\" aria-live=\"polite\"></div>",
             id = esc(id)
         );
     }
@@ -327,16 +327,17 @@ impl Findings {
         let value = serde_json::from_str::<Value>(&json).unwrap_or(Value::Null);
         let written = Written { markdown, json, value };
         self.split = None;
-        let status = match self.running.take().flatten() {
+        let (status, answer) = match self.running.take().flatten() {
             None => {
                 self.report = Some(written);
                 self.reruns.clear();
-                format!("Done in {secs:.1} s")
+                (format!("Done in {secs:.1} s"), "fd-report".to_string())
             }
             Some(id) => {
                 self.reruns.retain(|(i, _)| *i != id);
                 self.reruns.push((id.clone(), Ok(written)));
-                format!("Experiment `{id}` rerun on the Serving Lab's scenario in {secs:.1} s")
+                let status = format!("Experiment `{id}` rerun on the Serving Lab's scenario in {secs:.1} s");
+                (status, format!("rerun-{id}"))
             }
         };
         self.progress(cx, 1.0);
@@ -345,6 +346,8 @@ impl Findings {
         el.set_text_content(Some(&status));
         self.buttons(cx);
         self.render(cx);
+        // Rendering replaced the Rerun button; Run was disabled: the keyboard lands on the answer.
+        cx.page.focus_if_lost(&["fd-run", "fd-cancel"], &answer);
     }
 }
 
@@ -424,6 +427,7 @@ impl Behaviour for Findings {
                         self.reruns.push((id.clone(), Err(why)));
                         cx.page.el("fd-status").set_text_content(Some(&format!("Experiment `{id}` not rerun")));
                         self.render(cx);
+                        cx.page.focus_if_lost(&["fd-run", "fd-cancel"], &format!("rerun-{id}"));
                     }
                     None => {
                         cx.page.el("fd-status").set_text_content(Some("Report refused"));

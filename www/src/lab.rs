@@ -173,7 +173,7 @@ impl Lab {
             ("SLO attainment", p(&s["slo_attainment"]), if o["attainment_met"] == true { "good" } else { "bad" }),
             ("KV peak", p(&s["kv_peak_fraction"]), ""),
             ("Preemptions", format!("{}", s["preemptions"]), ""),
-            ("Rejected", format!("{}", s["rejected"]), ""),
+            ("Rejected", rejected_card(s), ""),
             ("Unfinished", format!("{}", s["unfinished"]), ""),
             (
                 "Little's law error",
@@ -733,5 +733,13 @@ fn stage_words(change: &str) -> String {
         format!("Running {change}, to decide the verdict near capacity")
     } else {
         format!("Testing the advice on the same requests: {change}")
+    }
+}
+
+/// The rejected count, with how many were longer than the engine's `max_model_len` (refused at any load).
+fn rejected_card(s: &Value) -> String {
+    match s["rejected_too_long"].as_u64() {
+        Some(n) if n > 0 => format!("{} ({n} past max_model_len)", s["rejected"]),
+        _ => format!("{}", s["rejected"]),
     }
 }

@@ -87,6 +87,19 @@ impl Page {
         self.el(&format!("hover-{}", f.id)).set_text_content(Some(&text));
     }
 
+    /// Move the keyboard focus to `to` when an action left it nowhere — on the page itself, or on one of `from`
+    /// (the control just used, now disabled or replaced) — so a keyboard user lands on what the action
+    /// produced; a field the user moved to meanwhile keeps it.
+    pub fn focus_if_lost(&self, from: &[&str], to: &str) {
+        let lost = match self.doc.active_element() {
+            None => true,
+            Some(a) => a.tag_name() == "BODY" || from.contains(&a.id().as_str()),
+        };
+        if lost && let Some(el) = self.doc.get_element_by_id(to) {
+            let _ = el.dyn_into::<HtmlElement>().map(|h| h.focus());
+        }
+    }
+
     /// Give each drawn figure its accessible name and its data table.
     pub fn label_figures(&self, figures: &[Figure]) {
         for f in figures {

@@ -7,6 +7,14 @@ use crate::table::esc;
 /// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove, Agents, Ground truth).
 pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove", "Agents", "Ground truth"];
 
+/// The sidebar's "Start here" path, in order, with what each step answers: one run, the rate a configuration
+/// sustains, the fleet a load needs.
+const START: &[(&str, &str)] = &[
+    ("lab", "One scenario, one run: is it a capacity or a queueing problem, and which change fixes it"),
+    ("capacity", "The highest rate this configuration serves with its queue bounded"),
+    ("fleet", "How many GPUs of which kind a load needs, and what they cost"),
+];
+
 /// A panel of the page.
 pub trait Panel {
     /// Its name in links (`#panel=NAME`) and in `data-panel`.
@@ -108,7 +116,24 @@ impl Panel for FindingsPanel {
 
 /// The sidebar: every panel under its group, the one on screen marked.
 pub fn sidebar_html(panels: &[&dyn Panel], current: &str) -> String {
+    let link = |p: &dyn Panel, title: &str| {
+        let on = p.name() == current;
+        let attrs = if on { " class=\"active\" aria-current=\"page\"" } else { "" };
+        let hint = if title.is_empty() { String::new() } else { format!(" title=\"{}\"", esc(title)) };
+        format!("<a href=\"#\" data-panel=\"{}\"{attrs}{hint}>{}</a>", p.name(), esc(p.title()))
+    };
     let mut html = String::new();
+    // A newcomer's path through the question the page answers, before the 25 panels by group.
+    let start: Vec<(&dyn Panel, &str)> = (START.iter())
+        .filter_map(|(name, why)| panels.iter().find(|p| p.name() == *name).map(|p| (*p, *why)))
+        .collect();
+    if start.len() == START.len() {
+        html.push_str("<h2>Start here</h2><ol class=\"start\">");
+        for (p, why) in start {
+            html.push_str(&format!("<li>{}</li>", link(p, why)));
+        }
+        html.push_str("</ol>");
+    }
     for g in GROUPS {
         let in_group: Vec<&&dyn Panel> = panels.iter().filter(|p| p.group() == *g).collect();
         if in_group.is_empty() {
@@ -116,9 +141,7 @@ pub fn sidebar_html(panels: &[&dyn Panel], current: &str) -> String {
         }
         html.push_str(&format!("<h2>{}</h2>", esc(g)));
         for p in in_group {
-            let on = p.name() == current;
-            let attrs = if on { " class=\"active\" aria-current=\"page\"" } else { "" };
-            html.push_str(&format!("<a href=\"#\" data-panel=\"{}\"{attrs}>{}</a>", p.name(), esc(p.title())));
+            html.push_str(&link(*p, ""));
         }
     }
     html
@@ -151,6 +174,23 @@ mod tests {
         }
         fn section(&self) -> &'static str {
             "panel-study"
+        }
+    }
+
+    #[test]
+    fn the_sidebar_starts_with_the_path_lab_capacity_fleet() {
+        let (c, f, r) = (Fake("capacity", "Decide"), Fake("fleet", "Decide"), Fake("ranking", "Decide"));
+        let panels: Vec<&dyn Panel> = vec![&LabPanel, &r, &f, &c];
+        let html = sidebar_html(&panels, "fleet");
+        let (path, rest) = html.split_once("</ol>").expect("a start path");
+        assert!(path.starts_with("<h2>Start here</h2><ol class=\"start\"><li><a href=\"#\" data-panel=\"lab\" title="));
+        let order: Vec<usize> =
+            ["\"lab\"", "\"capacity\"", "\"fleet\""].iter().map(|n| path.find(n).unwrap()).collect();
+        assert!(order.is_sorted(), "{path}");
+        assert!(path.contains("data-panel=\"fleet\" class=\"active\" aria-current=\"page\" title=\"How many GPUs"));
+        // Every panel still in its group, below.
+        for n in ["lab", "ranking", "fleet", "capacity"] {
+            assert!(rest.contains(&format!("data-panel=\"{n}\"")), "{n}: {rest}");
         }
     }
 

@@ -593,6 +593,7 @@ impl Studies {
             if self.shown.name() == a.name {
                 self.sort = Sort::default();
                 self.render_study(cx, &report);
+                cx.page.focus_if_lost(&["study-run", "study-cancel"], "study-answer");
             }
             return;
         }
@@ -633,6 +634,7 @@ impl Studies {
         self.study_progress(cx, 0.0);
         self.set_study_buttons(cx);
         cx.page.el("study-status").set_text_content(Some(status));
+        cx.page.focus_if_lost(&["study-cancel"], "study-status");
     }
 
     fn study_progress(&self, cx: &Cx, f: f64) {
@@ -736,6 +738,8 @@ impl Behaviour for Studies {
             started_ms: now_ms(),
         });
         self.set_study_buttons(cx);
+        // Run is disabled while the study runs: the keyboard lands on Cancel, not on the page.
+        cx.page.focus_if_lost(&["study-run"], "study-cancel");
         cx.page.el("study-status").set_text_content(Some("Running…"));
         cx.page.el("study-status").set_attribute("data-workers", &n.to_string()).ok();
         self.next_batch(cx);
