@@ -26,8 +26,8 @@ impl Door {
         }
     }
 
-    /// Whether `req` gets in: refused as too long for the model's context (as vLLM refuses it), else as the
-    /// admission policy decides.
+    /// Whether `req` gets in: refused when its prompt + output exceeds `max_model_len` (as vLLM refuses it),
+    /// else as the admission policy decides.
     pub(super) fn admit(&mut self, req: &Request, cx: &AdmitContext) -> Result<(), Reject> {
         if req.prompt_tokens as u64 + req.output_tokens as u64 > self.max_model_len {
             return Err(Reject::TooLong);
