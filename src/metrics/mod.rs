@@ -424,7 +424,6 @@ impl Recorder {
         }
     }
 
-    /// The blocks all workers' prefix caches hold changed to `total`.
     /// Worker `r`'s prefix cache holds `held` blocks (told at every step's start and end; only a change
     /// moves the gauge, which is the sum over workers).
     #[inline]
@@ -435,6 +434,7 @@ impl Recorder {
         }
     }
 
+    /// The blocks all workers' prefix caches hold changed to `total`.
     fn set_prefix_held(&mut self, now: u64, total: u64) {
         self.prefix_peak_blocks = self.prefix_peak_blocks.max(total);
         let (held, since) = std::mem::replace(&mut self.prefix_held, (total, now));

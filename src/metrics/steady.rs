@@ -74,8 +74,9 @@ pub struct SteadySummary {
     pub overloaded: bool,
     /// The offered load is sustained: at least 500 completions in the window (fewer judge nothing), not
     /// overloaded, and at most `STABLE_TOLERANCE` of the window's arrivals shed (rejected, or failed past their
-    /// preemptions; a request longer than `max_model_len`, refused at any load, is neither arrival nor shed) — served ÷ offered within that share once what is still in the system is counted as being
-    /// served, which the trend bounds. Sustained capacity is the highest rate at which a run is stable.
+    /// preemptions; a request longer than `max_model_len`, refused at any load, is neither arrival nor shed) —
+    /// served ÷ offered within that share once what is still in the system is counted as being served, which
+    /// the trend bounds. Sustained capacity is the highest rate at which a run is stable.
     pub stable: bool,
     /// Why these figures may not be steady (empty: none found).
     pub warnings: Vec<String>,

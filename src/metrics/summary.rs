@@ -11,8 +11,7 @@ pub struct Summary {
     pub requests: u64,
     pub completed: u64,
     pub rejected: u64,
-    /// Of the rejected, those whose prompt + output exceeds the engine's `max_model_len` (by default the
-    /// model's context, as vLLM's): absent when none.
+    /// Of the rejected, those whose prompt + output exceeds the engine's `max_model_len`: absent when none.
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub rejected_too_long: u64,
     pub failed: u64,

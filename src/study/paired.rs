@@ -191,7 +191,15 @@ impl OneBatchStudy for PairedStudy {
             let u = Unit::of(*format, [mb, mt, lo, hi].iter().fold(0.0f64, |m, x| m.max(x.abs())));
             rows.push(Row { name, unit: u, mb, mt, md, lo, hi, rel, wins, excludes });
             // Improvement: the relative change signed so that better is positive (a latency that fell is).
-            bars.push((i as f64, if *higher { rel } else { -rel }, excludes));
+            let signed = if *higher { rel } else { -rel };
+            // Its series, so that colour says it too: better or worse where the interval excludes 0, else
+            // within noise (a bar of noise is not a finding).
+            let kind = match (excludes, signed >= 0.0) {
+                (false, _) => "within noise",
+                (true, true) => "better",
+                (true, false) => "worse",
+            };
+            bars.push((i as f64, signed, kind));
             if i < 2 || *name == "p95 TTFT" {
                 let better = if (md > 0.0) == *higher { "better" } else { "worse" };
                 let ci = format!("95 % CI {} … {}", u.delta(lo), u.delta(hi));
@@ -204,19 +212,10 @@ impl OneBatchStudy for PairedStudy {
         }
         (rep.columns, rep.rows) = table(&COLUMNS, &rows);
         rep.answer = format!("Over {} paired repetitions: {}.", self.p.repetitions, headline.join("; "));
-        // Three series so that colour says it too: better and worse where the interval excludes 0, and within
-        // noise where it does not (a bar of noise is not a finding), each metric's bar in one of them.
-        let side = |kind: &str| {
-            let of = |y: f64, excludes: bool| match (excludes, y >= 0.0) {
-                (false, _) => "within noise",
-                (true, true) => "better",
-                (true, false) => "worse",
-            };
-            bars.iter().map(|&(x, y, ex)| (x, if of(y, ex) == kind { y } else { 0.0 })).collect()
-        };
+        // One series a kind, each metric's bar in its own (0 in the others).
         let series = |name: &str| ChartSeries {
             name: name.into(),
-            points: side(name),
+            points: bars.iter().map(|&(x, y, kind)| (x, if kind == name { y } else { 0.0 })).collect(),
             band: vec![],
             labels: vec![],
             line: false,
