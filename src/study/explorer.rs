@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
-    StudyReport, brief, column, pareto, patched, report_head, table,
+    StudyReport, brief, column, decisive, pareto, patched, report_head, table,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
 
@@ -268,10 +268,10 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 11] {
         column("Candidate", "", Format::Text, |r| r.run.label.as_str().into()),
         column("Perf Pareto", "", Format::Bool, |r| r.perf.into()),
         column("Efficiency Pareto", "", Format::Bool, |r| r.eff.into()),
-        column("SLO pass", "", Format::Bool, |r| r.pass.into()),
+        decisive("SLO pass", "", Format::Bool, |r| r.pass.into()),
         column("GPU instances", "", Format::Int, |r| r.run.gpus.into()),
         column("Goodput", "req/s", Format::Num, |r| r.run.goodput_rps.into()),
-        column("Goodput/GPU", "req/s", Format::Num, |r| r.run.goodput_per_gpu_rps.into()),
+        decisive("Goodput/GPU", "req/s", Format::Num, |r| r.run.goodput_per_gpu_rps.into()),
         column("p95 TTFT", "s", Format::Seconds, |r| r.run.ttft_p95_s.into()),
         column("p95 E2E", "s", Format::Seconds, |r| r.run.e2e_p95_s.into()),
         column("KV peak", "", Format::Percent, |r| r.run.kv_peak_fraction.into()),

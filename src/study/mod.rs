@@ -410,6 +410,10 @@ pub struct Column {
     pub label: String,
     pub unit: String,
     pub format: Format,
+    /// A column the answer is read from (attainment, P(met), status, versus the best): a table wider than
+    /// the page keeps it in view. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decisive: bool,
 }
 
 /// A table column declared whole: its header, unit and format beside how a row's cell is read, so the header
@@ -419,6 +423,14 @@ pub struct ColumnDef<R> {
     pub unit: &'static str,
     pub format: Format,
     pub cell: fn(&R) -> Cell,
+    /// See [`Column::decisive`]; set by declaring it with [`decisive`] instead of [`column`].
+    pub decisive: bool,
+}
+
+impl<R> ColumnDef<R> {
+    fn column(&self) -> Column {
+        Column { label: self.label.into(), unit: self.unit.into(), format: self.format, decisive: self.decisive }
+    }
 }
 
 /// "p95 TTFT ≤ 1000 ms", "p99 E2E of batch ≤ 60.0 s": a percentile objective as the studies' answers, notes and
@@ -433,15 +445,24 @@ fn mean_of(runs: &[RunSummary], f: impl Fn(&RunSummary) -> f64) -> f64 {
     runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64
 }
 
-/// `ColumnDef { label, unit, format, cell }`, in one line.
+/// `ColumnDef { label, unit, format, cell }`, in one line (not decisive).
 pub const fn column<R>(label: &'static str, unit: &'static str, format: Format, cell: fn(&R) -> Cell) -> ColumnDef<R> {
-    ColumnDef { label, unit, format, cell }
+    ColumnDef { label, unit, format, cell, decisive: false }
+}
+
+/// [`column`], marked as one the answer is read from ([`Column::decisive`]).
+pub const fn decisive<R>(
+    label: &'static str,
+    unit: &'static str,
+    format: Format,
+    cell: fn(&R) -> Cell,
+) -> ColumnDef<R> {
+    ColumnDef { label, unit, format, cell, decisive: true }
 }
 
 /// A report's header row and cells from declared columns.
 pub fn table<R>(defs: &[ColumnDef<R>], rows: &[R]) -> (Vec<Column>, Vec<Vec<Cell>>) {
-    let columns =
-        defs.iter().map(|d| Column { label: d.label.into(), unit: d.unit.into(), format: d.format }).collect();
+    let columns = defs.iter().map(ColumnDef::column).collect();
     (columns, rows.iter().map(|r| defs.iter().map(|d| (d.cell)(r)).collect()).collect())
 }
 
@@ -457,7 +478,12 @@ pub struct DynColumn<'a, R> {
 /// `table`, then the columns made at run time.
 pub fn table_with<R>(defs: &[ColumnDef<R>], more: &[DynColumn<R>], rows: &[R]) -> (Vec<Column>, Vec<Vec<Cell>>) {
     let (mut columns, mut cells) = table(defs, rows);
-    columns.extend(more.iter().map(|d| Column { label: d.label.clone(), unit: d.unit.into(), format: d.format }));
+    columns.extend(more.iter().map(|d| Column {
+        label: d.label.clone(),
+        unit: d.unit.into(),
+        format: d.format,
+        decisive: false,
+    }));
     for (row, r) in cells.iter_mut().zip(rows) {
         row.extend(more.iter().map(|d| (d.cell)(r)));
     }

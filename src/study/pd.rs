@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
-    StudyReport, column, report_head, table,
+    StudyReport, column, decisive, report_head, table,
 };
 use crate::metrics::pct;
 use crate::scenario::{
@@ -203,8 +203,8 @@ const COLUMNS: [ColumnDef<RunSummary>; 11] = [
     column("Scenario", "", Format::Text, |x| x.label.as_str().into()),
     column("GPU instances", "", Format::Int, |x| x.gpus.into()),
     column("Goodput", "req/s", Format::Num, |x| x.goodput_rps.into()),
-    column("Goodput/GPU", "req/s", Format::Num, |x| x.goodput_per_gpu_rps.into()),
-    column("SLO attainment", "", Format::Percent, |x| x.slo_attainment.into()),
+    decisive("Goodput/GPU", "req/s", Format::Num, |x| x.goodput_per_gpu_rps.into()),
+    decisive("SLO attainment", "", Format::Percent, |x| x.slo_attainment.into()),
     column("p95 TTFT", "s", Format::Seconds, |x| x.ttft_p95_s.into()),
     column("p95 E2E", "s", Format::Seconds, |x| x.e2e_p95_s.into()),
     column("p95 KV transfer", "s", Format::Seconds, |x| x.transfer_p95_s.into()),

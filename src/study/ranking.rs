@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     About, Chart, ChartSeries, ColumnDef, Format, Group, Job, OneBatch, OneBatchStudy, Rank, RunSummary, StudyDef,
-    StudyReport, brief, column, mean_ci, mean_of, report_head, table,
+    StudyReport, brief, column, decisive, mean_ci, mean_of, report_head, table,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
 
@@ -319,8 +319,8 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 14] {
         column("Scheduler", "", Format::Text, |r| r.p.label.into()),
         column("Goodput", "req/s, mean", Format::Num, |r| r.p.goodput.0.into()),
         column("Goodput 95 % CI", "req/s", Format::Text, |r| ci(r.p.goodput, false).into()),
-        column("SLO attainment", "mean", Format::Percent, |r| r.p.slo.0.into()),
-        column("SLO 95 % CI", "", Format::Text, |r| ci(r.p.slo, true).into()),
+        decisive("SLO attainment", "mean", Format::Percent, |r| r.p.slo.0.into()),
+        decisive("SLO 95 % CI", "", Format::Text, |r| ci(r.p.slo, true).into()),
         column("p95 TTFT", "s, mean", Format::Seconds, |r| r.p.ttft.0.into()),
         column("p95 TTFT 95 % CI", "", Format::Text, |r| ci_s(r.p.ttft).into()),
         column("p95 TPOT", "s, mean", Format::Seconds, |r| mean_of(r.p.runs, |x| x.tpot_p95_s).into()),
@@ -329,7 +329,7 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 14] {
         column("Unfinished", "requests, all repetitions", Format::Int, |r| {
             r.p.runs.iter().map(|x| x.unfinished + x.rejected).sum::<u64>().into()
         }),
-        column("Versus the best", "", Format::Text, |r| versus(r).into()),
+        decisive("Versus the best", "", Format::Text, |r| versus(r).into()),
         column("Diagnosis", "first repetition", Format::Text, |r| r.brief.into()),
     ]
 }

@@ -119,3 +119,17 @@ export async function typeInto(page, locator, text) {
   await page.keyboard.type(text, { delay: 5 });
   await page.keyboard.press('Tab');
 }
+
+/**
+ * The study table's decisive columns (those its answer is read from), each with whether it is in view in its
+ * scrolling wrapper as the page opens it — left and right edges inside — and the wrapper's overflow: wide
+ * tables keep them next to the row's name.
+ */
+export const decisiveColumns = (page) => page.$eval('#study-table-el', (t) => {
+  const wrap = t.closest('.table-wrap').getBoundingClientRect();
+  const columns = [...t.querySelectorAll('thead th.decisive')].map((th) => {
+    const r = th.getBoundingClientRect();
+    return { label: th.title, inView: r.left >= wrap.left - 0.5 && r.right <= wrap.right + 0.5 };
+  });
+  return { columns, overflows: t.scrollWidth > t.closest('.table-wrap').clientWidth + 1 };
+});

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, download, recordTexts, ROOT } from './browser.mjs';
+import { serve, browser, openLab, download, recordTexts, decisiveColumns, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
@@ -87,6 +87,11 @@ test('fleet planner: options typed, progress with time left, Cancel, the cheapes
   for (const h of ['Candidate', 'Device(s)', 'TP', 'Layout', 'Replicas', 'GPUs', '$/h', '$/M input tokens', '$/M output tokens', 'Capacity/replica', 'Attainment at target', 'P(objectives met)', 'p95 TTFT', 'p95 E2E', 'Diagnosis', 'Status']) {
     assert.ok(head.some((x) => x.startsWith(h)), `column ${h}: ${head.join(' | ')}`);
   }
+  // Twenty-two columns overflow the page; the ones the answer is read from stay in view beside the candidate.
+  const decisive = await decisiveColumns(page);
+  assert.ok(decisive.overflows, 'the fleet table is wider than its place');
+  assert.deepEqual(decisive.columns.map((c) => [c.label, c.inView]), [['$/h', true], ['P(objectives met)', true], ['P(met), 95 % interval', true], ['Status', true]]);
+  assert.deepEqual(head.slice(0, 5).map((h) => h.split(' ')[0]), ['Candidate', '$/h', 'P(objectives', 'P(met),', 'Status']);
   const best = await page.$$eval('#study-table-el tr.best', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   assert.equal(best.length, 1);
   assert.ok(best[0].includes('cheapest passing'), best[0].join(' | '));

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, browser, openLab, download, inkFraction, recordTexts, typeInto, ROOT } from './browser.mjs';
+import { serve, browser, openLab, download, inkFraction, recordTexts, typeInto, decisiveColumns, ROOT } from './browser.mjs';
 
 const CLI = join(ROOT, 'target/release/inferscale');
 let server, ctx;
@@ -19,6 +19,9 @@ async function runStudy(page, timeout = 120000) {
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout });
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'study-answer', 'the focus is on the answer');
+  // Whatever the table's width, the columns its answer is read from are in view, beside the row's name.
+  const { columns } = await decisiveColumns(page);
+  for (const c of columns) assert.ok(c.inView, `${c.label} is out of view`);
 }
 
 test('P/D comparison: runs over several workers, shows the table and charts, and its JSON export is the CLI\'s', async () => {
@@ -57,9 +60,14 @@ test('P/D comparison: runs over several workers, shows the table and charts, and
     assert.ok(inked > 0.02, `${id} has ink`);
   }
   // Sorting by a column reorders the rows and keeps the best one marked.
+  // Goodput/GPU (the report's fourth column) is shown second, after the row's name, with SLO attainment: the
+  // columns the answer is read from.
+  const shownAt = (scol) => page.$$eval('#study-table-el th', (ths, k) => ths.findIndex((th) => th.dataset.scol === k), scol);
+  assert.deepEqual((await decisiveColumns(page)).columns.map((c) => c.label), ['Goodput/GPU', 'SLO attainment']);
+  assert.equal(await shownAt('3'), 1);
   await page.click('#study-table-el th[data-scol="3"]');
   await page.click('#study-table-el th[data-scol="3"]');
-  const sorted = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => tr.children[3].textContent));
+  const sorted = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => tr.children[1].textContent));
   assert.deepEqual(sorted, [...sorted].sort((a, b) => Number(b) - Number(a)));
   assert.equal(await page.$eval('#study-table-el tbody tr', (tr) => tr.className), 'best');
   // Exports: the JSON is the CLI's byte for byte (the CLI ran on 2 threads, the page on 3 workers).

@@ -911,6 +911,18 @@ fn every_study_ranks_by_a_column_it_declares() {
         let r = run(about.name, spec, serde_json::json!({}), 2);
         let col = r.columns.iter().find(|c| c.label == label);
         assert!(col.is_some_and(|c| c.format != study::Format::Text), "{}: no figure column {label}", about.name);
+        // The columns the answer is read from, which the lab keeps in view beside the row's name.
+        let decisive: Vec<&str> = r.columns.iter().filter(|c| c.decisive).map(|c| c.label.as_str()).collect();
+        let want: &[&str] = match about.name {
+            "ranking" => &["SLO attainment", "SLO 95 % CI", "Versus the best"],
+            "pd" => &["Goodput/GPU", "SLO attainment"],
+            "explorer" => &["SLO pass", "Goodput/GPU"],
+            "fleet" => &["$/h", "P(objectives met)", "P(met), 95 % interval", "Status"],
+            _ => &[],
+        };
+        assert_eq!(decisive, want, "{}", about.name);
+        // In the JSON only where set.
+        assert_eq!(r.json().matches("\"decisive\"").count(), want.len(), "{}", about.name);
     }
     // A set value in seconds stays set and names the row; the rows are ranked by p95 turn TTFT, not by it.
     let r = run("affinity-slack", &agents, serde_json::json!({"slack_ms": [0.0, 250.0], "repetitions": 2}), 2);
@@ -980,7 +992,12 @@ fn a_single_run_says_when_the_next_row_is_close() {
 /// one at 100 %).
 #[test]
 fn a_row_that_misses_more_objectives_is_not_tied_with_the_best() {
-    let column = |label: &str| study::Column { label: label.into(), unit: String::new(), format: study::Format::Num };
+    let column = |label: &str| study::Column {
+        label: label.into(),
+        unit: String::new(),
+        format: study::Format::Num,
+        decisive: false,
+    };
     let report = |k: f64| study::StudyReport {
         inferscale_version: String::new(),
         study: "pd".into(),

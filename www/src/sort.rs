@@ -18,12 +18,18 @@ impl Sort {
 
     /// The header cell of column `i` (`attr` carries its index for the click handler); `label` is HTML.
     pub fn th(&self, attr: &str, i: usize, label: &str, title: &str) -> String {
+        self.th_classed(attr, i, label, title, "")
+    }
+
+    /// [`Sort::th`] with a class (`""`: none).
+    pub fn th_classed(&self, attr: &str, i: usize, label: &str, title: &str, class: &str) -> String {
         let sort = match (self.col == Some(i), self.desc) {
             (true, true) => " aria-sort=\"descending\"",
             (true, false) => " aria-sort=\"ascending\"",
             _ => "",
         };
-        format!("<th {attr}=\"{i}\" tabindex=\"0\" title=\"{}\"{sort}>{label}</th>", esc(title))
+        let class = if class.is_empty() { String::new() } else { format!(" class=\"{class}\"") };
+        format!("<th {attr}=\"{i}\"{class} tabindex=\"0\" title=\"{}\"{sort}>{label}</th>", esc(title))
     }
 }
 

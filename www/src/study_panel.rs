@@ -20,7 +20,7 @@ use crate::page::{copy_link_to, error_list, mark_field, now_ms, share_hash_for, 
 use crate::panels::PanelId;
 use crate::sort::Sort;
 use crate::study_defs::{PKind, Param, default_options, params};
-use crate::table::esc;
+use crate::table::{esc, shown_order};
 use crate::variant::Variant;
 use crate::workers::Pool;
 
@@ -670,17 +670,15 @@ impl Studies {
     }
 
     fn render_study_table(&self, cx: &Cx, r: &StudyReport) {
-        let head: String = r
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| self.sort.th("data-scol", i, &header_html(c), &c.label))
+        let shown = shown_order(&r.columns);
+        let head: String = (shown.iter().map(|&i| (i, &r.columns[i])))
+            .map(|(i, c)| self.sort.th_classed("data-scol", i, &header_html(c), &c.label, decisive_class(c)))
             .collect();
         let body: String = self
             .order
             .iter()
             .map(|&i| {
-                let cells: String = r.rows[i].iter().zip(&r.columns).map(|(c, col)| cell_html(c, col)).collect();
+                let cells: String = shown.iter().map(|&k| cell_html(&r.rows[i][k], &r.columns[k])).collect();
                 // A bound (a clairvoyant or hindsight oracle) is set apart: a reference, not a choice.
                 let class = if Some(i) == r.best_row {
                     " class=\"best\" aria-label=\"best\""
@@ -936,13 +934,21 @@ fn cell_html(c: &study::Cell, col: &study::Column) -> String {
     format!("<td{class}>{}</td>", esc(&shown))
 }
 
+fn decisive_class(c: &study::Column) -> &'static str {
+    if c.decisive { "decisive" } else { "" }
+}
+
 /// A report's further table, under its title, in its own order (the first table's sort does not move it).
 fn extra_table(k: usize, t: &study::Table) -> String {
-    let head: String = t.columns.iter().map(|c| format!("<th>{}</th>", header_html(c))).collect();
-    let body: String = (t.rows.iter())
-        .map(|row| {
-            format!("<tr>{}</tr>", row.iter().zip(&t.columns).map(|(c, col)| cell_html(c, col)).collect::<String>())
+    let shown = shown_order(&t.columns);
+    let head: String = (shown.iter().map(|&i| &t.columns[i]))
+        .map(|c| match decisive_class(c) {
+            "" => format!("<th>{}</th>", header_html(c)),
+            class => format!("<th class=\"{class}\">{}</th>", header_html(c)),
         })
+        .collect();
+    let body: String = (t.rows.iter())
+        .map(|row| format!("<tr>{}</tr>", shown.iter().map(|&i| cell_html(&row[i], &t.columns[i])).collect::<String>()))
         .collect();
     format!(
         "<h3 class=\"table-title\">{}</h3><div class=\"table-wrap\"><table id=\"study-table-{}\" aria-label=\"{}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",

@@ -7,7 +7,7 @@ use super::lane::Lane;
 use crate::capacity::search::Search;
 use crate::cost::presets;
 use crate::study::{
-    Cell, Chart, ChartSeries, ColumnDef, Format, StudyDef, StudyReport, column, mean_ci, mean_ci_nonnegative,
+    Cell, Chart, ChartSeries, ColumnDef, Format, StudyDef, StudyReport, column, decisive, mean_ci, mean_ci_nonnegative,
     objective_words, pareto, report_head, table,
 };
 
@@ -42,7 +42,7 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 20] {
         column("Replicas", "", Format::Int, |r| r.units.into()),
         column("Replicas, 95 % interval", "", Format::Text, |r| r.interval.map(|(a, b)| format!("{a} – {b}")).into()),
         column("GPUs", "", Format::Int, |r| r.units.map(|n| n * r.lane.cand.gpus_per_unit).into()),
-        column("$/h", "USD", Format::Num, |r| r.usd_per_hour.into()),
+        decisive("$/h", "USD", Format::Num, |r| r.usd_per_hour.into()),
         column("$/M input tokens", "USD", Format::Num, |r| r.per_million.map(|m| m.input).into()),
         column("$/M cached input tokens", "USD", Format::Num, |r| r.per_million.and_then(|m| m.cached_input).into()),
         column("$/M output tokens", "USD", Format::Num, |r| r.per_million.map(|m| m.output).into()),
@@ -51,12 +51,12 @@ fn columns<'a>() -> [ColumnDef<Row<'a>>; 20] {
         }),
         column("Load at target", "ρ", Format::Percent, |r| r.load.into()),
         column("Attainment at target", "", Format::Percent, |r| r.attainment.into()),
-        column("P(objectives met)", "", Format::Percent, |r| r.p_met.into()),
-        column("P(met), 95 % interval", "", Format::Text, |r| r.p_met_interval().into()),
+        decisive("P(objectives met)", "", Format::Percent, |r| r.p_met.into()),
+        decisive("P(met), 95 % interval", "", Format::Text, |r| r.p_met_interval().into()),
         column("p95 TTFT", "s", Format::Seconds, |r| r.ttft_p95_s.into()),
         column("p95 E2E", "s", Format::Seconds, |r| r.e2e_p95_s.into()),
         column("Diagnosis", "", Format::Text, |r| r.diagnosis.as_str().into()),
-        column("Status", "", Format::Text, |r| r.status.as_str().into()),
+        decisive("Status", "", Format::Text, |r| r.status.as_str().into()),
     ]
 }
 
