@@ -12,36 +12,38 @@
 //! prefill runs only prefill and decoding sits it out; [`BatchFormationSpec::SglangMixed`] lets every decode
 //! take its token and fills the rest of the budget with prompts. Both are planned from scratch at each step
 //! (a decoder does not take a token every step), except a step that can only decode: the step end's pass
-//! plans that one, lazily, as vLLM's (`Simulation::sglang_decodes_next`).
+//! plans that one, lazily, as vLLM's (`Simulation::sglang_decodes_next`). Formation is the replica's
+//! own ([`Replica`]); what it reads and changes outside the replica is lent to it ([`Around`]).
 
-use super::Simulation;
 use super::running::{Plan, Running, take, want_need};
 use super::shared::{cached_prefix_tokens, cached_shared, pin_shared, session_prefix_tokens, unpin_shared};
+use super::{Around, Replica};
 use crate::cost::StepWork;
 use crate::kv::blocks_for;
 use crate::metrics::{Limiter, RequestRecord};
 use crate::scenario::{BatchFormationSpec, Engine, Role};
+use crate::sched::queue::WaitingQueue;
 use crate::sched::{sglang, victim};
 use crate::workload::{NO_PREFIX, NO_SESSION};
 
-impl Simulation<'_> {
-    /// Finish forming the next step of replica `r` from `plan` (the requests before `plan.from` are planned);
+impl Replica {
+    /// Finish forming this replica's next step from `plan` (the requests before `plan.from` are planned);
     /// allocates KV. Returns the step's work and what stopped admission.
-    pub(super) fn form_batch(&mut self, r: usize, plan: Plan) -> (StepWork, Limiter) {
-        let en = &self.sc.pools[self.replicas[r].pool].engine;
+    pub(super) fn form_batch(&mut self, plan: Plan, cx: &mut Around) -> (StepWork, Limiter) {
+        let sc = cx.sc;
+        let en = &sc.pools[self.pool].engine;
         match en.formation {
             BatchFormationSpec::Vllm => {}
-            BatchFormationSpec::Sglang => return self.form_prefill_first(r, false),
-            BatchFormationSpec::SglangMixed => return self.form_prefill_first(r, true),
+            BatchFormationSpec::Sglang => return self.form_prefill_first(false, cx),
+            BatchFormationSpec::SglangMixed => return self.form_prefill_first(true, cx),
         }
         let Plan { mut work, mut budget, from: mut i } = plan;
         let mut preempted = false;
         loop {
             // Hot path: one tight pass over the batch. It stops at the first request whose blocks cannot be
             // allocated; the slow path below preempts, then the pass resumes.
-            let rep = &mut self.replicas[r];
-            let kv = &mut rep.kv;
-            let running = rep.batch.unplanned(i);
+            let kv = &mut self.kv;
+            let running = self.batch.unplanned(i);
             let mut stuck = None;
             while i < running.len() {
                 let s = &mut running[i];
@@ -58,13 +60,13 @@ impl Simulation<'_> {
             let Some(need) = stuck else { break };
             // Slow path: free memory by preempting victims until request i fits, or it is the victim.
             loop {
-                let v = self.victim(r, i);
-                self.preempt(r, v);
+                let v = self.victim(i, cx);
+                self.preempt(v, cx);
                 preempted = true;
                 if v == i {
                     break; // index i now holds the next request
                 }
-                if self.replicas[r].kv.available() >= need {
+                if self.kv.available() >= need {
                     break; // the pass resumes at i and allocates
                 }
             }
@@ -72,16 +74,15 @@ impl Simulation<'_> {
         if preempted {
             return (work, Limiter::Preemption);
         }
-        let limiter = self.admit(r, &mut budget, &mut work);
+        let limiter = self.admit(&mut budget, &mut work, cx);
         (work, limiter)
     }
 
-    /// The preemption victim among the running requests of replica `r` from position `from` on.
-    fn victim(&self, r: usize, from: usize) -> usize {
-        let en = &self.sc.pools[self.replicas[r].pool].engine;
-        let running = self.replicas[r].batch.requests();
-        let priority =
-            |j: usize| self.sc.workload.classes[self.requests[running[j].id as usize].class as usize].priority;
+    /// The preemption victim among the running requests from position `from` on.
+    fn victim(&self, from: usize, cx: &Around) -> usize {
+        let en = &cx.sc.pools[self.pool].engine;
+        let running = self.batch.requests();
+        let priority = |j: usize| cx.sc.workload.classes[cx.requests[running[j].id as usize].class as usize].priority;
         victim::pick(en.victim, from, running.len(), |j| running[j].prefilled + running[j].generated, priority)
     }
 
@@ -91,19 +92,18 @@ impl Simulation<'_> {
     /// `mixed`: the decodes come first and prompts take the budget they leave, in the same step. If nothing
     /// at all could be planned, every running request is planned as vLLM would, preempting, so a batch of
     /// stuck chunks still makes progress.
-    fn form_prefill_first(&mut self, r: usize, mixed: bool) -> (StepWork, Limiter) {
-        let en = &self.sc.pools[self.replicas[r].pool].engine;
-        let full_budget = en.max_num_batched_tokens;
+    fn form_prefill_first(&mut self, mixed: bool, cx: &mut Around) -> (StepWork, Limiter) {
+        let full_budget = cx.sc.pools[self.pool].engine.max_num_batched_tokens;
         let mut work = StepWork::default();
-        let mut preempted = mixed && self.plan_decodes(r, &mut work);
+        let mut preempted = mixed && self.plan_decodes(&mut work, cx);
         let mut budget = full_budget.saturating_sub(work.decode_seqs);
-        self.plan_chunks(r, &mut budget, &mut work);
-        let mut limiter = if preempted { Limiter::Preemption } else { self.admit(r, &mut budget, &mut work) };
+        self.plan_chunks(&mut budget, &mut work, cx);
+        let mut limiter = if preempted { Limiter::Preemption } else { self.admit(&mut budget, &mut work, cx) };
         if !mixed && work.prefill_seqs == 0 {
-            preempted = self.plan_decodes(r, &mut work);
+            preempted = self.plan_decodes(&mut work, cx);
         }
-        if work.seqs() == 0 && !self.replicas[r].batch.is_empty() {
-            preempted |= self.plan_running(r, &mut work, full_budget, false);
+        if work.seqs() == 0 && !self.batch.is_empty() {
+            preempted |= self.plan_running(&mut work, full_budget, false, cx);
         }
         if preempted {
             limiter = Limiter::Preemption;
@@ -113,46 +113,51 @@ impl Simulation<'_> {
 
     /// The running prompts' next chunks under `budget`, in batch order; a chunk whose blocks are not free
     /// is left for a later step.
-    fn plan_chunks(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) {
-        let en = &self.sc.pools[self.replicas[r].pool].engine;
-        let rep = &mut self.replicas[r];
-        for s in rep.batch.unplanned(0).iter_mut() {
+    fn plan_chunks(&mut self, budget: &mut u32, work: &mut StepWork, cx: &Around) {
+        let en = &cx.sc.pools[self.pool].engine;
+        for s in self.batch.unplanned(0).iter_mut() {
             if s.step_tokens > 0 || s.prefilled == s.prefill_target {
                 continue;
             }
             let (want, need) = want_need(s, *budget, en);
-            if want > 0 && (need == 0 || rep.kv.try_alloc(need)) {
+            if want > 0 && (need == 0 || self.kv.try_alloc(need)) {
                 take(s, want, need, budget, work);
             }
         }
     }
 
-    /// SGLang's decode step on replica `r`: retract until every decoder's next token fits, then plan them.
-    /// True if anything was retracted or preempted.
-    pub(super) fn plan_decodes(&mut self, r: usize, work: &mut StepWork) -> bool {
-        let retracted = self.retract_for_decode(r);
-        self.plan_running(r, work, u32::MAX, true) | retracted
+    /// SGLang's decode step: retract until every decoder's next token fits, then plan them. True if anything
+    /// was retracted or preempted.
+    pub(super) fn plan_decodes(&mut self, work: &mut StepWork, cx: &mut Around) -> bool {
+        let retracted = self.retract_for_decode(cx);
+        self.plan_running(work, u32::MAX, true, cx) | retracted
     }
 
     /// Plan the running requests not yet in the step (only the decoders, with `only_decodes`) in batch order
     /// under `budget`, preempting victims when blocks run out. True if it preempted.
-    pub(super) fn plan_running(&mut self, r: usize, work: &mut StepWork, mut budget: u32, only_decodes: bool) -> bool {
-        let en = &self.sc.pools[self.replicas[r].pool].engine;
+    pub(super) fn plan_running(
+        &mut self,
+        work: &mut StepWork,
+        mut budget: u32,
+        only_decodes: bool,
+        cx: &mut Around,
+    ) -> bool {
+        let sc = cx.sc;
+        let en = &sc.pools[self.pool].engine;
         let mut preempted = false;
         let mut i = 0;
-        while i < self.replicas[r].batch.len() {
-            let rep = &mut self.replicas[r];
-            let s = &mut rep.batch.unplanned(0)[i];
+        while i < self.batch.len() {
+            let s = &mut self.batch.unplanned(0)[i];
             if s.step_tokens > 0 || (only_decodes && s.prefilled < s.prefill_target) {
                 i += 1;
                 continue;
             }
             let (want, need) = want_need(s, budget, en);
-            if want > 0 && need > 0 && !rep.kv.try_alloc(need) {
+            if want > 0 && need > 0 && !self.kv.try_alloc(need) {
                 // Free blocks by preempting; then i holds the same request (retried) or, if it was the victim,
                 // the next one.
-                let v = self.victim(r, i);
-                self.preempt(r, v);
+                let v = self.victim(i, cx);
+                self.preempt(v, cx);
                 preempted = true;
                 continue;
             }
@@ -164,67 +169,71 @@ impl Simulation<'_> {
         preempted
     }
 
-    /// What stops admission to replica `r` (with `budget` tokens left in the step) before it looks at a
-    /// request: a full batch, no budget, nothing waiting. None: the queue's head may be admitted.
+    /// What stops admission (with `budget` tokens left in the step; `central`: the central queue, if there is
+    /// one) before it looks at a request: a full batch, no budget, nothing waiting. None: the queue's head may
+    /// be admitted. (The queue is asked last: a virtual call, on the coasting step end's path.)
     #[inline(always)]
-    pub(super) fn admission_closed(&self, r: usize, budget: u32) -> Option<Limiter> {
-        let rep = &self.replicas[r];
-        if rep.batch.len() >= self.sc.pools[rep.pool].engine.max_num_seqs as usize {
+    pub(super) fn admission_closed(
+        &self,
+        en: &Engine,
+        central: Option<&dyn WaitingQueue>,
+        budget: u32,
+    ) -> Option<Limiter> {
+        if self.batch.len() >= en.max_num_seqs as usize {
             return Some(Limiter::MaxSeqs);
         }
         if budget == 0 {
             return Some(Limiter::TokenBudget);
         }
-        (self.waiting(r) == 0).then_some(Limiter::QueueEmpty)
+        (self.waiting(central) == 0).then_some(Limiter::QueueEmpty)
     }
 
-    /// Requests waiting for replica `r`: its own queue's, or the central queue's when there is one.
+    /// Requests waiting for this replica: its own queue's, or the central queue's when there is one.
     #[inline(always)]
-    pub(super) fn waiting(&self, r: usize) -> usize {
-        self.dispatch.central.as_ref().map_or(self.replicas[r].queue.len(), |q| q.len())
+    pub(super) fn waiting(&self, central: Option<&dyn WaitingQueue>) -> usize {
+        central.map_or(self.queue.len(), |q| q.len())
     }
 
     /// Step 2: admit waiting requests while everything allows. Inlined into vLLM's formation, its hot caller.
     #[inline(always)]
-    fn admit(&mut self, r: usize, budget: &mut u32, work: &mut StepWork) -> Limiter {
-        let sc = self.sc;
-        let pool = &sc.pools[self.replicas[r].pool];
+    fn admit(&mut self, budget: &mut u32, work: &mut StepWork, cx: &mut Around) -> Limiter {
+        let sc = cx.sc;
+        let pool = &sc.pools[self.pool];
         let en = &pool.engine;
         let block = en.block_size_tokens;
         let chains = sc.workload.chains.as_ref();
         let prefix_tokens = cached_prefix_tokens(sc.prefix.as_ref());
         // SGLang's formations reserve by `new_token_ratio` (sched::sglang); vLLM's by prompt + predicted output.
-        let mut sglang_reserved = (!en.formation.is_vllm()).then(|| self.sglang_reserved_tokens(r));
+        let mut sglang_reserved = (!en.formation.is_vllm()).then(|| self.sglang_reserved_tokens(cx));
         loop {
-            if let Some(limiter) = self.admission_closed(r, *budget) {
+            if let Some(limiter) = self.admission_closed(en, cx.central.as_deref(), *budget) {
                 return limiter;
             }
-            let rep = &mut self.replicas[r];
-            let queue = match &mut self.dispatch.central {
-                Some(q) => q,
-                None => &mut rep.queue,
+            let queue = match &mut cx.central {
+                Some(q) => &mut **q,
+                None => &mut *self.queue,
             };
             let id = queue.peek().expect("admission is open only with a request waiting").id;
-            let rec = &self.requests[id as usize];
+            let rec = &cx.requests[id as usize];
             let mut entry = Entry::of(rec, pool.role);
-            if entry.start_tokens == 0 && self.rules.shares_prefixes {
-                entry.shared_tokens = cached_shared(&rep.kv.cache, chains, sc.prefix.as_ref(), rec, block);
+            if entry.start_tokens == 0 && cx.shares_prefixes {
+                entry.shared_tokens = cached_shared(&self.kv.cache, chains, sc.prefix.as_ref(), rec, block);
                 entry.start_tokens = entry.shared_tokens;
             }
             // A preempted request's blocks kept here (vLLM's prefix caching of freed blocks) follow the tokens
             // it shared then: usable while those are cached, up to one token short of its prefill.
             let mut reused_blocks = 0;
-            if rec.preemptions > 0 && !rec.kv_ready && rep.kv.cache.parked_blocks > 0 {
-                reused_blocks = reuse_parked(&mut rep.kv, id, &mut entry, block);
+            if rec.preemptions > 0 && !rec.kv_ready && self.kv.cache.parked_blocks > 0 {
+                reused_blocks = reuse_parked(&mut self.kv, id, &mut entry, block);
             }
             let reserve = blocks_for(entry.reserve_tokens, block);
             let extend = (entry.prefill_target - entry.start_tokens) as u64;
             let out = (entry.reserve_tokens - rec.prompt_tokens as u64 - rec.generated as u64) as u32;
             let fits = match sglang_reserved {
-                None => rep.reserved_blocks + reserve <= en.kv_reserve_limit_blocks,
-                Some(reserved) => sglang::admits(extend, out, rep.kv.available() * block as u64, reserved),
+                None => self.reserved_blocks + reserve <= en.kv_reserve_limit_blocks,
+                Some(reserved) => sglang::admits(extend, out, self.kv.available() * block as u64, reserved),
             };
-            if !rep.batch.is_empty() && !fits {
+            if !self.batch.is_empty() && !fits {
                 return Limiter::KvReservation;
             }
             let Some(want) = entry.first_want(en, *budget) else { return Limiter::TokenBudget };
@@ -233,72 +242,74 @@ impl Simulation<'_> {
             // Pin the cached prefix first, and take back the kept blocks, so the allocation cannot evict the
             // very blocks it will use.
             if shared_tokens > 0 {
-                pin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
+                pin_shared(&mut self.kv.cache, chains, prefix_tokens, rec, shared_tokens);
             }
             // The allocation fails when what may yield, its own kept blocks aside, falls short: then they stay
             // kept, as old as they were.
-            if need > rep.kv.available() - reused_blocks {
+            if need > self.kv.available() - reused_blocks {
                 if shared_tokens > 0 {
-                    unpin_shared(&mut rep.kv.cache, chains, prefix_tokens, rec, shared_tokens);
+                    unpin_shared(&mut self.kv.cache, chains, prefix_tokens, rec, shared_tokens);
                 }
                 return Limiter::KvFree;
             }
             if reused_blocks > 0 {
-                rep.kv.cache.unpark(id);
+                self.kv.cache.unpark(id);
             }
-            let ok = rep.kv.try_alloc(need);
+            let ok = self.kv.try_alloc(need);
             debug_assert!(ok, "what may yield was checked to cover the allocation");
             queue.pop();
-            self.rec.on_dequeued();
-            self.on_admitted(id, r, shared_tokens, pool.role);
-            let rep = &mut self.replicas[r];
-            if self.dispatch.central.is_some() {
+            cx.rec.on_dequeued();
+            self.on_admitted(id, shared_tokens, pool.role, cx);
+            if cx.central.is_some() {
                 // Taken from the central queue: from now on it belongs to this replica (until preempted).
-                self.requests[id as usize].replica = r as u16;
-                rep.outstanding += 1;
+                cx.requests[id as usize].replica = cx.r as u16;
+                self.outstanding += 1;
             }
-            rep.reserved_blocks += reserve;
+            self.reserved_blocks += reserve;
             if let Some(reserved) = &mut sglang_reserved {
                 // A prompt whose last chunk runs now reserves its whole clipped output, until the next step
                 // counts it at the ratio (SGLang's `PrefillAdder` charges a chunk only its tokens).
                 *reserved += if want as u64 == extend { sglang::clip(out) as f64 } else { 0.0 };
             }
-            let mut s = entry.running(id, &self.requests[id as usize], reserve as u32);
+            let mut s = entry.running(id, &cx.requests[id as usize], reserve as u32);
             s.blocks = reused_blocks as u32;
             take(&mut s, want, need, budget, work);
-            rep.batch.push(s);
+            self.batch.push(s);
         }
     }
 
-    /// A request enters a batch: its first admission stamps its time and counts its cache lookup (cache
+    /// A request enters the batch: its first admission stamps its time and counts its cache lookup (cache
     /// statistics count a request once), and a session's turn tells the session.
     #[inline(always)]
-    fn on_admitted(&mut self, id: u32, r: usize, shared_tokens: u32, role: Role) {
-        let rec = &mut self.requests[id as usize];
+    fn on_admitted(&mut self, id: u32, shared_tokens: u32, role: Role, cx: &mut Around) {
+        let rec = &mut cx.requests[id as usize];
         if rec.first_scheduled_ns != u64::MAX {
             return;
         }
-        rec.first_scheduled_ns = self.now;
-        let prefix = self.sc.prefix.as_ref();
+        rec.first_scheduled_ns = cx.now;
+        let prefix = cx.sc.prefix.as_ref();
         let session_prefix = if rec.session != NO_SESSION {
             session_prefix_tokens(cached_prefix_tokens(prefix), rec).min(shared_tokens)
         } else {
             shared_tokens
         };
         if rec.session != NO_SESSION {
-            let session = &mut self.sessions.kv[rec.session as usize];
+            let session = &mut cx.sessions[rec.session as usize];
             if session.restored {
                 // The restore's pin passes to the turn (which shares the history, if it can use it).
-                self.replicas[r].kv.cache.unpin(crate::kv::EntryId::session(rec.session));
+                self.kv.cache.unpin(crate::kv::EntryId::session(rec.session));
             }
-            super::sessions::note_turn_admitted(session, &mut self.rec, rec, r, shared_tokens, session_prefix);
+            if rec.turn > 1 {
+                let (local, hit, host_hit) = session.later_turn_admitted(cx.r, shared_tokens, session_prefix);
+                cx.rec.on_turn_admitted(rec.session, shared_tokens, local, hit, host_hit);
+            }
         }
-        let looks_up = match self.sc.workload.chains.as_ref() {
+        let looks_up = match cx.sc.workload.chains.as_ref() {
             Some(c) => !c.full_blocks(id, rec.prompt_tokens).is_empty(),
             None => rec.prefix_group != NO_PREFIX && prefix.is_some_and(|p| p.caching),
         };
         if looks_up && role != Role::Decode {
-            self.rec.on_prefix_lookup(session_prefix);
+            cx.rec.on_prefix_lookup(session_prefix);
         }
     }
 }

@@ -18,6 +18,7 @@ mod disagg;
 mod events;
 mod frontend;
 mod preempt;
+mod replica;
 mod routing;
 mod running;
 mod sessions;
@@ -28,17 +29,16 @@ mod workflow;
 use arrivals::Arrivals;
 use disagg::Links;
 use frontend::Door;
+pub(crate) use replica::Replica;
 use running::Plan;
 use sessions::SessionKv;
-use step_end::{Batch, RarePass, Tally};
+use step_end::{RarePass, Tally};
 
 use crate::cost::StepWork;
-use crate::kv::BlockPool;
 use crate::metrics::{Limiter, Outcome, Recorder, RequestRecord, RunEnd};
 use crate::scenario::{BatchFormationSpec, Role, Scenario};
-use crate::sched::admission::{self, AdmitContext, Backlog, DrainRate};
-use crate::sched::queue::{self, QueueItem, WaitingQueue};
-use crate::sched::sglang::NewTokenRatio;
+use crate::sched::admission::{self, AdmitContext, Backlog};
+use crate::sched::queue::{QueueItem, WaitingQueue};
 use crate::workload::{FollowUps, Request};
 
 /// Everything that can happen. One `match` in [`Simulation::run`] dispatches them.
@@ -89,30 +89,6 @@ pub enum RunError {
     Cancelled,
 }
 
-/// One model instance (tp GPUs) with its batch, queue and KV.
-pub(crate) struct Replica {
-    /// The pool this worker belongs to, and its index within it.
-    pub pool: usize,
-    pub local: usize,
-    /// The running requests (see [`step_end`]).
-    pub batch: Batch,
-    pub queue: Box<dyn WaitingQueue>,
-    pub kv: BlockPool,
-    /// Σ reservations of running requests, blocks.
-    pub reserved_blocks: u64,
-    pub busy: bool,
-    pub step_ns: u64,
-    pub outstanding: u64,
-    /// Prefill workers: blocks of prompts handed off and still crossing the link.
-    pub transfer_blocks: u64,
-    /// SGLang's formations: the share of predicted output a running request reserves.
-    pub new_token_ratio: NewTokenRatio,
-    /// The rate it has been completing requests (kept only for the admission that reads it).
-    pub drain: DrainRate,
-    /// Requests it preempted while forming its batch, to queue once the step is formed.
-    pub requeue: Vec<u32>,
-}
-
 /// The simulated clock's end, ns (about 127 years; u64 holds 584): arrivals stay within 1e18 ns and a step
 /// within `scenario::MAX_STEP_NS` (1e15 ns), so nothing real reaches it, and time sums never overflow.
 pub const CLOCK_END_NS: u64 = 4_000_000_000_000_000_000;
@@ -123,6 +99,22 @@ struct Rules {
     lazy_steps: bool,
     /// The scenario shares prefixes at all (prefix groups, a trace's block hashes, or sessions' retained KV).
     shares_prefixes: bool,
+}
+
+/// What a replica's batch formation reads and changes outside the replica, lent by the simulation for one
+/// formation: the scenario, the clock, the request table, the central queue (if any), the sessions' KV and the
+/// recorder's hooks. (What the rest of the simulation must hear of it — the requests it preempted or failed —
+/// the replica keeps until [`Simulation::flush_requeue`]; lending less keeps a formation's start cheap.)
+struct Around<'s> {
+    pub sc: &'s Scenario,
+    pub now: u64,
+    /// The replica's index among all workers.
+    pub r: usize,
+    pub shares_prefixes: bool,
+    pub requests: &'s mut [RequestRecord],
+    pub central: Option<&'s mut (dyn WaitingQueue + 'static)>,
+    pub sessions: &'s mut [SessionKv],
+    pub rec: &'s mut Recorder,
 }
 
 /// A simulation in progress. Owns all state; events get `&mut self` (no shared pointers, nothing static).
@@ -153,26 +145,9 @@ impl<'a> Simulation<'a> {
 
     /// A simulation whose workload answers completions as `follow_ups` says.
     pub fn with_follow_ups(sc: &'a Scenario, follow_ups: FollowUps) -> Self {
-        let n_tenants = sc.workload.tenants.len();
         let replicas = (sc.pools.iter().enumerate())
-            .flat_map(|(p, pool)| (0..pool.replicas as usize).map(move |local| (p, local, pool)))
-            .map(|(pool, local, pl)| Replica {
-                pool,
-                local,
-                batch: Batch::new(pl.engine.max_num_seqs, pl.engine.block_size_tokens),
-                queue: queue::build(&sc.scheduler, n_tenants),
-                kv: BlockPool::new(pl.engine.kv_total_blocks)
-                    .with_tiers(pl.engine.host.map(|h| h.capacity_blocks), pl.engine.retention_budget_blocks)
-                    .with_prefix_budget(workflow::prefix_budget_blocks(sc)),
-                reserved_blocks: 0,
-                busy: false,
-                step_ns: 0,
-                outstanding: 0,
-                transfer_blocks: 0,
-                new_token_ratio: NewTokenRatio::default(),
-                drain: DrainRate::default(),
-                requeue: Vec::new(),
-            })
+            .flat_map(|(p, pool)| (0..pool.replicas as usize).map(move |local| (p, local)))
+            .map(|(pool, local)| Replica::new(sc, pool, local, workflow::prefix_budget_blocks(sc)))
             .collect();
         let n_links = sc.link_count();
         let keeps = sc.workload.sessions.as_ref().is_some_and(|s| s.retention.keeps());
@@ -195,7 +170,8 @@ impl<'a> Simulation<'a> {
             sessions: sessions::SessionState::new(sc),
         };
         if let Some(w) = &sim.sessions.workflows {
-            w.track_demand(&mut sim.replicas);
+            // Each worker's prefix cache keeps the forecasts' demand for each role.
+            sim.replicas.iter_mut().for_each(|r| r.kv.shared_demand = vec![0; w.roles()]);
         }
         if let Some(at_ns) = sim.arrivals.next_arrival_ns() {
             sim.schedule(at_ns, Event::Arrival);
@@ -517,6 +493,31 @@ impl<'a> Simulation<'a> {
         self.try_start(r);
     }
 
+    /// Replica `r`, and what its formation reads and changes outside it.
+    #[inline(always)]
+    fn around(&mut self, r: usize) -> (&mut Replica, Around<'_>) {
+        let Simulation { sc, now, replicas, dispatch, requests, rec, rules, sessions, .. } = self;
+        let cx = Around {
+            sc,
+            now: *now,
+            r,
+            shares_prefixes: rules.shares_prefixes,
+            requests,
+            central: dispatch.central.as_deref_mut(),
+            sessions: &mut sessions.kv,
+            rec,
+        };
+        (&mut replicas[r], cx)
+    }
+
+    /// What stops admission to replica `r` (with `budget` tokens left in the step) before it looks at a
+    /// request (see [`Replica::admission_closed`]).
+    #[inline(always)]
+    fn admission_closed(&self, r: usize, budget: u32) -> Option<Limiter> {
+        let rep = &self.replicas[r];
+        rep.admission_closed(&self.sc.pools[rep.pool].engine, self.dispatch.central.as_deref(), budget)
+    }
+
     /// Form and start a step on replica `r` if it is idle and has work.
     fn try_start(&mut self, r: usize) {
         self.start_step(r, Plan::new(&self.sc.pools[self.replicas[r].pool].engine));
@@ -527,7 +528,8 @@ impl<'a> Simulation<'a> {
         if self.replicas[r].busy {
             return;
         }
-        let (work, limiter) = self.form_batch(r, plan);
+        let (rep, mut cx) = self.around(r);
+        let (work, limiter) = rep.form_batch(plan, &mut cx);
         self.note_retained(r);
         self.flush_requeue(r);
         if work.seqs() == 0 {
@@ -557,12 +559,20 @@ impl<'a> Simulation<'a> {
         self.note_prefix_held(r);
     }
 
-    /// Requests preempted while forming a batch go back to their queue (or wait out a backoff).
+    /// Requests preempted while forming a batch go back to their queue (or wait out a backoff); those that
+    /// failed are final; the router hears the replica's count.
     fn flush_requeue(&mut self, r: usize) {
-        if self.replicas[r].requeue.is_empty() {
+        let rep = &mut self.replicas[r];
+        if rep.requeue.is_empty() && rep.failed.is_empty() {
             return;
         }
         let central = self.dispatch.central.is_some();
+        if central || !rep.failed.is_empty() {
+            self.dispatch.routing[rep.pool].outstanding(rep.local, rep.outstanding);
+        }
+        for id in std::mem::take(&mut rep.failed) {
+            self.arrivals.finished(id);
+        }
         for id in std::mem::take(&mut self.replicas[r].requeue) {
             let n = self.requests[id as usize].preemptions as u32;
             let backoff = self.sc.pools[self.replicas[r].pool].engine.backoff_ns;
@@ -671,7 +681,7 @@ impl<'a> Simulation<'a> {
         // A lazy batch is all decoders; otherwise each is looked at (a step end off the coasting path).
         let decoders = rep.batch.lazy_count() == n
             || rep.batch.requests().iter().all(|s| s.prefilled + s.step_tokens >= s.prefill_target);
-        self.waiting(r) == 0 && budget_ok && n <= rep.kv.free() && decoders
+        rep.waiting(self.dispatch.central.as_deref()) == 0 && budget_ok && n <= rep.kv.free() && decoders
     }
 
     /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may

@@ -140,6 +140,16 @@ impl SessionKv {
         self.call = Some(Call { start_ns: now_ns, tool: n.tool, price: n.price, estimate_ns, tier });
         tier
     }
+
+    /// A later turn's first admission, on worker `r`, found `shared_tokens` of its prompt in HBM, `prefix_tokens`
+    /// of them its shared prefix (a hit is history found past it; the prefix, part of the history a later turn
+    /// re-sends, counts as reused): whether it ran where its last turn did, the hit, and whether a restore
+    /// from host memory brought it — what `Recorder::on_turn_admitted` counts.
+    pub fn later_turn_admitted(&mut self, r: usize, shared_tokens: u32, prefix_tokens: u32) -> (bool, bool, bool) {
+        let restored = std::mem::take(&mut self.restored);
+        let hit = shared_tokens > prefix_tokens;
+        (self.holder == r as u32, hit, restored && hit)
+    }
 }
 
 impl Simulation<'_> {
@@ -395,27 +405,5 @@ impl Simulation<'_> {
         if (hbm, host) != (old_hbm, old_host) {
             self.rec.on_retained(self.now, hbm as i64 - old_hbm as i64, host as i64 - old_host as i64, hbm);
         }
-    }
-}
-
-/// A turn's first admission, on worker `r`, found `shared_tokens` of its prompt in HBM: count the tokens
-/// reused and, for a later turn, the hit (from HBM, or restored from host memory) or the miss, and whether it
-/// ran where its last turn did.
-/// `prefix_tokens` of them are its shared prefix (a hit is history found past it; the prefix, part of the
-/// history a later turn re-sends, counts as reused).
-pub(super) fn note_turn_admitted(
-    st: &mut SessionKv,
-    rec: &mut crate::metrics::Recorder,
-    turn: &crate::metrics::RequestRecord,
-    r: usize,
-    shared_tokens: u32,
-    prefix_tokens: u32,
-) {
-    if turn.turn > 1 {
-        rec.session_reused_tokens += shared_tokens as u64;
-        rec.sess.reused_tokens[turn.session as usize] += shared_tokens as u64;
-        let restored = std::mem::take(&mut st.restored);
-        let hit = shared_tokens > prefix_tokens;
-        rec.on_turn_admitted(st.holder == r as u32, hit, restored && hit);
     }
 }

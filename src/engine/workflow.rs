@@ -63,10 +63,9 @@ impl Workflows {
         })
     }
 
-    /// Each worker's prefix cache keeps the forecasts' demand for each role.
-    pub fn track_demand(&self, replicas: &mut [super::Replica]) {
-        let roles = self.model.roles();
-        replicas.iter_mut().for_each(|r| r.kv.shared_demand = vec![0; roles]);
+    /// The workflows' roles: each worker's prefix cache keeps the forecasts' demand for each.
+    pub fn roles(&self) -> usize {
+        self.model.roles()
     }
 
     /// The learned transitions (normalised rows).

@@ -477,10 +477,12 @@ impl Recorder {
         self.sess.restore_bytes += bytes;
     }
 
-    /// A session's later turn was first admitted: on its previous turn's worker (`local`), finding its history
-    /// in HBM (`hit`), brought there by a restore (`host_hit`).
-    pub fn on_turn_admitted(&mut self, local: bool, hit: bool, host_hit: bool) {
+    /// A later turn of `session` was first admitted: `reused_tokens` of its prompt found in HBM, on its previous
+    /// turn's worker (`local`), finding its history there (`hit`), brought by a restore (`host_hit`).
+    pub fn on_turn_admitted(&mut self, session: u32, reused_tokens: u32, local: bool, hit: bool, host_hit: bool) {
+        self.session_reused_tokens += reused_tokens as u64;
         let s = &mut self.sess;
+        s.reused_tokens[session as usize] += reused_tokens as u64;
         s.later_turns += 1;
         s.local_turns += local as u64;
         s.hits += hit as u64;

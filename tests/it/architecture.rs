@@ -357,7 +357,9 @@ fn the_folder_scan_sees_a_cycle() {
 }
 
 /// The engine feeds the recorder only through its hooks (`on_*`, `advance`, `itl_sink`, `finish`) and reads
-/// only its counts for progress: no field of it is written or read from the engine.
+/// only its counts for progress: no field of it is written or read from the engine. The recorder is
+/// `Simulation`'s alone (its type is named only in engine/mod.rs), so no function elsewhere is handed it to
+/// write a field where this scan of `self.rec.` would not look (engine/sessions.rs once was).
 #[test]
 fn the_engine_feeds_the_recorder_only_through_its_hooks() {
     let mut files = Vec::new();
@@ -368,11 +370,15 @@ fn the_engine_feeds_the_recorder_only_through_its_hooks() {
         let text = std::fs::read_to_string(f).unwrap();
         for (i, line) in text.lines().enumerate() {
             let code = code_of(line);
-            for part in code.split("self.rec.").skip(1) {
+            if code.contains("Recorder") && !f.ends_with("engine/mod.rs") {
+                bad.push(format!("{}:{} names the Recorder", f.strip_prefix(root()).unwrap().display(), i + 1));
+            }
+            // `self.rec.` in the simulation, `cx.rec.` where it lends the recorder to a formation (`Around`).
+            for part in code.split(".rec.").skip(1) {
                 let name: String = part.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                 let call = part[name.len()..].starts_with('(');
                 if !call || !(name.starts_with("on_") || allowed.contains(&name.as_str())) {
-                    bad.push(format!("{}:{} self.rec.{name}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                    bad.push(format!("{}:{} .rec.{name}", f.strip_prefix(root()).unwrap().display(), i + 1));
                 }
             }
         }
