@@ -942,9 +942,9 @@ fn decisive_class(c: &study::Column) -> &'static str {
 fn extra_table(k: usize, t: &study::Table) -> String {
     let shown = shown_order(&t.columns);
     let head: String = (shown.iter().map(|&i| &t.columns[i]))
-        .map(|c| match decisive_class(c) {
-            "" => format!("<th>{}</th>", header_html(c)),
-            class => format!("<th class=\"{class}\">{}</th>", header_html(c)),
+        .map(|c| match c.decisive {
+            true => format!("<th class=\"decisive\">{}</th>", header_html(c)),
+            false => format!("<th>{}</th>", header_html(c)),
         })
         .collect();
     let body: String = (t.rows.iter())

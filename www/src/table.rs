@@ -1,6 +1,8 @@
 //! The per-request table: CSV parsing, sorting, paging; and the order a study table's columns are shown in.
 //! Pure, so it is tested natively.
 
+use inferscale::study::{Column, Format};
+
 /// Split one CSV line, honouring double quotes.
 pub fn split(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -107,10 +109,8 @@ pub fn esc(s: &str) -> String {
 /// the first text column: "Rank", "Scheduler"), then the columns its answer is read from (`decisive`), then
 /// the rest, each group in the report's order — so a table wider than the page shows P(met), the status or
 /// the comparison with the best without scrolling. The exports keep the report's order.
-pub fn shown_order(columns: &[inferscale::study::Column]) -> Vec<usize> {
-    let named_by_second = columns.len() > 1
-        && columns[0].format != inferscale::study::Format::Text
-        && columns[1].format == inferscale::study::Format::Text;
+pub fn shown_order(columns: &[Column]) -> Vec<usize> {
+    let named_by_second = columns.len() > 1 && columns[0].format != Format::Text && columns[1].format == Format::Text;
     let lead = if columns.is_empty() { 0 } else { 1 + usize::from(named_by_second) };
     let rest = |decisive: bool| (lead..columns.len()).filter(move |&i| columns[i].decisive == decisive);
     (0..lead).chain(rest(true)).chain(rest(false)).collect()
@@ -152,38 +152,34 @@ mod tests {
         assert_eq!(display_cell("class", "chat"), "chat");
     }
 
-    fn col(label: &str, format: inferscale::study::Format, decisive: bool) -> inferscale::study::Column {
-        inferscale::study::Column { label: label.into(), unit: String::new(), format, decisive }
+    fn col(label: &str, format: Format, decisive: bool) -> Column {
+        Column { label: label.into(), unit: String::new(), format, decisive }
     }
 
     #[test]
     fn decisive_columns_are_shown_after_the_rows_name() {
-        let names = |cols: &[inferscale::study::Column]| -> Vec<String> {
-            shown_order(cols).into_iter().map(|i| cols[i].label.clone()).collect()
-        };
+        let names =
+            |cols: &[Column]| -> Vec<String> { shown_order(cols).into_iter().map(|i| cols[i].label.clone()).collect() };
         // A fleet-like table: the name, then the decisive columns in their order, then the rest.
         let fleet = [
-            col("Candidate", inferscale::study::Format::Text, false),
-            col("TP", inferscale::study::Format::Int, false),
-            col("$/h", inferscale::study::Format::Num, true),
-            col("p95 TTFT", inferscale::study::Format::Seconds, false),
-            col("Status", inferscale::study::Format::Text, true),
+            col("Candidate", Format::Text, false),
+            col("TP", Format::Int, false),
+            col("$/h", Format::Num, true),
+            col("p95 TTFT", Format::Seconds, false),
+            col("Status", Format::Text, true),
         ];
         assert_eq!(names(&fleet), ["Candidate", "$/h", "Status", "TP", "p95 TTFT"]);
         // A ranking: a rank names the row with the scheduler beside it.
         let ranking = [
-            col("Rank", inferscale::study::Format::Int, false),
-            col("Scheduler", inferscale::study::Format::Text, false),
-            col("Goodput", inferscale::study::Format::Num, false),
-            col("Versus the best", inferscale::study::Format::Text, true),
+            col("Rank", Format::Int, false),
+            col("Scheduler", Format::Text, false),
+            col("Goodput", Format::Num, false),
+            col("Versus the best", Format::Text, true),
         ];
         assert_eq!(names(&ranking), ["Rank", "Scheduler", "Versus the best", "Goodput"]);
         // Nothing decisive: the report's order; no columns: nothing.
-        let plain = [
-            col("Rate", inferscale::study::Format::Num, false),
-            col("Pass", inferscale::study::Format::Bool, false),
-            col("Note", inferscale::study::Format::Text, false),
-        ];
+        let plain =
+            [col("Rate", Format::Num, false), col("Pass", Format::Bool, false), col("Note", Format::Text, false)];
         assert_eq!(names(&plain), ["Rate", "Pass", "Note"]);
         assert!(shown_order(&[]).is_empty());
     }
