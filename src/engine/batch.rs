@@ -128,20 +128,14 @@ impl Replica {
 
     /// SGLang's decode step: retract until every decoder's next token fits, then plan them. True if anything
     /// was retracted or preempted.
-    pub(super) fn plan_decodes(&mut self, work: &mut StepWork, cx: &mut Around) -> bool {
+    fn plan_decodes(&mut self, work: &mut StepWork, cx: &mut Around) -> bool {
         let retracted = self.retract_for_decode(cx);
         self.plan_running(work, u32::MAX, true, cx) | retracted
     }
 
     /// Plan the running requests not yet in the step (only the decoders, with `only_decodes`) in batch order
     /// under `budget`, preempting victims when blocks run out. True if it preempted.
-    pub(super) fn plan_running(
-        &mut self,
-        work: &mut StepWork,
-        mut budget: u32,
-        only_decodes: bool,
-        cx: &mut Around,
-    ) -> bool {
+    fn plan_running(&mut self, work: &mut StepWork, mut budget: u32, only_decodes: bool, cx: &mut Around) -> bool {
         let sc = cx.sc;
         let en = &sc.pools[self.pool].engine;
         let mut preempted = false;

@@ -457,7 +457,7 @@ pub const fn decisive<R>(
     format: Format,
     cell: fn(&R) -> Cell,
 ) -> ColumnDef<R> {
-    ColumnDef { label, unit, format, cell, decisive: true }
+    ColumnDef { decisive: true, ..column(label, unit, format, cell) }
 }
 
 /// A report's header row and cells from declared columns.
