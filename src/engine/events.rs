@@ -12,7 +12,31 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::Event;
+/// Everything that can happen. One `match` in the simulation's run (engine/mod.rs) dispatches them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Event {
+    /// The pending request arrives.
+    Arrival,
+    /// A replica's current step finishes.
+    StepEnd { replica: u32 },
+    /// A preempted request's backoff ends; it may queue again.
+    Retry { request: u32 },
+    /// An arrival's serving overhead (HTTP, tokenising) is over: it reaches the scheduler's queue.
+    Ready { request: u32 },
+    /// Disaggregated: a prompt's KV reached its decode worker.
+    TransferDone { request: u32 },
+    /// The earliest follow-up request (one the workload created in answer to a completion) arrives.
+    FollowUp,
+    /// A session's history came back from host memory: the turn waiting for it queues.
+    Restored { request: u32 },
+    /// A session's TTL ran out (stale, and skipped without advancing the clock, if a turn came since: the
+    /// session's pending expiry is no longer this instant). One u32, so an event stays 8 bytes.
+    Expire { session: u32 },
+    /// A workflow's role prefix, prefetched from host memory, reached HBM.
+    Prefetched { transfer: u32 },
+    /// The run's horizon: stop, report what is still in the system as unfinished.
+    Horizon,
+}
 
 /// (time ns, sequence, event): ordered by time, then sequence, which is unique (`Event`'s order never
 /// decides).

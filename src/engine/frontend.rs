@@ -13,8 +13,8 @@ use crate::workload::Request;
 pub(super) struct Door {
     /// The engine's `max_model_len` (u64::MAX: none), read at every arrival.
     max_model_len: u64,
-    pub(super) admission: Admission,
-    pub(super) frontend: FrontEnd,
+    admission: Admission,
+    frontend: FrontEnd,
 }
 
 impl Door {
@@ -34,9 +34,36 @@ impl Door {
         }
         self.admission.admit(req, cx)
     }
+
+    /// The admission policy reads a latency estimate.
+    pub(super) fn needs_estimate(&self) -> bool {
+        self.admission.needs_estimate()
+    }
+
+    /// The admission policy reads the replicas' drain rates (kept only then).
+    #[inline(always)]
+    pub(super) fn reads_drain_rate(&self) -> bool {
+        self.admission.reads_drain_rate()
+    }
+
+    /// When `req`, arriving at `now_ns` for worker `target`'s queue, reaches it (see [`FrontEnd::ready_ns`]).
+    pub(super) fn ready_ns(&mut self, req: &Request, target: Option<usize>, now_ns: u64) -> (u64, bool) {
+        self.frontend.ready_ns(req, target, now_ns)
+    }
+
+    /// See [`FrontEnd::through_by`].
+    #[inline(always)]
+    pub(super) fn through_by(&mut self, now_ns: u64) -> Option<u64> {
+        self.frontend.through_by(now_ns)
+    }
+
+    /// See [`FrontEnd::busiest_fraction`].
+    pub(super) fn busiest_fraction(&self, end_ns: u64) -> Option<f64> {
+        self.frontend.busiest_fraction(end_ns)
+    }
 }
 
-pub(super) struct FrontEnd {
+struct FrontEnd {
     /// Its service (ns per request, ns per prompt token); None: it takes no time.
     service: Option<(f64, f64)>,
     /// When each worker's front end (the last slot: the central queue's) is next free.

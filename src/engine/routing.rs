@@ -12,9 +12,9 @@ use crate::workload::Request;
 /// Where an admitted request goes: each pool's routing, or — `router: central_queue` — the front pool's one
 /// central queue and its workers idle for the queue's head (kept only with that queue).
 pub(super) struct Dispatch {
-    pub routing: Vec<Routing>,
-    pub central: Option<Box<dyn WaitingQueue>>,
-    pub idle: BTreeSet<u32>,
+    routing: Vec<Routing>,
+    central: Option<Box<dyn WaitingQueue>>,
+    idle: BTreeSet<u32>,
 }
 
 impl Dispatch {
@@ -27,9 +27,70 @@ impl Dispatch {
             idle: (0..sc.front_pool().replicas).collect(),
         }
     }
+
+    /// The worker of pool `pool` (by its place in the pool) that `req` goes to, given its affinity; None: the
+    /// central queue.
+    pub fn route(&mut self, pool: usize, req: &Request, affinity: Option<usize>) -> Option<usize> {
+        self.routing[pool].route(req, affinity)
+    }
+
+    /// Worker `local` of pool `pool` now has `n` requests waiting or running.
+    pub fn outstanding(&mut self, pool: usize, local: usize, n: u64) {
+        self.routing[pool].outstanding(local, n);
+    }
+
+    /// Worker `local` of pool `pool` now holds `used` of its `total` KV blocks.
+    #[inline(always)]
+    pub fn kv_used(&mut self, pool: usize, local: usize, used: u64, total: u64) {
+        self.routing[pool].kv_used(local, used, total);
+    }
+
+    /// Whether admitted requests wait in the one central queue.
+    #[inline(always)]
+    pub fn is_central(&self) -> bool {
+        self.central.is_some()
+    }
+
+    /// The central queue, if there is one.
+    #[inline(always)]
+    pub fn central(&self) -> Option<&(dyn WaitingQueue + 'static)> {
+        self.central.as_deref()
+    }
+
+    #[inline(always)]
+    pub fn central_mut(&mut self) -> Option<&mut (dyn WaitingQueue + 'static)> {
+        self.central.as_deref_mut()
+    }
+
+    /// The first idle worker (the central queue's workers only), by index.
+    pub fn first_idle(&self) -> Option<usize> {
+        self.idle.first().map(|&r| r as usize)
+    }
+
+    pub fn is_idle(&self, r: usize) -> bool {
+        self.idle.contains(&(r as u32))
+    }
+
+    /// Worker `r` (of the central queue's pool) is idle, or busy, from now on. (Called at every step's start:
+    /// without the central queue only the check runs, inline.)
+    #[inline(always)]
+    pub fn set_idle(&mut self, r: usize, idle: bool) {
+        if self.is_central() {
+            self.mark_idle(r, idle);
+        }
+    }
+
+    #[inline(never)]
+    fn mark_idle(&mut self, r: usize, idle: bool) {
+        if idle {
+            self.idle.insert(r as u32);
+        } else {
+            self.idle.remove(&(r as u32));
+        }
+    }
 }
 
-pub(super) struct Routing {
+struct Routing {
     router: Option<Box<dyn Router>>,
     rng: Rng64,
     loads: Loads,

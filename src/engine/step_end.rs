@@ -30,11 +30,11 @@ use crate::workload::{Chains, NO_PREFIX};
 
 /// The lazy requests of a batch, summed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Lazy {
-    pub n: u64,
+struct Lazy {
+    n: u64,
     /// Σ `kv_tokens` and Σ `blocks` of the lazy requests, up to date.
-    pub kv_tokens: u64,
-    pub blocks: u64,
+    kv_tokens: u64,
+    blocks: u64,
 }
 
 impl Lazy {
@@ -403,33 +403,98 @@ pub(crate) struct Tally {
     pub allocated: u64,
 }
 
+/// A prompt a prefill worker handed to the link: (request, its blocks here, the shared prefix it holds here).
+pub(crate) type Handoff = (u32, u64, Option<u16>);
+
+/// What the simulation lends a step end's pass (the replica adds its own KV and step time): the clock, the
+/// request table, the recorder's inter-token gaps, the pool's role and block size, the shared prefix's tokens
+/// when this worker caches prefixes (0: it does not), a replayed trace's block hashes, the sessions' KV and
+/// how a turn's end chooses its history's tier, and where completed requests' ids go.
+pub(crate) struct Lent<'a> {
+    pub now: u64,
+    pub requests: &'a mut Vec<RequestRecord>,
+    pub itl: &'a mut Vec<u64>,
+    pub prefill_role: bool,
+    pub block: u32,
+    pub prefix: u32,
+    pub chains: Option<&'a Chains>,
+    pub retain_sessions: bool,
+    pub sessions: &'a mut [super::sessions::SessionKv],
+    pub turn_end: Option<super::sessions::TurnEnd<'a>>,
+    pub completed: Option<&'a mut Vec<u32>>,
+}
+
 /// The rare cases of the step-end pass, kept out of the hot loop: first tokens, irregular inter-token gaps,
 /// completions, prefill chunks, new blocks, and stopping the plan at the first allocation that fails.
 pub(crate) struct RarePass<'a> {
-    pub now: u64,
-    pub step_ns: u64,
-    pub requests: &'a mut Vec<RequestRecord>,
-    pub itl: &'a mut Vec<u64>,
-    pub kv: &'a mut BlockPool,
+    now: u64,
+    step_ns: u64,
+    requests: &'a mut Vec<RequestRecord>,
+    itl: &'a mut Vec<u64>,
+    kv: &'a mut BlockPool,
     /// A prefill worker: a request whose prompt is done leaves (to the link) instead of decoding here.
-    pub prefill_role: bool,
+    prefill_role: bool,
     /// (request, blocks, shared prefix) of those that left.
-    pub handoff: Vec<(u32, u64, Option<u16>)>,
+    handoff: Vec<Handoff>,
     /// Tokens of a shared prefix when this worker caches prefixes (0: it does not).
-    pub prefix: u32,
+    prefix: u32,
     /// A replayed trace's block hashes, when they go into this worker's cache (instead of prefix groups).
-    pub chains: Option<&'a Chains>,
+    chains: Option<&'a Chains>,
     /// Sessions' KV may outlive a turn; what each session's running turn's end does with it.
-    pub retain_sessions: bool,
-    pub sessions: &'a mut [super::SessionKv],
+    retain_sessions: bool,
+    sessions: &'a mut [super::sessions::SessionKv],
     /// How a session's turn end chooses its history's tier (None without sessions).
-    pub turn_end: Option<super::sessions::TurnEnd<'a>>,
-    pub block: u32,
-    pub tally: Tally,
+    turn_end: Option<super::sessions::TurnEnd<'a>>,
+    block: u32,
+    tally: Tally,
     /// The batch position at which an allocation failed: planning stops there.
-    pub stuck_at: Option<usize>,
+    stuck_at: Option<usize>,
     /// Where completed requests' ids go, when the workload answers completions.
-    pub completed: Option<&'a mut Vec<u32>>,
+    completed: Option<&'a mut Vec<u32>>,
+}
+
+impl<'a> RarePass<'a> {
+    /// A pass over a replica's step end (of `step_ns`), its KV `kv`, with what the simulation lends.
+    #[inline(always)]
+    pub fn new(lent: Lent<'a>, kv: &'a mut BlockPool, step_ns: u64) -> Self {
+        let Lent {
+            now,
+            requests,
+            itl,
+            prefill_role,
+            block,
+            prefix,
+            chains,
+            retain_sessions,
+            sessions,
+            turn_end,
+            completed,
+        } = lent;
+        RarePass {
+            now,
+            step_ns,
+            requests,
+            itl,
+            kv,
+            prefill_role,
+            handoff: Vec::new(),
+            prefix,
+            chains,
+            retain_sessions,
+            sessions,
+            turn_end,
+            block,
+            tally: Tally::default(),
+            stuck_at: None,
+            completed,
+        }
+    }
+
+    /// What the pass added up to, and the prompts that left for the link.
+    #[inline(always)]
+    pub fn into_books(self) -> (Tally, Vec<Handoff>) {
+        (self.tally, self.handoff)
+    }
 }
 
 impl RarePass<'_> {
@@ -545,10 +610,7 @@ impl RarePass<'_> {
         };
         let own = ((s.kv_tokens / self.block) as u64).saturating_sub(have + prefix).min(s.blocks as u64);
         let st = &mut self.sessions[session as usize];
-        let tier = match &self.turn_end {
-            Some(te) => st.end_turn(self.now, te),
-            None => st.keep,
-        };
+        let tier = st.end_turn(self.now, self.turn_end.as_ref());
         match tier {
             Tier::Hbm if own > 0 || have > 0 => self.kv.retain(id, own),
             Tier::Host => {

@@ -7,12 +7,12 @@
 //!  next step arrives ─▶ role seen: forecast scored, model learns (from, role)  ─▶ routed, queued as any step
 //! ```
 
-use super::Simulation;
-use crate::kv::EntryId;
-use crate::metrics::{Decision, RoleSeen};
+use crate::kv::{BlockPool, EntryId};
+use crate::metrics::RoleSeen;
+use crate::scenario::Scenario;
 use crate::spec::RolePredictorSpec;
-use crate::workflow::{Forecast, Holding, RoleModel, Workflow, plan};
-use crate::workload::Request;
+use crate::workflow::{Forecast, Holding, Plan, RoleModel, Workflow, plan};
+use crate::workload::Program;
 
 /// The engine's workflow state.
 pub(crate) struct Workflows {
@@ -29,7 +29,7 @@ pub(crate) struct Workflows {
     transfer_ns: f64,
 }
 
-struct Pending {
+pub(crate) struct Pending {
     forecast: Option<Forecast>,
     wanted: u64,
     fetched: u64,
@@ -39,9 +39,24 @@ struct Pending {
     demand: Vec<u64>,
 }
 
+impl Pending {
+    /// A step end on worker `r` forecast `forecast` (`demand`: the demand it added to the worker's prefixes,
+    /// millionths), whose plan wanted the roles `wanted` and fetched `fetched`; `future_k`: the roles to come.
+    pub fn new(
+        forecast: Option<Forecast>,
+        wanted: u64,
+        fetched: u64,
+        future_k: u64,
+        r: usize,
+        demand: Vec<u64>,
+    ) -> Self {
+        Pending { forecast, wanted, fetched, future_k, worker: r as u32, demand }
+    }
+}
+
 impl Workflows {
     /// The state for `sc`'s workflow (None without one, or when nothing is predicted).
-    pub fn new(sc: &crate::Scenario) -> Option<Workflows> {
+    pub fn new(sc: &Scenario) -> Option<Workflows> {
         let wf = sc.workload.sessions.as_ref()?.workflow.as_ref()?;
         let decay = match wf.predictor {
             RolePredictorSpec::None => return None,
@@ -72,148 +87,115 @@ impl Workflows {
     pub fn learned(&self) -> Vec<Vec<f64>> {
         self.model.rows()
     }
-}
 
-/// The prefix budget of each worker of `sc` in blocks: the workflow's share of all its roles' prefixes (None:
-/// no workflow, no budget).
-pub(crate) fn prefix_budget_blocks(sc: &crate::Scenario) -> Option<u64> {
-    let wf = sc.workload.sessions.as_ref()?.workflow.as_ref()?;
-    let block = sc.front_pool().engine.block_size_tokens;
-    let all = (wf.prefix_tokens / block) as f64 * wf.roles.len() as f64;
-    Some((wf.prefix_budget * all).floor().min(u64::MAX as f64 / 2.0) as u64)
-}
-
-impl Simulation<'_> {
-    fn workflow(&self) -> &Workflow {
-        self.sc.workload.sessions.as_ref().and_then(|s| s.workflow.as_ref()).expect("a workflow")
+    /// A role prefix's blocks.
+    pub fn prefix_blocks(&self) -> u64 {
+        self.prefix_blocks
     }
 
-    /// Step `turn` (1-based, ≥ 2) of `req`'s workflow arrived: its role is seen now — the forecast its
-    /// predecessor's end made is scored, then the model learns the transition.
-    pub(super) fn workflow_step_arrives(&mut self, req: &Request, turn: u32) {
-        let Some(w) = self.sessions.workflows.as_mut() else { return };
-        let program = self.arrivals.program(req.session);
+    /// Step `turn` (1-based, ≥ 2) of session `session`'s workflow (`program`) arrived: its role is seen now,
+    /// answering the forecast its predecessor's end made; the model learns the transition.
+    pub fn step_arrives(&mut self, program: &Program, session: u32, turn: u32) -> Seen {
         let (from, to) = (program.roles[turn as usize - 2], program.roles[turn as usize - 1]);
-        let p = w.pending.get_mut(req.session as usize).and_then(Option::take);
-        if let Some(p) = &p {
-            // The forecast is answered: its demand leaves the worker's.
-            let d = &mut self.replicas[p.worker as usize].kv.shared_demand;
-            d.iter_mut().zip(&p.demand).for_each(|(x, y)| *x -= y);
-        }
-        let seen = RoleSeen {
-            to,
-            shifted: program.shifted,
-            forecast: p.as_ref().and_then(|p| p.forecast.as_ref()),
-            wanted: p.as_ref().map_or(0, |p| p.wanted),
-            fetched: p.as_ref().map_or(0, |p| p.fetched),
-            future_k: p.as_ref().map_or(0, |p| p.future_k),
-        };
-        self.rec.on_role_seen(&seen);
-        w.model.observe(from, to);
+        let pending = self.pending.get_mut(session as usize).and_then(Option::take);
+        self.model.observe(from, to);
+        Seen { pending, to, shifted: program.shifted }
     }
 
-    /// Step `id` of a workflow ended with another to come: forecast the coming roles, plan, and fetch what
-    /// the plan wants and its worker lacks.
-    pub(super) fn workflow_step_ends(&mut self, id: u32) {
-        if self.sessions.workflows.is_none() {
-            return;
-        }
-        let rec = &self.requests[id as usize];
-        let (s, r, k) = (rec.session, rec.replica as usize, rec.turn as usize);
-        let wf = self.workflow();
-        let (horizon, spec, recall_k) = (wf.horizon() as usize, wf.prefetch, wf.recall_k as usize);
-        let roles = &self.arrivals.program(s).roles;
-        let from = roles[k - 1];
-        let future = &roles[k..];
+    /// At the end of step `k` (1-based) of a workflow (`program`) with another to come: the forecast of its
+    /// coming roles (None: the model knows nothing yet), and the roles among the next `recall_k` as a mask.
+    pub fn forecast(&self, sc: &Scenario, program: &Program, k: usize) -> (Option<Forecast>, u64) {
+        let wf = workflow(sc);
+        let (horizon, recall_k) = (wf.horizon() as usize, wf.recall_k as usize);
+        let from = program.roles[k - 1];
+        let future = &program.roles[k..];
         let future_k = future.iter().take(recall_k).fold(0u64, |m, &r| m | 1 << r);
-        let w = self.sessions.workflows.as_ref().expect("checked");
         let forecast = match wf.predictor {
             RolePredictorSpec::Clairvoyant => {
                 Some(Forecast::known(wf.roles.len(), &future[..horizon.min(future.len())]))
             }
-            _ => Forecast::learned(&w.model, from, horizon as u32),
+            _ => Forecast::learned(&self.model, from, horizon as u32),
         };
-        let p = match &forecast {
-            Some(f) => plan(spec, f, &self.holding(r), w.prefill_ns, w.transfer_ns),
-            None => Default::default(),
-        };
-        // The forecast's demand steers which idle prefixes the budget keeps while the step is awaited.
-        let demand: Vec<u64> =
-            forecast.as_ref().map_or_else(Vec::new, |f| f.within.iter().map(|p| (p * 1e6).round() as u64).collect());
-        let d = &mut self.replicas[r].kv.shared_demand;
-        d.iter_mut().zip(&demand).for_each(|(x, y)| *x += y);
-        let mut fetched = 0u64;
-        for &role in &p.fetch {
-            if self.start_prefetch(r, role) {
-                fetched |= 1 << role;
-            }
-        }
-        self.rec.on_prefetch_decision(Decision { at_ns: self.now, session: s, wanted: p.wanted, fetched });
-        let w = self.sessions.workflows.as_mut().expect("checked");
-        if w.pending.len() <= s as usize {
-            w.pending.resize_with(s as usize + 1, || None);
-        }
-        let pending = Pending { forecast, wanted: p.wanted, fetched, future_k, worker: r as u32, demand };
-        w.pending[s as usize] = Some(Box::new(pending));
+        (forecast, future_k)
     }
 
-    /// What worker `r` holds of the role prefixes, for a plan.
-    fn holding(&self, r: usize) -> Holding {
-        let w = self.sessions.workflows.as_ref().expect("a workflow");
-        let cache = &self.replicas[r].kv.cache;
-        let n = self.workflow().roles.len() as u16;
-        let cached = (0..n).filter(|&g| cache.is_cached(EntryId::prefix(g))).fold(0u64, |m, g| m | 1 << g);
-        let budget = self.replicas[r].kv.prefix_budget();
-        let held = cache.shared_held() + w.inflight[r].count_ones() as u64 * w.prefix_blocks;
+    /// The prefetch plan for `forecast` on worker `r`, whose KV is `kv`.
+    pub fn plan(&self, sc: &Scenario, forecast: &Forecast, r: usize, kv: &BlockPool) -> Plan {
+        plan(workflow(sc).prefetch, forecast, &self.holding(sc, r, kv), self.prefill_ns, self.transfer_ns)
+    }
+
+    /// What worker `r` (whose KV is `kv`) holds of the role prefixes, for a plan.
+    fn holding(&self, sc: &Scenario, r: usize, kv: &BlockPool) -> Holding {
+        let n = workflow(sc).roles.len() as u16;
+        let cached = (0..n).filter(|&g| kv.cache.is_cached(EntryId::prefix(g))).fold(0u64, |m, g| m | 1 << g);
+        let held = kv.cache.shared_held() + self.inflight[r].count_ones() as u64 * self.prefix_blocks;
         Holding {
-            present: cached | w.inflight[r],
-            idle_lru: self.replicas[r].kv.budget_order().into_iter().map(|id| id.0 as u16).collect(),
-            room: budget.saturating_sub(held) / w.prefix_blocks.max(1),
+            present: cached | self.inflight[r],
+            idle_lru: kv.budget_order().into_iter().map(|id| id.0 as u16).collect(),
+            room: kv.prefix_budget().saturating_sub(held) / self.prefix_blocks.max(1),
         }
     }
 
-    /// Fetch `role`'s prefix to worker `r`: HBM blocks now (none to be had: no prefetch), then the host link —
-    /// a FIFO server shared with restores — and its latency. Whether it started.
-    fn start_prefetch(&mut self, r: usize, role: u16) -> bool {
-        let w = self.sessions.workflows.as_mut().expect("a workflow");
-        let blocks = w.prefix_blocks;
-        let rep = &mut self.replicas[r];
-        if !rep.kv.try_alloc(blocks) {
-            return false;
-        }
-        rep.transfer_blocks += blocks;
-        w.inflight[r] |= 1 << role;
-        let transfer = w.transfers.len() as u32;
-        w.transfers.push((r as u32, role, blocks));
-        let host = self.sc.front_pool().engine.host.expect("validation: prefetching needs a host tier");
-        let done = self.sessions.book_host_link(&host, r, blocks, self.now);
-        self.rec.on_prefetch((blocks as f64 * host.block_bytes).round() as u64);
-        self.note_prefix_held(r);
-        self.schedule(done, super::Event::Prefetched { transfer });
-        true
+    /// `role`'s prefix (`blocks`) is on its way to worker `r`: the transfer's index.
+    pub fn prefetching(&mut self, r: usize, role: u16, blocks: u64) -> u32 {
+        self.inflight[r] |= 1 << role;
+        self.transfers.push((r as u32, role, blocks));
+        self.transfers.len() as u32 - 1
     }
 
-    /// A prefetch landed: the prefix joins worker `r`'s cache idle, within its budget (or, cached meanwhile,
-    /// the copy is freed).
-    pub(super) fn on_prefetched(&mut self, transfer: u32) {
-        let w = self.sessions.workflows.as_mut().expect("a prefetch means a workflow");
-        let (r, role, blocks) = w.transfers[transfer as usize];
-        let r = r as usize;
-        w.inflight[r] &= !(1 << role);
-        let rep = &mut self.replicas[r];
-        rep.transfer_blocks -= blocks;
-        let joined = rep.kv.land_prefetch(EntryId::prefix(role), blocks);
-        self.rec.on_prefetch_landed(joined);
-        self.note_prefix_held(r);
-        self.kv_changed(r);
+    /// Prefetch `transfer` landed: its worker, role and blocks.
+    pub fn landed(&mut self, transfer: u32) -> (usize, u16, u64) {
+        let (r, role, blocks) = self.transfers[transfer as usize];
+        self.inflight[r as usize] &= !(1 << role);
+        (r as usize, role, blocks)
     }
 
-    /// Keep the recorder's prefix-cache gauge current for worker `r` (called at every step's start and end).
-    #[inline]
-    pub(super) fn note_prefix_held(&mut self, r: usize) {
-        if !self.rules.shares_prefixes {
-            return;
+    /// What step end of session `s` forecast and planned, to be scored when its next step arrives.
+    pub fn pend(&mut self, s: u32, pending: Pending) {
+        if self.pending.len() <= s as usize {
+            self.pending.resize_with(s as usize + 1, || None);
         }
-        self.rec.on_prefix_held(self.now, r, self.replicas[r].kv.cache.shared_held());
+        self.pending[s as usize] = Some(Box::new(pending));
     }
+}
+
+/// A step's role, seen when it arrives, with what its predecessor's end forecast.
+pub(crate) struct Seen {
+    pending: Option<Box<Pending>>,
+    to: u16,
+    shifted: bool,
+}
+
+impl Seen {
+    /// The worker whose prefixes the answered forecast's demand leaves, and that demand.
+    pub fn demand(&self) -> Option<(usize, &[u64])> {
+        self.pending.as_ref().map(|p| (p.worker as usize, &p.demand[..]))
+    }
+
+    /// The role seen, scored against the forecast, as the report counts it.
+    pub fn role_seen(&self) -> RoleSeen<'_> {
+        let p = self.pending.as_deref();
+        RoleSeen {
+            to: self.to,
+            shifted: self.shifted,
+            forecast: p.and_then(|p| p.forecast.as_ref()),
+            wanted: p.map_or(0, |p| p.wanted),
+            fetched: p.map_or(0, |p| p.fetched),
+            future_k: p.map_or(0, |p| p.future_k),
+        }
+    }
+}
+
+/// `sc`'s workflow.
+fn workflow(sc: &Scenario) -> &Workflow {
+    sc.workload.sessions.as_ref().and_then(|s| s.workflow.as_ref()).expect("a workflow")
+}
+
+/// The prefix budget of each worker of `sc` in blocks: the workflow's share of all its roles' prefixes (None:
+/// no workflow, no budget).
+pub(crate) fn prefix_budget_blocks(sc: &Scenario) -> Option<u64> {
+    let wf = sc.workload.sessions.as_ref()?.workflow.as_ref()?;
+    let block = sc.front_pool().engine.block_size_tokens;
+    let all = (wf.prefix_tokens / block) as f64 * wf.roles.len() as f64;
+    Some((wf.prefix_budget * all).floor().min(u64::MAX as f64 / 2.0) as u64)
 }

@@ -358,8 +358,9 @@ fn the_folder_scan_sees_a_cycle() {
 
 /// The engine feeds the recorder only through its hooks (`on_*`, `advance`, `itl_sink`, `finish`) and reads
 /// only its counts for progress: no field of it is written or read from the engine. The recorder is
-/// `Simulation`'s alone (its type is named only in engine/mod.rs), so no function elsewhere is handed it to
-/// write a field where this scan of `self.rec.` would not look (engine/sessions.rs once was).
+/// `Simulation`'s (its type is named only in engine/mod.rs, and in engine/replica/mod.rs where `Around` lends
+/// its hooks to a formation, scanned as `cx.rec.`), so no function elsewhere is handed it to write a field
+/// where this scan would not look (engine/sessions.rs once was).
 #[test]
 fn the_engine_feeds_the_recorder_only_through_its_hooks() {
     let mut files = Vec::new();
@@ -370,7 +371,7 @@ fn the_engine_feeds_the_recorder_only_through_its_hooks() {
         let text = std::fs::read_to_string(f).unwrap();
         for (i, line) in text.lines().enumerate() {
             let code = code_of(line);
-            if code.contains("Recorder") && !f.ends_with("engine/mod.rs") {
+            if code.contains("Recorder") && !f.ends_with("engine/mod.rs") && !f.ends_with("engine/replica/mod.rs") {
                 bad.push(format!("{}:{} names the Recorder", f.strip_prefix(root()).unwrap().display(), i + 1));
             }
             // `self.rec.` in the simulation, `cx.rec.` where it lends the recorder to a formation (`Around`).
@@ -390,7 +391,7 @@ fn the_engine_feeds_the_recorder_only_through_its_hooks() {
 /// end"): a new event cannot go unmentioned, nor a removed one stay.
 #[test]
 fn the_architecture_lists_every_event() {
-    let src = std::fs::read_to_string(root().join("src/engine/mod.rs")).unwrap();
+    let src = std::fs::read_to_string(root().join("src/engine/events.rs")).unwrap();
     let body = src.split("pub enum Event {").nth(1).unwrap().split("\n}").next().unwrap();
     let words = |name: &str| {
         let mut w = String::new();
@@ -409,7 +410,7 @@ fn the_architecture_lists_every_event() {
         .collect();
     assert!(variants.len() >= 10 && variants[1] == "step end", "the scan is broken: {variants:?}");
     let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
-    let row = doc.lines().find(|l| l.starts_with("| `src/engine/mod.rs` |")).unwrap();
+    let row = doc.lines().find(|l| l.starts_with("| `src/engine/events.rs` |")).unwrap();
     let listed = row.split("`enum Event` (").nth(1).unwrap().split(')').next().unwrap();
     assert_eq!(listed.split(", ").collect::<Vec<_>>(), variants, "docs/ARCHITECTURE.md's events");
 }
@@ -541,4 +542,105 @@ fn the_simulation_holds_parts_not_their_fields() {
     let fields = struct_fields(&code, "Simulation<'a>");
     assert!(fields.len() <= 12, "{} fields: {fields:?}", fields.len());
     assert!(fields.contains(&"sessions".to_string()) && fields.contains(&"now".to_string()), "{fields:?}");
+}
+
+/// The engine's hub: `Simulation` (engine/mod.rs) and its handlers (engine/handle.rs).
+const HUB: [&str; 2] = ["src/engine/mod.rs", "src/engine/handle.rs"];
+
+/// The code of every engine file (tests left out), by its path from the root.
+fn engine_code() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/engine"), &mut files);
+    files.sort();
+    let code = |p: &PathBuf| {
+        let text = std::fs::read_to_string(p).unwrap();
+        text.split("#[cfg(test)]").next().unwrap().lines().map(code_of).collect::<Vec<_>>().join("\n")
+    };
+    files.iter().map(|p| (p.strip_prefix(root()).unwrap().display().to_string(), code(p))).collect()
+}
+
+/// The engine's parts — every struct the simulation holds, and what they hold in turn — keep their fields
+/// private, so no other file can read or write them: Rust's privacy enforces what this checks is asked of it. A
+/// struct whose fields are public is a record one part hands another (a step's books, what the simulation
+/// lends a formation), never a part; two records are held by parts: `Running`, a request's place in a batch
+/// (the batch's step end and the replica's formation both write it), and `Transfer`, what a link carries.
+#[test]
+fn the_engines_parts_keep_their_fields_private() {
+    let files = engine_code();
+    let structs: BTreeMap<String, (String, Vec<String>)> = files
+        .iter()
+        .flat_map(|(f, code)| {
+            let lines: Vec<&str> = code.lines().collect();
+            let mut out = Vec::new();
+            for (i, l) in lines.iter().enumerate() {
+                let t = ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|v| l.strip_prefix(v)).unwrap_or(l);
+                let Some(rest) = t.strip_prefix("struct ") else { continue };
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let body = lines[i + 1..].iter().take_while(|l| !l.starts_with('}')).map(|l| l.to_string());
+                if rest.trim_end().ends_with('{') {
+                    out.push((name, (f.clone(), body.collect())));
+                }
+            }
+            out
+        })
+        .collect();
+    let ident = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| !w.is_empty()).map(str::to_string).collect()
+    };
+    let (mut parts, mut todo) = (BTreeSet::new(), vec!["Simulation".to_string()]);
+    while let Some(name) = todo.pop() {
+        let Some((_, body)) = structs.get(&name) else { continue };
+        for field in body.iter().filter_map(|l| l.trim().split_once(':')) {
+            for ty in ident(field.1).into_iter().filter(|t| structs.contains_key(t)) {
+                if parts.insert(ty.clone()) {
+                    todo.push(ty);
+                }
+            }
+        }
+    }
+    let records = ["Running", "Transfer"];
+    let mut public = Vec::new();
+    for part in parts.iter().filter(|p| !records.contains(&p.as_str())) {
+        let (file, body) = &structs[part];
+        for l in body.iter().filter(|l| l.trim_start().starts_with("pub")) {
+            public.push(format!("{file}: {part}.{}", l.trim()));
+        }
+    }
+    for part in ["Replica", "SessionState", "Workflows", "Links", "Door", "Dispatch", "Arrivals", "EventQueue", "Batch"]
+    {
+        assert!(parts.contains(part), "the scan lost the part {part}: {parts:?}");
+    }
+    assert!(public.is_empty(), "a part's field is public: {public:?}");
+}
+
+/// `Simulation`'s methods live in the hub (engine/mod.rs: the run and the one `match`; engine/handle.rs: what
+/// each event does), and no other engine file names anything the hub defines: the parts are used by the hub
+/// and never reach back into it, so the hub is a face, not a knot.
+#[test]
+fn the_engines_parts_never_reach_back_into_the_hub() {
+    let files = engine_code();
+    let mut hub_items = BTreeSet::new();
+    for (_, code) in files.iter().filter(|(f, _)| HUB.contains(&f.as_str())) {
+        let modules: BTreeSet<String> = (code.lines())
+            .filter_map(|l| l.trim_start().strip_prefix("mod ").and_then(|m| m.strip_suffix(';')))
+            .map(str::to_string)
+            .collect();
+        let (items, _) = definitions(code);
+        hub_items.extend(items.into_iter().filter(|i| !modules.contains(i)));
+    }
+    assert!(hub_items.contains("Simulation") && hub_items.contains("CLOCK_END_NS"), "{hub_items:?}");
+    let mut bad = Vec::new();
+    for (f, code) in files.iter().filter(|(f, _)| !HUB.contains(&f.as_str())) {
+        if code.contains("impl Simulation") || code.contains("impl<'a> Simulation") {
+            bad.push(format!("{f} has methods of Simulation"));
+        }
+        // A file of engine/ names the hub as `super::`; a file of a folder inside it, as `super::super::`.
+        let depth = f.trim_start_matches("src/engine/").matches('/').count();
+        let up = if depth == 0 { "super::" } else { "super::super::" };
+        let named: BTreeSet<String> = [up, "crate::engine::"].iter().flat_map(|p| named_after(code, p)).collect();
+        for n in named.intersection(&hub_items) {
+            bad.push(format!("{f} names the hub's {n}"));
+        }
+    }
+    assert!(bad.is_empty(), "engine parts reaching into the hub: {bad:?}");
 }

@@ -15,10 +15,10 @@
 //! plans that one, lazily, as vLLM's (`Simulation::sglang_decodes_next`). Formation is the replica's
 //! own ([`Replica`]); what it reads and changes outside the replica is lent to it ([`Around`]).
 
-use super::running::{Plan, Running, take, want_need};
-use super::shared::{cached_prefix_tokens, cached_shared, pin_shared, session_prefix_tokens, unpin_shared};
 use super::{Around, Replica};
 use crate::cost::StepWork;
+use crate::engine::running::{Plan, Running, take, want_need};
+use crate::engine::shared::{cached_prefix_tokens, cached_shared, pin_shared, session_prefix_tokens, unpin_shared};
 use crate::kv::blocks_for;
 use crate::metrics::{Limiter, RequestRecord};
 use crate::scenario::{BatchFormationSpec, Engine, Role};
@@ -29,7 +29,7 @@ use crate::workload::{NO_PREFIX, NO_SESSION};
 impl Replica {
     /// Finish forming this replica's next step from `plan` (the requests before `plan.from` are planned);
     /// allocates KV. Returns the step's work and what stopped admission.
-    pub(super) fn form_batch(&mut self, plan: Plan, cx: &mut Around) -> (StepWork, Limiter) {
+    pub(in crate::engine) fn form_batch(&mut self, plan: Plan, cx: &mut Around) -> (StepWork, Limiter) {
         let sc = cx.sc;
         let en = &sc.pools[self.pool].engine;
         match en.formation {
@@ -167,7 +167,7 @@ impl Replica {
     /// one) before it looks at a request: a full batch, no budget, nothing waiting. None: the queue's head may
     /// be admitted. (The queue is asked last: a virtual call, on the coasting step end's path.)
     #[inline(always)]
-    pub(super) fn admission_closed(
+    pub(in crate::engine) fn admission_closed(
         &self,
         en: &Engine,
         central: Option<&dyn WaitingQueue>,
@@ -184,7 +184,7 @@ impl Replica {
 
     /// Requests waiting for this replica: its own queue's, or the central queue's when there is one.
     #[inline(always)]
-    pub(super) fn waiting(&self, central: Option<&dyn WaitingQueue>) -> usize {
+    pub(in crate::engine) fn waiting(&self, central: Option<&dyn WaitingQueue>) -> usize {
         central.map_or(self.queue.len(), |q| q.len())
     }
 
@@ -289,7 +289,7 @@ impl Replica {
         };
         if rec.session != NO_SESSION {
             let session = &mut cx.sessions[rec.session as usize];
-            if session.restored {
+            if session.pinned_by_restore() {
                 // The restore's pin passes to the turn (which shares the history, if it can use it).
                 self.kv.cache.unpin(crate::kv::EntryId::session(rec.session));
             }

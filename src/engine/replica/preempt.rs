@@ -2,9 +2,9 @@
 //! formations; the rules are [`crate::sched::sglang`]). vLLM's formation reserves prompt + predicted output
 //! and chooses victims by `preemption.victim` (batch.rs).
 
-use super::running::{Running, want_need};
-use super::shared::{cached_prefix_tokens, unpin_shared};
 use super::{Around, Replica};
+use crate::engine::running::{Running, want_need};
+use crate::engine::shared::{cached_prefix_tokens, unpin_shared};
 use crate::metrics::Outcome;
 use crate::scenario::Role;
 use crate::sched::sglang;
