@@ -10,7 +10,9 @@ mod strict;
 
 pub(crate) use error::{Errors, suggest};
 pub use error::{FieldError, ScenarioError};
-pub use field::{Block, Bound, Declared, Field, Variants, bound_at, field_bound, plain, snake, variant_bound};
+pub use field::{
+    AsNumber, Block, Bound, Declared, Field, Variants, bound_at, field_bound, plain, snake, variant_bound,
+};
 pub(crate) use field::{at, bounds, path_of, variant_bounds};
 pub use strict::{json_kind, names_in_refusal, strict_json};
 

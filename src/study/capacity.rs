@@ -22,6 +22,8 @@ use super::{
 use crate::capacity::search::Search;
 use crate::capacity::{self, Sustained, at_rate};
 use crate::scenario::{self, ArrivalSpec, Errors, ScenarioError, Spec};
+use crate::spec::Bound;
+use crate::study::option::{Bounded, Text, described};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -47,6 +49,57 @@ pub struct CapacityParams {
     /// Most replicas the replica search tries.
     pub max_replicas: u32,
 }
+
+described!(CapacityParams {
+    target: Text {
+        label: "SLO attainment target",
+        unit: "fraction (empty: the scenario's objectives)",
+        help: "Every repetition must reach this attainment (and every percentile objective of the scenario)",
+        bound: Some(Bound::OpenLo(0.0, 1.0)),
+    };
+    target_rps: Text {
+        label: "Or: fewest replicas for",
+        unit: "req/s; sessions/s with sessions (empty: find the highest rate)",
+        help: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router",
+        bound: Some(Bound::OpenLo(0.0, 1e6)),
+    };
+    max_replicas: Text {
+        label: "Most replicas",
+        unit: "",
+        help: "The replica search stops here",
+        bound: Some(Bound::Int(1, 4096)),
+    };
+    repetitions: Text {
+        label: "Repetitions",
+        unit: "seeds per rate",
+        help: "Repetitions (seeds) per rate; all must pass",
+        bound: Some(Bound::Int(1, 1000)),
+    };
+    precision: Text {
+        label: "Precision",
+        unit: "fraction of the rate",
+        help: "Stop when the pass/fail bracket is this narrow",
+        bound: Some(Bound::OpenLo(0.0, 1.0)),
+    };
+    max_mean_wait_ms: Text {
+        label: "Or: mean wait at most",
+        unit: "ms (empty: use the SLOs)",
+        help: "Pass on mean queueing delay instead of SLO attainment",
+        bound: None,
+    };
+    start_rps: Text {
+        label: "First rate",
+        unit: "req/s; sessions/s with sessions (empty: the scenario's)",
+        help: "Where the search starts",
+        bound: Some(Bound::OpenLo(0.0, 1e6)),
+    };
+    max_rates: Text {
+        label: "Most rates",
+        unit: "",
+        help: "Most rates evaluated before the search stops",
+        bound: Some(Bound::Int(3, 200)),
+    };
+});
 
 impl Default for CapacityParams {
     fn default() -> Self {
@@ -210,27 +263,15 @@ impl StudyDef for CapacityStudy {
     fn new(spec: &Spec, p: &CapacityParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut e = Errors::default();
-        if let Some(t) = p.target {
-            e.range_open_lo(&at!(Self::at(), p.target), t, 0.0, 1.0);
+        p.check_bounds(&Self::at(), &mut e);
+        if p.target_rps.is_some() && sc.is_disaggregated() {
+            e.push(at!(Self::at(), p.target_rps), "the replica search sizes a colocated cluster; this scenario is disaggregated (size its pools in the P/D panel)");
         }
-        if let Some(r) = p.target_rps {
-            e.range_open_lo(&at!(Self::at(), p.target_rps), r, 0.0, 1e6);
-            if sc.is_disaggregated() {
-                e.push(at!(Self::at(), p.target_rps), "the replica search sizes a colocated cluster; this scenario is disaggregated (size its pools in the P/D panel)");
-            }
-        }
-        e.int(&at!(Self::at(), p.max_replicas), p.max_replicas as u64, 1, 4096);
-        e.int(&at!(Self::at(), p.repetitions), p.repetitions as u64, 1, 1000);
-        e.range_open_lo(&at!(Self::at(), p.precision), p.precision, 0.0, 1.0);
         if let Some(w) = p.max_mean_wait_ms
             && !(w.is_finite() && w > 0.0)
         {
             e.push(at!(Self::at(), p.max_mean_wait_ms), format!("must be > 0 (got {w})"));
         }
-        if let Some(r) = p.start_rps {
-            e.range_open_lo(&at!(Self::at(), p.start_rps), r, 0.0, 1e6);
-        }
-        e.int(&at!(Self::at(), p.max_rates), p.max_rates as u64, 3, 200);
         if matches!(spec.workload.arrival, ArrivalSpec::ClosedLoop { .. } | ArrivalSpec::Burst {}) {
             e.push("workload.arrival.kind", "the capacity planner searches an arrival rate, and a closed loop's or a burst's load has none (it is its clients, or its size): give the scenario an open-loop arrival kind");
         }

@@ -11,6 +11,8 @@ use super::{
     StudyReport, brief, column, decisive, pareto, patched, report_head, table,
 };
 use crate::scenario::{self, Errors, Scenario, ScenarioError, Spec};
+use crate::spec::Bound;
+use crate::study::option::{Bounded, Text, described};
 
 /// A candidate: a name and the scenario fields it changes (JSON pointer → value).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,6 +32,21 @@ pub struct ExplorerParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<f64>,
 }
+
+described!(ExplorerParams {
+    target: Text {
+        label: "SLO pass at",
+        unit: "fraction (empty: the scenario's target)",
+        help: "A candidate passes at this SLO attainment",
+        bound: Some(Bound::OpenLo(0.0, 1.0)),
+    };
+    candidates: Text {
+        label: "Candidates",
+        unit: "JSON: [{name, set: {JSON pointer: value}}]",
+        help: "Each candidate changes these scenario fields",
+        bound: None,
+    };
+});
 
 /// Ten colocated variations of the scenario and up to six P/D / prefix-cache layouts. Layouts that change how
 /// the GPUs are arranged keep the baseline's GPU count: TP ×2 halves the replicas (when they are even), and the
@@ -151,9 +168,7 @@ impl StudyDef for ExplorerStudy {
     fn new(spec: &Spec, p: &ExplorerParams) -> Result<Self, ScenarioError> {
         let sc = scenario::validate(spec)?;
         let mut e = Errors::default();
-        if let Some(t) = p.target {
-            e.range_open_lo(&at!(Self::at(), p.target), t, 0.0, 1.0);
-        }
+        p.check_bounds(&Self::at(), &mut e);
         e.finish()?;
         let mut notes = Vec::new();
         let (candidates, given) = match &p.candidates {

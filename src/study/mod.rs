@@ -16,6 +16,7 @@ pub mod agents;
 pub mod capacity;
 pub mod explorer;
 pub mod fleet;
+pub mod option;
 pub mod paired;
 pub mod pd;
 pub mod ranking;
@@ -715,7 +716,7 @@ pub fn run_native(
 /// with its defaults), and how it is built from a scenario. The registry below lists it once.
 pub trait StudyDef: Study + Sized + 'static {
     const ABOUT: About;
-    type Options: serde::de::DeserializeOwned + Serialize + Default;
+    type Options: serde::de::DeserializeOwned + Serialize + Default + option::Described;
     /// The study on `spec`; its options' errors are at `study.NAME.option` ([`StudyDef::at`]).
     fn new(spec: &Spec, options: &Self::Options) -> Result<Self, ScenarioError>;
     /// `study.NAME`, where its errors are; with `scenario::at!`, an option's path from the option itself.
@@ -808,6 +809,18 @@ macro_rules! registry {
             /// The options a study takes when given none, as JSON (options without a default are absent).
             pub fn default_options(self) -> serde_json::Value {
                 match self { $(Kind::$kind => defaults::<$ty>()),* }
+            }
+
+            /// The study's options as its panel shows them (`option::described!`), then `repetitions` when the
+            /// study does not repeat by itself.
+            pub fn options(self) -> Vec<option::OptionDef> {
+                let mut out = match self {
+                    $(Kind::$kind => <<$ty as StudyDef>::Options as option::Described>::described()),*
+                };
+                if self.about().repeats_by.is_none() {
+                    out.push(option::REPETITIONS);
+                }
+                out
             }
 
             /// Every option the study's options struct takes, by name.

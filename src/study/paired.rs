@@ -1,7 +1,6 @@
 //! Paired experiment: baseline vs treatment over K repetitions, the same seed for both on each repetition (so
 //! they see identical requests); per metric the paired deltas' mean with a seeded 95 % bootstrap CI.
 
-use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -10,6 +9,8 @@ use super::{
     StudyReport, bootstrap_ci, column, report_head, reseeded, table, treated,
 };
 use crate::scenario::{self, Errors, ScenarioError, Spec};
+use crate::spec::Bound;
+use crate::study::option::{Bounded, Text, described};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -21,6 +22,30 @@ pub struct PairedParams {
     /// Bootstrap resamples B.
     pub resamples: u32,
 }
+
+/// A treatment, as the paired and sensitivity studies describe it.
+pub(crate) const TREATMENT: Text = Text {
+    label: "Treatment",
+    unit: "JSON: {JSON pointer: value}",
+    help: "The scenario fields the treatment changes",
+    bound: None,
+};
+
+described!(PairedParams {
+    treatment: TREATMENT;
+    repetitions: Text {
+        label: "Repetitions",
+        unit: "pairs",
+        help: "Paired repetitions K (seeds)",
+        bound: Some(Bound::Int(2, 1000)),
+    };
+    resamples: Text {
+        label: "Bootstrap resamples",
+        unit: "",
+        help: "Resamples B of the bootstrap",
+        bound: Some(Bound::Int(100, 100_000)),
+    };
+});
 
 impl Default for PairedParams {
     fn default() -> Self {
@@ -61,8 +86,7 @@ impl StudyDef for PairedStudy {
     fn new(spec: &Spec, p: &PairedParams) -> Result<Self, ScenarioError> {
         scenario::validate(spec)?;
         let mut e = Errors::default();
-        e.int(&at!(Self::at(), p.repetitions), p.repetitions as u64, 2, 1000);
-        e.int(&at!(Self::at(), p.resamples), p.resamples as u64, 100, 100_000);
+        p.check_bounds(&Self::at(), &mut e);
         e.finish()?;
         let treated = treated(spec, &p.treatment, PairedStudy::ABOUT.name)?;
         let jobs = (0..p.repetitions)

@@ -12,6 +12,7 @@ use crate::scenario::{
     self, DisaggSpec, Errors, LinkSpec, LinkTopology, PoolSpec, PrefixSpec, Scenario, ScenarioError, Spec, at,
 };
 use crate::spec::{PREFIX_TOKENS, REUSE_FRACTION};
+use crate::study::option::described;
 
 /// Options; each is used only when the scenario does not say.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -22,6 +23,8 @@ pub struct PdParams {
     /// Reuse fraction when the scenario has no `prefix` block.
     pub reuse_fraction: Option<f64>,
 }
+
+described!(PdParams {});
 
 pub struct PdStudy {
     base: Spec,

@@ -14,6 +14,7 @@ use super::{
     StudyReport, brief, column, decisive, mean_ci, mean_of, report_head, table,
 };
 use crate::scenario::{self, AdmissionSpec, ScenarioError, SchedulerSpec, Spec};
+use crate::study::option::{Text, described};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -26,6 +27,27 @@ pub struct RankingParams {
     /// Repetitions (seeds seed + k) per policy, 1 … 100.
     pub repetitions: u32,
 }
+
+described!(RankingParams {
+    admission: Text {
+        label: "Rank admission policies too",
+        unit: "",
+        help: "Also rank FCFS with a queue cap and with deadline admission",
+        bound: None,
+    };
+    drr_quantum_tokens: Text {
+        label: "DRR quantum",
+        unit: "tokens",
+        help: "Deficit round robin's quantum per tenant turn",
+        bound: None,
+    };
+    repetitions: Text {
+        label: "Repetitions",
+        unit: "seeds per policy",
+        help: "Every policy runs on these seeds; the table shows 95 % intervals over them",
+        bound: None,
+    };
+});
 
 impl Default for RankingParams {
     fn default() -> Self {

@@ -2,7 +2,6 @@
 //! transfer cost (log-uniform within ±range), applied to baseline and treatment alike. Does the treatment's
 //! advantage survive a cost model that is off by that much?
 
-use crate::scenario::at;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -11,6 +10,9 @@ use super::{
     StudyReport, column, report_head, table, treated,
 };
 use crate::scenario::{self, CostScaleSpec, Errors, ScenarioError, Spec};
+use crate::spec::Bound;
+use crate::study::option::{Bounded, Text, described};
+use crate::study::paired::TREATMENT;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -22,6 +24,22 @@ pub struct SensitivityParams {
     /// Each scale is drawn log-uniformly in [1/range, range], range > 1.
     pub range: f64,
 }
+
+described!(SensitivityParams {
+    treatment: TREATMENT;
+    samples: Text {
+        label: "Samples",
+        unit: "",
+        help: "Perturbation samples N",
+        bound: Some(Bound::Int(1, 1000)),
+    };
+    range: Text {
+        label: "Range",
+        unit: "× (each scale in [1/range, range])",
+        help: "How far the profile may be off",
+        bound: Some(Bound::OpenLo(1.0, 10.0)),
+    };
+});
 
 impl Default for SensitivityParams {
     fn default() -> Self {
@@ -52,8 +70,7 @@ impl StudyDef for SensitivityStudy {
     fn new(spec: &Spec, p: &SensitivityParams) -> Result<Self, ScenarioError> {
         scenario::validate(spec)?;
         let mut e = Errors::default();
-        e.int(&at!(Self::at(), p.samples), p.samples as u64, 1, 1000);
-        e.range_open_lo(&at!(Self::at(), p.range), p.range, 1.0, 10.0);
+        p.check_bounds(&Self::at(), &mut e);
         e.finish()?;
         let treated = treated(spec, &p.treatment, SensitivityStudy::ABOUT.name)?;
         // Scales from the study stream: log-uniform, shared by baseline and treatment (common random numbers).

@@ -16,7 +16,7 @@ pub struct SweepRow<'a, V> {
 /// A knob a sweep turns.
 pub trait Knob: 'static {
     const ABOUT: About;
-    type Options: serde::de::DeserializeOwned + serde::Serialize + Default;
+    type Options: serde::de::DeserializeOwned + serde::Serialize + Default + super::option::Described;
     type Value: Copy;
     /// The values the options list, each within its bound (errors at `at`, the study's path); the scenario
     /// checked for what the knob needs.

@@ -73,7 +73,7 @@ test('fleet planner: options typed, progress with time left, Cancel, the cheapes
   // The search that counts, on a small scenario, its progress recorded.
   await setLabScenario(page, small);
   await page.click('nav [data-panel="fleet"]');
-  assert.equal(await page.inputValue('#f-target-rps'), '24', 'the typed options are kept');
+  assert.equal(await page.inputValue('#o-fleet-target-rps'), '24', 'the typed options are kept');
   const statuses = await recordTexts(page, 'study-status');
   await page.click('#study-run');
   await page.waitForFunction(() => /^Done/.test(document.getElementById('study-status').textContent), null, { timeout: 300000 });

@@ -392,20 +392,21 @@ test('a session trace uploads in the Serving Lab and the Agent sessions study re
 test('study options are validated by the core and named on their field', async () => {
   const { page, errors } = await openLab(ctx, server.url);
   await page.click('nav [data-panel="capacity"]');
-  await page.fill('#o-target', '1.5');
-  await page.dispatchEvent('#o-target', 'change');
+  // The field is the core's description of the option: its label, and its bound as the input's limits.
+  const target = page.getByRole('spinbutton', { name: /^SLO attainment target/ });
+  assert.equal(await target.getAttribute('min'), '0');
+  assert.equal(await target.getAttribute('max'), '1');
+  await typeInto(page, target, '1.5');
   assert.match(await page.textContent('#study-errors'), /study\.capacity\.target/);
-  assert.equal(await page.getAttribute('#o-target', 'aria-invalid'), 'true');
+  assert.equal(await target.getAttribute('aria-invalid'), 'true');
   assert.equal(await page.isDisabled('#study-run'), true);
-  await page.fill('#o-target', '0.95');
-  await page.dispatchEvent('#o-target', 'change');
+  await typeInto(page, target, '0.95');
   assert.equal(await page.isDisabled('#study-run'), false);
   await page.click('nav [data-panel="explorer"]');
-  await page.fill('#o-candidates', '[]');
-  await page.dispatchEvent('#o-candidates', 'change');
+  const candidates = page.getByRole('textbox', { name: /^Candidates/ });
+  await typeInto(page, candidates, '[]');
   assert.match(await page.textContent('#study-errors'), /study\.explorer\.candidates/);
-  await page.fill('#o-candidates', '[{"name": "bigger batch", "set": {"/engine/max_num_seqs": 512}}, {"name": "two replicas", "set": {"/cluster/replicas": 2}}]');
-  await page.dispatchEvent('#o-candidates', 'change');
+  await typeInto(page, candidates, '[{"name": "bigger batch", "set": {"/engine/max_num_seqs": 512}}, {"name": "two replicas", "set": {"/cluster/replicas": 2}}]');
   assert.equal(await page.isDisabled('#study-run'), false);
   await runStudy(page);
   const names = await page.$$eval('#study-table-el tbody tr', (trs) => trs.map((tr) => tr.children[0].textContent));

@@ -1,19 +1,21 @@
-//! The study panels' definitions: each study of the core's registry (`study::Kind`) is a panel — its name,
-//! title, group, question and how it answers are the core's `About` — and a study with options has the fields
-//! that edit its inputs and options here. Plain data, so its tests run natively: they
-//! check every panel against the core (each study has a panel, each option field is an option of the study's
-//! options struct, and each such option has a field).
+//! The study panels' fields. Each study of the core's registry (`study::Kind`) is a panel — its name, title,
+//! group, question and how it answers are the core's `About` — and its options are the core's too
+//! (`Kind::options`: label, unit, help, bound, how each is edited), so a study with options needs no page code.
+//! A panel that also lets the user change scenario fields (the study's inputs) lists them here. Plain data and
+//! pure HTML, so its tests run natively.
 
+use inferscale::spec::Bound;
 use inferscale::study::Kind;
+use inferscale::study::option::{Edit, OptionDef};
 use serde_json::{Value, json};
 
 use crate::panels::{CalibrationPanel, FindingsPanel, LabPanel, Panel};
+use crate::table::esc;
 
-/// The fields of a study's panel (a study without options needs none). Everything else a panel shows of
-/// its study is the core's `About`, so the CLI's help, the report and the sidebar say the same.
+/// The scenario fields a study's panel edits (its inputs), beside the study's own options.
 pub(crate) struct PanelDef {
     pub kind: Kind,
-    pub params: &'static [Param],
+    pub inputs: &'static [Input],
 }
 
 /// Every study is a panel of the sidebar, as the core describes it.
@@ -45,25 +47,17 @@ pub(crate) fn sidebar_html() -> String {
     crate::panels::sidebar_html(&registry(), "lab")
 }
 
+/// How a field is edited: as an option's type asks (`study::option::Edit`), or as a scenario field's choices.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum PKind {
-    Int,
-    Num,
-    /// A number that may be left empty (the option is then absent).
-    OptNum,
-    /// A whole number that may be left empty (the option is then absent).
-    OptInt,
-    Bool,
-    /// A JSON value edited as text (a candidate list, a treatment).
-    Json,
+    Edit(Edit),
     Select(&'static [(&'static str, &'static str)]),
     /// The kind of a block and the numbers that kind takes (`variant.rs`).
     Variant(&'static crate::variant::Variant),
 }
 
-/// A parameter field: it edits the scenario at `ptr` (scenario fields are the study's inputs) or, with a
-/// `study:` prefix, the study's own options.
-pub(crate) struct Param {
+/// A scenario field a panel edits (a study's input).
+pub(crate) struct Input {
     pub id: &'static str,
     pub label: &'static str,
     pub unit: &'static str,
@@ -82,248 +76,19 @@ const DEVICES: &[(&str, &str)] = &[
 ];
 const TOPOLOGY: &[(&str, &str)] = &[("per_pair", "a link per pair"), ("shared", "one shared link")];
 
-/// The capacity and fleet planners' mean-wait criterion (`capacity::Criterion`), one field on each panel.
-const fn mean_wait(id: &'static str) -> Param {
-    Param {
-        id,
-        label: "Or: mean wait at most",
-        unit: "ms (empty: use the SLOs)",
-        title: "Pass on mean queueing delay instead of SLO attainment",
-        ptr: "study:max_mean_wait_ms",
-        kind: PKind::OptNum,
-    }
-}
-
 pub(crate) const PANELS: &[PanelDef] = &[
     PanelDef {
-        kind: Kind::Ranking,
-        params: &[
-            Param {
-                id: "o-admission",
-                label: "Rank admission policies too",
-                unit: "",
-                title: "Also rank FCFS with a queue cap and with deadline admission",
-                ptr: "study:admission",
-                kind: PKind::Bool,
-            },
-            Param {
-                id: "o-quantum",
-                label: "DRR quantum",
-                unit: "tokens",
-                title: "Deficit round robin's quantum per tenant turn",
-                ptr: "study:drr_quantum_tokens",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "o-rreps",
-                label: "Repetitions",
-                unit: "seeds per policy",
-                title: "Every policy runs on these seeds; the table shows 95 % intervals over them",
-                ptr: "study:repetitions",
-                kind: PKind::Int,
-            },
-        ],
-    },
-    PanelDef {
-        kind: Kind::Capacity,
-        params: &[
-            Param {
-                id: "o-target",
-                label: "SLO attainment target",
-                unit: "fraction (empty: the scenario's objectives)",
-                title: "Every repetition must reach this attainment (and every percentile objective of the scenario)",
-                ptr: "study:target",
-                kind: PKind::OptNum,
-            },
-            Param {
-                id: "o-target-rps",
-                label: "Or: fewest replicas for",
-                unit: "req/s; sessions/s with sessions (empty: find the highest rate)",
-                title: "Search the fewest replicas that meet the objectives at this offered rate, each simulated with the router",
-                ptr: "study:target_rps",
-                kind: PKind::OptNum,
-            },
-            Param {
-                id: "o-max-replicas",
-                label: "Most replicas",
-                unit: "",
-                title: "The replica search stops here",
-                ptr: "study:max_replicas",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "o-reps",
-                label: "Repetitions",
-                unit: "seeds per rate",
-                title: "Repetitions (seeds) per rate; all must pass",
-                ptr: "study:repetitions",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "o-precision",
-                label: "Precision",
-                unit: "fraction of the rate",
-                title: "Stop when the pass/fail bracket is this narrow",
-                ptr: "study:precision",
-                kind: PKind::Num,
-            },
-            mean_wait("o-wait"),
-            Param {
-                id: "o-start",
-                label: "First rate",
-                unit: "req/s; sessions/s with sessions (empty: the scenario's)",
-                title: "Where the search starts",
-                ptr: "study:start_rps",
-                kind: PKind::OptNum,
-            },
-            Param {
-                id: "o-maxrates",
-                label: "Most rates",
-                unit: "",
-                title: "Most rates evaluated before the search stops",
-                ptr: "study:max_rates",
-                kind: PKind::Int,
-            },
-        ],
-    },
-    PanelDef {
-        kind: Kind::Fleet,
-        params: &[
-            Param {
-                id: "f-target-rps",
-                label: "Target rate",
-                unit: "req/s (empty: the scenario's)",
-                title: "The offered rate the fleet must carry",
-                ptr: "study:target_rps",
-                kind: PKind::OptNum,
-            },
-            Param {
-                id: "f-headroom",
-                label: "Burst headroom",
-                unit: "fraction over the target",
-                title: "Replicas are sized for the target × (1 + headroom)",
-                ptr: "study:headroom",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "f-reps",
-                label: "Repetitions",
-                unit: "seeds per candidate",
-                title: "Each seed searches its own capacity and replica count; as many unseen seeds run the chosen fleet",
-                ptr: "study:repetitions",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "f-devices",
-                label: "Devices",
-                unit: "JSON list of presets, e.g. [\"h100-sxm\", \"l40s\"] ([]: the scenario's)",
-                title: "Device presets to try",
-                ptr: "study:devices",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-prices",
-                label: "Prices",
-                unit: "JSON {device: USD per GPU-hour}, over the shipped list",
-                title: "A device without a list price needs one here",
-                ptr: "study:prices",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-tp",
-                label: "TP degrees",
-                unit: "JSON list, e.g. [1, 2] ([]: the scenario's)",
-                title: "Tensor-parallel degrees to try",
-                ptr: "study:tp",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-layouts",
-                label: "Layouts",
-                unit: "JSON list: {\"kind\": \"colocated\"} or {\"kind\": \"pd\", \"prefill\": 1, \"decode\": 2, \"decode_device\": \"l40s\"}",
-                title: "Colocated or P/D units, each pool on its own device when given",
-                ptr: "study:layouts",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-seqs",
-                label: "Batch caps",
-                unit: "JSON list of max_num_seqs ([]: the scenario's)",
-                title: "Batch caps to try",
-                ptr: "study:max_num_seqs",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-budgets",
-                label: "Token budgets",
-                unit: "JSON list of max_num_batched_tokens ([]: the scenario's)",
-                title: "Token budgets to try",
-                ptr: "study:max_num_batched_tokens",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-formations",
-                label: "Batch formations",
-                unit: "JSON list, e.g. [\"vllm\", \"sglang\"] ([]: the scenario's)",
-                title: "Batch formations to try",
-                ptr: "study:batch_formations",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-schedulers",
-                label: "Schedulers",
-                unit: "JSON list, e.g. [{\"kind\": \"fcfs\"}, {\"kind\": \"sjf\"}] ([]: the scenario's)",
-                title: "Schedulers to try",
-                ptr: "study:schedulers",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "f-target",
-                label: "SLO attainment target",
-                unit: "fraction (empty: the scenario's objectives)",
-                title: "A run passes at this attainment with every percentile objective met",
-                ptr: "study:target",
-                kind: PKind::OptNum,
-            },
-            mean_wait("f-wait"),
-            Param {
-                id: "f-max-replicas",
-                label: "Most replicas",
-                unit: "per candidate",
-                title: "A candidate that needs more does not pass; its ceiling below the rate prunes it",
-                ptr: "study:max_replicas",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "f-precision",
-                label: "Precision",
-                unit: "fraction of the rate",
-                title: "The capacity search stops when its bracket is this narrow",
-                ptr: "study:precision",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "f-model-error",
-                label: "Model error",
-                unit: "fraction (empty: none; the Calibration panel's held-out median APE)",
-                title: "Widens the replica interval as a capacity off by this share would",
-                ptr: "study:model_error",
-                kind: PKind::OptNum,
-            },
-        ],
-    },
-    PanelDef {
         kind: Kind::Pd,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "p-prefill",
                 label: "Prefill workers",
                 unit: "",
                 title: "Workers in the prefill pool",
                 ptr: "/cluster/disaggregation/prefill/replicas",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "p-prefill-dev",
                 label: "Prefill device",
                 unit: "",
@@ -331,23 +96,23 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "/cluster/disaggregation/prefill/device",
                 kind: PKind::Select(DEVICES),
             },
-            Param {
+            Input {
                 id: "p-prefill-tp",
                 label: "Prefill TP",
                 unit: "GPUs/worker",
                 title: "Tensor parallelism of a prefill worker",
                 ptr: "/cluster/disaggregation/prefill/tp",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "p-decode",
                 label: "Decode workers",
                 unit: "",
                 title: "Workers in the decode pool",
                 ptr: "/cluster/disaggregation/decode/replicas",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "p-decode-dev",
                 label: "Decode device",
                 unit: "",
@@ -355,31 +120,31 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "/cluster/disaggregation/decode/device",
                 kind: PKind::Select(DEVICES),
             },
-            Param {
+            Input {
                 id: "p-decode-tp",
                 label: "Decode TP",
                 unit: "GPUs/worker",
                 title: "Tensor parallelism of a decode worker",
                 ptr: "/cluster/disaggregation/decode/tp",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "p-bw",
                 label: "Link bandwidth",
                 unit: "GB/s",
                 title: "Bandwidth of one KV-transfer link",
                 ptr: "/cluster/disaggregation/link/bandwidth_gbps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "p-lat",
                 label: "Link latency",
                 unit: "ms",
                 title: "Fixed latency of a transfer",
                 ptr: "/cluster/disaggregation/link/latency_ms",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "p-topo",
                 label: "Links",
                 unit: "",
@@ -387,187 +152,100 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "/cluster/disaggregation/link/topology",
                 kind: PKind::Select(TOPOLOGY),
             },
-            Param {
+            Input {
                 id: "p-prefix",
                 label: "Shared prefix",
                 unit: "tokens",
                 title: "Length of each shared prompt prefix (whole KV blocks are shared)",
                 ptr: "/prefix/prefix_tokens",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "p-reuse",
                 label: "Reuse fraction",
                 unit: "of requests",
                 title: "Fraction of requests whose prompt starts with a shared prefix",
                 ptr: "/prefix/reuse_fraction",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "p-groups",
                 label: "Prefixes",
                 unit: "distinct",
                 title: "Number of distinct shared prefixes",
                 ptr: "/prefix/groups",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "p-zipf",
                 label: "Popularity skew",
                 unit: "Zipf s",
                 title: "Zipf exponent of prefix popularity (0 = uniform)",
                 ptr: "/prefix/zipf_s",
-                kind: PKind::Num,
-            },
-        ],
-    },
-    PanelDef {
-        kind: Kind::Explorer,
-        params: &[
-            Param {
-                id: "o-etarget",
-                label: "SLO pass at",
-                unit: "fraction (empty: the scenario's target)",
-                title: "A candidate passes at this SLO attainment",
-                ptr: "study:target",
-                kind: PKind::OptNum,
-            },
-            Param {
-                id: "o-candidates",
-                label: "Candidates",
-                unit: "JSON: [{name, set: {JSON pointer: value}}]",
-                title: "Each candidate changes these scenario fields",
-                ptr: "study:candidates",
-                kind: PKind::Json,
-            },
-        ],
-    },
-    PanelDef {
-        kind: Kind::Paired,
-        params: &[
-            Param {
-                id: "o-treatment",
-                label: "Treatment",
-                unit: "JSON: {JSON pointer: value}",
-                title: "The scenario fields the treatment changes",
-                ptr: "study:treatment",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "o-preps",
-                label: "Repetitions",
-                unit: "pairs",
-                title: "Paired repetitions K (seeds)",
-                ptr: "study:repetitions",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "o-resamples",
-                label: "Bootstrap resamples",
-                unit: "",
-                title: "Resamples B of the bootstrap",
-                ptr: "study:resamples",
-                kind: PKind::Int,
-            },
-        ],
-    },
-    PanelDef {
-        kind: Kind::Sensitivity,
-        params: &[
-            Param {
-                id: "o-streatment",
-                label: "Treatment",
-                unit: "JSON: {JSON pointer: value}",
-                title: "The scenario fields the treatment changes",
-                ptr: "study:treatment",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "o-samples",
-                label: "Samples",
-                unit: "",
-                title: "Perturbation samples N",
-                ptr: "study:samples",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "o-range",
-                label: "Range",
-                unit: "× (each scale in [1/range, range])",
-                title: "How far the profile may be off",
-                ptr: "study:range",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
         ],
     },
     PanelDef {
         kind: Kind::AgentSessions,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "g-rate",
                 label: "Session rate",
                 unit: "sessions/s",
                 title: "Sessions starting per second (each arrival of the scenario's process starts one)",
                 ptr: "/workload/arrival/rate_rps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "g-sessions",
                 label: "Sessions",
                 unit: "",
                 title: "Sessions the run starts",
                 ptr: "/workload/requests",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "g-turns",
                 label: "Turns",
                 unit: "mean per session",
                 title: "Mean turns a session (the distribution's mean)",
                 ptr: "/workload/sessions/turns/mean",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "g-first",
                 label: "First prompt",
                 unit: "tokens, mean",
                 title: "The first turn's prompt: system prompt and task",
                 ptr: "/workload/sessions/first_tokens/mean",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "g-new",
                 label: "New input",
                 unit: "tokens a later turn, mean",
                 title: "A later turn's new input: the tool's result and what follows",
                 ptr: "/workload/sessions/new_tokens/mean",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "g-output",
                 label: "Output",
                 unit: "tokens a turn, mean",
                 title: "Each turn's output",
                 ptr: "/workload/sessions/output_tokens/mean",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "g-replicas",
                 label: "Replicas",
                 unit: "",
                 title: "Workers the router spreads turns over",
                 ptr: "/cluster/replicas",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
-                id: "g-shown",
-                label: "Turns on the chart",
-                unit: "1 … 64",
-                title: "TTFT by turn index shows turns up to this",
-                ptr: "study:turns_shown",
-                kind: PKind::Int,
-            },
-            Param {
+            Input {
                 id: "g-retention",
                 label: "Retention",
                 unit: "",
@@ -575,7 +253,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "/workload/sessions/retention",
                 kind: PKind::Variant(&crate::variant::RETENTION),
             },
-            Param {
+            Input {
                 id: "g-router",
                 label: "Router",
                 unit: "",
@@ -583,7 +261,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "/cluster/router",
                 kind: PKind::Variant(&crate::variant::ROUTER),
             },
-            Param {
+            Input {
                 id: "g-host",
                 label: "Host tier",
                 unit: "",
@@ -591,431 +269,180 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 ptr: "/engine/host_kv",
                 kind: PKind::Variant(&crate::variant::HOST_TIER),
             },
-            Param {
+            Input {
                 id: "g-tools",
                 label: "Tools",
                 unit: "JSON: [{name, weight, mean_s, cv}] — latency lognormal by mean and CV",
                 title: "The tools a turn's end calls, picked by weight",
                 ptr: "/workload/sessions/tools",
-                kind: PKind::Json,
+                kind: PKind::Edit(Edit::Json),
             },
         ],
     },
     PanelDef {
         kind: Kind::AgentPolicies,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "a-rate",
                 label: "Session rate",
                 unit: "sessions/s",
                 title: "Sessions starting per second (each arrival of the scenario's process starts one)",
                 ptr: "/workload/arrival/rate_rps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "a-sessions",
                 label: "Sessions",
                 unit: "",
                 title: "Sessions the run starts",
                 ptr: "/workload/requests",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
+            Input {
                 id: "a-replicas",
                 label: "Replicas",
                 unit: "",
                 title: "Workers the router spreads turns over",
                 ptr: "/cluster/replicas",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
-                id: "a-ttl",
-                label: "TTL",
-                unit: "s",
-                title: "How long the TTL policy keeps a history in HBM after a turn",
-                ptr: "study:ttl_s",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "a-slack",
-                label: "Affinity slack",
-                unit: "ms",
-                title: "Bounded affinity leaves a session's worker when its queue penalty passes the best one's by more than this",
-                ptr: "study:slack_ms",
-                kind: PKind::Num,
-            },
-            host_tier("a-host"),
         ],
     },
     PanelDef {
         kind: Kind::TtlSweep,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "t-rate",
                 label: "Session rate",
                 unit: "sessions/s",
                 title: "Sessions starting per second",
                 ptr: "/workload/arrival/rate_rps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "t-replicas",
                 label: "Replicas",
                 unit: "",
                 title: "Workers",
                 ptr: "/cluster/replicas",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "t-ttls",
-                label: "TTLs",
-                unit: "JSON list of s; null = ∞ (no expiry)",
-                title: "The TTLs to try, e.g. [0, 1, 5, 30, null]",
-                ptr: "study:ttl_s",
-                kind: PKind::Json,
+                kind: PKind::Edit(Edit::Int),
             },
         ],
     },
     PanelDef {
         kind: Kind::TieredKv,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "k-rate",
                 label: "Session rate",
                 unit: "sessions/s",
                 title: "Sessions starting per second",
                 ptr: "/workload/arrival/rate_rps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "k-replicas",
                 label: "Replicas",
                 unit: "",
                 title: "Workers",
                 ptr: "/cluster/replicas",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "k-ttl",
-                label: "TTL",
-                unit: "s",
-                title: "The TTL policy's time to live",
-                ptr: "study:ttl_s",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "k-slack",
-                label: "Affinity slack",
-                unit: "ms",
-                title: "Bounded affinity's slack",
-                ptr: "study:slack_ms",
-                kind: PKind::Num,
-            },
-            host_tier("k-host"),
-            Param {
-                id: "k-budgets",
-                label: "HBM budgets",
-                unit: "JSON list, × the reference working set",
-                title: "Per-replica retention budgets as multiples of the most idle history a worker holds under full retention",
-                ptr: "study:budgets",
-                kind: PKind::Json,
+                kind: PKind::Edit(Edit::Int),
             },
         ],
     },
     PanelDef {
         kind: Kind::AdaptiveTiering,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "v-rate",
                 label: "Session rate",
                 unit: "sessions/s",
                 title: "Sessions starting per second",
                 ptr: "/workload/arrival/rate_rps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "v-replicas",
                 label: "Replicas",
                 unit: "",
                 title: "Workers",
                 ptr: "/cluster/replicas",
-                kind: PKind::Int,
+                kind: PKind::Edit(Edit::Int),
             },
-            Param {
-                id: "v-alpha",
-                label: "EWMA weight α",
-                unit: "0 < α ≤ 1",
-                title: "How far each returned tool call moves the adaptive policies' estimate of the gap",
-                ptr: "study:alpha",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "v-alphas",
-                label: "α sweep",
-                unit: "JSON list",
-                title: "The weights the second table tries, with one estimate per tool, e.g. [0.05, 0.2, 1]",
-                ptr: "study:alphas",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "v-ttl",
-                label: "TTL",
-                unit: "s",
-                title: "The TTL policy's time to live",
-                ptr: "study:ttl_s",
-                kind: PKind::Num,
-            },
-            Param {
-                id: "v-shift",
-                label: "Tool shift",
-                unit: "JSON {tool, at_s, factor}; empty: the scenario's, else the slowest tool 4× from mid-run",
-                title: "From at_s on, every call of the tool takes factor × as long",
-                ptr: "study:shift",
-                kind: PKind::Json,
-            },
-            host_tier("v-host"),
         ],
     },
     PanelDef {
         kind: Kind::AffinitySlack,
-        params: &[
-            Param {
+        inputs: &[
+            Input {
                 id: "f-rate",
                 label: "Session rate",
                 unit: "sessions/s",
                 title: "Sessions starting per second",
                 ptr: "/workload/arrival/rate_rps",
-                kind: PKind::Num,
+                kind: PKind::Edit(Edit::Num),
             },
-            Param {
+            Input {
                 id: "f-replicas",
                 label: "Replicas",
                 unit: "",
                 title: "Workers",
                 ptr: "/cluster/replicas",
-                kind: PKind::Int,
-            },
-            Param {
-                id: "f-slacks",
-                label: "Slacks",
-                unit: "JSON list of ms",
-                title: "The slacks to try, e.g. [0, 50, 250, 1000]",
-                ptr: "study:slack_ms",
-                kind: PKind::Json,
+                kind: PKind::Edit(Edit::Int),
             },
         ],
     },
     PanelDef {
         kind: Kind::ExecLearning,
-        params: &[
-            workflow_rate("x-rate"),
-            replicas("x-replicas"),
-            prefix_budget("x-budget"),
-            threshold("x-threshold"),
-            decay("x-decay"),
-            horizon("x-horizon"),
-            host_tier("x-host"),
-        ],
+        inputs: &[workflow_rate("x-rate"), replicas("x-replicas"), prefix_budget("x-budget")],
     },
     PanelDef {
         kind: Kind::PrefetchThreshold,
-        params: &[
-            workflow_rate("pt-rate"),
-            replicas("pt-replicas"),
-            prefix_budget("pt-budget"),
-            Param {
-                id: "pt-thresholds",
-                label: "Thresholds",
-                unit: "JSON list, 0 … 1",
-                title: "The thresholds to try, e.g. [0.1, 0.3, 0.5]",
-                ptr: "study:thresholds",
-                kind: PKind::Json,
-            },
-            decay("pt-decay"),
-        ],
+        inputs: &[workflow_rate("pt-rate"), replicas("pt-replicas"), prefix_budget("pt-budget")],
     },
     PanelDef {
         kind: Kind::TransitionDecay,
-        params: &[
-            workflow_rate("td-rate"),
-            replicas("td-replicas"),
-            prefix_budget("td-budget"),
-            Param {
-                id: "td-decays",
-                label: "Decays",
-                unit: "JSON list, 0 < d ≤ 1 (1: counts)",
-                title: "The decays to try, e.g. [1, 0.95, 0.8]",
-                ptr: "study:decays",
-                kind: PKind::Json,
-            },
-            threshold("td-threshold"),
-        ],
+        inputs: &[workflow_rate("td-rate"), replicas("td-replicas"), prefix_budget("td-budget")],
     },
     PanelDef {
         kind: Kind::Forecast,
-        params: &[
-            workflow_rate("fc-rate"),
-            replicas("fc-replicas"),
-            prefix_budget("fc-budget"),
-            threshold("fc-threshold"),
-            decay("fc-decay"),
-            multi_step_horizon("fc-horizon"),
-            host_tier("fc-host"),
-        ],
+        inputs: &[workflow_rate("fc-rate"), replicas("fc-replicas"), prefix_budget("fc-budget")],
     },
     PanelDef {
         kind: Kind::ForecastHorizon,
-        params: &[
-            workflow_rate("fh-rate"),
-            replicas("fh-replicas"),
-            prefix_budget("fh-budget"),
-            Param {
-                id: "fh-horizons",
-                label: "Horizons",
-                unit: "JSON list, steps 1 … 16",
-                title: "The horizons to try, e.g. [1, 2, 4, 8]",
-                ptr: "study:horizons",
-                kind: PKind::Json,
-            },
-            decay("fh-decay"),
-            threshold("fh-threshold"),
-        ],
+        inputs: &[workflow_rate("fh-rate"), replicas("fh-replicas"), prefix_budget("fh-budget")],
     },
-    PanelDef {
-        kind: Kind::PrefixBudget,
-        params: &[
-            workflow_rate("pb-rate"),
-            replicas("pb-replicas"),
-            Param {
-                id: "pb-budgets",
-                label: "Budgets",
-                unit: "JSON list, × all roles' prefixes, 0 … 1000",
-                title: "The prefix budgets to try, e.g. [0.25, 0.5, 1]",
-                ptr: "study:budgets",
-                kind: PKind::Json,
-            },
-            decay("pb-decay"),
-            threshold("pb-threshold"),
-            multi_step_horizon("pb-horizon"),
-        ],
-    },
+    PanelDef { kind: Kind::PrefixBudget, inputs: &[workflow_rate("pb-rate"), replicas("pb-replicas")] },
     PanelDef {
         kind: Kind::ResearchSummary,
-        params: &[
-            workflow_rate("rs-rate"),
-            replicas("rs-replicas"),
-            prefix_budget("rs-budget"),
-            Param {
-                id: "rs-seeds",
-                label: "Seeds",
-                unit: "2 … 64 (seed + k)",
-                title: "Every policy runs on each seed; ten give the interval its 95 %",
-                ptr: "study:seeds",
-                kind: PKind::Int,
-            },
-            decay("rs-decay"),
-            threshold("rs-threshold"),
-            multi_step_horizon("rs-horizon"),
-            Param {
-                id: "rs-grid-decays",
-                label: "Oracle grid: decays",
-                unit: "JSON list, 0 < d ≤ 1",
-                title: "The oracle searches the next-step threshold plan at each decay × threshold, and the utility plan at each decay",
-                ptr: "study:grid_decays",
-                kind: PKind::Json,
-            },
-            Param {
-                id: "rs-grid-thresholds",
-                label: "Oracle grid: thresholds",
-                unit: "JSON list, 0 … 1",
-                title: "The thresholds of the oracle's grid",
-                ptr: "study:grid_thresholds",
-                kind: PKind::Json,
-            },
-        ],
+        inputs: &[workflow_rate("rs-rate"), replicas("rs-replicas"), prefix_budget("rs-budget")],
     },
 ];
 
 /// Workflows starting per second (a workflow study's first field).
-const fn workflow_rate(id: &'static str) -> Param {
-    Param {
+const fn workflow_rate(id: &'static str) -> Input {
+    Input {
         id,
         label: "Workflow rate",
         unit: "workflows/s",
         title: "Workflows starting per second",
         ptr: "/workload/arrival/rate_rps",
-        kind: PKind::Num,
+        kind: PKind::Edit(Edit::Num),
     }
 }
 
-const fn threshold(id: &'static str) -> Param {
-    Param {
-        id,
-        label: "Threshold",
-        unit: "0 … 1",
-        title: "The threshold plan fetches every role at least this likely to be needed",
-        ptr: "study:threshold",
-        kind: PKind::Num,
-    }
+const fn replicas(id: &'static str) -> Input {
+    Input { id, label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Edit(Edit::Int) }
 }
 
-const fn decay(id: &'static str) -> Param {
-    Param {
-        id,
-        label: "Decay",
-        unit: "0 < d ≤ 1",
-        title: "The decayed model multiplies a role's learned row by d at each transition out of it",
-        ptr: "study:decay",
-        kind: PKind::Num,
-    }
-}
-
-const fn horizon(id: &'static str) -> Param {
-    Param {
-        id,
-        label: "Horizon",
-        unit: "steps, 1 … 16",
-        title: "How many coming steps the forecast covers",
-        ptr: "study:horizon",
-        kind: PKind::Int,
-    }
-}
-
-const fn host_tier(id: &'static str) -> Param {
-    Param {
-        id,
-        label: "Host tier",
-        unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
-        title: "Host memory per worker and its link (host offload's tier; the workflows' prefetches)",
-        ptr: "study:host_kv",
-        kind: PKind::Json,
-    }
-}
-
-/// A multi-step policy's horizon (the one-step row is the horizon of 1).
-const fn multi_step_horizon(id: &'static str) -> Param {
-    Param {
-        id,
-        label: "Horizon",
-        unit: "steps, 2 … 16",
-        title: "How many coming steps the multi-step policies forecast (the one-step row: 1)",
-        ptr: "study:horizon",
-        kind: PKind::Int,
-    }
-}
-
-const fn replicas(id: &'static str) -> Param {
-    Param { id, label: "Replicas", unit: "", title: "Workers", ptr: "/cluster/replicas", kind: PKind::Int }
-}
-
-const fn prefix_budget(id: &'static str) -> Param {
-    Param {
+const fn prefix_budget(id: &'static str) -> Input {
+    Input {
         id,
         label: "Prefix budget",
         unit: "× all roles' prefixes",
         title: "The HBM a worker's role prefixes may hold, as a share of all roles' prefixes",
         ptr: "/workload/sessions/workflow/prefix_budget",
-        kind: PKind::Num,
+        kind: PKind::Edit(Edit::Num),
     }
 }
 
@@ -1032,22 +459,122 @@ pub(crate) fn default_options(name: &str) -> Value {
     v
 }
 
-/// Every study that does not repeat by itself takes `repetitions` (the core's `repeated`): one field for all.
-const REPETITIONS: Param = Param {
-    id: "o-repetitions",
-    label: "Repetitions",
-    unit: "whole-study runs on seeds apart, 1 … 20 (empty: once)",
-    title: "Run the whole study R times, repetition k on seed + k × 1,000,000: each figure shows its mean ± its 95 % interval, and rows whose intervals overlap are called ties",
-    ptr: "study:repetitions",
-    kind: PKind::OptInt,
-};
+/// A field of a study's panel: a scenario field it edits (`ptr` a JSON pointer) or, with a `study:` prefix, one
+/// of the study's options.
+#[derive(Clone, PartialEq)]
+pub(crate) struct Param {
+    pub id: String,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub title: &'static str,
+    pub ptr: String,
+    pub kind: PKind,
+    /// What a number allows (the input's min and max).
+    pub bound: Option<Bound>,
+}
 
-/// The fields of study `kind`'s panel: its own (none for a study without options), then Repetitions unless
-/// it repeats by itself.
-pub(crate) fn params(kind: Kind) -> Vec<&'static Param> {
-    let own = PANELS.iter().find(|p| p.kind == kind).map_or(&[][..], |p| p.params);
-    let repeated = kind.about().repeats_by.is_none().then_some(&REPETITIONS);
-    own.iter().chain(repeated).collect()
+impl From<&Input> for Param {
+    fn from(i: &Input) -> Param {
+        let bound = inferscale::spec::bound_at(i.ptr);
+        Param { id: i.id.into(), label: i.label, unit: i.unit, title: i.title, ptr: i.ptr.into(), kind: i.kind, bound }
+    }
+}
+
+/// Option `o` of study `study` as a field: `study:NAME`, edited as the option's type says.
+pub(crate) fn option_field(study: &str, o: &OptionDef) -> Param {
+    Param {
+        id: format!("o-{study}-{}", o.name.replace('_', "-")),
+        label: o.label,
+        unit: o.unit,
+        title: o.help,
+        ptr: format!("study:{}", o.name),
+        kind: PKind::Edit(o.edit),
+        bound: o.bound,
+    }
+}
+
+/// The fields of study `kind`'s panel: the scenario fields it edits, then its options as the core describes
+/// them (`repetitions` last, for a study that does not repeat by itself).
+pub(crate) fn params(kind: Kind) -> Vec<Param> {
+    let inputs = PANELS.iter().find(|p| p.kind == kind).map_or(&[][..], |p| p.inputs);
+    let options = kind.options();
+    inputs.iter().map(Param::from).chain(options.iter().map(|o| option_field(kind.name(), o))).collect()
+}
+
+/// The panel's fields as HTML: each labelled, with its unit; numbers limited by their bound; a fieldset whose
+/// legend says whether they are inputs (this panel's scenario), options (in the link and the CLI), or both.
+pub(crate) fn params_html(params: &[Param]) -> String {
+    let html: String = params.iter().map(param_html).collect();
+    let inputs = params.iter().any(|f| f.ptr.starts_with('/'));
+    let options = params.iter().any(|f| f.ptr.starts_with("study:"));
+    let legend = match (inputs, options) {
+        (true, true) => {
+            "Study inputs and options <span class=\"unit\">this panel's own (the Serving Lab's scenario is unchanged); options in the link, the CLI's --params</span>"
+        }
+        (true, false) => {
+            "Study inputs <span class=\"unit\">this panel's own: the Serving Lab's scenario is unchanged</span>"
+        }
+        _ => "Study options <span class=\"unit\">in the link; the CLI's --params</span>",
+    };
+    format!("<fieldset><legend>{legend}</legend>{html}</fieldset>")
+}
+
+/// One field's label and control.
+fn param_html(f: &Param) -> String {
+    let (id, ptr, title) = (&f.id, &f.ptr, esc(f.title));
+    // A number's limits: its bound's, else not below zero.
+    let limits = |step: &str| {
+        let (lo, hi) = f.bound.map_or((0.0, f64::INFINITY), |b| b.limits());
+        let max = if hi.is_finite() { format!(" max=\"{hi}\"") } else { String::new() };
+        format!("type=\"number\" step=\"{step}\" min=\"{lo}\"{max}")
+    };
+    let input = match f.kind {
+        PKind::Select(opts) => {
+            let opts: String = opts.iter().map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l))).collect();
+            format!("<select id=\"{id}\" data-ptr=\"{ptr}\" title=\"{title}\">{opts}</select>")
+        }
+        PKind::Edit(Edit::Int) | PKind::Edit(Edit::OptInt) => {
+            format!("<input id=\"{id}\" data-ptr=\"{ptr}\" {} title=\"{title}\">", limits("1"))
+        }
+        PKind::Edit(Edit::Num) | PKind::Edit(Edit::OptNum) => {
+            format!("<input id=\"{id}\" data-ptr=\"{ptr}\" {} title=\"{title}\">", limits("any"))
+        }
+        PKind::Edit(Edit::Bool) => {
+            format!("<input id=\"{id}\" data-ptr=\"{ptr}\" type=\"checkbox\" title=\"{title}\">")
+        }
+        PKind::Edit(Edit::Json) => format!(
+            "<textarea id=\"{id}\" data-ptr=\"{ptr}\" rows=\"6\" spellcheck=\"false\" title=\"{title}\"></textarea>"
+        ),
+        PKind::Variant(var) => return variant_html(f, var),
+    };
+    let unit = if f.unit.is_empty() { String::new() } else { format!(" <span class=\"unit\">{}</span>", esc(f.unit)) };
+    let wide = if f.kind == PKind::Edit(Edit::Json) { " class=\"wide\"" } else { "" };
+    format!("<label{wide}>{}{unit}{input}</label>", esc(f.label))
+}
+
+/// A variant field: its kind's select, and an input for each number any kind takes (`variant.rs`).
+fn variant_html(f: &Param, var: &crate::variant::Variant) -> String {
+    let options: String =
+        var.choices.iter().map(|c| format!("<option value=\"{}\">{}</option>", c.value, esc(c.label))).collect();
+    let mut html = format!(
+        "<label>{}<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{options}</select></label>",
+        esc(f.label),
+        f.id,
+        f.ptr,
+        esc(f.title)
+    );
+    for n in var.numbers() {
+        let id = format!("{}-{}", f.id, n.key);
+        html.push_str(&format!(
+            "<label id=\"{id}-label\">{} <span class=\"unit\">{}</span><input id=\"{id}\" data-ptr=\"{}/{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\"></label>",
+            esc(n.label),
+            esc(n.unit),
+            f.ptr,
+            n.key,
+            esc(n.label)
+        ));
+    }
+    html
 }
 
 #[cfg(test)]
@@ -1056,12 +583,11 @@ mod tests {
 
     #[test]
     fn every_study_is_a_panel_in_the_registry_order() {
-        // A study with options has one definition of its fields; one without needs none.
+        // A panel lists only the scenario fields it edits, once; its options are the core's.
         for k in Kind::ALL {
-            let defs = PANELS.iter().filter(|p| p.kind == *k).count();
-            let want = usize::from(!k.option_names().is_empty());
-            assert_eq!(defs, want, "{}: {defs} field definitions", k.name());
+            assert!(PANELS.iter().filter(|p| p.kind == *k).count() <= 1, "{}", k.name());
         }
+        assert!(PANELS.iter().all(|p| !p.inputs.is_empty() && p.inputs.iter().all(|i| i.ptr.starts_with('/'))));
         let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
         assert_eq!(
             names,
@@ -1093,37 +619,107 @@ mod tests {
         );
     }
 
-    /// A `study:` field edits an option of the study's options struct, and every option has a field — but
-    /// the P/D study's, which apply only when the scenario has no prefix block: its panel edits the
-    /// scenario's prefix itself.
+    /// A study's option fields are the core's description of its options, each once, in its order — every
+    /// option its options struct takes (but the P/D study's, which apply only when the scenario has no prefix
+    /// block: its panel edits the scenario's prefix itself), and no other; and every field's id is unique on
+    /// the page (the panels share one form).
     #[test]
-    fn every_option_field_is_an_option_of_its_study_and_back() {
+    fn a_studys_option_fields_are_the_cores_description_of_its_options() {
+        let mut ids = Vec::new();
         let mut checked = 0;
-        for p in PANELS {
-            let options = p.kind.option_names();
-            assert!(!options.is_empty(), "{}: no options read off the struct", p.kind.name());
-            let fields: Vec<&str> = p.params.iter().filter_map(|f| f.ptr.strip_prefix("study:")).collect();
-            for f in &fields {
-                assert!(
-                    options.iter().any(|o| o == f),
-                    "{}: field `{f}` is not an option (options: {options:?})",
-                    p.kind.name()
-                );
-                checked += 1;
+        for &k in Kind::ALL {
+            let fields = params(k);
+            let shown: Vec<String> =
+                fields.iter().filter_map(|f| f.ptr.strip_prefix("study:")).map(str::to_string).collect();
+            let described: Vec<String> = k.options().iter().map(|o| o.name.to_string()).collect();
+            assert_eq!(shown, described, "{}", k.name());
+            let mut names = k.option_names();
+            if k.about().repeats_by.is_none() {
+                names.push("repetitions".into());
             }
-            if p.kind != Kind::Pd {
-                for o in &options {
-                    assert!(fields.contains(&o.as_str()), "{}: option `{o}` has no field", p.kind.name());
-                }
+            let (mut a, mut b) = (shown.clone(), names.clone());
+            a.sort();
+            b.sort();
+            if k != Kind::Pd {
+                assert_eq!(a, b, "{}: the options described and the options taken", k.name());
             }
+            assert!(shown.iter().all(|o| names.contains(o)), "{}", k.name());
+            checked += shown.len();
+            ids.extend(fields.into_iter().map(|f| f.id));
         }
-        // Every field's id is unique on the page (the panels share one form).
-        let mut ids: Vec<&str> = PANELS.iter().flat_map(|p| p.params).map(|f| f.id).collect();
         let n = ids.len();
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), n, "a field id is used twice");
-        assert!(checked >= 18, "{checked} option fields checked");
+        assert!(checked >= 60, "{checked} option fields checked");
+    }
+
+    /// A study the page has never seen — here a fixture's options — becomes a panel from the core's
+    /// description alone: a labelled field per option with its unit and help, the control its type asks for,
+    /// a number's limits from its bound, under the options' legend. Nothing of the page names the study.
+    #[test]
+    fn a_new_studys_options_appear_in_its_panel_with_no_page_code() {
+        let fixture = [
+            OptionDef {
+                name: "window_s",
+                label: "Window",
+                unit: "s",
+                help: "How long each window lasts",
+                edit: Edit::Num,
+                bound: Some(Bound::OpenLo(0.0, 3600.0)),
+            },
+            OptionDef {
+                name: "max_tries",
+                label: "Most tries",
+                unit: "",
+                help: "Tries before giving up",
+                edit: Edit::Int,
+                bound: Some(Bound::Int(1, 50)),
+            },
+            OptionDef {
+                name: "cap",
+                label: "Cap",
+                unit: "req/s (empty: none)",
+                help: "An optional cap",
+                edit: Edit::OptNum,
+                bound: None,
+            },
+            OptionDef { name: "strict", label: "Strict", unit: "", help: "Refuse ties", edit: Edit::Bool, bound: None },
+            OptionDef {
+                name: "grid",
+                label: "Grid",
+                unit: "JSON list",
+                help: "The points to try",
+                edit: Edit::Json,
+                bound: None,
+            },
+        ];
+        let fields: Vec<Param> = fixture.iter().map(|o| option_field("new-study", o)).collect();
+        let html = params_html(&fields);
+        for (want, why) in [
+            ("Study options", "the options' legend"),
+            (
+                "<label>Window <span class=\"unit\">s</span><input id=\"o-new-study-window-s\" data-ptr=\"study:window_s\" type=\"number\" step=\"any\" min=\"0\" max=\"3600\" title=\"How long each window lasts\"></label>",
+                "a number with its bound",
+            ),
+            (
+                "<input id=\"o-new-study-max-tries\" data-ptr=\"study:max_tries\" type=\"number\" step=\"1\" min=\"1\" max=\"50\"",
+                "a whole number with its bound",
+            ),
+            (
+                "<input id=\"o-new-study-cap\" data-ptr=\"study:cap\" type=\"number\" step=\"any\" min=\"0\" title",
+                "an optional number, no upper limit",
+            ),
+            ("Cap <span class=\"unit\">req/s (empty: none)</span>", "its unit"),
+            ("<input id=\"o-new-study-strict\" data-ptr=\"study:strict\" type=\"checkbox\"", "a flag"),
+            (
+                "<label class=\"wide\">Grid <span class=\"unit\">JSON list</span><textarea id=\"o-new-study-grid\" data-ptr=\"study:grid\"",
+                "a JSON value",
+            ),
+        ] {
+            assert!(html.contains(want), "{why}: {want} not in {html}");
+        }
+        assert_eq!(html.matches("<label").count(), fixture.len());
     }
 
     /// Every study that does not repeat by itself has the Repetitions field, last; one that does keeps its own
@@ -1132,21 +728,22 @@ mod tests {
     fn every_study_has_one_repetitions_field_or_its_own() {
         for &k in Kind::ALL {
             let fields = params(k);
-            let reps: Vec<&&Param> = fields.iter().filter(|f| f.label == "Repetitions").collect();
+            let reps: Vec<&Param> = fields.iter().filter(|f| f.label == "Repetitions").collect();
             match k.about().repeats_by {
-                None => assert_eq!(fields.last().map(|f| f.id), Some("o-repetitions"), "{}", k.name()),
+                None => assert_eq!(fields.last().map(|f| f.ptr.as_str()), Some("study:repetitions"), "{}", k.name()),
                 Some(own) => {
-                    assert!(reps.iter().all(|f| f.id != "o-repetitions"), "{}", k.name());
                     assert!(fields.iter().any(|f| f.ptr == format!("study:{own}")), "{}: no field for {own}", k.name());
                 }
             }
             assert!(reps.len() <= 1, "{}: {} Repetitions fields", k.name(), reps.len());
         }
         // Its words carry the core's bound and seed stride.
+        let reps = inferscale::study::option::REPETITIONS;
         let most = inferscale::study::repeated::MOST;
-        assert!(REPETITIONS.unit.contains(&format!("1 … {most}")), "{}", REPETITIONS.unit);
+        assert!(reps.unit.contains(&format!("1 … {most}")), "{}", reps.unit);
+        assert_eq!(reps.bound, Some(Bound::Int(1, most)));
         assert_eq!(inferscale::study::repeated::SEED_STRIDE, 1_000_000, "the title says seed + k × 1,000,000");
-        assert!(REPETITIONS.title.contains("seed + k × 1,000,000"));
+        assert!(reps.help.contains("seed + k × 1,000,000"));
     }
 
     /// A scenario field names a field the scenario format has: written into the default scenario, the
@@ -1155,11 +752,11 @@ mod tests {
     fn scenario_fields_are_fields_of_the_scenario() {
         let base: Value = serde_json::from_str(include_str!("../../scenarios/default.json")).unwrap();
         let mut checked = 0;
-        for f in PANELS.iter().flat_map(|p| p.params).filter(|f| f.ptr.starts_with('/')) {
+        for f in PANELS.iter().flat_map(|p| p.inputs) {
             let mut v = base.clone();
             let value = match f.kind {
                 PKind::Select(opts) => json!(opts.last().unwrap().0),
-                PKind::Int => json!(2),
+                PKind::Edit(Edit::Int) => json!(2),
                 // Every choice of a variant, with its numbers (variant.rs checks each against the core).
                 PKind::Variant(var) => {
                     var.choose(&mut v, f.ptr, var.choices.last().unwrap().value);

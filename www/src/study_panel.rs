@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use inferscale::study::option::Edit;
 use inferscale::study::{self, Cell, Format, Job, Kind, RunSummary, Study, StudyReport};
 use inferscale_worker::{Input, Output};
 use serde_json::{Value, json};
@@ -19,7 +20,7 @@ use crate::figure::Figure;
 use crate::page::{copy_link_to, error_list, mark_field, now_ms, share_hash_for, window};
 use crate::panels::PanelId;
 use crate::sort::Sort;
-use crate::study_defs::{PKind, Param, default_options, params};
+use crate::study_defs::{PKind, Param, default_options, params, params_html};
 use crate::table::{esc, shown_order};
 use crate::variant::Variant;
 use crate::workers::Pool;
@@ -205,75 +206,16 @@ impl Studies {
         }
     }
 
-    fn render_params(&self, cx: &Cx, params: &[&Param]) {
-        let html: String = params
-            .iter()
-            .map(|f| {
-                let input = match f.kind {
-                    PKind::Select(opts) => format!(
-                        "<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{}</select>",
-                        f.id,
-                        f.ptr,
-                        esc(f.title),
-                        opts.iter()
-                            .map(|(v, l)| format!("<option value=\"{v}\">{}</option>", esc(l)))
-                            .collect::<String>()
-                    ),
-                    PKind::Int | PKind::OptInt => format!(
-                        "<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"1\" min=\"0\" title=\"{}\">",
-                        f.id,
-                        f.ptr,
-                        esc(f.title)
-                    ),
-                    PKind::Num | PKind::OptNum => format!(
-                        "<input id=\"{}\" data-ptr=\"{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\">",
-                        f.id,
-                        f.ptr,
-                        esc(f.title)
-                    ),
-                    PKind::Bool => format!(
-                        "<input id=\"{}\" data-ptr=\"{}\" type=\"checkbox\" title=\"{}\">",
-                        f.id,
-                        f.ptr,
-                        esc(f.title)
-                    ),
-                    PKind::Json => format!(
-                        "<textarea id=\"{}\" data-ptr=\"{}\" rows=\"6\" spellcheck=\"false\" title=\"{}\"></textarea>",
-                        f.id,
-                        f.ptr,
-                        esc(f.title)
-                    ),
-                    PKind::Variant(var) => return variant_html(f, var),
-                };
-                let unit = if f.unit.is_empty() {
-                    String::new()
-                } else {
-                    format!(" <span class=\"unit\">{}</span>", esc(f.unit))
-                };
-                let wide = if f.kind == PKind::Json { " class=\"wide\"" } else { "" };
-                format!("<label{wide}>{}{unit}{input}</label>", esc(f.label))
-            })
-            .collect();
-        let inputs = params.iter().any(|f| f.ptr.starts_with('/'));
-        let options = params.iter().any(|f| f.ptr.starts_with("study:"));
-        let legend = match (inputs, options) {
-            (true, true) => {
-                "Study inputs and options <span class=\"unit\">this panel's own (the Serving Lab's scenario is unchanged); options in the link, the CLI's --params</span>"
-            }
-            (true, false) => {
-                "Study inputs <span class=\"unit\">this panel's own: the Serving Lab's scenario is unchanged</span>"
-            }
-            _ => "Study options <span class=\"unit\">in the link; the CLI's --params</span>",
-        };
-        cx.page.el("study-params").set_inner_html(&format!("<fieldset><legend>{legend}</legend>{html}</fieldset>"));
+    fn render_params(&self, cx: &Cx, params: &[Param]) {
+        cx.page.el("study-params").set_inner_html(&params_html(params));
     }
 
     /// With session classes, a field of the sessions' own applies only to the classes that do not set it:
     /// its title says which, and it is disabled when none does (its value would change nothing).
-    fn mark_inherited(&self, cx: &Cx, params: &[&Param], v: &Value) {
+    fn mark_inherited(&self, cx: &Cx, params: &[Param], v: &Value) {
         for f in params {
-            let Some(el) = cx.page.doc.get_element_by_id(f.id) else { continue };
-            let users = crate::variant::inherited_by(v, f.ptr);
+            let Some(el) = cx.page.doc.get_element_by_id(&f.id) else { continue };
+            let users = crate::variant::inherited_by(v, &f.ptr);
             let title = match &users {
                 None => f.title.to_string(),
                 Some(u) if u.is_empty() => format!("{} — not used: every session class sets its own", f.title),
@@ -287,19 +229,19 @@ impl Studies {
     /// A variant field's select and the inputs of its chosen kind's numbers (the others hidden).
     fn sync_variant(&self, cx: &Cx, f: &Param, var: &Variant, v: &Value) {
         let focused = |el: &Element| cx.page.doc.active_element().as_ref() == Some(el);
-        let sel = cx.page.el(f.id);
+        let sel = cx.page.el(&f.id);
         if !focused(&sel)
             && let Ok(s) = sel.dyn_into::<HtmlSelectElement>()
         {
-            s.set_value(var.chosen(v, f.ptr));
+            s.set_value(var.chosen(v, &f.ptr));
         }
         for n in var.numbers() {
-            let id = format!("{}-{}", f.id, n.key);
+            let id = format!("{}-{}", &f.id, n.key);
             if let Some(label) = cx.page.doc.get_element_by_id(&format!("{id}-label")) {
-                label.toggle_attribute_with_force("hidden", !var.takes(v, f.ptr, n.key)).ok();
+                label.toggle_attribute_with_force("hidden", !var.takes(v, &f.ptr, n.key)).ok();
             }
             let el = cx.page.el(&id);
-            let shown = v.pointer(&format!("{}/{}", f.ptr, n.key)).map_or(String::new(), crate::variant::shown);
+            let shown = v.pointer(&format!("{}/{}", &f.ptr, n.key)).map_or(String::new(), crate::variant::shown);
             if !focused(&el)
                 && let Ok(i) = el.dyn_into::<HtmlInputElement>()
             {
@@ -325,7 +267,7 @@ impl Studies {
         }
         let options =
             self.options.get(self.shown.name()).cloned().unwrap_or_else(|| default_options(self.shown.name()));
-        for &f in &ps {
+        for f in &ps {
             if let PKind::Variant(var) = f.kind {
                 self.sync_variant(cx, f, var, &full);
                 continue;
@@ -341,19 +283,19 @@ impl Studies {
                     }
                     (_, x) => x.cloned(),
                 },
-                None => full.pointer(f.ptr).cloned(),
+                None => full.pointer(&f.ptr).cloned(),
             };
             let value = match (&raw, f.kind) {
-                (Some(x), PKind::Json) => serde_json::to_string_pretty(x).unwrap_or_default(),
+                (Some(x), PKind::Edit(Edit::Json)) => serde_json::to_string_pretty(x).unwrap_or_default(),
                 (Some(Value::Null) | None, _) => String::new(),
                 (Some(x), _) => crate::numbers::shown(x),
             };
-            let el = cx.page.el(f.id);
+            let el = cx.page.el(&f.id);
             if cx.page.doc.active_element().as_ref() == Some(&el) {
                 continue;
             }
             if let Ok(i) = el.clone().dyn_into::<HtmlInputElement>() {
-                if f.kind == PKind::Bool {
+                if f.kind == PKind::Edit(Edit::Bool) {
                     i.set_checked(raw.as_ref().and_then(Value::as_bool).unwrap_or(false));
                 } else {
                     i.set_value(&value);
@@ -403,15 +345,15 @@ impl Studies {
         let Some(ptr) = target.get_attribute("data-ptr") else { return };
         let ps = params(self.shown);
         if let Some((f, var)) = ps.iter().find_map(|f| match f.kind {
-            PKind::Variant(var) if ptr == f.ptr || ptr.starts_with(&format!("{}/", f.ptr)) => Some((f, var)),
+            PKind::Variant(var) if *ptr == f.ptr || ptr.starts_with(&format!("{}/", f.ptr)) => Some((f, var)),
             _ => None,
         }) {
             self.variant_changed(cx, f, var, &ptr, target);
             return;
         }
-        let Some(f) = ps.iter().find(|f| f.ptr == ptr) else { return };
+        let Some(f) = ps.iter().find(|f| f.ptr == *ptr) else { return };
         let raw = if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
-            if f.kind == PKind::Bool { i.checked().to_string() } else { i.value() }
+            if f.kind == PKind::Edit(Edit::Bool) { i.checked().to_string() } else { i.value() }
         } else if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
             s.value()
         } else if let Ok(t) = target.clone().dyn_into::<web_sys::HtmlTextAreaElement>() {
@@ -423,11 +365,17 @@ impl Studies {
             // A study option: kept with the panel (and in its link), not in the scenario.
             let raw = raw.trim();
             let value = match f.kind {
-                PKind::Bool => json!(raw == "true"),
-                PKind::OptNum | PKind::OptInt | PKind::Json if raw.is_empty() => Value::Null,
-                PKind::Int | PKind::OptInt => raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw)),
-                PKind::Num | PKind::OptNum => raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw)),
-                PKind::Json => match serde_json::from_str::<Value>(raw) {
+                PKind::Edit(Edit::Bool) => json!(raw == "true"),
+                PKind::Edit(Edit::OptNum) | PKind::Edit(Edit::OptInt) | PKind::Edit(Edit::Json) if raw.is_empty() => {
+                    Value::Null
+                }
+                PKind::Edit(Edit::Int) | PKind::Edit(Edit::OptInt) => {
+                    raw.parse::<i64>().map(|n| json!(n)).unwrap_or(json!(raw))
+                }
+                PKind::Edit(Edit::Num) | PKind::Edit(Edit::OptNum) => {
+                    raw.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(raw))
+                }
+                PKind::Edit(Edit::Json) => match serde_json::from_str::<Value>(raw) {
                     Ok(v) => v,
                     Err(e) => {
                         self.show_study_errors(
@@ -474,13 +422,21 @@ impl Studies {
         };
         match f.kind {
             // An emptied field is left to the scenario's default, not written as "".
-            PKind::Select(_) | PKind::Int | PKind::OptInt | PKind::Num | PKind::OptNum if raw.is_empty() => {
+            PKind::Select(_)
+            | PKind::Edit(Edit::Int)
+            | PKind::Edit(Edit::OptInt)
+            | PKind::Edit(Edit::Num)
+            | PKind::Edit(Edit::OptNum)
+                if raw.is_empty() =>
+            {
                 details::remove(&mut v, &ptr)
             }
             PKind::Select(_) => details::set(&mut v, &ptr, json!(raw)),
-            PKind::Int | PKind::OptInt => details::set(&mut v, &ptr, number(raw, true)),
-            PKind::Num | PKind::OptNum => details::set(&mut v, &ptr, number(raw, false)),
-            PKind::Bool | PKind::Json => details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw))),
+            PKind::Edit(Edit::Int) | PKind::Edit(Edit::OptInt) => details::set(&mut v, &ptr, number(raw, true)),
+            PKind::Edit(Edit::Num) | PKind::Edit(Edit::OptNum) => details::set(&mut v, &ptr, number(raw, false)),
+            PKind::Edit(Edit::Bool) | PKind::Edit(Edit::Json) => {
+                details::set(&mut v, &ptr, serde_json::from_str(raw).unwrap_or(json!(raw)))
+            }
             PKind::Variant(_) => {} // variant_changed wrote it
         }
         self.keep_edit(cx, &v, &block);
@@ -493,12 +449,12 @@ impl Studies {
             return;
         };
         if let Ok(s) = target.clone().dyn_into::<HtmlSelectElement>() {
-            var.choose(&mut v, f.ptr, &s.value());
+            var.choose(&mut v, &f.ptr, &s.value());
         } else if let Ok(i) = target.clone().dyn_into::<HtmlInputElement>() {
             let key = ptr.rsplit_once('/').map_or("", |x| x.1);
-            var.set_number(&mut v, f.ptr, key, &i.value());
+            var.set_number(&mut v, &f.ptr, key, &i.value());
         }
-        self.keep_edit(cx, &v, f.ptr);
+        self.keep_edit(cx, &v, &f.ptr);
     }
 
     /// Check the scenario and the study's inputs; show errors by their fields; Run only when valid.
@@ -525,7 +481,7 @@ impl Studies {
         for f in params(self.shown) {
             let d = match f.ptr.strip_prefix("study:") {
                 Some(key) => format!("study.{}.{key}", self.shown.name()),
-                None => details::dotted(f.ptr),
+                None => details::dotted(&f.ptr),
             };
             let under = |path: &str, d: &str| path == d || path.starts_with(&format!("{d}."));
             let at = |d: &str| errors.iter().find(|(path, _)| under(path, d)).map(|h| h.1.as_str());
@@ -533,15 +489,15 @@ impl Studies {
                 // A number's error at its input; the rest of the block's at the select.
                 let numbers = var.numbers();
                 for n in &numbers {
-                    mark_field(&cx.page.el(&format!("{}-{}", f.id, n.key)), at(&format!("{d}.{}", n.key)));
+                    mark_field(&cx.page.el(&format!("{}-{}", &f.id, n.key)), at(&format!("{d}.{}", n.key)));
                 }
                 let rest = errors.iter().find(|(path, _)| {
                     under(path, &d) && !numbers.iter().any(|n| path.starts_with(&format!("{d}.{}", n.key)))
                 });
-                mark_field(&cx.page.el(f.id), rest.map(|h| h.1.as_str()));
+                mark_field(&cx.page.el(&f.id), rest.map(|h| h.1.as_str()));
                 continue;
             }
-            mark_field(&cx.page.el(f.id), at(&d));
+            mark_field(&cx.page.el(&f.id), at(&d));
         }
         if let Ok(b) = cx.page.el("study-run").dyn_into::<web_sys::HtmlButtonElement>() {
             b.set_disabled(!errors.is_empty() || self.active.is_some());
@@ -888,30 +844,6 @@ fn capitalised(s: &str) -> String {
 }
 
 /// A variant field: its select of kinds, then a labelled number input per number any kind takes.
-fn variant_html(f: &Param, var: &Variant) -> String {
-    let options: String =
-        var.choices.iter().map(|c| format!("<option value=\"{}\">{}</option>", c.value, esc(c.label))).collect();
-    let mut html = format!(
-        "<label>{}<select id=\"{}\" data-ptr=\"{}\" title=\"{}\">{options}</select></label>",
-        esc(f.label),
-        f.id,
-        f.ptr,
-        esc(f.title)
-    );
-    for n in var.numbers() {
-        let id = format!("{}-{}", f.id, n.key);
-        html.push_str(&format!(
-            "<label id=\"{id}-label\">{} <span class=\"unit\">{}</span><input id=\"{id}\" data-ptr=\"{}/{}\" type=\"number\" step=\"any\" min=\"0\" title=\"{}\"></label>",
-            esc(n.label),
-            esc(n.unit),
-            f.ptr,
-            n.key,
-            esc(n.label)
-        ));
-    }
-    html
-}
-
 /// A column's header: its label, and its unit when it has one (a text column's, marked to sit left as its
 /// cells do).
 fn header_html(c: &study::Column) -> String {

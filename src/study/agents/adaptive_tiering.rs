@@ -5,6 +5,7 @@ use super::*;
 use crate::scenario::{ToolShiftSpec, at};
 use crate::spec::field::Checked;
 use crate::spec::{ALPHA, TTL_S};
+use crate::study::option::{Text, described};
 use crate::study::{ColumnDef, column, table};
 use crate::workload::Arrival;
 
@@ -24,6 +25,34 @@ pub struct AdaptiveTieringParams {
     /// The host tier when the scenario has none.
     pub host_kv: HostKvSpec,
 }
+
+described!(AdaptiveTieringParams {
+    alpha: Text {
+        label: "EWMA weight α",
+        unit: "0 < α ≤ 1",
+        help: "How far each returned tool call moves the adaptive policies' estimate of the gap",
+        bound: None,
+    };
+    alphas: Text {
+        label: "α sweep",
+        unit: "JSON list",
+        help: "The weights the second table tries, with one estimate per tool, e.g. [0.05, 0.2, 1]",
+        bound: None,
+    };
+    ttl_s: Text {
+        label: "TTL",
+        unit: "s",
+        help: "The TTL policy's time to live",
+        bound: None,
+    };
+    shift: Text {
+        label: "Tool shift",
+        unit: "JSON {tool, at_s, factor}; empty: the scenario's, else the slowest tool 4× from mid-run",
+        help: "From at_s on, every call of the tool takes factor × as long",
+        bound: None,
+    };
+    host_kv: HOST_KV;
+});
 
 impl Default for AdaptiveTieringParams {
     fn default() -> Self {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::study::option::{Text, described};
 use crate::study::sweep::{Knob, SweepRow, check_list};
 use crate::study::{ColumnDef, column};
 
@@ -11,6 +12,15 @@ pub struct AffinitySlackParams {
     /// Slacks to try, ms.
     pub slack_ms: Vec<f64>,
 }
+
+described!(AffinitySlackParams {
+    slack_ms: Text {
+        label: "Slacks",
+        unit: "JSON list of ms",
+        help: "The slacks to try, e.g. [0, 50, 250, 1000]",
+        bound: None,
+    };
+});
 
 impl Default for AffinitySlackParams {
     fn default() -> Self {

@@ -6,6 +6,7 @@ use super::*;
 use crate::metrics::WorkflowSummary;
 use crate::scenario::{Bound, PrefetchSpec, RolePredictorSpec, WorkflowSpec, at, field_bound, variant_bound};
 use crate::spec::field::Checked;
+use crate::study::option::{Text, described};
 use crate::study::sweep::{Knob, SweepRow, check_list};
 use crate::study::{ColumnDef, column, table};
 
@@ -45,6 +46,13 @@ impl Steps for NextStep {
 
 /// `exec-learning`'s options: the next step's forecast.
 pub type ExecLearningParams = LearnerParams<NextStep>;
+
+described!(ExecLearningParams {
+    threshold: THRESHOLD;
+    decay: DECAY;
+    horizon: HORIZON;
+    host_kv: HOST_KV;
+});
 
 pub(super) fn wf(r: &RunSummary) -> Option<&WorkflowSummary> {
     sess(r).workflow.as_ref()
@@ -344,6 +352,16 @@ pub struct ThresholdSweepParams {
     pub decay: f64,
 }
 
+described!(ThresholdSweepParams {
+    thresholds: Text {
+        label: "Thresholds",
+        unit: "JSON list, 0 … 1",
+        help: "The thresholds to try, e.g. [0.1, 0.3, 0.5]",
+        bound: None,
+    };
+    decay: DECAY;
+});
+
 impl Default for ThresholdSweepParams {
     fn default() -> Self {
         ThresholdSweepParams { thresholds: vec![0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9], decay: 0.9 }
@@ -437,6 +455,16 @@ pub struct DecaySweepParams {
     pub decays: Vec<f64>,
     pub threshold: f64,
 }
+
+described!(DecaySweepParams {
+    decays: Text {
+        label: "Decays",
+        unit: "JSON list, 0 < d ≤ 1 (1: counts)",
+        help: "The decays to try, e.g. [1, 0.95, 0.8]",
+        bound: None,
+    };
+    threshold: THRESHOLD;
+});
 
 impl Default for DecaySweepParams {
     fn default() -> Self {

@@ -8,6 +8,7 @@ use super::exec_learning::{
 };
 use super::*;
 use crate::scenario::at;
+use crate::study::option::{Text, described};
 use crate::study::sweep::{Knob, SweepRow, check_list};
 use crate::study::{ColumnDef, column, table};
 
@@ -19,6 +20,13 @@ impl Steps for ThreeSteps {
 
 /// `forecast`'s options: the multi-step policies look three steps ahead.
 pub type ForecastParams = LearnerParams<ThreeSteps>;
+
+described!(ForecastParams {
+    threshold: THRESHOLD;
+    decay: DECAY;
+    horizon: MULTI_STEP_HORIZON;
+    host_kv: HOST_KV;
+});
 
 /// The horizon of a multi-step policy: at least two steps, at most the scenario's bound.
 pub(super) fn check_multi_step(at: &str, horizon: u32, e: &mut Errors) {
@@ -183,6 +191,17 @@ pub struct HorizonSweepParams {
     pub threshold: f64,
 }
 
+described!(HorizonSweepParams {
+    horizons: Text {
+        label: "Horizons",
+        unit: "JSON list, steps 1 … 16",
+        help: "The horizons to try, e.g. [1, 2, 4, 8]",
+        bound: None,
+    };
+    decay: DECAY;
+    threshold: THRESHOLD;
+});
+
 impl Default for HorizonSweepParams {
     fn default() -> Self {
         HorizonSweepParams { horizons: vec![1, 2, 3, 4, 6, 8], decay: 0.9, threshold: 0.3 }
@@ -301,6 +320,18 @@ pub struct BudgetSweepParams {
     /// The multi-step plans' horizon, steps.
     pub horizon: u32,
 }
+
+described!(BudgetSweepParams {
+    budgets: Text {
+        label: "Budgets",
+        unit: "JSON list, × all roles' prefixes, 0 … 1000",
+        help: "The prefix budgets to try, e.g. [0.25, 0.5, 1]",
+        bound: None,
+    };
+    decay: DECAY;
+    threshold: THRESHOLD;
+    horizon: MULTI_STEP_HORIZON;
+});
 
 impl Default for BudgetSweepParams {
     fn default() -> Self {

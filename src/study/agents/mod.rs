@@ -11,6 +11,7 @@ use super::{
     Study, StudyDef, StudyReport, report_head,
 };
 use crate::scenario::{self, Errors, HostKvSpec, RetentionSpec, RouterSpec, ScenarioError, Spec};
+use crate::study::option::Text;
 
 mod adaptive_tiering;
 mod affinity_slack;
@@ -31,6 +32,32 @@ pub use research::*;
 pub use sessions::*;
 pub use tiered_kv::*;
 pub use ttl_sweep::*;
+
+/// How the agent studies describe the options they share (`option::described!`).
+pub(crate) const HOST_KV: Text = Text {
+    label: "Host tier",
+    unit: "JSON: {capacity_gb, bandwidth_gbps, latency_ms} (used when the scenario has none)",
+    help: "Host memory per worker and its link (host offload's tier; the workflows' prefetches)",
+    bound: None,
+};
+pub(crate) const THRESHOLD: Text = Text {
+    label: "Threshold",
+    unit: "0 … 1",
+    help: "The threshold plan fetches every role at least this likely to be needed",
+    bound: None,
+};
+pub(crate) const DECAY: Text = Text {
+    label: "Decay",
+    unit: "0 < d ≤ 1",
+    help: "The decayed model multiplies a role's learned row by d at each transition out of it",
+    bound: None,
+};
+/// The forecast's horizon.
+pub(crate) const HORIZON: Text =
+    Text { label: "Horizon", unit: "steps, 1 … 16", help: "How many coming steps the forecast covers", bound: None };
+/// A multi-step policy's horizon (the one-step row is the horizon of 1).
+pub(crate) const MULTI_STEP_HORIZON: Text =
+    Text { label: "Horizon", unit: "steps, 1 … 16", help: "How many coming steps the forecast covers", bound: None };
 
 /// The studies that need a workflow (a front end gives a scenario without one the shipped example's).
 pub const WORKFLOW_STUDIES: [&str; 7] = [

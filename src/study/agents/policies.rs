@@ -2,8 +2,10 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::spec::Bound;
 use crate::spec::TTL_S;
 use crate::spec::field::Checked;
+use crate::study::option::{Bounded, Text, described};
 use crate::study::{ColumnDef, column, table};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -16,6 +18,22 @@ pub struct AgentPoliciesParams {
     /// The host tier of the host-offload policy when the scenario has none.
     pub host_kv: HostKvSpec,
 }
+
+described!(AgentPoliciesParams {
+    ttl_s: Text {
+        label: "TTL",
+        unit: "s",
+        help: "How long the TTL policy keeps a history in HBM after a turn",
+        bound: Some(TTL_S),
+    };
+    slack_ms: Text {
+        label: "Affinity slack",
+        unit: "ms",
+        help: "Bounded affinity leaves a session's worker when its queue penalty passes the best one's by more than this",
+        bound: Some(Bound::Range(0.0, 1e9)),
+    };
+    host_kv: HOST_KV;
+});
 
 impl Default for AgentPoliciesParams {
     fn default() -> Self {
@@ -43,8 +61,7 @@ impl StudyDef for AgentPoliciesStudy {
     fn new(spec: &Spec, p: &AgentPoliciesParams) -> Result<Self, ScenarioError> {
         check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        TTL_S.check(&at!(Self::at(), p.ttl_s), &p.ttl_s, &mut e);
-        e.range(&at!(Self::at(), p.slack_ms), p.slack_ms, 0.0, 1e9);
+        p.check_bounds(&Self::at(), &mut e);
         p.host_kv.check_fields(&at!(Self::at(), p.host_kv), &mut e);
         e.finish()?;
         let lb = Some(RouterSpec::LeastOutstanding);

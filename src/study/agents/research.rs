@@ -5,6 +5,7 @@ use super::exec_learning::{Steps, bounds, check_workflow, wf};
 use super::*;
 use crate::metrics::secs;
 use crate::scenario::at;
+use crate::study::option::{Text, described};
 use crate::study::sweep::check_list;
 use crate::study::{ColumnDef, column, table};
 
@@ -22,6 +23,30 @@ pub struct ResearchParams {
     pub grid_decays: Vec<f64>,
     pub grid_thresholds: Vec<f64>,
 }
+
+described!(ResearchParams {
+    seeds: Text {
+        label: "Seeds",
+        unit: "2 … 64 (seed + k)",
+        help: "Every policy runs on each seed; ten give the interval its 95 %",
+        bound: None,
+    };
+    decay: DECAY;
+    threshold: THRESHOLD;
+    horizon: MULTI_STEP_HORIZON;
+    grid_decays: Text {
+        label: "Oracle grid: decays",
+        unit: "JSON list, 0 < d ≤ 1",
+        help: "The oracle searches the next-step threshold plan at each decay × threshold, and the utility plan at each decay",
+        bound: None,
+    };
+    grid_thresholds: Text {
+        label: "Oracle grid: thresholds",
+        unit: "JSON list, 0 … 1",
+        help: "The thresholds of the oracle's grid",
+        bound: None,
+    };
+});
 
 impl Default for ResearchParams {
     fn default() -> Self {

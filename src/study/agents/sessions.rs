@@ -1,7 +1,8 @@
 //! `agent-sessions`: one run of the scenario, read as a session workload.
 
 use super::*;
-use crate::scenario::at;
+use crate::spec::Bound;
+use crate::study::option::{Bounded, Text, described};
 use crate::study::{ColumnDef, column, table};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -10,6 +11,15 @@ pub struct SessionsParams {
     /// Turn indices the TTFT-by-turn chart shows (1 … 64).
     pub turns_shown: u32,
 }
+
+described!(SessionsParams {
+    turns_shown: Text {
+        label: "Turns on the chart",
+        unit: "1 … 64",
+        help: "TTFT by turn index shows turns up to this",
+        bound: Some(Bound::Int(1, 64)),
+    };
+});
 
 impl Default for SessionsParams {
     fn default() -> Self {
@@ -38,7 +48,7 @@ impl StudyDef for SessionsStudy {
     fn new(spec: &Spec, p: &SessionsParams) -> Result<Self, ScenarioError> {
         check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        e.int(&at!(Self::at(), p.turns_shown), p.turns_shown as u64, 1, 64);
+        p.check_bounds(&Self::at(), &mut e);
         e.finish()?;
         let jobs = vec![Job { label: spec.name.clone(), spec: spec.clone() }];
         Ok(SessionsStudy { base: spec.clone(), turns_shown: p.turns_shown, batch: OneBatch::new(jobs) })

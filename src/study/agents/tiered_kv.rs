@@ -2,8 +2,10 @@
 
 use super::*;
 use crate::scenario::at;
+use crate::spec::Bound;
 use crate::spec::TTL_S;
 use crate::spec::field::Checked;
+use crate::study::option::{Bounded, Text, described};
 use crate::study::{ColumnDef, column, table};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -19,6 +21,28 @@ pub struct TieredKvParams {
     /// holds under full retention with no budget).
     pub budgets: Vec<f64>,
 }
+
+described!(TieredKvParams {
+    ttl_s: Text {
+        label: "TTL",
+        unit: "s",
+        help: "The TTL policy's time to live",
+        bound: Some(TTL_S),
+    };
+    slack_ms: Text {
+        label: "Affinity slack",
+        unit: "ms",
+        help: "Bounded affinity's slack",
+        bound: Some(Bound::Range(0.0, 1e9)),
+    };
+    host_kv: HOST_KV;
+    budgets: Text {
+        label: "HBM budgets",
+        unit: "JSON list, × the reference working set",
+        help: "Per-replica retention budgets as multiples of the most idle history a worker holds under full retention",
+        bound: None,
+    };
+});
 
 impl Default for TieredKvParams {
     fn default() -> Self {
@@ -53,8 +77,7 @@ impl StudyDef for TieredKvStudy {
     fn new(spec: &Spec, p: &TieredKvParams) -> Result<Self, ScenarioError> {
         let sc = check_base(spec, Self::at())?;
         let mut e = Errors::default();
-        TTL_S.check(&at!(Self::at(), p.ttl_s), &p.ttl_s, &mut e);
-        e.range(&at!(Self::at(), p.slack_ms), p.slack_ms, 0.0, 1e9);
+        p.check_bounds(&Self::at(), &mut e);
         p.host_kv.check_fields(&at!(Self::at(), p.host_kv), &mut e);
         e.int(&at!(Self::at(), p.budgets), p.budgets.len() as u64, 0, 16);
         for (i, b) in p.budgets.iter().enumerate() {

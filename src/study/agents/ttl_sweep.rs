@@ -3,6 +3,7 @@
 use super::*;
 use crate::scenario::at;
 use crate::spec::TTL_S;
+use crate::study::option::{Text, described};
 use crate::study::sweep::{Knob, SweepRow, check_list};
 use crate::study::{ColumnDef, column};
 
@@ -12,6 +13,15 @@ pub struct TtlSweepParams {
     /// TTLs to try, s; null: no expiry (∞).
     pub ttl_s: Vec<Option<f64>>,
 }
+
+described!(TtlSweepParams {
+    ttl_s: Text {
+        label: "TTLs",
+        unit: "JSON list of s; null = ∞ (no expiry)",
+        help: "The TTLs to try, e.g. [0, 1, 5, 30, null]",
+        bound: None,
+    };
+});
 
 impl Default for TtlSweepParams {
     fn default() -> Self {

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 
 use super::capacity::Criterion;
 use super::{About, Group, Job, Rank, RunSummary, Study, StudyDef, StudyReport};
-use crate::scenario::{self, ArrivalSpec, BatchFormationSpec, Errors, ScenarioError, SchedulerSpec, Spec, at};
+use crate::scenario::{self, ArrivalSpec, BatchFormationSpec, Errors, ScenarioError, SchedulerSpec, Spec};
+use crate::spec::Bound;
+use crate::study::option::{Bounded, Text, described};
 use lane::{Lane, Sizing};
 pub use space::{Candidate, Layout};
 
@@ -68,6 +70,105 @@ pub struct FleetParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_error: Option<f64>,
 }
+
+described!(FleetParams {
+    target_rps: Text {
+        label: "Target rate",
+        unit: "req/s (empty: the scenario's)",
+        help: "The offered rate the fleet must carry",
+        bound: Some(Bound::OpenLo(0.0, 1e6)),
+    };
+    headroom: Text {
+        label: "Burst headroom",
+        unit: "fraction over the target",
+        help: "Replicas are sized for the target × (1 + headroom)",
+        bound: Some(Bound::Range(0.0, 10.0)),
+    };
+    repetitions: Text {
+        label: "Repetitions",
+        unit: "seeds per candidate",
+        help: "Each seed searches its own capacity and replica count; as many unseen seeds run the chosen fleet",
+        bound: Some(Bound::Int(1, 20)),
+    };
+    devices: Text {
+        label: "Devices",
+        unit: "JSON list of presets, e.g. [\"h100-sxm\", \"l40s\"] ([]: the scenario's)",
+        help: "Device presets to try",
+        bound: None,
+    };
+    prices: Text {
+        label: "Prices",
+        unit: "JSON {device: USD per GPU-hour}, over the shipped list",
+        help: "A device without a list price needs one here",
+        bound: None,
+    };
+    tp: Text {
+        label: "TP degrees",
+        unit: "JSON list, e.g. [1, 2] ([]: the scenario's)",
+        help: "Tensor-parallel degrees to try",
+        bound: None,
+    };
+    layouts: Text {
+        label: "Layouts",
+        unit: "JSON list: {\"kind\": \"colocated\"} or {\"kind\": \"pd\", \"prefill\": 1, \"decode\": 2, \"decode_device\": \"l40s\"}",
+        help: "Colocated or P/D units, each pool on its own device when given",
+        bound: None,
+    };
+    max_num_seqs: Text {
+        label: "Batch caps",
+        unit: "JSON list of max_num_seqs ([]: the scenario's)",
+        help: "Batch caps to try",
+        bound: None,
+    };
+    max_num_batched_tokens: Text {
+        label: "Token budgets",
+        unit: "JSON list of max_num_batched_tokens ([]: the scenario's)",
+        help: "Token budgets to try",
+        bound: None,
+    };
+    batch_formations: Text {
+        label: "Batch formations",
+        unit: "JSON list, e.g. [\"vllm\", \"sglang\"] ([]: the scenario's)",
+        help: "Batch formations to try",
+        bound: None,
+    };
+    schedulers: Text {
+        label: "Schedulers",
+        unit: "JSON list, e.g. [{\"kind\": \"fcfs\"}, {\"kind\": \"sjf\"}] ([]: the scenario's)",
+        help: "Schedulers to try",
+        bound: None,
+    };
+    target: Text {
+        label: "SLO attainment target",
+        unit: "fraction (empty: the scenario's objectives)",
+        help: "A run passes at this attainment with every percentile objective met",
+        bound: Some(Bound::OpenLo(0.0, 1.0)),
+    };
+    max_mean_wait_ms: Text {
+        label: "Or: mean wait at most",
+        unit: "ms (empty: use the SLOs)",
+        help: "Pass on mean queueing delay instead of SLO attainment",
+        bound: Some(Bound::OpenLo(0.0, 1e9)),
+    };
+    max_replicas: Text {
+        label: "Most replicas",
+        unit: "per candidate",
+        help: "A candidate that needs more does not pass; its ceiling below the rate prunes it",
+        bound: Some(scenario::REPLICAS),
+    };
+    precision: Text {
+        label: "Precision",
+        unit: "fraction of the rate",
+        help: "The capacity search stops when its bracket is this narrow",
+        bound: Some(Bound::OpenLo(0.0, 0.99)),
+    };
+    model_error: Text {
+        label: "Model error",
+        unit: "fraction (empty: none; the Calibration panel's held-out median APE)",
+        help: "Widens the replica interval as a capacity off by this share would",
+        bound: Some(Bound::Range(0.0, 0.9)),
+    };
+});
 
 impl Default for FleetParams {
     fn default() -> Self {
@@ -156,22 +257,7 @@ impl StudyDef for FleetStudy {
 fn check_options(spec: &Spec, sc: &scenario::Scenario, p: &FleetParams) -> Result<(), ScenarioError> {
     let at = FleetStudy::at();
     let mut e = Errors::default();
-    if let Some(r) = p.target_rps {
-        e.range_open_lo(&at!(at, p.target_rps), r, 0.0, 1e6);
-    }
-    e.range(&at!(at, p.headroom), p.headroom, 0.0, 10.0);
-    e.int(&at!(at, p.repetitions), p.repetitions as u64, 1, 20);
-    scenario::REPLICAS.check(&at!(at, p.max_replicas), &p.max_replicas, &mut e);
-    e.range_open_lo(&at!(at, p.precision), p.precision, 0.0, 0.99);
-    if let Some(t) = p.target {
-        e.range_open_lo(&at!(at, p.target), t, 0.0, 1.0);
-    }
-    if let Some(w) = p.max_mean_wait_ms {
-        e.range_open_lo(&at!(at, p.max_mean_wait_ms), w, 0.0, 1e9);
-    }
-    if let Some(m) = p.model_error {
-        e.range(&at!(at, p.model_error), m, 0.0, 0.9);
-    }
+    p.check_bounds(&at, &mut e);
     for (name, usd) in &p.prices {
         e.range_open_lo(&format!("{at}.prices.{name}"), *usd, 0.0, 1e4);
     }
