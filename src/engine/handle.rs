@@ -388,7 +388,7 @@ impl Simulation<'_> {
         }
     }
 
-    /// The rest of a step end that [`Batch::coast`] made: the books, and the next step (whose formation may
+    /// The rest of a step end that `Replica::coast` made: the books, and the next step (whose formation may
     /// still admit from the queue).
     fn coasted(&mut self, r: usize, ended: step_end::Ended, tally: &Tally) {
         self.rec.on_coasted();

@@ -38,7 +38,7 @@ pub(crate) struct Replica {
     /// The pool this worker belongs to, and its index within it.
     pool: usize,
     local: usize,
-    /// The running requests (see [`step_end`]).
+    /// The running requests (see engine/step_end.rs).
     batch: Batch,
     queue: Box<dyn WaitingQueue>,
     kv: BlockPool,

@@ -66,7 +66,7 @@ impl Replica {
         retracted
     }
 
-    /// Recompute preemption of running[v]: free its KV; it queues again (after backoff) or fails past the cap.
+    /// Recompute preemption of `running[v]`: free its KV; it queues again (after backoff) or fails past the cap.
     pub(super) fn preempt(&mut self, v: usize, cx: &mut Around) {
         let s = self.batch.remove(v);
         let sc = cx.sc;
