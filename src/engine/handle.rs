@@ -35,7 +35,7 @@ impl Simulation<'_> {
             let done = self.requests[id as usize].request();
             let completed = self.requests[id as usize].outcome == Outcome::Completed;
             let next = self.arrivals.answer(&done, id, self.now, completed);
-            if done.session != crate::workload::NO_SESSION {
+            if done.session != NO_SESSION {
                 self.after_turn(id, next.is_none());
                 if next.is_some() {
                     self.workflow_step_ends(id);
@@ -348,6 +348,7 @@ impl Simulation<'_> {
             _ => (0, false),
         };
         let rep = &mut self.replicas[r];
+        rep.step_ended();
         if let Some((ended, tally)) = rep.coast(en, budget, sglang_decodes) {
             return self.coasted(r, ended, &tally);
         }
@@ -661,9 +662,7 @@ impl Simulation<'_> {
         rec.kv_ready = true;
         let d = rec.replica as usize;
         let item = self.queue_item(id);
-        self.rec.on_queued();
-        self.replicas[d].join_queue(item, false);
-        self.try_start(d);
+        self.enqueue(item, Some(d), false);
         self.try_start(t.from);
     }
 }

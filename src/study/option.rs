@@ -70,35 +70,25 @@ impl Editable for Option<crate::spec::ToolShiftSpec> {
     const EDIT: Edit = Edit::Json;
 }
 
-/// One option of a study, as its panel shows it.
+/// One option of a study, as its panel shows it: its name, how it is edited, and what it says of itself.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OptionDef {
     /// Its name in the options (and in the report's notes, and in the CLI's `--params`).
     pub name: &'static str,
+    pub edit: Edit,
+    pub text: Text,
+}
+
+/// What an option says of itself (`described!` gives the rest, its name and edit, from its field).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Text {
     pub label: &'static str,
     /// Its unit, or what an empty field means.
     pub unit: &'static str,
     /// One sentence: what it does.
     pub help: &'static str,
-    pub edit: Edit,
     /// What it allows, when the option is a number with a plain range (validation checks it).
     pub bound: Option<Bound>,
-}
-
-/// What `described!` says of an option: all of its description but what its field gives (name, edit).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Text {
-    pub label: &'static str,
-    pub unit: &'static str,
-    pub help: &'static str,
-    pub bound: Option<Bound>,
-}
-
-impl OptionDef {
-    /// Option `name`, edited as `edit`, described by `t`.
-    pub const fn new(name: &'static str, edit: Edit, t: Text) -> OptionDef {
-        OptionDef { name, label: t.label, unit: t.unit, help: t.help, edit, bound: t.bound }
-    }
 }
 
 /// An options struct whose options are described (`described!`).
@@ -142,11 +132,11 @@ macro_rules! described {
     ($ty:ty { $($f:ident: $text:expr;)* }) => {
         impl $crate::study::option::Described for $ty {
             fn described() -> Vec<$crate::study::option::OptionDef> {
-                vec![$($crate::study::option::OptionDef::new(
-                    stringify!($f),
-                    $crate::study::option::edit_of(|p: &$ty| &p.$f),
-                    $text,
-                )),*]
+                vec![$($crate::study::option::OptionDef {
+                    name: stringify!($f),
+                    edit: $crate::study::option::edit_of(|p: &$ty| &p.$f),
+                    text: $text,
+                }),*]
             }
         }
         impl $crate::study::option::Bounded for $ty {
@@ -164,9 +154,11 @@ pub(crate) use described;
 /// `repetitions`, which every study that does not repeat by itself takes (`repeated`).
 pub const REPETITIONS: OptionDef = OptionDef {
     name: "repetitions",
-    label: "Repetitions",
-    unit: "whole-study runs on seeds apart, 1 … 20 (empty: once)",
-    help: "Run the whole study R times, repetition k on seed + k × 1,000,000: each figure shows its mean ± its 95 % interval, and rows whose intervals overlap are called ties",
     edit: Edit::OptInt,
-    bound: Some(Bound::Int(1, super::repeated::MOST)),
+    text: Text {
+        label: "Repetitions",
+        unit: "whole-study runs on seeds apart, 1 … 20 (empty: once)",
+        help: "Run the whole study R times, repetition k on seed + k × 1,000,000: each figure shows its mean ± its 95 % interval, and rows whose intervals overlap are called ties",
+        bound: Some(Bound::Int(1, super::repeated::MOST)),
+    },
 };

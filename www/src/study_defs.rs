@@ -484,12 +484,12 @@ impl From<&Input> for Param {
 pub(crate) fn option_field(study: &str, o: &OptionDef) -> Param {
     Param {
         id: format!("o-{study}-{}", o.name.replace('_', "-")),
-        label: o.label,
-        unit: o.unit,
-        title: o.help,
+        label: o.text.label,
+        unit: o.text.unit,
+        title: o.text.help,
         ptr: format!("study:{}", o.name),
         kind: PKind::Edit(o.edit),
-        bound: o.bound,
+        bound: o.text.bound,
     }
 }
 
@@ -579,6 +579,8 @@ fn variant_html(f: &Param, var: &crate::variant::Variant) -> String {
 
 #[cfg(test)]
 mod tests {
+    use inferscale::study::option::Text;
+
     use super::*;
 
     #[test]
@@ -632,6 +634,15 @@ mod tests {
             let shown: Vec<String> =
                 fields.iter().filter_map(|f| f.ptr.strip_prefix("study:")).map(str::to_string).collect();
             let described: Vec<String> = k.options().iter().map(|o| o.name.to_string()).collect();
+            // A bound is checked on a number only: one on a flag or a JSON value would be ignored.
+            for o in k.options().iter().filter(|o| o.text.bound.is_some()) {
+                assert!(
+                    matches!(o.edit, Edit::Int | Edit::Num | Edit::OptNum | Edit::OptInt),
+                    "{}.{}",
+                    k.name(),
+                    o.name
+                );
+            }
             assert_eq!(shown, described, "{}", k.name());
             let mut names = k.option_names();
             if k.about().repeats_by.is_none() {
@@ -662,36 +673,38 @@ mod tests {
         let fixture = [
             OptionDef {
                 name: "window_s",
-                label: "Window",
-                unit: "s",
-                help: "How long each window lasts",
                 edit: Edit::Num,
-                bound: Some(Bound::OpenLo(0.0, 3600.0)),
+                text: Text {
+                    label: "Window",
+                    unit: "s",
+                    help: "How long each window lasts",
+                    bound: Some(Bound::OpenLo(0.0, 3600.0)),
+                },
             },
             OptionDef {
                 name: "max_tries",
-                label: "Most tries",
-                unit: "",
-                help: "Tries before giving up",
                 edit: Edit::Int,
-                bound: Some(Bound::Int(1, 50)),
+                text: Text {
+                    label: "Most tries",
+                    unit: "",
+                    help: "Tries before giving up",
+                    bound: Some(Bound::Int(1, 50)),
+                },
             },
             OptionDef {
                 name: "cap",
-                label: "Cap",
-                unit: "req/s (empty: none)",
-                help: "An optional cap",
                 edit: Edit::OptNum,
-                bound: None,
+                text: Text { label: "Cap", unit: "req/s (empty: none)", help: "An optional cap", bound: None },
             },
-            OptionDef { name: "strict", label: "Strict", unit: "", help: "Refuse ties", edit: Edit::Bool, bound: None },
+            OptionDef {
+                name: "strict",
+                edit: Edit::Bool,
+                text: Text { label: "Strict", unit: "", help: "Refuse ties", bound: None },
+            },
             OptionDef {
                 name: "grid",
-                label: "Grid",
-                unit: "JSON list",
-                help: "The points to try",
                 edit: Edit::Json,
-                bound: None,
+                text: Text { label: "Grid", unit: "JSON list", help: "The points to try", bound: None },
             },
         ];
         let fields: Vec<Param> = fixture.iter().map(|o| option_field("new-study", o)).collect();
@@ -740,10 +753,10 @@ mod tests {
         // Its words carry the core's bound and seed stride.
         let reps = inferscale::study::option::REPETITIONS;
         let most = inferscale::study::repeated::MOST;
-        assert!(reps.unit.contains(&format!("1 … {most}")), "{}", reps.unit);
-        assert_eq!(reps.bound, Some(Bound::Int(1, most)));
+        assert!(reps.text.unit.contains(&format!("1 … {most}")), "{}", reps.text.unit);
+        assert_eq!(reps.text.bound, Some(Bound::Int(1, most)));
         assert_eq!(inferscale::study::repeated::SEED_STRIDE, 1_000_000, "the title says seed + k × 1,000,000");
-        assert!(reps.help.contains("seed + k × 1,000,000"));
+        assert!(reps.text.help.contains("seed + k × 1,000,000"));
     }
 
     /// A scenario field names a field the scenario format has: written into the default scenario, the

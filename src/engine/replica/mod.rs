@@ -190,11 +190,16 @@ impl Replica {
         std::mem::take(&mut self.requeue)
     }
 
-    /// Its step ended; whether the step's end coasted (see [`Batch::coast`]): if so, what it left and its
-    /// tally. `decay`: SGLang's formation would have decoded every request and retracted none.
+    /// Its step ended: it is idle until the next is formed.
+    #[inline(always)]
+    pub fn step_ended(&mut self) {
+        self.busy = false;
+    }
+
+    /// Whether its step's end coasted (see [`Batch::coast`]): if so, what it left and its tally. `decay`:
+    /// SGLang's formation would have decoded every request and retracted none.
     #[inline(always)]
     pub fn coast(&mut self, en: &Engine, budget: u32, decay: bool) -> Option<(Ended, Tally)> {
-        self.busy = false;
         let coasted = self.batch.coast(&mut self.kv, en, budget);
         if coasted.is_some() && decay {
             self.new_token_ratio.decay(); // what `retract_for_decode` does when nothing is retracted
