@@ -6,7 +6,8 @@
 //! make it M/·/c.
 
 use crate::scenario::{
-    self, ArrivalSpec, ClassSpec, ClusterSpec, CostSpec, EngineSpec, LengthSpec, RouterSpec, Spec, WorkloadSpec,
+    self, ArrivalSpec, ClassSpec, ClusterSpec, CostSpec, EngineSpec, LengthSpec, ModelSpec, RouterSpec, Spec,
+    WorkloadSpec,
 };
 use serde::Serialize;
 
@@ -68,7 +69,9 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
             tenants: vec![Default::default()],
             sessions: None,
         },
-        model: Default::default(),
+        // The context raised past any length drawn: none is refused as too long, so service stays the
+        // distribution the closed form assumes.
+        model: ModelSpec { context_tokens: Some(100_000_000), ..ModelSpec::default() },
         hardware: Default::default(),
         cost: CostSpec::Linear {
             base_ms: 0.0,

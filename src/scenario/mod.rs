@@ -712,7 +712,8 @@ fn validate_engine(en: &EngineSpec, m: &Model, h: &Hardware, e: &mut Errors) -> 
         kv_total_blocks,
         kv_reserve_limit_blocks: (kv_total_blocks as f64 * en.kv_oversubscription).floor() as u64,
         victim: en.preemption.victim,
-        max_model_len: en.max_model_len,
+        // vLLM's default max_model_len is the model's context (max_position_embeddings).
+        max_model_len: en.max_model_len.or(m.context_tokens),
         request_overhead_ns: ms_to_ns(en.request_overhead_ms),
         frontend: en.frontend.as_ref().map(|f| (f.per_request_ms * 1e6, f.per_prompt_token_us * 1e3)),
         formation: en.batch_formation,

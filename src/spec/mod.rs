@@ -1057,7 +1057,8 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_cpu: Option<StepCpuSpec>,
     /// Longest request served (prompt + output tokens); longer ones are refused at arrival, as vLLM refuses a
-    /// request past its `max_model_len`. Absent: no limit.
+    /// request past its `max_model_len`. Absent: the model's context (`model.context_tokens`, vLLM's default), or no
+    /// limit for a model without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_model_len: Option<u32>,
     /// A host-memory tier for sessions' KV (vLLM's `--kv-offloading-size`, SGLang's HiCache), per worker.

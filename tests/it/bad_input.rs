@@ -159,7 +159,11 @@ fn broken_scenarios_name_the_field() {
             with(base(), "/engine/prefill_chunk_tokens", json!(100000)),
             "engine.prefill_chunk_tokens",
         ),
-        ("no chunking, prompt over budget", with(base(), "/engine/chunked_prefill", json!(false)), "workload.classes"),
+        (
+            "no chunking, prompt over budget",
+            with(with(base(), "/engine/chunked_prefill", json!(false)), "/engine/max_num_batched_tokens", json!(4096)),
+            "workload.classes",
+        ),
         (
             "memory fraction zero",
             with(base(), "/engine/gpu_memory_utilization", json!(0.0)),

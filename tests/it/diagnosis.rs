@@ -152,7 +152,7 @@ fn an_overload_is_capacity_and_the_replicas_that_meet_it_are_measured() {
     let d = &r.diagnosis;
     assert!(d.load_factor > 2.5 && r.steady.overloaded, "{}", d.load_factor);
     assert!(
-        d.verdict.starts_with("A capacity problem: 19.99 req/s offered, 7.15 req/s served over the steady window."),
+        d.verdict.starts_with("A capacity problem: 19.98 req/s offered, 7.20 req/s served over the steady window."),
         "{}",
         d.verdict
     );

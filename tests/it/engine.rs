@@ -515,8 +515,30 @@ fn max_model_len_refuses_requests_past_it_and_no_others() {
     capped.engine.max_model_len = Some(2048);
     let too_long = refused_past(&capped, 2048);
     assert!(too_long > 20, "{too_long} of 400 refused");
-    // Unset, there is no limit (none refused).
-    assert_eq!((base.engine.max_model_len, refused_past(&base, u64::MAX)), (None, 0));
+    // Unset, the limit is the model's context, as vLLM's default (Llama-3-8B: 8192): the shipped scenario's
+    // lengths fit it, a summarisation prompt of 12,000 tokens does not, and a context raised past it serves it.
+    assert_eq!((base.engine.max_model_len, refused_past(&base, 8192)), (None, 0));
+    let mut long = base.clone();
+    long.workload.classes[1].prompt_tokens = inferscale::scenario::LengthSpec::Fixed { tokens: 12_000 };
+    let summaries = refused_past(&long, 8192);
+    assert!(summaries > 60 && summaries < 180, "{summaries} of 400 refused (30 % are summaries)");
+    long.model.context_tokens = Some(32_768);
+    assert_eq!(refused_past(&long, 32_768), 0);
+    let p = inferscale::cost::presets::model("llama-3-8b").unwrap();
+    long.model = inferscale::scenario::ModelSpec {
+        preset: None,
+        params_b: Some(p.params_b),
+        layers: Some(p.layers),
+        hidden: Some(p.hidden),
+        heads: Some(p.heads),
+        kv_heads: Some(p.kv_heads),
+        head_dim: Some(p.head_dim),
+        bytes_per_param: Some(p.bytes_per_param),
+        kv_bytes_per_elem: Some(p.kv_bytes_per_elem),
+        moe: None,
+        context_tokens: None,
+    };
+    assert_eq!(refused_past(&long, u64::MAX), 0, "a custom model without a context has no limit");
     // The same requests (common random numbers): every one under the limit has an outcome other than refused.
     assert_eq!(simulate(&super::valid(&capped)).summary.requests, simulate(&super::valid(&base)).summary.requests);
     // Past the model's context (Llama-3-8B: 8192) it is refused at its field, naming the context.

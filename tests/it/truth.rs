@@ -879,7 +879,7 @@ fn calibration_adds_a_second_knob_only_when_it_earns_its_place() {
     let mut base = super::shipped("default.json");
     base.workload.classes.truncate(1);
     let auto = Options { choose: true, ..Options::default() };
-    let points = [(0.05, 8192), (0.15, 8192), (0.3, 8192), (0.5, 128), (1.0, 128), (2.0, 128)];
+    let points = [(0.05, 7680), (0.15, 7680), (0.3, 7680), (0.5, 128), (1.0, 128), (2.0, 128)];
     let cases = made_cases(&base, &points, 150.0, 15.0, 512, 1.0, 0.0);
     let c = calibrate_with(&base, &cases, &[], &auto, &mut |_, _| {}).unwrap();
     println!("{:#?}\nfitted {:?}", c.knob_choice, c.fitted);
