@@ -12,16 +12,16 @@ use wasm_bindgen::prelude::*;
 use web_sys::{Element, HtmlInputElement, HtmlSelectElement};
 
 use crate::behaviour::{self, Behaviour, Cx};
-use crate::calibration::Calibration;
-use crate::controls::{CONTROLS, Kind, PAIRS};
-use crate::editor::{Editor, PRESETS};
-use crate::exports;
-use crate::figure;
-use crate::lab::Lab;
+use crate::calibration::panel::Calibration;
+use crate::components::exports;
+use crate::components::figure;
+use crate::lab::controls::{CONTROLS, Kind, PAIRS};
+use crate::lab::editor::{Editor, PRESETS};
+use crate::lab::panel::Lab;
 use crate::page::{Page, Route, window};
 use crate::panels::{LabPanel, PanelId};
-use crate::study_defs::registry;
-use crate::study_panel::Studies;
+use crate::studies::defs::registry;
+use crate::studies::panel::Studies;
 
 struct App {
     page: Page,
@@ -209,7 +209,7 @@ fn new_app() -> Rc<RefCell<App>> {
 
 /// The parts of the page generated from registries: the sidebar, the figures, the export bars, the examples.
 fn lay_out(app: &Rc<RefCell<App>>) {
-    app.borrow().page.el("nav").set_inner_html(&crate::study_defs::sidebar_html());
+    app.borrow().page.el("nav").set_inner_html(&crate::studies::defs::sidebar_html());
     {
         let figures: String = [
             ("chart-ttft", "TTFT CDF"),
@@ -271,7 +271,7 @@ fn wire_scenario(app: &Rc<RefCell<App>>) {
         let el = app.borrow().page.el(id);
         el.set_attribute("aria-label", label).ok();
         // The field's bound is the core's: written once, beside its declaration.
-        if let Some((lo, hi)) = crate::controls::limits(ptr) {
+        if let Some((lo, hi)) = crate::lab::controls::limits(ptr) {
             el.set_attribute("min", &lo.to_string()).ok();
             el.set_attribute("max", &hi.to_string()).ok();
         }

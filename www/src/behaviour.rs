@@ -6,8 +6,8 @@
 use inferscale_worker::Output;
 use web_sys::Element;
 
-use crate::editor::Editor;
-use crate::figure::Figure;
+use crate::components::figure::Figure;
+use crate::lab::editor::Editor;
 use crate::page::{Message, Page};
 use crate::panels::PanelId;
 

@@ -10,11 +10,11 @@ use wasm_bindgen::JsCast;
 use web_sys::Element;
 
 use crate::behaviour::{Behaviour, Cx, Wiring};
-use crate::exports;
-use crate::figure::Figure;
+use crate::components::exports;
+use crate::components::figure::Figure;
+use crate::components::table::esc;
 use crate::page::{copy_link_to, error_list, now_ms, share_hash_for, window};
 use crate::panels::PanelId;
-use crate::table::esc;
 use crate::workers::Pool;
 
 /// A report the worker wrote: its Markdown and JSON as the CLI writes them, and the JSON read back.
@@ -118,7 +118,7 @@ fn section_html(s: &Value, report: &Value, chart_id: &str, rerun_button: bool) -
     h += &format!("<p><b>Regime.</b> {}</p>", inline(str_of(s, "regime")));
     h += &table_html(s);
     if s["chart"].is_object() {
-        h += &crate::figure::html(chart_id, s["chart"]["title"].as_str().unwrap_or(""), 560, 320);
+        h += &crate::components::figure::html(chart_id, s["chart"]["title"].as_str().unwrap_or(""), 560, 320);
     }
     // A section's only claim is named by its id alone; several are each named on their outcome and verdict,
     // as in the Markdown.
@@ -158,7 +158,9 @@ fn table_html(s: &Value) -> String {
     let rows: String = (s["rows"].as_array().into_iter().flatten())
         .map(|r| {
             let cells: String = (r.as_array().into_iter().flatten())
-                .map(|c| format!("<td>{}</td>", esc(&crate::numbers::cell_breaks(c.as_str().unwrap_or("")))))
+                .map(|c| {
+                    format!("<td>{}</td>", esc(&crate::components::numbers::cell_breaks(c.as_str().unwrap_or(""))))
+                })
                 .collect();
             format!("<tr>{cells}</tr>")
         })
@@ -199,7 +201,7 @@ fn draw(sections: &[Value], id_of: impl Fn(&str) -> String) -> Vec<Figure> {
     (sections.iter())
         .filter_map(|s| {
             let chart: inferscale::study::Chart = serde_json::from_value(s["chart"].clone()).ok()?;
-            crate::charts::study_figure(&id_of(str_of(s, "id")), &chart)
+            crate::components::charts::study_figure(&id_of(str_of(s, "id")), &chart)
         })
         .collect()
 }

@@ -12,9 +12,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element, HtmlCanvasElement, HtmlElement};
 
-use crate::figure::Figure;
+use crate::components::figure::Figure;
+use crate::components::table::esc;
 use crate::panels::PanelId;
-use crate::table::esc;
 use crate::workers::Pool;
 
 /// A message to a panel, delivered once the page is free: a worker's answer `(worker, Output)` or what the

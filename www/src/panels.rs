@@ -2,7 +2,7 @@
 //! sidebar is generated from it, and switching panels goes through it, so a new panel (agent sessions,
 //! calibration, findings) is one `Panel` implementation in a file of its own plus one line here.
 
-use crate::table::esc;
+use crate::components::table::esc;
 
 /// The sidebar's groups in order (docs/LAB-DESIGN shape: Serve, Decide, Prove, Agents, Ground truth).
 pub const GROUPS: &[&str] = &["Serve", "Decide", "Prove", "Agents", "Ground truth"];

@@ -5,8 +5,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 
-pub use crate::figure::Mapping;
-use crate::figure::{self, Figure, Fmt, Kind};
+pub use crate::components::figure::Mapping;
+use crate::components::figure::{self, Figure, Fmt, Kind};
 
 /// Okabe–Ito: a colour-blind-safe palette, one colour per series, kept across charts.
 pub const PALETTE: [RGBColor; 6] = [
@@ -139,7 +139,7 @@ pub fn bars(
             if (x - i as f64 - 0.5).abs() < 0.01 { names.get(i).cloned().unwrap_or_default() } else { String::new() }
         })
         .y_desc(desc)
-        .y_label_formatter(&|y| crate::numbers::pct_label(*y, if span < 0.2 { 1 } else { 0 }))
+        .y_label_formatter(&|y| crate::components::numbers::pct_label(*y, if span < 0.2 { 1 } else { 0 }))
         .label_style(("sans-serif", 12))
         .draw()
         .ok()?;
@@ -281,7 +281,7 @@ fn hbars(id: &str, c: &inferscale::study::Chart, fmt: Fmt) -> Option<Mapping> {
             }
         })
         .x_label_formatter(&|x| match fmt {
-            Fmt::Pct | Fmt::SignedPct => crate::numbers::pct_label(*x, decimals),
+            Fmt::Pct | Fmt::SignedPct => crate::components::numbers::pct_label(*x, decimals),
             _ => tick(*x),
         })
         .x_labels(6)
@@ -481,7 +481,7 @@ fn points_chart(id: &str, c: &inferscale::study::Chart, fmt_y: Fmt) -> Option<Ma
         .x_label_formatter(&|x| if counts && x.fract().abs() > 1e-9 { String::new() } else { tick(*x) })
         .y_label_formatter(&|y| {
             if fmt_y == Fmt::Pct {
-                crate::numbers::pct_label(*y, if y_max - y_lo < 0.2 { 1 } else { 0 })
+                crate::components::numbers::pct_label(*y, if y_max - y_lo < 0.2 { 1 } else { 0 })
             } else {
                 tick(*y)
             }
@@ -669,8 +669,8 @@ pub fn cdf(
         .ok()?;
     chart
         .configure_mesh()
-        .x_label_formatter(&|x| crate::numbers::secs_on_axis(*x, hi))
-        .y_label_formatter(&|y| crate::numbers::pct_label(*y, 0))
+        .x_label_formatter(&|x| crate::components::numbers::secs_on_axis(*x, hi))
+        .y_label_formatter(&|y| crate::components::numbers::pct_label(*y, 0))
         .x_desc("latency (log scale)")
         .y_desc("requests at or below")
         .label_style(("sans-serif", 12))

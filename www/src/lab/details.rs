@@ -8,8 +8,8 @@
 
 use serde_json::{Value, json};
 
-use crate::table::esc;
-use crate::variant::{self, Variant};
+use crate::components::table::esc;
+use crate::lab::variant::{self, Variant};
 
 /// One generated section: the container's id, its HTML, and a signature of its structure (which fields, of
 /// which kinds). When the signature is unchanged the page updates values in place instead of rebuilding,
@@ -104,7 +104,7 @@ impl Builder {
             Value::Null => String::new(),
             Value::String(s) => s.clone(),
             Value::Array(a) => a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
-            other => crate::numbers::shown(other),
+            other => crate::components::numbers::shown(other),
         };
         let (kind, extra) = match ty {
             Ty::Num | Ty::OptNum => ("number", " step=\"any\""),
@@ -700,7 +700,7 @@ fn length_of_kind(kind: &str, old: &Value) -> Value {
 /// Apply a field edit: the text `raw` of the input with pointer `ptr` and type name `ty`. Text that does not
 /// parse as a number is written as a string, so the validator names the field instead of the edit vanishing.
 pub fn edit(v: &mut Value, ptr: &str, ty: &str, raw: &str, label: &str, bad_input: bool) -> Result<(), String> {
-    use crate::numbers::{Typed, typed};
+    use crate::components::numbers::{Typed, typed};
     let Some(ty) = Ty::parse(ty) else { return Ok(()) };
     let raw = raw.trim();
     let new = match ty {

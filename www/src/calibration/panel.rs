@@ -1,7 +1,7 @@
 //! The Calibration panel: result files read in a worker (`inferscale import`'s parser), the cases shown with
 //! their training marks, calibration run in a worker of its own with progress and Cancel, then the answer,
 //! the held-out error, the measured-vs-predicted charts, every case's rows and the exports. The JSON export
-//! is `inferscale calibrate`'s byte for byte; the views are `cal_view`'s.
+//! is `inferscale calibrate`'s byte for byte; the views are `view`'s.
 
 use inferscale::truth::{Bundle, Case, default_training};
 use inferscale_worker::{Calibrated, Imported, Input, Output};
@@ -14,13 +14,13 @@ use wasm_bindgen::prelude::*;
 use web_sys::{Element, HtmlInputElement};
 
 use crate::behaviour::{Behaviour, Cx, Wiring};
-use crate::cal_view;
-use crate::exports;
-use crate::figure::Figure;
+use crate::calibration::view as cal_view;
+use crate::components::exports;
+use crate::components::figure::Figure;
+use crate::components::sort::Sort;
+use crate::components::table::esc;
 use crate::page::{Message, copy_link_to, error_list, now_ms, share_hash_for};
 use crate::panels::PanelId;
-use crate::sort::Sort;
-use crate::table::esc;
 use crate::workers::Pool;
 
 /// An import's files by position: (name, text) once read.
@@ -303,13 +303,13 @@ impl Calibration {
         let html: String = charts
             .iter()
             .enumerate()
-            .map(|(i, ch)| crate::figure::html(&format!("cal-chart-{i}"), &ch.title, 420, 360))
+            .map(|(i, ch)| crate::components::figure::html(&format!("cal-chart-{i}"), &ch.title, 420, 360))
             .collect();
         cx.page.el("cal-charts").set_inner_html(&html);
         let figures: Vec<Figure> = charts
             .iter()
             .enumerate()
-            .filter_map(|(i, ch)| crate::charts::measured_vs_predicted(&format!("cal-chart-{i}"), ch))
+            .filter_map(|(i, ch)| crate::components::charts::measured_vs_predicted(&format!("cal-chart-{i}"), ch))
             .collect();
         cx.page.label_figures(&figures);
         self.figures = figures;

@@ -8,14 +8,14 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement};
 
 use crate::behaviour::{Behaviour, Cx, Wiring};
-use crate::charts;
-use crate::exports;
-use crate::figure::{self, Figure, Fmt};
-use crate::numbers;
+use crate::components::charts;
+use crate::components::exports;
+use crate::components::figure::{self, Figure, Fmt};
+use crate::components::numbers;
+use crate::components::sort::Sort;
+use crate::components::table::{self, Table, esc};
 use crate::page::{copy_link_to, now_ms, share_hash, window};
 use crate::panels::PanelId;
-use crate::sort::Sort;
-use crate::table::{self, Table, esc};
 use crate::workers::Pool;
 
 /// The Serving Lab's state: its worker, the run in flight, the last results and how they are shown.

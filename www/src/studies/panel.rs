@@ -13,16 +13,16 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlInputElement, HtmlSelectElement};
 
 use crate::behaviour::{Behaviour, Cx, Wiring};
-use crate::charts;
-use crate::details;
-use crate::exports;
-use crate::figure::Figure;
+use crate::components::charts;
+use crate::components::exports;
+use crate::components::figure::Figure;
+use crate::components::sort::Sort;
+use crate::components::table::{esc, shown_order};
+use crate::lab::details;
+use crate::lab::variant::Variant;
 use crate::page::{copy_link_to, error_list, mark_field, now_ms, share_hash_for, window};
 use crate::panels::PanelId;
-use crate::sort::Sort;
-use crate::study_defs::{PKind, Param, default_options, params, params_html};
-use crate::table::{esc, shown_order};
-use crate::variant::Variant;
+use crate::studies::defs::{PKind, Param, default_options, params, params_html};
 use crate::workers::Pool;
 
 /// A study running in the page.
@@ -215,7 +215,7 @@ impl Studies {
     fn mark_inherited(&self, cx: &Cx, params: &[Param], v: &Value) {
         for f in params {
             let Some(el) = cx.page.doc.get_element_by_id(&f.id) else { continue };
-            let users = crate::variant::inherited_by(v, &f.ptr);
+            let users = crate::lab::variant::inherited_by(v, &f.ptr);
             let title = match &users {
                 None => f.title.to_string(),
                 Some(u) if u.is_empty() => format!("{} — not used: every session class sets its own", f.title),
@@ -241,7 +241,7 @@ impl Studies {
                 label.toggle_attribute_with_force("hidden", !var.takes(v, &f.ptr, n.key)).ok();
             }
             let el = cx.page.el(&id);
-            let shown = v.pointer(&format!("{}/{}", &f.ptr, n.key)).map_or(String::new(), crate::variant::shown);
+            let shown = v.pointer(&format!("{}/{}", &f.ptr, n.key)).map_or(String::new(), crate::lab::variant::shown);
             if !focused(&el)
                 && let Ok(i) = el.dyn_into::<HtmlInputElement>()
             {
@@ -288,7 +288,7 @@ impl Studies {
             let value = match (&raw, f.kind) {
                 (Some(x), PKind::Edit(Edit::Json)) => serde_json::to_string_pretty(x).unwrap_or_default(),
                 (Some(Value::Null) | None, _) => String::new(),
-                (Some(x), _) => crate::numbers::shown(x),
+                (Some(x), _) => crate::components::numbers::shown(x),
             };
             let el = cx.page.el(&f.id);
             if cx.page.doc.active_element().as_ref() == Some(&el) {
@@ -610,10 +610,10 @@ impl Studies {
             .charts
             .iter()
             .enumerate()
-            .map(|(i, c)| crate::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320))
+            .map(|(i, c)| crate::components::figure::html(&format!("study-chart-{i}"), &c.title, 560, 320))
             .collect();
         cx.page.el("study-charts").set_inner_html(&charts);
-        let figures: Vec<crate::figure::Figure> = r
+        let figures: Vec<crate::components::figure::Figure> = r
             .charts
             .iter()
             .enumerate()

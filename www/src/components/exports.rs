@@ -5,7 +5,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
-use crate::table::esc;
+use crate::components::table::esc;
 
 /// The bar's buttons: `(id, label)`; each panel listens to its own ids.
 pub fn bar(label: &str, items: &[(&str, &str)]) -> String {

@@ -6,7 +6,7 @@ use inferscale::study::{Chart, ChartSeries};
 use inferscale::truth::{Case, Multipliers, Rate};
 use serde_json::Value;
 
-use crate::table::esc;
+use crate::components::table::esc;
 
 /// What the page says before anything is imported: how to produce the files it reads.
 pub const HOW_TO: &str = "Nothing imported yet. The lab ships no measurements of its own: drop the files your benchmarks wrote — \
@@ -292,7 +292,7 @@ pub fn cell(row: &Value, field: &str, warnings: &[String]) -> String {
 }
 
 /// The every-case table in `order`, sortable by its headers.
-pub fn rows_table(c: &Value, order: &[usize], sort: &crate::sort::Sort) -> String {
+pub fn rows_table(c: &Value, order: &[usize], sort: &crate::components::sort::Sort) -> String {
     let warnings = warnings(c);
     let rows = c["rows"].as_array().cloned().unwrap_or_default();
     let th: String = COLUMNS
@@ -416,7 +416,7 @@ mod tests {
         for f in ["vllm-runs-jsonl.json", "vllm-current.json", "vllm-legacy.json", "sglang-bench-serving.jsonl"] {
             cases.extend(inferscale::truth::import(f, &std::fs::read_to_string(format!("{dir}{f}")).unwrap()).0);
         }
-        let base = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
+        let base = inferscale::scenario::parse(include_str!("../../../scenarios/default.json")).unwrap();
         let c = inferscale::truth::calibrate(&base, &cases, &[]).unwrap();
         serde_json::from_str(&inferscale::export::calibration_json(&c)).unwrap()
     }

@@ -9,8 +9,8 @@ use inferscale::study::Kind;
 use inferscale::study::option::{Edit, OptionDef};
 use serde_json::{Value, json};
 
+use crate::components::table::esc;
 use crate::panels::{CalibrationPanel, FindingsPanel, LabPanel, Panel};
-use crate::table::esc;
 
 /// The scenario fields a study's panel edits (its inputs), beside the study's own options.
 pub(crate) struct PanelDef {
@@ -53,7 +53,7 @@ pub(crate) enum PKind {
     Edit(Edit),
     Select(&'static [(&'static str, &'static str)]),
     /// The kind of a block and the numbers that kind takes (`variant.rs`).
-    Variant(&'static crate::variant::Variant),
+    Variant(&'static crate::lab::variant::Variant),
 }
 
 /// A scenario field a panel edits (a study's input).
@@ -251,7 +251,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 unit: "",
                 title: "What a turn's end does with the session's KV: freed; kept in HBM; kept a TTL, then moved to host memory or freed; moved to host memory at once; the gap oracle, which sees each tool's duration (a bound on gap cost); or adaptive, which learns it",
                 ptr: "/workload/sessions/retention",
-                kind: PKind::Variant(&crate::variant::RETENTION),
+                kind: PKind::Variant(&crate::lab::variant::RETENTION),
             },
             Input {
                 id: "g-router",
@@ -259,7 +259,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 unit: "",
                 title: "How turns pick a worker: sticky keeps a session where its KV is; bounded affinity leaves when the worker's queue penalty passes the best one's by more than the slack",
                 ptr: "/cluster/router",
-                kind: PKind::Variant(&crate::variant::ROUTER),
+                kind: PKind::Variant(&crate::lab::variant::ROUTER),
             },
             Input {
                 id: "g-host",
@@ -267,7 +267,7 @@ pub(crate) const PANELS: &[PanelDef] = &[
                 unit: "",
                 title: "Host memory for sessions' KV and its link to HBM",
                 ptr: "/engine/host_kv",
-                kind: PKind::Variant(&crate::variant::HOST_TIER),
+                kind: PKind::Variant(&crate::lab::variant::HOST_TIER),
             },
             Input {
                 id: "g-tools",
@@ -553,7 +553,7 @@ fn param_html(f: &Param) -> String {
 }
 
 /// A variant field: its kind's select, and an input for each number any kind takes (`variant.rs`).
-fn variant_html(f: &Param, var: &crate::variant::Variant) -> String {
+fn variant_html(f: &Param, var: &crate::lab::variant::Variant) -> String {
     let options: String =
         var.choices.iter().map(|c| format!("<option value=\"{}\">{}</option>", c.value, esc(c.label))).collect();
     let mut html = format!(
@@ -763,7 +763,7 @@ mod tests {
     /// scenario parser never calls it unknown.
     #[test]
     fn scenario_fields_are_fields_of_the_scenario() {
-        let base: Value = serde_json::from_str(include_str!("../../scenarios/default.json")).unwrap();
+        let base: Value = serde_json::from_str(include_str!("../../../scenarios/default.json")).unwrap();
         let mut checked = 0;
         for f in PANELS.iter().flat_map(|p| p.inputs) {
             let mut v = base.clone();
@@ -777,7 +777,7 @@ mod tests {
                 }
                 _ => json!(0.5),
             };
-            crate::details::set(&mut v, f.ptr, value);
+            crate::lab::details::set(&mut v, f.ptr, value);
             if let Err(e) = inferscale::scenario::parse(&v.to_string()) {
                 assert!(!e.to_string().contains("unknown field"), "{}: {e}", f.ptr);
             }
@@ -788,9 +788,9 @@ mod tests {
 
     #[test]
     fn default_options_are_accepted_by_the_study() {
-        let spec = inferscale::scenario::parse(include_str!("../../scenarios/default.json")).unwrap();
-        let agents = inferscale::scenario::parse(include_str!("../../scenarios/agent-sessions.json")).unwrap();
-        let workflows = inferscale::scenario::parse(include_str!("../../scenarios/agent-workflows.json")).unwrap();
+        let spec = inferscale::scenario::parse(include_str!("../../../scenarios/default.json")).unwrap();
+        let agents = inferscale::scenario::parse(include_str!("../../../scenarios/agent-sessions.json")).unwrap();
+        let workflows = inferscale::scenario::parse(include_str!("../../../scenarios/agent-workflows.json")).unwrap();
         for k in Kind::ALL {
             let on = match k.about().group {
                 _ if inferscale::study::agents::WORKFLOW_STUDIES.contains(&k.name()) => &workflows,
@@ -807,7 +807,7 @@ mod tests {
 mod preset_selects {
     /// The option values of the page's select `id`.
     fn options(id: &str) -> Vec<String> {
-        let html = include_str!("../../index.html");
+        let html = include_str!("../../../index.html");
         let start = html.find(&format!("<select id=\"{id}\"")).unwrap_or_else(|| panic!("#{id} in index.html"));
         let select = &html[start..start + html[start..].find("</select>").unwrap()];
         select.split("<option value=\"").skip(1).map(|o| o[..o.find('"').unwrap()].to_string()).collect()
@@ -822,7 +822,7 @@ mod preset_selects {
         assert_eq!(options("c-device"), devices);
         assert_eq!(options("c-formation"), ["vllm", "sglang", "sglang_mixed"]);
         // The Router select offers every router the core has, as the Agent sessions panel's does.
-        let routers: Vec<&str> = crate::variant::ROUTER.choices.iter().map(|c| c.value).collect();
+        let routers: Vec<&str> = crate::lab::variant::ROUTER.choices.iter().map(|c| c.value).collect();
         let mut lab = options("c-router");
         lab.sort();
         let mut core = routers.iter().map(|r| r.to_string()).collect::<Vec<_>>();

@@ -1,7 +1,7 @@
 //! The sort state of a table, shared by every panel's table: click a header to sort ascending, again for
 //! descending; the header says which (`aria-sort`) for sight and for screen readers.
 
-use crate::table::esc;
+use crate::components::table::esc;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sort {

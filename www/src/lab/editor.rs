@@ -8,31 +8,32 @@ use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
-use crate::controls::{CONTROLS, Kind, PAIRS};
-use crate::details;
-use crate::json_lines;
-use crate::numbers;
+use crate::components::json_lines;
+use crate::components::numbers;
+use crate::components::table::esc;
+use crate::lab::controls::{CONTROLS, Kind, PAIRS};
+use crate::lab::details;
 use crate::page::{self, Page, mark_field, set_disabled};
-use crate::table::esc;
 
 /// Shipped examples (the trace example carries its trace text, since a page cannot read files by path).
 pub const PRESETS: &[(&str, &str)] = &[
-    ("default", include_str!("../../scenarios/default.json")),
-    ("chat-70b-h100-tp4", include_str!("../../scenarios/chat-70b-h100-tp4.json")),
-    ("bursty-multitenant", include_str!("../../scenarios/bursty-multitenant.json")),
-    ("kv-pressure", include_str!("../../scenarios/kv-pressure.json")),
-    ("trace-replay", include_str!("../../scenarios/trace-replay.json")),
-    ("mmc-central-queue", include_str!("../../scenarios/mmc-central-queue.json")),
-    ("peer-llama3-8b-h100", include_str!("../../scenarios/peer-llama3-8b-h100.json")),
-    ("pd-llama3-8b-h100", include_str!("../../scenarios/pd-llama3-8b-h100.json")),
-    ("agent-sessions", include_str!("../../scenarios/agent-sessions.json")),
-    ("agent-mix", include_str!("../../scenarios/agent-mix.json")),
-    ("agent-workflows", include_str!("../../scenarios/agent-workflows.json")),
+    ("default", include_str!("../../../scenarios/default.json")),
+    ("chat-70b-h100-tp4", include_str!("../../../scenarios/chat-70b-h100-tp4.json")),
+    ("bursty-multitenant", include_str!("../../../scenarios/bursty-multitenant.json")),
+    ("kv-pressure", include_str!("../../../scenarios/kv-pressure.json")),
+    ("trace-replay", include_str!("../../../scenarios/trace-replay.json")),
+    ("mmc-central-queue", include_str!("../../../scenarios/mmc-central-queue.json")),
+    ("peer-llama3-8b-h100", include_str!("../../../scenarios/peer-llama3-8b-h100.json")),
+    ("pd-llama3-8b-h100", include_str!("../../../scenarios/pd-llama3-8b-h100.json")),
+    ("agent-sessions", include_str!("../../../scenarios/agent-sessions.json")),
+    ("agent-mix", include_str!("../../../scenarios/agent-mix.json")),
+    ("agent-workflows", include_str!("../../../scenarios/agent-workflows.json")),
 ];
-const SAMPLE_TRACE: (&str, &str) = ("traces/sample-vidur.csv", include_str!("../../scenarios/traces/sample-vidur.csv"));
+const SAMPLE_TRACE: (&str, &str) =
+    ("traces/sample-vidur.csv", include_str!("../../../scenarios/traces/sample-vidur.csv"));
 /// The shipped session trace, for a scenario that names it (`workload.sessions.trace.path`).
 const SAMPLE_SESSIONS: (&str, &str) =
-    ("traces/sample-sessions.jsonl", include_str!("../../scenarios/traces/sample-sessions.jsonl"));
+    ("traces/sample-sessions.jsonl", include_str!("../../../scenarios/traces/sample-sessions.jsonl"));
 
 /// The scenario's editing state (the text itself is the editor's, on the page).
 pub struct Editor {

@@ -2,7 +2,7 @@
 //! the canvas's accessible name, the data table that is its text alternative, and a hover read-out that snaps
 //! to the nearest data point and prints that point's values as the table holds them. Drawing is `charts`'.
 
-use crate::table::esc;
+use crate::components::table::esc;
 
 /// Maps a canvas pixel to chart coordinates (None outside the plot area).
 pub type Mapping = Box<dyn Fn((i32, i32)) -> Option<(f64, f64)>>;

@@ -72,7 +72,7 @@ mod tests {
 
     #[test]
     fn the_page_offers_every_arrival_kind_and_calibration_knob_the_core_lists() {
-        let html = include_str!("../../index.html");
+        let html = include_str!("../../../index.html");
         let c = inferscale::catalog::catalog();
         let select = &html[html.find("<select id=\"c-arrival\"").unwrap()..];
         let select = &select[..select.find("</select>").unwrap()];
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn controls_take_their_limits_from_the_core_and_sliders_stay_within_them() {
-        let html = include_str!("../../index.html");
+        let html = include_str!("../../../index.html");
         let mut bounded = 0;
         for (id, ptr, _, _) in CONTROLS {
             let Some((lo, hi)) = limits(ptr) else { continue };

@@ -1,7 +1,7 @@
 //! Where the scenario JSON stops being JSON, and the line numbers beside the editor that show it. Pure, so
 //! its tests run natively.
 
-use crate::table::esc;
+use crate::components::table::esc;
 
 /// A syntax error in the editor's text: its line and column (1-based, as serde_json counts) and what was
 /// expected there, without serde_json's own " at line … column …".

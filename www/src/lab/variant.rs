@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn a_sessions_field_is_used_by_the_classes_that_do_not_set_their_own() {
-        let mix: Value = serde_json::from_str(include_str!("../../scenarios/agent-mix.json")).unwrap();
+        let mix: Value = serde_json::from_str(include_str!("../../../scenarios/agent-mix.json")).unwrap();
         assert_eq!(inherited_by(&mix, "/workload/sessions/turns/mean"), Some(vec![]), "every class sets its turns");
         assert_eq!(inherited_by(&mix, "/workload/sessions/first_tokens/mean"), Some(vec!["quick_fix".to_string()]));
         assert_eq!(
@@ -215,7 +215,7 @@ mod tests {
             Some(vec!["quick_fix".to_string(), "feature".to_string()])
         );
         assert_eq!(inherited_by(&mix, "/workload/sessions/retention"), None, "retention is the sessions' alone");
-        let plain: Value = serde_json::from_str(include_str!("../../scenarios/agent-sessions.json")).unwrap();
+        let plain: Value = serde_json::from_str(include_str!("../../../scenarios/agent-sessions.json")).unwrap();
         assert_eq!(inherited_by(&plain, "/workload/sessions/turns/mean"), None);
     }
 
@@ -281,7 +281,7 @@ mod tests {
     /// Each choice is a kind the core accepts, with its numbers' defaults.
     #[test]
     fn every_choice_is_accepted_by_the_core() {
-        let base: Value = serde_json::from_str(include_str!("../../scenarios/agent-sessions.json")).unwrap();
+        let base: Value = serde_json::from_str(include_str!("../../../scenarios/agent-sessions.json")).unwrap();
         for (var, ptr) in [
             (&RETENTION, "/workload/sessions/retention"),
             (&ROUTER, "/cluster/router"),
