@@ -438,7 +438,7 @@ impl Recorder {
     fn set_prefix_held(&mut self, now: u64, total: u64) {
         self.prefix_peak_blocks = self.prefix_peak_blocks.max(total);
         let (held, since) = std::mem::replace(&mut self.prefix_held, (total, now));
-        self.prefix_area += held as u128 * (now - since) as u128;
+        self.prefix_area += mul_wide(held, now - since);
     }
 
     /// A workflow's step arrived: its transition scored against what the previous step's end planned.

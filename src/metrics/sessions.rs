@@ -67,9 +67,9 @@ impl SessionMetrics {
         while self.last_ns < now {
             let wend = self.start_ns + self.window_ns;
             let seg_end = now.min(wend);
-            let dt = (seg_end - self.last_ns) as u128;
+            let dt = seg_end - self.last_ns;
             for (a, v) in self.area.iter_mut().zip(self.value) {
-                *a += v as u128 * dt;
+                *a += super::mul_wide(v, dt);
             }
             self.last_ns = seg_end;
             if seg_end == wend {

@@ -644,3 +644,237 @@ fn the_engines_parts_never_reach_back_into_the_hub() {
     }
     assert!(bad.is_empty(), "engine parts reaching into the hub: {bad:?}");
 }
+
+/// What breaks the core's purity on one line of code (its comments and strings left out): IO, a clock, the
+/// environment, a global, `unsafe`.
+fn impure(code: &str) -> Option<&'static str> {
+    let words = [
+        "std::fs",
+        "std::io",
+        "std::net",
+        "std::process",
+        "std::env",
+        "std::time",
+        "Instant::",
+        "SystemTime",
+        "println!",
+        "eprintln!",
+        "print!",
+        "eprint!",
+        "dbg!",
+        "thread_local!",
+        "OnceLock",
+        "LazyLock",
+        "OnceCell",
+        "lazy_static",
+        "static mut",
+    ];
+    if let Some(w) = words.iter().find(|w| code.contains(**w)) {
+        return Some(w);
+    }
+    if code.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "unsafe") {
+        return Some("unsafe");
+    }
+    let t = code.trim_start();
+    let t = t.strip_prefix("pub(crate) ").or_else(|| t.strip_prefix("pub ")).unwrap_or(t);
+    t.starts_with("static ").then_some("a static item")
+}
+
+/// docs/ARCHITECTURE.md: the core (src/ but main.rs, the CLI) does no IO, reads no clock, has no globals and no
+/// `unsafe` — and says so to the compiler (`#![forbid(unsafe_code)]`).
+#[test]
+fn the_core_does_no_io_reads_no_clock_and_has_no_globals() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("src/main.rs")) {
+        for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            if let Some(what) = impure(&code_of(line)) {
+                bad.push(format!("{}:{} {what}", f.strip_prefix(root()).unwrap().display(), i + 1));
+            }
+        }
+    }
+    assert!(files.len() > 100, "only {} files scanned", files.len());
+    assert!(bad.is_empty(), "the core is not pure: {bad:?}");
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    assert!(lib.lines().any(|l| l.trim() == "#![forbid(unsafe_code)]"), "src/lib.rs forbids unsafe code");
+}
+
+#[test]
+fn the_purity_scan_sees_io_clocks_and_globals() {
+    for line in [
+        "let t = std::fs::read_to_string(p)?;",
+        "let now = std::time::Instant::now();",
+        "static COUNTER: AtomicU64 = AtomicU64::new(0);",
+        "pub static TABLE: [u8; 4] = [0; 4];",
+        "thread_local! { static X: u8 = 0; }",
+        "eprintln!(\"{x}\");",
+        "let b = unsafe { *p };",
+    ] {
+        assert!(impure(&code_of(line)).is_some(), "not seen: {line}");
+    }
+    let fine = ["let s: &'static str = \"std::fs\";", "// std::time is the CLI's", "#![forbid(unsafe_code)]"];
+    for line in fine {
+        assert_eq!(impure(&code_of(line)), None, "seen in {line}");
+    }
+}
+
+/// docs/ARCHITECTURE.md: policies return decisions and only the engine schedules events — no file outside
+/// src/engine names the `Event` type, and inside it only the hub (engine/mod.rs, engine/handle.rs) schedules.
+#[test]
+fn only_the_engine_schedules_events() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let hub = |f: &Path| f.ends_with("src/engine/mod.rs") || f.ends_with("src/engine/handle.rs");
+    let (mut scheduled, mut bad) = (0, Vec::new());
+    for f in &files {
+        let in_engine = f.starts_with(root().join("src/engine"));
+        for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            let code = code_of(line);
+            let names_event = code.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "Event");
+            let schedules = code.contains("schedule(");
+            scheduled += usize::from(schedules && hub(f));
+            if (names_event && !in_engine) || (schedules && !hub(f)) {
+                bad.push(format!("{}:{}", f.strip_prefix(root()).unwrap().display(), i + 1));
+            }
+        }
+    }
+    assert!(scheduled >= 5, "only {scheduled} schedule calls seen in the hub: the scan is broken");
+    assert!(bad.is_empty(), "events named or scheduled outside the engine's hub: {bad:?}");
+}
+
+/// docs/ARCHITECTURE.md: wasm32 has no 64×64→128 multiply, so the engine and the recorder's per-event files
+/// multiply into u128 only through `mul_wide` (whose cold arm is the one place the wide product is written);
+/// the cost model uses no `f64::max`/`min` (NaN rules differ from wasm's instructions) and the hot paths no
+/// `libm::sqrt` (f64::sqrt is one exact instruction on every target).
+#[test]
+fn the_wasm_hot_paths_make_no_hidden_library_calls() {
+    let mut files = Vec::new();
+    for dir in ["src/engine", "src/kv", "src/cost"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    files.extend(["src/metrics/mod.rs", "src/metrics/sessions.rs"].map(|f| root().join(f)));
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let wide_fns: Vec<(usize, usize)> = (functions(&text).into_iter())
+            .filter(|(name, ..)| name.starts_with("mul_wide"))
+            .map(|(_, at, n)| (at - 1, at - 1 + n))
+            .collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = code_of(line);
+            let wide_product = code.contains("as u128") && code.contains(" * ");
+            let in_cost = f.starts_with(root().join("src/cost"));
+            if (wide_product && !wide_fns.iter().any(|&(a, b)| (a..b).contains(&i)))
+                || (in_cost && (code.contains("f64::max") || code.contains("f64::min")))
+                || code.contains("libm::sqrt")
+            {
+                bad.push(format!("{}:{} {}", f.strip_prefix(root()).unwrap().display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 10, "only {} files scanned", files.len());
+    assert!(bad.is_empty(), "hidden library calls on wasm's hot paths: {bad:?}");
+}
+
+/// docs/ARCHITECTURE.md: the page's thread validates and draws; every run (a simulation, a study's job, a
+/// calibration, the findings) happens in a worker. The page's code (its tests aside) calls none of them.
+#[test]
+fn the_page_never_simulates() {
+    let mut files = Vec::new();
+    rust_files(&root().join("www/src"), &mut files);
+    let runs = ["simulate", "run_job", "run_native", "truth::calibrate", "findings::run", "capacity::sustained"];
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let page = text.split("#[cfg(test)]").next().unwrap();
+        for (i, line) in page.lines().enumerate() {
+            let code = code_of(line);
+            if let Some(r) = runs.iter().find(|r| code.contains(&format!("{r}("))) {
+                bad.push(format!("{}:{} {r}", f.strip_prefix(root()).unwrap().display(), i + 1));
+            }
+        }
+    }
+    assert!(files.len() > 15, "only {} files scanned", files.len());
+    assert!(bad.is_empty(), "the page runs what a worker should: {bad:?}");
+}
+
+/// Every test function of the repository (Rust: `#[test]` or `#[wasm_bindgen_test]` before its `fn`) and
+/// every e2e test's title.
+fn test_names() -> (BTreeSet<String>, Vec<String>) {
+    let mut files = Vec::new();
+    for dir in ["src", "worker", "www/src", "tests"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut names = BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let mut attributed = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("#[test]") || line.starts_with("#[wasm_bindgen_test]") {
+                attributed = true;
+            } else if let Some(rest) = line.strip_prefix("fn ").filter(|_| attributed) {
+                names.insert(rest.split('(').next().unwrap().to_string());
+                attributed = false;
+            } else if !line.starts_with("#[") && !line.starts_with("//") {
+                attributed = false;
+            }
+        }
+    }
+    let mut titles = Vec::new();
+    for e in std::fs::read_dir(root().join("tests/e2e")).unwrap().filter_map(|e| e.ok()) {
+        if e.path().to_string_lossy().ends_with(".test.mjs") {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            titles.extend(text.lines().filter_map(|l| l.strip_prefix("test(")).map(|l| l.replace("\\'", "'")));
+        }
+    }
+    (names, titles)
+}
+
+/// docs/ARCHITECTURE.md: every invariant ends "Held by" the tests that would fail if it stopped being true, and
+/// each test it names exists — a Rust test function anywhere in the workspace, or an e2e test by its title.
+#[test]
+fn every_invariant_names_the_tests_that_hold_it() {
+    let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let section = doc.split("## Invariants\n").nth(1).unwrap().split("\n## ").next().unwrap();
+    let bullets: Vec<&str> = section.split("\n- ").skip(1).collect();
+    let (names, titles) = test_names();
+    assert!(
+        names.len() > 300 && titles.len() > 40,
+        "{} tests, {} e2e titles: the scan is broken",
+        names.len(),
+        titles.len()
+    );
+    let mut bad = Vec::new();
+    for b in &bullets {
+        let head: String = b.chars().take(60).collect();
+        let Some(held) = b.split("Held by ").nth(1) else {
+            bad.push(format!("{head}…: names no test"));
+            continue;
+        };
+        let held = held.replace('\n', " ");
+        let (mut n, mut rest) = (0, held.as_str());
+        while let Some(i) = rest.find(['`', '"']) {
+            let quote = rest.as_bytes()[i] as char;
+            let Some(len) = rest[i + 1..].find(quote) else { break };
+            let name = &rest[i + 1..i + 1 + len];
+            let e2e = rest[..i].trim_end().ends_with("e2e");
+            let found = if e2e {
+                titles.iter().any(|t| t.trim_start_matches(['\'', '"']).starts_with(name))
+            } else {
+                names.contains(name)
+            };
+            if !found {
+                bad.push(format!("{head}…: {}{name} is not a test", if e2e { "e2e " } else { "" }));
+            }
+            n += 1;
+            rest = &rest[i + 2 + len..];
+        }
+        if n == 0 {
+            bad.push(format!("{head}…: names no test"));
+        }
+    }
+    assert!(bullets.len() >= 20, "only {} invariants read", bullets.len());
+    assert!(bad.is_empty(), "{bad:#?}");
+}
