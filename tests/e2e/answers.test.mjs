@@ -40,7 +40,7 @@ test('finding 1: a 2.8× overload is diagnosed as capacity, and the replicas tha
   const rho = cliReport.diagnosis.rho.toFixed(2);
   assert.match(await d.locator('.regime').textContent(), new RegExp(`^Regime: over capacity \\(ρ = ${rho} of sustained capacity; [0-9.]+× offered ÷ served\\) · limit: batch cap$`));
   assert.match(await d.textContent(), new RegExp(`is ρ = ${rho} of this configuration's sustained capacity`));
-  assert.match(await d.textContent(), /A capacity problem: 19\.99 req\/s offered, 7\.15 req\/s served over the steady window\./);
+  assert.match(await d.textContent(), /A capacity problem: 19\.98 req\/s offered, 7\.20 req\/s served over the steady window\./);
   // The advice leads with what was measured on the same requests, and the table shows each run.
   assert.match(await d.textContent(), /Most likely to help: Measured on the same requests: 5 replicas \(from 1\): objectives met/);
   const table = page.getByRole('table', { name: 'Changes tested on the same requests' });

@@ -524,20 +524,8 @@ fn max_model_len_refuses_requests_past_it_and_no_others() {
     assert!(summaries > 60 && summaries < 180, "{summaries} of 400 refused (30 % are summaries)");
     long.model.context_tokens = Some(32_768);
     assert_eq!(refused_past(&long, 32_768), 0);
-    let p = inferscale::cost::presets::model("llama-3-8b").unwrap();
-    long.model = inferscale::scenario::ModelSpec {
-        preset: None,
-        params_b: Some(p.params_b),
-        layers: Some(p.layers),
-        hidden: Some(p.hidden),
-        heads: Some(p.heads),
-        kv_heads: Some(p.kv_heads),
-        head_dim: Some(p.head_dim),
-        bytes_per_param: Some(p.bytes_per_param),
-        kv_bytes_per_elem: Some(p.kv_bytes_per_elem),
-        moe: None,
-        context_tokens: None,
-    };
+    let llama = inferscale::cost::presets::model("llama-3-8b").unwrap();
+    long.model = inferscale::scenario::ModelSpec { context_tokens: None, ..super::custom_model(llama) };
     assert_eq!(refused_past(&long, u64::MAX), 0, "a custom model without a context has no limit");
     // The same requests (common random numbers): every one under the limit has an outcome other than refused.
     assert_eq!(simulate(&super::valid(&capped)).summary.requests, simulate(&super::valid(&base)).summary.requests);

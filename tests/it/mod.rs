@@ -61,6 +61,27 @@ pub fn valid(spec: &Spec) -> Scenario {
 }
 
 /// A small fast scenario to vary in tests.
+/// A preset's model written out field by field (no preset named), its context included.
+pub fn custom_model(p: &inferscale::cost::presets::ModelPreset) -> inferscale::scenario::ModelSpec {
+    inferscale::scenario::ModelSpec {
+        preset: None,
+        params_b: Some(p.params_b),
+        layers: Some(p.layers),
+        hidden: Some(p.hidden),
+        heads: Some(p.heads),
+        kv_heads: Some(p.kv_heads),
+        head_dim: Some(p.head_dim),
+        bytes_per_param: Some(p.bytes_per_param),
+        kv_bytes_per_elem: Some(p.kv_bytes_per_elem),
+        moe: p.moe.map(|(experts, experts_per_token, expert_params_b)| inferscale::scenario::MoeSpec {
+            experts,
+            experts_per_token,
+            expert_params_b,
+        }),
+        context_tokens: Some(p.context_tokens),
+    }
+}
+
 pub fn small() -> Spec {
     let mut s = shipped("default.json");
     s.workload.requests = Some(400);

@@ -181,23 +181,7 @@ fn a_custom_model_with_a_presets_figures_reports_as_the_preset() {
         preset.model.preset = Some(p.name.into());
         (preset.hardware.device, preset.hardware.tp) = fitting_device(p);
         let mut custom = preset.clone();
-        custom.model = inferscale::scenario::ModelSpec {
-            preset: None,
-            params_b: Some(p.params_b),
-            layers: Some(p.layers),
-            hidden: Some(p.hidden),
-            heads: Some(p.heads),
-            kv_heads: Some(p.kv_heads),
-            head_dim: Some(p.head_dim),
-            bytes_per_param: Some(p.bytes_per_param),
-            kv_bytes_per_elem: Some(p.kv_bytes_per_elem),
-            moe: p.moe.map(|(experts, experts_per_token, expert_params_b)| inferscale::scenario::MoeSpec {
-                experts,
-                experts_per_token,
-                expert_params_b,
-            }),
-            context_tokens: Some(p.context_tokens),
-        };
+        custom.model = super::custom_model(p);
         let a = inferscale::export::json(&inferscale::simulate(&super::valid(&preset)));
         let b = inferscale::export::json(&inferscale::simulate(&super::valid(&custom)));
         assert_eq!(a.replace(&format!("\"model\": \"{}\"", p.name), "\"model\": \"custom\""), b, "{}", p.name);
