@@ -300,31 +300,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             eprintln!("(simulate {best_sim_ms:.1} ms; {bytes} bytes rendered; best of {repeat})");
             Ok(())
         }
-        Command::Check { scenario } => {
-            let sc = load(&scenario, None)?;
-            let est = sc.estimate();
-            println!(
-                "ok: {} — {} GPU(s): {}; up to {} requests; needs at most about {:.2} GB and {:.3e} steps",
-                sc.name,
-                sc.gpu_count(),
-                sc.pools
-                    .iter()
-                    .map(|p| format!(
-                        "{} {} worker(s) of {} × tp {} with KV for {} tokens",
-                        p.replicas,
-                        p.role.name(),
-                        p.hardware.name,
-                        p.hardware.tp,
-                        p.engine.kv_capacity_tokens
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                sc.workload.max_requests,
-                est.memory_bytes / 1e9,
-                est.steps
-            );
-            Ok(())
-        }
+        Command::Check { scenario } => check(&load(&scenario, None)?),
         Command::Validate { format, quick } => {
             let checks = queueing::checks(if quick { 0.1 } else { 1.0 });
             if format == TextOrJson::Json {
@@ -876,5 +852,39 @@ fn run_agent_bench(sessions: u64) -> Result<(), Failure> {
         s.turn_ttft_s.p95,
         s.reuse * 100.0
     );
+    Ok(())
+}
+
+/// `inferscale check` of a validated scenario: what it will run and need, and notes on what its fields do
+/// not say.
+fn check(sc: &Scenario) -> Result<(), Failure> {
+    let est = sc.estimate();
+    println!(
+        "ok: {} — {} GPU(s): {}; up to {} requests; needs at most about {:.2} GB and {:.3e} steps",
+        sc.name,
+        sc.gpu_count(),
+        sc.pools
+            .iter()
+            .map(|p| format!(
+                "{} {} worker(s) of {} × tp {} with KV for {} tokens",
+                p.replicas,
+                p.role.name(),
+                p.hardware.name,
+                p.hardware.tp,
+                p.engine.kv_capacity_tokens
+            ))
+            .collect::<Vec<_>>()
+            .join(", "),
+        sc.workload.max_requests,
+        est.memory_bytes / 1e9,
+        est.steps
+    );
+    // What the run will do that the fields do not say: a max that cuts a mean, requests past the limit.
+    for t in sc.workload.truncations() {
+        println!("note: {}", t.sentence());
+    }
+    for p in sc.past_max_model_len() {
+        println!("note: {}: {}", p.path, p.what);
+    }
     Ok(())
 }

@@ -411,6 +411,46 @@ impl Scenario {
         self.link.is_some()
     }
 
+    /// Where requests can be drawn longer than the front pool's `max_model_len` (refused at arrival, counted as
+    /// `rejected_too_long`), said before the run — at a class's prompt (its largest prompt + largest output
+    /// passes it) or at a trace (how many of the rows that will run pass it). Sessions end at the context
+    /// instead (counted), so they are not listed.
+    pub fn past_max_model_len(&self) -> Vec<PastLimit> {
+        let Some(limit) = self.front_pool().engine.max_model_len else { return Vec::new() };
+        let whose = if self.model.context_tokens == Some(limit) { " (the model's context)" } else { "" };
+        let (w, mut out) = (&self.workload, Vec::new());
+        if w.sessions.is_some() {
+            return out;
+        }
+        if let Arrival::Trace { rows } = &w.arrival {
+            let rows = &rows[..(w.max_requests as usize).min(rows.len())];
+            let past = (rows.iter()).filter(|r| r.prompt_tokens as u64 + r.output_tokens as u64 > limit as u64).count();
+            if past > 0 {
+                out.push(PastLimit {
+                    path: at!("workload.arrival", ArrivalSpec::Trace { data }),
+                    what: format!(
+                        "{past} of its {} requests {} longer (prompt + output) than engine.max_model_len {limit}{whose}: refused at arrival",
+                        rows.len(),
+                        if past == 1 { "is" } else { "are" }
+                    ),
+                });
+            }
+            return out;
+        }
+        for (i, c) in w.classes.iter().enumerate() {
+            let (prompt, output) = (c.prompt.max(), c.output.max());
+            if prompt as u64 + output as u64 > limit as u64 {
+                out.push(PastLimit {
+                    path: format!("workload.classes[{i}].prompt_tokens"),
+                    what: format!(
+                        "max {prompt} + output up to {output} passes engine.max_model_len {limit}{whose}: requests drawn past it are refused at arrival"
+                    ),
+                });
+            }
+        }
+        out
+    }
+
     /// KV-transfer links: one per (prefill, decode) pair, one shared, or none when colocated.
     pub fn link_count(&self) -> usize {
         match (&self.link, self.pools.as_slice()) {
@@ -758,6 +798,15 @@ fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
             e.push(at!(at, en.max_model_len), format!("must be 1 … {most}{why} (got {len})"));
         }
     }
+}
+
+/// Requests a scenario can draw past `engine.max_model_len`, said at the field that draws them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PastLimit {
+    /// `workload.classes[1].prompt_tokens`, or the trace's `workload.arrival.data`.
+    pub path: String,
+    /// "max 16000 + output up to 1024 passes engine.max_model_len 8192 (the model's context): …"
+    pub what: String,
 }
 
 /// KV tokens a replica holds: given, or what the HBM left after the weights holds.

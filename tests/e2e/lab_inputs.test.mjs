@@ -149,9 +149,13 @@ test('a max that cuts the mean is said at the field, in the diagnosis and in the
   const note = /max 4096 cuts the mean of 2000 to 18\d\d tokens/;
   assert.match(await page.textContent('#note-c-prompt'), note);
   assert.match(await page.textContent('#d-classes'), note, 'and at the class row\'s max');
-  // Raising the max takes the note away.
+  // Raising the max takes the cut away; with the largest output it now passes the model's context, said there.
   await typeInto(page, page.getByRole('spinbutton', { name: 'class 1 prompt max (tokens)' }), '32768');
-  assert.equal(await page.locator('#note-c-prompt').count(), 0);
+  const past = await page.textContent('#note-c-prompt');
+  assert.doesNotMatch(past, note);
+  assert.match(past, /max 32768 \+ output up to 2048 passes engine\.max_model_len 8192 \(the model's context\): requests drawn past it are refused at arrival/);
+  await typeInto(page, page.getByRole('spinbutton', { name: 'class 1 prompt max (tokens)' }), '6144');
+  assert.doesNotMatch((await page.textContent('#d-classes')), /passes engine\.max_model_len/);
   await typeInto(page, page.getByRole('spinbutton', { name: 'class 1 prompt max (tokens)' }), '4096');
   await typeInto(page, page.getByRole('spinbutton', { name: 'Requests', exact: true }), '300');
   await runAndWait(page);

@@ -486,6 +486,50 @@ fn every_batch_formation_passes_the_audits_on_random_scenarios() {
 /// `engine.max_model_len` refuses at arrival every request whose prompt + output exceeds it, as vLLM answers
 /// such a request with an error, and touches no other; the summary and the Markdown report count them apart;
 /// it may not exceed the model's context.
+/// Lengths that can pass `max_model_len` are said before the run, at the field that draws them: a class's
+/// prompt whose max with the largest output passes it, a trace by how many of its rows do; `inferscale check`
+/// prints them as notes.
+#[test]
+fn lengths_past_max_model_len_are_said_before_the_run() {
+    let mut s = super::small();
+    assert_eq!(super::valid(&s).past_max_model_len(), vec![], "the shipped lengths fit the context");
+    s.workload.classes[1].prompt_tokens = inferscale::scenario::LengthSpec::Fixed { tokens: 16_000 };
+    let past = super::valid(&s).past_max_model_len();
+    assert_eq!(past.len(), 1);
+    assert_eq!(past[0].path, "workload.classes[1].prompt_tokens");
+    assert_eq!(
+        past[0].what,
+        "max 16000 + output up to 1024 passes engine.max_model_len 8192 (the model's context): requests drawn past \
+         it are refused at arrival"
+    );
+    s.engine.max_model_len = Some(4096);
+    let both = super::valid(&s).past_max_model_len();
+    assert_eq!(both.len(), 2, "chat's 4096 + 2048 passes 4096 too: {both:?}");
+    assert!(both[0].what.ends_with("passes engine.max_model_len 4096: requests drawn past it are refused at arrival"));
+    // A trace: how many of the rows that run pass it — the one the run refuses.
+    let trace = super::valid(&super::shipped("trace-replay.json"));
+    let r = simulate(&trace);
+    let past = trace.past_max_model_len();
+    assert_eq!(past[0].path, "workload.arrival.data");
+    let n = r.summary.rejected_too_long;
+    assert!(n > 0);
+    assert!(
+        past[0].what.starts_with(&format!(
+            "{n} of its 600 requests is longer (prompt + output) than engine.max_model_len 8192"
+        )),
+        "{past:?}"
+    );
+    // The CLI's check says them.
+    let dir = std::env::temp_dir().join(format!("inferscale-past-limit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("long.json");
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    let out = super::cli::bin().args(["check", path.to_str().unwrap()]).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("note: workload.classes[1].prompt_tokens: max 16000 + output up to 1024 passes engine.max_model_len 4096"), "{text}");
+}
+
 #[test]
 fn max_model_len_refuses_requests_past_it_and_no_others() {
     // The requests refused as too long for `limit`, each checked against its lengths.

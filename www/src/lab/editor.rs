@@ -102,7 +102,7 @@ impl Editor {
         // The text is parsed once; only a scenario that fails is looked at for a syntax error.
         let mut syntax = None;
         match inferscale::scenario::load_for_browser(&self.scenario_text(page)) {
-            Ok(sc) => self.show_truncations(page, &sc.workload.truncations()),
+            Ok(sc) => self.show_length_notes(page, &sc.workload.truncations(), &sc.past_max_model_len()),
             Err(e) => match json_lines::syntax_error(&self.text(page)) {
                 // Text that is not JSON yet: where it breaks, in the editor's lines (not a field's verdict).
                 Some(bad) => syntax = Some(bad),
@@ -143,9 +143,20 @@ impl Editor {
         ok
     }
 
-    /// A max that cuts its distribution's mean is said at the max (and at the class's length control).
-    fn show_truncations(&self, page: &Page, cuts: &[inferscale::workload::Truncation]) {
-        let note = |path: &str| cuts.iter().find(|t| t.path == path).map(|t| t.what());
+    /// A max that cuts its distribution's mean, and a prompt max that with the largest output passes
+    /// `max_model_len`, are said at the max (and at the class's length control).
+    fn show_length_notes(
+        &self,
+        page: &Page,
+        cuts: &[inferscale::workload::Truncation],
+        past: &[inferscale::scenario::PastLimit],
+    ) {
+        let note = |path: &str| {
+            let notes: Vec<String> = (cuts.iter().filter(|t| t.path == path).map(|t| t.what()))
+                .chain(past.iter().filter(|p| p.path == path).map(|p| p.what.clone()))
+                .collect();
+            (!notes.is_empty()).then(|| notes.join("; "))
+        };
         for (id, path) in
             [("c-prompt", "workload.classes[0].prompt_tokens"), ("c-output", "workload.classes[0].output_tokens")]
         {
