@@ -295,3 +295,47 @@ fn a_list_items_bound_is_what_validation_refuses_at() {
     assert!(checks >= 20, "{checks} probes");
     eprintln!("{checks} probes just past the bounds of the list items' fields");
 }
+
+/// Every number a declared block takes (its `u32`, `u64` or `f64` field, optional or not) has its bound in the
+/// block's `bounds!`, or is one of the few bounded by other fields, which validation checks by hand (named
+/// here with where): a number added to a block without a bound fails here, not in a user's run at 1e308.
+#[test]
+fn every_number_of_a_declared_block_has_its_bound() {
+    let src = std::fs::read_to_string(super::root().join("src/spec/mod.rs")).unwrap();
+    // Bounded by other fields or by the model, checked in scenario::validate (field: why).
+    let elsewhere = [
+        ("EngineSpec", "prefill_chunk_tokens"), // ≤ engine.max_num_batched_tokens
+        ("EngineSpec", "max_model_len"),        // ≤ model.context_tokens
+        ("PoolSpec", "tp"),                     // hardware.tp's bound, said at the pool's field
+    ];
+    let (mut checked, mut missing) = (0, Vec::new());
+    for decl in src.split("bounds!(").skip(1) {
+        let name = decl.split(|c: char| !c.is_alphanumeric()).next().unwrap();
+        let bounded: Vec<&str> = decl
+            .split("})")
+            .next()
+            .unwrap()
+            .split('{')
+            .nth(1)
+            .unwrap_or("")
+            .split(',')
+            .filter_map(|f| f.split(':').next())
+            .map(str::trim)
+            .collect();
+        let Some(body) = src.split(&format!("pub struct {name} {{")).nth(1) else { continue };
+        for line in body.split("\n}").next().unwrap().lines().map(str::trim) {
+            let Some((field, ty)) = line.strip_prefix("pub ").and_then(|l| l.split_once(": ")) else { continue };
+            let ty = ty.trim_end_matches(',');
+            let number = ["u32", "u64", "f64"].iter().any(|n| ty == *n || ty == format!("Option<{n}>"));
+            if !number {
+                continue;
+            }
+            checked += 1;
+            if !bounded.contains(&field) && !elsewhere.contains(&(name, field)) {
+                missing.push(format!("{name}.{field}: {ty}"));
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} numbers read: the scan is broken");
+    assert!(missing.is_empty(), "numbers without a declared bound: {missing:?}");
+}
