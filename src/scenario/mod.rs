@@ -795,7 +795,8 @@ fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
         let most = m.context_tokens.map_or(100_000_000, |c| c as u64);
         let why = if m.context_tokens.is_some() { " (model.context_tokens)" } else { "" };
         if !(1..=most).contains(&(len as u64)) {
-            e.push(at!(at, en.max_model_len), format!("must be 1 … {most}{why} (got {len})"));
+            // Said as every whole-number range is, so a typed −1 or 1e308 (refused by serde) is told it too.
+            e.push(at!(at, en.max_model_len), format!("must be an integer from 1 to {most}{why} (got {len})"));
         }
     }
 }

@@ -577,9 +577,18 @@ fn max_model_len_refuses_requests_past_it_and_no_others() {
     capped.engine.max_model_len = Some(9000);
     let e = inferscale::scenario::validate(&capped).unwrap_err();
     assert_eq!(e.errors[0].path, "engine.max_model_len");
-    assert!(e.errors[0].message.contains("1 … 8192 (model.context_tokens)"), "{e}");
+    assert!(e.errors[0].message.contains("from 1 to 8192 (model.context_tokens)"), "{e}");
     capped.engine.max_model_len = Some(0);
     assert!(inferscale::scenario::validate(&capped).is_err());
+    // Numbers serde refuses (below 0, past u32, a fraction) are told the same range, at the field.
+    let mut text = serde_json::to_value(&capped).unwrap();
+    for bad in [serde_json::json!(-1), serde_json::json!(1e308), serde_json::json!(2.5)] {
+        text["engine"]["max_model_len"] = bad.clone();
+        let e = inferscale::scenario::load(&text.to_string()).unwrap_err();
+        assert_eq!(e.errors[0].path, "engine.max_model_len", "{bad}");
+        let said = &e.errors[0].message;
+        assert!(said.starts_with("must be a whole number from 1 to 8192 (model.context_tokens)"), "{bad}: {said}");
+    }
 }
 
 /// A request longer than `max_model_len` is refused at any load: it is neither offered load nor shed. A
