@@ -71,7 +71,7 @@ pub fn queue_spec(lambda_rps: f64, servers: u32, service: LengthSpec, requests: 
         },
         // The context raised past any length drawn: none is refused as too long, so service stays the
         // distribution the closed form assumes.
-        model: ModelSpec { context_tokens: Some(100_000_000), ..ModelSpec::default() },
+        model: ModelSpec { context_tokens: Some(scenario::MOST_CONTEXT_TOKENS), ..ModelSpec::default() },
         hardware: Default::default(),
         cost: CostSpec::Linear {
             base_ms: 0.0,

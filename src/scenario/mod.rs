@@ -792,7 +792,7 @@ fn check_engine_fields(en: &EngineSpec, m: &Model, e: &mut Errors) {
     }
     if let Some(len) = en.max_model_len {
         // vLLM refuses a max_model_len past the model's context (without an override flag).
-        let most = m.context_tokens.map_or(100_000_000, |c| c as u64);
+        let most = m.context_tokens.unwrap_or(MOST_CONTEXT_TOKENS) as u64;
         let why = if m.context_tokens.is_some() { " (model.context_tokens)" } else { "" };
         if !(1..=most).contains(&(len as u64)) {
             // Said as every whole-number range is, so a typed −1 or 1e308 (refused by serde) is told it too.

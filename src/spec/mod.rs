@@ -860,8 +860,11 @@ bounds!(ModelSpec {
     head_dim: Bound::Int(1, 4096),
     bytes_per_param: Bound::Range(0.25, 8.0),
     kv_bytes_per_elem: Bound::Range(0.25, 8.0),
-    context_tokens: Bound::Int(1, 100_000_000),
+    context_tokens: Bound::Int(1, MOST_CONTEXT_TOKENS as u64),
 });
+
+/// The longest context a model may declare, tokens: also `engine.max_model_len`'s limit for a model without one.
+pub const MOST_CONTEXT_TOKENS: u32 = 100_000_000;
 
 /// A mixture-of-experts model: `experts` expert FFNs per layer holding `expert_params_b` of the parameters
 /// between them, `experts_per_token` of them run for each token.
