@@ -19,6 +19,20 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The Rust files under each of `dirs` (paths from the repository's root).
+fn files_in(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&root().join(dir), &mut files);
+    }
+    files
+}
+
+/// `src/engine/mod.rs:42`: line `i` (from 0) of file `f`, as a finding names it.
+fn line_at(f: &Path, i: usize) -> String {
+    format!("{}:{}", f.strip_prefix(root()).unwrap().display(), i + 1)
+}
+
 /// A line without its comment and string literals (braces inside them do not count).
 fn code_of(line: &str) -> String {
     let mut out = String::new();
@@ -84,10 +98,7 @@ fn functions(text: &str) -> Vec<(String, usize, usize)> {
 
 /// Every Rust file of the three crates' sources.
 fn source_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for dir in ["src", "worker/src", "www/src"] {
-        rust_files(&root().join(dir), &mut files);
-    }
+    let mut files = files_in(&["src", "worker/src", "www/src"]);
     files.sort();
     files
 }
@@ -122,7 +133,7 @@ fn the_code_is_measured_as_formatted() {
         for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
             let breakable = !in_string && !line.contains('"') && !line.contains("//");
             if breakable && line.chars().count() > 120 {
-                wide.push(format!("{}:{}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                wide.push(line_at(f, i));
             }
             // A string still open at the end of a line (an odd number of unescaped quotes) goes on.
             let quotes = line.replace("\\\\", "").replace("\\\"", "").replace("'\"'", "").matches('"').count();
@@ -149,8 +160,7 @@ fn module_of(path: &Path) -> Option<String> {
 
 /// Edges `module → module` from every `crate::X` a module's files name.
 fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
+    let files = files_in(&["src"]);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &files {
         let Some(from) = module_of(f) else { continue };
@@ -363,8 +373,7 @@ fn the_folder_scan_sees_a_cycle() {
 /// where this scan would not look (engine/sessions.rs once was).
 #[test]
 fn the_engine_feeds_the_recorder_only_through_its_hooks() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src/engine"), &mut files);
+    let files = files_in(&["src/engine"]);
     let allowed = ["advance", "itl_sink", "finish", "expected_requests", "n_final"];
     let mut bad = Vec::new();
     for f in &files {
@@ -372,14 +381,14 @@ fn the_engine_feeds_the_recorder_only_through_its_hooks() {
         for (i, line) in text.lines().enumerate() {
             let code = code_of(line);
             if code.contains("Recorder") && !f.ends_with("engine/mod.rs") && !f.ends_with("engine/replica/mod.rs") {
-                bad.push(format!("{}:{} names the Recorder", f.strip_prefix(root()).unwrap().display(), i + 1));
+                bad.push(format!("{} names the Recorder", line_at(f, i)));
             }
             // `self.rec.` in the simulation, `cx.rec.` where it lends the recorder to a formation (`Around`).
             for part in code.split(".rec.").skip(1) {
                 let name: String = part.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                 let call = part[name.len()..].starts_with('(');
                 if !call || !(name.starts_with("on_") || allowed.contains(&name.as_str())) {
-                    bad.push(format!("{}:{} .rec.{name}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                    bad.push(format!("{} .rec.{name}", line_at(f, i)));
                 }
             }
         }
@@ -420,10 +429,7 @@ fn the_architecture_lists_every_event() {
 #[test]
 fn every_file_and_item_the_architecture_names_exists() {
     let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
-    let mut files = Vec::new();
-    for dir in ["src", "worker/src", "www/src", "tests"] {
-        rust_files(&root().join(dir), &mut files);
-    }
+    let files = files_in(&["src", "worker/src", "www/src", "tests"]);
     let mut words = BTreeSet::new();
     for f in files.iter().chain([&root().join("index.html"), &root().join("scripts/test.sh")]) {
         let text = std::fs::read_to_string(f).unwrap();
@@ -482,8 +488,7 @@ fn unregistered_studies(files: &[(String, String)], registry: &str) -> Vec<Strin
 
 #[test]
 fn every_study_is_registered_once() {
-    let mut paths = Vec::new();
-    rust_files(&root().join("src/study"), &mut paths);
+    let paths = files_in(&["src/study"]);
     let files: Vec<(String, String)> =
         paths.iter().map(|p| (p.display().to_string(), std::fs::read_to_string(p).unwrap())).collect();
     let module = std::fs::read_to_string(root().join("src/study/mod.rs")).unwrap();
@@ -502,8 +507,7 @@ fn every_study_is_registered_once() {
 /// `study::table`: no study writes a `Column` or a row of cells by hand, so a header cannot drift from its cells.
 #[test]
 fn every_study_table_is_declared_with_its_cells() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src/study"), &mut files);
+    let files = files_in(&["src/study"]);
     let mut bad = Vec::new();
     for f in files.iter().filter(|f| !f.ends_with("study/mod.rs")) {
         let text = std::fs::read_to_string(f).unwrap();
@@ -512,7 +516,7 @@ fn every_study_table_is_declared_with_its_cells() {
             for hand in ["Column {", "columns = vec!", "columns.push(", "rows.push(vec!", "rows = vec!"] {
                 // `DynColumn { label, unit, format, cell }` is declared whole, its header made at run time.
                 if line.contains(hand) && !line.contains("DynColumn {") {
-                    bad.push(format!("{}:{} `{hand}`", f.strip_prefix(root()).unwrap().display(), i + 1));
+                    bad.push(format!("{} `{hand}`", line_at(f, i)));
                 }
             }
         }
@@ -549,8 +553,7 @@ const HUB: [&str; 2] = ["src/engine/mod.rs", "src/engine/handle.rs"];
 
 /// The code of every engine file (tests left out), by its path from the root.
 fn engine_code() -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    rust_files(&root().join("src/engine"), &mut files);
+    let mut files = files_in(&["src/engine"]);
     files.sort();
     let code = |p: &PathBuf| {
         let text = std::fs::read_to_string(p).unwrap();
@@ -684,13 +687,12 @@ fn impure(code: &str) -> Option<&'static str> {
 /// `unsafe` — and says so to the compiler (`#![forbid(unsafe_code)]`).
 #[test]
 fn the_core_does_no_io_reads_no_clock_and_has_no_globals() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
+    let files = files_in(&["src"]);
     let mut bad = Vec::new();
     for f in files.iter().filter(|f| !f.ends_with("src/main.rs")) {
         for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
             if let Some(what) = impure(&code_of(line)) {
-                bad.push(format!("{}:{} {what}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                bad.push(format!("{} {what}", line_at(f, i)));
             }
         }
     }
@@ -723,8 +725,7 @@ fn the_purity_scan_sees_io_clocks_and_globals() {
 /// src/engine names the `Event` type, and inside it only the hub (engine/mod.rs, engine/handle.rs) schedules.
 #[test]
 fn only_the_engine_schedules_events() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
+    let files = files_in(&["src"]);
     let hub = |f: &Path| f.ends_with("src/engine/mod.rs") || f.ends_with("src/engine/handle.rs");
     let (mut scheduled, mut bad) = (0, Vec::new());
     for f in &files {
@@ -735,7 +736,7 @@ fn only_the_engine_schedules_events() {
             let schedules = code.contains("schedule(");
             scheduled += usize::from(schedules && hub(f));
             if (names_event && !in_engine) || (schedules && !hub(f)) {
-                bad.push(format!("{}:{}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                bad.push(line_at(f, i));
             }
         }
     }
@@ -749,10 +750,7 @@ fn only_the_engine_schedules_events() {
 /// `libm::sqrt` (f64::sqrt is one exact instruction on every target).
 #[test]
 fn the_wasm_hot_paths_make_no_hidden_library_calls() {
-    let mut files = Vec::new();
-    for dir in ["src/engine", "src/kv", "src/cost"] {
-        rust_files(&root().join(dir), &mut files);
-    }
+    let mut files = files_in(&["src/engine", "src/kv", "src/cost"]);
     files.extend(["src/metrics/mod.rs", "src/metrics/sessions.rs"].map(|f| root().join(f)));
     let mut bad = Vec::new();
     for f in &files {
@@ -770,7 +768,7 @@ fn the_wasm_hot_paths_make_no_hidden_library_calls() {
                 || (in_cost && (code.contains("f64::max") || code.contains("f64::min")))
                 || code.contains("libm::sqrt")
             {
-                bad.push(format!("{}:{} {}", f.strip_prefix(root()).unwrap().display(), i + 1, line.trim()));
+                bad.push(format!("{} {}", line_at(f, i), line.trim()));
             }
         }
     }
@@ -782,8 +780,7 @@ fn the_wasm_hot_paths_make_no_hidden_library_calls() {
 /// calibration, the findings) happens in a worker. The page's code (its tests aside) calls none of them.
 #[test]
 fn the_page_never_simulates() {
-    let mut files = Vec::new();
-    rust_files(&root().join("www/src"), &mut files);
+    let files = files_in(&["www/src"]);
     let runs = ["simulate", "run_job", "run_native", "truth::calibrate", "findings::run", "capacity::sustained"];
     let mut bad = Vec::new();
     for f in &files {
@@ -792,7 +789,7 @@ fn the_page_never_simulates() {
         for (i, line) in page.lines().enumerate() {
             let code = code_of(line);
             if let Some(r) = runs.iter().find(|r| code.contains(&format!("{r}("))) {
-                bad.push(format!("{}:{} {r}", f.strip_prefix(root()).unwrap().display(), i + 1));
+                bad.push(format!("{} {r}", line_at(f, i)));
             }
         }
     }
@@ -803,10 +800,7 @@ fn the_page_never_simulates() {
 /// Every test function of the repository (Rust: `#[test]` or `#[wasm_bindgen_test]` before its `fn`) and
 /// every e2e test's title.
 fn test_names() -> (BTreeSet<String>, Vec<String>) {
-    let mut files = Vec::new();
-    for dir in ["src", "worker", "www/src", "tests"] {
-        rust_files(&root().join(dir), &mut files);
-    }
+    let files = files_in(&["src", "worker", "www/src", "tests"]);
     let mut names = BTreeSet::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
